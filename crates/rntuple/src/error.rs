@@ -1,0 +1,161 @@
+//! The one error type of the library: every failure says what went wrong and where.
+
+use std::fmt;
+
+/// Where in a file or RNTuple an error was found. Each part is optional; the
+/// `Display` form lists the parts that are known, e.g. `field "Jet.pt", cluster 3, page 7`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The file (path or URL) being read.
+    pub file: Option<String>,
+    /// The RNTuple's name (with its directory path).
+    pub rntuple: Option<String>,
+    /// The structure being decoded: "header envelope", "page list of cluster group 2", ...
+    pub structure: Option<String>,
+    /// A field by its qualified name.
+    pub field: Option<String>,
+    /// A column by its physical id.
+    pub column: Option<u64>,
+    /// A cluster by its id.
+    pub cluster: Option<u64>,
+    /// A page by its index within its column and cluster.
+    pub page: Option<u64>,
+    /// A byte offset in the file.
+    pub offset: Option<u64>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(v) = &self.file {
+            parts.push(format!("file {v}"));
+        }
+        if let Some(v) = &self.rntuple {
+            parts.push(format!("RNTuple \"{v}\""));
+        }
+        if let Some(v) = &self.structure {
+            parts.push(v.clone());
+        }
+        if let Some(v) = &self.field {
+            parts.push(format!("field \"{v}\""));
+        }
+        if let Some(v) = self.column {
+            parts.push(format!("column {v}"));
+        }
+        if let Some(v) = self.cluster {
+            parts.push(format!("cluster {v}"));
+        }
+        if let Some(v) = self.page {
+            parts.push(format!("page {v}"));
+        }
+        if let Some(v) = self.offset {
+            parts.push(format!("byte offset {v}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Every error the library reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The byte source failed (file system, network).
+    #[error("I/O error reading {what}: {source}")]
+    Io {
+        /// What was being read.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The data ends before a structure that it announces.
+    #[error("truncated data: {what} needs {needed} bytes at offset {offset} but only {available} are there")]
+    Truncated {
+        /// What was being decoded.
+        what: String,
+        /// Offset of the read within its buffer or file.
+        offset: u64,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// A stored checksum does not match the data.
+    #[error("checksum mismatch in {what}: stored {stored:#018x}, computed {computed:#018x}")]
+    ChecksumMismatch {
+        /// The envelope, anchor or page whose checksum failed.
+        what: String,
+        /// The checksum stored in the file.
+        stored: u64,
+        /// The checksum of the data read.
+        computed: u64,
+    },
+    /// A value in the data is impossible or contradicts another one.
+    #[error("corrupt data in {what}: {detail}")]
+    Corrupt {
+        /// Where the inconsistency was found.
+        what: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Decompression failed.
+    #[error("decompression failed in {what}: {detail}")]
+    Decompression {
+        /// The page or envelope being decompressed.
+        what: String,
+        /// The codec's message.
+        detail: String,
+    },
+    /// The file uses a feature-flag bit this reader does not know (wording as ROOT's).
+    #[error("unsupported format feature: {0}")]
+    UnsupportedFeature(u32),
+    /// Something valid but not supported by this implementation.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The file is not a ROOT file or has no such RNTuple.
+    #[error("{0}")]
+    NotFound(String),
+    /// The caller asked for something impossible (unknown field, bad range).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An Arrow error while assembling arrays.
+    #[error("Arrow error: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// Another error, with the place where it happened.
+    #[error("{location}: {source}")]
+    At {
+        /// Where the error happened.
+        location: Box<Location>,
+        /// The error itself.
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// Shorthand for a [`Error::Corrupt`].
+    pub fn corrupt(what: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::Corrupt {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Wraps the error with the place where it happened.
+    pub fn at(self, location: Location) -> Self {
+        Error::At {
+            location: Box::new(location),
+            source: Box::new(self),
+        }
+    }
+
+    /// The innermost error, without the locations wrapped around it.
+    pub fn root_cause(&self) -> &Error {
+        match self {
+            Error::At { source, .. } => source.root_cause(),
+            other => other,
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,73 @@
+//! Local files, read with positioned reads (`pread`), safe to share between threads.
+
+use super::{IoMetrics, IoMetricsSnapshot, ReadAt};
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::Instant;
+
+/// A local file opened for reading.
+#[derive(Debug)]
+pub struct LocalFile {
+    path: String,
+    file: File,
+    size: u64,
+    metrics: IoMetrics,
+}
+
+impl LocalFile {
+    /// Opens `path` for reading.
+    pub fn open(path: &str) -> Result<Self> {
+        let io_err = |source| Error::Io {
+            what: path.to_string(),
+            source,
+        };
+        let file = File::open(path).map_err(io_err)?;
+        let size = file.metadata().map_err(io_err)?.len();
+        Ok(LocalFile {
+            path: path.to_string(),
+            file,
+            size,
+            metrics: IoMetrics::default(),
+        })
+    }
+}
+
+impl ReadAt for LocalFile {
+    fn name(&self) -> &str {
+        &self.path
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        // Bound the allocation by the file's real size before allocating.
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => {}
+            _ => {
+                return Err(Error::Truncated {
+                    what: format!("file {}", self.path),
+                    offset,
+                    needed: len,
+                    available: self.size.saturating_sub(offset),
+                })
+            }
+        }
+        let start = Instant::now();
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|source| Error::Io {
+                what: format!("{} ({len} bytes at offset {offset})", self.path),
+                source,
+            })?;
+        self.metrics.record(false, 1, len, start);
+        Ok(buf)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+}

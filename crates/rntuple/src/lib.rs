@@ -1,0 +1,21 @@
+//! `rntuple`: read CERN ROOT's RNTuple columnar event-data format (binary format 1.0)
+//! without ROOT.
+//!
+//! The modules follow the layers of the project's ARCHITECTURE.md, bottom to top:
+//! [`io`] (byte sources), [`compression`] (ROOT compression blocks), [`container`]
+//! (the ROOT file around an RNTuple), [`format`] (the spec's byte structures),
+//! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
+//! [`read`] (planning, fetching, decoding into Apache Arrow).
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod compression;
+pub mod container;
+pub mod encoding;
+pub mod error;
+pub mod format;
+pub mod io;
+pub mod read;
+pub mod schema;
+
+pub use error::{Error, Location, Result};
