@@ -1,1 +1,18 @@
-//! placeholder
+//! The specification's byte structures: anchor, envelopes, frames, locators, header,
+//! footer and page lists. Pure: bytes in, structs out, and back.
+
+pub mod anchor;
+pub mod cursor;
+pub mod envelope;
+pub mod footer;
+pub mod header;
+pub mod locator;
+pub mod page_list;
+
+pub use anchor::Anchor;
+pub use cursor::{Cursor, Writer};
+pub use envelope::{open_envelope, seal_envelope, EnvelopeType};
+pub use footer::{ClusterGroupRecord, Footer, LinkedAttributeSet};
+pub use header::{AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header, SchemaDescription};
+pub use locator::{EnvelopeLink, Locator};
+pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};
