@@ -247,6 +247,20 @@ fn decompression_error(what: &str, chunk: usize, codec: &str, detail: impl fmt::
     }
 }
 
+/// Errors if a stream ended before the end of its chunk's payload.
+fn check_trailing(what: &str, chunk: usize, codec: &str, used: u64, len: usize) -> Result<()> {
+    if used == len as u64 {
+        Ok(())
+    } else {
+        Err(decompression_error(
+            what,
+            chunk,
+            codec,
+            format!("stream ends after {used} of the chunk's {len} bytes"),
+        ))
+    }
+}
+
 /// Decompresses one chunk payload into `target` (exactly the announced size).
 fn decompress_chunk(
     magic: &[u8],
@@ -287,6 +301,7 @@ fn decompress_chunk(
                     "stream does not end within the announced sizes",
                 ));
             }
+            check_trailing(what, chunk, "zlib", z.total_in(), payload.len())?;
             check_len("zlib", z.total_out() as usize)
         }
         [b'X', b'Z', 0] => {
@@ -303,6 +318,7 @@ fn decompress_chunk(
                     "stream does not end within the announced sizes",
                 ));
             }
+            check_trailing(what, chunk, "lzma", s.total_in(), payload.len())?;
             check_len("lzma", s.total_out() as usize)
         }
         [b'L', b'4', _] => {

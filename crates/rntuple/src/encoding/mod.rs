@@ -6,7 +6,17 @@
 //!   for signed integers and delta for index columns (the first element is stored as is,
 //!   the others as the difference to their predecessor; every page starts afresh);
 //! * Bit: booleans bit-packed LSB-first;
-//! * Real16, Real32Trunc, Real32Quant: see [`real`](self) for ROOT's exact arithmetic;
+//! * Real16: IEEE-754 binary16, widened exactly to `f32` (written rounding to nearest even);
+//! * Real32Trunc with `b` bits: the top `b` bits of the float32 bit pattern, bit-packed
+//!   (ROOT truncates when writing, no rounding; reading fills the low bits with zeros);
+//! * Real32Quant with `b` bits and range `[min, max]`: `b`-bit unsigned integers `q`,
+//!   bit-packed. ROOT reads, in double precision, `e = q * ((max - min) / (2^b - 1)) + min`
+//!   (multiply, then add, each rounded; no fused multiply-add), then `e = min(e, max)`;
+//!   double fields get `e`, float fields `(float) e`. It writes
+//!   `q = (u32)(0.5 + (x - min) * ((2^b - 1) / (max - min)))`, refusing values outside the range;
+//! * bit packing (Bit, Real32Trunc, Real32Quant): element `i` occupies bits
+//!   `[i * b, (i + 1) * b)` of a little-endian, LSB-first bit stream (ROOT fills 64-bit
+//!   words from their least significant bit and stores them little-endian, which is the same);
 //! * Switch: 12 bytes per element, a little-endian u64 index then a u32 tag.
 //!
 //! Pages decode to [`ColumnValues`], one variant per in-memory element kind.
