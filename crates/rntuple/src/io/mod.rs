@@ -78,7 +78,10 @@ pub trait ReadAt: Send + Sync {
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>>;
     /// Reads many ranges in one call; sources that can, do it in one request.
     fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
-        ranges.iter().map(|r| self.read_at(r.offset, r.len)).collect()
+        ranges
+            .iter()
+            .map(|r| self.read_at(r.offset, r.len))
+            .collect()
     }
     /// The counters of this source.
     fn metrics(&self) -> IoMetricsSnapshot;

