@@ -260,9 +260,17 @@ impl RootFile {
                 format!("directories nest deeper than {MAX_DIRECTORY_DEPTH} levels"),
             ));
         }
-        // The highest cycle of each anchor name in this directory.
-        let mut best: HashMap<&str, &KeyHeader> = HashMap::new();
-        for k in keys.iter().filter(|k| is_anchor_class(&k.class_name)) {
+        // The highest cycle of each anchor name and of each directory name here.
+        let mut best_anchor: HashMap<&str, &KeyHeader> = HashMap::new();
+        let mut best_dir: HashMap<&str, &KeyHeader> = HashMap::new();
+        for k in keys {
+            let best = if is_anchor_class(&k.class_name) {
+                &mut best_anchor
+            } else if is_directory_class(&k.class_name) {
+                &mut best_dir
+            } else {
+                continue;
+            };
             let entry = best.entry(k.name.as_str()).or_insert(k);
             if k.cycle > entry.cycle {
                 *entry = k;
@@ -275,30 +283,22 @@ impl RootFile {
                 format!("{prefix}/{name}")
             }
         };
-        let mut seen_dirs: HashSet<&str> = HashSet::new();
         for k in keys {
-            if is_anchor_class(&k.class_name) {
-                if best
-                    .get(k.name.as_str())
+            let is_best = |best: &HashMap<&str, &KeyHeader>| {
+                best.get(k.name.as_str())
                     .is_some_and(|b| std::ptr::eq(*b, k))
-                {
-                    out.push(AnchorEntry {
-                        path: join(&k.name),
-                        key: k.clone(),
-                    });
-                }
-            } else if is_directory_class(&k.class_name) && seen_dirs.insert(k.name.as_str()) {
-                // Only the highest cycle of a directory name is visited.
-                let Some(key) =
-                    pick_key(keys, &k.name, None, |k| is_directory_class(&k.class_name))
-                else {
-                    continue;
-                };
-                let path = join(&key.name);
-                let dir = self.sub_directory(key, &path)?;
+            };
+            if is_anchor_class(&k.class_name) && is_best(&best_anchor) {
+                out.push(AnchorEntry {
+                    path: join(&k.name),
+                    key: k.clone(),
+                });
+            } else if is_directory_class(&k.class_name) && is_best(&best_dir) {
+                let path = join(&k.name);
+                let dir = self.sub_directory(k, &path)?;
                 if dir.seek_keys != 0 && !visited.insert(dir.seek_keys) {
                     return Err(Error::corrupt(
-                        format!("directory \"{path}\" (key at byte offset {})", key.seek_key),
+                        format!("directory \"{path}\" (key at byte offset {})", k.seek_key),
                         format!(
                             "its keys list at byte offset {} is reached twice (a directory loop)",
                             dir.seek_keys

@@ -35,3 +35,6 @@ pub const DIRECTORY_CLASS_NAMES: [&str; 2] = ["TDirectory", "TDirectoryFile"];
 
 /// Class name of the keys holding RNTuple pages and envelopes.
 pub const BLOB_CLASS_NAME: &str = "RBlob";
+
+#[cfg(test)]
+mod tests;
