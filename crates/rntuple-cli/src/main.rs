@@ -1,1 +1,221 @@
-fn main(){}
+//! `rntuple`: inspect and dump RNTuple data without ROOT.
+
+mod hexfloat;
+mod info;
+mod render;
+
+use clap::{Parser, Subcommand};
+use rntuple::container::RootFile;
+use rntuple::io::open_source;
+use rntuple::read::RNTupleReader;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rntuple",
+    version,
+    about = "Inspect and dump CERN RNTuple data without ROOT"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every RNTuple in a ROOT file: path, entries, fields.
+    Ls {
+        /// The ROOT file.
+        file: String,
+    },
+    /// Show an RNTuple's schema tree, clusters, cluster groups and sizes.
+    Info {
+        /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
+        target: String,
+    },
+    /// Print entries as JSON (the conformance suite's conventions).
+    Dump {
+        /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
+        target: String,
+        /// Print JSON (the only format so far).
+        #[arg(long)]
+        json: bool,
+        /// Comma-separated top-level fields to print (default: all).
+        #[arg(long, value_delimiter = ',')]
+        fields: Option<Vec<String>>,
+        /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+        #[arg(long)]
+        entries: Option<String>,
+        /// Print the entries of this linked attribute set instead, each as
+        /// {"Value": ..., "Range": [first, last]} (Value: the single attribute field's
+        /// value, or an object of all attribute fields).
+        #[arg(long)]
+        attributes: Option<String>,
+    },
+}
+
+/// Splits `FILE[:NAME]`: the whole string is the file if it exists, else the part
+/// before the last colon.
+fn split_target(target: &str) -> (String, Option<String>) {
+    if std::path::Path::new(target).exists() {
+        return (target.to_string(), None);
+    }
+    match target.rsplit_once(':') {
+        Some((file, name)) if !file.is_empty() && !name.is_empty() => {
+            (file.to_string(), Some(name.to_string()))
+        }
+        _ => (target.to_string(), None),
+    }
+}
+
+/// Parses `START:STOP` against `n` entries.
+fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = spec
+        .split_once(':')
+        .ok_or_else(|| format!("--entries takes START:STOP, got \"{spec}\""))?;
+    let parse = |s: &str, default: u64| -> Result<u64, String> {
+        if s.is_empty() {
+            Ok(default)
+        } else {
+            s.parse::<u64>()
+                .map_err(|_| format!("--entries: \"{s}\" is not a whole number"))
+        }
+    };
+    let start = parse(a, 0)?;
+    let stop = parse(b, n)?.min(n);
+    if start > stop {
+        return Err(format!("--entries: start {start} is after stop {stop}"));
+    }
+    Ok(start..stop)
+}
+
+enum Failure {
+    Usage(String),
+    Input(rntuple::Error),
+    Output(std::io::Error),
+}
+
+impl From<rntuple::Error> for Failure {
+    fn from(e: rntuple::Error) -> Self {
+        Failure::Input(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Output(e)
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Ls { file } => {
+            let root = RootFile::open(open_source(&file)?)?;
+            for anchor in root.rntuple_anchors()? {
+                let reader = RNTupleReader::open(&root, Some(&anchor.path))?;
+                let d = reader.descriptor();
+                let names: Vec<&str> = d.top_level.iter().map(|&id| d.field(id).name()).collect();
+                writeln!(
+                    out,
+                    "{}\t{} entries\t{} fields: {}",
+                    anchor.path,
+                    d.n_entries,
+                    names.len(),
+                    names.join(", ")
+                )?;
+            }
+        }
+        Command::Info { target } => {
+            let (file, name) = split_target(&target);
+            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            info::write_info(&mut out, &reader)?;
+        }
+        Command::Dump {
+            target,
+            json,
+            fields,
+            entries,
+            attributes,
+        } => {
+            if !json {
+                return Err(Failure::Usage(
+                    "dump needs --json (the only output format so far)".into(),
+                ));
+            }
+            let (file, name) = split_target(&target);
+            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            if let Some(set) = attributes {
+                let attrs = reader.attribute_set(&set)?;
+                render::dump_attributes(&mut out, &attrs)?;
+                out.flush()?;
+                return Ok(());
+            }
+            for w in &reader.descriptor().warnings {
+                eprintln!("warning: {w}");
+            }
+            let n = reader.num_entries();
+            let range = match entries {
+                Some(spec) => parse_entries(&spec, n).map_err(Failure::Usage)?,
+                None => 0..n,
+            };
+            dump_json(&mut out, &reader, fields.as_deref(), range)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Streams entries as a JSON list, cluster by cluster, so memory stays bounded.
+fn dump_json(
+    out: &mut impl Write,
+    reader: &RNTupleReader,
+    fields: Option<&[String]>,
+    range: std::ops::Range<u64>,
+) -> Result<(), Failure> {
+    let mut first = true;
+    write!(out, "[")?;
+    for cluster in &reader.descriptor().clusters {
+        let lo = range.start.max(cluster.first_entry);
+        let hi = range.end.min(cluster.first_entry + cluster.n_entries);
+        if lo >= hi {
+            continue;
+        }
+        let batch = reader.read(fields, lo..hi)?;
+        for row in 0..batch.num_rows() {
+            let value = render::render_row(&batch, row);
+            let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::from)?;
+            let indented = text.replace('\n', "\n  ");
+            write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
+            first = false;
+        }
+    }
+    // Validate the selection even when the range is empty.
+    if first {
+        reader.arrow_schema(fields)?;
+    }
+    writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("rntuple: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Input(e)) => {
+            eprintln!("rntuple: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Output(e)) => {
+            eprintln!("rntuple: cannot write output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -415,15 +415,17 @@ impl RootFile {
             return self.source.read_at(data_offset, obj_len);
         }
         self.check_range(data_offset, stored, &format!("compressed object of {what}"))?;
-        // TODO: read the `stored` bytes at `data_offset` and decompress them with
-        // `crate::compression::decompress(&data, obj_len as usize, &what)` once the
-        // compression module lands (ROOT compresses the anchors it writes with
-        // RNTupleWriter::Recreate). Bound `obj_len` first (ROOT's blocks hold at most
-        // 16 MiB - 1 each, and each block header is 9 bytes).
-        Err(Error::Unsupported(format!(
-            "compressed anchor key: {what} at byte offset {}",
-            key.seek_key
-        )))
+        // A compressed object: every 9-byte block header expands to at most 16 MiB - 1,
+        // which bounds the allocation by the stored size before decompressing.
+        let max_len = stored.saturating_mul(crate::compression::MAX_CHUNK_SIZE as u64) / 9;
+        if obj_len > max_len {
+            return Err(Error::corrupt(
+                format!("{what} at byte offset {}", key.seek_key),
+                format!("object length {obj_len} cannot come from {stored} compressed bytes"),
+            ));
+        }
+        let data = self.source.read_at(data_offset, stored)?;
+        crate::compression::decompress(&data, obj_len as usize, &what)
     }
 
     /// Reads an RNTuple payload (page or envelope) of `nbytes` at `offset`, split over

@@ -157,7 +157,10 @@ mod tests {
     fn parses_root_anchor_and_writes_it_back_identically() {
         let bytes = hex(ROOT_ANCHOR_HEX);
         let a = Anchor::from_object(&bytes, "anchor").unwrap();
-        assert_eq!((a.version_epoch, a.version_major, a.version_minor), (1, 0, 2));
+        assert_eq!(
+            (a.version_epoch, a.version_major, a.version_minor),
+            (1, 0, 2)
+        );
         assert_eq!(a.seek_header, 0x130);
         assert_eq!(a.nbytes_header, 0x307);
         assert_eq!(a.seek_footer, 0x709);
@@ -171,6 +174,8 @@ mod tests {
         let mut bytes = hex(ROOT_ANCHOR_HEX);
         bytes[20] ^= 0x10;
         let err = Anchor::from_object(&bytes, "anchor of ntpl").unwrap_err();
-        assert!(err.to_string().contains("checksum mismatch in anchor of ntpl"));
+        assert!(err
+            .to_string()
+            .contains("checksum mismatch in anchor of ntpl"));
     }
 }

@@ -130,7 +130,9 @@ impl<'a> Cursor<'a> {
                 format!("frame at offset {start} states size {size}, smaller than its preamble"),
             ));
         }
-        let end = (start as u64).checked_add(size).filter(|&e| e <= self.data.len() as u64);
+        let end = (start as u64)
+            .checked_add(size)
+            .filter(|&e| e <= self.data.len() as u64);
         let Some(end) = end else {
             return Err(Error::Truncated {
                 what: format!("{} (frame at offset {start})", self.what),

@@ -107,7 +107,11 @@ mod tests {
         let mut env = seal_envelope(EnvelopeType::Header, b"hello");
         env[9] ^= 1;
         let err = open_envelope(&env, EnvelopeType::Header, "header envelope").unwrap_err();
-        assert!(err.to_string().contains("checksum mismatch in header envelope"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("checksum mismatch in header envelope"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub use anchor::Anchor;
 pub use cursor::{Cursor, Writer};
 pub use envelope::{open_envelope, seal_envelope, EnvelopeType};
 pub use footer::{ClusterGroupRecord, Footer, LinkedAttributeSet};
-pub use header::{AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header, SchemaDescription};
+pub use header::{
+    AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header, SchemaDescription,
+};
 pub use locator::{EnvelopeLink, Locator};
 pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};

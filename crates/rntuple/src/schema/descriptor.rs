@@ -249,9 +249,9 @@ impl Descriptor {
                     ),
                 ));
             }
-            n_entries = n_entries.checked_add(c.n_entries).ok_or_else(|| {
-                Error::corrupt("page lists", "entry count overflows 64 bits")
-            })?;
+            n_entries = n_entries
+                .checked_add(c.n_entries)
+                .ok_or_else(|| Error::corrupt("page lists", "entry count overflows 64 bits"))?;
         }
         Ok(Descriptor {
             name: header.name,
@@ -347,7 +347,10 @@ fn add_schema(
         if rec.parent_id as usize >= total_fields {
             return Err(Error::corrupt(
                 "schema description",
-                format!("field {id} names parent {} which does not exist", rec.parent_id),
+                format!(
+                    "field {id} names parent {} which does not exist",
+                    rec.parent_id
+                ),
             ));
         }
         if let Some(src) = rec.source_field_id {
@@ -373,7 +376,10 @@ fn add_schema(
         let field = fields.get_mut(rec.field_id as usize).ok_or_else(|| {
             Error::corrupt(
                 "schema description",
-                format!("column {id} belongs to field {} which does not exist", rec.field_id),
+                format!(
+                    "column {id} belongs to field {} which does not exist",
+                    rec.field_id
+                ),
             )
         })?;
         field.columns.push(id);
@@ -396,7 +402,10 @@ fn add_schema(
         let field = fields.get_mut(alias.field_id as usize).ok_or_else(|| {
             Error::corrupt(
                 "schema description",
-                format!("alias column belongs to field {} which does not exist", alias.field_id),
+                format!(
+                    "alias column belongs to field {} which does not exist",
+                    alias.field_id
+                ),
             )
         })?;
         field.columns.push(alias.physical_column_id);

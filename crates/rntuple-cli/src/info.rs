@@ -1,0 +1,134 @@
+//! `rntuple info`: the schema tree, clusters, cluster groups and sizes as text.
+
+use rntuple::encoding::ColumnType;
+use rntuple::read::RNTupleReader;
+use rntuple::schema::Descriptor;
+use std::io::Write;
+
+fn column_label(d: &Descriptor, id: u32) -> String {
+    let rec = &d.column(id).record;
+    let name = ColumnType::from_u16(rec.column_type)
+        .map(|t| t.name().to_string())
+        .unwrap_or_else(|| format!("unknown({:#x})", rec.column_type));
+    let mut label = name;
+    if matches!(
+        ColumnType::from_u16(rec.column_type),
+        Some(ColumnType::Real32Trunc | ColumnType::Real32Quant)
+    ) {
+        label.push_str(&format!("({} bits)", rec.bits_on_storage));
+    }
+    if let Some((min, max)) = rec.value_range {
+        label.push_str(&format!("[{min}, {max}]"));
+    }
+    if let Some(first) = rec.first_element_index {
+        label.push_str(&format!(" deferred from {first}"));
+    }
+    label
+}
+
+fn write_field(out: &mut impl Write, d: &Descriptor, id: u32, depth: usize) -> std::io::Result<()> {
+    let f = d.field(id);
+    let reps: Vec<String> = d
+        .representations(id)
+        .iter()
+        .map(|rep| {
+            rep.iter()
+                .map(|&c| column_label(d, c))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
+        .collect();
+    let mut line = format!("{}{} : {}", "  ".repeat(depth + 1), f.name(), f.type_name());
+    if !f.record.type_alias.is_empty() {
+        line.push_str(&format!(" (alias {})", f.record.type_alias));
+    }
+    if let Some(src) = f.record.source_field_id {
+        line.push_str(&format!(" (projected from {})", d.qualified_name(src)));
+    }
+    if !reps.is_empty() {
+        line.push_str(&format!("  [{}]", reps.join(" | ")));
+    }
+    writeln!(out, "{line}")?;
+    for &c in &f.children {
+        write_field(out, d, c, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Writes the description of an RNTuple.
+pub fn write_info(out: &mut impl Write, reader: &RNTupleReader) -> std::io::Result<()> {
+    let d = reader.descriptor();
+    let (e, ma, mi, pa) = d.version;
+    writeln!(
+        out,
+        "RNTuple \"{}\" in {}",
+        reader.path(),
+        reader.source().name()
+    )?;
+    writeln!(
+        out,
+        "  format version {e}.{ma}.{mi}.{pa}, written by {}",
+        d.writer
+    )?;
+    if !d.description.is_empty() {
+        writeln!(out, "  description: {}", d.description)?;
+    }
+    writeln!(out, "entries: {}", d.n_entries)?;
+    writeln!(out, "fields:")?;
+    for &id in &d.top_level {
+        write_field(out, d, id, 0)?;
+    }
+    let mut uncompressed = 0u64;
+    for c in &d.clusters {
+        for (col, pages) in c.columns.iter().enumerate() {
+            let rec = &d.column(col as u32).record;
+            let bits = rec.bits_on_storage as u64;
+            uncompressed += (pages.n_elements() * bits).div_ceil(8);
+        }
+    }
+    let compressed = d.compressed_bytes();
+    writeln!(out, "cluster groups: {}", d.cluster_groups.len())?;
+    for (i, g) in d.cluster_groups.iter().enumerate() {
+        writeln!(
+            out,
+            "  group {i}: entries {}..{}, clusters {}..{}",
+            g.min_entry,
+            g.min_entry + g.entry_span,
+            g.first_cluster,
+            g.first_cluster + g.n_clusters
+        )?;
+    }
+    writeln!(out, "clusters: {}", d.clusters.len())?;
+    for c in &d.clusters {
+        let pages: usize = c.columns.iter().map(|cp| cp.pages.len()).sum();
+        let bytes: u64 = c
+            .columns
+            .iter()
+            .flat_map(|cp| cp.pages.iter())
+            .map(|p| p.locator.size)
+            .sum();
+        writeln!(
+            out,
+            "  cluster {}: entries {}..{}, {pages} pages, {bytes} bytes",
+            c.id,
+            c.first_entry,
+            c.first_entry + c.n_entries
+        )?;
+    }
+    writeln!(out, "compressed size: {compressed} bytes")?;
+    writeln!(out, "uncompressed size: {uncompressed} bytes")?;
+    if compressed > 0 {
+        writeln!(
+            out,
+            "compression factor: {:.2}",
+            uncompressed as f64 / compressed as f64
+        )?;
+    }
+    for a in &d.attribute_sets {
+        writeln!(out, "attribute set: {}", a.name)?;
+    }
+    for w in &d.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    Ok(())
+}

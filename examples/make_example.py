@@ -1,0 +1,69 @@
+"""Writes ``examples/events.root``: a small NanoAOD-like RNTuple, written by ROOT 6.40.
+
+The file is committed so the README's first command needs no ROOT; run this script
+(``pip install root``) to regenerate it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ROOT
+
+CXX = r"""
+#include <ROOT/RNTupleModel.hxx>
+#include <ROOT/RNTupleWriter.hxx>
+#include <ROOT/RNTupleWriteOptions.hxx>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+void rntuple_write_example(const char *path, int n_events) {
+   auto model = ROOT::RNTupleModel::Create();
+   auto run = model->MakeField<std::uint32_t>("run");
+   auto event = model->MakeField<std::uint64_t>("event");
+   auto jet_pt = model->MakeField<std::vector<float>>("Jet_pt");
+   auto jet_eta = model->MakeField<std::vector<float>>("Jet_eta");
+   auto muon = model->MakeField<std::vector<std::pair<float, std::int32_t>>>("Muon_pt_charge");
+   auto met = model->MakeField<double>("MET_pt");
+   auto trigger = model->MakeField<bool>("HLT_IsoMu24");
+   auto dataset = model->MakeField<std::string>("dataset");
+   ROOT::RNTupleWriteOptions options;
+   options.SetApproxZippedClusterSize(16 * 1024);
+   auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "Events", path, options);
+   std::mt19937 rng(42);
+   std::exponential_distribution<float> pt(1.0f / 30.0f);
+   std::normal_distribution<float> eta(0.0f, 1.5f);
+   std::poisson_distribution<int> n_jets(4), n_muons(1);
+   for (int i = 0; i < n_events; ++i) {
+      *run = 1;
+      *event = 1000 + i;
+      jet_pt->clear();
+      jet_eta->clear();
+      for (int j = n_jets(rng); j > 0; --j) {
+         jet_pt->push_back(20.0f + pt(rng));
+         jet_eta->push_back(eta(rng));
+      }
+      muon->clear();
+      for (int m = n_muons(rng); m > 0; --m)
+         muon->emplace_back(3.0f + pt(rng), (rng() & 1) ? 1 : -1);
+      *met = std::abs(static_cast<double>(eta(rng)) * 25.0);
+      *trigger = !muon->empty() && muon->front().first > 24.0f;
+      *dataset = (i % 2) ? "TTbar" : "DYJets";
+      writer->Fill();
+   }
+}
+"""
+
+
+def main(path: str = str(Path(__file__).with_name("events.root")), n_events: int = 2000) -> None:
+    """Writes the example file at ``path`` with ``n_events`` entries."""
+    ROOT.gInterpreter.Declare(CXX)
+    ROOT.rntuple_write_example(path, n_events)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])

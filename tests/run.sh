@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, Rust unit and integration tests (conformance suite),
+# and the cross-tool tests against ROOT 6.40 from PyPI. Installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo build --release -p rntuple-cli
+cargo test --workspace
+
+export RNTUPLE_BIN="$PWD/target/release/rntuple"
+python3 -m pytest -q tests
