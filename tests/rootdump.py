@@ -38,7 +38,7 @@ def load_root() -> Any:
     """Import PyROOT quietly (the PyPI build warns that it is alpha) and return it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import ROOT  # noqa: PLC0415
+        import ROOT
 
     ROOT.gROOT.SetBatch(True)
     return ROOT
@@ -107,7 +107,7 @@ def _compare_case(root_file: Path, expected_file: Path) -> tuple[bool, str]:
     expected = json.loads(expected_file.read_text())
     try:
         got: Any = dump(root_file, DEFAULT_NTUPLE)
-    except Exception as exc:  # noqa: BLE001 - error cases render as {"error": message}
+    except Exception as exc:
         match = re.search(r"RException: (.*?) At:", " ".join(str(exc).split()))
         if not match:
             raise
@@ -120,7 +120,7 @@ def _compare_case(root_file: Path, expected_file: Path) -> tuple[bool, str]:
         return total == expected[key], f"{len(got)} entries, sum {total}"
     if got == expected:
         return True, f"{len(got)} entries"
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
         if g != e:
             return False, f"entry {i}: got {json.dumps(g)[:300]} expected {json.dumps(e)[:300]}"
     return False, f"entry count: got {len(got)} expected {len(expected)}"
@@ -158,14 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("target", nargs="?", help="FILE[:NAME] (NAME defaults to 'ntpl')")
     ap.add_argument("--entries", help="START:STOP entry range (STOP exclusive)")
     ap.add_argument("--fields", help="comma-separated top-level fields to keep")
-    ap.add_argument("--validate", nargs="?", const=str(DEFAULT_CONFORMANCE), help="check against conformance data")
+    ap.add_argument(
+        "--validate", nargs="?", const=str(DEFAULT_CONFORMANCE), help="check against the conformance data"
+    )
     ap.add_argument("--check-case", nargs=2, metavar=("ROOT", "JSON"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.check_case:
         try:
             ok, detail = _compare_case(Path(args.check_case[0]), Path(args.check_case[1]))
-        except Exception as exc:  # noqa: BLE001 - report any ROOT failure as a result line
+        except Exception as exc:
             msg = " ".join(str(exc).split())
             print(f"ERROR {msg[:300]}")
             return 1
