@@ -1,0 +1,81 @@
+"""Shared pytest fixtures for the cross-tool (ROOT <-> rntuple) tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+import rootdump  # noqa: E402
+import rootgen  # noqa: E402
+
+
+def rntuple_bin_path() -> Path:
+    """Path of the Rust CLI: ``$RNTUPLE_BIN`` or ``target/release/rntuple`` in the repo."""
+    env = os.environ.get("RNTUPLE_BIN")
+    path = Path(env) if env else REPO_ROOT / "target" / "release" / "rntuple"
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    return path
+
+
+def require_rntuple_bin() -> Path:
+    """Return the Rust CLI binary; FAIL (not skip) the calling test if it is missing."""
+    path = rntuple_bin_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"rntuple CLI binary not found or not executable at {path}. Build it with "
+            "`cargo build --release` (or point RNTUPLE_BIN at it); the interop tests "
+            "require `rntuple dump FILE:NAME --json`.",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def rntuple_bin() -> Callable[[], Path]:
+    """A callable returning the Rust CLI binary path.
+
+    The check runs inside the test body (not at fixture setup) so that a missing binary
+    is reported as a test FAILURE with a clear message, not as a setup error or a skip.
+    """
+    return require_rntuple_bin
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Write all ROOT test files once per session; returns {filename: path}.
+
+    Set ``RNTUPLE_INTEROP_KEEP=DIR`` to write them into DIR instead (kept afterwards).
+    """
+    keep = os.environ.get("RNTUPLE_INTEROP_KEEP")
+    outdir = Path(keep) if keep else tmp_path_factory.mktemp("rootgen")
+    t0 = time.perf_counter()
+    paths = rootgen.generate(outdir)
+    print(f"\n[rootgen] wrote {len(paths)} files to {outdir} in {time.perf_counter() - t0:.1f}s")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def root_rendering(generated: dict[str, Path]) -> dict[str, list[dict[str, Any]]]:
+    """ROOT's full reading of every generated file, rendered per the conformance rules."""
+    t0 = time.perf_counter()
+    out = {name: rootdump.dump(path, rootgen.NTUPLE) for name, path in generated.items()}
+    print(f"\n[rootdump] rendered {len(out)} files in {time.perf_counter() - t0:.1f}s")
+    return out
+
+
+@pytest.fixture(scope="session")
+def structures(generated: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    """ROOT descriptor summary (clusters, groups, pages, compression...) per file."""
+    return {name: rootgen.describe(path) for name, path in generated.items()}

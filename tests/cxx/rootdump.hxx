@@ -1,0 +1,229 @@
+// Renders an RNTuple as ROOT 6.40 reads it, as JSON per
+// /work/shared/conformance/README.md.  Declared into cling by tests/rootdump.py.
+#include <ROOT/RNTupleReader.hxx>
+#include <ROOT/RNTupleDescriptor.hxx>
+#include <ROOT/RNTupleModel.hxx>
+#include <ROOT/REntry.hxx>
+#include <ROOT/RField.hxx>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rntuple_interop {
+
+inline void JsonString(std::string &out, const std::string &s)
+{
+   out += '"';
+   for (unsigned char c : s) {
+      switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+         if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+            out += buf;
+         } else {
+            out += static_cast<char>(c);
+         }
+      }
+   }
+   out += '"';
+}
+
+inline void HexFloat(std::string &out, double v)
+{
+   char buf[64];
+   std::snprintf(buf, sizeof(buf), "\"%a\"", v);
+   out += buf;
+}
+
+template <typename T>
+inline void Int(std::string &out, const void *p)
+{
+   T v;
+   std::memcpy(&v, p, sizeof(T));
+   out += std::to_string(v);
+}
+
+inline std::vector<ROOT::RFieldBase::RValue> Split(const ROOT::RFieldBase &f, const void *p)
+{
+   // Non-owning shared_ptr (aliasing constructor with an empty owner).
+   std::shared_ptr<void> alias(std::shared_ptr<void>(), const_cast<void *>(p));
+   auto value = const_cast<ROOT::RFieldBase &>(f).BindValue(alias);
+   return f.SplitValue(value);
+}
+
+inline std::size_t RoundUp(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+void Render(std::string &out, const ROOT::RFieldBase &f, const void *p);
+
+inline void RenderList(std::string &out, const ROOT::RFieldBase &f, const void *p)
+{
+   out += '[';
+   bool first = true;
+   for (auto &item : Split(f, p)) {
+      if (!first)
+         out += ',';
+      first = false;
+      Render(out, item.GetField(), item.GetPtr<void>().get());
+   }
+   out += ']';
+}
+
+void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
+{
+   const std::string &t = f.GetTypeName();
+   // Fundamental types (and cardinality fields) by type name.
+   if (t == "bool") { out += (*static_cast<const bool *>(p) ? "1" : "0"); return; }
+   if (t == "char") { out += std::to_string(static_cast<int>(*static_cast<const char *>(p))); return; }
+   if (t == "std::byte") { out += std::to_string(static_cast<int>(*static_cast<const unsigned char *>(p))); return; }
+   if (t == "std::int8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::int8_t *>(p))); return; }
+   if (t == "std::uint8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::uint8_t *>(p))); return; }
+   if (t == "std::int16_t") { Int<std::int16_t>(out, p); return; }
+   if (t == "std::uint16_t") { Int<std::uint16_t>(out, p); return; }
+   if (t == "std::int32_t") { Int<std::int32_t>(out, p); return; }
+   if (t == "std::uint32_t") { Int<std::uint32_t>(out, p); return; }
+   if (t == "std::int64_t") { Int<std::int64_t>(out, p); return; }
+   if (t == "std::uint64_t") { Int<std::uint64_t>(out, p); return; }
+   if (t == "ROOT::RNTupleCardinality<std::uint32_t>") { Int<std::uint32_t>(out, p); return; }
+   if (t == "ROOT::RNTupleCardinality<std::uint64_t>") { Int<std::uint64_t>(out, p); return; }
+   if (t == "float") { HexFloat(out, static_cast<double>(*static_cast<const float *>(p))); return; }
+   if (t == "double") { HexFloat(out, *static_cast<const double *>(p)); return; }
+   if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return; }
+
+   if (auto bf = dynamic_cast<const ROOT::RBitsetField *>(&f)) {
+      const std::size_t n = bf->GetN();
+      const auto *words = static_cast<const unsigned long *>(p);
+      const std::size_t bpw = sizeof(unsigned long) * 8;
+      out += '"';
+      for (std::size_t i = n; i-- > 0;)
+         out += ((words[i / bpw] >> (i % bpw)) & 1UL) ? '1' : '0';
+      out += '"';
+      return;
+   }
+   if (dynamic_cast<const ROOT::RVariantField *>(&f)) {
+      auto subs = f.GetConstSubfields();
+      std::size_t maxSize = 1, maxAlign = 1;
+      for (auto s : subs) {
+         maxSize = std::max(maxSize, s->GetValueSize());
+         maxAlign = std::max(maxAlign, s->GetAlignment());
+      }
+      const std::size_t tagOffset = (maxSize < maxAlign) ? maxAlign : RoundUp(maxSize, maxAlign);
+      const std::uint8_t tag = static_cast<const unsigned char *>(p)[tagOffset];
+      if (tag >= subs.size()) { out += "null"; return; }
+      Render(out, *subs[tag], p);
+      return;
+   }
+   if (dynamic_cast<const ROOT::RMapField *>(&f)) {
+      out += '{';
+      bool first = true;
+      for (auto &kv : Split(f, p)) {
+         if (!first)
+            out += ',';
+         first = false;
+         auto members = Split(kv.GetField(), kv.GetPtr<void>().get());
+         if (members.size() != 2)
+            throw std::runtime_error("map item is not a pair");
+         if (members[0].GetField().GetTypeName() == "std::string") {
+            Render(out, members[0].GetField(), members[0].GetPtr<void>().get());
+         } else {
+            std::string key;
+            Render(key, members[0].GetField(), members[0].GetPtr<void>().get());
+            JsonString(out, key);
+         }
+         out += ':';
+         Render(out, members[1].GetField(), members[1].GetPtr<void>().get());
+      }
+      out += '}';
+      return;
+   }
+   if (dynamic_cast<const ROOT::RNullableField *>(&f)) {
+      auto items = Split(f, p);
+      if (items.empty()) { out += "null"; return; }
+      Render(out, items[0].GetField(), items[0].GetPtr<void>().get());
+      return;
+   }
+   if (dynamic_cast<const ROOT::REnumField *>(&f)) {
+      auto subs = f.GetConstSubfields();
+      Render(out, *subs.at(0), p);
+      return;
+   }
+   if (dynamic_cast<const ROOT::RAtomicField *>(&f)) {
+      auto items = Split(f, p);
+      Render(out, items.at(0).GetField(), items.at(0).GetPtr<void>().get());
+      return;
+   }
+   if (dynamic_cast<const ROOT::RPairField *>(&f) || dynamic_cast<const ROOT::RTupleField *>(&f)) {
+      RenderList(out, f, p);
+      return;
+   }
+   if (dynamic_cast<const ROOT::RRecordField *>(&f) || dynamic_cast<const ROOT::RClassField *>(&f)) {
+      out += '{';
+      bool first = true;
+      for (auto &m : Split(f, p)) {
+         if (!first)
+            out += ',';
+         first = false;
+         JsonString(out, m.GetField().GetFieldName());
+         out += ':';
+         Render(out, m.GetField(), m.GetPtr<void>().get());
+      }
+      out += '}';
+      return;
+   }
+   if (dynamic_cast<const ROOT::RVectorField *>(&f) || dynamic_cast<const ROOT::RRVecField *>(&f) ||
+       dynamic_cast<const ROOT::RArrayField *>(&f) || dynamic_cast<const ROOT::RProxiedCollectionField *>(&f) ||
+       dynamic_cast<const ROOT::RField<std::vector<bool>> *>(&f) || dynamic_cast<const ROOT::RArrayAsRVecField *>(&f) ||
+       dynamic_cast<const ROOT::RArrayAsVectorField *>(&f)) {
+      RenderList(out, f, p);
+      return;
+   }
+   throw std::runtime_error("rootdump: unsupported field type '" + t + "' (field '" + f.GetFieldName() + "')");
+}
+
+/// Render entries [start, stop) of RNTuple `name` in `path` (stop < 0: up to the end) as a JSON list.
+std::string DumpJson(const std::string &path, const std::string &name, long long start = 0, long long stop = -1,
+                     bool emulateUnknownTypes = true)
+{
+   ROOT::RNTupleDescriptor::RCreateModelOptions opts;
+   opts.SetEmulateUnknownTypes(emulateUnknownTypes);
+   auto reader = ROOT::RNTupleReader::Open(opts, name, path);
+   const long long n = static_cast<long long>(reader->GetNEntries());
+   if (stop < 0 || stop > n)
+      stop = n;
+   if (start < 0)
+      start = 0;
+   auto entry = reader->GetModel().CreateEntry();
+   std::string out = "[";
+   for (long long i = start; i < stop; ++i) {
+      reader->LoadEntry(i, *entry);
+      if (i != start)
+         out += ",\n";
+      out += '{';
+      bool first = true;
+      for (auto &v : *entry) {
+         if (!first)
+            out += ',';
+         first = false;
+         JsonString(out, v.GetField().GetFieldName());
+         out += ':';
+         Render(out, v.GetField(), v.GetPtr<void>().get());
+      }
+      out += '}';
+   }
+   out += "]\n";
+   return out;
+}
+
+} // namespace rntuple_interop
