@@ -32,7 +32,7 @@ def main():
                     continue
                 members = f[name].all_members
                 values = [str(int(members[field])) for field in FIELDS]
-                print("\t".join([path, name, cls] + values))
+                print("\t".join([path, name, cls, *values]))
 
 
 if __name__ == "__main__":

@@ -3,13 +3,22 @@ the rntuple-validation 1.0 files types.fundamental.{real,real32trunc,real32quant
 ROOT's values for them from the matching read/*.json (C99 hex floats), via uproot.
 
 One line per column page:
-  <file> <field> <float|double> <column type> <bits> <min bits hex> <max bits hex> <n> <page hex> <expected f64 bits hex, comma-separated>
+  <file> <field> <float|double> <column type> <bits> <min bits hex> <max bits hex> <n>
+  <page hex> <expected f64 bits hex, comma-separated>
+(all on one line).
 """
+
 import json
 import struct
 import sys
 
 import uproot
+
+
+def bits(x: float) -> str:
+    """The IEEE-754 bit pattern of the double ``x`` as 16 hex digits."""
+    return f"{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}"
+
 
 base = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/conformance/rntuple-validation-1.0"
 out = []
@@ -30,11 +39,10 @@ for name in ["types.fundamental.real", "types.fundamental.real32trunc", "types.f
                 n = page.num_elements
                 vals = [float.fromhex(e[field.field_name]) for e in expected[first : first + n]]
                 first += n
-                bits = lambda x: "%016x" % struct.unpack("<Q", struct.pack("<d", x))[0]
                 lo = col.min_value if col.min_value is not None else 0.0
                 hi = col.max_value if col.max_value is not None else 0.0
                 out.append(
-                    f"{name} {field.field_name} {field.type_name} {col.type} {col.nbits} {bits(lo)} {bits(hi)} {n} "
-                    f"{data.hex()} {','.join(bits(v) for v in vals)}"
+                    f"{name} {field.field_name} {field.type_name} {col.type} {col.nbits} "
+                    f"{bits(lo)} {bits(hi)} {n} {data.hex()} {','.join(bits(v) for v in vals)}"
                 )
 open("real_pages.txt", "w").write("\n".join(out) + "\n")
