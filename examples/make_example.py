@@ -1,7 +1,9 @@
 """Writes ``examples/events.root``: a small NanoAOD-like RNTuple, written by ROOT 6.40.
 
 The file is committed so the README's first command needs no ROOT; run this script
-(``pip install root``) to regenerate it.
+(``pip install root``) to regenerate it. The robustness test's small uncompressed file
+``crates/rntuple/tests/data/events_uncompressed.root`` comes from
+``make_example.py crates/rntuple/tests/data/events_uncompressed.root 300 0``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ CXX = r"""
 #include <string>
 #include <vector>
 
-void rntuple_write_example(const char *path, int n_events) {
+void rntuple_write_example(const char *path, int n_events, int compression) {
    auto model = ROOT::RNTupleModel::Create();
    auto run = model->MakeField<std::uint32_t>("run");
    auto event = model->MakeField<std::uint64_t>("event");
@@ -33,6 +35,7 @@ void rntuple_write_example(const char *path, int n_events) {
    auto dataset = model->MakeField<std::string>("dataset");
    ROOT::RNTupleWriteOptions options;
    options.SetApproxZippedClusterSize(16 * 1024);
+   options.SetCompression(compression);
    auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "Events", path, options);
    std::mt19937 rng(42);
    std::exponential_distribution<float> pt(1.0f / 30.0f);
@@ -59,11 +62,16 @@ void rntuple_write_example(const char *path, int n_events) {
 """
 
 
-def main(path: str = str(Path(__file__).with_name("events.root")), n_events: int = 2000) -> None:
-    """Writes the example file at ``path`` with ``n_events`` entries."""
+def main(
+    path: str = str(Path(__file__).with_name("events.root")), n_events: int = 2000, compression: int = 505
+) -> None:
+    """Writes the example file at ``path`` with ``n_events`` entries and ROOT's compression
+    setting ``compression`` (505 = zstd level 5, ROOT's default; 0 = uncompressed)."""
     ROOT.gInterpreter.Declare(CXX)
-    ROOT.rntuple_write_example(path, n_events)
+    ROOT.rntuple_write_example(path, n_events, compression)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    # make_example.py [PATH [N_EVENTS [COMPRESSION]]]
+    args = sys.argv[1:]
+    main(*args[:1], *(int(a) for a in args[1:3]))

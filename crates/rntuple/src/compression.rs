@@ -163,9 +163,39 @@ impl fmt::Display for CompressionSettings {
 /// Allocates exactly `uncompressed_len` bytes; the caller bounds that value.
 /// `what` names the page or envelope in error messages.
 pub fn decompress(data: &[u8], uncompressed_len: usize, what: &str) -> Result<Vec<u8>> {
+    // Walk the chunk headers before allocating: a corrupt expected length must not
+    // become an allocation the data cannot back.
+    if data.len() != uncompressed_len {
+        let claimed = claimed_uncompressed_len(data);
+        if claimed != Some(uncompressed_len) {
+            return Err(Error::corrupt(
+                what,
+                match claimed {
+                    Some(n) => format!(
+                        "compressed chunks hold {n} bytes, {uncompressed_len} were expected"
+                    ),
+                    None => "malformed compressed chunk headers".to_string(),
+                },
+            ));
+        }
+    }
     let mut out = vec![0u8; uncompressed_len];
     decompress_into(data, &mut out, what)?;
     Ok(out)
+}
+
+/// The total uncompressed size the chunk headers of `data` announce, if the chunks tile
+/// `data` exactly.
+fn claimed_uncompressed_len(data: &[u8]) -> Option<usize> {
+    let mut pos = 0usize;
+    let mut total = 0usize;
+    while pos < data.len() {
+        let header = data.get(pos..pos.checked_add(CHUNK_HEADER_SIZE)?)?;
+        let csize = u24(&header[3..6]);
+        total = total.checked_add(u24(&header[6..9]))?;
+        pos = pos.checked_add(CHUNK_HEADER_SIZE)?.checked_add(csize)?;
+    }
+    (pos == data.len()).then_some(total)
 }
 
 /// Decompresses a ROOT compression block into `out`, whose length is the expected

@@ -80,7 +80,7 @@ impl RNTupleReader {
         range: Range<u64>,
         per_entry: PerEntry,
     ) -> Result<(u64, Vec<u64>)> {
-        let total = per_entry.map(|k| k * cluster.n_entries);
+        let total = scaled(per_entry, cluster.n_entries, "cluster entry count")?;
         let first = range.start.saturating_sub(1);
         let values = self.read_column(cluster, column, first..range.end, total)?;
         let mut all = to_offsets(&values)?;
@@ -107,7 +107,7 @@ impl RNTupleReader {
         per_entry: PerEntry,
     ) -> Result<ArrayRef> {
         let desc = self.descriptor();
-        let total = per_entry.map(|k| k * cluster.n_entries);
+        let total = scaled(per_entry, cluster.n_entries, "cluster entry count")?;
         let len = (range.end - range.start) as usize;
         let cols = self.active_columns(cluster, id);
         Ok(match desc.field_kind(id) {
@@ -242,12 +242,13 @@ impl RNTupleReader {
             }
             FieldKind::Array(child, n) => {
                 let child_name = desc.field(child).name().to_string();
+                let items = mul(range.start, n, "array size")?..mul(range.end, n, "array size")?;
                 let values = self.assemble(
                     cluster,
                     child,
                     &child_name,
-                    range.start * n..range.end * n,
-                    per_entry.map(|k| k * n),
+                    items,
+                    scaled(per_entry, n, "array size")?,
                 )?;
                 let item = arrow_field(desc, child, &child_name)?;
                 Arc::new(FixedSizeListArray::try_new(
@@ -259,12 +260,9 @@ impl RNTupleReader {
             }
             FieldKind::Bitset(n) => {
                 self.expect_columns(id, &cols, 1)?;
-                let values = self.read_column(
-                    cluster,
-                    cols[0],
-                    range.start * n..range.end * n,
-                    total.map(|t| t * n),
-                )?;
+                let bits = mul(range.start, n, "bitset size")?..mul(range.end, n, "bitset size")?;
+                let values =
+                    self.read_column(cluster, cols[0], bits, scaled(total, n, "bitset size")?)?;
                 let bits = to_boolean(&values)?;
                 Arc::new(FixedSizeListArray::try_new(
                     Arc::new(Field::new("_0", DataType::Boolean, false)),
@@ -347,7 +345,7 @@ impl RNTupleReader {
                 ));
             }
             lo[k] = lo[k].min(i);
-            hi[k] = hi[k].max(i + 1);
+            hi[k] = hi[k].max(i.saturating_add(1));
         }
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(n_alt);
         for (k, &child) in children.iter().enumerate() {
@@ -438,6 +436,17 @@ fn take_optional(values: ArrayRef, indices: &[Option<u64>]) -> Result<ArrayRef> 
         Some(offsets.into()),
         children,
     )?))
+}
+
+/// `a * b`, or an error naming what overflowed (sizes come from the file).
+fn mul(a: u64, b: u64, what: &str) -> Result<u64> {
+    a.checked_mul(b)
+        .ok_or_else(|| Error::corrupt(what, format!("{a} × {b} overflows 64 bits")))
+}
+
+/// `per_entry × n`, checked.
+fn scaled(per_entry: PerEntry, n: u64, what: &str) -> Result<PerEntry> {
+    per_entry.map(|k| mul(k, n, what)).transpose()
 }
 
 fn fixed(n: u64) -> Result<i32> {

@@ -161,7 +161,7 @@ impl RNTupleReader {
         let footer = Footer::read(&footer_bytes).map_err(in_file)?;
         if footer.header_checksum != header_checksum {
             return Err(in_file(Error::ChecksumMismatch {
-                what: "footer's reference to the header".into(),
+                what: "footer envelope's reference to the header envelope".into(),
                 stored: footer.header_checksum,
                 computed: header_checksum,
             }));
@@ -171,7 +171,7 @@ impl RNTupleReader {
             .par_iter()
             .enumerate()
             .map(|(g, group)| {
-                let what = format!("page list of cluster group {g}");
+                let what = format!("page list envelope of cluster group {g}");
                 let link = group.page_list;
                 let (bytes, _) = read_envelope(
                     &source,
@@ -190,7 +190,7 @@ impl RNTupleReader {
                 })?;
                 if list.header_checksum != header_checksum {
                     return Err(Error::ChecksumMismatch {
-                        what: format!("{what}'s reference to the header"),
+                        what: format!("{what}'s reference to the header envelope"),
                         stored: list.header_checksum,
                         computed: header_checksum,
                     });

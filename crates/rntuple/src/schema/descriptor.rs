@@ -6,6 +6,10 @@ use crate::format::{
     SchemaDescription,
 };
 
+/// Deepest field nesting accepted; real schemas stay far below, and the recursive
+/// readers must not exhaust the stack on a hostile one.
+pub const MAX_FIELD_DEPTH: usize = 64;
+
 /// A field's structural role, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldRole {
@@ -175,16 +179,20 @@ impl Descriptor {
                 Some(parent) => fields[parent as usize].children.push(id),
             }
         }
-        // A parent must not be its own descendant: walk up from each field, bounded.
+        // A parent must not be its own descendant, and the tree must stay shallow enough
+        // for the recursive readers: walk up from each field, bounded.
         for f in &fields {
-            let mut steps = 0usize;
+            let mut depth = 0usize;
             let mut cur = f.parent;
             while let Some(p) = cur {
-                steps += 1;
-                if steps > fields.len() {
+                depth += 1;
+                if depth > MAX_FIELD_DEPTH {
                     return Err(Error::corrupt(
-                        "header envelope",
-                        format!("field {} has a cyclic parent chain", f.id),
+                        "schema description",
+                        format!(
+                            "field {} is nested deeper than {MAX_FIELD_DEPTH} levels (or its parents form a cycle)",
+                            f.id
+                        ),
                     ));
                 }
                 cur = fields[p as usize].parent;
@@ -226,6 +234,21 @@ impl Descriptor {
                             columns.len()
                         ),
                     ));
+                }
+                // Every column at entry level holds at least one element per entry, so a
+                // cluster cannot have more entries than its fullest column has elements
+                // (this bounds the zeros synthesized for deferred columns).
+                let fullest = cols.iter().map(ColumnPages::n_elements).max();
+                if let Some(fullest) = fullest {
+                    if summary.n_entries > fullest {
+                        return Err(Error::corrupt(
+                            format!("page list envelope of cluster group {g}"),
+                            format!(
+                                "a cluster claims {} entries but its columns hold at most {fullest} elements",
+                                summary.n_entries
+                            ),
+                        ));
+                    }
                 }
                 clusters.push(ClusterDescriptor {
                     id: clusters.len() as u64,
