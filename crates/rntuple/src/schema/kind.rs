@@ -2,6 +2,7 @@
 //! reader gives to its columns.
 
 use super::descriptor::{Descriptor, FieldRole};
+use crate::encoding::ColumnType;
 
 /// A fundamental C++ type of a leaf field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,11 +182,21 @@ impl Descriptor {
         }
     }
 
-    /// Why field `id` or any of its subfields cannot be read, if so.
+    /// Why field `id` or any of its subfields cannot be read, if so: an unknown role or
+    /// type, or a column of a type this reader does not know.
     pub fn unreadable_reason(&self, id: u32) -> Option<String> {
         let kind = self.field_kind(id);
         if let FieldKind::Unknown(why) = kind {
             return Some(format!("field \"{}\": {why}", self.qualified_name(id)));
+        }
+        for &col in &self.field(id).columns {
+            let code = self.column(col).record.column_type;
+            if ColumnType::from_u16(code).is_none() {
+                return Some(format!(
+                    "field \"{}\": column {col} has unknown column type {code:#x}",
+                    self.qualified_name(id)
+                ));
+            }
         }
         self.field(id)
             .children
