@@ -168,6 +168,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A progress bar over `entries` on standard error, drawn only when standard error is a
+/// terminal and standard output is not (so it never mixes with the JSON on screen).
+fn progress(entries: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || std::io::stdout().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(entries);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} entries ({per_sec}, {eta} left)",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 /// Streams entries as a JSON list, cluster by cluster, so memory stays bounded.
 fn dump_json(
     out: &mut impl Write,
@@ -176,6 +192,7 @@ fn dump_json(
     range: std::ops::Range<u64>,
 ) -> Result<(), Failure> {
     let mut first = true;
+    let bar = progress(range.end - range.start);
     write!(out, "[")?;
     for cluster in &reader.descriptor().clusters {
         let lo = range.start.max(cluster.first_entry);
@@ -191,7 +208,9 @@ fn dump_json(
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;
         }
+        bar.inc(hi - lo);
     }
+    bar.finish_and_clear();
     // Validate the selection even when the range is empty.
     if first {
         reader.arrow_schema(fields)?;
