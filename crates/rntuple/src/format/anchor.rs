@@ -141,17 +141,11 @@ impl Anchor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::test_util::hex;
 
     /// The anchor object of the conformance file `types.vector.fundamental.root`,
     /// as ROOT 6.40 wrote it (hex from the file).
     const ROOT_ANCHOR_HEX: &str = "4000004200020001000000020000000000000000013000000000000003070000000000000307000000000000070900000000000000a000000000000000a00000000040000000297a04fae45dd088";
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     #[test]
     fn parses_root_anchor_and_writes_it_back_identically() {

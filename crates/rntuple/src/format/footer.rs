@@ -133,16 +133,10 @@ impl Footer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::test_util::hex;
 
     /// The footer payload of conformance file `types.vector.fundamental.root` (ROOT 6.40).
     const ROOT_FOOTER_PAYLOAD_HEX: &str = "0000000000000000fd8309c15e4a9c023800000000000000f4ffffffffffffff00000000f4ffffffffffffff00000000f4ffffffffffffff00000000f4ffffffffffffff00000000c4ffffffffffffff01000000300000000000000000000000000000000300000000000000010000009401000000000000940100004b05000000000000f4ffffffffffffff00000000";
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     #[test]
     fn parses_a_root_footer_and_writes_it_back_identically() {

@@ -18,3 +18,14 @@ pub use header::{
 };
 pub use locator::{EnvelopeLink, Locator};
 pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// Bytes from a hex string (test vectors copied from ROOT-written files).
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+}

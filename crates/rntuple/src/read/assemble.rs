@@ -461,35 +461,28 @@ fn arrow_offsets(start: u64, ends: &[u64]) -> OffsetBuffer<i64> {
     OffsetBuffer::new(ScalarBuffer::from(offsets))
 }
 
+/// An Arrow integer array of type `T` from integer column values, range-checked.
+fn int_array<T: ArrowPrimitiveType>(values: &ColumnValues) -> Result<ArrayRef>
+where
+    T::Native: TryFrom<i128>,
+{
+    let ints = to_ints::<T::Native>(values)?;
+    Ok(Arc::new(PrimitiveArray::<T>::new(ints.into(), None)))
+}
+
 /// The Arrow array of a primitive field from its column's values.
 fn primitive_array(p: PrimitiveType, values: &ColumnValues) -> Result<ArrayRef> {
-    Ok(match p {
-        PrimitiveType::Bool => Arc::new(to_boolean(values)?),
-        PrimitiveType::Char | PrimitiveType::Int8 => {
-            Arc::new(PrimitiveArray::<Int8Type>::from(to_ints::<i8>(values)?))
-        }
-        PrimitiveType::Byte | PrimitiveType::UInt8 => {
-            Arc::new(PrimitiveArray::<UInt8Type>::from(to_ints::<u8>(values)?))
-        }
-        PrimitiveType::Int16 => {
-            Arc::new(PrimitiveArray::<Int16Type>::from(to_ints::<i16>(values)?))
-        }
-        PrimitiveType::UInt16 => {
-            Arc::new(PrimitiveArray::<UInt16Type>::from(to_ints::<u16>(values)?))
-        }
-        PrimitiveType::Int32 => {
-            Arc::new(PrimitiveArray::<Int32Type>::from(to_ints::<i32>(values)?))
-        }
-        PrimitiveType::UInt32 => {
-            Arc::new(PrimitiveArray::<UInt32Type>::from(to_ints::<u32>(values)?))
-        }
-        PrimitiveType::Int64 => {
-            Arc::new(PrimitiveArray::<Int64Type>::from(to_ints::<i64>(values)?))
-        }
-        PrimitiveType::UInt64 => {
-            Arc::new(PrimitiveArray::<UInt64Type>::from(to_ints::<u64>(values)?))
-        }
-        PrimitiveType::Float32 => Arc::new(Float32Array::from(to_f32(values)?)),
-        PrimitiveType::Float64 => Arc::new(Float64Array::from(to_f64(values)?)),
-    })
+    match p {
+        PrimitiveType::Bool => Ok(Arc::new(to_boolean(values)?)),
+        PrimitiveType::Char | PrimitiveType::Int8 => int_array::<Int8Type>(values),
+        PrimitiveType::Byte | PrimitiveType::UInt8 => int_array::<UInt8Type>(values),
+        PrimitiveType::Int16 => int_array::<Int16Type>(values),
+        PrimitiveType::UInt16 => int_array::<UInt16Type>(values),
+        PrimitiveType::Int32 => int_array::<Int32Type>(values),
+        PrimitiveType::UInt32 => int_array::<UInt32Type>(values),
+        PrimitiveType::Int64 => int_array::<Int64Type>(values),
+        PrimitiveType::UInt64 => int_array::<UInt64Type>(values),
+        PrimitiveType::Float32 => Ok(Arc::new(Float32Array::from(to_f32(values)?))),
+        PrimitiveType::Float64 => Ok(Arc::new(Float64Array::from(to_f64(values)?))),
+    }
 }
