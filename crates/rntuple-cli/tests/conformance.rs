@@ -200,3 +200,27 @@ fn bad_usage_exits_2_and_bad_input_exits_1() {
     assert_eq!(missing.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&missing.stderr).lines().count(), 1);
 }
+
+#[test]
+fn dotted_paths_select_record_members() {
+    let case = "types.user.class";
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(conformance_dir().join("read").join(format!("{case}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    let out = dump(case, &["--fields", "f.fString,f.:_0.fInt"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let got: Value = serde_json::from_str(&out.stdout).unwrap();
+    let want: Vec<Value> = expected
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::json!({"f.fString": e["f"]["fString"], "f.:_0.fInt": e["f"][":_0"]["fInt"]}))
+        .collect();
+    assert_eq!(got, Value::Array(want));
+    // A member inside a collection has no value per entry.
+    let out = dump(case, &["--fields", "Vector._0.fString"]);
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("inside a collection"), "{}", out.stderr);
+}
