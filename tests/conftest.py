@@ -79,3 +79,31 @@ def root_rendering(generated: dict[str, Path]) -> dict[str, list[dict[str, Any]]
 def structures(generated: dict[str, Path]) -> dict[str, dict[str, Any]]:
     """ROOT descriptor summary (clusters, groups, pages, compression...) per file."""
     return {name: rootgen.describe(path) for name, path in generated.items()}
+
+
+@pytest.fixture(scope="session")
+def generated_extra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Write the extra ROOT test files (``rootgen.EXTRA_FILES``) once per session."""
+    keep = os.environ.get("RNTUPLE_INTEROP_KEEP")
+    outdir = Path(keep) if keep else tmp_path_factory.mktemp("rootgen_extra")
+    t0 = time.perf_counter()
+    paths = rootgen.generate_extra(outdir)
+    print(f"\n[rootgen] wrote {len(paths)} extra files to {outdir} in {time.perf_counter() - t0:.1f}s")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def root_rendering_extra(generated_extra: dict[str, Path]) -> dict[str, list[dict[str, Any]]]:
+    """ROOT's full reading of every extra file (its RNTuple per ``rootgen.EXTRA_FILES``)."""
+    return {
+        fname: rootdump.dump(path, rootgen.EXTRA_FILES[fname][0]) for fname, path in generated_extra.items()
+    }
+
+
+@pytest.fixture(scope="session")
+def extra_structures(generated_extra: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    """ROOT descriptor details (``rootgen.describe_columns``) of every extra file."""
+    return {
+        fname: rootgen.describe_columns(path, rootgen.EXTRA_FILES[fname][0])
+        for fname, path in generated_extra.items()
+    }

@@ -80,6 +80,19 @@ def dump_text(path: str, name: str = DEFAULT_NTUPLE, start: int = 0, stop: int =
     return str(ROOT.rntuple_interop.DumpJson(str(path), name, start, stop, True))
 
 
+def describe_streamed(class_name: str, data: list[int]) -> dict[str, Any]:
+    """Deserialize bytes stored by an ``RStreamerField`` with ROOT and summarise the object.
+
+    Supported: TH1 classes (name, title, nbins, entries, bin contents incl. under/overflow
+    as hex floats) and TObjString (the string); ``consumed`` is how many bytes ROOT read.
+    """
+    ROOT = _declare()
+    vec = ROOT.std.vector["unsigned char"]()
+    for b in data:
+        vec.push_back(b)
+    return json.loads(str(ROOT.rntuple_interop.DescribeStreamed(class_name, vec)))
+
+
 def restrict_fields(entries: list[dict[str, Any]], fields: list[str] | None) -> list[dict[str, Any]]:
     """Keep only the given top-level fields, in the order given."""
     if fields is None:
@@ -161,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--validate", nargs="?", const=str(DEFAULT_CONFORMANCE), help="check against the conformance data"
     )
+    ap.add_argument(
+        "--stl-dicts",
+        action="store_true",
+        help="first build the STL dictionaries nested.root needs (rootgen)",
+    )
     ap.add_argument("--check-case", nargs=2, metavar=("ROOT", "JSON"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -182,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.target:
         ap.error("a target FILE[:NAME] is required")
+    if args.stl_dicts:
+        import rootgen
+
+        rootgen.ensure_dictionaries()
     path, name = parse_target(args.target)
     fields = args.fields.split(",") if args.fields else None
     data = dump(path, name, args.entries, fields)

@@ -15,6 +15,11 @@ Files produced by :func:`generate` (see :data:`SPECS`):
   ``RNTupleWriter::CreateModelUpdater()`` (once mid-cluster, once right after a
   cluster-group commit).
 
+Files produced by :func:`generate_extra` (``tests/cxx/rootgen_extra.hxx``, see
+:data:`EXTRA_FILES`): multi-key payloads (small max key size), several column
+representations per field, streamer fields, an RNTuple in a sub-directory and more
+nested types.
+
 Command line::
 
     python tests/rootgen.py OUTDIR        # writes the files and prints their structure
@@ -24,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +53,15 @@ LATE1_FIELDS = ["late_i64", "late_vf", "late_str", "late_vvi", "late_opt"]
 LATE2_FIELDS = ["late2_f32", "late2_map", "late2_var"]
 
 _declared = False
+_dicts_loaded = False
+
+#: STL types used by ``nested.root`` for which the PyPI ROOT build ships no dictionary
+#: (without one, ROOT treats them as emulated collections and crashes when filling).
+DICT_TYPES = [
+    "std::map<int,std::string>",
+    "std::map<std::string,std::vector<float>>",
+    "std::vector<std::map<std::string,std::vector<float>>>",
+]
 
 
 @dataclass(frozen=True)
@@ -125,13 +141,33 @@ SPECS: list[FileSpec] = [
 SPECS_BY_NAME = {s.filename: s for s in SPECS}
 
 
-def _declare() -> Any:
-    """JIT-compile the C++ writer once per process and return the ROOT module."""
-    global _declared
+def ensure_dictionaries() -> Any:
+    """Build and load (ACLiC, in a temporary directory) the dictionaries of :data:`DICT_TYPES`."""
+    global _dicts_loaded
     ROOT = load_root()
+    if not _dicts_loaded:
+        cwd = os.getcwd()
+        workdir = tempfile.mkdtemp(prefix="rntuple-interop-dicts-")
+        try:
+            os.chdir(workdir)
+            ROOT.gInterpreter.GenerateDictionary(";".join(DICT_TYPES), "map;string;vector")
+        finally:
+            os.chdir(cwd)
+        missing = [t for t in DICT_TYPES if not ROOT.TClass.GetClass(t).HasDictionary()]
+        if missing:
+            raise RuntimeError(f"failed to generate dictionaries for {missing}")
+        _dicts_loaded = True
+    return ROOT
+
+
+def _declare() -> Any:
+    """JIT-compile the C++ writers once per process and return the ROOT module."""
+    global _declared
+    ROOT = ensure_dictionaries()
     if not _declared:
-        if not ROOT.gInterpreter.Declare((CXX_DIR / "rootgen.hxx").read_text()):
-            raise RuntimeError("failed to declare tests/cxx/rootgen.hxx in cling")
+        for name in ("rootgen.hxx", "rootgen_extra.hxx"):
+            if not ROOT.gInterpreter.Declare((CXX_DIR / name).read_text()):
+                raise RuntimeError(f"failed to declare tests/cxx/{name} in cling")
         _declared = True
     return ROOT
 
@@ -161,6 +197,114 @@ def write(spec: FileSpec, outdir: Path) -> Path:
 def generate(outdir: Path, specs: list[FileSpec] | None = None) -> dict[str, Path]:
     """Write all files of ``specs`` (default :data:`SPECS`); return {filename: path}."""
     return {s.filename: write(s, outdir) for s in (specs or SPECS)}
+
+
+#: Max key size (bytes) of the multi-key files, and their max unzipped page size.
+MULTIKEY_MAX_KEY = {"multikey_none.root": 4096, "multikey_zstd.root": 4096}
+MULTIKEY_PAGE_SIZE = 64 * 1024
+MULTIKEY_PAD_FIELDS = 120
+SUBDIR_NTUPLE = "a/b/nt"
+SUBDIR_TOP_NTUPLE = "top"
+SUBDIR_ENTRIES = 500
+STREAMER_ENTRIES = 300
+#: Per extra file: (RNTuple name, number of entries).
+EXTRA_FILES = {
+    "multikey_none.root": (NTUPLE, 3000),
+    "multikey_zstd.root": (NTUPLE, 3000),
+    "multirep.root": (NTUPLE, 2000),
+    "streamer.root": (NTUPLE, STREAMER_ENTRIES),
+    "subdir.root": (SUBDIR_NTUPLE, SUBDIR_ENTRIES),
+    "nested.root": (NTUPLE, 1500),
+}
+
+
+def generate_extra(outdir: Path) -> dict[str, Path]:
+    """Write the files of :data:`EXTRA_FILES` into ``outdir``; return {filename: path}."""
+    ROOT = _declare()
+    gen = ROOT.rntuple_interop_gen
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = {fname: outdir / fname for fname in EXTRA_FILES}
+    for fname, compression in (("multikey_none.root", 0), ("multikey_zstd.root", 505)):
+        gen.WriteMultiKey(
+            str(paths[fname]),
+            NTUPLE,
+            EXTRA_FILES[fname][1],
+            compression,
+            MULTIKEY_MAX_KEY[fname],
+            MULTIKEY_PAGE_SIZE,
+            MULTIKEY_PAD_FIELDS,
+        )
+    gen.WriteMultiRep(str(paths["multirep.root"]), NTUPLE, EXTRA_FILES["multirep.root"][1], 150, 505)
+    gen.WriteStreamer(str(paths["streamer.root"]), NTUPLE, STREAMER_ENTRIES, 505)
+    gen.WriteSubdir(str(paths["subdir.root"]), "nt", SUBDIR_TOP_NTUPLE, SUBDIR_ENTRIES)
+    gen.WriteNested(str(paths["nested.root"]), NTUPLE, EXTRA_FILES["nested.root"][1], 505)
+    return paths
+
+
+def expected_streamer_bytes(entry: int) -> dict[str, list[int]]:
+    """The bytes ``TClass::Streamer`` writes for entry ``entry``'s objects of ``streamer.root``."""
+    ROOT = _declare()
+    return json.loads(str(ROOT.rntuple_interop_gen.ExpectedStreamerBytes(entry)))
+
+
+def describe_columns(path: Path, name: str = NTUPLE) -> dict[str, Any]:
+    """Per-file details for the extra files, from ROOT's descriptor.
+
+    Returns header/footer sizes, page-list sizes, the largest page, per-field column
+    representations (``{qualified field: {repr index: [column types]}}``), per-field the
+    set of representation indices that are primary (not suppressed) in some cluster,
+    whether each cluster has exactly one primary representation per field, the
+    structural role of every top-level field and the projected top-level fields.
+    """
+    ROOT = load_root()
+    reader = ROOT.RNTupleReader.Open(name, str(path))
+    desc = reader.GetDescriptor()
+    reps: dict[str, dict[int, list[str]]] = {}
+    col_field: dict[int, tuple[str, int]] = {}
+    for col in desc.GetColumnIterable():
+        if col.IsAliasColumn():
+            continue
+        fname = str(desc.GetQualifiedFieldName(col.GetFieldId()))
+        rep = int(col.GetRepresentationIndex())
+        ctype = str(ROOT.Internal.RColumnElementBase.GetColumnTypeName(col.GetType()))
+        reps.setdefault(fname, {}).setdefault(rep, []).append(ctype)
+        col_field[int(col.GetPhysicalId())] = (fname, rep)
+    primary: dict[str, set[int]] = {}
+    one_primary_per_cluster = True
+    max_page = 0
+    for cluster in desc.GetClusterIterable():
+        active: dict[str, set[int]] = {}
+        for cid, (fname, rep) in col_field.items():
+            if not cluster.ContainsColumn(cid):
+                continue
+            crange = cluster.GetColumnRange(cid)
+            if crange.IsSuppressed():
+                continue
+            active.setdefault(fname, set()).add(rep)
+            for info in cluster.GetPageRange(cid).GetPageInfos():
+                max_page = max(max_page, int(info.GetLocator().GetNBytesOnStorage()))
+        for fname, rs in active.items():
+            primary.setdefault(fname, set()).update(rs)
+            if len(rs) != 1:
+                one_primary_per_cluster = False
+    page_lists = [
+        (int(g.GetPageListLocator().GetNBytesOnStorage()), int(g.GetPageListLength()))
+        for g in desc.GetClusterGroupIterable()
+    ]
+    return {
+        "n_entries": int(desc.GetNEntries()),
+        "n_clusters": int(desc.GetNClusters()),
+        "header_size": int(desc.GetOnDiskHeaderSize()),
+        "footer_size": int(desc.GetOnDiskFooterSize()),
+        "page_lists": page_lists,
+        "max_page_size_on_storage": max_page,
+        "representations": reps,
+        "primary_representations": {k: sorted(v) for k, v in primary.items()},
+        "one_primary_per_cluster": one_primary_per_cluster,
+        "roles": {f.GetFieldName(): int(f.GetStructure()) for f in desc.GetTopLevelFields()},
+        "projected": [f.GetFieldName() for f in desc.GetTopLevelFields() if f.IsProjectedField()],
+        "fields": [f.GetFieldName() for f in desc.GetTopLevelFields()],
+    }
 
 
 def describe(path: Path, name: str = NTUPLE) -> dict[str, Any]:

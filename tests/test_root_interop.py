@@ -39,10 +39,14 @@ Entries = list[dict[str, Any]]
 
 
 def run_rntuple_dump(
-    binary: Path, path: Path, fields: list[str] | None = None, entries: tuple[int, int] | None = None
+    binary: Path,
+    path: Path,
+    fields: list[str] | None = None,
+    entries: tuple[int, int] | None = None,
+    name: str = rootgen.NTUPLE,
 ) -> Entries:
-    """Run ``rntuple dump PATH:ntpl --json`` (with optional restrictions); return parsed JSON."""
-    cmd = [str(binary), "dump", f"{path}:{rootgen.NTUPLE}", "--json"]
+    """Run ``rntuple dump PATH:NAME --json`` (with optional restrictions); return parsed JSON."""
+    cmd = [str(binary), "dump", f"{path}:{name}", "--json"]
     if fields is not None:
         cmd += ["--fields", ",".join(fields)]
     if entries is not None:

@@ -6,6 +6,11 @@
 #include <ROOT/REntry.hxx>
 #include <ROOT/RField.hxx>
 
+#include <TBufferFile.h>
+#include <TClass.h>
+#include <TH1.h>
+#include <TObjString.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -102,6 +107,22 @@ void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
    if (t == "double") { HexFloat(out, *static_cast<const double *>(p)); return; }
    if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return; }
 
+   if (dynamic_cast<const ROOT::RStreamerField *>(&f)) {
+      // The bytes RStreamerField stores: TClass::Streamer into a TBufferFile (cf. RStreamerField::AppendImpl).
+      TClass *cl = TClass::GetClass(t.c_str());
+      if (!cl)
+         throw std::runtime_error("rootdump: no TClass for streamer field type '" + t + "'");
+      TBufferFile buf(TBuffer::kWrite);
+      cl->Streamer(const_cast<void *>(p), buf);
+      out += '[';
+      for (Int_t k = 0; k < buf.Length(); ++k) {
+         if (k)
+            out += ',';
+         out += std::to_string(static_cast<unsigned char>(buf.Buffer()[k]));
+      }
+      out += ']';
+      return;
+   }
    if (auto bf = dynamic_cast<const ROOT::RBitsetField *>(&f)) {
       const std::size_t n = bf->GetN();
       const auto *words = static_cast<const unsigned long *>(p);
@@ -190,6 +211,47 @@ void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
       return;
    }
    throw std::runtime_error("rootdump: unsupported field type '" + t + "' (field '" + f.GetFieldName() + "')");
+}
+
+/// Deserialize streamed bytes of class `className` (as stored by RStreamerField) with ROOT and summarise the
+/// object as JSON: TH1 -> {"name","title","nbins","entries","contents":[hex per bin incl. under/overflow]},
+/// TObjString -> {"string"}.
+std::string DescribeStreamed(const std::string &className, const std::vector<unsigned char> &bytes)
+{
+   TH1::AddDirectory(false);
+   TClass *cl = TClass::GetClass(className.c_str());
+   if (!cl)
+      throw std::runtime_error("no TClass for " + className);
+   std::vector<char> data(bytes.begin(), bytes.end());
+   TBufferFile buf(TBuffer::kRead, static_cast<Int_t>(data.size()), data.data(), false);
+   void *obj = cl->New();
+   cl->Streamer(obj, buf);
+   std::string out = "{";
+   if (cl->InheritsFrom(TH1::Class())) {
+      auto *h = static_cast<TH1 *>(cl->DynamicCast(TH1::Class(), obj));
+      out += "\"name\":";
+      JsonString(out, h->GetName());
+      out += ",\"title\":";
+      JsonString(out, h->GetTitle());
+      out += ",\"nbins\":" + std::to_string(h->GetNbinsX()) + ",\"entries\":";
+      HexFloat(out, h->GetEntries());
+      out += ",\"contents\":[";
+      for (int b = 0; b <= h->GetNbinsX() + 1; ++b) {
+         if (b)
+            out += ',';
+         HexFloat(out, h->GetBinContent(b));
+      }
+      out += ']';
+   } else if (cl == TObjString::Class()) {
+      out += "\"string\":";
+      JsonString(out, static_cast<TObjString *>(obj)->GetString().Data());
+   } else {
+      cl->Destructor(obj);
+      throw std::runtime_error("DescribeStreamed: unsupported class " + className);
+   }
+   out += ",\"consumed\":" + std::to_string(buf.Length()) + "}";
+   cl->Destructor(obj);
+   return out;
 }
 
 /// Render entries [start, stop) of RNTuple `name` in `path` (stop < 0: up to the end) as a JSON list.
