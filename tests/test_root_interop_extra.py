@@ -32,9 +32,6 @@ import rootgen
 
 EXTRA_IDS = list(rootgen.EXTRA_FILES)
 
-#: Fields of nested.root where rntuple disagrees with ROOT (each also has its own strict-xfail test).
-NESTED_KNOWN_BUGS = {"mdd"}
-
 
 def _load_root() -> Any:
     return rootdump.load_root()
@@ -170,24 +167,18 @@ def test_rntuple_dump_nested_equals_root(
     generated_extra: dict[str, Path],
     root_rendering_extra: dict[str, Entries],
 ) -> None:
-    """Every field of nested.root except the known bugs (tested separately below) reads as ROOT reads it."""
+    """Every field of nested.root reads as ROOT reads it."""
     expected = root_rendering_extra["nested.root"]
-    fields = [f for f in expected[0] if f not in NESTED_KNOWN_BUGS]
-    got = run_rntuple_dump(rntuple_bin(), generated_extra["nested.root"], fields=fields)
-    assert_same_entries(got, rootdump.restrict_fields(expected, fields), "nested.root (all but known bugs)")
+    got = run_rntuple_dump(rntuple_bin(), generated_extra["nested.root"])
+    assert_same_entries(got, expected, "nested.root")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rntuple renders a std::map<double,double> key as the bare hex string (e.g. '-0x1.7p+2') instead "
-    "of the key's JSON text ('\"-0x1.7p+2\"', with the quotes), as ROOT's rendering and the mapping do",
-)
 def test_rntuple_dump_nested_double_key_map(
     rntuple_bin: Callable[[], Path],
     generated_extra: dict[str, Path],
     root_rendering_extra: dict[str, Entries],
 ) -> None:
-    """std::map<double,double>: keys are the JSON text of the hex-float key string."""
+    """std::map<double,double>: keys are the hex-float text of the key, as values are."""
     got = run_rntuple_dump(rntuple_bin(), generated_extra["nested.root"], fields=["mdd"])
     assert_same_entries(
         got, rootdump.restrict_fields(root_rendering_extra["nested.root"], ["mdd"]), "nested mdd"
@@ -203,7 +194,7 @@ def test_rntuple_dump_extra_entry_range(
 ) -> None:
     """`--entries` ranges crossing cluster boundaries equal the slice of ROOT's reading."""
     expected = root_rendering_extra[filename]
-    fields = [f for f in expected[0] if f not in NESTED_KNOWN_BUGS][:12]
+    fields = list(expected[0])[:12]
     for start, stop in [(140, 460), (len(expected) - 3, len(expected)), (0, 1)]:
         got = run_rntuple_dump(rntuple_bin(), generated_extra[filename], fields=fields, entries=(start, stop))
         want = rootdump.restrict_fields(expected[start:stop], fields)

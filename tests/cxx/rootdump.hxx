@@ -156,13 +156,14 @@ void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
          auto members = Split(kv.GetField(), kv.GetPtr<void>().get());
          if (members.size() != 2)
             throw std::runtime_error("map item is not a pair");
-         if (members[0].GetField().GetTypeName() == "std::string") {
-            Render(out, members[0].GetField(), members[0].GetPtr<void>().get());
-         } else {
-            std::string key;
-            Render(key, members[0].GetField(), members[0].GetPtr<void>().get());
+         // Keys: a value that renders as a JSON string (std::string, floats in hex) is
+         // the key as is; any other value (integers) is keyed by its JSON text.
+         std::string key;
+         Render(key, members[0].GetField(), members[0].GetPtr<void>().get());
+         if (!key.empty() && key.front() == '"')
+            out += key;
+         else
             JsonString(out, key);
-         }
          out += ':';
          Render(out, members[1].GetField(), members[1].GetPtr<void>().get());
       }
