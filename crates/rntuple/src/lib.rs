@@ -17,5 +17,6 @@ pub mod format;
 pub mod io;
 pub mod read;
 pub mod schema;
+pub mod write;
 
 pub use error::{Error, Location, Result};

@@ -95,7 +95,7 @@ fn pick_key<'a>(
 ) -> Option<&'a KeyHeader> {
     keys.iter()
         .filter(|k| k.name == name && filter(k))
-        .filter(|k| cycle.map_or(true, |c| k.cycle == c))
+        .filter(|k| cycle.is_none_or(|c| k.cycle == c))
         .max_by_key(|k| k.cycle)
 }
 

@@ -1,0 +1,13 @@
+//! Writing: a model (the header's schema), buffering values into column pages, sealing
+//! pages (encode, compress, checksum) in parallel, committing clusters and cluster
+//! groups, page lists, footer and the anchor.
+
+mod model;
+mod options;
+mod shred;
+mod size;
+mod writer;
+
+pub use model::schema_for_copy;
+pub use options::WriteOptions;
+pub use writer::{BlobSink, RNTupleWriter};

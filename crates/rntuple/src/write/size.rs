@@ -1,0 +1,147 @@
+//! The uncompressed bytes each entry adds to a cluster, summed over its columns: ROOT
+//! commits a cluster when that sum reaches its estimate of the cluster's size.
+
+use super::writer::{BlobSink, RNTupleWriter};
+use crate::error::{Error, Result};
+use crate::schema::FieldKind;
+use arrow_array::cast::AsArray;
+use arrow_array::Array;
+use arrow_schema::DataType;
+
+/// (start, end) offsets of each entry of a list-like array.
+fn ranges(array: &dyn Array) -> Option<Vec<(usize, usize)>> {
+    fn pairs<O: Copy + TryInto<usize>>(o: &[O]) -> Vec<(usize, usize)> {
+        o.windows(2)
+            .map(|w| (w[0].try_into().unwrap_or(0), w[1].try_into().unwrap_or(0)))
+            .collect()
+    }
+    Some(match array.data_type() {
+        DataType::LargeList(_) => pairs(array.as_list::<i64>().value_offsets()),
+        DataType::List(_) => pairs(array.as_list::<i32>().value_offsets()),
+        DataType::LargeUtf8 => pairs(array.as_string::<i64>().value_offsets()),
+        DataType::Utf8 => pairs(array.as_string::<i32>().value_offsets()),
+        DataType::LargeBinary => pairs(array.as_binary::<i64>().value_offsets()),
+        DataType::Binary => pairs(array.as_binary::<i32>().value_offsets()),
+        DataType::Map(_, _) => pairs(array.as_map().value_offsets()),
+        _ => return None,
+    })
+}
+
+fn mismatch(field: &str) -> Error {
+    Error::InvalidArgument(format!("field \"{field}\" does not match its Arrow array"))
+}
+
+/// Adds to `sizes[i]` the bytes item `i` of `array` (field `id`) adds to the columns.
+pub(crate) fn add_item_sizes<S: BlobSink>(
+    w: &RNTupleWriter<'_, S>,
+    id: u32,
+    array: &dyn Array,
+    sizes: &mut [u64],
+) -> Result<()> {
+    let desc = w.descriptor();
+    let cols = desc
+        .representations(id)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let own: u64 = cols.iter().map(|&c| w.column_packed_size(c)).sum();
+    let name = || desc.qualified_name(id);
+    match desc.field_kind(id) {
+        FieldKind::Primitive(_) | FieldKind::Bitset(_) => {
+            let per_item = match desc.field_kind(id) {
+                FieldKind::Bitset(n) => n * own,
+                _ => own,
+            };
+            sizes.iter_mut().for_each(|s| *s += per_item);
+        }
+        FieldKind::String | FieldKind::Streamer => {
+            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            // Index element plus one byte per character.
+            let index = cols.first().map_or(0, |&c| w.column_packed_size(c));
+            for (s, (a, b)) in sizes.iter_mut().zip(r) {
+                *s += index + (b - a) as u64;
+            }
+        }
+        FieldKind::List(child) | FieldKind::Map(child) => {
+            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let values = match array.data_type() {
+                DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
+                DataType::List(_) => array.as_list::<i32>().values().clone(),
+                DataType::Map(_, _) => std::sync::Arc::new(array.as_map().entries().clone()),
+                _ => return Err(mismatch(&name())),
+            };
+            let first = r.first().map_or(0, |x| x.0);
+            let last = r.last().map_or(0, |x| x.1);
+            let mut child_sizes = vec![0u64; last - first];
+            add_item_sizes(
+                w,
+                child,
+                values.slice(first, last - first).as_ref(),
+                &mut child_sizes,
+            )?;
+            for (s, (a, b)) in sizes.iter_mut().zip(r) {
+                *s += own + child_sizes[a - first..b - first].iter().sum::<u64>();
+            }
+        }
+        FieldKind::Optional(child) => {
+            let mut child_sizes = vec![0u64; array.len()];
+            add_item_sizes(w, child, array, &mut child_sizes)?;
+            let nulls = array.logical_nulls();
+            for (i, (s, c)) in sizes.iter_mut().zip(child_sizes).enumerate() {
+                let present = nulls.as_ref().is_none_or(|n| n.is_valid(i));
+                *s += own + if present { c } else { 0 };
+            }
+        }
+        FieldKind::Record(_, children) => {
+            let DataType::Struct(_) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let s = array.as_struct();
+            for (k, &c) in children.iter().enumerate() {
+                let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
+                add_item_sizes(w, c, column.as_ref(), sizes)?;
+            }
+        }
+        FieldKind::Array(child, n) => {
+            let DataType::FixedSizeList(_, _) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let list = array.as_fixed_size_list();
+            let n = n as usize;
+            let items = list.values().slice(list.offset() * n, list.len() * n);
+            let mut child_sizes = vec![0u64; items.len()];
+            add_item_sizes(w, child, items.as_ref(), &mut child_sizes)?;
+            for (s, chunk) in sizes.iter_mut().zip(child_sizes.chunks(n.max(1))) {
+                *s += chunk.iter().sum::<u64>();
+            }
+        }
+        FieldKind::Variant(children) => {
+            let DataType::Union(fields, _) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let union = array.as_union();
+            let mut per_alt = Vec::new();
+            for ((type_id, _), &c) in fields.iter().zip(&children) {
+                let child = union.child(type_id);
+                let mut cs = vec![0u64; child.len()];
+                add_item_sizes(w, c, child.as_ref(), &mut cs)?;
+                per_alt.push((type_id, cs));
+            }
+            for (i, s) in sizes.iter_mut().enumerate() {
+                let t = union.type_id(i);
+                let off = union.value_offset(i);
+                let alt = per_alt
+                    .iter()
+                    .find(|(id, _)| *id == t)
+                    .and_then(|(_, cs)| cs.get(off))
+                    .copied()
+                    .unwrap_or(0);
+                *s += own + alt;
+            }
+        }
+        FieldKind::Wrapper(child) => add_item_sizes(w, child, array, sizes)?,
+        FieldKind::Cardinality(_) => {}
+        FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
+    }
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! Writing what the reader read gives back the same values (in memory, no TFile).
+
+use rntuple::format::Anchor;
+use rntuple::io::MemorySource;
+use rntuple::read::RNTupleReader;
+use rntuple::write::{schema_for_copy, BlobSink, RNTupleWriter, WriteOptions};
+use rntuple::Result;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Blobs appended to a byte vector.
+#[derive(Default)]
+struct MemorySink {
+    bytes: Vec<u8>,
+}
+
+impl BlobSink for MemorySink {
+    fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
+        let at = self.bytes.len() as u64;
+        self.bytes.extend_from_slice(payload);
+        Ok(at)
+    }
+}
+
+fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleReader) {
+    let source = RNTupleReader::open_path(path, None).unwrap();
+    let schema = schema_for_copy(source.descriptor()).unwrap();
+    let mut sink = MemorySink::default();
+    let anchor: Anchor = {
+        let mut writer = RNTupleWriter::new(
+            &mut sink,
+            source.descriptor().name.as_str(),
+            schema,
+            options,
+        )
+        .unwrap();
+        for c in &source.descriptor().clusters {
+            let batch = source
+                .read(None, c.first_entry..c.first_entry + c.n_entries)
+                .unwrap();
+            writer.write_batch(&batch).unwrap();
+        }
+        writer.finish().unwrap()
+    };
+    let copy = RNTupleReader::from_anchor(
+        Arc::new(MemorySource::new("copy", sink.bytes)),
+        anchor,
+        "copy".into(),
+    )
+    .unwrap();
+    (source, copy)
+}
+
+fn conformance(case: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/rntuple-validation-1.0/write")
+        .join(format!("{case}.root"))
+        .display()
+        .to_string()
+}
+
+fn assert_same(source: &RNTupleReader, copy: &RNTupleReader) {
+    let n = source.num_entries();
+    assert_eq!(copy.num_entries(), n);
+    let a = source.read(None, 0..n).unwrap();
+    let b = copy.read(None, 0..n).unwrap();
+    assert_eq!(a.schema(), b.schema());
+    for (i, f) in a.schema().fields().iter().enumerate() {
+        assert_eq!(a.column(i), b.column(i), "field {}", f.name());
+    }
+}
+
+#[test]
+fn example_round_trips_with_small_pages_and_clusters() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/events.root");
+    let options = WriteOptions {
+        max_unzipped_page_size: 128,
+        approx_zipped_cluster_size: 4096,
+        clusters_per_group: Some(3),
+        ..WriteOptions::default()
+    };
+    let (source, copy) = copy_in_memory(path.to_str().unwrap(), options);
+    let d = copy.descriptor();
+    assert!(d.clusters.len() > 10, "{} clusters", d.clusters.len());
+    assert!(d.cluster_groups.len() > 3);
+    assert!(d.clusters[0].columns.iter().any(|c| c.pages.len() > 3));
+    assert_same(&source, &copy);
+}
+
+#[test]
+fn every_conformance_case_round_trips_in_memory() {
+    let dir = PathBuf::from(conformance("x"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut cases: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|c| c != "structure.feature_flag")
+        .collect();
+    cases.sort();
+    assert_eq!(cases.len(), 50);
+    let mut failures = Vec::new();
+    for case in cases {
+        let outcome = std::panic::catch_unwind(|| {
+            let (source, copy) = copy_in_memory(&conformance(&case), WriteOptions::default());
+            assert_same(&source, &copy);
+        });
+        if outcome.is_err() {
+            failures.push(case);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "cases that do not round-trip: {failures:?}"
+    );
+}
