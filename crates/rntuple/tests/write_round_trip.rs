@@ -122,3 +122,136 @@ fn every_conformance_case_round_trips_in_memory() {
         "cases that do not round-trip: {failures:?}"
     );
 }
+
+#[test]
+fn late_model_extension_defers_new_columns() {
+    use arrow_array::{Array, RecordBatch};
+    use arrow_schema::{Field, Schema};
+    use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
+
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/events.root");
+    let source = RNTupleReader::open_path(path.to_str().unwrap(), None).unwrap();
+    let n = source.num_entries();
+    let all = source.read(None, 0..n).unwrap();
+    let options = WriteOptions {
+        approx_zipped_cluster_size: 4096,
+        ..WriteOptions::default()
+    };
+    let extra = SchemaDescription {
+        fields: vec![
+            FieldRecord {
+                name: "late_met".into(),
+                type_name: "double".into(),
+                parent_id: 0,
+                role: 0,
+                ..Default::default()
+            },
+            FieldRecord {
+                name: "late_jets".into(),
+                type_name: "std::vector<float>".into(),
+                parent_id: 1,
+                role: 1,
+                ..Default::default()
+            },
+            FieldRecord {
+                name: "_0".into(),
+                type_name: "float".into(),
+                parent_id: 1,
+                role: 0,
+                ..Default::default()
+            },
+        ],
+        columns: vec![
+            ColumnRecord {
+                column_type: 0x19,
+                bits_on_storage: 64,
+                field_id: 0,
+                ..Default::default()
+            },
+            ColumnRecord {
+                column_type: 0x1B,
+                bits_on_storage: 64,
+                field_id: 1,
+                ..Default::default()
+            },
+            ColumnRecord {
+                column_type: 0x18,
+                bits_on_storage: 32,
+                field_id: 2,
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let split = 500usize;
+    let mut sink = MemorySink::default();
+    let anchor = {
+        let schema = schema_for_copy(source.descriptor()).unwrap();
+        let mut writer = RNTupleWriter::new(&mut sink, "Events", schema, options).unwrap();
+        writer.write_batch(&all.slice(0, split)).unwrap();
+        writer.extend_schema(extra).unwrap();
+        let rest = all.slice(split, n as usize - split);
+        let mut fields: Vec<Field> = rest
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns = rest.columns().to_vec();
+        for (new, old) in [("late_met", "MET_pt"), ("late_jets", "Jet_pt")] {
+            let f = rest
+                .schema()
+                .field_with_name(old)
+                .unwrap()
+                .clone()
+                .with_name(new);
+            fields.push(f);
+            columns.push(rest.column_by_name(old).unwrap().clone());
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        writer.write_batch(&batch).unwrap();
+        writer.finish().unwrap()
+    };
+    let copy = RNTupleReader::from_anchor(
+        Arc::new(MemorySource::new("copy", sink.bytes)),
+        anchor,
+        "copy".into(),
+    )
+    .unwrap();
+    let d = copy.descriptor();
+    assert!(d.clusters.len() > 4, "{} clusters", d.clusters.len());
+    let late = d.find_field("late_met").unwrap();
+    assert!(d.field(late).from_extension);
+    let col = d.field(late).columns[0];
+    assert_eq!(d.column(col).record.first_element_index, Some(split as i64));
+    let back = copy.read(None, 0..n).unwrap();
+    let met = back.column_by_name("late_met").unwrap();
+    let jets = back.column_by_name("late_jets").unwrap();
+    let zeros = arrow_array::Float64Array::from(vec![0.0; split]);
+    assert_eq!(met.slice(0, split).as_ref(), &zeros as &dyn Array);
+    assert_eq!(
+        met.slice(split, n as usize - split).as_ref(),
+        all.column_by_name("MET_pt")
+            .unwrap()
+            .slice(split, n as usize - split)
+            .as_ref()
+    );
+    let empty = jets.slice(0, split);
+    let empty = empty
+        .as_any()
+        .downcast_ref::<arrow_array::LargeListArray>()
+        .unwrap();
+    assert!((0..split).all(|i| empty.value_length(i) == 0));
+    assert_eq!(
+        jets.slice(split, n as usize - split).as_ref(),
+        all.column_by_name("Jet_pt")
+            .unwrap()
+            .slice(split, n as usize - split)
+            .as_ref()
+    );
+    // The fields from the header are unchanged.
+    assert_eq!(
+        back.column_by_name("Jet_eta").unwrap(),
+        all.column_by_name("Jet_eta").unwrap()
+    );
+}

@@ -51,6 +51,32 @@ struct ColumnState {
     first_element: u64,
 }
 
+/// The state of a new column whose first element has global index `first_element`.
+fn column_state(
+    descriptor: &Descriptor,
+    rec: &crate::format::ColumnRecord,
+    options: &WriteOptions,
+    first_element: u64,
+) -> Result<ColumnState> {
+    let column_type = ColumnType::from_u16(rec.column_type)
+        .ok_or_else(|| Error::Unsupported(format!("column type {:#x}", rec.column_type)))?;
+    let encoding = ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)?;
+    let is_double = matches!(
+        descriptor.field(rec.field_id).type_name(),
+        "double" | "Double32_t"
+    );
+    let memory = memory_size(column_type, is_double);
+    Ok(ColumnState {
+        encoding,
+        page_capacity: (options.max_unzipped_page_size / memory).max(1) as usize,
+        page: ColumnValues::empty(column_type),
+        full: Vec::new(),
+        sealed: Vec::new(),
+        cluster_elements: 0,
+        first_element,
+    })
+}
+
 /// Bytes one element of `column_type` takes in memory (ROOT sizes pages by it).
 fn memory_size(column_type: ColumnType, field_is_double: bool) -> u64 {
     use ColumnType as C;
@@ -80,6 +106,9 @@ fn memory_size(column_type: ColumnType, field_is_double: bool) -> u64 {
 pub struct RNTupleWriter<'s, S: BlobSink> {
     sink: &'s mut S,
     options: WriteOptions,
+    header: Header,
+    /// Fields and columns added after the header (late model extension).
+    extension: SchemaDescription,
     descriptor: Descriptor,
     /// Top-level fields with data (projected fields have none), in schema order.
     data_fields: Vec<u32>,
@@ -165,6 +194,8 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         let estimate = options.approx_zipped_cluster_size as f64;
         Ok(RNTupleWriter {
             sink,
+            header,
+            extension: SchemaDescription::default(),
             header_anchor: (offset, zipped.len() as u64, envelope.len() as u64),
             header_checksum,
             options,
@@ -190,6 +221,88 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
     /// Entries written so far.
     pub fn num_entries(&self) -> u64 {
         self.n_entries
+    }
+
+    /// Adds fields after entries were written (late model extension, as ROOT's model
+    /// updater): `extra` is a schema of its own (ids from 0), appended to the current one.
+    /// The new fields' entry-level columns are deferred: the entries written so far read
+    /// as zero values. Batches written afterwards must carry the new fields too.
+    pub fn extend_schema(&mut self, extra: SchemaDescription) -> Result<()> {
+        use crate::format::header::COLUMN_FLAG_DEFERRED;
+        let field_base = self.descriptor.fields.len() as u32;
+        let column_base = self.descriptor.columns.len() as u32;
+        let mut extra = extra;
+        for (i, f) in extra.fields.iter_mut().enumerate() {
+            let own = i as u32;
+            f.parent_id = if f.parent_id == own {
+                own + field_base
+            } else {
+                f.parent_id + field_base
+            };
+            if let Some(src) = f.source_field_id.as_mut() {
+                *src += field_base;
+            }
+        }
+        for c in &mut extra.columns {
+            c.field_id += field_base;
+        }
+        for a in &mut extra.alias_columns {
+            a.field_id += field_base;
+            a.physical_column_id += column_base;
+        }
+        let mut extension = self.extension.clone();
+        extension.fields.extend(extra.fields.iter().cloned());
+        extension
+            .alias_columns
+            .extend(extra.alias_columns.iter().cloned());
+        extension.columns.extend(extra.columns.iter().cloned());
+        // Rebuild the descriptor to learn the new fields' kinds and places.
+        let footer = Footer {
+            extension: extension.clone(),
+            ..Footer::default()
+        };
+        let descriptor =
+            Descriptor::build(FORMAT_VERSION, self.header.clone(), footer, Vec::new())?;
+        if let Some(why) = descriptor
+            .top_level
+            .iter()
+            .find_map(|&id| descriptor.unreadable_reason(id))
+        {
+            return Err(Error::InvalidArgument(format!("cannot write {why}")));
+        }
+        // Deferred columns start at the element the current entry count corresponds to.
+        let first_ext_column = self.extension.columns.len();
+        for (k, rec) in extension.columns[first_ext_column..].iter_mut().enumerate() {
+            let id = column_base + k as u32;
+            let first = match per_entry(&descriptor, rec.field_id) {
+                Some(mult) => self.n_entries * mult,
+                None => 0,
+            };
+            if first > 0 {
+                rec.flags |= COLUMN_FLAG_DEFERRED;
+                rec.first_element_index = Some(first as i64);
+            }
+            let state = column_state(&descriptor, rec, &self.options, first)?;
+            debug_assert_eq!(self.columns.len() as u32, id);
+            self.columns.push(state);
+        }
+        let footer = Footer {
+            extension: extension.clone(),
+            ..Footer::default()
+        };
+        self.descriptor =
+            Descriptor::build(FORMAT_VERSION, self.header.clone(), footer, Vec::new())?;
+        self.extension = extension;
+        self.items.resize(self.descriptor.fields.len(), 0);
+        self.alternatives.resize(self.descriptor.fields.len(), 0);
+        self.data_fields = self
+            .descriptor
+            .top_level
+            .iter()
+            .copied()
+            .filter(|&id| !self.descriptor.field(id).is_projected())
+            .collect();
+        Ok(())
     }
 
     /// Appends the entries of `batch`, whose columns are the top-level data fields in
@@ -452,7 +565,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         self.commit_cluster_group()?;
         let footer = Footer {
             header_checksum: self.header_checksum,
-            extension: SchemaDescription::default(),
+            extension: std::mem::take(&mut self.extension),
             cluster_groups: std::mem::take(&mut self.groups),
             attribute_sets: Vec::new(),
         };
@@ -529,6 +642,26 @@ impl<S: BlobSink> ColumnSink for RNTupleWriter<'_, S> {
         *slot += by;
         before
     }
+}
+
+/// Elements per entry of field `id`: `Some(k)` outside collections and variants (the
+/// product of the array sizes above it), `None` inside them.
+fn per_entry(desc: &Descriptor, id: u32) -> Option<u64> {
+    use crate::schema::FieldKind;
+    let mut mult = 1u64;
+    let mut cur = id;
+    while let Some(parent) = desc.field(cur).parent {
+        match desc.field_kind(parent) {
+            FieldKind::Record(..) | FieldKind::Wrapper(_) => {}
+            FieldKind::Array(_, n) => mult = mult.checked_mul(n)?,
+            _ => return None,
+        }
+        cur = parent;
+    }
+    if let FieldKind::Bitset(n) = desc.field_kind(id) {
+        mult = mult.checked_mul(n)?;
+    }
+    Some(mult)
 }
 
 /// Encodes, compresses and checksums one page.
