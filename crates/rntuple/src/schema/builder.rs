@@ -355,18 +355,34 @@ impl SchemaBuilder {
     }
 
     /// Adds a projected field `name` of `type_name` showing the field at `source_path`
-    /// (dotted, e.g. `pair._0`) through alias columns. The type must equal the source's,
-    /// subfield by subfield, except for `ROOT::RNTupleCardinality<std::uint32_t>` /
-    /// `<std::uint64_t>`, which shows the size of the collection at `source_path`.
+    /// (dotted, e.g. `pair._0`) through alias columns; its subfields show the source's
+    /// subfields of the same relative path (`name._0` shows `source_path._0`). A
+    /// `ROOT::RNTupleCardinality<std::uint32_t>` / `<std::uint64_t>` shows the size of
+    /// the collection at `source_path`.
     pub fn add_projected_field(
         &mut self,
         name: &str,
         type_name: &str,
         source_path: &str,
     ) -> Result<u32> {
-        let source = self.find_field(source_path).ok_or_else(|| {
-            Error::InvalidArgument(format!("projection source \"{source_path}\" not found"))
-        })?;
+        let prefix_len = name.len();
+        self.add_projected_field_mapped(name, type_name, &|p: &str| {
+            format!("{source_path}{}", p.get(prefix_len..).unwrap_or(""))
+        })
+    }
+
+    /// Adds a projected field whose field and subfields show the fields `mapping` names:
+    /// it receives dotted projected paths (`name`, `name._0`, ...) and returns source
+    /// paths, like ROOT's mapping function (e.g. `std::vector<float>` `v` from
+    /// `std::vector<std::pair<int,float>>` `vp` by mapping `v` to `vp` and `v._0` to
+    /// `vp._0._1`). Leaves must show leaves of the same C++ type, collections must show
+    /// collections (their index column), records and arrays fields of the same shape.
+    pub fn add_projected_field_mapped(
+        &mut self,
+        name: &str,
+        type_name: &str,
+        mapping: &dyn Fn(&str) -> String,
+    ) -> Result<u32> {
         let ty = parse_type_name(type_name)?;
         if ty.name == "ROOT::RNTupleCardinality" {
             let size = ty.type_arg(0)?.type_name();
@@ -376,6 +392,10 @@ impl SchemaBuilder {
                     ty.type_name()
                 )));
             }
+            let source_path = mapping(name);
+            let source = self.find_field(&source_path).ok_or_else(|| {
+                Error::InvalidArgument(format!("projection source \"{source_path}\" not found"))
+            })?;
             if self.nodes[source as usize].slot != Slot::Index {
                 return Err(Error::InvalidArgument(format!(
                     "cardinality \"{name}\": source \"{source_path}\" is not a collection"
@@ -393,7 +413,7 @@ impl SchemaBuilder {
         let mark = self.nodes.len();
         let n_top = self.top_level.len();
         let id = self.add_top_level(name, Shape::Cpp(&ty))?;
-        if let Err(e) = self.project(id, source) {
+        if let Err(e) = self.project(id, name, mapping) {
             self.nodes.truncate(mark);
             self.top_level.truncate(n_top);
             return Err(e);
@@ -742,30 +762,40 @@ impl SchemaBuilder {
         }
     }
 
-    /// Turns the freshly built subtree at `id` into a projection of `source`.
-    fn project(&mut self, id: u32, source: u32) -> Result<()> {
+    /// Turns the freshly built subtree at `id` (dotted path `path`) into a projection.
+    fn project(&mut self, id: u32, path: &str, mapping: &dyn Fn(&str) -> String) -> Result<()> {
+        let source_path = mapping(path);
+        let source = self
+            .find_field(&source_path)
+            .filter(|&s| s < id)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "projection source \"{source_path}\" of \"{path}\" not found"
+                ))
+            })?;
         let (p, s) = (&self.nodes[id as usize], &self.nodes[source as usize]);
-        if p.record.type_name != s.record.type_name
-            || p.record.role != s.record.role
-            || p.children.len() != s.children.len()
-            || p.record.array_size != s.record.array_size
-        {
+        let compatible = match (p.slot, s.slot) {
+            (_, Slot::Projected) => false,
+            // Records, arrays, atomics, enums: the same shape.
+            (Slot::None, Slot::None) => {
+                p.record.role == s.record.role
+                    && p.record.array_size == s.record.array_size
+                    && p.children.len() == s.children.len()
+            }
+            // Collections of any kind share the index column.
+            (Slot::Index, Slot::Index) => true,
+            (a, b) => a == b && p.record.array_size == s.record.array_size,
+        };
+        if !compatible {
             return Err(Error::InvalidArgument(format!(
-                "projected field \"{}\" of type \"{}\" does not match its source \"{}\" of type \"{}\"",
-                p.record.name, p.record.type_name, s.record.name, s.record.type_name
+                "projected field \"{path}\" of type \"{}\" cannot show \"{source_path}\" of type \"{}\"",
+                p.record.type_name, s.record.type_name
             )));
         }
-        if s.slot == Slot::Projected {
-            return Err(Error::InvalidArgument(format!(
-                "\"{}\" is itself projected",
-                s.record.name
-            )));
-        }
-        let pairs: Vec<(u32, u32)> = p
+        let children: Vec<(u32, String)> = p
             .children
             .iter()
-            .copied()
-            .zip(s.children.iter().copied())
+            .map(|&c| (c, format!("{path}.{}", self.nodes[c as usize].record.name)))
             .collect();
         let node = &mut self.nodes[id as usize];
         node.record.flags |= FIELD_FLAG_PROJECTED;
@@ -773,8 +803,8 @@ impl SchemaBuilder {
         node.columns.clear();
         node.slot = Slot::Projected;
         node.alias_of = Some(source);
-        for (c, sc) in pairs {
-            self.project(c, sc)?;
+        for (c, cpath) in children {
+            self.project(c, &cpath, mapping)?;
         }
         Ok(())
     }
