@@ -1,11 +1,16 @@
 //! The field tree and the descriptor: fields, columns, clusters, cluster groups, as
-//! read from header, footer and page lists; and what each field's C++ type means.
+//! read from header, footer and page lists; what each field's C++ type means; and the
+//! schema builder a writer uses to describe fields the way ROOT does.
 
+mod builder;
 mod descriptor;
 mod kind;
+mod type_name;
 
+pub use builder::{ClassSpec, ColumnDefaults, ColumnSpec, SchemaBuilder};
 pub use descriptor::{
     ClusterDescriptor, ClusterGroupDescriptor, ColumnDescriptor, Descriptor, FieldDescriptor,
     FieldRole,
 };
 pub use kind::{FieldKind, PrimitiveType, RecordStyle};
+pub use type_name::{normalize_type_alias, normalize_type_name};
