@@ -8,8 +8,7 @@ use arrow_schema::{DataType, Field, Fields, UnionFields, UnionMode};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Metadata key of the C++ type name on every Arrow field.
-pub const TYPE_NAME_KEY: &str = "rntuple.type";
+pub use crate::schema::TYPE_NAME_KEY;
 
 /// The Arrow type of a primitive.
 pub fn primitive_data_type(p: PrimitiveType) -> DataType {

@@ -14,7 +14,7 @@ use crate::format::header::{
     COLUMN_FLAG_RANGE, FIELD_FLAG_PROJECTED, FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
 use crate::format::{AliasColumnRecord, ColumnRecord, FieldRecord, SchemaDescription};
-use crate::read::TYPE_NAME_KEY;
+use super::TYPE_NAME_KEY;
 use arrow_schema::{DataType, Field};
 use std::collections::HashMap;
 

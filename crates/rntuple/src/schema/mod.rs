@@ -14,3 +14,7 @@ pub use descriptor::{
 };
 pub use kind::{FieldKind, PrimitiveType, RecordStyle};
 pub use type_name::{normalize_type_alias, normalize_type_name};
+
+/// Metadata key of the C++ type name on every Arrow field the reader produces (and the
+/// schema builder honours), so a pair can be told from a struct, a bitset from bools.
+pub const TYPE_NAME_KEY: &str = "rntuple.type";
