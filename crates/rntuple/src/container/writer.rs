@@ -35,7 +35,9 @@ use super::file_header::FileHeader;
 use super::key::KeyHeader;
 use super::streamer_info::{streamer_info_list, StreamerClass};
 use super::{ANCHOR_CLASS_NAMES, BLOB_CLASS_NAME};
-use crate::compression::{compress, CompressionSettings};
+use crate::compression::{
+    compress, Algorithm, CompressionSettings, CHUNK_HEADER_SIZE, MAX_CHUNK_SIZE,
+};
 use crate::error::{Error, Result};
 
 /// fBEGIN: where the first key (the top directory's) starts.
@@ -89,6 +91,42 @@ pub fn datime_from_unix(secs: u64) -> u32 {
         | (((rem / 3600) as u32) << 12)
         | ((((rem / 60) % 60) as u32) << 6)
         | ((rem % 60) as u32)
+}
+
+/// Compresses a key's object the way ROOT's RNTuple writer does for the anchor and the
+/// streamer info: the compressed form is used only when it is smaller than the input,
+/// and (as ROOT hands the compressor an output buffer as large as the input) zstd must
+/// produce it within `input length - 9` bytes of output space, which libzstd sometimes
+/// cannot do even when its unconstrained output would be smaller. Returns the bytes to
+/// store (the input itself when not compressed).
+fn compress_key_object(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
+    if settings.is_compressed()
+        && settings.algorithm == Algorithm::Zstd
+        && data.len() > CHUNK_HEADER_SIZE
+        && data.len() <= MAX_CHUNK_SIZE
+    {
+        let mut frame = vec![0u8; data.len() - CHUNK_HEADER_SIZE];
+        let level = 2 * settings.level.min(9) as i32;
+        return Ok(
+            match zstd::bulk::compress_to_buffer(data, &mut frame[..], level) {
+                Ok(n) if n + CHUNK_HEADER_SIZE < data.len() => {
+                    let mut out = Vec::with_capacity(CHUNK_HEADER_SIZE + n);
+                    out.extend_from_slice(b"ZS\x01");
+                    out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+                    out.extend_from_slice(&(data.len() as u32).to_le_bytes()[..3]);
+                    out.extend_from_slice(&frame[..n]);
+                    out
+                }
+                _ => data.to_vec(),
+            },
+        );
+    }
+    let zipped = compress(data, settings)?;
+    Ok(if zipped.len() < data.len() {
+        zipped
+    } else {
+        data.to_vec()
+    })
 }
 
 /// A version-1-style UUID (time-based, random node) in ROOT's byte order.
@@ -368,12 +406,7 @@ impl<W: Write + Seek> FileWriter<W> {
     /// 78 bytes); like ROOT, it is compressed with the file's settings when that makes it
     /// smaller. Several anchors of the same name get increasing cycle numbers.
     pub fn write_anchor(&mut self, name: &str, anchor_object: &[u8]) -> Result<()> {
-        let zipped = compress(anchor_object, self.compression)?;
-        let stored: &[u8] = if zipped.len() < anchor_object.len() {
-            &zipped
-        } else {
-            anchor_object
-        };
+        let stored = compress_key_object(anchor_object, self.compression)?;
         let mut key = self.key(
             ANCHOR_CLASS_NAMES[0],
             name,
@@ -386,7 +419,7 @@ impl<W: Write + Seek> FileWriter<W> {
         let previous = self.anchors.iter().filter(|k| k.name == name).count();
         key.cycle = u16::try_from(previous + 1)
             .map_err(|_| Error::InvalidArgument(format!("too many anchors named \"{name}\"")))?;
-        self.write_key(&key, stored)?;
+        self.write_key(&key, &stored)?;
         self.anchors.push(key);
         Ok(())
     }
@@ -519,12 +552,7 @@ impl<W: Write + Seek> FileWriter<W> {
             )?
             .key_len;
         let list = streamer_info_list(&self.classes, key_len);
-        let zipped = compress(&list, self.compression)?;
-        let stored: &[u8] = if zipped.len() < list.len() {
-            &zipped
-        } else {
-            &list
-        };
+        let stored = compress_key_object(&list, self.compression)?;
         let info_key = self.key(
             "TList",
             "StreamerInfo",
@@ -534,7 +562,6 @@ impl<W: Write + Seek> FileWriter<W> {
             list.len() as u64,
             stored.len() as u64,
         )?;
-        let stored = stored.to_vec();
         self.write_key(&info_key, &stored)?;
         let nbytes_info = info_key.nbytes;
 
