@@ -474,4 +474,6 @@ fn large_sparse_file() {
     assert_eq!(u64::from_be_bytes(seg[2..10].try_into().unwrap()), len);
     assert_same_values(&new, "Events", &orig, "Events");
     check_with_root(&new, &[("Events", &orig, "Events")], &[]);
+    // Sparse here, but not on every file system: do not leave 4 GiB behind.
+    std::fs::remove_file(&new).ok();
 }
