@@ -4,10 +4,12 @@
 
 mod model;
 mod options;
+mod root_file;
 mod shred;
 mod size;
 mod writer;
 
 pub use model::schema_for_copy;
 pub use options::WriteOptions;
+pub use root_file::{copy_rntuple, source_compression};
 pub use writer::{BlobSink, RNTupleWriter};
