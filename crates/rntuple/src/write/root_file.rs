@@ -6,6 +6,7 @@ use super::options::WriteOptions;
 use super::writer::{BlobSink, RNTupleWriter};
 use crate::container::FileWriter;
 use crate::error::Result;
+use crate::format::{Anchor, LinkedAttributeSet, Locator};
 use crate::read::RNTupleReader;
 use std::io::{Seek, Write};
 
@@ -35,9 +36,44 @@ pub fn copy_rntuple<W: Write + Seek>(
     options: WriteOptions,
     mut progress: impl FnMut(u64),
 ) -> Result<()> {
+    // Attribute sets first: each is an RNTuple of its own whose anchor the main footer links.
+    let mut links = Vec::new();
+    for link in &source.descriptor().attribute_sets {
+        let attributes = source.attribute_set(&link.name)?;
+        let anchor = copy_entries(&attributes, file, &link.name, options.clone(), |_| {}, &[])?;
+        let object = anchor.to_object();
+        let offset = BlobSink::write_blob(file, &object, options.max_key_size)?;
+        let locator = Locator {
+            size: object.len() as u64,
+            offset,
+        };
+        links.push((link.clone(), locator, object.len() as u32));
+    }
+    let anchor = copy_entries(source, file, name, options, &mut progress, &links)?;
+    file.write_anchor(name, &anchor.to_object())
+}
+
+/// Writes every entry of `source` as RNTuple `name` and returns its anchor; `links` are
+/// attribute sets already written, to link from its footer.
+fn copy_entries<W: Write + Seek>(
+    source: &RNTupleReader,
+    file: &mut FileWriter<W>,
+    name: &str,
+    options: WriteOptions,
+    mut progress: impl FnMut(u64),
+    links: &[(LinkedAttributeSet, Locator, u32)],
+) -> Result<Anchor> {
     let schema = schema_for_copy(source.descriptor())?;
     let anchor = {
         let mut writer = RNTupleWriter::new(file, name, schema, options)?;
+        for (link, locator, length) in links {
+            writer.link_attribute_set(
+                &link.name,
+                (link.schema_version_major, link.schema_version_minor),
+                *locator,
+                *length,
+            );
+        }
         for cluster in &source.descriptor().clusters {
             let range = cluster.first_entry..cluster.first_entry + cluster.n_entries;
             let batch = source.read(None, range.clone())?;
@@ -46,5 +82,5 @@ pub fn copy_rntuple<W: Write + Seek>(
         }
         writer.finish()?
     };
-    file.write_anchor(name, &anchor.to_object())
+    Ok(anchor)
 }
