@@ -5,6 +5,7 @@
 mod model;
 mod options;
 mod root_file;
+mod row;
 mod shred;
 mod size;
 mod writer;
@@ -12,4 +13,5 @@ mod writer;
 pub use model::schema_for_copy;
 pub use options::WriteOptions;
 pub use root_file::{copy_rntuple, source_compression};
+pub use row::EntryWriter;
 pub use writer::{BlobSink, RNTupleWriter};
