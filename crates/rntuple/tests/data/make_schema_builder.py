@@ -15,6 +15,7 @@ Rust test reads to ask the same of our builder:
 
 Usage: make_schema_builder.py OUTPUT_DIR
 """
+
 import os
 import sys
 
@@ -31,46 +32,86 @@ ENUMS = [("SBColor", "short"), ("SBPlain", "unsigned int")]
 
 FIELDS = [
     # fundamentals, ROOT's spellings and others that normalize to them
-    ("f_bool", "bool"), ("f_char", "char"), ("f_byte", "std::byte"),
-    ("f_i8", "std::int8_t"), ("f_u8", "std::uint8_t"), ("f_i16", "std::int16_t"),
-    ("f_u16", "std::uint16_t"), ("f_i32", "std::int32_t"), ("f_u32", "std::uint32_t"),
-    ("f_i64", "std::int64_t"), ("f_u64", "std::uint64_t"),
-    ("f_float", "float"), ("f_double", "double"), ("f_d32", "Double32_t"),
-    ("n_int", "int"), ("n_uint", "unsigned int"), ("n_short", "short"),
-    ("n_ushort", "unsigned short"), ("n_long", "long"), ("n_ulong", "unsigned long"),
-    ("n_ll", "long long"), ("n_ull", "unsigned long long"), ("n_schar", "signed char"),
-    ("n_uchar", "unsigned char"), ("n_int_t", "Int_t"), ("n_float_t", "Float_t"),
-    ("n_long64", "Long64_t"), ("n_ulong64", "ULong64_t"), ("n_bool_t", "Bool_t"),
-    ("n_int32", "int32_t"), ("n_uint64", "uint64_t"),
-    ("f_string", "std::string"), ("n_string", "string"),
+    ("f_bool", "bool"),
+    ("f_char", "char"),
+    ("f_byte", "std::byte"),
+    ("f_i8", "std::int8_t"),
+    ("f_u8", "std::uint8_t"),
+    ("f_i16", "std::int16_t"),
+    ("f_u16", "std::uint16_t"),
+    ("f_i32", "std::int32_t"),
+    ("f_u32", "std::uint32_t"),
+    ("f_i64", "std::int64_t"),
+    ("f_u64", "std::uint64_t"),
+    ("f_float", "float"),
+    ("f_double", "double"),
+    ("f_d32", "Double32_t"),
+    ("n_int", "int"),
+    ("n_uint", "unsigned int"),
+    ("n_short", "short"),
+    ("n_ushort", "unsigned short"),
+    ("n_long", "long"),
+    ("n_ulong", "unsigned long"),
+    ("n_ll", "long long"),
+    ("n_ull", "unsigned long long"),
+    ("n_schar", "signed char"),
+    ("n_uchar", "unsigned char"),
+    ("n_int_t", "Int_t"),
+    ("n_float_t", "Float_t"),
+    ("n_long64", "Long64_t"),
+    ("n_ulong64", "ULong64_t"),
+    ("n_bool_t", "Bool_t"),
+    ("n_int32", "int32_t"),
+    ("n_uint64", "uint64_t"),
+    ("f_string", "std::string"),
+    ("n_string", "string"),
     # collections
-    ("vec_f", "std::vector<float>"), ("vec_int", "std::vector<int>"),
-    ("vec_spaces", "std::vector< unsigned  int >"), ("vec_bool", "std::vector<bool>"),
-    ("vec_str", "std::vector<std::string>"), ("vec_vec", "std::vector<std::vector<double>>"),
+    ("vec_f", "std::vector<float>"),
+    ("vec_int", "std::vector<int>"),
+    ("vec_spaces", "std::vector< unsigned  int >"),
+    ("vec_bool", "std::vector<bool>"),
+    ("vec_str", "std::vector<std::string>"),
+    ("vec_vec", "std::vector<std::vector<double>>"),
     ("vec_d32", "std::vector<Double32_t>"),
-    ("rvec_f", "ROOT::VecOps::RVec<float>"), ("rvec_short", "ROOT::RVec<short>"),
+    ("rvec_f", "ROOT::VecOps::RVec<float>"),
+    ("rvec_short", "ROOT::RVec<short>"),
     ("rvec_rvec", "ROOT::RVec<ROOT::RVec<std::int64_t>>"),
-    ("arr_f", "std::array<float,3>"), ("arr_arr", "std::array<std::array<char,2>,4>"),
-    ("arr_str", "std::array<std::string,2>"), ("vec_arr", "std::vector<std::array<std::uint16_t,5>>"),
-    ("bits5", "std::bitset<5>"), ("bits100", "std::bitset<100>"),
-    ("atomic_i", "std::atomic<int>"), ("atomic_d", "std::atomic<double>"),
-    ("opt_f", "std::optional<float>"), ("opt_str", "std::optional<std::string>"),
+    ("arr_f", "std::array<float,3>"),
+    ("arr_arr", "std::array<std::array<char,2>,4>"),
+    ("arr_str", "std::array<std::string,2>"),
+    ("vec_arr", "std::vector<std::array<std::uint16_t,5>>"),
+    ("bits5", "std::bitset<5>"),
+    ("bits100", "std::bitset<100>"),
+    ("atomic_i", "std::atomic<int>"),
+    ("atomic_d", "std::atomic<double>"),
+    ("opt_f", "std::optional<float>"),
+    ("opt_str", "std::optional<std::string>"),
     ("opt_vec", "std::optional<std::vector<int>>"),
-    ("uptr_i", "std::unique_ptr<std::int64_t>"), ("uptr_vec", "std::unique_ptr<std::vector<float>>"),
+    ("uptr_i", "std::unique_ptr<std::int64_t>"),
+    ("uptr_vec", "std::unique_ptr<std::vector<float>>"),
     ("var", "std::variant<int,float,std::string>"),
     ("var_nested", "std::variant<std::vector<int>,std::pair<int,char>>"),
-    ("pair", "std::pair<int,float>"), ("pair_nested", "std::pair<std::string,std::vector<double>>"),
-    ("tup", "std::tuple<int,float,std::string>"), ("tup1", "std::tuple<char>"),
-    ("set_i", "std::set<int>"), ("mset_f", "std::multiset<float>"),
-    ("uset_str", "std::unordered_set<std::string>"), ("umset_u", "std::unordered_multiset<std::uint64_t>"),
+    ("pair", "std::pair<int,float>"),
+    ("pair_nested", "std::pair<std::string,std::vector<double>>"),
+    ("tup", "std::tuple<int,float,std::string>"),
+    ("tup1", "std::tuple<char>"),
+    ("set_i", "std::set<int>"),
+    ("mset_f", "std::multiset<float>"),
+    ("uset_str", "std::unordered_set<std::string>"),
+    ("umset_u", "std::unordered_multiset<std::uint64_t>"),
     ("set_pair", "std::set<std::pair<int,int>>"),
-    ("map", "std::map<std::string,int>"), ("mmap", "std::multimap<int,std::vector<float>>"),
+    ("map", "std::map<std::string,int>"),
+    ("mmap", "std::multimap<int,std::vector<float>>"),
     ("umap", "std::unordered_map<std::string,float>"),
     ("ummap", "std::unordered_multimap<std::string,double>"),
     ("map_map", "std::map<int,std::map<int,bool>>"),
     # user types
-    ("user", "SBUser"), ("outer", "SBOuter"), ("color", "SBColor"), ("plain", "SBPlain"),
-    ("vec_user", "std::vector<SBUser>"), ("opt_color", "std::optional<SBColor>"),
+    ("user", "SBUser"),
+    ("outer", "SBOuter"),
+    ("color", "SBColor"),
+    ("plain", "SBPlain"),
+    ("vec_user", "std::vector<SBUser>"),
+    ("opt_color", "std::optional<SBColor>"),
     ("pair_user", "std::pair<SBInner,std::vector<SBColor>>"),
 ]
 
@@ -88,14 +129,18 @@ def declare():
 
     code = []
     for name, underlying in ENUMS:
-        code.append(f"enum {'class ' if name == 'SBColor' else ''}{name} : {underlying} {{ k{name}A, k{name}B }};")
+        code.append(
+            f"enum {'class ' if name == 'SBColor' else ''}{name} : {underlying} {{ k{name}A, k{name}B }};"
+        )
     for name, members, bases in CLASSES:
         b = (" : " + ", ".join("public " + x for x in bases)) if bases else ""
         body = " ".join(f"{t} {m};" for m, t in members)
         code.append(f"struct {name}{b} {{ {body} }};")
-    ROOT.gInterpreter.Declare("#include <array>\n#include <bitset>\n#include <variant>\n#include <optional>\n"
-                              "#include <atomic>\n#include <set>\n#include <map>\n#include <unordered_set>\n"
-                              "#include <unordered_map>\n#include <tuple>\n#include <memory>\n" + "\n".join(code))
+    ROOT.gInterpreter.Declare(
+        "#include <array>\n#include <bitset>\n#include <variant>\n#include <optional>\n"
+        "#include <atomic>\n#include <set>\n#include <map>\n#include <unordered_set>\n"
+        "#include <unordered_map>\n#include <tuple>\n#include <memory>\n" + "\n".join(code)
+    )
     # Cling builds the collection proxy of some map instantiations only once the type is used.
     for i, (_, type_name) in enumerate(FIELDS):
         if "map<" in type_name:
@@ -108,8 +153,10 @@ def write(ROOT, path, compression):
     for name, type_name in FIELDS:
         model.AddField(ROOT.RFieldBase.Create(name, type_name).Unwrap())
     for name, type_name, source in PROJECTED:
+
         def mapping(path, name=name, source=source):
-            return source + str(path)[len(name):]
+            return source + str(path)[len(name) :]
+
         model.AddProjectedField(ROOT.RFieldBase.Create(name, type_name).Unwrap(), mapping)
     opts = ROOT.RNTupleWriteOptions()
     opts.SetCompression(compression)
@@ -127,8 +174,10 @@ def main():
         for name, members, bases in CLASSES:
             # ROOT stores the class version and TClass checksum; our builder takes them as given.
             cl = ROOT.TClass.GetClass(name)
-            f.write(f"class\t{name}\t{';'.join(m + ':' + t for m, t in members)}\t{','.join(bases)}"
-                    f"\t{cl.GetClassVersion()}\t{cl.GetCheckSum()}\n")
+            f.write(
+                f"class\t{name}\t{';'.join(m + ':' + t for m, t in members)}\t{','.join(bases)}"
+                f"\t{cl.GetClassVersion()}\t{cl.GetCheckSum()}\n"
+            )
         for name, type_name in FIELDS:
             f.write(f"field\t{name}\t{type_name}\n")
         for name, type_name, source in PROJECTED:
