@@ -114,8 +114,10 @@ _hash_declared = False
 def schema(path: str | os.PathLike[str], name: str = DEFAULT_NTUPLE) -> list[dict[str, Any]]:
     """Every field of the RNTuple as ROOT's descriptor has it (depth first).
 
-    Each is ``{"name", "type", "structure", "children": [{"name", "type"}, ...]}``; no
-    model is built, so this works for types ROOT cannot read yet.
+    Each is ``{"name", "type", "alias", "structure", "repetitions", "projected",
+    "columns": [[type, representation index, bits on storage, [min, max] | None], ...],
+    "children": [{"name", "type"}, ...]}``; no model is built, so this works for types
+    ROOT cannot read yet.
     """
     ROOT = _declare()
     return json.loads(str(ROOT.rntuple_interop.SchemaJson(str(path), name)))

@@ -12,6 +12,10 @@ comparison conventions of :func:`rootdump.check_case`:
 - ``structure.attributes``: the reference is the attribute set ``Attributes`` as ROOT's
   ``RNTupleReader::OpenAttributeSet`` reads it, so the copy must carry it too.
 
+``test_copy_schema`` also checks that the copy keeps ROOT's schema (types, column
+representations) as ROOT's descriptor shows it: the values alone would not notice, e.g.,
+a set written where an unordered set was.
+
 ROOT reads in worker processes (:func:`rootdump.run_tasks`): a crash costs only the case
 it happened in.  ``test_renderer_reproduces_reference`` checks the renderer itself on
 ROOT's own files (all cases, as ``python tests/rootdump.py --validate``).
@@ -52,6 +56,7 @@ class RoundTrip:
     problem: str | None = None  #: why nothing could be checked (no binary, no ``copy``)
     results: dict[str, tuple[str, str]] = field(default_factory=dict)  #: case -> (status, detail)
     seconds: dict[str, float] = field(default_factory=dict)  #: copy, read
+    copies: dict[str, Path] = field(default_factory=dict)  #: case -> the copy (if it was written)
 
 
 def _copy_problem(binary: Path) -> str | None:
@@ -122,6 +127,7 @@ def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> RoundTrip:
 
     t0 = time.perf_counter()
     copied = {case: path for case, path in copies.items() if case not in out.results}
+    out.copies = copied
     out.results.update(rootdump.run_tasks(rootdump.conformance_tasks(CONFORMANCE, copied)))
     out.seconds["read"] = time.perf_counter() - t0
     print(
@@ -147,3 +153,24 @@ def test_copy_roundtrip(case: str, roundtrip: RoundTrip) -> None:
     status, detail = roundtrip.results[case]
     if status != "OK":
         pytest.fail(f"{case}: ROOT's reading of the copy: {status}: {detail}", pytrace=False)
+
+
+@pytest.mark.filterwarnings("ignore:.*RNTuple Attributes are experimental")
+@pytest.mark.parametrize("case", ROUNDTRIP_CASES)
+def test_copy_schema(case: str, roundtrip: RoundTrip) -> None:
+    """The copy has ROOT's schema: field names, types, type aliases, structure, repetitions,
+    projections and columns (type, representation index, bits on storage, value range)."""
+    if roundtrip.problem:
+        require_rntuple_bin()
+        pytest.fail(roundtrip.problem, pytrace=False)
+    if case not in roundtrip.copies:
+        pytest.fail(f"{case}: no copy: {roundtrip.results[case][1]}", pytrace=False)
+    want = rootdump.schema(CONFORMANCE / "write" / f"{case}.root")
+    got = rootdump.schema(roundtrip.copies[case])
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
+        if g != w:
+            keys = sorted(k for k in set(g) | set(w) if g.get(k) != w.get(k))
+            diff = {k: {"copy": g.get(k), "ROOT": w.get(k)} for k in keys}
+            pytest.fail(f"{case}: field #{i} {w['name']!r} (depth first) differs: {diff}", pytrace=False)
+    if len(got) != len(want):
+        pytest.fail(f"{case}: the copy has {len(got)} fields, ROOT's file {len(want)}", pytrace=False)

@@ -3,6 +3,7 @@
 #include <ROOT/RNTupleReader.hxx>
 #include <ROOT/RNTupleAttrReading.hxx>
 #include <ROOT/RNTupleView.hxx>
+#include <ROOT/RColumnElementBase.hxx>
 #include <ROOT/RNTupleDescriptor.hxx>
 #include <ROOT/RNTupleModel.hxx>
 #include <ROOT/REntry.hxx>
@@ -293,7 +294,9 @@ std::string DumpJson(const std::string &path, const std::string &name, long long
 
 /// The schema of RNTuple `name` in `path` from ROOT's descriptor (no model is built, so this works for types
 /// ROOT cannot read yet): a JSON list of every field, depth first, each
-/// {"name", "type", "structure" (ROOT::ENTupleStructure as a number), "children": [{"name", "type"}, ...]}.
+/// {"name", "type", "alias", "structure" (ROOT::ENTupleStructure as a number), "repetitions", "projected",
+/// "columns": [[type name, representation index, bits on storage, [min, max] or null], ...],
+/// "children": [{"name", "type"}, ...]}.
 std::string SchemaJson(const std::string &path, const std::string &name)
 {
    auto reader = ROOT::RNTupleReader::Open(name, path);
@@ -316,7 +319,33 @@ std::string SchemaJson(const std::string &path, const std::string &name)
          JsonString(out, fd.GetFieldName());
          out += ",\"type\":";
          JsonString(out, fd.GetTypeName());
-         out += ",\"structure\":" + std::to_string(static_cast<int>(fd.GetStructure())) + ",\"children\":[";
+         out += ",\"alias\":";
+         JsonString(out, fd.GetTypeAlias());
+         out += ",\"structure\":" + std::to_string(static_cast<int>(fd.GetStructure()));
+         out += ",\"repetitions\":" + std::to_string(fd.GetNRepetitions());
+         out += ",\"projected\":" + std::string(fd.IsProjectedField() ? "true" : "false");
+         // Columns as [type, representation index, bits on storage, value range or null], in column order.
+         out += ",\"columns\":[";
+         bool firstColumn = true;
+         for (const auto &cd : desc.GetColumnIterable(fd)) {
+            if (!firstColumn)
+               out += ',';
+            firstColumn = false;
+            out += '[';
+            JsonString(out, ROOT::Internal::RColumnElementBase::GetColumnTypeName(cd.GetType()));
+            out += ',' + std::to_string(cd.GetRepresentationIndex()) + ',' + std::to_string(cd.GetBitsOnStorage()) + ',';
+            if (auto range = cd.GetValueRange()) {
+               out += '[';
+               HexFloat(out, range->fMin);
+               out += ',';
+               HexFloat(out, range->fMax);
+               out += ']';
+            } else {
+               out += "null";
+            }
+            out += ']';
+         }
+         out += "],\"children\":[";
          for (std::size_t k = 0; k < children.size(); ++k) {
             const auto &cd = desc.GetFieldDescriptor(children[k]);
             if (k)
