@@ -157,7 +157,7 @@ def dictionary_cache_dir() -> Path:
 
 @contextmanager
 def _locked(directory: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``directory`` (parallel renderers share the cache)."""
+    """Hold an exclusive lock on ``directory``, creating it (parallel renderers share the cache)."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -211,8 +211,7 @@ def ensure_stl_dictionaries(types: list[str]) -> list[str]:
     key = hashlib.sha1(";".join(missing + headers).encode()).hexdigest()[:16]
     workdir = cache / key
     cwd = os.getcwd()
-    with _locked(cache):
-        workdir.mkdir(parents=True, exist_ok=True)
+    with _locked(workdir):  # (other type sets build in parallel)
         try:
             os.chdir(workdir)
             status = ROOT.gInterpreter.GenerateDictionary(";".join(missing), ";".join(headers))
