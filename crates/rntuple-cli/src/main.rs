@@ -5,9 +5,12 @@ mod info;
 mod render;
 
 use clap::{Parser, Subcommand};
+use rntuple::compression::CompressionSettings;
+use rntuple::container::FileWriter;
 use rntuple::container::RootFile;
 use rntuple::io::open_source;
 use rntuple::read::RNTupleReader;
+use rntuple::write::{copy_rntuple, WriteOptions};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -33,6 +36,24 @@ enum Command {
     Info {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
         target: String,
+    },
+    /// Copy an RNTuple into a new ROOT file, decoding every value and writing it again
+    /// with the same schema and column types.
+    Copy {
+        /// FILE or FILE:NAME of the source.
+        source: String,
+        /// The ROOT file to create.
+        output: String,
+        /// Compression ALG[:LEVEL] (zstd, lz4, zlib, lzma, none) or ROOT's number (505);
+        /// default: the source's.
+        #[arg(long)]
+        compression: Option<String>,
+        /// Approximate compressed cluster size in bytes (default 128 MiB, as ROOT).
+        #[arg(long)]
+        cluster_size: Option<u64>,
+        /// Maximum uncompressed page size in bytes (default 1 MiB, as ROOT).
+        #[arg(long)]
+        page_size: Option<u64>,
     },
     /// Print entries as JSON (the conformance suite's conventions).
     Dump {
@@ -133,6 +154,60 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             info::write_info(&mut out, &reader)?;
         }
+        Command::Copy {
+            source,
+            output,
+            compression,
+            cluster_size,
+            page_size,
+        } => {
+            let requested = compression
+                .map(|spec| parse_compression(&spec).map_err(Failure::Usage))
+                .transpose()?;
+            if page_size.is_some_and(|b| b < 8) {
+                return Err(Failure::Usage(
+                    "--page-size must be at least 8 bytes".into(),
+                ));
+            }
+            let (file, name) = split_target(&source);
+            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            let compression = match requested {
+                Some(settings) => settings,
+                None => match rntuple::write::source_compression(&reader) {
+                    Some(code) => CompressionSettings::from_u32(code)?,
+                    None => CompressionSettings::DEFAULT_RNTUPLE,
+                },
+            };
+            let mut options = WriteOptions {
+                compression,
+                ..WriteOptions::default()
+            };
+            if let Some(bytes) = cluster_size {
+                options.approx_zipped_cluster_size = bytes.max(1);
+            }
+            if let Some(bytes) = page_size {
+                if bytes < 8 {
+                    return Err(Failure::Usage(format!(
+                        "--page-size {bytes} is below 8 bytes"
+                    )));
+                }
+                options.max_unzipped_page_size = bytes;
+            }
+            let out_name = reader
+                .path()
+                .rsplit('/')
+                .next()
+                .unwrap_or("ntuple")
+                .to_string();
+            let mut out_file =
+                FileWriter::create(std::path::Path::new(&output), options.compression)?;
+            let bar = progress(reader.num_entries(), false);
+            copy_rntuple(&reader, &mut out_file, &out_name, options, |done| {
+                bar.set_position(done)
+            })?;
+            out_file.finish()?;
+            bar.finish_and_clear();
+        }
         Command::Dump {
             target,
             json,
@@ -168,11 +243,43 @@ fn run(cli: Cli) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Parses `ALG[:LEVEL]` or ROOT's numeric setting (algorithm × 100 + level).
+fn parse_compression(spec: &str) -> Result<CompressionSettings, String> {
+    if let Ok(code) = spec.parse::<u32>() {
+        return CompressionSettings::from_u32(code)
+            .map_err(|e| format!("--compression {spec}: {e}"));
+    }
+    let (alg, level) = match spec.split_once(':') {
+        Some((a, l)) => (
+            a,
+            l.parse::<u32>()
+                .map_err(|_| format!("--compression: level \"{l}\" is not a number"))?,
+        ),
+        None => (spec, 5),
+    };
+    let code = match alg.to_ascii_lowercase().as_str() {
+        "none" | "uncompressed" => return Ok(CompressionSettings::UNCOMPRESSED),
+        "zlib" => 1,
+        "lzma" | "xz" => 2,
+        "lz4" => 4,
+        "zstd" => 5,
+        other => {
+            return Err(format!(
+                "--compression: unknown algorithm \"{other}\" (zstd, lz4, zlib, lzma, none)"
+            ))
+        }
+    };
+    if !(1..=9).contains(&level) {
+        return Err(format!("--compression: level {level} is not in 1..9"));
+    }
+    CompressionSettings::from_u32(code * 100 + level).map_err(|e| e.to_string())
+}
+
 /// A progress bar over `entries` on standard error, drawn only when standard error is a
-/// terminal and standard output is not (so it never mixes with the JSON on screen).
-fn progress(entries: u64) -> indicatif::ProgressBar {
+/// terminal and (when `to_stdout`) standard output is not, so it never mixes with output.
+fn progress(entries: u64, to_stdout: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() || std::io::stdout().is_terminal() {
+    if !std::io::stderr().is_terminal() || (to_stdout && std::io::stdout().is_terminal()) {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(entries);
@@ -192,7 +299,7 @@ fn dump_json(
     range: std::ops::Range<u64>,
 ) -> Result<(), Failure> {
     let mut first = true;
-    let bar = progress(range.end - range.start);
+    let bar = progress(range.end - range.start, true);
     write!(out, "[")?;
     for cluster in &reader.descriptor().clusters {
         let lo = range.start.max(cluster.first_entry);

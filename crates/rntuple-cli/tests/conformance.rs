@@ -224,3 +224,45 @@ fn dotted_paths_select_record_members() {
     assert_eq!(out.status, 1);
     assert!(out.stderr.contains("inside a collection"), "{}", out.stderr);
 }
+
+#[test]
+fn copy_writes_a_file_that_reads_back_identically() {
+    let dir = std::env::temp_dir().join(format!("rntuple-copy-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in [
+        "types.vector.nested",
+        "types.variant",
+        "types.fundamental.real32quant",
+    ] {
+        let src = conformance_dir().join("write").join(format!("{case}.root"));
+        let out = dir.join(format!("{case}.root"));
+        for extra in [
+            &[][..],
+            &["--compression", "lz4:4", "--page-size", "64"][..],
+        ] {
+            let status = Command::new(env!("CARGO_BIN_EXE_rntuple"))
+                .arg("copy")
+                .arg(&src)
+                .arg(&out)
+                .args(extra)
+                .status()
+                .unwrap();
+            assert!(status.success(), "{case} {extra:?}");
+            let dump = |p: &std::path::Path| {
+                let o = Command::new(env!("CARGO_BIN_EXE_rntuple"))
+                    .args(["dump", &p.display().to_string(), "--json"])
+                    .output()
+                    .unwrap();
+                assert!(o.status.success());
+                serde_json::from_slice::<Value>(&o.stdout).unwrap()
+            };
+            assert_eq!(dump(&out), dump(&src), "{case} {extra:?}");
+        }
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_rntuple"))
+        .args(["copy", "x.root", "y.root", "--compression", "brotli"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -255,3 +255,101 @@ fn late_model_extension_defers_new_columns() {
         all.column_by_name("Jet_eta").unwrap()
     );
 }
+
+#[test]
+fn entries_written_one_by_one_read_back_as_the_same_values() {
+    use rntuple::schema::{ColumnDefaults, SchemaBuilder, Value};
+    use Value::*;
+    let mut b = SchemaBuilder::new(ColumnDefaults { compressed: true });
+    let types = [
+        ("flag", "bool"),
+        ("n", "std::uint16_t"),
+        ("x", "double"),
+        ("name", "std::string"),
+        ("jets", "std::vector<std::pair<float,std::int32_t>>"),
+        ("maybe", "std::optional<std::int64_t>"),
+        ("choice", "std::variant<std::int32_t,std::string>"),
+        ("weights", "std::map<std::string,double>"),
+        ("pos", "std::array<float,3>"),
+        ("bits", "std::bitset<3>"),
+        ("nested", "std::vector<std::vector<std::int8_t>>"),
+    ];
+    for (name, ty) in types {
+        b.add_cpp_field(name, ty).unwrap();
+    }
+    let schema = b.finish();
+    let entries = vec![
+        vec![
+            Bool(true),
+            UInt(7),
+            Float(-1.5),
+            String("e1".into()),
+            List(vec![
+                Record(vec![Float(30.5), Int(-1)]),
+                Record(vec![Float(4.0), Int(1)]),
+            ]),
+            Int(i64::MIN),
+            Variant(1, Box::new(String("abc".into()))),
+            Map(vec![(String("a".into()), Float(0.25))]),
+            List(vec![Float(1.0), Float(2.0), Float(3.0)]),
+            List(vec![Bool(true), Bool(false), Bool(true)]),
+            List(vec![List(vec![Int(1), Int(-2)]), List(vec![])]),
+        ],
+        vec![
+            Bool(false),
+            UInt(65535),
+            Float(f64::MAX),
+            String(std::string::String::new()),
+            List(vec![]),
+            Null,
+            Variant(0, Box::new(Int(42))),
+            Map(vec![]),
+            List(vec![Float(0.0), Float(-0.0), Float(1e-40)]),
+            List(vec![Bool(false), Bool(false), Bool(false)]),
+            List(vec![]),
+        ],
+        vec![
+            Bool(true),
+            UInt(0),
+            Float(0.1),
+            String("ü".into()),
+            List(vec![Record(vec![Float(1.0), Int(2)])]),
+            Int(5),
+            Null,
+            Map(vec![
+                (String("b".into()), Float(2.0)),
+                (String("c".into()), Float(3.0)),
+            ]),
+            List(vec![Float(4.0), Float(5.0), Float(6.0)]),
+            List(vec![Bool(true), Bool(true), Bool(true)]),
+            List(vec![List(vec![Int(127)])]),
+        ],
+    ];
+    let mut sink = MemorySink::default();
+    let anchor = {
+        let writer =
+            RNTupleWriter::new(&mut sink, "rows", schema, WriteOptions::default()).unwrap();
+        let mut rows = rntuple::write::EntryWriter::new(writer).unwrap();
+        for e in &entries {
+            rows.fill(e.clone()).unwrap();
+        }
+        assert!(
+            rows.fill(vec![Bool(true)]).is_err(),
+            "wrong arity is refused"
+        );
+        rows.finish().unwrap()
+    };
+    let back = RNTupleReader::from_anchor(
+        Arc::new(MemorySource::new("rows", sink.bytes)),
+        anchor,
+        "rows".into(),
+    )
+    .unwrap();
+    let mut got = back.read_entries(None, 0..3).unwrap();
+    // 1e-40 is a float subnormal: it comes back as the float nearest to it.
+    if let List(xs) = &mut got[1][8] {
+        assert_eq!(xs[2], Float(1e-40_f32 as f64));
+        xs[2] = Float(1e-40);
+    }
+    assert_eq!(got, entries);
+}

@@ -20,12 +20,18 @@ mod directory;
 mod file;
 mod file_header;
 mod key;
+mod streamer_info;
+mod writer;
 
 pub use blob::{read_blob, split_blob, BlobLayout};
 pub use directory::{parse_keys_list, write_keys_list, DirectoryRecord};
 pub use file::{AnchorEntry, AnchorKey, RootFile, MAX_DIRECTORY_DEPTH};
 pub use file_header::FileHeader;
 pub use key::KeyHeader;
+pub use streamer_info::{
+    streamer_info_list, StreamerClass, StreamerMember, TYPE_ULONG, TYPE_USHORT,
+};
+pub use writer::{datime_from_unix, datime_now, FileWriter, ROOT_VERSION_CODE};
 
 /// Class names of RNTuple anchor keys: the current one and the pre-1.0 one.
 pub const ANCHOR_CLASS_NAMES: [&str; 2] = ["ROOT::RNTuple", "ROOT::Experimental::RNTuple"];

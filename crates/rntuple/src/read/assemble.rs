@@ -1,11 +1,11 @@
 //! Assembling one field's Arrow array for an entry range of one cluster, recursively
 //! through its subfields.
 
-use super::arrow_types::arrow_field;
 use super::convert::{to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use super::RNTupleReader;
 use crate::encoding::ColumnValues;
 use crate::error::{Error, Location, Result};
+use crate::schema::arrow_field;
 use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
 use arrow_array::*;

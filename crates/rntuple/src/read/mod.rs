@@ -2,12 +2,11 @@
 //! decode any selection of fields over any entry range into Arrow arrays, clusters and
 //! pages in parallel, reading only the pages the selection needs.
 
-mod arrow_types;
 mod assemble;
 mod column;
 mod convert;
 
-pub use arrow_types::{arrow_field, primitive_data_type, TYPE_NAME_KEY};
+pub use crate::schema::{arrow_field, primitive_data_type, TYPE_NAME_KEY};
 
 use crate::compression;
 use crate::container::{self, RootFile};
@@ -350,6 +349,25 @@ impl RNTupleReader {
             .map(|(id, name)| arrow_field(&self.descriptor, *id, name))
             .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// Reads entries as rows of [`Value`](crate::schema::Value)s, one per selected field
+    /// (the typed row API; [`RNTupleReader::read`] is the fast columnar path).
+    pub fn read_entries(
+        &self,
+        names: Option<&[String]>,
+        entries: Range<u64>,
+    ) -> Result<Vec<Vec<crate::schema::Value>>> {
+        let batch = self.read(names, entries)?;
+        Ok((0..batch.num_rows())
+            .map(|row| {
+                batch
+                    .columns()
+                    .iter()
+                    .map(|c| crate::schema::array_value(c.as_ref(), row))
+                    .collect()
+            })
+            .collect())
     }
 
     /// Reads the selected fields (all readable ones for `None`) over `entries` into one

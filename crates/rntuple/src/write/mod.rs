@@ -4,10 +4,14 @@
 
 mod model;
 mod options;
+mod root_file;
+mod row;
 mod shred;
 mod size;
 mod writer;
 
 pub use model::schema_for_copy;
 pub use options::WriteOptions;
+pub use root_file::{copy_rntuple, source_compression};
+pub use row::EntryWriter;
 pub use writer::{BlobSink, RNTupleWriter};

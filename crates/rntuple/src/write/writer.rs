@@ -10,7 +10,8 @@ use crate::encoding::{encode_page, ColumnEncoding, ColumnType, ColumnValues};
 use crate::error::{Error, Result};
 use crate::format::{
     seal_envelope, Anchor, ClusterGroupRecord, ClusterSummary, ColumnPages, EnvelopeLink,
-    EnvelopeType, Footer, Header, Locator, PageInfo, PageList, SchemaDescription,
+    EnvelopeType, Footer, Header, LinkedAttributeSet, Locator, PageInfo, PageList,
+    SchemaDescription,
 };
 use crate::schema::Descriptor;
 use arrow_array::{Array, RecordBatch};
@@ -125,6 +126,7 @@ pub struct RNTupleWriter<'s, S: BlobSink> {
     unzipped_cluster_estimate: f64,
     open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
     groups: Vec<ClusterGroupRecord>,
+    attribute_sets: Vec<LinkedAttributeSet>,
 }
 
 impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
@@ -210,6 +212,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             unzipped_cluster_estimate: estimate,
             open_group: Vec::new(),
             groups: Vec::new(),
+            attribute_sets: Vec::new(),
         })
     }
 
@@ -559,6 +562,24 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         Ok(())
     }
 
+    /// Links an attribute set (an RNTuple of its own, already written, whose anchor
+    /// object lies at `anchor_locator`) into this RNTuple's footer under `name`.
+    pub fn link_attribute_set(
+        &mut self,
+        name: &str,
+        schema_version: (u16, u16),
+        anchor_locator: Locator,
+        anchor_length: u32,
+    ) {
+        self.attribute_sets.push(LinkedAttributeSet {
+            schema_version_major: schema_version.0,
+            schema_version_minor: schema_version.1,
+            anchor_length,
+            anchor_locator,
+            name: name.to_string(),
+        });
+    }
+
     /// Commits what is open, writes the footer, and returns the anchor to store.
     pub fn finish(mut self) -> Result<Anchor> {
         self.commit_cluster()?;
@@ -567,7 +588,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             header_checksum: self.header_checksum,
             extension: std::mem::take(&mut self.extension),
             cluster_groups: std::mem::take(&mut self.groups),
-            attribute_sets: Vec::new(),
+            attribute_sets: std::mem::take(&mut self.attribute_sets),
         };
         let envelope = seal_envelope(EnvelopeType::Footer, &footer.write());
         let zipped = compress(&envelope, self.options.compression)?;

@@ -2,14 +2,13 @@
 //! carries the RNTuple C++ type name in its metadata under [`TYPE_NAME_KEY`], so front
 //! ends can tell a pair from a struct or a bitset from an array of bools.
 
+use super::{Descriptor, FieldKind, PrimitiveType};
 use crate::error::{Error, Result};
-use crate::schema::{Descriptor, FieldKind, PrimitiveType};
 use arrow_schema::{DataType, Field, Fields, UnionFields, UnionMode};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Metadata key of the C++ type name on every Arrow field.
-pub const TYPE_NAME_KEY: &str = "rntuple.type";
+use super::TYPE_NAME_KEY;
 
 /// The Arrow type of a primitive.
 pub fn primitive_data_type(p: PrimitiveType) -> DataType {
