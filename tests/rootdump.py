@@ -18,12 +18,19 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import warnings
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +81,224 @@ def parse_entries(spec: str | None) -> tuple[int, int]:
     return start, stop
 
 
-def dump_text(path: str, name: str = DEFAULT_NTUPLE, start: int = 0, stop: int = -1) -> str:
-    """Return ROOT's reading of entries ``[start, stop)`` as JSON text."""
+# --- Making ROOT able to read a file's types -------------------------------------------
+
+#: The STL containers ROOT reads through a collection proxy (``RProxiedCollectionField``),
+#: which needs a compiled dictionary: without one ROOT builds an emulated proxy and aborts
+#: in ``TGenCollectionProxy`` (e.g. for a set of sets).
+PROXIED_CONTAINERS = (
+    "set",
+    "multiset",
+    "unordered_set",
+    "unordered_multiset",
+    "map",
+    "multimap",
+    "unordered_map",
+    "unordered_multimap",
+)
+_PROXIED_RE = re.compile(r"^std::(?:" + "|".join(PROXIED_CONTAINERS) + ")<")
+#: Integer types an enum's ``_0`` subfield can have (ROOT names an int8_t-based enum's one ``char``).
+_ENUM_UNDERLYING = {
+    "char",
+    "signed char",
+    "unsigned char",
+    "bool",
+    *(f"std::{s}int{n}_t" for s in ("", "u") for n in (8, 16, 32, 64)),
+}
+_HASH_HEADER_NAME = "rntuple_rootdump_hash.h"
+#: ``std::hash`` for sets used as keys of unordered containers (the standard library has none).
+_HASH_HEADER = CXX_DIR / "rootdump_hash.h"
+_hash_declared = False
+
+
+def schema(path: str | os.PathLike[str], name: str = DEFAULT_NTUPLE) -> list[dict[str, Any]]:
+    """Every field of the RNTuple as ROOT's descriptor has it (depth first).
+
+    Each is ``{"name", "type", "alias", "structure", "repetitions", "projected",
+    "columns": [[type, representation index, bits on storage, [min, max] | None], ...],
+    "children": [{"name", "type"}, ...]}``; no model is built, so this works for types
+    ROOT cannot read yet.
+    """
     ROOT = _declare()
+    return json.loads(str(ROOT.rntuple_interop.SchemaJson(str(path), name)))
+
+
+def template_args(type_name: str) -> list[str]:
+    """The top-level template arguments of ``type_name`` (``[]`` if it is no template)."""
+    start = type_name.find("<")
+    if start < 0 or not type_name.endswith(">"):
+        return []
+    args, depth, cur = [], 0, ""
+    for ch in type_name[start + 1 : -1]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    args.append(cur.strip())
+    return args
+
+
+def dictionary_cache_dir() -> Path:
+    """Where generated dictionaries are built and kept: ``$RNTUPLE_ROOTDUMP_CACHE`` or a
+    per-ROOT-version directory under ``~/.cache`` (a rebuild costs seconds per type)."""
+    env = os.environ.get("RNTUPLE_ROOTDUMP_CACHE")
+    if env:
+        return Path(env)
+    ROOT = load_root()
+    version = str(ROOT.gROOT.GetVersion()).replace("/", "_")
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "rntuple-rootdump" / f"root-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory``, creating it (parallel renderers share the cache)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _has_dictionary(ROOT: Any, type_name: str) -> bool:
+    """Whether ROOT has a compiled dictionary (hence a real collection proxy) for a type."""
+    cl = ROOT.TClass.GetClass(type_name)
+    return bool(cl) and bool(cl.HasDictionary())
+
+
+def _needs_hash(type_name: str) -> bool:
+    """Whether an unordered container's key is a set (no ``std::hash`` in the standard)."""
+    if not type_name.startswith("std::unordered_"):
+        return False
+    key = template_args(type_name)[:1]
+    return bool(key) and re.match(r"^std::(unordered_)?(multi)?set<", key[0]) is not None
+
+
+def ensure_stl_dictionaries(types: list[str]) -> list[str]:
+    """Build (ACLiC via ``GenerateDictionary``, cached) and load dictionaries for ``types``.
+
+    Only the types ROOT has no dictionary for are built; returns those.  If a set is the
+    key of an unordered container, a ``std::hash`` for it (XOR of the element hashes) is
+    declared first and compiled into the dictionary.
+    """
+    global _hash_declared
+    ROOT = _declare()
+    missing = sorted({t for t in types if not _has_dictionary(ROOT, t)})
+    if not missing:
+        return []
+    cache = dictionary_cache_dir()
+    headers = ["map", "set", "string", "unordered_map", "unordered_set", "vector"]
+    if any(_needs_hash(t) for t in missing):
+        header = cache / _HASH_HEADER_NAME
+        with _locked(cache):
+            text = _HASH_HEADER.read_text()
+            if not header.exists() or header.read_text() != text:
+                header.write_text(text)
+        if not _hash_declared:
+            if not ROOT.gInterpreter.Declare(f'#include "{header}"'):
+                raise RuntimeError(f"failed to declare {header} in cling")
+            _hash_declared = True
+        headers.append(str(header))
+    # One directory per set of types: GenerateDictionary names its files after the types
+    # and ACLiC rebuilds only what is out of date.
+    key = hashlib.sha1(";".join(missing + headers).encode()).hexdigest()[:16]
+    workdir = cache / key
+    cwd = os.getcwd()
+    with _locked(workdir):  # (other type sets build in parallel)
+        try:
+            os.chdir(workdir)
+            status = ROOT.gInterpreter.GenerateDictionary(";".join(missing), ";".join(headers))
+        finally:
+            os.chdir(cwd)
+    still = [t for t in missing if not _has_dictionary(ROOT, t)]
+    if still:  # (the status is CompileMacro's: 1 on success)
+        raise RuntimeError(f"GenerateDictionary failed (status {status}) for {still} in {workdir}")
+    return missing
+
+
+def _enum_declaration(type_name: str, underlying: str) -> str:
+    """C++ declaring enum ``type_name`` (namespaces allowed) with the given underlying type."""
+    *scopes, base = type_name.split("::")
+    code = f"enum {base} : {underlying} {{}};"
+    for scope in reversed(scopes):
+        code = f"namespace {scope} {{ {code} }}"
+    return code
+
+
+def declare_enums(fields: list[dict[str, Any]]) -> list[str]:
+    """Declare to cling the enums of the schema that ROOT does not know; return their names.
+
+    An enum field is a plain field of a non-``std::`` type with exactly one subfield ``_0``
+    of an integer type, the enum's underlying type (as ROOT's ``REnumField`` writes it).
+    """
+    ROOT = _declare()
+    declared: list[str] = []
+    for f in fields:
+        t, children = f["type"], f["children"]
+        if t.startswith(("std::", "ROOT::")) or len(children) != 1 or children[0]["name"] != "_0":
+            continue
+        if children[0]["type"] not in _ENUM_UNDERLYING or t in declared:
+            continue
+        if ROOT.TEnum.GetEnum(t) or ROOT.TClass.GetClass(t):
+            continue
+        code = "#include <cstdint>\n" + _enum_declaration(t, children[0]["type"])
+        if not ROOT.gInterpreter.Declare(code):
+            raise RuntimeError(f"failed to declare enum {t}: {code}")
+        declared.append(t)
+    return declared
+
+
+def prepare(path: str | os.PathLike[str], name: str = DEFAULT_NTUPLE) -> dict[str, list[str]]:
+    """Make ROOT able to read every type of the RNTuple's schema, from the schema alone.
+
+    Declares the unknown enums and builds dictionaries for proxied STL containers that
+    have none.  User classes are left to ROOT's emulation.  Returns what was done.
+    """
+    fields = schema(path, name)
+    enums = declare_enums(fields)
+    stl = [f["type"] for f in fields if _PROXIED_RE.match(f["type"])]
+    return {"enums": enums, "dictionaries": ensure_stl_dictionaries(stl)}
+
+
+def dump_text(
+    path: str, name: str = DEFAULT_NTUPLE, start: int = 0, stop: int = -1, prepare_types: bool = True
+) -> str:
+    """Return ROOT's reading of entries ``[start, stop)`` as JSON text.
+
+    With ``prepare_types`` the file's unknown enums and missing STL dictionaries are
+    first supplied (:func:`prepare`).
+    """
+    ROOT = _declare()
+    if prepare_types:
+        prepare(path, name)
     return str(ROOT.rntuple_interop.DumpJson(str(path), name, start, stop, True))
+
+
+def dump_attributes(
+    path: str | os.PathLike[str], name: str = DEFAULT_NTUPLE, attr_set: str = "Attributes"
+) -> list[dict[str, Any]]:
+    """ROOT's reading of an attribute set linked to the RNTuple (``OpenAttributeSet``).
+
+    A list, in the order ROOT gives, of ``{"Value": v, "Range": [first, last]}`` (``v``
+    the single attribute field's value; an empty range is ``null``), as
+    ``rntuple dump FILE:NAME --json --attributes SET`` prints it.
+    """
+    ROOT = _declare()
+    prepare(path, name)
+    return json.loads(str(ROOT.rntuple_interop.DumpAttributesJson(str(path), name, attr_set)))
+
+
+def sum_int64(path: str | os.PathLike[str], name: str, field: str) -> int:
+    """Sum of a ``std::int64_t`` field over all entries, read by ROOT through a view."""
+    ROOT = _declare()
+    return int(str(ROOT.rntuple_interop.SumInt64(str(path), name, field)))
 
 
 def describe_streamed(class_name: str, data: list[int]) -> dict[str, Any]:
@@ -115,54 +336,216 @@ def dump(
     return restrict_fields(data, fields)
 
 
-def _compare_case(root_file: Path, expected_file: Path) -> tuple[bool, str]:
-    """Compare our rendering of one conformance case with its reference JSON."""
-    expected = json.loads(expected_file.read_text())
+# --- Comparing with the conformance references --------------------------------------------
+
+
+class _Map(tuple):
+    """A JSON object kept as its sorted (key, value) pairs: duplicate keys survive."""
+
+
+def canonical(value: Any, unordered_lists: bool = False) -> Any:
+    """A comparable form of parsed JSON: objects as :class:`_Map` (key order ignored).
+
+    With ``unordered_lists`` every list is compared as a multiset (its canonical items,
+    sorted), as ROOT lists unordered containers in hash-table order.
+    """
+    if isinstance(value, _Map | dict):
+        pairs = value if isinstance(value, _Map) else list(value.items())
+        return _Map(sorted(((k, canonical(v, unordered_lists)) for k, v in pairs), key=repr))
+    if isinstance(value, list):
+        items = [canonical(v, unordered_lists) for v in value]
+        return sorted(items, key=repr) if unordered_lists else items
+    return value
+
+
+def load_json(text: str) -> Any:
+    """Parse JSON keeping duplicate object keys (a multimap may render some)."""
+    return json.loads(text, object_pairs_hook=_Map)
+
+
+def _plain(value: Any) -> Any:
+    """Parsed JSON with :class:`_Map` turned back into dicts (for messages; with
+    duplicate keys, a list of ``[key, value]`` pairs)."""
+    if isinstance(value, _Map):
+        if len({k for k, _ in value}) < len(value):
+            return [[k, _plain(v)] for k, v in value]
+        return {k: _plain(v) for k, v in value}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = json.dumps(_plain(value))
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def is_unordered_case(case: str) -> bool:
+    """Cases whose lists come from unordered sets (compared as multisets)."""
+    return case.startswith(("types.unordered_set.", "types.unordered_multiset."))
+
+
+def render_case(
+    case: str, root_file: str | os.PathLike[str], expected: Any, name: str = DEFAULT_NTUPLE
+) -> Any:
+    """ROOT's reading of ``root_file`` in the form of the case's reference ``expected``.
+
+    - ``compression.*`` whose reference is an object: ``{field: sum over all entries}``;
+    - ``structure.attributes``: the attribute set ``Attributes`` (:func:`dump_attributes`);
+    - a reference ``{"error": ...}``: ROOT's exception message as ``{"error": message}``;
+    - otherwise the entries (:func:`dump`).
+    """
+    ref = canonical(expected)
+    error_ref = isinstance(ref, _Map) and [k for k, _ in ref] == ["error"]
     try:
-        got: Any = dump(root_file, DEFAULT_NTUPLE)
+        if case.startswith("compression.") and isinstance(ref, _Map) and not error_ref:
+            return _Map((k, sum_int64(root_file, name, k)) for k, _ in ref)
+        if case == "structure.attributes":
+            return load_json(json.dumps(dump_attributes(root_file, name, "Attributes")))
+        return load_json(dump_text(str(root_file), name))
     except Exception as exc:
         match = re.search(r"RException: (.*?) At:", " ".join(str(exc).split()))
-        if not match:
+        if not match or not error_ref:
             raise
-        got = {"error": match.group(1)}
-        return got == expected, f"error {match.group(1)!r}"
-    if isinstance(expected, dict) and root_file.stem.startswith("compression."):
-        # These reference files hold the sum of the single Int64 column, not the entries.
-        (key,) = expected
-        total = sum(e[key] for e in got)
-        return total == expected[key], f"{len(got)} entries, sum {total}"
-    if got == expected:
+        return _Map([("error", match.group(1))])
+
+
+def first_difference(got: Any, expected: Any, unordered_lists: bool = False) -> str | None:
+    """``None`` if equal under the conventions, else a description of the first difference."""
+    g, e = canonical(got, unordered_lists), canonical(expected, unordered_lists)
+    if g == e:
+        return None
+    if isinstance(got, list) and isinstance(expected, list):
+        for i, (ge, ee) in enumerate(zip(got, expected, strict=False)):
+            if canonical(ge, unordered_lists) != canonical(ee, unordered_lists):
+                return f"entry {i}: got {_short(ge)} expected {_short(ee)}"
+        return f"entry count: got {len(got)} expected {len(expected)}"
+    return f"got {_short(got)} expected {_short(expected)}"
+
+
+def check_case(
+    case: str, root_file: str | os.PathLike[str], expected_file: str | os.PathLike[str]
+) -> tuple[bool, str]:
+    """Render one case with ROOT and compare with its reference; (ok, detail)."""
+    expected = load_json(Path(expected_file).read_text())
+    got = render_case(case, root_file, expected)
+    diff = first_difference(got, expected, is_unordered_case(case))
+    if diff is not None:
+        return False, diff
+    if isinstance(got, list):
         return True, f"{len(got)} entries"
-    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
-        if g != e:
-            return False, f"entry {i}: got {json.dumps(g)[:300]} expected {json.dumps(e)[:300]}"
-    return False, f"entry count: got {len(got)} expected {len(expected)}"
+    return True, _short(got, 100)
 
 
-def validate(conformance_dir: Path = DEFAULT_CONFORMANCE) -> dict[str, tuple[str, str]]:
-    """Check the renderer on every conformance case, each in its own process.
+# --- Running many cases: worker processes that survive crashes ---------------------------
 
-    A separate process per case isolates crashes (ROOT aborts on some files that need
-    dictionaries it does not have).  Returns ``{case: (status, detail)}``.
-    """
+
+@dataclass(frozen=True)
+class Task:
+    """One case to check: render ``root_file`` with ROOT and compare with ``expected_file``."""
+
+    case: str
+    root_file: str
+    expected_file: str
+
+
+def _worker(tasks: list[Task]) -> int:
+    """Check cases one after the other, printing one ``RESULT`` line (flushed) per case."""
+    for t in tasks:
+        print(f"START\t{t.case}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            ok, detail = check_case(t.case, t.root_file, t.expected_file)
+            status = "OK" if ok else "DIFF"
+        except Exception as exc:
+            status, detail = "ERROR", " ".join(str(exc).split())[:400]
+        detail = " ".join(detail.split())
+        print(f"RESULT\t{t.case}\t{status}\t{time.perf_counter() - t0:.2f}\t{detail}", flush=True)
+    return 0
+
+
+def _run_chunk(tasks: list[Task], timeout: float) -> dict[str, tuple[str, str]]:
+    """Run ``tasks`` in worker processes; a crash costs only the case it happened in."""
     results: dict[str, tuple[str, str]] = {}
-    for root_file in sorted((conformance_dir / "write").glob("*.root")):
-        case = root_file.stem
-        expected_file = conformance_dir / "read" / f"{case}.json"
-        proc = subprocess.run(
-            [sys.executable, __file__, "--check-case", str(root_file), str(expected_file)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("OK ", "DIFF ", "ERROR "))]
-        if lines:
-            status, _, detail = lines[-1].partition(" ")
-        else:
-            err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-            status, detail = "CRASH", f"exit {proc.returncode}: " + (err[0] if err else "")
-        results[case] = (status, detail)
+    todo = list(tasks)
+    while todo:
+        payload = json.dumps([t.__dict__ for t in todo])
+        try:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker"],
+                input=payload,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=timeout,
+            )
+            stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            stderr, rc = f"timeout after {timeout:.0f}s", None
+        for line in stdout.splitlines():
+            if line.startswith("RESULT\t"):
+                _, case, status, _secs, detail = line.split("\t", 4)
+                results[case] = (status, detail)
+        remaining = [t for t in todo if t.case not in results]
+        if remaining:
+            # The worker died in the first case without a result: record it, go on after it.
+            err = [ln for ln in stderr.splitlines() if ln.strip() and "alpha stage" not in ln]
+            fatal = [ln for ln in err if "Fatal" in ln or "Error" in ln or "abort" in ln.lower()]
+            msg = (fatal or err or [""])[0].strip()
+            what = "TIMEOUT" if rc is None else "CRASH"
+            results[remaining[0].case] = (what, f"exit {rc}: {msg}"[:400])
+            remaining = remaining[1:]
+        todo = remaining
     return results
+
+
+def run_tasks(tasks: list[Task], jobs: int | None = None, timeout: float = 600) -> dict[str, tuple[str, str]]:
+    """Check ``tasks`` in ``jobs`` parallel worker processes; ``{case: (status, detail)}``.
+
+    Status is ``OK``, ``DIFF``, ``ERROR`` (an exception), ``CRASH`` (the process died; the
+    other cases run on in a new process) or ``TIMEOUT``.  Each worker pays ROOT's start-up
+    once instead of once per case.
+    """
+    if jobs is None:
+        jobs = int(os.environ.get("RNTUPLE_ROOTDUMP_JOBS", "0")) or min(4, max(2, os.cpu_count() or 1))
+    # Biggest files first, dealt round-robin, so that the workers finish together.
+    ordered = sorted(
+        tasks, key=lambda t: -Path(t.root_file).stat().st_size if Path(t.root_file).exists() else 0
+    )
+    chunks = [ordered[k::jobs] for k in range(jobs)]
+    results: dict[str, tuple[str, str]] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for part in pool.map(lambda c: _run_chunk(c, timeout), [c for c in chunks if c]):
+            results.update(part)
+    return {t.case: results[t.case] for t in sorted(tasks, key=lambda t: t.case)}
+
+
+def conformance_tasks(
+    conformance_dir: Path = DEFAULT_CONFORMANCE, files: dict[str, Path] | None = None
+) -> list[Task]:
+    """One task per conformance case: ``write/<case>.root`` (or ``files[case]``) vs ``read/<case>.json``."""
+    cases = sorted(p.stem for p in (conformance_dir / "write").glob("*.root"))
+    tasks = []
+    for case in cases:
+        if files is not None and case not in files:
+            continue
+        root_file = files[case] if files is not None else conformance_dir / "write" / f"{case}.root"
+        tasks.append(
+            Task(case, str(Path(root_file).resolve()), str(conformance_dir / "read" / f"{case}.json"))
+        )
+    return tasks
+
+
+def validate(
+    conformance_dir: Path = DEFAULT_CONFORMANCE, jobs: int | None = None
+) -> dict[str, tuple[str, str]]:
+    """Check the renderer on every conformance case (ROOT's own files).
+
+    Worker processes isolate crashes (ROOT aborts on some files it cannot read).
+    Returns ``{case: (status, detail)}``.
+    """
+    return run_tasks(conformance_tasks(conformance_dir), jobs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,24 +562,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="first build the STL dictionaries nested.root needs (rootgen)",
     )
-    ap.add_argument("--check-case", nargs=2, metavar=("ROOT", "JSON"), help=argparse.SUPPRESS)
+    ap.add_argument("--jobs", type=int, help="parallel worker processes for --validate")
+    ap.add_argument("--attributes", metavar="SET", help="print the linked attribute set SET instead")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
-    if args.check_case:
-        try:
-            ok, detail = _compare_case(Path(args.check_case[0]), Path(args.check_case[1]))
-        except Exception as exc:
-            msg = " ".join(str(exc).split())
-            print(f"ERROR {msg[:300]}")
-            return 1
-        print(("OK " if ok else "DIFF ") + detail)
-        return 0 if ok else 1
+    if args.worker:
+        return _worker([Task(**t) for t in json.loads(sys.stdin.read())])
     if args.validate:
-        results = validate(Path(args.validate))
+        t0 = time.perf_counter()
+        results = validate(Path(args.validate), args.jobs)
         for case, (status, detail) in results.items():
-            print(f"{status:6} {case:45} {detail}")
+            print(f"{status:7} {case:45} {detail}")
         n_ok = sum(1 for s, _ in results.values() if s == "OK")
-        print(f"{n_ok}/{len(results)} cases reproduced exactly")
+        print(f"{n_ok}/{len(results)} cases reproduced exactly ({time.perf_counter() - t0:.1f}s)")
+        return 0 if n_ok == len(results) else 1
+    if args.attributes:
+        path, name = parse_target(args.target)
+        json.dump(dump_attributes(path, name, args.attributes), sys.stdout, indent=1)
+        sys.stdout.write("\n")
         return 0
     if not args.target:
         ap.error("a target FILE[:NAME] is required")

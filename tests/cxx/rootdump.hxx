@@ -1,6 +1,9 @@
 // Renders an RNTuple as ROOT 6.40 reads it, as JSON per
 // /work/shared/conformance/README.md.  Declared into cling by tests/rootdump.py.
 #include <ROOT/RNTupleReader.hxx>
+#include <ROOT/RNTupleAttrReading.hxx>
+#include <ROOT/RNTupleView.hxx>
+#include <ROOT/RColumnElementBase.hxx>
 #include <ROOT/RNTupleDescriptor.hxx>
 #include <ROOT/RNTupleModel.hxx>
 #include <ROOT/REntry.hxx>
@@ -283,6 +286,136 @@ std::string DumpJson(const std::string &path, const std::string &name, long long
          out += ':';
          Render(out, v.GetField(), v.GetPtr<void>().get());
       }
+      out += '}';
+   }
+   out += "]\n";
+   return out;
+}
+
+/// The schema of RNTuple `name` in `path` from ROOT's descriptor (no model is built, so this works for types
+/// ROOT cannot read yet): a JSON list of every field, depth first, each
+/// {"name", "type", "alias", "structure" (ROOT::ENTupleStructure as a number), "repetitions", "projected",
+/// "columns": [[type name, representation index, bits on storage, [min, max] or null], ...],
+/// "children": [{"name", "type"}, ...]}.
+std::string SchemaJson(const std::string &path, const std::string &name)
+{
+   auto reader = ROOT::RNTupleReader::Open(name, path);
+   const auto &desc = reader->GetDescriptor();
+   std::string out = "[";
+   bool firstField = true;
+   std::vector<ROOT::DescriptorId_t> todo{desc.GetFieldZeroId()};
+   while (!todo.empty()) {
+      const auto id = todo.back();
+      todo.pop_back();
+      const auto &fd = desc.GetFieldDescriptor(id);
+      std::vector<ROOT::DescriptorId_t> children;
+      for (const auto &child : desc.GetFieldIterable(fd))
+         children.push_back(child.GetId());
+      if (id != desc.GetFieldZeroId()) {
+         if (!firstField)
+            out += ",\n";
+         firstField = false;
+         out += "{\"name\":";
+         JsonString(out, fd.GetFieldName());
+         out += ",\"type\":";
+         JsonString(out, fd.GetTypeName());
+         out += ",\"alias\":";
+         JsonString(out, fd.GetTypeAlias());
+         out += ",\"structure\":" + std::to_string(static_cast<int>(fd.GetStructure()));
+         out += ",\"repetitions\":" + std::to_string(fd.GetNRepetitions());
+         out += ",\"projected\":" + std::string(fd.IsProjectedField() ? "true" : "false");
+         // Columns as [type, representation index, bits on storage, value range or null], in column order.
+         out += ",\"columns\":[";
+         bool firstColumn = true;
+         for (const auto &cd : desc.GetColumnIterable(fd)) {
+            if (!firstColumn)
+               out += ',';
+            firstColumn = false;
+            out += '[';
+            JsonString(out, ROOT::Internal::RColumnElementBase::GetColumnTypeName(cd.GetType()));
+            out += ',' + std::to_string(cd.GetRepresentationIndex()) + ',' + std::to_string(cd.GetBitsOnStorage()) + ',';
+            if (auto range = cd.GetValueRange()) {
+               out += '[';
+               HexFloat(out, range->fMin);
+               out += ',';
+               HexFloat(out, range->fMax);
+               out += ']';
+            } else {
+               out += "null";
+            }
+            out += ']';
+         }
+         out += "],\"children\":[";
+         for (std::size_t k = 0; k < children.size(); ++k) {
+            const auto &cd = desc.GetFieldDescriptor(children[k]);
+            if (k)
+               out += ',';
+            out += "{\"name\":";
+            JsonString(out, cd.GetFieldName());
+            out += ",\"type\":";
+            JsonString(out, cd.GetTypeName());
+            out += '}';
+         }
+         out += "]}";
+      }
+      for (auto it = children.rbegin(); it != children.rend(); ++it)
+         todo.push_back(*it);
+   }
+   out += "]\n";
+   return out;
+}
+
+/// Sum of the std::int64_t field `field` over all entries (as decimal text), read through an RNTupleView.
+std::string SumInt64(const std::string &path, const std::string &name, const std::string &field)
+{
+   auto reader = ROOT::RNTupleReader::Open(name, path);
+   auto view = reader->GetView<std::int64_t>(field);
+   long long sum = 0;
+   for (auto i : reader->GetEntryRange())
+      sum += view(i);
+   return std::to_string(sum);
+}
+
+/// The attribute set `setName` linked to RNTuple `name` in `path`, as ROOT's attribute API reads it: a JSON list
+/// in the order RNTupleAttrSetReader::GetAttributes() gives, each {"Value": v, "Range": [first, last]}, where v is
+/// the single attribute field's value (an object keyed by field name if there are several) and an empty range
+/// renders as null.
+std::string DumpAttributesJson(const std::string &path, const std::string &name, const std::string &setName)
+{
+   auto reader = ROOT::RNTupleReader::Open(name, path);
+   auto attrs = reader->OpenAttributeSet(setName);
+   auto entry = attrs->CreateEntry();
+   std::string out = "[";
+   bool first = true;
+   for (auto idx : attrs->GetAttributes()) {
+      const auto range = attrs->LoadEntry(idx, *entry);
+      if (!first)
+         out += ",\n";
+      first = false;
+      std::vector<std::pair<std::string, std::string>> values;
+      for (auto &v : *entry) {
+         std::string text;
+         Render(text, v.GetField(), v.GetPtr<void>().get());
+         values.emplace_back(v.GetField().GetFieldName(), text);
+      }
+      out += "{\"Value\":";
+      if (values.size() == 1) {
+         out += values[0].second;
+      } else {
+         out += '{';
+         for (std::size_t k = 0; k < values.size(); ++k) {
+            if (k)
+               out += ',';
+            JsonString(out, values[k].first);
+            out += ':' + values[k].second;
+         }
+         out += '}';
+      }
+      out += ",\"Range\":";
+      if (auto fl = range.GetFirstLast())
+         out += "[" + std::to_string(fl->first) + "," + std::to_string(fl->second) + "]";
+      else
+         out += "null";
       out += '}';
    }
    out += "]\n";
