@@ -16,11 +16,16 @@ pub struct WriteOptions {
     pub initial_unzipped_page_size: u64,
     /// A page is sealed when its uncompressed size reaches this (1 MiB).
     pub max_unzipped_page_size: u64,
-    /// Memory the page buffers of one cluster may hold before pages are sealed early
-    /// (`None`: as ROOT, bounded by the cluster size).
+    /// The most memory all write pages (one per column) may hold together: a page that
+    /// fills up doubles only while the budget allows, after the largest pages of other
+    /// columns were sealed early to make room; else it is sealed. `None`: ROOT's default,
+    /// the approximate zipped cluster size, twice that when compressing.
     pub page_buffer_budget: Option<u64>,
     /// Append an xxh3 checksum to every page (on).
     pub enable_page_checksums: bool,
+    /// Store identical pages of a cluster once, with several page locators pointing to it
+    /// (on, as ROOT; needs page checksums).
+    pub enable_same_page_merging: bool,
     /// The largest payload one TFile key holds; larger ones span several keys (1 GiB).
     pub max_key_size: u64,
     /// Commit a cluster group after this many clusters (`None`: one group, as ROOT).
@@ -37,8 +42,26 @@ impl Default for WriteOptions {
             max_unzipped_page_size: 1 << 20,
             page_buffer_budget: None,
             enable_page_checksums: true,
+            enable_same_page_merging: true,
             max_key_size: 1 << 30,
             clusters_per_group: None,
         }
+    }
+}
+
+impl WriteOptions {
+    /// The page buffer budget in effect: the option, or ROOT's default for it.
+    pub fn effective_page_buffer_budget(&self) -> u64 {
+        self.page_buffer_budget.unwrap_or_else(|| {
+            let factor = if self.compression.as_u32() != 0 { 2 } else { 1 };
+            self.approx_zipped_cluster_size.saturating_mul(factor)
+        })
+    }
+
+    /// The first estimate of a cluster's uncompressed size: the zipped target size,
+    /// assuming a compression factor of 2 when compressing.
+    pub(crate) fn initial_cluster_size_estimate(&self) -> u64 {
+        let factor = if self.compression.as_u32() != 0 { 2 } else { 1 };
+        self.approx_zipped_cluster_size.saturating_mul(factor)
     }
 }

@@ -89,7 +89,8 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             let nulls = array.logical_nulls();
             for (i, (s, c)) in sizes.iter_mut().zip(child_sizes).enumerate() {
                 let present = nulls.as_ref().is_none_or(|n| n.is_valid(i));
-                *s += own + if present { c } else { 0 };
+                // ROOT counts the in-memory index (8 bytes), whatever its column type.
+                *s += 8 + if present { c } else { 0 };
             }
         }
         FieldKind::Record(_, children) => {
@@ -136,7 +137,8 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
                     .and_then(|(_, cs)| cs.get(off))
                     .copied()
                     .unwrap_or(0);
-                *s += own + alt;
+                // ROOT counts the in-memory switch element (16 bytes).
+                *s += 16 + alt;
             }
         }
         FieldKind::Wrapper(child) => add_item_sizes(w, child, array, sizes)?,
@@ -144,4 +146,188 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
         FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
     }
     Ok(())
+}
+
+/// The column appends the items of one array make, in the order ROOT's fields make them
+/// (a collection's items before its offset, a string's characters before its index, a
+/// record's members in order): `ops[bounds[i]..bounds[i + 1]]` are item `i`'s, each a
+/// column and a number of consecutive elements.
+pub(crate) struct ItemOps {
+    pub(crate) ops: Vec<(u32, u64)>,
+    pub(crate) bounds: Vec<usize>,
+}
+
+impl ItemOps {
+    fn with_items(n: usize) -> Self {
+        let mut bounds = Vec::with_capacity(n + 1);
+        bounds.push(0);
+        ItemOps {
+            ops: Vec::new(),
+            bounds,
+        }
+    }
+
+    /// Appends `count` elements of `column`, merged with the previous append when it is
+    /// to the same column (ROOT's appends of consecutive elements are equivalent).
+    fn push(&mut self, column: u32, count: u64) {
+        if count == 0 {
+            return;
+        }
+        // Merge only within the open item, so that each item keeps its own ops.
+        let item_start = self.bounds.last().copied().unwrap_or(0);
+        let in_item = self.ops.len() > item_start;
+        match self.ops.last_mut() {
+            Some((c, n)) if *c == column && in_item => *n += count,
+            _ => self.ops.push((column, count)),
+        }
+    }
+
+    /// Appends the ops of items `a..b` of `other`.
+    fn extend_items(&mut self, other: &ItemOps, a: usize, b: usize) {
+        let (Some(&from), Some(&to)) = (other.bounds.get(a), other.bounds.get(b)) else {
+            return;
+        };
+        for &(c, n) in other.ops.get(from..to).unwrap_or_default() {
+            self.push(c, n);
+        }
+    }
+
+    fn end_item(&mut self) {
+        self.bounds.push(self.ops.len());
+    }
+}
+
+/// The column appends of each item of `array` (field `id`).
+pub(crate) fn item_ops<S: BlobSink>(
+    w: &RNTupleWriter<'_, S>,
+    id: u32,
+    array: &dyn Array,
+) -> Result<ItemOps> {
+    let desc = w.descriptor();
+    let cols = desc
+        .representations(id)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let name = || desc.qualified_name(id);
+    let n = array.len();
+    let mut out = ItemOps::with_items(n);
+    let own = cols.first().copied();
+    match desc.field_kind(id) {
+        FieldKind::Primitive(_) | FieldKind::Bitset(_) => {
+            let per_item = match desc.field_kind(id) {
+                FieldKind::Bitset(bits) => bits,
+                _ => 1,
+            };
+            for _ in 0..n {
+                if let Some(c) = own {
+                    out.push(c, per_item);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::String | FieldKind::Streamer => {
+            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            for (a, b) in r {
+                if let Some(&chars) = cols.get(1) {
+                    out.push(chars, (b - a) as u64);
+                }
+                if let Some(c) = own {
+                    out.push(c, 1);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::List(child) | FieldKind::Map(child) => {
+            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let values = match array.data_type() {
+                DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
+                DataType::List(_) => array.as_list::<i32>().values().clone(),
+                DataType::Map(_, _) => std::sync::Arc::new(array.as_map().entries().clone()),
+                _ => return Err(mismatch(&name())),
+            };
+            let first = r.first().map_or(0, |x| x.0);
+            let last = r.last().map_or(0, |x| x.1);
+            let items = item_ops(w, child, values.slice(first, last - first).as_ref())?;
+            for (a, b) in r {
+                out.extend_items(&items, a - first, b - first);
+                if let Some(c) = own {
+                    out.push(c, 1);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::Optional(child) => {
+            let items = item_ops(w, child, array)?;
+            let nulls = array.logical_nulls();
+            for i in 0..n {
+                if nulls.as_ref().is_none_or(|v| v.is_valid(i)) {
+                    out.extend_items(&items, i, i + 1);
+                }
+                if let Some(c) = own {
+                    out.push(c, 1);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::Record(_, children) => {
+            let DataType::Struct(_) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let s = array.as_struct();
+            let mut per_child = Vec::with_capacity(children.len());
+            for (k, &c) in children.iter().enumerate() {
+                let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
+                per_child.push(item_ops(w, c, column.as_ref())?);
+            }
+            for i in 0..n {
+                for items in &per_child {
+                    out.extend_items(items, i, i + 1);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::Array(child, len) => {
+            let DataType::FixedSizeList(_, _) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let list = array.as_fixed_size_list();
+            let len = len as usize;
+            let values = list.values().slice(list.offset() * len, n * len);
+            let items = item_ops(w, child, values.as_ref())?;
+            for i in 0..n {
+                out.extend_items(&items, i * len, (i + 1) * len);
+                out.end_item();
+            }
+        }
+        FieldKind::Variant(children) => {
+            let DataType::Union(fields, _) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let union = array.as_union();
+            let mut per_alt = Vec::new();
+            for ((type_id, _), &c) in fields.iter().zip(&children) {
+                per_alt.push((type_id, item_ops(w, c, union.child(type_id).as_ref())?));
+            }
+            for i in 0..n {
+                let t = union.type_id(i);
+                let off = union.value_offset(i);
+                if let Some((_, items)) = per_alt.iter().find(|(id, _)| *id == t) {
+                    out.extend_items(items, off, off + 1);
+                }
+                if let Some(c) = own {
+                    out.push(c, 1);
+                }
+                out.end_item();
+            }
+        }
+        FieldKind::Wrapper(child) => return item_ops(w, child, array),
+        FieldKind::Cardinality(_) => {
+            for _ in 0..n {
+                out.end_item();
+            }
+        }
+        FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
+    }
+    Ok(out)
 }

@@ -38,9 +38,8 @@ struct SealedPage {
 /// A column being written.
 struct ColumnState {
     encoding: ColumnEncoding,
-    /// Elements per page: the page size over the element's in-memory size.
-    page_capacity: usize,
-    /// The page being filled.
+    /// Values appended but not yet cut into pages (the write page and, until the page
+    /// plan is applied, the values of the entries just shredded).
     page: ColumnValues,
     /// Full pages not yet sealed.
     full: Vec<ColumnValues>,
@@ -52,13 +51,13 @@ struct ColumnState {
     first_element: u64,
 }
 
-/// The state of a new column whose first element has global index `first_element`.
+/// The state of a new column whose first element has global index `first_element`, and
+/// the bytes one of its elements takes in memory.
 fn column_state(
     descriptor: &Descriptor,
     rec: &crate::format::ColumnRecord,
-    options: &WriteOptions,
     first_element: u64,
-) -> Result<ColumnState> {
+) -> Result<(ColumnState, u64)> {
     let column_type = ColumnType::from_u16(rec.column_type)
         .ok_or_else(|| Error::Unsupported(format!("column type {:#x}", rec.column_type)))?;
     let encoding = ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)?;
@@ -67,15 +66,15 @@ fn column_state(
         "double" | "Double32_t"
     );
     let memory = memory_size(column_type, is_double);
-    Ok(ColumnState {
+    let state = ColumnState {
         encoding,
-        page_capacity: (options.max_unzipped_page_size / memory).max(1) as usize,
         page: ColumnValues::empty(column_type),
         full: Vec::new(),
         sealed: Vec::new(),
         cluster_elements: 0,
         first_element,
-    })
+    };
+    Ok((state, memory))
 }
 
 /// Bytes one element of `column_type` takes in memory (ROOT sizes pages by it).
@@ -122,8 +121,17 @@ pub struct RNTupleWriter<'s, S: BlobSink> {
     header_checksum: u64,
     n_entries: u64,
     cluster_first_entry: u64,
+    /// Uncompressed bytes of the open cluster, as ROOT's fields count them.
     unzipped_cluster_bytes: u64,
-    unzipped_cluster_estimate: f64,
+    /// The size at which the open cluster is committed: the zipped target size times
+    /// the compression factor so far (2 before the first cluster when compressing).
+    unzipped_cluster_estimate: u64,
+    /// Uncompressed bytes of all committed clusters.
+    bytes_filled: u64,
+    /// Bytes written for all committed clusters (pages with checksums, merged pages once).
+    bytes_flushed: u64,
+    /// Where ROOT would cut pages.
+    planner: PagePlanner,
     open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
     groups: Vec<ClusterGroupRecord>,
     attribute_sets: Vec<LinkedAttributeSet>,
@@ -157,26 +165,11 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             return Err(Error::InvalidArgument(format!("cannot write {why}")));
         }
         let mut columns = Vec::with_capacity(descriptor.columns.len());
+        let mut planner = PagePlanner::new(&options);
         for c in &descriptor.columns {
-            let rec = &c.record;
-            let column_type = ColumnType::from_u16(rec.column_type)
-                .ok_or_else(|| Error::Unsupported(format!("column type {:#x}", rec.column_type)))?;
-            let encoding = ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)?;
-            let is_double = matches!(
-                descriptor.field(rec.field_id).type_name(),
-                "double" | "Double32_t"
-            );
-            let memory = memory_size(column_type, is_double);
-            let capacity = (options.max_unzipped_page_size / memory).max(1) as usize;
-            columns.push(ColumnState {
-                encoding,
-                page_capacity: capacity,
-                page: ColumnValues::empty(column_type),
-                full: Vec::new(),
-                sealed: Vec::new(),
-                cluster_elements: 0,
-                first_element: 0,
-            });
+            let (state, memory) = column_state(&descriptor, &c.record, 0)?;
+            planner.add_column(memory)?;
+            columns.push(state);
         }
         let data_fields = descriptor
             .top_level
@@ -193,7 +186,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         let zipped = compress(&envelope, options.compression)?;
         let offset = sink.write_blob(&zipped, options.max_key_size)?;
         let n_fields = descriptor.fields.len();
-        let estimate = options.approx_zipped_cluster_size as f64;
+        let estimate = options.initial_cluster_size_estimate();
         Ok(RNTupleWriter {
             sink,
             header,
@@ -210,6 +203,9 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             cluster_first_entry: 0,
             unzipped_cluster_bytes: 0,
             unzipped_cluster_estimate: estimate,
+            bytes_filled: 0,
+            bytes_flushed: 0,
+            planner,
             open_group: Vec::new(),
             groups: Vec::new(),
             attribute_sets: Vec::new(),
@@ -285,7 +281,8 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
                 rec.flags |= COLUMN_FLAG_DEFERRED;
                 rec.first_element_index = Some(first as i64);
             }
-            let state = column_state(&descriptor, rec, &self.options, first)?;
+            let (state, memory) = column_state(&descriptor, rec, first)?;
+            self.planner.add_column(memory)?;
             debug_assert_eq!(self.columns.len() as u32, id);
             self.columns.push(state);
         }
@@ -321,18 +318,20 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut start = 0usize;
         let rows = batch.num_rows();
+        let sizes = self.entry_sizes(&arrays, 0, rows)?;
+        let budget = self.options.effective_page_buffer_budget().max(1);
+        let mut start = 0usize;
         while start < rows {
-            // Write entries up to the point where the cluster reaches its estimated size,
-            // as ROOT's fill context checks after every entry.
+            // Write entries up to the one that brings the cluster to its estimated size,
+            // as ROOT's fill context checks after every entry; at most a page buffer
+            // budget's worth at a time, so that unsealed values stay bounded.
+            let threshold = self.cluster_threshold();
             let mut end = rows;
-            let remaining = self.cluster_budget();
-            let sizes = self.entry_sizes(&arrays, start, rows)?;
             let mut acc = 0u64;
-            for (i, s) in sizes.iter().enumerate() {
+            for (i, s) in sizes[start..].iter().enumerate() {
                 acc += s;
-                if acc >= remaining {
+                if self.unzipped_cluster_bytes + acc >= threshold || acc >= budget {
                     end = start + i + 1;
                     break;
                 }
@@ -341,10 +340,12 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
                 let part = array.slice(start, end - start);
                 self.shred_field(id, part.as_ref())?;
             }
+            self.plan_pages(&arrays, start, end)?;
             self.unzipped_cluster_bytes += acc;
             self.n_entries += (end - start) as u64;
+            self.cut_pages()?;
             self.seal_full_pages()?;
-            if self.cluster_is_full() {
+            if self.unzipped_cluster_bytes >= threshold {
                 self.commit_cluster()?;
             }
             start = end;
@@ -352,15 +353,55 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         Ok(())
     }
 
-    fn cluster_budget(&self) -> u64 {
-        let limit =
-            (self.options.max_unzipped_cluster_size as f64).min(self.unzipped_cluster_estimate);
-        (limit - self.unzipped_cluster_bytes as f64).max(1.0).ceil() as u64
+    /// The uncompressed size at which the open cluster is committed.
+    fn cluster_threshold(&self) -> u64 {
+        self.unzipped_cluster_estimate
+            .min(self.options.max_unzipped_cluster_size)
     }
 
-    fn cluster_is_full(&self) -> bool {
-        let b = self.unzipped_cluster_bytes;
-        b >= self.options.max_unzipped_cluster_size || b as f64 >= self.unzipped_cluster_estimate
+    /// Runs the page plan over the column appends of rows `start..end`, entry by entry.
+    fn plan_pages(
+        &mut self,
+        arrays: &[arrow_array::ArrayRef],
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let mut per_field = Vec::with_capacity(arrays.len());
+        for (&id, array) in self.data_fields.iter().zip(arrays) {
+            let part = array.slice(start, end - start);
+            per_field.push(super::size::item_ops(self, id, part.as_ref())?);
+        }
+        for i in 0..end - start {
+            for f in &per_field {
+                let (Some(&a), Some(&b)) = (f.bounds.get(i), f.bounds.get(i + 1)) else {
+                    continue;
+                };
+                for &(column, count) in f.ops.get(a..b).unwrap_or_default() {
+                    self.planner.append(column as usize, count);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts the pages the plan sealed off the values appended, into `full`.
+    fn cut_pages(&mut self) -> Result<()> {
+        for (i, c) in self.columns.iter_mut().enumerate() {
+            let cuts = self.planner.take_cuts(i);
+            if cuts.is_empty() {
+                continue;
+            }
+            let slice_error = || Error::InvalidArgument("page plan beyond the values".into());
+            let mut at = 0usize;
+            for n in cuts {
+                let n = n as usize;
+                c.full.push(c.page.slice(at, n).ok_or_else(slice_error)?);
+                at += n;
+            }
+            let rest = c.page.len() - at.min(c.page.len());
+            c.page = c.page.slice(at, rest).ok_or_else(slice_error)?;
+        }
+        Ok(())
     }
 
     /// Uncompressed bytes each entry of rows `start..end` adds, summed over all columns.
@@ -431,14 +472,42 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         if n == 0 {
             return Ok(());
         }
-        for c in &mut self.columns {
-            if !c.page.is_empty() {
-                let ty = c.encoding.column_type;
-                c.full
-                    .push(std::mem::replace(&mut c.page, ColumnValues::empty(ty)));
+        // Every column's write page is sealed, however full.
+        self.planner.flush_all();
+        self.cut_pages()?;
+        self.seal_full_pages()?;
+        // Identical pages of the cluster (same checksum, same bytes) are written once:
+        // `alias[ci][pi]` names the first such page.
+        let merge = self.options.enable_same_page_merging && self.options.enable_page_checksums;
+        let mut first_seen: std::collections::HashMap<u64, (usize, usize)> =
+            std::collections::HashMap::new();
+        let mut alias: Vec<Vec<Option<(usize, usize)>>> = self
+            .columns
+            .iter()
+            .map(|c| vec![None; c.sealed.len()])
+            .collect();
+        if merge {
+            for (ci, c) in self.columns.iter().enumerate() {
+                for (pi, p) in c.sealed.iter().enumerate() {
+                    let key = p.bytes.len().checked_sub(8).and_then(|at| {
+                        p.bytes
+                            .get(at..)
+                            .and_then(|b| b.try_into().ok())
+                            .map(u64::from_le_bytes)
+                    });
+                    let Some(key) = key else { continue };
+                    match first_seen.get(&key) {
+                        Some(&(cj, pj)) if self.columns[cj].sealed[pj].bytes == p.bytes => {
+                            alias[ci][pi] = Some((cj, pj));
+                        }
+                        Some(_) => {}
+                        None => {
+                            first_seen.insert(key, (ci, pi));
+                        }
+                    }
+                }
             }
         }
-        self.seal_full_pages()?;
         // Lay the pages out in blobs of at most one key each.
         let max_blob = self.options.max_key_size;
         let mut blob: Vec<u8> = Vec::new();
@@ -449,8 +518,19 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             .map(|c| vec![Locator::default(); c.sealed.len()])
             .collect();
         let mut zipped = 0u64;
-        for ci in 0..self.columns.len() {
-            for pi in 0..self.columns[ci].sealed.len() {
+        let written: Vec<(usize, usize)> = alias
+            .iter()
+            .enumerate()
+            .flat_map(|(ci, pages)| {
+                pages
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| a.is_none())
+                    .map(move |(pi, _)| (ci, pi))
+            })
+            .collect();
+        {
+            for (ci, pi) in written {
                 let len = self.columns[ci].sealed[pi].bytes.len();
                 if !blob.is_empty() && (blob.len() + len) as u64 > max_blob {
                     self.flush_blob(&mut blob, &mut pending, &mut locators)?;
@@ -461,6 +541,13 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             }
         }
         self.flush_blob(&mut blob, &mut pending, &mut locators)?;
+        for (ci, pages) in alias.iter().enumerate() {
+            for (pi, a) in pages.iter().enumerate() {
+                if let Some((cj, pj)) = *a {
+                    locators[ci][pi] = locators[cj][pj];
+                }
+            }
+        }
         let mut cluster_columns = Vec::with_capacity(self.columns.len());
         for (c, locs) in self.columns.iter_mut().zip(locators) {
             let pages = c
@@ -489,9 +576,13 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
             },
             cluster_columns,
         ));
-        // The next cluster's size estimate follows this one's compression factor.
-        let factor = (self.unzipped_cluster_bytes as f64 / zipped.max(1) as f64).min(1000.0);
-        self.unzipped_cluster_estimate = factor * self.options.approx_zipped_cluster_size as f64;
+        // The next cluster's size estimate follows the compression factor of all clusters
+        // so far (in single precision, capped at 1000, as ROOT's fill context).
+        self.bytes_filled += self.unzipped_cluster_bytes;
+        self.bytes_flushed += zipped;
+        let factor = (self.bytes_filled as f32 / self.bytes_flushed as f32).min(1000.0);
+        self.unzipped_cluster_estimate =
+            (factor * self.options.approx_zipped_cluster_size as f32) as u64;
         self.unzipped_cluster_bytes = 0;
         self.cluster_first_entry = self.n_entries;
         self.items.iter_mut().for_each(|v| *v = 0);
@@ -611,7 +702,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
 }
 
 impl<S: BlobSink> ColumnSink for RNTupleWriter<'_, S> {
-    fn append(&mut self, id: u32, mut values: ColumnValues) -> Result<()> {
+    fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
         let c = self
             .columns
             .get_mut(id as usize)
@@ -624,30 +715,8 @@ impl<S: BlobSink> ColumnSink for RNTupleWriter<'_, S> {
                 c.page = empty;
             }
         }
-        while !values.is_empty() {
-            let room = c.page_capacity - c.page.len();
-            if values.len() <= room {
-                c.page.append(values)?;
-                break;
-            }
-            let head = values
-                .slice(0, room)
-                .ok_or_else(|| Error::InvalidArgument("page slice".into()))?;
-            let tail = values
-                .slice(room, values.len() - room)
-                .ok_or_else(|| Error::InvalidArgument("page slice".into()))?;
-            c.page.append(head)?;
-            let ty = c.encoding.column_type;
-            c.full
-                .push(std::mem::replace(&mut c.page, ColumnValues::empty(ty)));
-            values = tail;
-        }
-        if c.page.len() >= c.page_capacity {
-            let ty = c.encoding.column_type;
-            c.full
-                .push(std::mem::replace(&mut c.page, ColumnValues::empty(ty)));
-        }
-        Ok(())
+        // Pages are cut later, where the page plan says.
+        c.page.append(values)
     }
 
     fn advance_items(&mut self, id: u32, by: u64) -> u64 {
@@ -704,4 +773,194 @@ fn seal_page(
             .map_err(|_| Error::InvalidArgument("page with more than 2^32 elements".into()))?,
         has_checksum: checksum,
     })
+}
+
+/// ROOT's write pages on element counts alone: where it would cut each column's pages.
+///
+/// Every column has one write page, starting at the initial page size. When it is full
+/// it doubles (up to the maximum page size) if the page buffer budget allows, after
+/// sealing the pages of other columns that are larger than it, largest first (ties: the
+/// higher column id first), until enough is free; pages at their initial size are never
+/// sealed early. If that is not enough, or the page is at its maximum size, the page is
+/// sealed and the column starts again with a page of the initial size.
+struct PagePlanner {
+    budget: u64,
+    initial_page_size: u64,
+    max_page_size: u64,
+    /// Sum of the capacities (bytes) of all write pages.
+    allocated: u64,
+    columns: Vec<PlannedColumn>,
+    /// The columns by write page capacity, largest first, then by id, highest first.
+    by_size: std::collections::BTreeSet<(std::cmp::Reverse<u64>, std::cmp::Reverse<usize>)>,
+}
+
+struct PlannedColumn {
+    element_size: u64,
+    initial_elements: u64,
+    max_elements: u64,
+    n_elements: u64,
+    /// Element counts of the pages sealed and not yet cut.
+    cuts: Vec<u64>,
+}
+
+impl PlannedColumn {
+    fn capacity(&self) -> u64 {
+        self.max_elements * self.element_size
+    }
+}
+
+impl PagePlanner {
+    fn new(options: &WriteOptions) -> Self {
+        PagePlanner {
+            budget: options.effective_page_buffer_budget(),
+            initial_page_size: options.initial_unzipped_page_size,
+            max_page_size: options.max_unzipped_page_size,
+            allocated: 0,
+            columns: Vec::new(),
+            by_size: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Adds a column whose elements take `element_size` bytes in memory and reserves its
+    /// first write page.
+    fn add_column(&mut self, element_size: u64) -> Result<()> {
+        let element_size = element_size.max(1);
+        // ROOT refuses an initial page larger than the maximum page, or too small for one
+        // element; here the initial page is capped at the maximum and holds at least one.
+        let initial = self.initial_page_size.min(self.max_page_size);
+        let initial_elements = (initial / element_size).max(1);
+        let id = self.columns.len();
+        let bytes = initial_elements * element_size;
+        self.columns.push(PlannedColumn {
+            element_size,
+            initial_elements,
+            max_elements: initial_elements,
+            n_elements: 0,
+            cuts: Vec::new(),
+        });
+        // ROOT's buffered sink reserves the write page from its inner (file) sink, which
+        // connects a copy of every column as well: each column takes its initial page
+        // from the budget twice, and the copy's is never given back.
+        for _ in 0..2 {
+            if !self.try_evict(bytes, 0) {
+                return Err(Error::InvalidArgument(format!(
+                    "page buffer budget {} too small for the initial pages of all columns",
+                    self.budget
+                )));
+            }
+            self.allocated += bytes;
+        }
+        self.by_size
+            .insert((std::cmp::Reverse(bytes), std::cmp::Reverse(id)));
+        Ok(())
+    }
+
+    /// `count` elements appended to column `id`.
+    fn append(&mut self, id: usize, mut count: u64) {
+        while count > 0 {
+            let c = &self.columns[id];
+            let mut room = c.max_elements - c.n_elements;
+            if room == 0 {
+                self.grow_or_flush(id);
+                let c = &self.columns[id];
+                room = c.max_elements - c.n_elements;
+            }
+            let batch = count.min(room);
+            self.columns[id].n_elements += batch;
+            count -= batch;
+        }
+    }
+
+    fn grow_or_flush(&mut self, id: usize) {
+        let c = &self.columns[id];
+        let mut grown = c.max_elements * 2;
+        if grown * c.element_size > self.max_page_size {
+            grown = (self.max_page_size / c.element_size).max(c.initial_elements);
+        }
+        if grown <= c.max_elements {
+            self.flush(id);
+        } else if self.try_resize(id, grown) {
+            self.columns[id].max_elements = grown;
+        } else {
+            self.flush(id);
+        }
+    }
+
+    /// Seals column `id`'s write page (if it has elements) and starts a new one at the
+    /// initial size.
+    fn flush(&mut self, id: usize) {
+        let c = &mut self.columns[id];
+        if c.n_elements == 0 {
+            return;
+        }
+        c.cuts.push(c.n_elements);
+        c.n_elements = 0;
+        let initial = c.initial_elements;
+        // Shrinking always succeeds.
+        self.try_resize(id, initial);
+        self.columns[id].max_elements = initial;
+    }
+
+    /// Seals every write page (a cluster is committed).
+    fn flush_all(&mut self) {
+        for id in 0..self.columns.len() {
+            self.flush(id);
+        }
+    }
+
+    /// Registers `elements` as column `id`'s new write page capacity, making room by
+    /// sealing larger pages of other columns if it grows; false if it does not fit.
+    fn try_resize(&mut self, id: usize, elements: u64) -> bool {
+        let current = self.columns[id].capacity();
+        let new = elements * self.columns[id].element_size;
+        if new == current {
+            return true;
+        }
+        let key = (std::cmp::Reverse(current), std::cmp::Reverse(id));
+        self.by_size.remove(&key);
+        if new < current {
+            self.allocated -= current - new;
+        } else if self.try_evict(new - current, current) {
+            self.allocated += new - current;
+        } else {
+            self.by_size.insert(key);
+            return false;
+        }
+        self.by_size
+            .insert((std::cmp::Reverse(new), std::cmp::Reverse(id)));
+        true
+    }
+
+    /// Seals write pages larger than `limit` bytes, largest first, until `target` bytes
+    /// of the budget are free; false if they cannot be.
+    fn try_evict(&mut self, target: u64, limit: u64) -> bool {
+        if self.budget.saturating_sub(self.allocated) >= target {
+            return true;
+        }
+        let candidates: Vec<usize> = self
+            .by_size
+            .iter()
+            .take_while(|(size, _)| size.0 > limit)
+            .map(|(_, id)| id.0)
+            .collect();
+        for other in candidates {
+            let c = &self.columns[other];
+            if c.max_elements == c.initial_elements {
+                continue;
+            }
+            self.flush(other);
+            if self.budget.saturating_sub(self.allocated) >= target {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The page sizes (elements) sealed for column `id` since the last call.
+    fn take_cuts(&mut self, id: usize) -> Vec<u64> {
+        self.columns
+            .get_mut(id)
+            .map(|c| std::mem::take(&mut c.cuts))
+            .unwrap_or_default()
+    }
 }
