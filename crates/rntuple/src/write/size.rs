@@ -134,10 +134,12 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
                 let alt = per_alt
                     .iter()
                     .find(|(id, _)| *id == t)
+                    .filter(|_| !union.child(t).is_null(off))
                     .and_then(|(_, cs)| cs.get(off))
                     .copied()
                     .unwrap_or(0);
-                // ROOT counts the in-memory switch element (16 bytes).
+                // ROOT counts the in-memory switch element (16 bytes); the invalid state
+                // (a null alternative) has no child value.
                 *s += 16 + alt;
             }
         }
@@ -312,7 +314,10 @@ pub(crate) fn item_ops<S: BlobSink>(
             for i in 0..n {
                 let t = union.type_id(i);
                 let off = union.value_offset(i);
-                if let Some((_, items)) = per_alt.iter().find(|(id, _)| *id == t) {
+                // A variant in the invalid state (a null alternative) writes no child value.
+                let valid = !union.child(t).is_null(off);
+                if let Some((_, items)) = per_alt.iter().find(|(id, _)| *id == t).filter(|_| valid)
+                {
                     out.extend_items(items, off, off + 1);
                 }
                 if let Some(c) = own {
