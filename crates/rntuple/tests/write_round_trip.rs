@@ -353,3 +353,40 @@ fn entries_written_one_by_one_read_back_as_the_same_values() {
     }
     assert_eq!(got, entries);
 }
+
+#[test]
+fn char_values_keep_their_sign() {
+    use rntuple::schema::{ColumnDefaults, SchemaBuilder, Value};
+    let mut b = SchemaBuilder::new(ColumnDefaults { compressed: false });
+    b.add_cpp_field("c", "char").unwrap();
+    let mut sink = MemorySink::default();
+    let chars = [-128i64, -56, -1, 0, 65, 127];
+    let anchor = {
+        let writer =
+            RNTupleWriter::new(&mut sink, "chars", b.finish(), WriteOptions::default()).unwrap();
+        let mut rows = rntuple::write::EntryWriter::new(writer).unwrap();
+        for c in chars {
+            rows.fill(vec![Value::Int(c)]).unwrap();
+        }
+        rows.finish().unwrap()
+    };
+    let bytes = sink.bytes.clone();
+    let back =
+        RNTupleReader::from_anchor(Arc::new(MemorySource::new("c", bytes)), anchor, "c".into())
+            .unwrap();
+    let got: Vec<Value> = back
+        .read_entries(None, 0..6)
+        .unwrap()
+        .into_iter()
+        .map(|mut r| r.remove(0))
+        .collect();
+    assert_eq!(
+        got,
+        chars.iter().map(|&c| Value::Int(c)).collect::<Vec<_>>()
+    );
+    // On disk the Char column holds the two's complement byte, as ROOT writes `char`.
+    let raw = &sink.bytes;
+    assert!(raw
+        .windows(6)
+        .any(|w| w == [0x80, 0xC8, 0xFF, 0x00, 0x41, 0x7F]));
+}

@@ -474,7 +474,14 @@ where
 fn primitive_array(p: PrimitiveType, values: &ColumnValues) -> Result<ArrayRef> {
     match p {
         PrimitiveType::Bool => Ok(Arc::new(to_boolean(values)?)),
-        PrimitiveType::Char | PrimitiveType::Int8 => int_array::<Int8Type>(values),
+        // A Char column holds the bytes of C++ `char`, which is signed here: reinterpret.
+        PrimitiveType::Char => match values {
+            ColumnValues::U8(bytes) => Ok(Arc::new(Int8Array::from(
+                bytes.iter().map(|&b| b as i8).collect::<Vec<_>>(),
+            ))),
+            other => int_array::<Int8Type>(other),
+        },
+        PrimitiveType::Int8 => int_array::<Int8Type>(values),
         PrimitiveType::Byte | PrimitiveType::UInt8 => int_array::<UInt8Type>(values),
         PrimitiveType::Int16 => int_array::<Int16Type>(values),
         PrimitiveType::UInt16 => int_array::<UInt16Type>(values),

@@ -111,7 +111,18 @@ pub(crate) fn leaf_values(
             };
             Ok(ColumnValues::Bool(bools))
         }
-        C::Byte | C::Char | C::UInt8 => narrow(ints(array)?, name).map(ColumnValues::U8),
+        // C++ `char` is signed here; its Char column stores the byte as is.
+        C::Char => ints(array)?
+            .into_iter()
+            .map(|v| match v {
+                -128..=255 => Ok(v as u8),
+                _ => Err(Error::InvalidArgument(format!(
+                    "value {v} does not fit the Char column"
+                ))),
+            })
+            .collect::<Result<Vec<u8>>>()
+            .map(ColumnValues::U8),
+        C::Byte | C::UInt8 => narrow(ints(array)?, name).map(ColumnValues::U8),
         C::Int8 => narrow(ints(array)?, name).map(ColumnValues::I8),
         C::Int16 | C::SplitInt16 => narrow(ints(array)?, name).map(ColumnValues::I16),
         C::UInt16 | C::SplitUInt16 => narrow(ints(array)?, name).map(ColumnValues::U16),
