@@ -102,8 +102,10 @@ const MAPS: [&str; 4] = [
 ];
 
 /// A random C++ type whose nesting depth (counting this level) is at most `depth`.
-/// `no_optional`/`no_variant` exclude types directly inside an optional.
-fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool) -> String {
+/// `inside_optional` excludes optionals and variants directly inside an optional;
+/// `copyable` excludes `std::atomic` and `std::unique_ptr` (below sets and maps, whose
+/// ROOT dictionaries need copyable values).
+fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool, copyable: bool) -> String {
     if depth <= 1 || rng.chance(0.3) {
         return if rng.chance(0.15) {
             "std::string".into()
@@ -113,33 +115,33 @@ fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool) -> String {
     }
     let d = depth - 1;
     match rng.below(14) {
-        0 | 1 => format!("std::vector<{}>", random_type(rng, d, false)),
-        2 => format!("ROOT::RVec<{}>", random_type(rng, d, false)),
+        0 | 1 => format!("std::vector<{}>", random_type(rng, d, false, copyable)),
+        2 => format!("ROOT::RVec<{}>", random_type(rng, d, false, copyable)),
         3 => format!(
             "std::array<{},{}>",
-            random_type(rng, d, false),
+            random_type(rng, d, false, copyable),
             rng.range(1, 4)
         ),
         4 => format!("std::bitset<{}>", rng.pick(&[1, 7, 8, 31, 64, 65, 130])),
-        5 => {
+        5 if !copyable => {
             let t = rng.pick(&FUNDAMENTALS);
             // ROOT maps Double32_t inside atomic to double anyway; keep it simple.
             let t = if t == "Double32_t" { "double" } else { t };
             format!("std::atomic<{t}>")
         }
         6 | 7 if !inside_optional => {
-            let wrapper = if rng.chance(0.5) {
+            let wrapper = if copyable || rng.chance(0.5) {
                 "std::optional"
             } else {
                 "std::unique_ptr"
             };
-            format!("{wrapper}<{}>", random_type(rng, d, true))
+            format!("{wrapper}<{}>", random_type(rng, d, true, copyable))
         }
         8 if !inside_optional => {
             let k = rng.range(2, 4) as usize;
             let mut alts: Vec<String> = Vec::new();
             while alts.len() < k {
-                let t = random_type(rng, d, false);
+                let t = random_type(rng, d, false, copyable);
                 if !alts.contains(&t) {
                     alts.push(t);
                 }
@@ -148,12 +150,12 @@ fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool) -> String {
         }
         9 => format!(
             "std::pair<{},{}>",
-            random_type(rng, d, false),
-            random_type(rng, d, false)
+            random_type(rng, d, false, copyable),
+            random_type(rng, d, false, copyable)
         ),
         10 => {
             let k = rng.range(1, 4);
-            let items: Vec<String> = (0..k).map(|_| random_type(rng, d, false)).collect();
+            let items: Vec<String> = (0..k).map(|_| random_type(rng, d, false, copyable)).collect();
             format!("std::tuple<{}>", items.join(","))
         }
         11 => {
@@ -173,10 +175,10 @@ fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool) -> String {
             format!(
                 "{}<{key},{}>",
                 rng.pick(&MAPS),
-                random_type(rng, d, false)
+                random_type(rng, d, false, true)
             )
         }
-        _ => format!("std::vector<{}>", random_type(rng, d, false)),
+        _ => format!("std::vector<{}>", random_type(rng, d, false, copyable)),
     }
 }
 
@@ -377,6 +379,9 @@ fn random_int(rng: &mut Rng, lo: i128, hi: i128) -> i128 {
 
 /// Whether `char` values may be negative (`--negative-chars`; the writer refuses them).
 static NEGATIVE_CHARS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether to put every field in the header (`--no-late`).
+static NO_LATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn int_bounds(p: PrimitiveType) -> (i128, i128) {
     use PrimitiveType as P;
@@ -873,23 +878,26 @@ fn write_rows<S: BlobSink>(
 
 fn main() {
     let mut seed: Option<u64> = None;
+    let mut given_types: Option<String> = None;
     let mut out: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--seed" => seed = args.next().and_then(|s| s.parse().ok()),
             "--out" => out = args.next().map(PathBuf::from),
+            "--types" => given_types = args.next(),
+            "--no-late" => NO_LATE.store(true, std::sync::atomic::Ordering::Relaxed),
             "--negative-chars" => {
                 NEGATIVE_CHARS.store(true, std::sync::atomic::Ordering::Relaxed)
             }
             _ => {
-                eprintln!("usage: propgen --seed N --out DIR [--negative-chars]");
+                eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"]");
                 std::process::exit(2);
             }
         }
     }
     let (Some(seed), Some(out)) = (seed, out) else {
-        eprintln!("usage: propgen --seed N --out DIR [--negative-chars]");
+        eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"]");
         std::process::exit(2);
     };
     std::fs::create_dir_all(&out).expect("create output directory");
@@ -904,13 +912,30 @@ fn main() {
     } else {
         0
     };
-    let n_early = n_fields - n_late;
-    let types: Vec<(String, String)> = (0..n_fields)
+    // `--no-late`: the same types, all in the header (to tell extension bugs from others).
+    let (late, n_late) = if NO_LATE.load(std::sync::atomic::Ordering::Relaxed) {
+        (false, 0)
+    } else {
+        (late, n_late)
+    };
+    let mut types: Vec<(String, String)> = (0..n_fields)
         .map(|i| {
             let depth = rng_depth(&mut rng);
-            (format!("f{i}"), random_type(&mut rng, depth, false))
+            (format!("f{i}"), random_type(&mut rng, depth, false, false))
         })
         .collect();
+    // `--types "T1;T2;..."`: these types instead (to minimize a failing schema).
+    if let Some(given) = &given_types {
+        types = given
+            .split(';')
+            .enumerate()
+            .map(|(i, t)| (format!("f{i}"), t.trim().to_string()))
+            .collect();
+    }
+    let n_fields = types.len();
+    let n_late = n_late.min(n_fields.saturating_sub(1));
+    let late = late && n_late > 0;
+    let n_early = n_fields - n_late;
     let n_entries = match rng.below(10) {
         0 => 0,
         1 => rng.range(1, 3) as usize,
