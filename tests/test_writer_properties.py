@@ -108,7 +108,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, SeedRun]:
     for r in results:
         if not r.write_error:
             r.uproot_skips = wp.uproot_skips(r.manifest)
-            r.uproot, r.uproot_error = wp.uproot_read(r.outdir / r.manifest["file"], r.manifest, r.uproot_skips)
+            r.uproot, r.uproot_error = wp.uproot_read(
+                r.outdir / r.manifest["file"], r.manifest, r.uproot_skips
+            )
     print(
         f"\n[proptest] {len(SEEDS)} seeds in {base}: generated + {len(types)} dictionaries in "
         f"{t1 - t0:.1f}s, read back in {time.perf_counter() - t1:.1f}s"

@@ -329,7 +329,9 @@ def root_skips(manifest: dict[str, Any]) -> dict[str, str]:
     return skips
 
 
-def uproot_read(path: Path, manifest: dict[str, Any], skips: dict[str, str]) -> tuple[dict[str, list[Any]], str]:
+def uproot_read(
+    path: Path, manifest: dict[str, Any], skips: dict[str, str]
+) -> tuple[dict[str, list[Any]], str]:
     """uproot's reading of every non-skipped field, converted: ({field: values}, error)."""
     import uproot
 
@@ -407,7 +409,10 @@ def _fits_json(value: Any, shape: Shape) -> bool:
 
 
 def first_difference(
-    got: list[dict[str, Any]], expected: list[dict[str, Any]], manifest: dict[str, Any], fields: list[str] | None = None
+    got: list[dict[str, Any]],
+    expected: list[dict[str, Any]],
+    manifest: dict[str, Any],
+    fields: list[str] | None = None,
 ) -> str | None:
     """Describe the first entry/field where ``got`` differs from ``expected`` (None: equal)."""
     shapes = {f["name"]: f for f in manifest["fields"]}
@@ -498,7 +503,11 @@ def main(argv: list[str] | None = None) -> int:
         print("uproot:", err)
         status = 1
     else:
-        rows = [dict(zip(values, vs, strict=True)) for vs in zip(*values.values(), strict=True)] if values else []
+        rows = (
+            [dict(zip(values, vs, strict=True)) for vs in zip(*values.values(), strict=True)]
+            if values
+            else []
+        )
         if values:
             diff = first_difference(rows, expected, manifest, list(values))
             print("uproot:", diff or "equal", f"(skipped: {skips})" if skips else "")
