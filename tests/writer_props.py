@@ -87,6 +87,7 @@ def generate(seed: int, outdir: Path, binary: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, "RUST_BACKTRACE": "0"},
     )
     if proc.returncode != 0:
         raise RuntimeError(f"propgen --seed {seed} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")

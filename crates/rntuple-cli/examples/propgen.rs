@@ -141,7 +141,9 @@ fn random_type(rng: &mut Rng, depth: u32, inside_optional: bool, copyable: bool)
             let k = rng.range(2, 4) as usize;
             let mut alts: Vec<String> = Vec::new();
             while alts.len() < k {
-                let t = random_type(rng, d, false, copyable);
+                // No optional (or variant) directly as an alternative: a union child
+                // with nulls cannot sit in a non-nullable Arrow struct or list item.
+                let t = random_type(rng, d, true, copyable);
                 if !alts.contains(&t) {
                     alts.push(t);
                 }
@@ -813,7 +815,8 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         page_buffer_budget: rng.chance(0.15).then(|| rng.pick(&[256u64, 4096, 65536])),
         enable_page_checksums: rng.chance(0.6),
         max_key_size: if rng.chance(0.2) {
-            rng.pick(&[512u64, 4096, 65536])
+            // Not smaller: the first key must hold the offsets of all the others.
+            rng.pick(&[4096u64, 65536])
         } else {
             1 << 30
         },
@@ -879,6 +882,7 @@ fn write_rows<S: BlobSink>(
 fn main() {
     let mut seed: Option<u64> = None;
     let mut given_types: Option<String> = None;
+    let mut late_from: Option<usize> = None;
     let mut out: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -886,18 +890,19 @@ fn main() {
             "--seed" => seed = args.next().and_then(|s| s.parse().ok()),
             "--out" => out = args.next().map(PathBuf::from),
             "--types" => given_types = args.next(),
+            "--late-from" => late_from = args.next().and_then(|s| s.parse().ok()),
             "--no-late" => NO_LATE.store(true, std::sync::atomic::Ordering::Relaxed),
             "--negative-chars" => {
                 NEGATIVE_CHARS.store(true, std::sync::atomic::Ordering::Relaxed)
             }
             _ => {
-                eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"]");
+                eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"] [--late-from K]");
                 std::process::exit(2);
             }
         }
     }
     let (Some(seed), Some(out)) = (seed, out) else {
-        eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"]");
+        eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"] [--late-from K]");
         std::process::exit(2);
     };
     std::fs::create_dir_all(&out).expect("create output directory");
@@ -933,8 +938,12 @@ fn main() {
             .collect();
     }
     let n_fields = types.len();
-    let n_late = n_late.min(n_fields.saturating_sub(1));
-    let late = late && n_late > 0;
+    let n_late = match late_from {
+        // `--late-from K`: fields K.. come with a late model extension.
+        Some(k) => n_fields.saturating_sub(k),
+        None => n_late.min(n_fields.saturating_sub(1)),
+    };
+    let late = (late || late_from.is_some()) && n_late > 0 && n_late < n_fields;
     let n_early = n_fields - n_late;
     let n_entries = match rng.below(10) {
         0 => 0,
@@ -1000,6 +1009,38 @@ fn main() {
         expected.push(Value::Object(obj));
     }
 
+    let mut field_list = Vec::new();
+    let mut all_types = Vec::new();
+    for (i, &id) in early_ids.iter().enumerate() {
+        type_names(&early_desc, id, &mut all_types);
+        field_list.push(json!({"name": early_names[i], "type": early_desc.field(id).type_name(), "late": false, "shape": shape(&early_desc, id)}));
+    }
+    if let Some(d) = &late_desc {
+        for (i, &id) in late_ids.iter().enumerate() {
+            type_names(d, id, &mut all_types);
+            field_list.push(json!({"name": late_names[i], "type": d.field(id).type_name(), "late": true, "shape": shape(d, id)}));
+        }
+    }
+    // A first manifest before writing, so that a failing write can be diagnosed.
+    let mut manifest = json!({
+        "seed": seed,
+        "name": "ntpl",
+        "file": "data.root",
+        "n_entries": n_entries,
+        "extension_at": if late { Value::from(ext_at) } else { Value::Null },
+        "fields": field_list,
+        "type_names": all_types,
+        "column_overrides": overrides,
+        "options": options_json,
+        "split_blobs": Value::Null,
+        "negative_chars": NEGATIVE_CHARS.load(std::sync::atomic::Ordering::Relaxed),
+    });
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).expect("json"),
+    )
+    .expect("write manifest");
+
     // Write.
     let path = out.join("data.root");
     let name = "ntpl";
@@ -1043,32 +1084,8 @@ fn main() {
     let split_blobs = sink.split_blobs;
     sink.file.finish().expect("finish file");
 
-    let mut field_list = Vec::new();
-    let mut all_types = Vec::new();
-    for (i, &id) in early_ids.iter().enumerate() {
-        type_names(&early_desc, id, &mut all_types);
-        field_list.push(json!({"name": early_names[i], "type": early_desc.field(id).type_name(), "late": false, "shape": shape(&early_desc, id)}));
-    }
-    if let Some(d) = &late_desc {
-        for (i, &id) in late_ids.iter().enumerate() {
-            type_names(d, id, &mut all_types);
-            field_list.push(json!({"name": late_names[i], "type": d.field(id).type_name(), "late": true, "shape": shape(d, id)}));
-        }
-    }
-    let manifest = json!({
-        "seed": seed,
-        "name": name,
-        "file": "data.root",
-        "n_entries": n_entries,
-        "extension_at": if late { Value::from(ext_at) } else { Value::Null },
-        "fields": field_list,
-        "type_names": all_types,
-        "column_overrides": overrides,
-        "options": options_json,
-        "split_blobs": split_blobs,
-        "negative_chars": NEGATIVE_CHARS.load(std::sync::atomic::Ordering::Relaxed),
-        "write_log": compress_log(&log),
-    });
+    manifest["split_blobs"] = Value::from(split_blobs);
+    manifest["write_log"] = Value::from(compress_log(&log));
     std::fs::write(
         out.join("manifest.json"),
         serde_json::to_string_pretty(&manifest).expect("json"),
