@@ -124,21 +124,24 @@ def build_dictionaries(dict_dir: Path, types: list[str]) -> None:
         raise RuntimeError(f"no dictionary generated for {missing}")
 
 
-def build_dictionaries_robustly(dict_dir: Path, types: list[str]) -> None:
-    """One library for all ``types``; if that fails, one per type (in subprocesses), so
-    that a type without a dictionary only affects the files that use it."""
+def build_dictionaries_robustly(dict_dir: Path, types: list[str]) -> list[str]:
+    """Dictionary libraries for ``types`` under ``dict_dir``: one for all, or, when that
+    fails, by bisection (each build in a subprocess), so that a type without a dictionary
+    only affects the files that use it.  Returns the types without one."""
     proc = subprocess.run(
         [sys.executable, __file__, "build-dict-set", str(dict_dir), *types], capture_output=True, check=False
     )
     if proc.returncode == 0:
-        return
-    for i, t in enumerate(types):
-        sub = dict_dir / f"single{i}"
-        proc = subprocess.run(
-            [sys.executable, __file__, "build-dict-set", str(sub), t], capture_output=True, check=False
-        )
-        if proc.returncode != 0:
-            print(f"no dictionary for {t}", file=sys.stderr)
+        return []
+    for lib in dict_dir.glob("*.so"):
+        lib.unlink()  # a partial library would clash with the ones built below
+    if len(types) == 1:
+        print(f"no dictionary for {types[0]}", file=sys.stderr)
+        return list(types)
+    half = len(types) // 2
+    return build_dictionaries_robustly(dict_dir / "a", types[:half]) + build_dictionaries_robustly(
+        dict_dir / "b", types[half:]
+    )
 
 
 def root_dump_text(path: str, name: str, dict_dir: str | None) -> str:
