@@ -97,11 +97,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, SeedRun]:
     dict_dir = None
     if types:
         dict_dir = base / "dicts"
-        subprocess.run(
+        proc = subprocess.run(
             [sys.executable, wp.__file__, "build-dicts", str(dict_dir), *types],
             check=True,
             capture_output=True,
+            text=True,
         )
+        missing = json.loads(proc.stdout.strip().splitlines()[-1])
+        if missing:
+            print(f"\n[proptest] no ROOT dictionary could be built for {missing}")
     t1 = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(lambda r: _read_back(r, dict_dir, rntuple_bin_path()), results))

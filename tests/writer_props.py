@@ -114,7 +114,7 @@ def build_dictionaries(dict_dir: Path, types: list[str]) -> None:
         os.chdir(dict_dir)
         includes = (
             "map;set;unordered_map;unordered_set;string;vector;variant;optional;memory;bitset;array;"
-            "tuple;utility;atomic;cstddef;cstdint"
+            "tuple;utility;atomic;cstddef;cstdint;ROOT/RVec.hxx"
         )
         ROOT.gInterpreter.GenerateDictionary(";".join(types), includes)
     finally:
@@ -476,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
         build_dictionaries(Path(args.dir), args.types)
         return 0
     if args.cmd == "build-dicts":
-        build_dictionaries_robustly(Path(args.dir), args.types)
+        missing = build_dictionaries_robustly(Path(args.dir), args.types)
+        print(json.dumps(missing))
         return 0
     outdir = Path(args.dir)
     manifest = json.loads((outdir / "manifest.json").read_text())
