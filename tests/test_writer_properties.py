@@ -40,7 +40,22 @@ SEEDS = list(range(FIRST_SEED, FIRST_SEED + N_SEEDS))
 
 #: Failures found by this test, kept as strict xfails: (seed, reader) -> reason.
 #: reader is "root", "uproot", "rntuple" or "write" (the writer itself failed).
-KNOWN_FAILURES: dict[tuple[int, str], str] = {}
+_LATE_STRING = (
+    "writer bug: late std::string field {field} (extension at entry {at}) has its Char column "
+    "marked deferred too (ROOT defers only the principal column); {effect}"
+)
+KNOWN_FAILURES: dict[tuple[int, str], str] = {
+    (6, "root"): _LATE_STRING.format(
+        field="f2._0 (in std::pair<std::string,...>)",
+        at=180,
+        effect="ROOT aborts: 'invalid attempt to shrink RPageRange' (RNTupleDescriptor.cxx:270)",
+    ),
+    (6, "uproot"): _LATE_STRING.format(
+        field="f2._0 (in std::pair<std::string,...>)",
+        at=180,
+        effect="uproot reads entry 180 as '\\0\\0' instead of '*p' (chars from the deferred zero range)",
+    ),
+}
 
 
 @dataclass
