@@ -319,12 +319,26 @@ def _variant_with_unordered_alternative(shape: Shape) -> bool:
     return any(_variant_with_unordered_alternative(s) for s in subs)
 
 
+def _variant_with_array_alternative(shape: Shape) -> bool:
+    """Whether a variant below ``shape`` has a ``std::array`` as a direct alternative."""
+    if shape["kind"] == "variant" and any(a["kind"] == "array" for a in shape["items"]):
+        return True
+    subs = [shape[k] for k in ("item", "key", "value") if k in shape] + shape.get("items", [])
+    return any(_variant_with_array_alternative(s) for s in subs)
+
+
 def root_skips(manifest: dict[str, Any]) -> dict[str, str]:
     """Fields whose ROOT comparison is skipped, with the reason (ROOT 6.40 limits that its
     own files show too)."""
     skips: dict[str, str] = {}
     for f in manifest["fields"]:
-        if _variant_with_unordered_alternative(f["shape"]):
+        if _variant_with_array_alternative(f["shape"]):
+            skips[f["name"]] = (
+                "ROOT 6.40 (read through tests/rootdump.py) gives every value of a std::variant with a "
+                "std::array alternative as null or 0, also from files ROOT wrote "
+                "(variant<bool,array<int32_t,3>,int64_t,char>: every value null)"
+            )
+        elif _variant_with_unordered_alternative(f["shape"]):
             skips[f["name"]] = (
                 "ROOT 6.40 cannot read back a std::variant with an unordered set/map alternative, "
                 "also from files ROOT wrote (variant<int32_t, unordered_set<int32_t>>: every value "
