@@ -855,6 +855,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         max_unzipped_page_size: page,
         page_buffer_budget: rng.chance(0.15).then(|| rng.pick(&[256u64, 4096, 65536])),
         enable_page_checksums: rng.chance(0.6),
+        enable_same_page_merging: rng.chance(0.5),
         max_key_size: if rng.chance(0.2) {
             // Not smaller: the first key must hold the offsets of all the others.
             rng.pick(&[4096u64, 65536])
@@ -872,6 +873,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         "max_unzipped_page_size": options.max_unzipped_page_size,
         "page_buffer_budget": options.page_buffer_budget,
         "enable_page_checksums": options.enable_page_checksums,
+        "enable_same_page_merging": options.enable_same_page_merging,
         "max_key_size": options.max_key_size,
         "clusters_per_group": options.clusters_per_group,
     });
