@@ -949,7 +949,7 @@ fn main() {
     std::fs::create_dir_all(&out).expect("create output directory");
     let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
 
-    let (options, options_json) = random_options(&mut rng);
+    let (mut options, mut options_json) = random_options(&mut rng);
     let compressed = options.compression.level != 0;
     let n_fields = rng.range(3, 8) as usize;
     let late = rng.chance(0.35) && n_fields >= 2;
@@ -1005,6 +1005,17 @@ fn main() {
     let early_schema = build_schema(&mut rng, &types[..n_early], compressed, &mut overrides);
     let late_schema =
         late.then(|| build_schema(&mut rng, &types[n_early..], compressed, &mut overrides));
+    // Like ROOT, the writer refuses a page buffer budget below two initial pages per
+    // column: raise a too small one (it still limits tiny-cluster files).
+    let n_columns = early_schema.columns.len()
+        + late_schema.as_ref().map_or(0, |s| s.columns.len());
+    let need = 2 * n_columns as u64 * options.initial_unzipped_page_size.max(16);
+    if options.effective_page_buffer_budget() < need {
+        let budget = need * rng.pick(&[1u64, 2, 8]);
+        options.page_buffer_budget = Some(budget);
+        options_json["page_buffer_budget"] = Value::from(budget);
+        options_json["page_buffer_budget_raised"] = Value::from(true);
+    }
     let early_desc = descriptor_of(&early_schema);
     let late_desc = late_schema.as_ref().map(descriptor_of);
 
