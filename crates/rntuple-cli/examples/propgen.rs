@@ -1007,8 +1007,8 @@ fn main() {
         late.then(|| build_schema(&mut rng, &types[n_early..], compressed, &mut overrides));
     // Like ROOT, the writer refuses a page buffer budget below two initial pages per
     // column: raise a too small one (it still limits tiny-cluster files).
-    let n_columns = early_schema.columns.len()
-        + late_schema.as_ref().map_or(0, |s| s.columns.len());
+    let n_columns =
+        early_schema.columns.len() + late_schema.as_ref().map_or(0, |s| s.columns.len());
     let need = 2 * n_columns as u64 * options.initial_unzipped_page_size.max(16);
     if options.effective_page_buffer_budget() < need {
         let budget = need * rng.pick(&[1u64, 2, 8]);
