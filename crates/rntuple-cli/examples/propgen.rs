@@ -418,9 +418,6 @@ fn random_int(rng: &mut Rng, lo: i128, hi: i128) -> i128 {
     }
 }
 
-/// Whether `char` values may be negative (`--negative-chars`; the writer refuses them).
-static NEGATIVE_CHARS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Whether to put every field in the header (`--no-late`).
 static NO_LATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -428,7 +425,6 @@ fn int_bounds(p: PrimitiveType) -> (i128, i128) {
     use PrimitiveType as P;
     match p {
         P::Bool => (0, 1),
-        P::Char if !NEGATIVE_CHARS.load(std::sync::atomic::Ordering::Relaxed) => (0, 127),
         P::Char | P::Int8 => (i8::MIN as i128, i8::MAX as i128),
         P::Byte | P::UInt8 => (0, u8::MAX as i128),
         P::Int16 => (i16::MIN as i128, i16::MAX as i128),
@@ -935,15 +931,16 @@ fn main() {
             "--types" => given_types = args.next(),
             "--late-from" => late_from = args.next().and_then(|s| s.parse().ok()),
             "--no-late" => NO_LATE.store(true, std::sync::atomic::Ordering::Relaxed),
-            "--negative-chars" => NEGATIVE_CHARS.store(true, std::sync::atomic::Ordering::Relaxed),
             _ => {
-                eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"] [--late-from K]");
+                eprintln!("usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K]");
                 std::process::exit(2);
             }
         }
     }
     let (Some(seed), Some(out)) = (seed, out) else {
-        eprintln!("usage: propgen --seed N --out DIR [--negative-chars] [--no-late] [--types \"T1;T2\"] [--late-from K]");
+        eprintln!(
+            "usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K]"
+        );
         std::process::exit(2);
     };
     std::fs::create_dir_all(&out).expect("create output directory");
@@ -1089,7 +1086,6 @@ fn main() {
         "column_overrides": overrides,
         "options": options_json,
         "split_blobs": Value::Null,
-        "negative_chars": NEGATIVE_CHARS.load(std::sync::atomic::Ordering::Relaxed),
     });
     std::fs::write(
         out.join("manifest.json"),
