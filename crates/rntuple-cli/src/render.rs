@@ -11,12 +11,21 @@ use arrow_schema::{DataType, Field};
 use rntuple::read::TYPE_NAME_KEY;
 use serde_json::{Map, Number, Value};
 
+/// The C++ type name of the values of `field`: optionals, `std::unique_ptr`s and atomics
+/// share the Arrow field of their item, so their wrappers are stripped.
 fn type_name(field: &Field) -> &str {
-    field
+    let mut t = field
         .metadata()
         .get(TYPE_NAME_KEY)
         .map(String::as_str)
-        .unwrap_or("")
+        .unwrap_or("");
+    while let Some(inner) = ["std::optional<", "std::unique_ptr<", "std::atomic<"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p).and_then(|r| r.strip_suffix('>')))
+    {
+        t = inner;
+    }
+    t
 }
 
 /// One entry (row) of a batch as a JSON object keyed by field name, in schema order.
