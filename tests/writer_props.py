@@ -215,6 +215,9 @@ def from_uproot(value: Any, shape: Shape) -> Any:
     if kind == "prim":
         if shape["float"]:
             return c_hexfloat(float(value))
+        if shape["type"] == "char" and int(value) > 127:
+            # uproot 5.7 reads the Char column unsigned; C++ char (and ROOT's reading) is signed.
+            return int(value) - 256
         return int(value)
     if kind == "string":
         return value

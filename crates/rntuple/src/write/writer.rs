@@ -273,9 +273,13 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
         let first_ext_column = self.extension.columns.len();
         for (k, rec) in extension.columns[first_ext_column..].iter_mut().enumerate() {
             let id = column_base + k as u32;
+            // Only a field's principal column counts elements per entry; the others (a
+            // string's characters, a streamer field's bytes) belong to its items, which
+            // start empty: ROOT defers just the principal column.
+            let principal = descriptor.field(rec.field_id).columns.first() == Some(&id);
             let first = match per_entry(&descriptor, rec.field_id) {
-                Some(mult) => self.n_entries * mult,
-                None => 0,
+                Some(mult) if principal => self.n_entries * mult,
+                _ => 0,
             };
             if first > 0 {
                 rec.flags |= COLUMN_FLAG_DEFERRED;
