@@ -445,7 +445,18 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
                 [b'X', b'Z', 0]
             }
             Algorithm::Lz4 => {
-                let block = lz4_flex::block::compress(chunk);
+                // ROOT compresses with liblz4: its high-compression mode from level 4 on.
+                // The same library gives the same bytes, hence the same file sizes.
+                let mode = if level >= 4 {
+                    lz4::block::CompressionMode::HIGHCOMPRESSION(level as i32)
+                } else {
+                    lz4::block::CompressionMode::DEFAULT
+                };
+                let block =
+                    lz4::block::compress(chunk, Some(mode), false).map_err(|e| Error::Io {
+                        what: "lz4 compression".into(),
+                        source: e,
+                    })?;
                 let sum = xxhash_rust::xxh64::xxh64(&block, 0);
                 out.extend_from_slice(&sum.to_be_bytes());
                 out.extend_from_slice(&block);

@@ -206,6 +206,58 @@ fn clusters_and_pages_match_root_for_several_option_sets() {
     }
 }
 
+#[test]
+fn clusters_and_pages_match_root_for_other_algorithms() {
+    if !root_available() {
+        return;
+    }
+    let cases = [
+        Case {
+            name: "c16k_zlib1",
+            n_events: 20_000,
+            compression: 101,
+            cluster: 16 << 10,
+            max_page: 0,
+            initial_page: 0,
+        },
+        Case {
+            name: "c64k_zlib5",
+            n_events: 20_000,
+            compression: 105,
+            cluster: 64 << 10,
+            max_page: 0,
+            initial_page: 0,
+        },
+        Case {
+            name: "c16k_lzma7",
+            n_events: 20_000,
+            compression: 207,
+            cluster: 16 << 10,
+            max_page: 0,
+            initial_page: 0,
+        },
+        Case {
+            name: "c16k_lz4_1",
+            n_events: 20_000,
+            compression: 401,
+            cluster: 16 << 10,
+            max_page: 0,
+            initial_page: 0,
+        },
+        Case {
+            name: "c16k_lz4_4",
+            n_events: 20_000,
+            compression: 404,
+            cluster: 16 << 10,
+            max_page: 0,
+            initial_page: 0,
+        },
+    ];
+    for case in &cases {
+        check(case);
+    }
+}
+
 /// ROOT's default options (128 MiB clusters, 1 MiB pages) on a ~40 MB file.
 #[test]
 fn clusters_and_pages_match_root_with_default_options() {
