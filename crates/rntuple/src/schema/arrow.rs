@@ -108,7 +108,8 @@ pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
                 .collect::<Result<Vec<_>>>()?;
             let ids: Vec<i8> = (0..fields.len() as i8).collect();
             let union_fields = UnionFields::try_new(ids, fields)?;
-            (DataType::Union(union_fields, UnionMode::Dense), false)
+            // Nullable: a variant in the invalid state (no alternative) is a null.
+            (DataType::Union(union_fields, UnionMode::Dense), true)
         }
         FieldKind::Wrapper(child) => {
             let inner = arrow_field(desc, child, name)?;
