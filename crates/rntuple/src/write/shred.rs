@@ -147,7 +147,7 @@ pub(crate) fn leaf_values(
 }
 
 /// Arrow list-like offsets as (start, end) pairs per entry.
-fn offsets_of(array: &dyn Array) -> Option<Vec<(usize, usize)>> {
+pub(crate) fn offsets_of(array: &dyn Array) -> Option<Vec<(usize, usize)>> {
     fn pairs<O: Copy + TryInto<usize>>(o: &[O]) -> Vec<(usize, usize)> {
         o.windows(2)
             .map(|w| (w[0].try_into().unwrap_or(0), w[1].try_into().unwrap_or(0)))

@@ -1,31 +1,13 @@
 //! The uncompressed bytes each entry adds to a cluster, summed over its columns: ROOT
 //! commits a cluster when that sum reaches its estimate of the cluster's size.
 
+use super::shred::offsets_of;
 use super::writer::{BlobSink, RNTupleWriter};
 use crate::error::{Error, Result};
 use crate::schema::FieldKind;
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::DataType;
-
-/// (start, end) offsets of each entry of a list-like array.
-fn ranges(array: &dyn Array) -> Option<Vec<(usize, usize)>> {
-    fn pairs<O: Copy + TryInto<usize>>(o: &[O]) -> Vec<(usize, usize)> {
-        o.windows(2)
-            .map(|w| (w[0].try_into().unwrap_or(0), w[1].try_into().unwrap_or(0)))
-            .collect()
-    }
-    Some(match array.data_type() {
-        DataType::LargeList(_) => pairs(array.as_list::<i64>().value_offsets()),
-        DataType::List(_) => pairs(array.as_list::<i32>().value_offsets()),
-        DataType::LargeUtf8 => pairs(array.as_string::<i64>().value_offsets()),
-        DataType::Utf8 => pairs(array.as_string::<i32>().value_offsets()),
-        DataType::LargeBinary => pairs(array.as_binary::<i64>().value_offsets()),
-        DataType::Binary => pairs(array.as_binary::<i32>().value_offsets()),
-        DataType::Map(_, _) => pairs(array.as_map().value_offsets()),
-        _ => return None,
-    })
-}
 
 fn mismatch(field: &str) -> Error {
     Error::InvalidArgument(format!("field \"{field}\" does not match its Arrow array"))
@@ -55,7 +37,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             sizes.iter_mut().for_each(|s| *s += per_item);
         }
         FieldKind::String | FieldKind::Streamer => {
-            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             // Index element plus one byte per character.
             let index = cols.first().map_or(0, |&c| w.column_packed_size(c));
             for (s, (a, b)) in sizes.iter_mut().zip(r) {
@@ -63,7 +45,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             }
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
-            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             let values = match array.data_type() {
                 DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
                 DataType::List(_) => array.as_list::<i32>().values().clone(),
@@ -229,7 +211,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             }
         }
         FieldKind::String | FieldKind::Streamer => {
-            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             for (a, b) in r {
                 if let Some(&chars) = cols.get(1) {
                     out.push(chars, (b - a) as u64);
@@ -241,7 +223,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             }
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
-            let r = ranges(array).ok_or_else(|| mismatch(&name()))?;
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             let values = match array.data_type() {
                 DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
                 DataType::List(_) => array.as_list::<i32>().values().clone(),
