@@ -1,7 +1,9 @@
 """Writes ``examples/events.root``: a small NanoAOD-like RNTuple, written by ROOT 6.40.
 
 The file is committed so the README's first command needs no ROOT; run this script
-(``pip install root``) to regenerate it. The robustness test's small uncompressed file
+(``pip install root``) to regenerate it. The writer-layout test
+(``crates/rntuple/tests/root_writer_layout.rs``) calls it with other options. The
+robustness test's small uncompressed file
 ``crates/rntuple/tests/data/events_uncompressed.root`` comes from
 ``make_example.py crates/rntuple/tests/data/events_uncompressed.root 300 0``.
 """
@@ -23,7 +25,8 @@ CXX = r"""
 #include <string>
 #include <vector>
 
-void rntuple_write_example(const char *path, int n_events, int compression) {
+void rntuple_write_example(const char *path, long n_events, int compression, long cluster,
+                           long max_page, long initial_page) {
    auto model = ROOT::RNTupleModel::Create();
    auto run = model->MakeField<std::uint32_t>("run");
    auto event = model->MakeField<std::uint64_t>("event");
@@ -34,15 +37,22 @@ void rntuple_write_example(const char *path, int n_events, int compression) {
    auto trigger = model->MakeField<bool>("HLT_IsoMu24");
    auto dataset = model->MakeField<std::string>("dataset");
    ROOT::RNTupleWriteOptions options;
-   options.SetApproxZippedClusterSize(16 * 1024);
    options.SetCompression(compression);
+   if (cluster > 0) options.SetApproxZippedClusterSize(cluster);
+   if (initial_page > 0 && max_page > 0 && initial_page > max_page) {
+      options.SetInitialUnzippedPageSize(initial_page);
+      options.SetMaxUnzippedPageSize(max_page);
+   } else {
+      if (max_page > 0) options.SetMaxUnzippedPageSize(max_page);
+      if (initial_page > 0) options.SetInitialUnzippedPageSize(initial_page);
+   }
    auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "Events", path, options);
    std::mt19937 rng(42);
    std::exponential_distribution<float> pt(1.0f / 30.0f);
    std::normal_distribution<float> eta(0.0f, 1.5f);
    std::poisson_distribution<int> n_jets(4), n_muons(1);
-   for (int i = 0; i < n_events; ++i) {
-      *run = 1;
+   for (long i = 0; i < n_events; ++i) {
+      *run = 1 + i / 100000;
       *event = 1000 + i;
       jet_pt->clear();
       jet_eta->clear();
@@ -63,15 +73,23 @@ void rntuple_write_example(const char *path, int n_events, int compression) {
 
 
 def main(
-    path: str = str(Path(__file__).with_name("events.root")), n_events: int = 2000, compression: int = 505
+    path: str = str(Path(__file__).with_name("events.root")),
+    n_events: int = 2000,
+    compression: int = 505,
+    cluster_bytes: int = 16 * 1024,
+    max_page_bytes: int = 0,
+    initial_page_bytes: int = 0,
 ) -> None:
-    """Writes the example file at ``path`` with ``n_events`` entries and ROOT's compression
-    setting ``compression`` (505 = zstd level 5, ROOT's default; 0 = uncompressed)."""
+    """Writes the example file at ``path``: ``n_events`` entries, ROOT's compression setting
+    ``compression`` (505 = zstd level 5, ROOT's default; 0 = uncompressed), approximate
+    zipped cluster size, maximum and initial page sizes (0 keeps ROOT's default)."""
     ROOT.gInterpreter.Declare(CXX)
-    ROOT.rntuple_write_example(path, n_events, compression)
+    ROOT.rntuple_write_example(
+        path, n_events, compression, cluster_bytes, max_page_bytes, initial_page_bytes
+    )
 
 
 if __name__ == "__main__":
-    # make_example.py [PATH [N_EVENTS [COMPRESSION]]]
+    # make_example.py [PATH [N_EVENTS [COMPRESSION [CLUSTER [MAX_PAGE [INITIAL_PAGE]]]]]]
     args = sys.argv[1:]
-    main(*args[:1], *(int(a) for a in args[1:3]))
+    main(*args[:1], *(int(a) for a in args[1:6]))

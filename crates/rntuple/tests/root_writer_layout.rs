@@ -44,8 +44,8 @@ fn work_dir() -> PathBuf {
 }
 
 fn write_with_root(case: &Case, path: &Path) {
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/root_write_events.py");
+    // The example's own generator, with the case's options.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/make_example.py");
     let status = Command::new("python3")
         .arg(script)
         .arg(path)
