@@ -84,9 +84,7 @@ def main(
     ``compression`` (505 = zstd level 5, ROOT's default; 0 = uncompressed), approximate
     zipped cluster size, maximum and initial page sizes (0 keeps ROOT's default)."""
     ROOT.gInterpreter.Declare(CXX)
-    ROOT.rntuple_write_example(
-        path, n_events, compression, cluster_bytes, max_page_bytes, initial_page_bytes
-    )
+    ROOT.rntuple_write_example(path, n_events, compression, cluster_bytes, max_page_bytes, initial_page_bytes)
 
 
 if __name__ == "__main__":
