@@ -165,8 +165,16 @@ pub(crate) fn offsets_of(array: &dyn Array) -> Option<Vec<(usize, usize)>> {
     })
 }
 
+/// The items all entries cover together: from the first entry's start to the last's end.
+pub(crate) fn item_span(offsets: &[(usize, usize)]) -> (usize, usize) {
+    (
+        offsets.first().map_or(0, |o| o.0),
+        offsets.last().map_or(0, |o| o.1),
+    )
+}
+
 /// The child values of a list-like array (the whole buffer; offsets index into it).
-fn list_values(array: &dyn Array) -> Option<ArrayRef> {
+pub(crate) fn list_values(array: &dyn Array) -> Option<ArrayRef> {
     Some(match array.data_type() {
         DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
         DataType::List(_) => array.as_list::<i32>().values().clone(),
@@ -243,10 +251,7 @@ pub(crate) fn shred(
                 id,
                 offsets.iter().map(|&(a, b)| (b - a) as u64),
             )?;
-            let (first, last) = (
-                offsets.first().map_or(0, |o| o.0),
-                offsets.last().map_or(0, |o| o.1),
-            );
+            let (first, last) = item_span(&offsets);
             sink.append(col(1)?, ColumnValues::U8(bytes[first..last].to_vec()))
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
@@ -258,10 +263,7 @@ pub(crate) fn shred(
                 id,
                 offsets.iter().map(|&(a, b)| (b - a) as u64),
             )?;
-            let (first, last) = (
-                offsets.first().map_or(0, |o| o.0),
-                offsets.last().map_or(0, |o| o.1),
-            );
+            let (first, last) = item_span(&offsets);
             let items = values.slice(first, last - first);
             shred(desc, columns_of, sink, child, items.as_ref())
         }

@@ -1,7 +1,7 @@
 //! The uncompressed bytes each entry adds to a cluster, summed over its columns: ROOT
 //! commits a cluster when that sum reaches its estimate of the cluster's size.
 
-use super::shred::offsets_of;
+use super::shred::{item_span, list_values, offsets_of};
 use super::writer::{BlobSink, RNTupleWriter};
 use crate::error::{Error, Result};
 use crate::schema::FieldKind;
@@ -46,14 +46,8 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
             let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
-            let values = match array.data_type() {
-                DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
-                DataType::List(_) => array.as_list::<i32>().values().clone(),
-                DataType::Map(_, _) => std::sync::Arc::new(array.as_map().entries().clone()),
-                _ => return Err(mismatch(&name())),
-            };
-            let first = r.first().map_or(0, |x| x.0);
-            let last = r.last().map_or(0, |x| x.1);
+            let values = list_values(array).ok_or_else(|| mismatch(&name()))?;
+            let (first, last) = item_span(&r);
             let mut child_sizes = vec![0u64; last - first];
             add_item_sizes(
                 w,
@@ -224,14 +218,8 @@ pub(crate) fn item_ops<S: BlobSink>(
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
             let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
-            let values = match array.data_type() {
-                DataType::LargeList(_) => array.as_list::<i64>().values().clone(),
-                DataType::List(_) => array.as_list::<i32>().values().clone(),
-                DataType::Map(_, _) => std::sync::Arc::new(array.as_map().entries().clone()),
-                _ => return Err(mismatch(&name())),
-            };
-            let first = r.first().map_or(0, |x| x.0);
-            let last = r.last().map_or(0, |x| x.1);
+            let values = list_values(array).ok_or_else(|| mismatch(&name()))?;
+            let (first, last) = item_span(&r);
             let items = item_ops(w, child, values.slice(first, last - first).as_ref())?;
             for (a, b) in r {
                 out.extend_items(&items, a - first, b - first);
