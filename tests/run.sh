@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+# The Python package, built from this checkout by maturin (the README's install command).
+python3 -m pip install --quiet --disable-pip-version-check ./python
+
+ruff check .
+ruff format --check .
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

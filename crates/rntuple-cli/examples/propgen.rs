@@ -889,7 +889,7 @@ fn batch_of(names: &[String], desc: &Descriptor, ids: &[u32], arrays: &[ArrayRef
 /// cluster groups between chunks.
 fn write_rows<S: BlobSink>(
     rng: &mut Rng,
-    writer: &mut RNTupleWriter<'_, S>,
+    writer: &mut RNTupleWriter<S>,
     batch: &RecordBatch,
     log: &mut Vec<String>,
 ) {

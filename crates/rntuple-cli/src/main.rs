@@ -1,7 +1,6 @@
 //! `rntuple`: inspect and dump RNTuple data without ROOT.
 
 mod hexfloat;
-mod info;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -152,7 +151,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Info { target } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
-            info::write_info(&mut out, &reader)?;
+            out.write_all(rntuple::read::describe(&reader).as_bytes())?;
         }
         Command::Copy {
             source,
@@ -162,7 +161,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             page_size,
         } => {
             let requested = compression
-                .map(|spec| parse_compression(&spec).map_err(Failure::Usage))
+                .map(|spec| {
+                    CompressionSettings::parse(&spec)
+                        .map_err(|e| Failure::Usage(format!("--compression: {e}")))
+                })
                 .transpose()?;
             if page_size.is_some_and(|b| b < 8) {
                 return Err(Failure::Usage(
@@ -241,38 +243,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     out.flush()?;
     Ok(())
-}
-
-/// Parses `ALG[:LEVEL]` or ROOT's numeric setting (algorithm × 100 + level).
-fn parse_compression(spec: &str) -> Result<CompressionSettings, String> {
-    if let Ok(code) = spec.parse::<u32>() {
-        return CompressionSettings::from_u32(code)
-            .map_err(|e| format!("--compression {spec}: {e}"));
-    }
-    let (alg, level) = match spec.split_once(':') {
-        Some((a, l)) => (
-            a,
-            l.parse::<u32>()
-                .map_err(|_| format!("--compression: level \"{l}\" is not a number"))?,
-        ),
-        None => (spec, 5),
-    };
-    let code = match alg.to_ascii_lowercase().as_str() {
-        "none" | "uncompressed" => return Ok(CompressionSettings::UNCOMPRESSED),
-        "zlib" => 1,
-        "lzma" | "xz" => 2,
-        "lz4" => 4,
-        "zstd" => 5,
-        other => {
-            return Err(format!(
-                "--compression: unknown algorithm \"{other}\" (zstd, lz4, zlib, lzma, none)"
-            ))
-        }
-    };
-    if !(1..=9).contains(&level) {
-        return Err(format!("--compression: level {level} is not in 1..9"));
-    }
-    CompressionSettings::from_u32(code * 100 + level).map_err(|e| e.to_string())
 }
 
 /// A progress bar over `entries` on standard error, drawn only when standard error is a

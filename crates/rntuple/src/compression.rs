@@ -133,6 +133,40 @@ impl CompressionSettings {
         Ok(CompressionSettings { algorithm, level })
     }
 
+    /// Parses `ALG[:LEVEL]` (`zstd`, `lz4`, `zlib`, `lzma`/`xz`, `none`; level 1 to 9,
+    /// 5 when omitted) or ROOT's numeric setting (algorithm × 100 + level).
+    pub fn parse(spec: &str) -> Result<Self> {
+        let invalid =
+            |why: String| Error::InvalidArgument(format!("compression \"{spec}\": {why}"));
+        if let Ok(code) = spec.parse::<u32>() {
+            return Self::from_u32(code);
+        }
+        let (alg, level) = match spec.split_once(':') {
+            Some((a, l)) => (
+                a,
+                l.parse::<u32>()
+                    .map_err(|_| invalid(format!("level \"{l}\" is not a number")))?,
+            ),
+            None => (spec, 5),
+        };
+        let algorithm = match alg.to_ascii_lowercase().as_str() {
+            "none" | "uncompressed" => return Ok(CompressionSettings::UNCOMPRESSED),
+            "zlib" => Algorithm::Zlib,
+            "lzma" | "xz" => Algorithm::Lzma,
+            "lz4" => Algorithm::Lz4,
+            "zstd" => Algorithm::Zstd,
+            other => {
+                return Err(invalid(format!(
+                    "unknown algorithm \"{other}\" (zstd, lz4, zlib, lzma, none)"
+                )))
+            }
+        };
+        if !(1..=9).contains(&level) {
+            return Err(invalid(format!("level {level} is not in 1..9")));
+        }
+        Ok(CompressionSettings { algorithm, level })
+    }
+
     /// ROOT's settings value, `algorithm * 100 + level` (0 when uncompressed).
     pub fn as_u32(self) -> u32 {
         if self.level == 0 {

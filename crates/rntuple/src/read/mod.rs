@@ -5,6 +5,9 @@
 mod assemble;
 mod column;
 mod convert;
+mod summary;
+
+pub use summary::{describe, schema_tree, uncompressed_bytes};
 
 pub use crate::schema::{arrow_field, primitive_data_type, TYPE_NAME_KEY};
 
@@ -349,6 +352,42 @@ impl RNTupleReader {
             .map(|(id, name)| arrow_field(&self.descriptor, *id, name))
             .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// The uncompressed bytes (elements times bits on storage) of the selected fields'
+    /// columns in each cluster, in cluster order: what reading that cluster produces,
+    /// to size batches by memory.
+    pub fn selection_bytes_per_cluster(&self, names: Option<&[String]>) -> Result<Vec<u64>> {
+        let d = &self.descriptor;
+        let mut columns = Vec::new();
+        let mut stack: Vec<u32> = self
+            .select_fields(names)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        while let Some(id) = stack.pop() {
+            let f = d.field(id);
+            columns.extend(f.columns.iter().copied());
+            stack.extend(f.children.iter().copied());
+            if let Some(src) = f.record.source_field_id {
+                stack.push(src);
+            }
+        }
+        columns.sort_unstable();
+        columns.dedup();
+        Ok(d.clusters
+            .iter()
+            .map(|c| {
+                columns
+                    .iter()
+                    .filter_map(|&col| {
+                        let pages = c.column(col)?;
+                        let bits = d.column(col).record.bits_on_storage as u64;
+                        Some((pages.n_elements() * bits).div_ceil(8))
+                    })
+                    .sum()
+            })
+            .collect())
     }
 
     /// Reads entries as rows of [`Value`](crate::schema::Value)s, one per selected field

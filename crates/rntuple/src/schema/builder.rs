@@ -160,6 +160,7 @@ pub struct SchemaBuilder {
     top_level: Vec<u32>,
     classes: HashMap<String, ClassSpec>,
     enums: HashMap<String, CppType>,
+    nullable_as_optional: bool,
 }
 
 /// A type to expand: a C++ type, or an untyped record / collection with explicit members.
@@ -178,7 +179,18 @@ impl SchemaBuilder {
             top_level: Vec::new(),
             classes: HashMap::new(),
             enums: HashMap::new(),
+            nullable_as_optional: false,
         }
+    }
+
+    /// Makes [`add_arrow_field`](SchemaBuilder::add_arrow_field) map every nullable Arrow
+    /// field (top level or nested) to `std::optional` of its type, unless its type name
+    /// already is an optional or `std::unique_ptr`. Off by default, because most Arrow
+    /// producers mark every field nullable; callers that know which fields really hold
+    /// nulls (a data frame front end) mark only those nullable and turn this on.
+    pub fn nullable_as_optional(mut self, on: bool) -> Self {
+        self.nullable_as_optional = on;
+        self
     }
 
     /// Adds a top-level field from a C++ type name as ROOT writes it (normalized on the
@@ -295,14 +307,30 @@ impl SchemaBuilder {
     pub fn add_arrow_field(&mut self, field: &Field) -> Result<u32> {
         let mut overrides = Vec::new();
         let hint = type_hint(field)?;
-        let ty = self.arrow_type(
-            field.name(),
-            field.data_type(),
-            hint,
-            &mut Vec::new(),
-            &mut overrides,
-            0,
-        )?;
+        if let Some(members) = self.untyped_collection_members(field, &hint)? {
+            return self.add_top_level(field.name(), Shape::UntypedCollection(&members));
+        }
+        let ty = if self.wraps_in_optional(field, &hint) {
+            let inner = self.arrow_type(
+                field.name(),
+                field.data_type(),
+                hint,
+                &mut vec![0],
+                &mut overrides,
+                1,
+            )?;
+            let inner = cpp_of(inner, field.name())?;
+            ArrowShape::Cpp(CppType::template("std::optional", vec![inner]))
+        } else {
+            self.arrow_type(
+                field.name(),
+                field.data_type(),
+                hint,
+                &mut Vec::new(),
+                &mut overrides,
+                0,
+            )?
+        };
         let id = match &ty {
             ArrowShape::Cpp(t) => self.add_top_level(field.name(), Shape::Cpp(t))?,
             ArrowShape::Untyped(m) => self.add_top_level(field.name(), Shape::UntypedRecord(m))?,
@@ -1026,9 +1054,58 @@ impl SchemaBuilder {
         depth: usize,
     ) -> Result<CppType> {
         path.push(i);
-        let r = self.arrow_type(f.name(), f.data_type(), hint, path, overrides, depth + 1);
+        let r = if self.wraps_in_optional(f, &hint) {
+            path.push(0);
+            let inner = self.arrow_type(f.name(), f.data_type(), hint, path, overrides, depth + 2);
+            path.pop();
+            inner
+                .and_then(|t| cpp_of(t, f.name()))
+                .map(|t| ArrowShape::Cpp(CppType::template("std::optional", vec![t])))
+        } else {
+            self.arrow_type(f.name(), f.data_type(), hint, path, overrides, depth + 1)
+        };
         path.pop();
         cpp_of(r?, f.name())
+    }
+
+    /// The members of a top-level Arrow list of structs without C++ type names (a data
+    /// frame's collection of records, as NanoAOD's `Jet` of `pt`, `eta`, ...), which ROOT
+    /// stores as an untyped collection of an untyped record; `None` for other fields.
+    fn untyped_collection_members(
+        &mut self,
+        field: &Field,
+        hint: &Option<CppType>,
+    ) -> Result<Option<Vec<(String, CppType)>>> {
+        let untyped = |h: &Option<CppType>| h.as_ref().is_none_or(|h| h.name.is_empty());
+        if !untyped(hint) || (self.nullable_as_optional && field.is_nullable()) {
+            return Ok(None);
+        }
+        let (DataType::List(item) | DataType::LargeList(item)) = field.data_type() else {
+            return Ok(None);
+        };
+        let DataType::Struct(children) = item.data_type() else {
+            return Ok(None);
+        };
+        if !untyped(&type_hint(item)?) || (self.nullable_as_optional && item.is_nullable()) {
+            return Ok(None);
+        }
+        let mut members = Vec::new();
+        for (i, f) in children.iter().enumerate() {
+            let h = type_hint(f)?;
+            let t = self.arrow_child(f, h, i, &mut Vec::new(), &mut Vec::new(), 1)?;
+            members.push((f.name().clone(), t));
+        }
+        Ok(Some(members))
+    }
+
+    /// Whether a nullable Arrow field becomes `std::optional` of its type (see
+    /// [`SchemaBuilder::nullable_as_optional`]).
+    fn wraps_in_optional(&self, f: &Field, hint: &Option<CppType>) -> bool {
+        self.nullable_as_optional
+            && f.is_nullable()
+            && !hint
+                .as_ref()
+                .is_some_and(|h| matches!(h.name.as_str(), "std::optional" | "std::unique_ptr"))
     }
 }
 

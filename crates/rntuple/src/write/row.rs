@@ -13,15 +13,15 @@ const ROWS_PER_BATCH: usize = 4096;
 
 /// Fills an RNTuple entry by entry: each entry is one [`Value`] per top-level field
 /// (projected fields excepted), in schema order.
-pub struct EntryWriter<'s, S: BlobSink> {
-    writer: RNTupleWriter<'s, S>,
+pub struct EntryWriter<S: BlobSink> {
+    writer: RNTupleWriter<S>,
     fields: Vec<Field>,
     pending: Vec<Vec<Value>>,
 }
 
-impl<'s, S: BlobSink> EntryWriter<'s, S> {
+impl<S: BlobSink> EntryWriter<S> {
     /// Wraps a writer.
-    pub fn new(writer: RNTupleWriter<'s, S>) -> Result<Self> {
+    pub fn new(writer: RNTupleWriter<S>) -> Result<Self> {
         let fields = data_fields(&writer)?;
         Ok(EntryWriter {
             writer,
@@ -73,7 +73,7 @@ impl<'s, S: BlobSink> EntryWriter<'s, S> {
     /// The writer, after the gathered entries were handed to it (to commit a cluster, or
     /// to extend the schema; the fields are refreshed when the borrow ends through
     /// [`EntryWriter::refresh_fields`]).
-    pub fn writer(&mut self) -> Result<&mut RNTupleWriter<'s, S>> {
+    pub fn writer(&mut self) -> Result<&mut RNTupleWriter<S>> {
         self.flush()?;
         Ok(&mut self.writer)
     }
@@ -92,7 +92,7 @@ impl<'s, S: BlobSink> EntryWriter<'s, S> {
     }
 }
 
-fn data_fields<S: BlobSink>(writer: &RNTupleWriter<'_, S>) -> Result<Vec<Field>> {
+fn data_fields<S: BlobSink>(writer: &RNTupleWriter<S>) -> Result<Vec<Field>> {
     let d = writer.descriptor();
     d.top_level
         .iter()

@@ -235,7 +235,25 @@ pub(crate) fn shred(
         ColumnType::from_u16(code)
             .ok_or_else(|| Error::Unsupported(format!("column type {code:#x}")))
     };
-    match desc.field_kind(id) {
+    let kind = desc.field_kind(id);
+    // Only optional fields hold missing values (a variant's nulls are its invalid state,
+    // in the alternatives' arrays); a null anywhere else would be written as whatever
+    // the array's buffer holds there.
+    if array.null_count() > 0
+        && !matches!(
+            kind,
+            FieldKind::Optional(_) | FieldKind::Variant(_) | FieldKind::Cardinality(_)
+        )
+    {
+        return Err(Error::InvalidArgument(format!(
+            "field \"{}\" of type {} holds {} missing (null) values, but only optional fields \
+             (std::optional<T>) can store them",
+            desc.qualified_name(id),
+            desc.field(id).type_name(),
+            array.null_count()
+        )));
+    }
+    match kind {
         FieldKind::Primitive(_) => {
             let c = col(0)?;
             let values = leaf_values(column_type(c)?, array)

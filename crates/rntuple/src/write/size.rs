@@ -15,7 +15,7 @@ fn mismatch(field: &str) -> Error {
 
 /// Adds to `sizes[i]` the bytes item `i` of `array` (field `id`) adds to the columns.
 pub(crate) fn add_item_sizes<S: BlobSink>(
-    w: &RNTupleWriter<'_, S>,
+    w: &RNTupleWriter<S>,
     id: u32,
     array: &dyn Array,
     sizes: &mut [u64],
@@ -177,7 +177,7 @@ impl ItemOps {
 
 /// The column appends of each item of `array` (field `id`).
 pub(crate) fn item_ops<S: BlobSink>(
-    w: &RNTupleWriter<'_, S>,
+    w: &RNTupleWriter<S>,
     id: u32,
     array: &dyn Array,
 ) -> Result<ItemOps> {

@@ -25,6 +25,14 @@ pub trait BlobSink {
     fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64>;
 }
 
+/// A writer may borrow its sink (the usual case: several RNTuples into one file, one
+/// after the other) or own it.
+impl<S: BlobSink + ?Sized> BlobSink for &mut S {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
+        (**self).write_blob(payload, max_key_size)
+    }
+}
+
 /// The format version written in the anchor: 1.0.2.0, as ROOT 6.40.
 const FORMAT_VERSION: (u16, u16, u16, u16) = (1, 0, 2, 0);
 
@@ -103,8 +111,8 @@ fn memory_size(column_type: ColumnType, field_is_double: bool) -> u64 {
 }
 
 /// Writes one RNTuple into a [`BlobSink`].
-pub struct RNTupleWriter<'s, S: BlobSink> {
-    sink: &'s mut S,
+pub struct RNTupleWriter<S: BlobSink> {
+    sink: S,
     options: WriteOptions,
     header: Header,
     /// Fields and columns added after the header (late model extension).
@@ -137,10 +145,10 @@ pub struct RNTupleWriter<'s, S: BlobSink> {
     attribute_sets: Vec<LinkedAttributeSet>,
 }
 
-impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
+impl<S: BlobSink> RNTupleWriter<S> {
     /// Starts an RNTuple named `name` with the given schema; writes the header.
     pub fn new(
-        sink: &'s mut S,
+        mut sink: S,
         name: &str,
         schema: SchemaDescription,
         options: WriteOptions,
@@ -705,7 +713,7 @@ impl<'s, S: BlobSink> RNTupleWriter<'s, S> {
     }
 }
 
-impl<S: BlobSink> ColumnSink for RNTupleWriter<'_, S> {
+impl<S: BlobSink> ColumnSink for RNTupleWriter<S> {
     fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
         let c = self
             .columns

@@ -1,9 +1,11 @@
-//! `rntuple info`: the schema tree, clusters, cluster groups and sizes as text.
+//! Text summaries of an open RNTuple: the schema tree (fields, C++ types, column
+//! representations), cluster groups, clusters and sizes, as `rntuple info` and the
+//! Python package's `show()` print them.
 
-use rntuple::encoding::ColumnType;
-use rntuple::read::RNTupleReader;
-use rntuple::schema::Descriptor;
-use std::io::Write;
+use super::RNTupleReader;
+use crate::encoding::ColumnType;
+use crate::schema::Descriptor;
+use std::fmt::Write;
 
 fn column_label(d: &Descriptor, id: u32) -> String {
     let rec = &d.column(id).record;
@@ -26,7 +28,7 @@ fn column_label(d: &Descriptor, id: u32) -> String {
     label
 }
 
-fn write_field(out: &mut impl Write, d: &Descriptor, id: u32, depth: usize) -> std::io::Result<()> {
+fn write_field(out: &mut String, d: &Descriptor, id: u32, depth: usize) -> std::fmt::Result {
     let f = d.field(id);
     let reps: Vec<String> = d
         .representations(id)
@@ -55,8 +57,39 @@ fn write_field(out: &mut impl Write, d: &Descriptor, id: u32, depth: usize) -> s
     Ok(())
 }
 
-/// Writes the description of an RNTuple.
-pub fn write_info(out: &mut impl Write, reader: &RNTupleReader) -> std::io::Result<()> {
+/// The schema tree: one line per field (indented by depth) with its C++ type, alias,
+/// projection source and column representations.
+pub fn schema_tree(d: &Descriptor) -> String {
+    let mut out = String::new();
+    for &id in &d.top_level {
+        // Writing into a String cannot fail.
+        let _ = write_field(&mut out, d, id, 0);
+    }
+    out
+}
+
+/// The uncompressed size of all pages (elements times bits on storage), in bytes.
+pub fn uncompressed_bytes(d: &Descriptor) -> u64 {
+    let mut uncompressed = 0u64;
+    for c in &d.clusters {
+        for (col, pages) in c.columns.iter().enumerate() {
+            let bits = d.column(col as u32).record.bits_on_storage as u64;
+            uncompressed += (pages.n_elements() * bits).div_ceil(8);
+        }
+    }
+    uncompressed
+}
+
+/// The whole description of an RNTuple: name, version, entries, schema tree, cluster
+/// groups, clusters, sizes, attribute sets and warnings.
+pub fn describe(reader: &RNTupleReader) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_description(&mut out, reader);
+    out
+}
+
+fn write_description(out: &mut String, reader: &RNTupleReader) -> std::fmt::Result {
     let d = reader.descriptor();
     let (e, ma, mi, pa) = d.version;
     writeln!(
@@ -75,17 +108,8 @@ pub fn write_info(out: &mut impl Write, reader: &RNTupleReader) -> std::io::Resu
     }
     writeln!(out, "entries: {}", d.n_entries)?;
     writeln!(out, "fields:")?;
-    for &id in &d.top_level {
-        write_field(out, d, id, 0)?;
-    }
-    let mut uncompressed = 0u64;
-    for c in &d.clusters {
-        for (col, pages) in c.columns.iter().enumerate() {
-            let rec = &d.column(col as u32).record;
-            let bits = rec.bits_on_storage as u64;
-            uncompressed += (pages.n_elements() * bits).div_ceil(8);
-        }
-    }
+    out.push_str(&schema_tree(d));
+    let uncompressed = uncompressed_bytes(d);
     let compressed = d.compressed_bytes();
     writeln!(out, "cluster groups: {}", d.cluster_groups.len())?;
     for (i, g) in d.cluster_groups.iter().enumerate() {

@@ -1,0 +1,85 @@
+"""Type stubs of the ``rntuple._core`` extension module (the Rust core)."""
+
+from typing import Any
+
+import pyarrow as pa
+
+__version__: str
+
+class RootFileHandle:
+    """An open ROOT file: lists its RNTuples and opens them."""
+
+    def __init__(self, path: str) -> None: ...
+    @property
+    def name(self) -> str:
+        """The file's name as given when opening."""
+    def rntuple_paths(self) -> list[str]:
+        """Every RNTuple in the file (also in sub-directories) by path."""
+    def open_rntuple(self, path: str | None = None) -> Reader:
+        """Opens the RNTuple at ``path`` (or the only one, for ``None``)."""
+
+class Reader:
+    """An open RNTuple."""
+
+    @property
+    def num_entries(self) -> int:
+        """Number of entries."""
+    @property
+    def path(self) -> str:
+        """The RNTuple's path in its file."""
+    @property
+    def file_name(self) -> str:
+        """The file's name."""
+    @property
+    def warnings(self) -> list[str]:
+        """Why fields were skipped."""
+    def field_names(self) -> list[str]:
+        """The readable top-level fields, in schema order."""
+    def field_paths(self) -> list[tuple[str, str, bool]]:
+        """``(path, C++ type, direct)`` for every selectable field path."""
+    def schema(self, fields: list[str] | None = None) -> pa.Schema:
+        """The Arrow schema of the selected fields."""
+    def clusters(self) -> list[tuple[int, int]]:
+        """``(first_entry, n_entries)`` of each cluster."""
+    def cluster_bytes(self, fields: list[str] | None = None) -> list[int]:
+        """Uncompressed bytes of the selected fields in each cluster."""
+    def compressed_bytes(self) -> int:
+        """Compressed size of all pages."""
+    def uncompressed_bytes(self) -> int:
+        """Uncompressed size of all pages."""
+    def schema_tree(self) -> str:
+        """The schema tree as text."""
+    def describe(self) -> str:
+        """The whole description, as ``rntuple info`` prints it."""
+    def read(self, fields: list[str] | None, start: int, stop: int) -> pa.RecordBatch:
+        """Reads entries ``start..stop`` of the selected fields (GIL released)."""
+    def stream(self, fields: list[str] | None, ranges: list[tuple[int, int]]) -> pa.RecordBatchReader:
+        """A lazy stream of one record batch per entry range."""
+
+class FileWriterHandle:
+    """A ROOT file being written."""
+
+    def __init__(
+        self,
+        path: str,
+        compression: str = "zstd:5",
+        cluster_size: int | None = None,
+        page_size: int | None = None,
+        page_checksums: bool = True,
+    ) -> None: ...
+    def create(
+        self,
+        name: str,
+        data: Any,
+        types: dict[str, str] | None = None,
+        nullable_from_data: bool = False,
+    ) -> int:
+        """Creates RNTuple ``name`` from an Arrow stream and writes its entries."""
+    def extend(self, name: str, data: Any) -> int:
+        """Appends the entries of an Arrow stream to RNTuple ``name``."""
+    def num_entries(self, name: str) -> int:
+        """Entries written so far into RNTuple ``name``."""
+    def names(self) -> list[str]:
+        """The RNTuples being written, in creation order."""
+    def close(self) -> None:
+        """Commits every RNTuple and completes the file."""

@@ -1,0 +1,583 @@
+//! `rntuple._core`: the Python extension module over the Rust library. It hands Arrow
+//! data to and from pyarrow through the Arrow C data interface (no copies), releases the
+//! GIL while reading, decoding and writing, and turns library errors into the exception
+//! classes of `rntuple.errors`. The pure-Python package builds the user API on top.
+
+use arrow_array::{Array, RecordBatch, RecordBatchReader};
+use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
+use arrow_schema::{ArrowError, DataType, Field, SchemaRef};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rntuple::compression::CompressionSettings;
+use rntuple::container::{FileWriter, RootFile};
+use rntuple::io::open_source;
+use rntuple::read::RNTupleReader;
+use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
+use rntuple::write::{RNTupleWriter, WriteOptions};
+use rntuple::Error;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// Raises the `rntuple.errors` class that fits a library error; I/O errors become
+/// `OSError` (`FileNotFoundError` for a missing file).
+fn to_py_err(err: Error) -> PyErr {
+    Python::attach(|py| {
+        let message = err.to_string();
+        let class = match err.root_cause() {
+            Error::Io { source, .. } => {
+                return if source.kind() == std::io::ErrorKind::NotFound {
+                    pyo3::exceptions::PyFileNotFoundError::new_err(message)
+                } else {
+                    pyo3::exceptions::PyOSError::new_err(message)
+                };
+            }
+            Error::Truncated { .. } | Error::Corrupt { .. } | Error::Decompression { .. } => {
+                "FormatError"
+            }
+            Error::ChecksumMismatch { .. } => "ChecksumError",
+            Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
+            Error::NotFound(_) => "NotFoundError",
+            Error::InvalidArgument(_) => "InvalidArgumentError",
+            Error::Arrow(_) | Error::At { .. } => "RNTupleError",
+        };
+        match py
+            .import("rntuple.errors")
+            .and_then(|m| m.getattr(class))
+            .and_then(|c| c.call1((message.clone(),)))
+        {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(_) => pyo3::exceptions::PyRuntimeError::new_err(message),
+        }
+    })
+}
+
+/// An open ROOT file: lists its RNTuples and opens them.
+#[pyclass(module = "rntuple._core", frozen)]
+struct RootFileHandle {
+    file: RootFile,
+}
+
+#[pymethods]
+impl RootFileHandle {
+    /// Opens the ROOT file at `path` (a local path).
+    #[new]
+    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+        let file = py
+            .detach(|| open_source(&path).and_then(RootFile::open))
+            .map_err(to_py_err)?;
+        Ok(RootFileHandle { file })
+    }
+
+    /// The file's name as given when opening.
+    #[getter]
+    fn name(&self) -> String {
+        self.file.source().name().to_string()
+    }
+
+    /// Every RNTuple in the file (also in sub-directories) by path, as `dir/name`.
+    fn rntuple_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        py.detach(|| self.file.rntuple_anchors())
+            .map(|keys| keys.into_iter().map(|k| k.path).collect())
+            .map_err(to_py_err)
+    }
+
+    /// Opens the RNTuple at `path` (or the only one, for `None`).
+    #[pyo3(signature = (path=None))]
+    fn open_rntuple(&self, py: Python<'_>, path: Option<String>) -> PyResult<Reader> {
+        let reader = py
+            .detach(|| RNTupleReader::open(&self.file, path.as_deref()))
+            .map_err(to_py_err)?;
+        Ok(Reader {
+            reader: Arc::new(reader),
+        })
+    }
+}
+
+/// An open RNTuple: metadata, and reading any selection of fields over any entry range
+/// as Arrow record batches.
+#[pyclass(module = "rntuple._core", frozen)]
+struct Reader {
+    reader: Arc<RNTupleReader>,
+}
+
+/// The entry range `start..stop`, checked against the RNTuple's size.
+fn entry_range(reader: &RNTupleReader, start: u64, stop: u64) -> PyResult<Range<u64>> {
+    let n = reader.num_entries();
+    if start > stop || stop > n {
+        return Err(to_py_err(Error::InvalidArgument(format!(
+            "entry range {start}..{stop} is outside 0..{n}"
+        ))));
+    }
+    Ok(start..stop)
+}
+
+/// Reads the selected fields over a list of entry ranges, one record batch per range,
+/// as the consumer asks for them (a lazy stream).
+struct RangeStream {
+    reader: Arc<RNTupleReader>,
+    fields: Option<Vec<String>>,
+    ranges: std::vec::IntoIter<Range<u64>>,
+    schema: SchemaRef,
+}
+
+impl Iterator for RangeStream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let range = self.ranges.next()?;
+        Some(
+            self.reader
+                .read(self.fields.as_deref(), range)
+                .map_err(|e| ArrowError::ExternalError(Box::new(e))),
+        )
+    }
+}
+
+impl RecordBatchReader for RangeStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+#[pymethods]
+impl Reader {
+    /// Number of entries.
+    #[getter]
+    fn num_entries(&self) -> u64 {
+        self.reader.num_entries()
+    }
+
+    /// The RNTuple's path in its file.
+    #[getter]
+    fn path(&self) -> String {
+        self.reader.path().to_string()
+    }
+
+    /// The file's name.
+    #[getter]
+    fn file_name(&self) -> String {
+        self.reader.source().name().to_string()
+    }
+
+    /// Why fields were skipped (types this reader cannot decode).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.reader.descriptor().warnings.clone()
+    }
+
+    /// The names of the readable top-level fields, in schema order.
+    fn field_names(&self) -> Vec<String> {
+        let d = self.reader.descriptor();
+        self.reader
+            .readable_fields()
+            .into_iter()
+            .map(|id| d.field(id).name().to_string())
+            .collect()
+    }
+
+    /// Every selectable field path as `(path, C++ type, direct)`: readable top-level
+    /// fields, their record members as `a.b.c`, and the members of records inside
+    /// collections (`Jet.pt` for a collection `Jet` of records). `direct` paths run
+    /// through records only and are read by themselves; the others are projected from
+    /// their top-level field.
+    fn field_paths(&self) -> Vec<(String, String, bool)> {
+        let d = self.reader.descriptor();
+        let mut out = Vec::new();
+        let mut stack: Vec<(u32, String, bool)> = self
+            .reader
+            .readable_fields()
+            .into_iter()
+            .rev()
+            .map(|id| (id, d.field(id).name().to_string(), true))
+            .collect();
+        while let Some((id, path, direct)) = stack.pop() {
+            out.push((path.clone(), d.field(id).type_name().to_string(), direct));
+            let (record, direct) = match d.field_kind(id) {
+                FieldKind::Record(..) => (id, direct),
+                FieldKind::List(item) | FieldKind::Array(item, _) => (item, false),
+                _ => continue,
+            };
+            if let FieldKind::Record(_, children) = d.field_kind(record) {
+                for &c in children.iter().rev() {
+                    stack.push((c, format!("{path}.{}", d.field(c).name()), direct));
+                }
+            }
+        }
+        out
+    }
+
+    /// The Arrow schema (a `pyarrow.Schema`) of the selected fields, all for `None`.
+    #[pyo3(signature = (fields=None))]
+    fn schema<'py>(
+        &self,
+        py: Python<'py>,
+        fields: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self
+            .reader
+            .arrow_schema(fields.as_deref())
+            .map_err(to_py_err)?;
+        schema.as_ref().to_pyarrow(py)
+    }
+
+    /// The clusters as `(first_entry, n_entries)` pairs.
+    fn clusters(&self) -> Vec<(u64, u64)> {
+        self.reader
+            .descriptor()
+            .clusters
+            .iter()
+            .map(|c| (c.first_entry, c.n_entries))
+            .collect()
+    }
+
+    /// The uncompressed bytes of the selected fields in each cluster.
+    #[pyo3(signature = (fields=None))]
+    fn cluster_bytes(&self, fields: Option<Vec<String>>) -> PyResult<Vec<u64>> {
+        self.reader
+            .selection_bytes_per_cluster(fields.as_deref())
+            .map_err(to_py_err)
+    }
+
+    /// The compressed size of all pages, in bytes.
+    fn compressed_bytes(&self) -> u64 {
+        self.reader.descriptor().compressed_bytes()
+    }
+
+    /// The uncompressed size of all pages, in bytes.
+    fn uncompressed_bytes(&self) -> u64 {
+        rntuple::read::uncompressed_bytes(self.reader.descriptor())
+    }
+
+    /// The schema tree as text: one line per field with its C++ type and columns.
+    fn schema_tree(&self) -> String {
+        rntuple::read::schema_tree(self.reader.descriptor())
+    }
+
+    /// The whole description, as `rntuple info` prints it.
+    fn describe(&self) -> String {
+        rntuple::read::describe(&self.reader)
+    }
+
+    /// Reads the selected fields over entries `start..stop` into one
+    /// `pyarrow.RecordBatch`; the GIL is released while pages are read and decoded.
+    #[pyo3(signature = (fields, start, stop))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        fields: Option<Vec<String>>,
+        start: u64,
+        stop: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let range = entry_range(&self.reader, start, stop)?;
+        let reader = self.reader.clone();
+        let batch = py
+            .detach(move || reader.read(fields.as_deref(), range))
+            .map_err(to_py_err)?;
+        batch.to_pyarrow(py)
+    }
+
+    /// A `pyarrow.RecordBatchReader` that reads the selected fields over each of
+    /// `ranges` in turn, one batch per range, when the consumer asks for it.
+    #[pyo3(signature = (fields, ranges))]
+    fn stream<'py>(
+        &self,
+        py: Python<'py>,
+        fields: Option<Vec<String>>,
+        ranges: Vec<(u64, u64)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ranges = ranges
+            .into_iter()
+            .map(|(a, b)| entry_range(&self.reader, a, b))
+            .collect::<PyResult<Vec<_>>>()?;
+        let schema = self
+            .reader
+            .arrow_schema(fields.as_deref())
+            .map_err(to_py_err)?;
+        let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream {
+            reader: self.reader.clone(),
+            fields,
+            ranges: ranges.into_iter(),
+            schema,
+        });
+        stream.into_pyarrow(py)
+    }
+}
+
+/// The file being written, shared by the RNTuples written into it.
+type SharedFile = Arc<Mutex<Option<FileWriter<File>>>>;
+
+/// Writes payloads into the shared file (RNTuples may be filled in turns).
+struct SharedSink(SharedFile);
+
+impl rntuple::write::BlobSink for SharedSink {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> rntuple::Result<u64> {
+        let mut guard = self
+            .0
+            .lock()
+            .map_err(|_| Error::InvalidArgument("the file writer was poisoned".into()))?;
+        let file = guard
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("the file is already closed".into()))?;
+        file.write_blob(payload, max_key_size)
+    }
+}
+
+/// A ROOT file being written: RNTuples are created from Arrow streams, extended with
+/// more entries, and completed (anchors, keys list, streamer info) on `close`.
+#[pyclass(module = "rntuple._core")]
+struct FileWriterHandle {
+    file: SharedFile,
+    options: WriteOptions,
+    writers: BTreeMap<String, RNTupleWriter<SharedSink>>,
+    /// Names in creation order, for anchors written in that order.
+    order: Vec<String>,
+}
+
+/// `field` made nullable only where `array` holds nulls, through nested types.
+fn nullable_where_nulls(field: &Field, array: &dyn Array) -> Field {
+    use arrow_array::cast::AsArray;
+    let data_type = match field.data_type() {
+        DataType::List(item) => DataType::List(Arc::new(nullable_where_nulls(
+            item,
+            array.as_list::<i32>().values().as_ref(),
+        ))),
+        DataType::LargeList(item) => DataType::LargeList(Arc::new(nullable_where_nulls(
+            item,
+            array.as_list::<i64>().values().as_ref(),
+        ))),
+        DataType::FixedSizeList(item, n) => DataType::FixedSizeList(
+            Arc::new(nullable_where_nulls(
+                item,
+                array.as_fixed_size_list().values().as_ref(),
+            )),
+            *n,
+        ),
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .zip(array.as_struct().columns())
+                .map(|(f, a)| nullable_where_nulls(f, a.as_ref()))
+                .collect(),
+        ),
+        DataType::Map(entries, sorted) => DataType::Map(
+            Arc::new(nullable_where_nulls(entries, array.as_map().entries())),
+            *sorted,
+        ),
+        other => other.clone(),
+    };
+    Field::new(
+        field.name(),
+        data_type,
+        field.is_nullable() && array.null_count() > 0,
+    )
+    .with_metadata(field.metadata().clone())
+}
+
+/// Writes every batch of an Arrow stream.
+fn write_stream(
+    writer: &mut RNTupleWriter<SharedSink>,
+    stream: &mut dyn Iterator<Item = Result<RecordBatch, ArrowError>>,
+) -> rntuple::Result<u64> {
+    let mut n = 0u64;
+    for batch in stream {
+        let batch = batch?;
+        n += batch.num_rows() as u64;
+        writer.write_batch(&batch)?;
+    }
+    Ok(n)
+}
+
+#[pymethods]
+impl FileWriterHandle {
+    /// Creates (or truncates) the ROOT file at `path`. `compression` is `ALG[:LEVEL]` or
+    /// ROOT's number; sizes in bytes, `None` for ROOT's defaults.
+    #[new]
+    #[pyo3(signature = (path, compression="zstd:5", cluster_size=None, page_size=None, page_checksums=true))]
+    fn new(
+        path: String,
+        compression: &str,
+        cluster_size: Option<u64>,
+        page_size: Option<u64>,
+        page_checksums: bool,
+    ) -> PyResult<Self> {
+        let compression = CompressionSettings::parse(compression).map_err(to_py_err)?;
+        let mut options = WriteOptions {
+            compression,
+            enable_page_checksums: page_checksums,
+            enable_same_page_merging: page_checksums,
+            ..WriteOptions::default()
+        };
+        if let Some(size) = cluster_size {
+            if size == 0 {
+                return Err(PyValueError::new_err("cluster_size must be positive"));
+            }
+            options.approx_zipped_cluster_size = size;
+        }
+        if let Some(size) = page_size {
+            if size == 0 {
+                return Err(PyValueError::new_err("page_size must be positive"));
+            }
+            options.max_unzipped_page_size = size;
+            options.initial_unzipped_page_size = options.initial_unzipped_page_size.min(size);
+        }
+        let file =
+            FileWriter::create(std::path::Path::new(&path), compression).map_err(to_py_err)?;
+        Ok(FileWriterHandle {
+            file: Arc::new(Mutex::new(Some(file))),
+            options,
+            writers: BTreeMap::new(),
+            order: Vec::new(),
+        })
+    }
+
+    /// Creates the RNTuple `name` with the schema of `data` (anything with
+    /// `__arrow_c_stream__`) and writes its entries. A nullable Arrow field becomes
+    /// `std::optional`; `types` maps top-level field names to C++ type names that
+    /// override the ones derived from Arrow. Returns the entries written.
+    /// With `nullable_from_data`, a nullable field counts as optional only where the
+    /// first batch holds nulls (pyarrow, pandas and Polars mark every column nullable).
+    #[pyo3(signature = (name, data, types=None, nullable_from_data=false))]
+    fn create(
+        &mut self,
+        py: Python<'_>,
+        name: String,
+        data: &Bound<'_, PyAny>,
+        types: Option<&Bound<'_, PyDict>>,
+        nullable_from_data: bool,
+    ) -> PyResult<u64> {
+        if self.writers.contains_key(&name) {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "the file already has an RNTuple named \"{name}\"; use extend() to add entries"
+            ))));
+        }
+        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let first = py
+            .detach(|| stream.next().transpose())
+            .map_err(|e| to_py_err(Error::Arrow(e)))?;
+        let schema = match (&first, nullable_from_data) {
+            (Some(batch), true) => Arc::new(arrow_schema::Schema::new(
+                batch
+                    .schema()
+                    .fields()
+                    .iter()
+                    .zip(batch.columns())
+                    .map(|(f, a)| nullable_where_nulls(f, a.as_ref()))
+                    .collect::<Vec<_>>(),
+            )),
+            _ => stream.schema(),
+        };
+        let mut type_names: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(types) = types {
+            for (k, v) in types.iter() {
+                type_names.insert(k.extract()?, v.extract()?);
+            }
+        }
+        for field in type_names.keys() {
+            if schema.field_with_name(field).is_err() {
+                return Err(to_py_err(Error::InvalidArgument(format!(
+                    "types names field \"{field}\", which the data does not have"
+                ))));
+            }
+        }
+        let options = self.options.clone();
+        let sink = SharedSink(self.file.clone());
+        let writer = py.detach(move || -> rntuple::Result<RNTupleWriter<SharedSink>> {
+            let mut builder = SchemaBuilder::new(ColumnDefaults {
+                compressed: options.compression.is_compressed(),
+            })
+            .nullable_as_optional(true);
+            for field in schema.fields() {
+                let located =
+                    |e: Error| Error::InvalidArgument(format!("field \"{}\": {e}", field.name()));
+                match type_names.get(field.name()) {
+                    Some(t) => builder.add_cpp_field(field.name(), t).map_err(located)?,
+                    None => builder.add_arrow_field(field).map_err(located)?,
+                };
+            }
+            let mut writer = RNTupleWriter::new(sink, &name, builder.finish(), options)?;
+            write_stream(
+                &mut writer,
+                &mut first.into_iter().map(Ok).chain(&mut stream),
+            )?;
+            Ok(writer)
+        });
+        let writer = writer.map_err(to_py_err)?;
+        let n = writer.num_entries();
+        let name = writer.descriptor().name.clone();
+        self.order.push(name.clone());
+        self.writers.insert(name, writer);
+        Ok(n)
+    }
+
+    /// Appends the entries of `data` (same fields as when created) to RNTuple `name`.
+    /// Returns the RNTuple's entries so far.
+    fn extend(&mut self, py: Python<'_>, name: String, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let writer = self.writers.get_mut(&name).ok_or_else(|| {
+            to_py_err(Error::NotFound(format!(
+                "no RNTuple named \"{name}\" is being written in this file"
+            )))
+        })?;
+        py.detach(|| write_stream(writer, &mut stream))
+            .map_err(to_py_err)?;
+        Ok(writer.num_entries())
+    }
+
+    /// Entries written so far into RNTuple `name`.
+    fn num_entries(&self, name: &str) -> PyResult<u64> {
+        self.writers
+            .get(name)
+            .map(|w| w.num_entries())
+            .ok_or_else(|| {
+                to_py_err(Error::NotFound(format!(
+                    "no RNTuple named \"{name}\" is being written in this file"
+                )))
+            })
+    }
+
+    /// The names of the RNTuples being written, in creation order.
+    fn names(&self) -> Vec<String> {
+        self.order.clone()
+    }
+
+    /// Commits every RNTuple (last cluster, page lists, footer, anchor) and completes
+    /// the file. Closing twice does nothing.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writers = std::mem::take(&mut self.writers);
+        let order = std::mem::take(&mut self.order);
+        let file = self.file.clone();
+        py.detach(move || -> rntuple::Result<()> {
+            let mut writers = writers;
+            let mut anchors = Vec::new();
+            for name in &order {
+                if let Some(w) = writers.remove(name) {
+                    anchors.push((name.clone(), w.finish()?));
+                }
+            }
+            let mut guard = file
+                .lock()
+                .map_err(|_| Error::InvalidArgument("the file writer was poisoned".into()))?;
+            if let Some(mut f) = guard.take() {
+                for (name, anchor) in anchors {
+                    f.write_anchor(&name, &anchor.to_object())?;
+                }
+                f.finish()?;
+            }
+            Ok(())
+        })
+        .map_err(to_py_err)
+    }
+}
+
+/// The `rntuple._core` module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RootFileHandle>()?;
+    m.add_class::<Reader>()?;
+    m.add_class::<FileWriterHandle>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
