@@ -566,6 +566,22 @@ fn compress_lzma(chunk: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn settings_parse_from_names_and_root_numbers() {
+        let parse = |s: &str| CompressionSettings::parse(s).map(|c| c.as_u32());
+        assert_eq!(parse("zstd").unwrap(), 505);
+        assert_eq!(parse("zstd:7").unwrap(), 507);
+        assert_eq!(parse("LZ4:4").unwrap(), 404);
+        assert_eq!(parse("zlib:1").unwrap(), 101);
+        assert_eq!(parse("xz:9").unwrap(), 209);
+        assert_eq!(parse("none").unwrap(), 0);
+        assert_eq!(parse("207").unwrap(), 207);
+        let message = |s: &str| CompressionSettings::parse(s).unwrap_err().to_string();
+        assert!(message("brotli").contains("unknown algorithm \"brotli\""));
+        assert!(message("zstd:12").contains("level 12 is not in 1..9"));
+        assert!(message("zstd:x").contains("level \"x\" is not a number"));
+    }
+
     const ALL: [Algorithm; 4] = [
         Algorithm::Zlib,
         Algorithm::Lzma,
