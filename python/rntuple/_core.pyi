@@ -35,8 +35,8 @@ class Reader:
         """Why fields were skipped."""
     def field_names(self) -> list[str]:
         """The readable top-level fields, in schema order."""
-    def field_paths(self) -> list[tuple[str, str, bool]]:
-        """``(path, C++ type, direct)`` for every selectable field path."""
+    def field_paths(self) -> list[tuple[str, str, bool, str]]:
+        """``(path, C++ type, direct, qualified name)`` for every selectable field path."""
     def schema(self, fields: list[str] | None = None) -> pa.Schema:
         """The Arrow schema of the selected fields."""
     def clusters(self) -> list[tuple[int, int]]:

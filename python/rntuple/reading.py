@@ -114,40 +114,6 @@ def _struct_of(children: dict[str, tuple[pa.Array, pa.Field]], length: int) -> p
     )
 
 
-def _project(arr: pa.Array, field: pa.Field, tree: dict) -> tuple[pa.Array, pa.Field]:
-    """Keeps only the record members named by ``tree`` (nested dicts; ``None`` = all),
-    through collections of records."""
-    t = arr.type
-    if pa.types.is_struct(t):
-        kept = {}
-        for name, sub in tree.items():
-            index = t.get_field_index(name)
-            child, child_field = arr.field(index), t.field(index)
-            kept[name] = (child, child_field) if sub is None else _project(child, child_field, sub)
-        mask = arr.is_null() if arr.null_count else None
-        out = pa.StructArray.from_arrays(
-            [a for a, _ in kept.values()], fields=[f for _, f in kept.values()], mask=mask
-        )
-        return out, pa.field(field.name, out.type, nullable=field.nullable)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        values, value_field = _project(arr.values, t.value_field, tree)
-        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-        mask = arr.is_null() if arr.null_count else None
-        out = cls.from_arrays(arr.offsets, values, mask=mask)
-        if out.type.value_field != value_field:
-            list_type = pa.large_list(value_field) if cls is pa.LargeListArray else pa.list_(value_field)
-            out = cls.from_arrays(arr.offsets, values, type=list_type, mask=mask)
-        return out, pa.field(field.name, out.type, nullable=field.nullable)
-    if pa.types.is_fixed_size_list(t):
-        size = t.list_size
-        values, value_field = _project(
-            arr.values.slice(arr.offset * size, len(arr) * size), t.value_field, tree
-        )
-        out = pa.FixedSizeListArray.from_arrays(values, type=pa.list_(value_field, size))
-        return out, pa.field(field.name, out.type, nullable=field.nullable)
-    raise InvalidArgumentError(f"field {field.name!r} of Arrow type {t} has no members to select")
-
-
 class RNTuple:
     """One RNTuple of an open file: its schema, clusters, and reading of its entries.
 
@@ -156,7 +122,8 @@ class RNTuple:
 
     def __init__(self, reader: _core.Reader) -> None:
         self._reader = reader
-        self._paths: dict[str, tuple[str, bool]] | None = None
+        # path -> (C++ type, read directly, qualified name the core takes)
+        self._paths: dict[str, tuple[str, bool, str]] | None = None
 
     # -- metadata --------------------------------------------------------------------
 
@@ -195,7 +162,7 @@ class RNTuple:
 
     def typenames(self) -> dict[str, str]:
         """The C++ type of every selectable field path."""
-        return {p: t for p, (t, _) in self._field_paths().items()}
+        return {p: t for p, (t, _, _) in self._field_paths().items()}
 
     @property
     def schema(self) -> pa.Schema:
@@ -239,9 +206,9 @@ class RNTuple:
 
     # -- field selection ---------------------------------------------------------------
 
-    def _field_paths(self) -> dict[str, tuple[str, bool]]:
+    def _field_paths(self) -> dict[str, tuple[str, bool, str]]:
         if self._paths is None:
-            self._paths = {p: (t, direct) for p, t, direct in self._reader.field_paths()}
+            self._paths = {p: (t, direct, q) for p, t, direct, q in self._reader.field_paths()}
         return self._paths
 
     def resolve_fields(self, fields: FieldSelection) -> list[str]:
@@ -274,8 +241,8 @@ class RNTuple:
 
     def _read_plan(self, paths: list[str]) -> tuple[list[str], list[tuple[str, Any]]]:
         """What to ask the core for, and how to build each output column from it: per
-        top-level field, either the field itself, or a record of directly read member
-        paths, or a projection of the whole field."""
+        top-level field, either one column the core reads (the field, or its projection
+        onto members inside collections), or a record of member paths read directly."""
         info = self._field_paths()
         groups: dict[str, list[str]] = {}
         for p in paths:
@@ -301,8 +268,10 @@ class RNTuple:
                 to_read.extend(members)
                 steps.append(("record", (top, tree)))
             else:
-                to_read.append(top)
-                steps.append(("project", (top, tree)))
+                to_read.extend(info[m][2] for m in members)
+                # Paths into collections: the core reads one column named after the
+                # top-level field, with only the selected members (and their columns).
+                steps.append(("whole", top))
         return to_read, steps
 
     def _build(self, batch: pa.RecordBatch, steps: list[tuple[str, Any]]) -> pa.Table:
@@ -327,15 +296,9 @@ class RNTuple:
                 index = batch.schema.get_field_index(arg)
                 columns.append(batch.column(index))
                 fields.append(batch.schema.field(index))
-            elif kind == "record":
-                top, tree = arg
-                arr, f = record(top, tree, top)
-                columns.append(arr)
-                fields.append(f)
             else:
                 top, tree = arg
-                index = batch.schema.get_field_index(top)
-                arr, f = _project(batch.column(index), batch.schema.field(index), tree)
+                arr, f = record(top, tree, top)
                 columns.append(arr)
                 fields.append(f)
         return pa.Table.from_arrays(columns, schema=pa.schema(fields))

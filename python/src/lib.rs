@@ -178,12 +178,13 @@ impl Reader {
             .collect()
     }
 
-    /// Every selectable field path as `(path, C++ type, direct)`: readable top-level
-    /// fields, their record members as `a.b.c`, and the members of records inside
-    /// collections (`Jet.pt` for a collection `Jet` of records). `direct` paths run
-    /// through records only and are read by themselves; the others are projected from
-    /// their top-level field.
-    fn field_paths(&self) -> Vec<(String, String, bool)> {
+    /// Every selectable field path as `(path, C++ type, direct, qualified name)`:
+    /// readable top-level fields, their record members as `a.b.c`, and the members of
+    /// records inside collections (`Jet.pt` for a collection `Jet` of records, whose
+    /// qualified name `Jet._0.pt` is what [`Reader::read`] takes). `direct` paths run
+    /// through records only and are read as columns of their own; the others are
+    /// projections gathered into their top-level field's column.
+    fn field_paths(&self) -> Vec<(String, String, bool, String)> {
         let d = self.reader.descriptor();
         let mut out = Vec::new();
         let mut stack: Vec<(u32, String, bool)> = self
@@ -194,7 +195,12 @@ impl Reader {
             .map(|id| (id, d.field(id).name().to_string(), true))
             .collect();
         while let Some((id, path, direct)) = stack.pop() {
-            out.push((path.clone(), d.field(id).type_name().to_string(), direct));
+            out.push((
+                path.clone(),
+                d.field(id).type_name().to_string(),
+                direct,
+                d.qualified_name(id),
+            ));
             let (record, direct) = match d.field_kind(id) {
                 FieldKind::Record(..) => (id, direct),
                 FieldKind::List(item) | FieldKind::Array(item, _) => (item, false),

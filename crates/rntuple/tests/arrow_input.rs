@@ -166,6 +166,38 @@ fn a_list_of_untyped_structs_is_an_untyped_collection() {
         .unwrap();
     assert_eq!(pt.values().as_ref(), &[40.0, 30.0, 25.5]);
     assert_eq!(eta.values().as_ref(), &[0.5, -1.0, 2.25]);
+
+    // A projection onto one member reads a column named after the collection, holding
+    // only that member, and only its pages (the index and `pt` columns: 3 * 8 + 3 * 4).
+    let names = ["Jet._0.pt".to_string()];
+    let projected = reader.read(Some(&names), 0..3).unwrap();
+    assert_eq!(projected.schema().field(0).name(), "Jet");
+    let list = projected
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::LargeListArray>()
+        .unwrap();
+    assert_eq!(list.value_offsets(), &[0, 2, 2, 3]);
+    let items = list
+        .values()
+        .as_any()
+        .downcast_ref::<arrow_array::StructArray>()
+        .unwrap();
+    assert_eq!(items.num_columns(), 1);
+    assert_eq!(items.column(0).as_ref(), pt as &dyn Array);
+    assert_eq!(
+        reader.selection_bytes_per_cluster(Some(&names)).unwrap(),
+        [3 * 8 + 3 * 4]
+    );
+    assert_eq!(
+        reader.selection_bytes_per_cluster(None).unwrap(),
+        [3 * 8 + 3 * 4 + 3 * 4]
+    );
+    // Selecting the whole collection as well gives it whole, once.
+    let both = ["Jet._0.pt".to_string(), "Jet".to_string()];
+    let whole = reader.read(Some(&both), 0..3).unwrap();
+    assert_eq!(whole.num_columns(), 1);
+    assert_eq!(whole.column(0), read.column(0));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use super::convert::{to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use super::RNTupleReader;
 use crate::encoding::ColumnValues;
 use crate::error::{Error, Location, Result};
-use crate::schema::arrow_field;
+use crate::schema::arrow_field_kept;
 use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
 use arrow_array::*;
@@ -19,6 +19,10 @@ use std::sync::Arc;
 /// collections and variants.
 type PerEntry = Option<u64>;
 
+/// The record members to assemble (all when `None`): the fields on the paths of a
+/// projection such as `Jet.pt`, and everything below the selected members.
+pub(crate) type Keep<'a> = Option<&'a std::collections::HashSet<u32>>;
+
 impl RNTupleReader {
     /// The Arrow array of field `id` for its elements `range` (local to `cluster`).
     pub(crate) fn assemble(
@@ -28,8 +32,9 @@ impl RNTupleReader {
         name: &str,
         range: Range<u64>,
         per_entry: PerEntry,
+        keep: Keep<'_>,
     ) -> Result<ArrayRef> {
-        self.assemble_inner(cluster, id, name, range, per_entry)
+        self.assemble_inner(cluster, id, name, range, per_entry, keep)
             .map_err(|e| match e {
                 Error::At { .. } => e,
                 other => other.at(Location {
@@ -105,6 +110,7 @@ impl RNTupleReader {
         name: &str,
         range: Range<u64>,
         per_entry: PerEntry,
+        keep: Keep<'_>,
     ) -> Result<ArrayRef> {
         let desc = self.descriptor();
         let total = scaled(per_entry, cluster.n_entries, "cluster entry count")?;
@@ -155,8 +161,8 @@ impl RNTupleReader {
                 let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
                 let end = ends.last().copied().unwrap_or(start);
                 let child_name = desc.field(child).name().to_string();
-                let values = self.assemble(cluster, child, &child_name, start..end, None)?;
-                let item = arrow_field(desc, child, &child_name)?;
+                let values = self.assemble(cluster, child, &child_name, start..end, None, keep)?;
+                let item = arrow_field_kept(desc, child, &child_name, keep)?;
                 Arc::new(LargeListArray::try_new(
                     Arc::new(item),
                     arrow_offsets(start, &ends),
@@ -168,9 +174,9 @@ impl RNTupleReader {
                 self.expect_columns(id, &cols, 1)?;
                 let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
                 let end = ends.last().copied().unwrap_or(start);
-                let pair = self.assemble(cluster, child, "entries", start..end, None)?;
+                let pair = self.assemble(cluster, child, "entries", start..end, None, keep)?;
                 let DataType::Map(entries_field, _) =
-                    arrow_field(desc, id, name)?.data_type().clone()
+                    arrow_field_kept(desc, id, name, keep)?.data_type().clone()
                 else {
                     return Err(Error::corrupt("schema", "map type expected"));
                 };
@@ -204,7 +210,7 @@ impl RNTupleReader {
                 self.expect_columns(id, &cols, 1)?;
                 let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
                 let end = ends.last().copied().unwrap_or(start);
-                let values = self.assemble(cluster, child, name, start..end, None)?;
+                let values = self.assemble(cluster, child, name, start..end, None, keep)?;
                 let mut prev = start;
                 let mut indices: Vec<Option<u64>> = Vec::with_capacity(len);
                 for &e in &ends {
@@ -223,7 +229,8 @@ impl RNTupleReader {
                 take_optional(values, &indices)?
             }
             FieldKind::Record(_, children) => {
-                let DataType::Struct(fields) = arrow_field(desc, id, name)?.data_type().clone()
+                let DataType::Struct(fields) =
+                    arrow_field_kept(desc, id, name, keep)?.data_type().clone()
                 else {
                     return Err(Error::corrupt("schema", "record type expected"));
                 };
@@ -232,9 +239,10 @@ impl RNTupleReader {
                 } else {
                     let arrays = children
                         .iter()
+                        .filter(|c| keep.is_none_or(|k| k.contains(c)))
                         .map(|&c| {
                             let n = desc.field(c).name().to_string();
-                            self.assemble(cluster, c, &n, range.clone(), per_entry)
+                            self.assemble(cluster, c, &n, range.clone(), per_entry, keep)
                         })
                         .collect::<Result<Vec<_>>>()?;
                     Arc::new(StructArray::try_new(fields, arrays, None)?)
@@ -249,8 +257,9 @@ impl RNTupleReader {
                     &child_name,
                     items,
                     scaled(per_entry, n, "array size")?,
+                    keep,
                 )?;
-                let item = arrow_field(desc, child, &child_name)?;
+                let item = arrow_field_kept(desc, child, &child_name, keep)?;
                 Arc::new(FixedSizeListArray::try_new(
                     Arc::new(item),
                     fixed(n)?,
@@ -280,9 +289,11 @@ impl RNTupleReader {
                         "variant column is not a Switch column",
                     ));
                 };
-                self.variant_array(cluster, id, name, &children, &index, &tag)?
+                self.variant_array(cluster, id, name, &children, (&index, &tag), keep)?
             }
-            FieldKind::Wrapper(child) => self.assemble(cluster, child, name, range, per_entry)?,
+            FieldKind::Wrapper(child) => {
+                self.assemble(cluster, child, name, range, per_entry, keep)?
+            }
             FieldKind::Cardinality(wide) => {
                 self.expect_columns(id, &cols, 1)?;
                 let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
@@ -319,11 +330,12 @@ impl RNTupleReader {
         id: u32,
         name: &str,
         children: &[u32],
-        index: &[u64],
-        tag: &[u32],
+        (index, tag): (&[u64], &[u32]),
+        keep: Keep<'_>,
     ) -> Result<ArrayRef> {
         let desc = self.descriptor();
-        let DataType::Union(union_fields, _) = arrow_field(desc, id, name)?.data_type().clone()
+        let DataType::Union(union_fields, _) =
+            arrow_field_kept(desc, id, name, keep)?.data_type().clone()
         else {
             return Err(Error::corrupt("schema", "variant type expected"));
         };
@@ -355,7 +367,7 @@ impl RNTupleReader {
             } else {
                 lo[k]..hi[k]
             };
-            let mut array = self.assemble(cluster, child, &child_name, range, None)?;
+            let mut array = self.assemble(cluster, child, &child_name, range, None, keep)?;
             // The invalid state (tag 0) points at a null appended to the first alternative.
             if k == 0 && invalid > 0 {
                 let null = arrow_array::new_null_array(array.data_type(), 1);

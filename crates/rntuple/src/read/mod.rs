@@ -9,7 +9,7 @@ mod summary;
 
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 
-pub use crate::schema::{arrow_field, primitive_data_type, TYPE_NAME_KEY};
+pub use crate::schema::{arrow_field, arrow_field_kept, primitive_data_type, TYPE_NAME_KEY};
 
 use crate::compression;
 use crate::container::{self, RootFile};
@@ -20,11 +20,20 @@ use crate::schema::Descriptor;
 use ::arrow_schema::{Schema, SchemaRef};
 use arrow_array::{new_empty_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use rayon::prelude::*;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
 /// The attribute schema major version this reader understands.
 const ATTRIBUTE_SCHEMA_MAJOR: u16 = 1;
+
+/// One output column of a read: a field, named as selected, with only the record
+/// members in `keep` for a projection into collections (all members for `None`).
+struct Selection {
+    id: u32,
+    name: String,
+    keep: Option<HashSet<u32>>,
+}
 
 /// An open RNTuple: its anchor, its descriptor, and the source to read pages from.
 pub struct RNTupleReader {
@@ -308,48 +317,100 @@ impl RNTupleReader {
             .collect()
     }
 
-    /// Resolves field names (top-level, or dotted paths through records) to field ids;
-    /// `None` means every readable top-level field.
+    /// Resolves field names to the output columns they make: `None` means every
+    /// readable top-level field; a top-level name or a dotted path through records
+    /// (`"a.b"`) is a column of its own, named as given; paths into collections of
+    /// records (`"Jet.pt"` of a collection `Jet`) are projections, gathered into one
+    /// column per top-level field (named after it) that holds only the selected members.
     pub fn select_fields(&self, names: Option<&[String]>) -> Result<Vec<(u32, String)>> {
+        Ok(self
+            .resolve_selection(names)?
+            .into_iter()
+            .map(|s| (s.id, s.name))
+            .collect())
+    }
+
+    fn resolve_selection(&self, names: Option<&[String]>) -> Result<Vec<Selection>> {
+        let d = &self.descriptor;
         let Some(names) = names else {
             return Ok(self
                 .readable_fields()
                 .into_iter()
-                .map(|id| (id, self.descriptor.field(id).name().to_string()))
+                .map(|id| Selection {
+                    id,
+                    name: d.field(id).name().to_string(),
+                    keep: None,
+                })
                 .collect());
         };
-        names
+        // Each name's field and its path from the top-level field down.
+        let mut chains = Vec::with_capacity(names.len());
+        for n in names {
+            let id = d.find_field(n).ok_or_else(|| {
+                Error::InvalidArgument(format!("no field \"{n}\" in RNTuple \"{}\"", self.path))
+            })?;
+            if let Some(why) = d.unreadable_reason(id) {
+                return Err(Error::Unsupported(why));
+            }
+            let mut chain = vec![id];
+            while let Some(p) = chain.last().and_then(|&f| d.field(f).parent) {
+                chain.push(p);
+            }
+            chain.reverse();
+            chains.push(chain);
+        }
+        let through_records = |chain: &[u32]| {
+            chain[..chain.len() - 1]
+                .iter()
+                .all(|&p| matches!(d.field_kind(p), crate::schema::FieldKind::Record(..)))
+        };
+        // Top-level fields projected into (a path runs through a collection): all their
+        // selected members go into one column.
+        let projected: HashSet<u32> = chains
             .iter()
-            .map(|n| {
-                let id = self.descriptor.find_field(n).ok_or_else(|| {
-                    Error::InvalidArgument(format!("no field \"{n}\" in RNTuple \"{}\"", self.path))
-                })?;
-                if let Some(why) = self.descriptor.unreadable_reason(id) {
-                    return Err(Error::Unsupported(why));
+            .filter(|c| !through_records(c))
+            .map(|c| c[0])
+            .collect();
+        let mut out: Vec<Selection> = Vec::new();
+        for (n, chain) in names.iter().zip(&chains) {
+            let (top, id) = (chain[0], chain[chain.len() - 1]);
+            if !projected.contains(&top) || id == top {
+                if let Some(s) = out.iter_mut().find(|s| s.id == top && id == top) {
+                    s.keep = None;
+                } else {
+                    out.push(Selection {
+                        id,
+                        name: n.clone(),
+                        keep: None,
+                    });
                 }
-                let mut cur = self.descriptor.field(id).parent;
-                while let Some(p) = cur {
-                    if !matches!(
-                        self.descriptor.field_kind(p),
-                        crate::schema::FieldKind::Record(..)
-                    ) {
-                        return Err(Error::InvalidArgument(format!(
-                            "field \"{n}\" lies inside a collection; select its top-level field"
-                        )));
-                    }
-                    cur = self.descriptor.field(p).parent;
-                }
-                Ok((id, n.clone()))
-            })
-            .collect()
+                continue;
+            }
+            let mut kept: HashSet<u32> = chain.iter().copied().collect();
+            let mut below = vec![id];
+            while let Some(f) = below.pop() {
+                kept.insert(f);
+                below.extend(d.field(f).children.iter().copied());
+            }
+            match out.iter_mut().find(|s| s.id == top) {
+                Some(Selection { keep: Some(k), .. }) => k.extend(kept),
+                Some(Selection { keep: None, .. }) => {}
+                None => out.push(Selection {
+                    id: top,
+                    name: d.field(top).name().to_string(),
+                    keep: Some(kept),
+                }),
+            }
+        }
+        Ok(out)
     }
 
     /// The Arrow schema of a selection (see [`RNTupleReader::select_fields`]).
     pub fn arrow_schema(&self, names: Option<&[String]>) -> Result<SchemaRef> {
-        let selected = self.select_fields(names)?;
+        let selected = self.resolve_selection(names)?;
         let fields = selected
             .iter()
-            .map(|(id, name)| arrow_field(&self.descriptor, *id, name))
+            .map(|s| arrow_field_kept(&self.descriptor, s.id, &s.name, s.keep.as_ref()))
             .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(Schema::new(fields)))
     }
@@ -360,17 +421,18 @@ impl RNTupleReader {
     pub fn selection_bytes_per_cluster(&self, names: Option<&[String]>) -> Result<Vec<u64>> {
         let d = &self.descriptor;
         let mut columns = Vec::new();
-        let mut stack: Vec<u32> = self
-            .select_fields(names)?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        while let Some(id) = stack.pop() {
+        let selected = self.resolve_selection(names)?;
+        let mut stack: Vec<(u32, Option<&HashSet<u32>>)> =
+            selected.iter().map(|s| (s.id, s.keep.as_ref())).collect();
+        while let Some((id, keep)) = stack.pop() {
+            if keep.is_some_and(|k| !k.contains(&id)) {
+                continue;
+            }
             let f = d.field(id);
             columns.extend(f.columns.iter().copied());
-            stack.extend(f.children.iter().copied());
+            stack.extend(f.children.iter().map(|&c| (c, keep)));
             if let Some(src) = f.record.source_field_id {
-                stack.push(src);
+                stack.push((src, None));
             }
         }
         columns.sort_unstable();
@@ -419,7 +481,7 @@ impl RNTupleReader {
                 entries.start, entries.end
             )));
         }
-        let selected = self.select_fields(names)?;
+        let selected = self.resolve_selection(names)?;
         let schema = self.arrow_schema(names)?;
         let clusters: Vec<_> = self
             .descriptor
@@ -434,7 +496,7 @@ impl RNTupleReader {
                 let hi = entries.end.min(c.first_entry + c.n_entries) - c.first_entry;
                 selected
                     .par_iter()
-                    .map(|(id, name)| self.assemble(c, *id, name, lo..hi, Some(1)))
+                    .map(|s| self.assemble(c, s.id, &s.name, lo..hi, Some(1), s.keep.as_ref()))
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<_>>()

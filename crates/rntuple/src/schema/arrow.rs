@@ -5,7 +5,7 @@
 use super::{Descriptor, FieldKind, PrimitiveType};
 use crate::error::{Error, Result};
 use arrow_schema::{DataType, Field, Fields, UnionFields, UnionMode};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::TYPE_NAME_KEY;
@@ -35,13 +35,25 @@ fn with_type(field: Field, type_name: &str) -> Field {
 
 /// The Arrow field for RNTuple field `id`, named `name`.
 pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
+    arrow_field_kept(desc, id, name, None)
+}
+
+/// The Arrow field for RNTuple field `id`, named `name`, with only the record members
+/// in `keep` (every member when `None`): the shape of a projection such as `Jet.pt` of a
+/// collection of records.
+pub fn arrow_field_kept(
+    desc: &Descriptor,
+    id: u32,
+    name: &str,
+    keep: Option<&HashSet<u32>>,
+) -> Result<Field> {
     let f = desc.field(id);
     let type_name = f.type_name();
     let (data_type, nullable) = match desc.field_kind(id) {
         FieldKind::Primitive(p) => (primitive_data_type(p), false),
         FieldKind::String => (DataType::LargeUtf8, false),
         FieldKind::List(child) => {
-            let item = arrow_field(desc, child, desc.field(child).name())?;
+            let item = arrow_field_kept(desc, child, desc.field(child).name(), keep)?;
             (DataType::LargeList(Arc::new(item)), false)
         }
         FieldKind::Map(child) => {
@@ -55,8 +67,8 @@ pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
                     ),
                 ));
             };
-            let key = arrow_field(desc, *k, "key")?;
-            let value = arrow_field(desc, *v, "value")?;
+            let key = arrow_field_kept(desc, *k, "key", keep)?;
+            let value = arrow_field_kept(desc, *v, "value", keep)?;
             let entries = with_type(
                 Field::new(
                     "entries",
@@ -68,18 +80,19 @@ pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
             (DataType::Map(Arc::new(entries), false), false)
         }
         FieldKind::Optional(child) => {
-            let inner = arrow_field(desc, child, name)?;
+            let inner = arrow_field_kept(desc, child, name, keep)?;
             (inner.data_type().clone(), true)
         }
         FieldKind::Record(_, children) => {
             let fields = children
                 .iter()
-                .map(|&c| arrow_field(desc, c, desc.field(c).name()))
+                .filter(|c| keep.is_none_or(|k| k.contains(c)))
+                .map(|&c| arrow_field_kept(desc, c, desc.field(c).name(), keep))
                 .collect::<Result<Vec<_>>>()?;
             (DataType::Struct(Fields::from(fields)), false)
         }
         FieldKind::Array(child, n) => {
-            let item = arrow_field(desc, child, desc.field(child).name())?;
+            let item = arrow_field_kept(desc, child, desc.field(child).name(), keep)?;
             (
                 DataType::FixedSizeList(Arc::new(item), fixed_size(n, desc, id)?),
                 false,
@@ -104,7 +117,9 @@ pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
             }
             let fields = children
                 .iter()
-                .map(|&c| Ok(arrow_field(desc, c, desc.field(c).name())?.with_nullable(true)))
+                .map(|&c| {
+                    Ok(arrow_field_kept(desc, c, desc.field(c).name(), keep)?.with_nullable(true))
+                })
                 .collect::<Result<Vec<_>>>()?;
             let ids: Vec<i8> = (0..fields.len() as i8).collect();
             let union_fields = UnionFields::try_new(ids, fields)?;
@@ -112,7 +127,7 @@ pub fn arrow_field(desc: &Descriptor, id: u32, name: &str) -> Result<Field> {
             (DataType::Union(union_fields, UnionMode::Dense), true)
         }
         FieldKind::Wrapper(child) => {
-            let inner = arrow_field(desc, child, name)?;
+            let inner = arrow_field_kept(desc, child, name, keep)?;
             (inner.data_type().clone(), inner.is_nullable())
         }
         FieldKind::Cardinality(wide) => (

@@ -9,7 +9,7 @@ mod kind;
 mod type_name;
 mod value;
 
-pub use arrow::{arrow_field, primitive_data_type};
+pub use arrow::{arrow_field, arrow_field_kept, primitive_data_type};
 pub use builder::{ClassSpec, ColumnDefaults, ColumnSpec, SchemaBuilder};
 pub use descriptor::{
     ClusterDescriptor, ClusterGroupDescriptor, ColumnDescriptor, Descriptor, FieldDescriptor,
