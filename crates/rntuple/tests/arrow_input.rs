@@ -224,3 +224,61 @@ fn nulls_in_a_field_that_is_not_optional_are_refused() {
         "{message}"
     );
 }
+
+#[test]
+fn a_refused_batch_leaves_no_trace() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int32, false),
+        Field::new("x", DataType::Float64, true),
+    ]));
+    let batch = |a: Vec<i32>, x: Vec<Option<f64>>| {
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(arrow_array::Int32Array::from(a)) as ArrayRef,
+                Arc::new(Float64Array::from(x)) as ArrayRef,
+            ],
+        )
+        .unwrap()
+    };
+    let mut b = builder(false);
+    for f in schema.fields() {
+        b.add_arrow_field(f).unwrap();
+    }
+    let mut sink = MemorySink::default();
+    let anchor = {
+        let mut writer =
+            RNTupleWriter::new(&mut sink, "t", b.finish(), WriteOptions::default()).unwrap();
+        writer
+            .write_batch(&batch(vec![1, 2], vec![Some(1.0), Some(2.0)]))
+            .unwrap();
+        // `a` shreds fine, `x` is refused: `a`'s values must not stay behind.
+        assert!(writer
+            .write_batch(&batch(vec![3, 4], vec![Some(3.0), None]))
+            .is_err());
+        assert_eq!(writer.num_entries(), 2);
+        writer
+            .write_batch(&batch(vec![5], vec![Some(5.0)]))
+            .unwrap();
+        writer.finish().unwrap()
+    };
+    let reader = RNTupleReader::from_anchor(
+        Arc::new(MemorySource::new("mem", sink.bytes)),
+        anchor,
+        "t".into(),
+    )
+    .unwrap();
+    let read = reader.read(None, 0..reader.num_entries()).unwrap();
+    let a = read
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::Int32Array>()
+        .unwrap();
+    let x = read
+        .column(1)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap();
+    assert_eq!(a.values().as_ref(), &[1, 2, 5]);
+    assert_eq!(x.values().as_ref(), &[1.0, 2.0, 5.0]);
+}

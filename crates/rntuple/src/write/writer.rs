@@ -348,10 +348,15 @@ impl<S: BlobSink> RNTupleWriter<S> {
                     break;
                 }
             }
-            for (&id, array) in self.data_fields.clone().iter().zip(&arrays) {
-                let part = array.slice(start, end - start);
-                self.shred_field(id, part.as_ref())?;
-            }
+            self.shred_slice(&arrays, start, end).map_err(|e| {
+                if start == 0 {
+                    e
+                } else {
+                    Error::InvalidArgument(format!(
+                        "{e} (the batch's first {start} entries were written before)"
+                    ))
+                }
+            })?;
             self.plan_pages(&arrays, start, end)?;
             self.unzipped_cluster_bytes += acc;
             self.n_entries += (end - start) as u64;
@@ -438,15 +443,38 @@ impl<S: BlobSink> RNTupleWriter<S> {
         enc.page_bytes(1).unwrap_or(8)
     }
 
-    fn shred_field(&mut self, id: u32, array: &dyn Array) -> Result<()> {
-        let desc = self.descriptor.clone();
+    /// Shreds entries `start..end` of every data field into the columns: all fields
+    /// first into a staging area, then into the columns only if every one succeeded, so
+    /// that refused data (nulls in a field that is not optional, a value out of range)
+    /// leaves the columns as they were and later entries stay aligned.
+    fn shred_slice(
+        &mut self,
+        arrays: &[arrow_array::ArrayRef],
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let desc = &self.descriptor;
         let columns_of = |f: u32| {
             desc.representations(f)
                 .into_iter()
                 .next()
                 .unwrap_or_default()
         };
-        shred(&desc, &columns_of, self, id, array)
+        let mut staged = StagedColumns {
+            items: self.items.clone(),
+            alternatives: self.alternatives.clone(),
+            appends: Vec::new(),
+        };
+        for (&id, array) in self.data_fields.iter().zip(arrays) {
+            let part = array.slice(start, end - start);
+            shred(desc, &columns_of, &mut staged, id, part.as_ref())?;
+        }
+        self.items = staged.items;
+        self.alternatives = staged.alternatives;
+        for (column, values) in staged.appends {
+            ColumnSink::append(self, column, values)?;
+        }
+        Ok(())
     }
 
     /// Seals the pages that filled up, in parallel.
@@ -713,6 +741,37 @@ impl<S: BlobSink> RNTupleWriter<S> {
     }
 }
 
+/// The values and counters of a slice being shredded, applied to the writer's columns
+/// once the whole slice shredded without error.
+struct StagedColumns {
+    items: Vec<u64>,
+    alternatives: Vec<u64>,
+    appends: Vec<(u32, ColumnValues)>,
+}
+
+impl ColumnSink for StagedColumns {
+    fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
+        self.appends.push((id, values));
+        Ok(())
+    }
+
+    fn advance_items(&mut self, id: u32, by: u64) -> u64 {
+        advance(&mut self.items, id, by)
+    }
+
+    fn advance_alternative(&mut self, id: u32, by: u64) -> u64 {
+        advance(&mut self.alternatives, id, by)
+    }
+}
+
+/// Adds `by` to counter `id`, returning its value before.
+fn advance(counters: &mut [u64], id: u32, by: u64) -> u64 {
+    let slot = &mut counters[id as usize];
+    let before = *slot;
+    *slot += by;
+    before
+}
+
 impl<S: BlobSink> ColumnSink for RNTupleWriter<S> {
     fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
         let c = self
@@ -732,17 +791,11 @@ impl<S: BlobSink> ColumnSink for RNTupleWriter<S> {
     }
 
     fn advance_items(&mut self, id: u32, by: u64) -> u64 {
-        let slot = &mut self.items[id as usize];
-        let before = *slot;
-        *slot += by;
-        before
+        advance(&mut self.items, id, by)
     }
 
     fn advance_alternative(&mut self, id: u32, by: u64) -> u64 {
-        let slot = &mut self.alternatives[id as usize];
-        let before = *slot;
-        *slot += by;
-        before
+        advance(&mut self.alternatives, id, by)
     }
 }
 
