@@ -658,3 +658,35 @@ def test_extend_with_other_input_kinds(tmp_path: Path) -> None:
         assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
     with rntuple.open(path) as f:
         assert_same(ak.to_list(f[NAME].arrays()), expected, "rntuple")
+
+
+def test_pandas_masked_dtypes(tmp_path: Path) -> None:
+    """pandas' nullable dtypes: pd.NA becomes a missing optional value, NaN in a NumPy
+    float column stays NaN, and masked columns without NA are plain types."""
+    df = pd.DataFrame(
+        {
+            "n": pd.array([1, None, -3], dtype="Int64"),
+            "b": pd.array([True, None, False], dtype="boolean"),
+            "k": pd.array([1, 2, 3], dtype="UInt16"),
+            "s": pd.array(["x", None, "z"], dtype="string"),
+            "f": np.array([0.5, np.nan, -0.0]),
+        }
+    )
+    path = tmp_path / "masked.root"
+    with rntuple.recreate(path) as f:
+        f[NAME] = df
+    assert root_types(path) == {
+        "n": "std::optional<std::int64_t>",
+        "b": "std::optional<bool>",
+        "k": "std::uint16_t",
+        "s": "std::optional<std::string>",
+        "f": "double",
+    }
+    expected = [
+        {"n": 1, "b": True, "k": 1, "s": "x", "f": 0.5},
+        {"n": None, "b": None, "k": 2, "s": None, "f": math.nan},
+        {"n": -3, "b": False, "k": 3, "s": "z", "f": -0.0},
+    ]
+    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
+    with uproot.open(path) as f:
+        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")

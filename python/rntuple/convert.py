@@ -378,12 +378,13 @@ def _table_where_nulls(table: pa.Table) -> pa.Table:
 
 
 def _pandas_table(df: Any) -> pa.Table:
-    # pyarrow's from_pandas turns NaN into nulls; a physicist's NaN stays NaN.
+    # pyarrow's from_pandas turns NaN into nulls; a physicist's NaN stays NaN. Pandas'
+    # masked dtypes (Int64, boolean, Float64) keep their missing values (pd.NA) as nulls.
     arrays = []
     names = []
     for name in df.columns:
         series = df[name]
-        if series.dtype.kind in "biuf":
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":
             arrays.append(pa.array(series.to_numpy(), from_pandas=False))
         else:
             arrays.append(pa.array(series, from_pandas=True))
