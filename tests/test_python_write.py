@@ -690,3 +690,21 @@ def test_pandas_masked_dtypes(tmp_path: Path) -> None:
     assert_same(rootdump.dump(path, NAME), expected, "ROOT")
     with uproot.open(path) as f:
         assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open bug: a batch refused half-way (nulls in a plain field) leaves the columns "
+    "shredded before the error in the writer, so the next entries are misaligned",
+)
+def test_refused_extend_leaves_rntuple_intact(tmp_path: Path) -> None:
+    """After an ``extend()`` refused for nulls in a plain field, later entries are intact."""
+    path = tmp_path / "refused.root"
+    with rntuple.recreate(path) as f:
+        f[NAME] = pa.table({"a": pa.array([1, 2]), "x": pa.array([1.0, 2.0])})
+        with pytest.raises(rntuple.InvalidArgumentError, match=r'field "x" of type double holds 1 missing'):
+            f[NAME].extend(pa.table({"a": pa.array([3, 4]), "x": pa.array([None, 4.0])}))
+        assert f[NAME].num_entries == 2
+        f[NAME].extend(pa.table({"a": pa.array([5]), "x": pa.array([5.0])}))
+    expected = [{"a": 1, "x": 1.0}, {"a": 2, "x": 2.0}, {"a": 5, "x": 5.0}]
+    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
