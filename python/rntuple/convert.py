@@ -6,9 +6,9 @@ validity bitmaps are not copied; only Booleans, which Arrow packs into bits, are
 unpacked). ``std::pair``/``std::tuple`` records and map entries become Awkward tuples,
 as uproot shows them; optional fields become option types; variants become unions.
 
-Writing: any supported input becomes a ``pyarrow.Table`` plus the knowledge of whether
-its nullability can be trusted (Awkward's option types) or must be read from the data
-(pyarrow, pandas and Polars mark every column nullable).
+Writing: any supported input becomes a ``pyarrow.Table`` whose nullability can be
+trusted: Awkward's option types, or, for pyarrow, pandas and Polars (which mark every
+field nullable), the fields that hold nulls in any chunk.
 """
 
 from __future__ import annotations
@@ -275,10 +275,10 @@ def _is_option(array: ak.Array) -> bool:
     return isinstance(ak.type(array).content, ak.types.OptionType)
 
 
-def to_arrow_input(data: Any) -> tuple[pa.Table, bool]:
-    """``data`` as a ``pyarrow.Table``, and whether its nullability comes from the data
-    (``True``: a nullable field is optional only where it holds nulls) rather than from
-    its schema. Accepts an Awkward Array of records, a dict of NumPy/Awkward arrays or
+def to_arrow_input(data: Any) -> pa.Table:
+    """``data`` as a ``pyarrow.Table`` whose nullable fields are the ones to write as
+    ``std::optional``: Awkward's option types, and for the other inputs the fields that
+    hold nulls. Accepts an Awkward Array of records, a dict of NumPy/Awkward arrays or
     sequences, a ``pyarrow.Table``/``RecordBatch``, a pandas or Polars DataFrame, or any
     object with ``__arrow_c_stream__``."""
     if isinstance(data, ak.Array):
@@ -287,22 +287,22 @@ def to_arrow_input(data: Any) -> tuple[pa.Table, bool]:
                 "an Awkward Array to write must be an array of records (one field per column)"
             )
         columns = {name: data[name] for name in ak.fields(data)}
-        return _columns_table(columns), False
+        return _columns_table(columns)
     if isinstance(data, dict):
-        return _columns_table(data), False
+        return _columns_table(data)
     if isinstance(data, pa.Table):
-        return data, True
+        return _table_where_nulls(data)
     if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data]), True
+        return _table_where_nulls(pa.Table.from_batches([data]))
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
-        return _pandas_table(data), True
+        return _table_where_nulls(_pandas_table(data))
     if module == "polars":
         import polars as pl
 
-        return data.to_arrow(compat_level=pl.CompatLevel.oldest()), True
+        return _table_where_nulls(data.to_arrow(compat_level=pl.CompatLevel.oldest()))
     if hasattr(data, "__arrow_c_stream__"):
-        return pa.table(data), True
+        return _table_where_nulls(pa.table(data))
     raise InvalidArgumentError(
         f"cannot write a {type(data).__name__}: give an Awkward Array of records, a dict of "
         "arrays, a pyarrow Table, or a pandas or Polars DataFrame"
@@ -320,13 +320,14 @@ def _columns_table(columns: dict[str, Any]) -> pa.Table:
             arr = _awkward_to_arrow(value)
             nullable = _is_option(value)
         elif isinstance(value, np.ndarray) and value.ndim > 1:
-            flat = pa.array(value.reshape(-1))
-            arr = flat
+            arr = pa.array(value.reshape(-1))
             for size in reversed(value.shape[1:]):
-                arr = pa.FixedSizeListArray.from_arrays(arr, size)
+                item = pa.field("item", arr.type, nullable=False)
+                arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, size))
             nullable = False
         elif isinstance(value, (pa.Array, pa.ChunkedArray)):
-            arr = value
+            # pyarrow marks every nested field nullable: optional only where nulls are.
+            arr = value.cast(_type_where_nulls(value))
             nullable = value.null_count > 0
         else:
             array = ak.Array(value) if not isinstance(value, np.ndarray) else None
@@ -346,13 +347,44 @@ def _columns_table(columns: dict[str, Any]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def _type_where_nulls(arr: pa.Array | pa.ChunkedArray) -> pa.DataType:
+    """``arr``'s type with its nested fields nullable only where ``arr`` holds nulls."""
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    t = arr.type
+
+    def item(field: pa.Field, values: list[pa.Array]) -> pa.Field:
+        child = pa.chunked_array(values, type=field.type)
+        return pa.field(field.name, _type_where_nulls(child), child.null_count > 0, field.metadata)
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = item(t.value_field, [c.flatten() for c in chunks])
+        return pa.large_list(values) if pa.types.is_large_list(t) else pa.list_(values)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(item(t.value_field, [c.flatten() for c in chunks]), t.list_size)
+    if pa.types.is_struct(t):
+        return pa.struct([item(t.field(i), [c.field(i) for c in chunks]) for i in range(t.num_fields)])
+    return t
+
+
+def _table_where_nulls(table: pa.Table) -> pa.Table:
+    """``table`` with its fields nullable only where they hold nulls, in any chunk
+    (pyarrow, pandas and Polars mark every field nullable)."""
+    fields = []
+    for i, field in enumerate(table.schema):
+        column = table.column(i)
+        fields.append(pa.field(field.name, _type_where_nulls(column), column.null_count > 0, field.metadata))
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return table if schema == table.schema else table.cast(schema)
+
+
 def _pandas_table(df: Any) -> pa.Table:
-    # pyarrow's from_pandas turns NaN into nulls; a physicist's NaN stays NaN.
+    # pyarrow's from_pandas turns NaN into nulls; a physicist's NaN stays NaN. Pandas'
+    # masked dtypes (Int64, boolean, Float64) keep their missing values (pd.NA) as nulls.
     arrays = []
     names = []
     for name in df.columns:
         series = df[name]
-        if series.dtype.kind in "biuf":
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":
             arrays.append(pa.array(series.to_numpy(), from_pandas=False))
         else:
             arrays.append(pa.array(series, from_pandas=True))

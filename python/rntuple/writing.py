@@ -35,7 +35,7 @@ class WritableRNTuple:
     def extend(self, data: Any) -> None:
         """Appends the entries of ``data``, which must have the fields the RNTuple was
         created with (same input kinds as :meth:`WritableFile.write`)."""
-        table, _ = to_arrow_input(data)
+        table = to_arrow_input(data)
         self._file._writer().extend(self._name, table)
 
     def __repr__(self) -> str:
@@ -86,8 +86,8 @@ class WritableFile:
         to C++ type names that override them (e.g. ``{"pt": "float"}``)."""
         if not isinstance(name, str) or not name or "/" in name:
             raise InvalidArgumentError(f"invalid RNTuple name {name!r}")
-        table, nullable_from_data = to_arrow_input(data)
-        self._writer().create(name, table, types, nullable_from_data)
+        table = to_arrow_input(data)
+        self._writer().create(name, table, types)
         return WritableRNTuple(self, name)
 
     def __setitem__(self, name: str, data: Any) -> None:
