@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from . import _core
 from .convert import to_library
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import FormatError, InvalidArgumentError, NotFoundError
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
@@ -377,7 +377,13 @@ class ReadOnlyFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self._path = os.fspath(path)
-        self._handle: _core.RootFileHandle | None = _core.RootFileHandle(self._path)
+        try:
+            self._handle: _core.RootFileHandle | None = _core.RootFileHandle(self._path)
+        except NotFoundError as err:
+            # Opening a file looks up no RNTuple: the core's "not found" here means the
+            # bytes are not a ROOT file, a format error (and the message names the file).
+            message = str(err) if self._path in str(err) else f"{self._path}: {err}"
+            raise FormatError(message) from None
         self._keys: list[str] | None = None
 
     @property
@@ -471,7 +477,8 @@ def _expand_files(files: Any) -> list[tuple[str, str | None]]:
 def open_rntuples(files: Any) -> Iterator[RNTuple]:
     """Opens each RNTuple a files spec names (see :func:`iterate`)."""
     for path, name in _expand_files(files):
-        yield ReadOnlyFile(path)[name] if name else RNTuple(_core.RootFileHandle(path).open_rntuple(None))
+        f = ReadOnlyFile(path)
+        yield f[name] if name else RNTuple(f._file().open_rntuple(None))
 
 
 def iterate(
