@@ -82,6 +82,11 @@ def _layout(arr: pa.Array, field: pa.Field, *, option: bool | None = None) -> ak
     """The Awkward layout of one Arrow array (its field says nullability and C++ type)."""
     content = _content(arr, field)
     nullable = field.nullable if option is None else option
+    if content.is_union or content.is_option:
+        # A dense union has no validity bitmap of its own: a missing variant is a null in
+        # an alternative, and every alternative is already an option type (Awkward allows
+        # no option type around a union or another option type).
+        return content
     return _option(arr, content) if nullable else content
 
 
@@ -150,9 +155,13 @@ def _content(arr: pa.Array, field: pa.Field) -> ak.contents.Content:
         # Every alternative is an option type: a variant's invalid state is a missing value
         # (Awkward allows no option type around a union).
         contents = [_layout(arr.field(i), t.field(i), option=True) for i in range(len(codes))]
-        return ak.contents.UnionArray.simplified(
-            ak.index.Index8(np.ascontiguousarray(tags)), _index(np.ascontiguousarray(index)), contents
-        )
+        tags_index = ak.index.Index8(np.ascontiguousarray(tags))
+        index_index = _index(np.ascontiguousarray(index))
+        if len(contents) < 2:
+            return ak.contents.UnionArray.simplified(tags_index, index_index, contents)
+        # Not ``simplified``: it would merge numeric alternatives (``std::int32_t`` and
+        # ``double`` into float64; 64-bit integers would lose precision).
+        return ak.contents.UnionArray(tags_index, index_index, contents)
     if pa.types.is_null(t):
         return ak.contents.IndexedOptionArray(
             ak.index.Index64(np.full(n, -1, dtype=np.int64)), ak.contents.EmptyArray()
