@@ -692,11 +692,6 @@ def test_pandas_masked_dtypes(tmp_path: Path) -> None:
         assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open bug: a batch refused half-way (nulls in a plain field) leaves the columns "
-    "shredded before the error in the writer, so the next entries are misaligned",
-)
 def test_refused_extend_leaves_rntuple_intact(tmp_path: Path) -> None:
     """After an ``extend()`` refused for nulls in a plain field, later entries are intact."""
     path = tmp_path / "refused.root"

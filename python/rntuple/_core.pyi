@@ -72,7 +72,6 @@ class FileWriterHandle:
         name: str,
         data: Any,
         types: dict[str, str] | None = None,
-        nullable_from_data: bool = False,
     ) -> int:
         """Creates RNTuple ``name`` from an Arrow stream and writes its entries."""
     def extend(self, name: str, data: Any) -> int:

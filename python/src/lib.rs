@@ -3,9 +3,9 @@
 //! GIL while reading, decoding and writing, and turns library errors into the exception
 //! classes of `rntuple.errors`. The pure-Python package builds the user API on top.
 
-use arrow_array::{Array, RecordBatch, RecordBatchReader};
+use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
-use arrow_schema::{ArrowError, DataType, Field, SchemaRef};
+use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -342,46 +342,6 @@ struct FileWriterHandle {
     order: Vec<String>,
 }
 
-/// `field` made nullable only where `array` holds nulls, through nested types.
-fn nullable_where_nulls(field: &Field, array: &dyn Array) -> Field {
-    use arrow_array::cast::AsArray;
-    let data_type = match field.data_type() {
-        DataType::List(item) => DataType::List(Arc::new(nullable_where_nulls(
-            item,
-            array.as_list::<i32>().values().as_ref(),
-        ))),
-        DataType::LargeList(item) => DataType::LargeList(Arc::new(nullable_where_nulls(
-            item,
-            array.as_list::<i64>().values().as_ref(),
-        ))),
-        DataType::FixedSizeList(item, n) => DataType::FixedSizeList(
-            Arc::new(nullable_where_nulls(
-                item,
-                array.as_fixed_size_list().values().as_ref(),
-            )),
-            *n,
-        ),
-        DataType::Struct(fields) => DataType::Struct(
-            fields
-                .iter()
-                .zip(array.as_struct().columns())
-                .map(|(f, a)| nullable_where_nulls(f, a.as_ref()))
-                .collect(),
-        ),
-        DataType::Map(entries, sorted) => DataType::Map(
-            Arc::new(nullable_where_nulls(entries, array.as_map().entries())),
-            *sorted,
-        ),
-        other => other.clone(),
-    };
-    Field::new(
-        field.name(),
-        data_type,
-        field.is_nullable() && array.null_count() > 0,
-    )
-    .with_metadata(field.metadata().clone())
-}
-
 /// Writes every batch of an Arrow stream.
 fn write_stream(
     writer: &mut RNTupleWriter<SharedSink>,
@@ -441,18 +401,16 @@ impl FileWriterHandle {
 
     /// Creates the RNTuple `name` with the schema of `data` (anything with
     /// `__arrow_c_stream__`) and writes its entries. A nullable Arrow field becomes
-    /// `std::optional`; `types` maps top-level field names to C++ type names that
+    /// `std::optional` (the Python layer marks nullable only the fields that are optional
+    /// or hold nulls); `types` maps top-level field names to C++ type names that
     /// override the ones derived from Arrow. Returns the entries written.
-    /// With `nullable_from_data`, a nullable field counts as optional only where the
-    /// first batch holds nulls (pyarrow, pandas and Polars mark every column nullable).
-    #[pyo3(signature = (name, data, types=None, nullable_from_data=false))]
+    #[pyo3(signature = (name, data, types=None))]
     fn create(
         &mut self,
         py: Python<'_>,
         name: String,
         data: &Bound<'_, PyAny>,
         types: Option<&Bound<'_, PyDict>>,
-        nullable_from_data: bool,
     ) -> PyResult<u64> {
         if self.writers.contains_key(&name) {
             return Err(to_py_err(Error::InvalidArgument(format!(
@@ -460,21 +418,7 @@ impl FileWriterHandle {
             ))));
         }
         let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
-        let first = py
-            .detach(|| stream.next().transpose())
-            .map_err(|e| to_py_err(Error::Arrow(e)))?;
-        let schema = match (&first, nullable_from_data) {
-            (Some(batch), true) => Arc::new(arrow_schema::Schema::new(
-                batch
-                    .schema()
-                    .fields()
-                    .iter()
-                    .zip(batch.columns())
-                    .map(|(f, a)| nullable_where_nulls(f, a.as_ref()))
-                    .collect::<Vec<_>>(),
-            )),
-            _ => stream.schema(),
-        };
+        let schema = stream.schema();
         let mut type_names: BTreeMap<String, String> = BTreeMap::new();
         if let Some(types) = types {
             for (k, v) in types.iter() {
@@ -504,10 +448,7 @@ impl FileWriterHandle {
                 };
             }
             let mut writer = RNTupleWriter::new(sink, &name, builder.finish(), options)?;
-            write_stream(
-                &mut writer,
-                &mut first.into_iter().map(Ok).chain(&mut stream),
-            )?;
+            write_stream(&mut writer, &mut stream)?;
             Ok(writer)
         });
         let writer = writer.map_err(to_py_err)?;

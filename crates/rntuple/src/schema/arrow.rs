@@ -48,7 +48,7 @@ pub fn arrow_field_kept(
     keep: Option<&HashSet<u32>>,
 ) -> Result<Field> {
     let f = desc.field(id);
-    let type_name = f.type_name();
+    let mut type_name = f.type_name();
     let (data_type, nullable) = match desc.field_kind(id) {
         FieldKind::Primitive(p) => (primitive_data_type(p), false),
         FieldKind::String => (DataType::LargeUtf8, false),
@@ -89,6 +89,10 @@ pub fn arrow_field_kept(
                 .filter(|c| keep.is_none_or(|k| k.contains(c)))
                 .map(|&c| arrow_field_kept(desc, c, desc.field(c).name(), keep))
                 .collect::<Result<Vec<_>>>()?;
+            if fields.len() < children.len() {
+                // Some members only: no longer that C++ type, an untyped record.
+                type_name = "";
+            }
             (DataType::Struct(Fields::from(fields)), false)
         }
         FieldKind::Array(child, n) => {
