@@ -16,6 +16,7 @@ class PartitionReader:
         self.fields = fields
 
     def __call__(self, partition: tuple[str, str, int, int]) -> Any:
+        """The partition's entries of the selected fields."""
         from .reading import ReadOnlyFile
 
         path, name, start, stop = partition
