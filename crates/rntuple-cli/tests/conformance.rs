@@ -219,10 +219,25 @@ fn dotted_paths_select_record_members() {
         .map(|e| serde_json::json!({"f.fString": e["f"]["fString"], "f.:_0.fInt": e["f"][":_0"]["fInt"]}))
         .collect();
     assert_eq!(got, Value::Array(want));
-    // A member inside a collection has no value per entry.
-    let out = dump(case, &["--fields", "Vector._0.fString"]);
-    assert_eq!(out.status, 1);
-    assert!(out.stderr.contains("inside a collection"), "{}", out.stderr);
+    // Members inside a collection are a projection: the collection with only them.
+    let out = dump(case, &["--fields", "Vector._0.fString,Vector._0.:_0.fInt"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let got: Value = serde_json::from_str(&out.stdout).unwrap();
+    let want: Vec<Value> = expected
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let items: Vec<Value> = e["Vector"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| serde_json::json!({":_0": {"fInt": v[":_0"]["fInt"]}, "fString": v["fString"]}))
+                .collect();
+            serde_json::json!({ "Vector": items })
+        })
+        .collect();
+    assert_eq!(got, Value::Array(want));
 }
 
 #[test]
