@@ -1,0 +1,285 @@
+"""The benchmark suite's one command: ``python3 bench/run.py [--events N] [--repeat R] [--tasks ...]``.
+
+Generates the dataset if missing (``bench/generate.py``), then runs every task's tools
+``R`` times each, alternating the tools (ours, peer, ours, peer, ...), one process per
+measurement, and records each process's wall time of the measured work (reported by the
+task), its peak RSS (``os.wait4`` rusage) and its checksum. The checksums of all tools of
+a task must agree or the run fails. Writes ``bench/RESULTS.md``: per task a table of
+tool, median and min seconds, ratio of the tool's median to ours, uncompressed MB/s and
+peak RSS, plus the machine, the versions and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH / "tasks"))
+sys.path.insert(0, str(BENCH))
+
+from common import checksums_agree  # noqa: E402
+from schema import ANALYSIS_FIELDS  # noqa: E402
+
+# task -> (script, [(label, tool, threads)]); the first entry is "ours", the reference of ratios.
+TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
+    "read_all": (
+        "read_all.py",
+        [
+            ("ours (awkward)", "ours-ak", 2),
+            ("ours (arrow)", "ours-arrow", 2),
+            ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
+            ("uproot (RNTuple)", "uproot", 2),
+            ("uproot (TTree)", "uproot-ttree", 2),
+            ("pyarrow (Parquet), 2 threads", "pyarrow", 2),
+        ],
+    ),
+    "read_subset": (
+        "read_subset.py",
+        [
+            ("ours (awkward)", "ours-ak", 2),
+            ("ours (arrow)", "ours-arrow", 2),
+            ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
+            ("uproot (RNTuple)", "uproot", 2),
+            ("uproot (TTree)", "uproot-ttree", 2),
+            ("pyarrow (Parquet), 2 threads", "pyarrow", 2),
+        ],
+    ),
+    "agc": (
+        "agc.py",
+        [
+            ("ours (awkward + hist)", "ours", 2),
+            ("ROOT RDataFrame, 1 thread", "root-rdf", 1),
+            ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
+            ("uproot (awkward + hist)", "uproot", 2),
+            ("pyarrow + numpy, 2 threads", "pyarrow", 2),
+        ],
+    ),
+    "write": (
+        "write.py",
+        [
+            ("ours (Python, from Arrow)", "ours", 2),
+            ("ours (rntuple copy, whole process)", "ours-cli", 2),
+            ("ROOT RNTupleWriter, 1 thread", "root", 1),
+            ("ROOT RNTupleWriter, 2 threads (IMT)", "root", 2),
+        ],
+    ),
+    "open_latency": (
+        "open_latency.py",
+        [
+            ("ours", "ours", 1),
+            ("ROOT RNTupleReader::Open", "root", 1),
+            ("uproot", "uproot", 1),
+        ],
+    ),
+}
+
+
+def run_measured(script: str, tool: str, threads: int, data: Path) -> dict[str, Any]:
+    """Runs one measurement process; returns its result line plus ``wall`` and ``rss_mb`` (its peak
+    RSS from ``os.wait4``)."""
+    cmd = [sys.executable, str(BENCH / "tasks" / script), "--tool", tool, "--data", str(data)]
+    cmd += ["--threads", str(threads)]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    out_path = Path(f"/tmp/bench_run_{os.getpid()}.out")
+    err_path = Path(f"/tmp/bench_run_{os.getpid()}.err")
+    t0 = time.perf_counter()
+    with out_path.open("w") as out, err_path.open("w") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    out_path.unlink(missing_ok=True)
+    err_path.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"FAILED ({proc.returncode}): {shlex.join(cmd)}\n{stderr[-4000:]}")
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise SystemExit(f"no result line from {shlex.join(cmd)}\n{stdout[-2000:]}\n{stderr[-2000:]}")
+    result = json.loads(lines[-1])
+    result["wall"] = wall
+    result["rss_mb"] = usage.ru_maxrss / 1024.0  # Linux: kilobytes
+    return result
+
+
+def default_data(events: int) -> Path:
+    """The shared data directory holding ``events`` events if there is one, else ``bench/data/n<events>``."""
+    for d in (Path("/work/bench-data"), Path("/work/bench-data/small")):
+        meta = d / "generate.json"
+        if meta.exists() and json.loads(meta.read_text()).get("events") == events:
+            return d
+    return BENCH / "data" / f"n{events}"
+
+
+def uncompressed_mb(data: Path, fields: list[str] | None) -> float:
+    """Uncompressed size in MB (10^6 bytes) of ``fields`` (all if None) of the ROOT RNTuple."""
+    sys.path.insert(0, str(REPO / "python"))
+    import rntuple
+
+    events = rntuple.open(str(data / "nanoaod_root.root"))["Events"]
+    if fields is None:
+        return events.uncompressed_bytes / 1e6
+    to_read, _ = events._read_plan(events.resolve_fields(fields))
+    return sum(events._reader.cluster_bytes(to_read)) / 1e6
+
+
+def machine_info() -> list[str]:
+    """Lines describing the machine."""
+    model = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal"):
+            mem_kb = int(line.split()[1])
+    load = os.getloadavg()
+    return [
+        f"- CPU: {model}, {os.cpu_count()} logical CPUs (nproc {len(os.sched_getaffinity(0))})",
+        f"- memory: {mem_kb / 1024**2:.1f} GiB",
+        f"- OS: {platform.platform()}",
+        f"- load average at the end of the run: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}",
+    ]
+
+
+def versions() -> list[str]:
+    """Lines with the versions of the tools."""
+    code = (
+        "import json, awkward, numpy, pyarrow, uproot, hist, sys\n"
+        "import ROOT\n"
+        "print(json.dumps({'python': sys.version.split()[0], 'ROOT': ROOT.gROOT.GetVersion(),"
+        " 'uproot': uproot.__version__, 'awkward': awkward.__version__, 'numpy': numpy.__version__,"
+        " 'pyarrow': pyarrow.__version__, 'hist': hist.__version__}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    info = json.loads(out.strip().splitlines()[-1])
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True)
+    info["rntuple (git)"] = commit + (" (with local changes)" if dirty.stdout.strip() else "")
+    return [f"- {k}: {v}" for k, v in info.items()]
+
+
+def summarize(task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float | None) -> list[str]:
+    """The Markdown table of one task."""
+    ours = statistics.median(r["seconds"] for r in rows[0][1])
+    head = "| tool | median s | min s | ours/tool speed-up | MB/s uncompressed | peak RSS MB |"
+    lines = [head, "|---|---:|---:|---:|---:|---:|"]
+    extra_cols = task == "write"
+    if extra_cols:
+        lines[0] = head[:-1] + "| RSS before write MB | file MB | size vs ours |"
+        lines[1] += "---:|---:|---:|"
+    ours_size = rows[0][1][0].get("file_bytes")
+    for label, results in rows:
+        secs = [r["seconds"] for r in results]
+        med, lo = statistics.median(secs), min(secs)
+        if task == "open_latency":
+            lo = min(r["min_seconds"] for r in results)
+        rate = f"{mb / med:.0f}" if mb else "-"
+        rss = statistics.median(r["rss_mb"] for r in results)
+        cells = [label, f"{med:.4g}", f"{lo:.4g}", f"{med / ours:.2f}x", rate, f"{rss:.0f}"]
+        if extra_cols:
+            size = results[0]["file_bytes"]
+            before = statistics.median(r["rss_before_mb"] for r in results)
+            cells += [f"{before:.0f}" if before else "-", f"{size / 1e6:.1f}", f"{size / ours_size:.4f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--data", type=Path, default=None, help="default: /work/bench-data[/small] by --events"
+    )
+    parser.add_argument("--tasks", nargs="*", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--out", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--note", default="", help="a line to put under the title")
+    args = parser.parse_args()
+    data: Path = args.data or default_data(args.events)
+    command = shlex.join(["python3", *sys.argv])
+    if not (data / "nanoaod.parquet").exists() or not (data / "nanoaod_ours.root").exists():
+        subprocess.run(
+            [sys.executable, str(BENCH / "generate.py"), "--events", str(args.events), "--out", str(data)],
+            check=True,
+        )
+    gen = json.loads((data / "generate.json").read_text())
+    if gen["events"] != args.events:
+        raise SystemExit(f"{data} holds {gen['events']} events, not {args.events}")
+
+    total_mb = uncompressed_mb(data, None)
+    subset_mb = uncompressed_mb(data, list(ANALYSIS_FIELDS))
+    rate_mb = {"read_all": total_mb, "read_subset": subset_mb, "agc": subset_mb, "write": total_mb}
+    sections: list[str] = []
+    failures: list[str] = []
+    for task in args.tasks:
+        script, tools = TASKS[task]
+        results: list[list[dict[str, Any]]] = [[] for _ in tools]
+        for rep in range(args.repeat):
+            for i, (label, tool, threads) in enumerate(tools):
+                r = run_measured(script, tool, threads, data)
+                results[i].append(r)
+                print(f"[{task} {rep + 1}/{args.repeat}] {label}: {r['seconds']:.4g} s, "
+                      f"{r['rss_mb']:.0f} MB", flush=True)  # fmt: skip
+        reference = results[0][0]["checksum"]
+        for (label, _, _), rs in zip(tools, results, strict=True):
+            for r in rs:
+                if not checksums_agree(reference, r["checksum"]):
+                    failures.append(f"{task}: {label}: checksum {r['checksum']} != ours {reference}")
+        rows = [(label, rs) for (label, _, _), rs in zip(tools, results, strict=True)]
+        sections += [f"## {task}", "", *summarize(task, rows, rate_mb.get(task)), ""]
+        sections += ["checksum (all tools agree): `" + json.dumps(reference) + "`", ""]
+    if failures:
+        print("\n".join(failures), file=sys.stderr)
+        raise SystemExit("CHECKSUM MISMATCH: the tools did not do the same work")
+
+    sizes = gen.get("bytes", {})
+    text = [
+        "# rntuple benchmark results",
+        "",
+        *([args.note, ""] if args.note else []),
+        f"Command: `{command}`",
+        "",
+        f"Dataset: {gen['events']:,} events, {len(__import__('schema').field_names())} fields, "
+        f"{total_mb:.0f} MB uncompressed ({total_mb * 1e6 / gen['events']:.0f} B/event); analysis "
+        f"fields {subset_mb:.0f} MB. Files: "
+        + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in sizes.items())
+        + f". Generated by `{gen['command']}`.",
+        "",
+        "Times are medians and minima over the repetitions of the measured work only (after imports "
+        "and JIT compilation, including opening the file), one process per measurement, tools "
+        "alternating. Speed-up = tool's median / ours' median (>1: ours is faster). MB/s = uncompressed "
+        "bytes of the fields involved / median. Peak RSS is the whole process's (`os.wait4`).",
+        "",
+        "## Machine",
+        "",
+        *machine_info(),
+        "",
+        "## Versions",
+        "",
+        *versions(),
+        "",
+        *sections,
+    ]
+    args.out.write_text("\n".join(text))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""``agc``: an Analysis-Grand-Challenge-style ttbar selection and trijet-mass histogram.
+
+The same definition in every tool (all kinematics in float64):
+
+- jets: ``Jet_pt > 25`` and ``|Jet_eta| < 2.4``; b-tagged: ``Jet_btagCSVV2 >= 0.5``;
+- electrons: ``pt > 25``, ``|eta| < 2.1``, ``cutBased == 4``; muons: ``pt > 25``,
+  ``|eta| < 2.1``, ``tightId``, ``pfRelIso04_all < 0.15``;
+- events: exactly one such lepton, at least 4 jets, at least one b-tagged jet;
+- per event, of all combinations of 3 selected jets with at least one b-tag, the one with
+  the largest summed transverse momentum; its invariant mass filled into 25 bins over
+  50-550 GeV (flow bins ignored).
+
+Tools: ``ours`` (``rntuple`` → Awkward + hist), ``uproot`` (Awkward + hist),
+``root-rdf`` (RDataFrame with compiled C++ functions, ``threads`` implicit-MT threads;
+1 = no IMT), ``pyarrow`` (Parquet → NumPy, vectorised over jets padded to 12 and the 220
+precomputed index triplets). Checksum: the selected-event count and the bin counts.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from common import Timer, emit, parse_args, root_file
+from schema import ANALYSIS_FIELDS
+
+TOOLS = ["ours", "uproot", "root-rdf", "pyarrow"]
+BINS, LO, HI = 25, 50.0, 550.0
+MAX_JETS = 12
+
+
+def agc_awkward(ev: Any) -> tuple[int, list[int]]:
+    """The analysis on an Awkward record array with the analysis fields."""
+    import awkward as ak
+    import hist
+    import numpy as np
+
+    ele = (ev.Electron_pt > 25) & (abs(ev.Electron_eta) < 2.1) & (ev.Electron_cutBased == 4)
+    mu = (ev.Muon_pt > 25) & (abs(ev.Muon_eta) < 2.1) & ev.Muon_tightId & (ev.Muon_pfRelIso04_all < 0.15)
+    nlep = ak.sum(ele, axis=1) + ak.sum(mu, axis=1)
+    jsel = (ev.Jet_pt > 25) & (abs(ev.Jet_eta) < 2.4)
+    btag = ev.Jet_btagCSVV2[jsel]
+    sel = (nlep == 1) & (ak.num(btag, axis=1) >= 4) & (ak.sum(btag >= 0.5, axis=1) >= 1)
+    jets = ev[sel]
+    js = jsel[sel]
+
+    def f64(x: Any) -> Any:
+        return ak.values_astype(x[js], np.float64)
+
+    pt, eta, phi, mass = f64(jets.Jet_pt), f64(jets.Jet_eta), f64(jets.Jet_phi), f64(jets.Jet_mass)
+    px, py, pz = pt * np.cos(phi), pt * np.sin(phi), pt * np.sinh(eta)
+    e = np.sqrt(px * px + py * py + pz * pz + mass * mass)
+    j = ak.zip({"px": px, "py": py, "pz": pz, "e": e, "b": jets.Jet_btagCSVV2[js]})
+    tri = ak.combinations(j, 3, fields=["a", "b", "c"])
+    tpx = tri.a.px + tri.b.px + tri.c.px
+    tpy = tri.a.py + tri.b.py + tri.c.py
+    tpz = tri.a.pz + tri.b.pz + tri.c.pz
+    te = tri.a.e + tri.b.e + tri.c.e
+    tpt = np.sqrt(tpx * tpx + tpy * tpy)
+    has_b = (tri.a.b >= 0.5) | (tri.b.b >= 0.5) | (tri.c.b >= 0.5)
+    best = ak.argmax(ak.where(has_b, tpt, -1.0), axis=1, keepdims=True)
+    m2 = te * te - tpx * tpx - tpy * tpy - tpz * tpz
+    m = np.sqrt(np.maximum(ak.flatten(m2[best]), 0.0))
+    h = hist.Hist.new.Reg(BINS, LO, HI, name="mjjj").Double()
+    h.fill(ak.to_numpy(m))
+    return int(ak.sum(sel)), [int(c) for c in h.values()]
+
+
+def _flat(table: Any, name: str) -> tuple[Any, Any]:
+    """Offsets and values (NumPy) of a list column."""
+    import numpy as np
+
+    col = table.column(name).combine_chunks()
+    return np.asarray(col.offsets), np.asarray(col.values)
+
+
+def agc_numpy(table: Any) -> tuple[int, list[int]]:
+    """The analysis on a pyarrow Table, vectorised with NumPy."""
+    import numpy as np
+
+    n = table.num_rows
+    jo, pt = _flat(table, "Jet_pt")
+    _, eta = _flat(table, "Jet_eta")
+    _, phi = _flat(table, "Jet_phi")
+    _, mass = _flat(table, "Jet_mass")
+    _, btag = _flat(table, "Jet_btagCSVV2")
+    eo, ept = _flat(table, "Electron_pt")
+    _, eeta = _flat(table, "Electron_eta")
+    _, ecut = _flat(table, "Electron_cutBased")
+    mo, mpt = _flat(table, "Muon_pt")
+    _, meta = _flat(table, "Muon_eta")
+    _, mtight = _flat(table, "Muon_tightId")
+    _, miso = _flat(table, "Muon_pfRelIso04_all")
+
+    def per_event(offsets: Any, mask: Any) -> Any:
+        c = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
+        return c[offsets[1:]] - c[offsets[:-1]]
+
+    ele = (ept > 25) & (np.abs(eeta) < 2.1) & (ecut == 4)
+    mu = (mpt > 25) & (np.abs(meta) < 2.1) & mtight.astype(bool) & (miso < 0.15)
+    nlep = per_event(eo, ele) + per_event(mo, mu)
+    jsel = (pt > 25) & (np.abs(eta) < 2.4)
+    njet = per_event(jo, jsel)
+    nb = per_event(jo, jsel & (btag >= 0.5))
+    sel = (nlep == 1) & (njet >= 4) & (nb >= 1)
+    # Selected jets of selected events, padded to MAX_JETS per event.
+    event_of_jet = np.repeat(np.arange(n), np.diff(jo))
+    keep = jsel & sel[event_of_jet]
+    ev_idx = event_of_jet[keep]
+    rows = np.cumsum(sel) - 1
+    slot = np.arange(keep.sum()) - np.repeat(np.concatenate(([0], np.cumsum(njet[sel])[:-1])), njet[sel])
+    nsel = int(sel.sum())
+    shape = (nsel, MAX_JETS)
+    pad = {k: np.zeros(shape) for k in ("px", "py", "pz", "e", "b")}
+    ptk, phik, etak, mk = (a[keep].astype(np.float64) for a in (pt, phi, eta, mass))
+    px, py, pz = ptk * np.cos(phik), ptk * np.sin(phik), ptk * np.sinh(etak)
+    r, s = rows[ev_idx], slot
+    pad["px"][r, s], pad["py"][r, s], pad["pz"][r, s] = px, py, pz
+    pad["e"][r, s] = np.sqrt(px * px + py * py + pz * pz + mk * mk)
+    pad["b"][r, s] = btag[keep]
+    counts = njet[sel]
+    trip = np.array(list(combinations(range(MAX_JETS), 3)))  # lexicographic, as ak.combinations
+    valid = trip[:, 2][None, :] < counts[:, None]
+    a, b, c = trip[:, 0], trip[:, 1], trip[:, 2]
+
+    def tsum(k: str) -> Any:
+        return pad[k][:, a] + pad[k][:, b] + pad[k][:, c]
+
+    tpx, tpy, tpz, te = tsum("px"), tsum("py"), tsum("pz"), tsum("e")
+    tpt = np.sqrt(tpx * tpx + tpy * tpy)
+    pb = pad["b"]
+    has_b = (pb[:, a] >= 0.5) | (pb[:, b] >= 0.5) | (pb[:, c] >= 0.5)
+    best = np.argmax(np.where(valid & has_b, tpt, -1.0), axis=1)
+    i = np.arange(nsel)
+    m2 = te[i, best] ** 2 - tpx[i, best] ** 2 - tpy[i, best] ** 2 - tpz[i, best] ** 2
+    m = np.sqrt(np.maximum(m2, 0.0))
+    hcounts, _ = np.histogram(m, bins=BINS, range=(LO, HI))
+    return nsel, [int(x) for x in hcounts]
+
+
+RDF_CXX = r"""
+#pragma cling optimize(3)
+#include <ROOT/RDataFrame.hxx>
+#include <ROOT/RVec.hxx>
+#include <TH1D.h>
+#include <chrono>
+#include <cmath>
+using ROOT::RVec;
+struct AgcLeptons {
+   int operator()(const RVec<float> &ept, const RVec<float> &eeta, const RVec<int> &ecut,
+                  const RVec<float> &mpt, const RVec<float> &meta, const RVec<bool> &mtight,
+                  const RVec<float> &miso) const {
+      int n = 0;
+      for (std::size_t i = 0; i < ept.size(); ++i)
+         n += ept[i] > 25 && std::abs(eeta[i]) < 2.1f && ecut[i] == 4;
+      for (std::size_t i = 0; i < mpt.size(); ++i)
+         n += mpt[i] > 25 && std::abs(meta[i]) < 2.1f && mtight[i] && miso[i] < 0.15f;
+      return n;
+   }
+};
+struct AgcJetMask {
+   RVec<int> operator()(const RVec<float> &pt, const RVec<float> &eta) const {
+      return pt > 25.f && abs(eta) < 2.4f;
+   }
+};
+struct AgcSelect {
+   bool operator()(int nlep, const RVec<int> &jsel, const RVec<float> &btag) const {
+      int nj = 0, nb = 0;
+      for (std::size_t i = 0; i < jsel.size(); ++i) { nj += jsel[i]; nb += jsel[i] && btag[i] >= 0.5f; }
+      return nlep == 1 && nj >= 4 && nb >= 1;
+   }
+};
+struct AgcTrijet {
+   double operator()(const RVec<int> &jsel, const RVec<float> &pt, const RVec<float> &eta,
+                     const RVec<float> &phi, const RVec<float> &mass, const RVec<float> &btag) const {
+      double px[64], py[64], pz[64], e[64];
+      bool b[64];
+      int n = 0;
+      for (std::size_t i = 0; i < pt.size(); ++i) {
+         if (!jsel[i]) continue;
+         double p = pt[i], h = eta[i], f = phi[i], m = mass[i];
+         px[n] = p * std::cos(f); py[n] = p * std::sin(f); pz[n] = p * std::sinh(h);
+         e[n] = std::sqrt(px[n] * px[n] + py[n] * py[n] + pz[n] * pz[n] + m * m);
+         b[n] = btag[i] >= 0.5f;
+         ++n;
+      }
+      double best = -1.0, bestm2 = 0.0;
+      for (int i = 0; i < n; ++i)
+         for (int j = i + 1; j < n; ++j)
+            for (int k = j + 1; k < n; ++k) {
+               if (!(b[i] || b[j] || b[k])) continue;
+               double x = px[i] + px[j] + px[k], y = py[i] + py[j] + py[k];
+               double z = pz[i] + pz[j] + pz[k], en = e[i] + e[j] + e[k];
+               double t = std::sqrt(x * x + y * y);
+               if (t > best) { best = t; bestm2 = en * en - x * x - y * y - z * z; }
+            }
+      return std::sqrt(std::max(bestm2, 0.0));
+   }
+};
+std::vector<double> bench_agc_rdf(const char *path, int threads) {
+   auto t0 = std::chrono::steady_clock::now();
+   if (threads > 1) ROOT::EnableImplicitMT(threads);
+   ROOT::RDataFrame df("Events", path);
+   auto d = df.Define("nlep", AgcLeptons{}, {"Electron_pt", "Electron_eta", "Electron_cutBased", "Muon_pt",
+                                             "Muon_eta", "Muon_tightId", "Muon_pfRelIso04_all"})
+               .Define("jsel", AgcJetMask{}, {"Jet_pt", "Jet_eta"})
+               .Filter(AgcSelect{}, {"nlep", "jsel", "Jet_btagCSVV2"})
+               .Define("mjjj", AgcTrijet{},
+                       {"jsel", "Jet_pt", "Jet_eta", "Jet_phi", "Jet_mass", "Jet_btagCSVV2"});
+   auto count = d.Count();
+   auto h = d.Histo1D<double>({"mjjj", "", 25, 50.0, 550.0}, "mjjj");
+   std::vector<double> out{0.0, static_cast<double>(*count)};
+   for (int i = 1; i <= 25; ++i) out.push_back(h->GetBinContent(i));
+   out[0] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+   return out;
+}
+"""
+
+
+def main() -> None:
+    """Runs one measurement."""
+    args = parse_args(TOOLS)
+    fields = list(ANALYSIS_FIELDS)
+    path = str(root_file(args.data))
+    if args.tool == "ours":
+        import rntuple
+
+        with Timer() as t:
+            nsel, counts = agc_awkward(rntuple.open(path)["Events"].arrays(fields, library="ak"))
+        seconds = t.seconds
+    elif args.tool == "uproot":
+        import uproot
+
+        with Timer() as t:
+            nsel, counts = agc_awkward(uproot.open(path)["Events"].arrays(fields))
+        seconds = t.seconds
+    elif args.tool == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pa.set_cpu_count(args.threads)
+        pa.set_io_thread_count(args.threads)
+        with Timer() as t:
+            nsel, counts = agc_numpy(pq.read_table(str(args.data / "nanoaod.parquet"), columns=fields))
+        seconds = t.seconds
+    else:
+        import ROOT
+
+        ROOT.gROOT.SetBatch(True)
+        if not ROOT.gInterpreter.Declare(RDF_CXX):
+            raise RuntimeError("AGC C++ did not compile")
+        out = list(ROOT.bench_agc_rdf(path, args.threads))
+        seconds, nsel, counts = out[0], int(out[1]), [int(x) for x in out[2:]]
+    emit("agc", args.tool, seconds, {"selected": nsel, "bins": counts}, threads=args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""``write``: writing the whole dataset as an RNTuple with zstd level 5 (ROOT's 505).
+
+The input is read into memory first (not timed); only the write is timed, up to a
+complete file on disk. Tools: ``ours`` (``rntuple.recreate(..., compression="zstd:5")``
+of the pyarrow Table our reader produced), ``ours-cli`` (``rntuple copy --compression
+zstd:5`` as a whole process: reading, decoding and writing), ``root`` (``RNTupleWriter``
+filled entry by entry from columnar C++ buffers; ``threads > 1`` enables implicit MT,
+which compresses pages in parallel). The checksum is the number of entries and fields of
+the written file (read back with ``rntuple``); the result line also reports the file size
+and the peak RSS before the write began (``rss_before_mb``) so the harness can show the
+memory the write itself needed.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+from common import REPO, Timer, emit, parse_args, root_file
+
+TOOLS = ["ours", "ours-cli", "root"]
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main() -> None:
+    """Runs one measurement."""
+    from schema import field_names
+
+    args = parse_args(TOOLS, lambda p: p.add_argument("--tmp", type=Path, default=None))
+    src = str(root_file(args.data))
+    out = (args.tmp or args.data) / f"bench_write_{args.tool}_{os.getpid()}.root"
+    names = field_names()
+    rss_before = 0.0
+    try:
+        if args.tool == "ours":
+            import rntuple
+
+            table = rntuple.open(src)["Events"].arrays(library="arrow")
+            rss_before = _rss_mb()
+            with Timer() as t, rntuple.recreate(str(out), compression="zstd:5") as f:
+                f["Events"] = table
+            seconds = t.seconds
+        elif args.tool == "ours-cli":
+            cli = REPO / "target" / "release" / "rntuple"
+            t0 = time.perf_counter()
+            subprocess.run([str(cli), "copy", src, str(out), "--compression", "zstd:5"], check=True)
+            seconds = time.perf_counter() - t0
+        else:
+            from rootcode import declare, write_source
+
+            ROOT = declare(names)
+            if not ROOT.gInterpreter.Declare(write_source(names)):
+                raise RuntimeError("C++ write code did not compile")
+            sinks = ROOT.std.vector["BenchSink"]()
+            ROOT.bench_read_rdf(src, ROOT.std.vector["std::string"](names), 1, sinks)
+            if args.threads > 1:
+                ROOT.EnableImplicitMT(args.threads)
+            rss_before = _rss_mb()
+            seconds = ROOT.bench_write(sinks[0], str(out), 505)
+        import rntuple
+
+        written = rntuple.open(str(out))["Events"]
+        checksum = {"entries": written.num_entries, "fields": len(written.fields)}
+        size = out.stat().st_size
+    finally:
+        out.unlink(missing_ok=True)
+    emit(
+        "write", args.tool, seconds, checksum, threads=args.threads, file_bytes=size,
+        rss_before_mb=round(rss_before, 1),
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
