@@ -220,7 +220,7 @@ pub fn decompress(data: &[u8], uncompressed_len: usize, what: &str) -> Result<Ve
 
 /// The total uncompressed size the chunk headers of `data` announce, if the chunks tile
 /// `data` exactly.
-fn claimed_uncompressed_len(data: &[u8]) -> Option<usize> {
+pub(crate) fn claimed_uncompressed_len(data: &[u8]) -> Option<usize> {
     let mut pos = 0usize;
     let mut total = 0usize;
     while pos < data.len() {

@@ -23,9 +23,11 @@
 
 mod bytes;
 mod column_type;
+mod into;
 mod real;
 
 pub use column_type::ColumnType;
+pub use into::{decode_page_into, ValuesMut};
 
 use bytes::{
     pack_bits, read_plain, read_split, unpack_bits, write_plain, write_split, zigzag_decode16,

@@ -1,6 +1,7 @@
 //! Assembling one field's Arrow array for an entry range of one cluster, recursively
 //! through its subfields.
 
+use super::column::ColumnPart;
 use super::convert::{to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use super::RNTupleReader;
 use crate::encoding::ColumnValues;
@@ -23,23 +24,31 @@ type PerEntry = Option<u64>;
 /// projection such as `Jet.pt`, and everything below the selected members.
 pub(crate) type Keep<'a> = Option<&'a std::collections::HashSet<u32>>;
 
+/// One cluster's part of a read: the cluster and the field's elements wanted there
+/// (local to the cluster). A field is assembled over several clusters' parts at once,
+/// into one array.
+pub(crate) type Seg<'a> = (&'a ClusterDescriptor, Range<u64>);
+
 impl RNTupleReader {
-    /// The Arrow array of field `id` for its elements `range` (local to `cluster`).
+    /// The Arrow array of field `id` for its elements in `segs` (one range per cluster,
+    /// concatenated in order).
     pub(crate) fn assemble(
         &self,
-        cluster: &ClusterDescriptor,
+        segs: &[Seg<'_>],
         id: u32,
         name: &str,
-        range: Range<u64>,
         per_entry: PerEntry,
         keep: Keep<'_>,
     ) -> Result<ArrayRef> {
-        self.assemble_inner(cluster, id, name, range, per_entry, keep)
+        self.assemble_inner(segs, id, name, per_entry, keep)
             .map_err(|e| match e {
                 Error::At { .. } => e,
                 other => other.at(Location {
                     field: Some(self.descriptor().qualified_name(id)),
-                    cluster: Some(cluster.id),
+                    cluster: match segs {
+                        [(c, _)] => Some(c.id),
+                        _ => None,
+                    },
                     ..Default::default()
                 }),
             })
@@ -76,105 +85,165 @@ impl RNTupleReader {
         Ok(())
     }
 
-    /// Reads a collection's offsets for entries `range`: the start of the first item and
-    /// each entry's end, both local to the cluster, checked to never decrease.
-    fn read_offsets(
+    /// Reads column `column` over `segs` (ranges scaled by `scale` elements per field
+    /// element, a field with `per_entry` elements per entry).
+    fn read_segs(
         &self,
-        cluster: &ClusterDescriptor,
+        segs: &[Seg<'_>],
         column: u32,
-        range: Range<u64>,
         per_entry: PerEntry,
-    ) -> Result<(u64, Vec<u64>)> {
-        let total = scaled(per_entry, cluster.n_entries, "cluster entry count")?;
-        let first = range.start.saturating_sub(1);
-        let values = self.read_column(cluster, column, first..range.end, total)?;
-        let mut all = to_offsets(&values)?;
-        let start = if range.start == 0 { 0 } else { all.remove(0) };
-        let mut prev = start;
-        for &e in &all {
-            if e < prev {
-                return Err(Error::corrupt(
-                    "collection offsets",
-                    format!("offset {e} follows {prev} in column {column}"),
-                ));
+        scale: u64,
+    ) -> Result<ColumnValues> {
+        let parts = segs
+            .iter()
+            .map(|(c, r)| {
+                let total = scaled(per_entry, c.n_entries, "cluster entry count")?;
+                Ok(ColumnPart {
+                    cluster: c,
+                    range: mul(r.start, scale, "array size")?..mul(r.end, scale, "array size")?,
+                    expected_total: scaled(total, scale, "array size")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.read_column_parts(column, &parts)
+    }
+
+    /// Reads a collection's offsets for the entries of `segs`: the items' ranges in each
+    /// cluster and the Arrow offsets over all of them (from 0), checked to never decrease.
+    fn read_offsets<'a>(
+        &self,
+        segs: &[Seg<'a>],
+        column: u32,
+        per_entry: PerEntry,
+    ) -> Result<(Vec<Seg<'a>>, Vec<i64>)> {
+        // Each range starts one element early for the start of its first item.
+        let early: Vec<Seg<'a>> = segs
+            .iter()
+            .map(|(c, r)| (*c, r.start.saturating_sub(1)..r.end))
+            .collect();
+        let values = self.read_segs(&early, column, per_entry, 1)?;
+        let all = to_offsets(values)?;
+        let n: usize = segs.iter().map(|(_, r)| (r.end - r.start) as usize).sum();
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0i64);
+        let mut items = Vec::with_capacity(segs.len());
+        let mut pos = 0usize;
+        let mut base = 0u64;
+        for ((c, r), (_, e)) in segs.iter().zip(&early) {
+            let len = (e.end - e.start) as usize;
+            let part = all
+                .get(pos..pos + len)
+                .ok_or_else(|| Error::corrupt("collection offsets", "offsets out of range"))?;
+            pos += len;
+            let (start, ends) = match (r.start, part) {
+                (0, _) => (0, part),
+                (_, [first, rest @ ..]) => (*first, rest),
+                _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
+            };
+            let mut prev = start;
+            for &e in ends {
+                if e < prev {
+                    return Err(Error::corrupt(
+                        "collection offsets",
+                        format!("offset {e} follows {prev} in column {column}"),
+                    ));
+                }
+                prev = e;
+                let global = i64::try_from(base + (e - start)).map_err(|_| {
+                    Error::corrupt("collection offsets", format!("offset {e} too large"))
+                })?;
+                offsets.push(global);
             }
-            prev = e;
+            base += prev - start;
+            items.push((*c, start..prev));
         }
-        Ok((start, all))
+        Ok((items, offsets))
     }
 
     fn assemble_inner(
         &self,
-        cluster: &ClusterDescriptor,
+        segs: &[Seg<'_>],
         id: u32,
         name: &str,
-        range: Range<u64>,
         per_entry: PerEntry,
         keep: Keep<'_>,
     ) -> Result<ArrayRef> {
         let desc = self.descriptor();
-        let total = scaled(per_entry, cluster.n_entries, "cluster entry count")?;
-        let len = (range.end - range.start) as usize;
-        let cols = self.active_columns(cluster, id);
-        Ok(match desc.field_kind(id) {
+        let kind = desc.field_kind(id);
+        let Some((first, _)) = segs.first() else {
+            return Ok(arrow_array::new_empty_array(
+                arrow_field_kept(desc, id, name, keep)?.data_type(),
+            ));
+        };
+        let cols = self.active_columns(first, id);
+        // Variants index per cluster, and a field may switch representation between
+        // clusters: assemble those cluster by cluster and concatenate.
+        if segs.len() > 1
+            && (matches!(kind, FieldKind::Variant(_))
+                || segs.iter().any(|(c, _)| self.active_columns(c, id) != cols))
+        {
+            let parts = segs
+                .iter()
+                .map(|seg| self.assemble(std::slice::from_ref(seg), id, name, per_entry, keep))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            return Ok(arrow_select::concat::concat(&refs)?);
+        }
+        let len: usize = segs.iter().map(|(_, r)| (r.end - r.start) as usize).sum();
+        Ok(match kind {
             FieldKind::Primitive(p) => {
                 self.expect_columns(id, &cols, 1)?;
-                let values = self.read_column(cluster, cols[0], range, total)?;
-                primitive_array(p, &values)?
+                let values = self.read_segs(segs, cols[0], per_entry, 1)?;
+                primitive_array(p, values)?
             }
             FieldKind::String => {
                 self.expect_columns(id, &cols, 2)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let end = ends.last().copied().unwrap_or(start);
-                let chars = self.read_column(cluster, cols[1], start..end, None)?;
+                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
+                let chars = self.read_segs(&items, cols[1], None, 1)?;
                 let ColumnValues::U8(bytes) = chars else {
                     return Err(Error::corrupt(
                         "schema",
                         "string characters are not a Char column",
                     ));
                 };
-                let offsets = arrow_offsets(start, &ends);
-                let array = LargeStringArray::try_new(offsets, bytes.into(), None)
-                    .map_err(|e| Error::corrupt("string data", format!("not valid UTF-8: {e}")))?;
+                let array = LargeStringArray::try_new(arrow_offsets(offsets), bytes.into(), None)
+                    .map_err(|e| {
+                    Error::corrupt("string data", format!("not valid UTF-8: {e}"))
+                })?;
                 Arc::new(array)
             }
             FieldKind::Streamer => {
                 self.expect_columns(id, &cols, 2)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let end = ends.last().copied().unwrap_or(start);
-                let ColumnValues::U8(bytes) =
-                    self.read_column(cluster, cols[1], start..end, None)?
-                else {
+                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
+                let ColumnValues::U8(bytes) = self.read_segs(&items, cols[1], None, 1)? else {
                     return Err(Error::corrupt(
                         "schema",
                         "streamer bytes are not a Byte column",
                     ));
                 };
                 Arc::new(LargeBinaryArray::new(
-                    arrow_offsets(start, &ends),
+                    arrow_offsets(offsets),
                     bytes.into(),
                     None,
                 ))
             }
             FieldKind::List(child) => {
                 self.expect_columns(id, &cols, 1)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let end = ends.last().copied().unwrap_or(start);
+                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
                 let child_name = desc.field(child).name().to_string();
-                let values = self.assemble(cluster, child, &child_name, start..end, None, keep)?;
+                let values = self.assemble(&items, child, &child_name, None, keep)?;
                 let item = arrow_field_kept(desc, child, &child_name, keep)?;
                 Arc::new(LargeListArray::try_new(
                     Arc::new(item),
-                    arrow_offsets(start, &ends),
+                    arrow_offsets(offsets),
                     values,
                     None,
                 )?)
             }
             FieldKind::Map(child) => {
                 self.expect_columns(id, &cols, 1)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let end = ends.last().copied().unwrap_or(start);
-                let pair = self.assemble(cluster, child, "entries", start..end, None, keep)?;
+                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
+                let pair = self.assemble(&items, child, "entries", None, keep)?;
                 let DataType::Map(entries_field, _) =
                     arrow_field_kept(desc, id, name, keep)?.data_type().clone()
                 else {
@@ -188,9 +257,9 @@ impl RNTupleReader {
                     .downcast_ref::<StructArray>()
                     .ok_or_else(|| Error::corrupt("schema", "map item is not a record"))?;
                 let entries = StructArray::try_new(entry_fields, pair.columns().to_vec(), None)?;
-                let offsets: Vec<i32> = std::iter::once(0)
-                    .chain(ends.iter().map(|&e| e - start))
-                    .map(|o| {
+                let offsets: Vec<i32> = offsets
+                    .iter()
+                    .map(|&o| {
                         i32::try_from(o).map_err(|_| {
                             Error::Unsupported(
                                 "a map column with more than 2^31 items in one read".into(),
@@ -208,15 +277,13 @@ impl RNTupleReader {
             }
             FieldKind::Optional(child) => {
                 self.expect_columns(id, &cols, 1)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let end = ends.last().copied().unwrap_or(start);
-                let values = self.assemble(cluster, child, name, start..end, None, keep)?;
-                let mut prev = start;
+                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
+                let values = self.assemble(&items, child, name, None, keep)?;
                 let mut indices: Vec<Option<u64>> = Vec::with_capacity(len);
-                for &e in &ends {
-                    indices.push(match e - prev {
+                for w in offsets.windows(2) {
+                    indices.push(match w[1] - w[0] {
                         0 => None,
-                        1 => Some(prev - start),
+                        1 => Some(w[0] as u64),
                         n => {
                             return Err(Error::corrupt(
                                 "optional",
@@ -224,7 +291,6 @@ impl RNTupleReader {
                             ))
                         }
                     });
-                    prev = e;
                 }
                 take_optional(values, &indices)?
             }
@@ -242,7 +308,7 @@ impl RNTupleReader {
                         .filter(|c| keep.is_none_or(|k| k.contains(c)))
                         .map(|&c| {
                             let n = desc.field(c).name().to_string();
-                            self.assemble(cluster, c, &n, range.clone(), per_entry, keep)
+                            self.assemble(segs, c, &n, per_entry, keep)
                         })
                         .collect::<Result<Vec<_>>>()?;
                     Arc::new(StructArray::try_new(fields, arrays, None)?)
@@ -250,12 +316,19 @@ impl RNTupleReader {
             }
             FieldKind::Array(child, n) => {
                 let child_name = desc.field(child).name().to_string();
-                let items = mul(range.start, n, "array size")?..mul(range.end, n, "array size")?;
+                let items = segs
+                    .iter()
+                    .map(|(c, r)| {
+                        Ok((
+                            *c,
+                            mul(r.start, n, "array size")?..mul(r.end, n, "array size")?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 let values = self.assemble(
-                    cluster,
+                    &items,
                     child,
                     &child_name,
-                    items,
                     scaled(per_entry, n, "array size")?,
                     keep,
                 )?;
@@ -269,9 +342,7 @@ impl RNTupleReader {
             }
             FieldKind::Bitset(n) => {
                 self.expect_columns(id, &cols, 1)?;
-                let bits = mul(range.start, n, "bitset size")?..mul(range.end, n, "bitset size")?;
-                let values =
-                    self.read_column(cluster, cols[0], bits, scaled(total, n, "bitset size")?)?;
+                let values = self.read_segs(segs, cols[0], per_entry, n)?;
                 let bits = to_boolean(&values)?;
                 Arc::new(FixedSizeListArray::try_new(
                     Arc::new(Field::new("_0", DataType::Boolean, false)),
@@ -282,35 +353,24 @@ impl RNTupleReader {
             }
             FieldKind::Variant(children) => {
                 self.expect_columns(id, &cols, 1)?;
-                let values = self.read_column(cluster, cols[0], range, total)?;
+                let values = self.read_segs(segs, cols[0], per_entry, 1)?;
                 let ColumnValues::Switch { index, tag } = values else {
                     return Err(Error::corrupt(
                         "schema",
                         "variant column is not a Switch column",
                     ));
                 };
-                self.variant_array(cluster, id, name, &children, (&index, &tag), keep)?
+                self.variant_array(first, id, name, &children, (&index, &tag), keep)?
             }
-            FieldKind::Wrapper(child) => {
-                self.assemble(cluster, child, name, range, per_entry, keep)?
-            }
+            FieldKind::Wrapper(child) => self.assemble(segs, child, name, per_entry, keep)?,
             FieldKind::Cardinality(wide) => {
                 self.expect_columns(id, &cols, 1)?;
-                let (start, ends) = self.read_offsets(cluster, cols[0], range, per_entry)?;
-                let mut prev = start;
-                let sizes: Vec<u64> = ends
-                    .iter()
-                    .map(|&e| {
-                        let s = e - prev;
-                        prev = e;
-                        s
-                    })
-                    .collect();
+                let (_, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
+                let sizes = offsets.windows(2).map(|w| (w[1] - w[0]) as u64);
                 if wide {
-                    Arc::new(UInt64Array::from(sizes))
+                    Arc::new(UInt64Array::from_iter_values(sizes))
                 } else {
                     let narrow = sizes
-                        .into_iter()
                         .map(|s| {
                             u32::try_from(s).map_err(|_| {
                                 Error::corrupt("cardinality", format!("size {s} exceeds 32 bits"))
@@ -367,7 +427,7 @@ impl RNTupleReader {
             } else {
                 lo[k]..hi[k]
             };
-            let mut array = self.assemble(cluster, child, &child_name, range, None, keep)?;
+            let mut array = self.assemble(&[(cluster, range)], child, &child_name, None, keep)?;
             // The invalid state (tag 0) points at a null appended to the first alternative.
             if k == 0 && invalid > 0 {
                 let null = arrow_array::new_null_array(array.data_type(), 1);
@@ -465,11 +525,9 @@ fn fixed(n: u64) -> Result<i32> {
     i32::try_from(n).map_err(|_| Error::corrupt("schema", format!("array size {n} too large")))
 }
 
-/// Arrow offsets (leading zero, then each end) from cluster-local collection ends.
-fn arrow_offsets(start: u64, ends: &[u64]) -> OffsetBuffer<i64> {
-    let offsets: Vec<i64> = std::iter::once(0)
-        .chain(ends.iter().map(|&e| (e - start) as i64))
-        .collect();
+/// Arrow offsets from offsets that start at 0 and never decrease (checked by
+/// `read_offsets`).
+fn arrow_offsets(offsets: Vec<i64>) -> OffsetBuffer<i64> {
     OffsetBuffer::new(ScalarBuffer::from(offsets))
 }
 
@@ -482,26 +540,37 @@ where
     Ok(Arc::new(PrimitiveArray::<T>::new(ints.into(), None)))
 }
 
-/// The Arrow array of a primitive field from its column's values.
-fn primitive_array(p: PrimitiveType, values: &ColumnValues) -> Result<ArrayRef> {
-    match p {
-        PrimitiveType::Bool => Ok(Arc::new(to_boolean(values)?)),
+/// The Arrow array of a primitive field from its column's values: the column's buffer
+/// itself when its kind is the field's type (the common case), else converted.
+fn primitive_array(p: PrimitiveType, values: ColumnValues) -> Result<ArrayRef> {
+    use ColumnValues as V;
+    use PrimitiveType as P;
+    Ok(match (p, values) {
+        (P::Int8, V::I8(v)) => Arc::new(Int8Array::new(v.into(), None)),
+        (P::Byte | P::UInt8, V::U8(v)) => Arc::new(UInt8Array::new(v.into(), None)),
+        (P::Int16, V::I16(v)) => Arc::new(Int16Array::new(v.into(), None)),
+        (P::UInt16, V::U16(v)) => Arc::new(UInt16Array::new(v.into(), None)),
+        (P::Int32, V::I32(v)) => Arc::new(Int32Array::new(v.into(), None)),
+        (P::UInt32, V::U32(v)) => Arc::new(UInt32Array::new(v.into(), None)),
+        (P::Int64, V::I64(v)) => Arc::new(Int64Array::new(v.into(), None)),
+        (P::UInt64, V::U64(v)) => Arc::new(UInt64Array::new(v.into(), None)),
+        (P::Float32, V::F32(v)) => Arc::new(Float32Array::new(v.into(), None)),
+        (P::Float64, V::F64(v)) => Arc::new(Float64Array::new(v.into(), None)),
+        (P::Bool, V::Bool(v)) => Arc::new(BooleanArray::from(v)),
         // A Char column holds the bytes of C++ `char`, which is signed here: reinterpret.
-        PrimitiveType::Char => match values {
-            ColumnValues::U8(bytes) => Ok(Arc::new(Int8Array::from(
-                bytes.iter().map(|&b| b as i8).collect::<Vec<_>>(),
-            ))),
-            other => int_array::<Int8Type>(other),
-        },
-        PrimitiveType::Int8 => int_array::<Int8Type>(values),
-        PrimitiveType::Byte | PrimitiveType::UInt8 => int_array::<UInt8Type>(values),
-        PrimitiveType::Int16 => int_array::<Int16Type>(values),
-        PrimitiveType::UInt16 => int_array::<UInt16Type>(values),
-        PrimitiveType::Int32 => int_array::<Int32Type>(values),
-        PrimitiveType::UInt32 => int_array::<UInt32Type>(values),
-        PrimitiveType::Int64 => int_array::<Int64Type>(values),
-        PrimitiveType::UInt64 => int_array::<UInt64Type>(values),
-        PrimitiveType::Float32 => Ok(Arc::new(Float32Array::from(to_f32(values)?))),
-        PrimitiveType::Float64 => Ok(Arc::new(Float64Array::from(to_f64(values)?))),
-    }
+        (P::Char, V::U8(bytes)) => Arc::new(Int8Array::from_iter_values(
+            bytes.into_iter().map(|b| b as i8),
+        )),
+        (P::Bool, values) => Arc::new(to_boolean(&values)?),
+        (P::Char | P::Int8, values) => int_array::<Int8Type>(&values)?,
+        (P::Byte | P::UInt8, values) => int_array::<UInt8Type>(&values)?,
+        (P::Int16, values) => int_array::<Int16Type>(&values)?,
+        (P::UInt16, values) => int_array::<UInt16Type>(&values)?,
+        (P::Int32, values) => int_array::<Int32Type>(&values)?,
+        (P::UInt32, values) => int_array::<UInt32Type>(&values)?,
+        (P::Int64, values) => int_array::<Int64Type>(&values)?,
+        (P::UInt64, values) => int_array::<UInt64Type>(&values)?,
+        (P::Float32, values) => Arc::new(Float32Array::from(to_f32(&values)?)),
+        (P::Float64, values) => Arc::new(Float64Array::from(to_f64(&values)?)),
+    })
 }

@@ -5,7 +5,7 @@
 use super::RNTupleReader;
 use crate::compression;
 use crate::container;
-use crate::encoding::{decode_page, ColumnEncoding, ColumnType, ColumnValues};
+use crate::encoding::{decode_page_into, ColumnEncoding, ColumnType, ColumnValues, ValuesMut};
 use crate::error::{Error, Location, Result};
 use crate::format::PageInfo;
 use crate::schema::ClusterDescriptor;
@@ -22,113 +22,158 @@ pub(crate) fn column_encoding(reader: &RNTupleReader, id: u32) -> Result<ColumnE
     ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)
 }
 
+/// One cluster's part of a column read: the cluster, the elements wanted (local to the
+/// cluster), and the element count the column must have there when that follows from
+/// the entry count (fields outside collections), which tells the leading zeros of a
+/// deferred column apart from a corrupt page list.
+pub(crate) struct ColumnPart<'a> {
+    pub cluster: &'a ClusterDescriptor,
+    pub range: Range<u64>,
+    pub expected_total: Option<u64>,
+}
+
+/// A page to decode into the output: its elements `first..first + len` go to output
+/// position `dest`.
+struct PageJob<'a> {
+    page: &'a PageInfo,
+    index: usize,
+    cluster: u64,
+    first: usize,
+    len: usize,
+    dest: usize,
+}
+
+thread_local! {
+    /// Per-thread scratch for uncompressed page bytes, reused across pages.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl RNTupleReader {
-    /// Reads the elements `range` (indices local to the cluster) of column `id`.
-    ///
-    /// `expected_total` is the number of elements the column must have in this cluster
-    /// when that follows from the entry count (fields outside collections); it lets the
-    /// leading zeros of a deferred column be told apart from a corrupt page list.
-    pub(crate) fn read_column(
+    /// Reads column `id` over several clusters' parts, in order, into one buffer: its
+    /// size is known from the page lists up front, and every page (of every cluster, in
+    /// parallel) decompresses into a per-thread scratch and decodes straight into its
+    /// slice of the buffer.
+    pub(crate) fn read_column_parts(
         &self,
-        cluster: &ClusterDescriptor,
         id: u32,
-        range: Range<u64>,
-        expected_total: Option<u64>,
+        parts: &[ColumnPart<'_>],
     ) -> Result<ColumnValues> {
-        let at = |e: Error| {
+        let encoding = column_encoding(self, id).map_err(|e| {
             e.at(Location {
                 column: Some(id as u64),
-                cluster: Some(cluster.id),
                 ..Default::default()
             })
-        };
-        let encoding = column_encoding(self, id).map_err(at)?;
+        })?;
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
-        let pages: &[PageInfo] = match cluster.column(id) {
-            Some(cp) => &cp.pages,
-            None => &[],
-        };
-        let stored: u64 = pages.iter().map(|p| p.n_elements as u64).sum();
-        let zeros = match expected_total {
-            Some(total) if stored > total => {
+        let mut jobs = Vec::new();
+        let mut total = 0usize;
+        for part in parts {
+            let cluster = part.cluster;
+            let range = part.range.clone();
+            let at = |e: Error| {
+                e.at(Location {
+                    column: Some(id as u64),
+                    cluster: Some(cluster.id),
+                    ..Default::default()
+                })
+            };
+            let pages: &[PageInfo] = match cluster.column(id) {
+                Some(cp) => &cp.pages,
+                None => &[],
+            };
+            let stored: u64 = pages.iter().map(|p| p.n_elements as u64).sum();
+            let zeros = match part.expected_total {
+                Some(total) if stored > total || (stored < total && !deferred) => {
+                    return Err(at(Error::corrupt(
+                        "page list",
+                        format!("column has {stored} elements, the cluster needs {total}"),
+                    )))
+                }
+                Some(total) => total - stored,
+                None => 0,
+            };
+            if range.start > range.end || range.end > zeros + stored {
                 return Err(at(Error::corrupt(
                     "page list",
-                    format!("column has {stored} elements, the cluster needs {total}"),
-                )))
+                    format!(
+                        "elements {}..{} requested but the column has {} in this cluster",
+                        range.start,
+                        range.end,
+                        zeros + stored
+                    ),
+                )));
             }
-            Some(total) if stored < total && !deferred => {
-                return Err(at(Error::corrupt(
-                    "page list",
-                    format!("column has {stored} elements, the cluster needs {total}"),
-                )))
-            }
-            Some(total) => total - stored,
-            None => 0,
-        };
-        if range.start > range.end || range.end > zeros + stored {
-            return Err(at(Error::corrupt(
-                "page list",
-                format!(
-                    "elements {}..{} requested but the column has {} in this cluster",
-                    range.start,
-                    range.end,
-                    zeros + stored
-                ),
-            )));
-        }
-        let mut out = ColumnValues::empty(encoding.column_type);
-        let zero_end = range.end.min(zeros);
-        if range.start < zero_end {
-            out = ColumnValues::zeros(encoding.column_type, (zero_end - range.start) as usize);
-        }
-        let start = range.start.max(zeros) - zeros;
-        let end = range.end.saturating_sub(zeros);
-        if start < end {
-            // Pages overlapping [start, end), with their first element index.
+            // The leading zeros of a deferred column are the buffer's initial zeros.
+            let zero_end = range.end.min(zeros);
+            let base = total as u64 + zero_end.saturating_sub(range.start);
+            let start = range.start.max(zeros) - zeros;
+            let end = range.end.saturating_sub(zeros);
             let mut first = 0u64;
-            let mut wanted = Vec::new();
             for (i, p) in pages.iter().enumerate() {
                 let n = p.n_elements as u64;
                 if first < end && first + n > start && n > 0 {
-                    wanted.push((i, first));
+                    let lo = start.max(first);
+                    let hi = end.min(first + n);
+                    jobs.push(PageJob {
+                        page: p,
+                        index: i,
+                        cluster: cluster.id,
+                        first: to_usize(lo - first)?,
+                        len: to_usize(hi - lo)?,
+                        dest: to_usize(base + (lo - start))?,
+                    });
                 }
                 first += n;
             }
-            let decoded: Vec<(ColumnValues, u64)> = wanted
-                .par_iter()
-                .map(|&(i, page_first)| {
-                    self.read_page(&pages[i], &encoding)
-                        .map(|v| (v, page_first))
-                        .map_err(|e| {
-                            e.at(Location {
-                                column: Some(id as u64),
-                                cluster: Some(cluster.id),
-                                page: Some(i as u64),
-                                ..Default::default()
-                            })
-                        })
-                })
-                .collect::<Result<_>>()?;
-            for (values, page_first) in decoded {
-                let n = values.len() as u64;
-                let lo = start.max(page_first) - page_first;
-                let hi = end.min(page_first + n) - page_first;
-                let part = if lo == 0 && hi == n {
-                    values
-                } else {
-                    values
-                        .slice(lo as usize, (hi - lo) as usize)
-                        .ok_or_else(|| Error::corrupt("page", "page slice out of range"))?
-                };
-                out.append(part)?;
-            }
+            total = total
+                .checked_add(to_usize(range.end - range.start)?)
+                .ok_or_else(|| Error::corrupt("page list", "too many elements"))?;
         }
+        // Fetch and check every page first (checksums, and that the compressed chunks
+        // announce exactly the page's size): the output is allocated only for sizes the
+        // data backs, never for what a corrupt page list alone claims.
+        let raws: Vec<Vec<u8>> = jobs
+            .par_iter()
+            .map(|job| {
+                self.fetch_page(job.page, &encoding).map_err(|e| {
+                    e.at(Location {
+                        column: Some(id as u64),
+                        cluster: Some(job.cluster),
+                        page: Some(job.index as u64),
+                        ..Default::default()
+                    })
+                })
+            })
+            .collect::<Result<_>>()?;
+        let mut out = ColumnValues::zeros(encoding.column_type, total);
+        // Hand every page its disjoint slice of the output.
+        let mut slices = Vec::with_capacity(jobs.len());
+        let mut rest = out.as_values_mut();
+        let mut cursor = 0usize;
+        for (job, raw) in jobs.iter().zip(&raws) {
+            let (_, tail) = rest.split_at(job.dest - cursor)?;
+            let (mine, tail) = tail.split_at(job.len)?;
+            slices.push((job, raw, mine));
+            rest = tail;
+            cursor = job.dest + job.len;
+        }
+        slices.into_par_iter().try_for_each(|(job, raw, slice)| {
+            decode_into(job.page, raw, &encoding, job.first, slice).map_err(|e| {
+                e.at(Location {
+                    column: Some(id as u64),
+                    cluster: Some(job.cluster),
+                    page: Some(job.index as u64),
+                    ..Default::default()
+                })
+            })
+        })?;
         Ok(out)
     }
 
-    /// Fetches, verifies, decompresses and decodes one page.
-    fn read_page(&self, page: &PageInfo, encoding: &ColumnEncoding) -> Result<ColumnValues> {
+    /// Fetches one page's stored bytes and verifies them: checksum, and for a compressed
+    /// page, that its chunk headers announce exactly the uncompressed size.
+    fn fetch_page(&self, page: &PageInfo, encoding: &ColumnEncoding) -> Result<Vec<u8>> {
         let n = page.n_elements as u64;
         let unzipped = encoding.page_bytes(n).ok_or_else(|| {
             Error::corrupt("page list", format!("page of {n} elements is too large"))
@@ -136,7 +181,7 @@ impl RNTupleReader {
         let size = page.locator.size;
         let offset = page.locator.offset;
         let with_sum = size + if page.has_checksum { 8 } else { 0 };
-        let raw = container::read_blob(
+        let mut raw = container::read_blob(
             self.source().as_ref(),
             offset,
             with_sum,
@@ -148,8 +193,10 @@ impl RNTupleReader {
                 ..Default::default()
             })
         })?;
-        let (data, sum) = raw.split_at(size as usize);
+        let size_usize = usize::try_from(size)
+            .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
         if page.has_checksum {
+            let (data, sum) = raw.split_at(size_usize);
             let mut b = [0u8; 8];
             b.copy_from_slice(sum);
             let stored = u64::from_le_bytes(b);
@@ -161,20 +208,59 @@ impl RNTupleReader {
                     computed,
                 });
             }
+            raw.truncate(size_usize);
         }
-        let unzipped_len = usize::try_from(unzipped)
-            .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
-        let decoded;
-        let bytes: &[u8] = if size == unzipped {
-            data
-        } else {
-            decoded = compression::decompress(
-                data,
-                unzipped_len,
-                &format!("page at byte offset {offset}"),
-            )?;
-            &decoded
-        };
-        decode_page(encoding, bytes, n)
+        if size != unzipped {
+            let claimed = compression::claimed_uncompressed_len(&raw);
+            if claimed.map(|c| c as u64) != Some(unzipped) {
+                return Err(Error::corrupt(
+                    format!("page at byte offset {offset}"),
+                    match claimed {
+                        Some(c) => {
+                            format!("compressed chunks hold {c} bytes, {unzipped} were expected")
+                        }
+                        None => "malformed compressed chunk headers".to_string(),
+                    },
+                ));
+            }
+        }
+        Ok(raw)
     }
+}
+
+/// Decompresses (into a per-thread scratch) and decodes a fetched page's elements
+/// `first..first + out.len()` into `out`.
+fn decode_into(
+    page: &PageInfo,
+    raw: &[u8],
+    encoding: &ColumnEncoding,
+    first: usize,
+    out: ValuesMut<'_>,
+) -> Result<()> {
+    let n = page.n_elements as u64;
+    let unzipped = encoding
+        .page_bytes(n)
+        .and_then(|u| usize::try_from(u).ok())
+        .ok_or_else(|| Error::corrupt("page list", format!("page of {n} elements is too large")))?;
+    if raw.len() == unzipped {
+        return decode_page_into(encoding, raw, n, first, out);
+    }
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        // Grown, never cleared: decompression overwrites every byte it hands on.
+        if scratch.len() < unzipped {
+            scratch.resize(unzipped, 0);
+        }
+        let buf = &mut scratch[..unzipped];
+        compression::decompress_into(
+            raw,
+            buf,
+            &format!("page at byte offset {}", page.locator.offset),
+        )?;
+        decode_page_into(encoding, buf, n, first, out)
+    })
+}
+
+fn to_usize(x: u64) -> Result<usize> {
+    usize::try_from(x).map_err(|_| Error::corrupt("page list", "too many elements for memory"))
 }

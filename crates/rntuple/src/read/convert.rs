@@ -80,9 +80,9 @@ pub(crate) fn to_f64(values: &ColumnValues) -> Result<Vec<f64>> {
 }
 
 /// Values of an index column (cluster-local collection end offsets).
-pub(crate) fn to_offsets(values: &ColumnValues) -> Result<Vec<u64>> {
+pub(crate) fn to_offsets(values: ColumnValues) -> Result<Vec<u64>> {
     match values {
-        ColumnValues::Index(v) => Ok(v.clone()),
+        ColumnValues::Index(v) => Ok(v),
         other => Err(Error::corrupt(
             "column type",
             format!("a collection needs an index column, found {}", other.kind()),

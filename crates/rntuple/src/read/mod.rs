@@ -483,21 +483,27 @@ impl RNTupleReader {
         }
         let selected = self.resolve_selection(names)?;
         let schema = self.arrow_schema(names)?;
-        let clusters: Vec<_> = self
+        // Each field over all the clusters at once, into one array: its columns'
+        // buffers are sized from the page lists and every page decodes into its slice.
+        let segs: Vec<assemble::Seg<'_>> = self
             .descriptor
             .clusters
             .iter()
             .filter(|c| c.first_entry < entries.end && c.first_entry + c.n_entries > entries.start)
-            .collect();
-        let per_cluster: Vec<Vec<ArrayRef>> = clusters
-            .par_iter()
             .map(|c| {
                 let lo = entries.start.max(c.first_entry) - c.first_entry;
                 let hi = entries.end.min(c.first_entry + c.n_entries) - c.first_entry;
-                selected
-                    .par_iter()
-                    .map(|s| self.assemble(c, s.id, &s.name, lo..hi, Some(1), s.keep.as_ref()))
-                    .collect::<Result<Vec<_>>>()
+                (c, lo..hi)
+            })
+            .collect();
+        let columns: Vec<ArrayRef> = selected
+            .par_iter()
+            .zip(schema.fields().par_iter())
+            .map(|(s, field)| {
+                if segs.is_empty() {
+                    return Ok(new_empty_array(field.data_type()));
+                }
+                self.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref())
             })
             .collect::<Result<_>>()
             .map_err(|e| {
@@ -507,19 +513,6 @@ impl RNTupleReader {
                     ..Default::default()
                 })
             })?;
-        let mut columns = Vec::with_capacity(selected.len());
-        for (i, field) in schema.fields().iter().enumerate() {
-            let parts: Vec<&dyn arrow_array::Array> = per_cluster
-                .iter()
-                .map(|arrays| arrays[i].as_ref())
-                .collect();
-            let array = match parts.len() {
-                0 => new_empty_array(field.data_type()),
-                1 => per_cluster[0][i].clone(),
-                _ => arrow_select::concat::concat(&parts)?,
-            };
-            columns.push(array);
-        }
         let options =
             RecordBatchOptions::new().with_row_count(Some((entries.end - entries.start) as usize));
         Ok(RecordBatch::try_new_with_options(
