@@ -403,6 +403,10 @@ impl<S: BlobSink> RNTupleWriter<S> {
         end: usize,
     ) -> Result<()> {
         let n = end - start;
+        #[cfg(test)]
+        if tests::PER_ENTRY_PLAN.with(|f| f.get()) {
+            return self.plan_pages_per_entry(arrays, start, end);
+        }
         let mut counts = Vec::new();
         for (&id, array) in self.data_fields.iter().zip(arrays) {
             let part = array.slice(start, n);
@@ -1286,5 +1290,119 @@ impl PagePlanner {
             .get_mut(id)
             .map(|c| std::mem::take(&mut c.cuts))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    use arrow_array::builder::{
+        Float32Builder, Float64Builder, Int32Builder, LargeListBuilder, StringBuilder, UInt8Builder,
+    };
+    use arrow_array::ArrayRef;
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    thread_local! {
+        /// Makes the writer plan pages entry by entry (the reference the bulk plan must match).
+        pub(super) static PER_ENTRY_PLAN: Cell<bool> = const { Cell::new(false) };
+    }
+
+    struct MemorySink(Vec<u8>);
+
+    impl BlobSink for MemorySink {
+        fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
+            let at = self.0.len() as u64;
+            self.0.extend_from_slice(payload);
+            Ok(at)
+        }
+    }
+
+    /// Entries with scalars, vectors of random lengths, strings, nested vectors and
+    /// optionals, from a fixed pseudo-random sequence.
+    fn batch(n: usize, seed: u64) -> RecordBatch {
+        let mut state = seed;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let mut scalar = Int32Builder::new();
+        let mut list = LargeListBuilder::new(Float32Builder::new());
+        let mut text = StringBuilder::new();
+        let mut nested = LargeListBuilder::new(LargeListBuilder::new(UInt8Builder::new()));
+        let mut optional = Float64Builder::new();
+        for i in 0..n {
+            scalar.append_value(i as i32);
+            for _ in 0..next(13) {
+                list.values().append_value(next(1000) as f32);
+            }
+            list.append(true);
+            text.append_value("x".repeat(next(40) as usize));
+            for _ in 0..next(4) {
+                for _ in 0..next(30) {
+                    nested.values().values().append_value(next(256) as u8);
+                }
+                nested.values().append(true);
+            }
+            nested.append(true);
+            if next(3) == 0 {
+                optional.append_null();
+            } else {
+                optional.append_value(next(100) as f64);
+            }
+        }
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("scalar", Arc::new(scalar.finish())),
+            ("list", Arc::new(list.finish())),
+            ("text", Arc::new(text.finish())),
+            ("nested", Arc::new(nested.finish())),
+            ("optional", Arc::new(optional.finish())),
+        ];
+        RecordBatch::try_from_iter(columns).expect("a valid batch")
+    }
+
+    fn write(per_entry: bool, options: &WriteOptions) -> Vec<u8> {
+        PER_ENTRY_PLAN.with(|f| f.set(per_entry));
+        let batches: Vec<RecordBatch> = (0..4).map(|k| batch(3000, k)).collect();
+        let mut builder =
+            SchemaBuilder::new(ColumnDefaults { compressed: true }).nullable_as_optional(true);
+        for f in batches[0].schema().fields() {
+            builder.add_arrow_field(f).expect("a supported field");
+        }
+        let mut sink = MemorySink(Vec::new());
+        let mut writer =
+            RNTupleWriter::new(&mut sink, "t", builder.finish(), options.clone()).expect("writer");
+        for b in &batches {
+            writer.write_batch(b).expect("written");
+        }
+        writer.finish().expect("finished");
+        PER_ENTRY_PLAN.with(|f| f.set(false));
+        sink.0
+    }
+
+    #[test]
+    fn bulk_page_plan_matches_the_entry_by_entry_plan() {
+        // Small pages and budgets: many page overflows, growths and evictions.
+        for (initial, max, budget, cluster) in [
+            (64, 4096, None, 20_000),
+            (16, 1024, Some(12 * 1024), 50_000),
+            (256, 1 << 20, None, 128 << 20),
+            (8, 512, Some(4 * 1024), 7_000),
+        ] {
+            let options = WriteOptions {
+                initial_unzipped_page_size: initial,
+                max_unzipped_page_size: max,
+                page_buffer_budget: budget,
+                approx_zipped_cluster_size: cluster,
+                ..WriteOptions::default()
+            };
+            assert!(
+                write(false, &options) == write(true, &options),
+                "pages {initial}..{max}, budget {budget:?}, cluster {cluster}"
+            );
+        }
     }
 }
