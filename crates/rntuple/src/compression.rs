@@ -451,10 +451,8 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
                 // As ROOT, zstd gets no more room than the input less the chunk header;
                 // when it needs more (it keeps a margin), the data is stored as is.
                 let room = (data.len() - start).saturating_sub(CHUNK_HEADER_SIZE);
-                let mut c = vec![0u8; room];
-                match zstd::bulk::compress_to_buffer(chunk, &mut c, 2 * level as i32) {
-                    Ok(n) => out.extend_from_slice(&c[..n]),
-                    Err(_) => return Ok(data.to_vec()),
+                if !zstd_compress_into(chunk, room, 2 * level as i32, &mut out) {
+                    return Ok(data.to_vec());
                 }
                 [b'Z', b'S', 1]
             }
@@ -513,6 +511,24 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
         header[6..9].copy_from_slice(&(chunk.len() as u32).to_le_bytes()[0..3]);
     }
     Ok(out)
+}
+
+/// Compresses `chunk` with zstd at `level`, appending at most `room` bytes to `out`;
+/// false if the compressed form needs more. Every chunk gets a fresh context, as ROOT's:
+/// a reused one does not clear its match finder's tables but salts their hashes, which
+/// changes the compressed bytes (and so the sizes ROOT's cluster plan depends on).
+fn zstd_compress_into(chunk: &[u8], room: usize, level: i32, out: &mut Vec<u8>) -> bool {
+    let Ok(mut compressor) = zstd::bulk::Compressor::new(level) else {
+        return false;
+    };
+    let mut compressed = Vec::with_capacity(room);
+    match compressor.compress_to_buffer(chunk, &mut compressed) {
+        Ok(n) if n <= room => {
+            out.extend_from_slice(&compressed);
+            true
+        }
+        _ => false,
+    }
 }
 
 fn compress_lzma(chunk: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {

@@ -299,12 +299,14 @@ impl<W: Write + Seek> FileWriter<W> {
     /// Writes one key (header and object) at the current position; returns the offset of
     /// the object's first byte.
     fn write_key(&mut self, key: &KeyHeader, object: &[u8]) -> Result<u64> {
-        let mut buf = Vec::with_capacity(usize::from(key.key_len) + object.len());
+        // The header and the object are written one after the other: an object (a
+        // cluster's pages) may be large, and is not copied.
+        let mut buf = Vec::with_capacity(usize::from(key.key_len));
         key.write(&mut buf)?;
         let data_offset = key.seek_key + buf.len() as u64;
-        buf.extend_from_slice(object);
         self.write_at(key.seek_key, &buf)?;
-        self.pos = key.seek_key + buf.len() as u64;
+        self.write_at(data_offset, object)?;
+        self.pos = data_offset + object.len() as u64;
         Ok(data_offset)
     }
 
@@ -320,6 +322,27 @@ impl<W: Write + Seek> FileWriter<W> {
     /// written first, and the first chunk (with the other chunks' offsets) last.
     pub fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
         self.write_blob_with_len(payload, payload.len() as u64, max_key_size)
+    }
+
+    /// Like [`FileWriter::write_blob`] for the concatenation of `parts`, without making it
+    /// when it fits one key: the parts are written one after the other.
+    pub fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        if BlobLayout::compute(total, max_key_size)?.n_chunks != 1 {
+            return self.write_blob(&parts.concat(), max_key_size);
+        }
+        let key = self.rblob_key(self.pos, total, total)?;
+        let mut buf = Vec::with_capacity(usize::from(key.key_len));
+        key.write(&mut buf)?;
+        let data_offset = key.seek_key + buf.len() as u64;
+        self.write_at(key.seek_key, &buf)?;
+        let mut at = data_offset;
+        for part in parts {
+            self.write_at(at, part)?;
+            at += part.len() as u64;
+        }
+        self.pos = at;
+        Ok(data_offset)
     }
 
     /// Like [`FileWriter::write_blob`], recording `uncompressed_len` as the key's ObjLen

@@ -14,6 +14,10 @@ impl<W: Write + Seek> BlobSink for FileWriter<W> {
     fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
         FileWriter::write_blob(self, payload, max_key_size)
     }
+
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        FileWriter::write_blob_parts(self, parts, max_key_size)
+    }
 }
 
 /// The compression the source's pages use (of its first listed column), if any.

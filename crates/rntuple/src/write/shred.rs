@@ -92,12 +92,45 @@ fn narrow<T: TryFrom<i128>>(values: Vec<i128>, what: &str) -> Result<Vec<T>> {
         .collect()
 }
 
+/// The values of a leaf array whose Arrow type is the column's in-memory type: copied as
+/// they are, without the widening and range checks other types need.
+fn same_type_values(column_type: ColumnType, array: &dyn Array) -> Option<ColumnValues> {
+    use ColumnType as C;
+    macro_rules! copy {
+        ($t:ty) => {
+            array.as_primitive::<$t>().values().to_vec()
+        };
+    }
+    Some(match (column_type, array.data_type()) {
+        (C::Bit, DataType::Boolean) if array.null_count() == 0 => {
+            ColumnValues::Bool(array.as_boolean().values().iter().collect())
+        }
+        (C::Byte | C::UInt8 | C::Char, DataType::UInt8) => ColumnValues::U8(copy!(UInt8Type)),
+        (C::Int8, DataType::Int8) => ColumnValues::I8(copy!(Int8Type)),
+        (C::Int16 | C::SplitInt16, DataType::Int16) => ColumnValues::I16(copy!(Int16Type)),
+        (C::UInt16 | C::SplitUInt16, DataType::UInt16) => ColumnValues::U16(copy!(UInt16Type)),
+        (C::Int32 | C::SplitInt32, DataType::Int32) => ColumnValues::I32(copy!(Int32Type)),
+        (C::UInt32 | C::SplitUInt32, DataType::UInt32) => ColumnValues::U32(copy!(UInt32Type)),
+        (C::Int64 | C::SplitInt64, DataType::Int64) => ColumnValues::I64(copy!(Int64Type)),
+        (C::UInt64 | C::SplitUInt64, DataType::UInt64) => ColumnValues::U64(copy!(UInt64Type)),
+        (
+            C::Real16 | C::SplitReal16 | C::Real32 | C::SplitReal32 | C::Real32Trunc,
+            DataType::Float32,
+        ) => ColumnValues::F32(copy!(Float32Type)),
+        (C::Real64 | C::SplitReal64, DataType::Float64) => ColumnValues::F64(copy!(Float64Type)),
+        _ => return None,
+    })
+}
+
 /// The values of a leaf array in the in-memory form of `column_type`.
 pub(crate) fn leaf_values(
     column_type: ColumnType,
     array: &dyn Array,
 ) -> Option<Result<ColumnValues>> {
     use ColumnType as C;
+    if let Some(values) = same_type_values(column_type, array) {
+        return Some(Ok(values));
+    }
     let name = column_type.name();
     Some(match column_type {
         C::Bit => {

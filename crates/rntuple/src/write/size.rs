@@ -306,3 +306,146 @@ pub(crate) fn item_ops<S: BlobSink>(
     }
     Ok(out)
 }
+
+/// The elements each item of an array appends to one column: the same number for every
+/// item, or one number per item.
+#[derive(Debug, Clone)]
+pub(crate) enum Counts {
+    Const(u64),
+    PerItem(Vec<u64>),
+}
+
+impl Counts {
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Counts::Const(k) => *k,
+            Counts::PerItem(v) => v.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    /// Per item of a collection with `offsets` (relative to the first child item), the
+    /// sum of the children's counts.
+    fn gather(&self, ranges: impl Iterator<Item = (usize, usize)>) -> Counts {
+        Counts::PerItem(match self {
+            Counts::Const(k) => ranges.map(|(a, b)| k * (b - a) as u64).collect(),
+            Counts::PerItem(v) => {
+                let mut prefix = Vec::with_capacity(v.len() + 1);
+                let mut acc = 0u64;
+                prefix.push(0);
+                for &x in v {
+                    acc += x;
+                    prefix.push(acc);
+                }
+                ranges
+                    .map(|(a, b)| {
+                        let hi = prefix.get(b).copied().unwrap_or(acc);
+                        let lo = prefix.get(a).copied().unwrap_or(acc);
+                        hi.saturating_sub(lo)
+                    })
+                    .collect()
+            }
+        })
+    }
+}
+
+/// Per column of field `id` and its subfields, the elements each item of `array` appends
+/// (the totals of [`item_ops`], without their order); `None` for fields whose counts are
+/// not computed in bulk (variants), which take the entry-by-entry plan.
+pub(crate) fn item_counts<S: BlobSink>(
+    w: &RNTupleWriter<S>,
+    id: u32,
+    array: &dyn Array,
+    out: &mut Vec<(u32, Counts)>,
+) -> Result<Option<()>> {
+    let desc = w.descriptor();
+    let cols = desc
+        .representations(id)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let name = || desc.qualified_name(id);
+    let own = cols.first().copied();
+    let n = array.len();
+    match desc.field_kind(id) {
+        FieldKind::Primitive(_) => out.extend(own.map(|c| (c, Counts::Const(1)))),
+        FieldKind::Bitset(bits) => out.extend(own.map(|c| (c, Counts::Const(bits)))),
+        FieldKind::String | FieldKind::Streamer => {
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
+            out.extend(own.map(|c| (c, Counts::Const(1))));
+            if let Some(&chars) = cols.get(1) {
+                let per = r.iter().map(|&(a, b)| (b - a) as u64).collect();
+                out.push((chars, Counts::PerItem(per)));
+            }
+        }
+        FieldKind::List(child) | FieldKind::Map(child) => {
+            let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
+            let values = list_values(array).ok_or_else(|| mismatch(&name()))?;
+            let (first, last) = item_span(&r);
+            let mut inner = Vec::new();
+            let items = values.slice(first, last - first);
+            if item_counts(w, child, items.as_ref(), &mut inner)?.is_none() {
+                return Ok(None);
+            }
+            out.extend(own.map(|c| (c, Counts::Const(1))));
+            for (c, counts) in inner {
+                let ranges = r.iter().map(|&(a, b)| (a - first, b - first));
+                out.push((c, counts.gather(ranges)));
+            }
+        }
+        FieldKind::Optional(child) => {
+            let mut inner = Vec::new();
+            if item_counts(w, child, array, &mut inner)?.is_none() {
+                return Ok(None);
+            }
+            out.extend(own.map(|c| (c, Counts::Const(1))));
+            let nulls = array.logical_nulls();
+            for (c, counts) in inner {
+                let per = match &nulls {
+                    None => counts,
+                    Some(valid) => Counts::PerItem(
+                        (0..n)
+                            .map(|i| if valid.is_valid(i) { counts.get(i) } else { 0 })
+                            .collect(),
+                    ),
+                };
+                out.push((c, per));
+            }
+        }
+        FieldKind::Record(_, children) => {
+            let DataType::Struct(_) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let s = array.as_struct();
+            for (k, &c) in children.iter().enumerate() {
+                let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
+                if item_counts(w, c, column.as_ref(), out)?.is_none() {
+                    return Ok(None);
+                }
+            }
+        }
+        FieldKind::Array(child, len) => {
+            let DataType::FixedSizeList(_, _) = array.data_type() else {
+                return Err(mismatch(&name()));
+            };
+            let list = array.as_fixed_size_list();
+            let len = len as usize;
+            let values = list.values().slice(list.offset() * len, n * len);
+            let mut inner = Vec::new();
+            if item_counts(w, child, values.as_ref(), &mut inner)?.is_none() {
+                return Ok(None);
+            }
+            for (c, counts) in inner {
+                let per = match counts {
+                    Counts::Const(k) => Counts::Const(k * len as u64),
+                    other => other.gather((0..n).map(|i| (i * len, (i + 1) * len))),
+                };
+                out.push((c, per));
+            }
+        }
+        FieldKind::Wrapper(child) => return item_counts(w, child, array, out),
+        FieldKind::Cardinality(_) => {}
+        FieldKind::Variant(_) => return Ok(None),
+        FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
+    }
+    Ok(Some(()))
+}

@@ -15,7 +15,6 @@ use crate::format::{
 };
 use crate::schema::Descriptor;
 use arrow_array::{Array, RecordBatch};
-use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Where the writer puts its payloads: a ROOT file's RBlob keys, or memory in tests.
@@ -23,6 +22,12 @@ pub trait BlobSink {
     /// Stores `payload` (split over several keys when longer than `max_key_size`) and
     /// returns the offset of its first byte, as locators record it.
     fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64>;
+
+    /// Stores the concatenation of `parts` as [`BlobSink::write_blob`] does; a sink that
+    /// can write them one after the other need not concatenate them.
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        self.write_blob(&parts.concat(), max_key_size)
+    }
 }
 
 /// A writer may borrow its sink (the usual case: several RNTuples into one file, one
@@ -30,6 +35,10 @@ pub trait BlobSink {
 impl<S: BlobSink + ?Sized> BlobSink for &mut S {
     fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
         (**self).write_blob(payload, max_key_size)
+    }
+
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        (**self).write_blob_parts(parts, max_key_size)
     }
 }
 
@@ -53,6 +62,9 @@ struct ColumnState {
     full: Vec<ColumnValues>,
     /// Sealed pages of the open cluster.
     sealed: Vec<SealedPage>,
+    /// The open cluster's sealing jobs, in the order they were started: their pages once
+    /// sealed (they become `sealed` when the cluster is committed).
+    jobs: Vec<Option<Vec<SealedPage>>>,
     /// Elements appended to the open cluster.
     cluster_elements: u64,
     /// Global index of the open cluster's first element.
@@ -79,6 +91,7 @@ fn column_state(
         page: ColumnValues::empty(column_type),
         full: Vec::new(),
         sealed: Vec::new(),
+        jobs: Vec::new(),
         cluster_elements: 0,
         first_element,
     };
@@ -140,6 +153,8 @@ pub struct RNTupleWriter<S: BlobSink> {
     bytes_flushed: u64,
     /// Where ROOT would cut pages.
     planner: PagePlanner,
+    /// Pages being sealed on the thread pool while the caller goes on filling.
+    sealing: Sealing,
     open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
     groups: Vec<ClusterGroupRecord>,
     attribute_sets: Vec<LinkedAttributeSet>,
@@ -214,6 +229,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
             bytes_filled: 0,
             bytes_flushed: 0,
             planner,
+            sealing: Sealing::new(),
             open_group: Vec::new(),
             groups: Vec::new(),
             attribute_sets: Vec::new(),
@@ -376,8 +392,73 @@ impl<S: BlobSink> RNTupleWriter<S> {
             .min(self.options.max_unzipped_cluster_size)
     }
 
-    /// Runs the page plan over the column appends of rows `start..end`, entry by entry.
+    /// Runs the page plan over the column appends of rows `start..end`. Between the
+    /// entries where some column's write page overflows, nothing but element counts
+    /// change: those stretches are added in bulk, and only the overflowing entries are
+    /// planned append by append, as ROOT makes them.
     fn plan_pages(
+        &mut self,
+        arrays: &[arrow_array::ArrayRef],
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        let n = end - start;
+        #[cfg(test)]
+        if tests::PER_ENTRY_PLAN.with(|f| f.get()) {
+            return self.plan_pages_per_entry(arrays, start, end);
+        }
+        let mut counts = Vec::new();
+        for (&id, array) in self.data_fields.iter().zip(arrays) {
+            let part = array.slice(start, n);
+            if super::size::item_counts(self, id, part.as_ref(), &mut counts)?.is_none() {
+                return self.plan_pages_per_entry(arrays, start, end);
+            }
+        }
+        let prefixes: Vec<(usize, Prefix)> = counts
+            .into_iter()
+            .map(|(c, k)| (c as usize, Prefix::new(k)))
+            .collect();
+        let mut next: Vec<usize> = prefixes
+            .iter()
+            .map(|(c, p)| p.first_overflow(0, self.planner.room(*c), n))
+            .collect();
+        let mut s = 0usize;
+        loop {
+            let first = next.iter().copied().min().unwrap_or(n).min(n);
+            for (c, p) in &prefixes {
+                self.planner.add(*c, p.at(first) - p.at(s));
+            }
+            if first >= n {
+                break;
+            }
+            let before: Vec<(u64, u64)> = prefixes
+                .iter()
+                .map(|(c, _)| self.planner.state(*c))
+                .collect();
+            let mut ops = Vec::new();
+            for (&id, array) in self.data_fields.iter().zip(arrays) {
+                let part = array.slice(start + first, 1);
+                ops.push(super::size::item_ops(self, id, part.as_ref())?);
+            }
+            for f in &ops {
+                for &(column, count) in &f.ops {
+                    self.planner.append(column as usize, count);
+                }
+            }
+            s = first + 1;
+            for (j, (c, p)) in prefixes.iter().enumerate() {
+                let (n0, max0) = before[j];
+                let expected = (n0 + p.at(s) - p.at(first), max0);
+                if next[j] <= first || self.planner.state(*c) != expected {
+                    next[j] = p.first_overflow(s, self.planner.room(*c), n);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the page plan over the column appends of rows `start..end`, entry by entry.
+    fn plan_pages_per_entry(
         &mut self,
         arrays: &[arrow_array::ArrayRef],
         start: usize,
@@ -409,6 +490,12 @@ impl<S: BlobSink> RNTupleWriter<S> {
                 continue;
             }
             let slice_error = || Error::InvalidArgument("page plan beyond the values".into());
+            if cuts.len() == 1 && cuts[0] == c.page.len() as u64 {
+                // The whole write page: moved, not copied.
+                let empty = c.page.slice(0, 0).ok_or_else(slice_error)?;
+                c.full.push(std::mem::replace(&mut c.page, empty));
+                continue;
+            }
             let mut at = 0usize;
             for n in cuts {
                 let n = n as usize;
@@ -477,30 +564,84 @@ impl<S: BlobSink> RNTupleWriter<S> {
         Ok(())
     }
 
-    /// Seals the pages that filled up, in parallel.
+    /// Starts sealing the pages that filled up on the thread pool, one job per column,
+    /// and returns without waiting for them unless the values being sealed exceed the
+    /// page buffer budget: then it waits until they are back under it.
     fn seal_full_pages(&mut self) -> Result<()> {
         let checksums = self.options.enable_page_checksums;
         let compression = self.options.compression;
-        let jobs: Vec<(usize, Vec<ColumnValues>)> = self
-            .columns
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, c)| !c.full.is_empty())
-            .map(|(i, c)| (i, std::mem::take(&mut c.full)))
-            .collect();
-        let sealed: Vec<(usize, Vec<SealedPage>)> = jobs
-            .into_par_iter()
-            .map(|(i, pages)| {
-                let enc = self.columns[i].encoding;
-                let out = pages
+        for (i, c) in self.columns.iter_mut().enumerate() {
+            if c.full.is_empty() {
+                continue;
+            }
+            let pages = std::mem::take(&mut c.full);
+            let elements: u64 = pages.iter().map(|p| p.len() as u64).sum();
+            let bytes = elements * self.planner.element_size(i);
+            let job = c.jobs.len();
+            c.jobs.push(None);
+            let enc = c.encoding;
+            let tx = self.sealing.tx.clone();
+            self.sealing.outstanding += 1;
+            self.sealing.bytes += bytes;
+            rayon::spawn(move || {
+                let sealed = pages
                     .iter()
                     .map(|p| seal_page(&enc, p, compression, checksums))
-                    .collect::<Result<Vec<_>>>()?;
-                Ok((i, out))
-            })
-            .collect::<Result<_>>()?;
-        for (i, pages) in sealed {
-            self.columns[i].sealed.extend(pages);
+                    .collect::<Result<Vec<_>>>();
+                // The writer may be gone (dropped after an error): nobody waits then.
+                let _ = tx.send(Sealed {
+                    column: i,
+                    job,
+                    bytes,
+                    pages: sealed,
+                });
+            });
+        }
+        // Enough values in flight to keep every thread busy, and no more: the rest of the
+        // page buffer budget is the caller's.
+        let busy = (4 * rayon::current_num_threads() as u64)
+            .saturating_mul(self.options.max_unzipped_page_size)
+            .max(16 << 20);
+        let limit = self.options.effective_page_buffer_budget().min(busy);
+        while self.sealing.outstanding > 0 && self.sealing.bytes > limit {
+            self.receive_sealed()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for one sealing job and files its pages.
+    fn receive_sealed(&mut self) -> Result<()> {
+        let done = self
+            .sealing
+            .rx
+            .lock()
+            .map_err(|_| Error::InvalidArgument("a page sealing job panicked".into()))?
+            .recv()
+            .map_err(|_| Error::InvalidArgument("a page sealing job was lost".into()))?;
+        self.sealing.outstanding -= 1;
+        self.sealing.bytes -= done.bytes;
+        let pages = done.pages?;
+        let slot = self
+            .columns
+            .get_mut(done.column)
+            .and_then(|c| c.jobs.get_mut(done.job))
+            .ok_or_else(|| Error::InvalidArgument("a page sealing job of no column".into()))?;
+        *slot = Some(pages);
+        Ok(())
+    }
+
+    /// Waits for every sealing job and moves their pages, in order, to the columns'
+    /// sealed pages.
+    fn collect_sealed(&mut self) -> Result<()> {
+        while self.sealing.outstanding > 0 {
+            self.receive_sealed()?;
+        }
+        for c in &mut self.columns {
+            for job in c.jobs.drain(..) {
+                let pages =
+                    job.ok_or_else(|| Error::InvalidArgument("a page sealing job lost".into()))?;
+                c.sealed.extend(pages);
+            }
         }
         Ok(())
     }
@@ -516,6 +657,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         self.planner.flush_all();
         self.cut_pages()?;
         self.seal_full_pages()?;
+        self.collect_sealed()?;
         // Identical pages of the cluster (same checksum, same bytes) are written once:
         // `alias[ci][pi]` names the first such page.
         let merge = self.options.enable_same_page_merging && self.options.enable_page_checksums;
@@ -550,8 +692,8 @@ impl<S: BlobSink> RNTupleWriter<S> {
         }
         // Lay the pages out in blobs of at most one key each.
         let max_blob = self.options.max_key_size;
-        let mut blob: Vec<u8> = Vec::new();
-        let mut pending: Vec<(usize, usize, usize)> = Vec::new(); // (column, page, offset in blob)
+        let mut blob_len = 0usize;
+        let mut pending: Vec<(usize, usize, usize, usize)> = Vec::new(); // (column, page, offset in blob, length)
         let mut locators: Vec<Vec<Locator>> = self
             .columns
             .iter()
@@ -572,15 +714,16 @@ impl<S: BlobSink> RNTupleWriter<S> {
         {
             for (ci, pi) in written {
                 let len = self.columns[ci].sealed[pi].bytes.len();
-                if !blob.is_empty() && (blob.len() + len) as u64 > max_blob {
-                    self.flush_blob(&mut blob, &mut pending, &mut locators)?;
+                if blob_len > 0 && (blob_len + len) as u64 > max_blob {
+                    self.flush_blob(&mut pending, &mut locators)?;
+                    blob_len = 0;
                 }
-                pending.push((ci, pi, blob.len()));
-                blob.extend_from_slice(&self.columns[ci].sealed[pi].bytes);
+                pending.push((ci, pi, blob_len, len));
+                blob_len += len;
                 zipped += len as u64;
             }
         }
-        self.flush_blob(&mut blob, &mut pending, &mut locators)?;
+        self.flush_blob(&mut pending, &mut locators)?;
         for (ci, pages) in alias.iter().enumerate() {
             for (pi, a) in pages.iter().enumerate() {
                 if let Some((cj, pj)) = *a {
@@ -635,25 +778,32 @@ impl<S: BlobSink> RNTupleWriter<S> {
         Ok(())
     }
 
+    /// Writes the pending pages (column, page, offset in the blob, length) as one blob,
+    /// records their locators, and drops their bytes.
     fn flush_blob(
         &mut self,
-        blob: &mut Vec<u8>,
-        pending: &mut Vec<(usize, usize, usize)>,
+        pending: &mut Vec<(usize, usize, usize, usize)>,
         locators: &mut [Vec<Locator>],
     ) -> Result<()> {
-        if blob.is_empty() {
+        if pending.is_empty() {
             return Ok(());
         }
-        let offset = self.sink.write_blob(blob, self.options.max_key_size)?;
-        for &(ci, pi, at) in pending.iter() {
-            let page = &self.columns[ci].sealed[pi];
+        let parts: Vec<&[u8]> = pending
+            .iter()
+            .map(|&(ci, pi, _, _)| self.columns[ci].sealed[pi].bytes.as_slice())
+            .collect();
+        let offset = self
+            .sink
+            .write_blob_parts(&parts, self.options.max_key_size)?;
+        for &(ci, pi, at, len) in pending.iter() {
+            let page = &mut self.columns[ci].sealed[pi];
             let checksum = if page.has_checksum { 8 } else { 0 };
             locators[ci][pi] = Locator {
-                size: (page.bytes.len() - checksum) as u64,
+                size: (len - checksum) as u64,
                 offset: offset + at as u64,
             };
+            page.bytes = Vec::new();
         }
-        blob.clear();
         pending.clear();
         Ok(())
     }
@@ -780,11 +930,10 @@ impl<S: BlobSink> ColumnSink for RNTupleWriter<S> {
             .ok_or_else(|| Error::InvalidArgument(format!("no column {id}")))?;
         c.cluster_elements += values.len() as u64;
         if c.page.is_empty() {
-            // Start the page with the values' own variant (a quantized column takes the
-            // field's floats or doubles).
-            if let Some(empty) = values.slice(0, 0) {
-                c.page = empty;
-            }
+            // Start the page with the values themselves, of their own variant (a quantized
+            // column takes the field's floats or doubles).
+            c.page = values;
+            return Ok(());
         }
         // Pages are cut later, where the page plan says.
         c.page.append(values)
@@ -819,6 +968,88 @@ fn per_entry(desc: &Descriptor, id: u32) -> Option<u64> {
     Some(mult)
 }
 
+/// A sealing job's result.
+struct Sealed {
+    column: usize,
+    job: usize,
+    /// The bytes its values took in memory.
+    bytes: u64,
+    pages: Result<Vec<SealedPage>>,
+}
+
+/// The sealing jobs on the thread pool.
+struct Sealing {
+    tx: std::sync::mpsc::Sender<Sealed>,
+    /// Behind a mutex only so that the writer is `Sync`; only the writer receives.
+    rx: std::sync::Mutex<std::sync::mpsc::Receiver<Sealed>>,
+    /// Jobs started and not yet received.
+    outstanding: usize,
+    /// The bytes in memory of their values.
+    bytes: u64,
+}
+
+impl Sealing {
+    fn new() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        Sealing {
+            tx,
+            rx: std::sync::Mutex::new(rx),
+            outstanding: 0,
+            bytes: 0,
+        }
+    }
+}
+
+/// Cumulative element counts of one column over the entries of a slice.
+enum Prefix {
+    /// The same count for every entry.
+    Const(u64),
+    /// `sums[e]`: the elements of entries `0..e`.
+    Sums(Vec<u64>),
+}
+
+impl Prefix {
+    fn new(counts: super::size::Counts) -> Self {
+        match counts {
+            super::size::Counts::Const(k) => Prefix::Const(k),
+            super::size::Counts::PerItem(v) => {
+                let mut sums = Vec::with_capacity(v.len() + 1);
+                let mut acc = 0u64;
+                sums.push(0);
+                for x in v {
+                    acc += x;
+                    sums.push(acc);
+                }
+                Prefix::Sums(sums)
+            }
+        }
+    }
+
+    /// The elements of entries `0..e`.
+    fn at(&self, e: usize) -> u64 {
+        match self {
+            Prefix::Const(k) => k * e as u64,
+            Prefix::Sums(sums) => sums.get(e).or(sums.last()).copied().unwrap_or(0),
+        }
+    }
+
+    /// The first entry at or after `s` (before `n`) whose elements no longer fit in
+    /// `room` counted from `s`: the entry where the column's write page overflows.
+    fn first_overflow(&self, s: usize, room: u64, n: usize) -> usize {
+        match self {
+            Prefix::Const(0) => n,
+            Prefix::Const(k) => s
+                .saturating_add((room / k).try_into().unwrap_or(usize::MAX))
+                .min(n),
+            Prefix::Sums(sums) => {
+                let limit = self.at(s) + room;
+                let tail = sums.get(s + 1..).unwrap_or_default();
+                (s + tail.partition_point(|&p| p <= limit)).min(n)
+            }
+        }
+    }
+}
+
 /// Encodes, compresses and checksums one page.
 fn seal_page(
     enc: &ColumnEncoding,
@@ -827,7 +1058,12 @@ fn seal_page(
     checksum: bool,
 ) -> Result<SealedPage> {
     let raw = encode_page(enc, values)?;
-    let mut bytes = compress(&raw, compression)?;
+    let zipped = compress(&raw, compression)?;
+    drop(raw);
+    // Exactly sized: sealed pages wait in memory until their cluster is committed, and
+    // the compressor's buffer has room for much more than it usually needs.
+    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
+    bytes.extend_from_slice(&zipped);
     if checksum {
         let sum = xxh3_64(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
@@ -918,6 +1154,33 @@ impl PagePlanner {
         self.by_size
             .insert((std::cmp::Reverse(bytes), std::cmp::Reverse(id)));
         Ok(())
+    }
+
+    /// Bytes one element of column `id` takes in memory.
+    fn element_size(&self, id: usize) -> u64 {
+        self.columns.get(id).map_or(8, |c| c.element_size)
+    }
+
+    /// Elements column `id`'s write page has room for.
+    fn room(&self, id: usize) -> u64 {
+        self.columns
+            .get(id)
+            .map_or(0, |c| c.max_elements - c.n_elements)
+    }
+
+    /// The elements and capacity of column `id`'s write page.
+    fn state(&self, id: usize) -> (u64, u64) {
+        self.columns
+            .get(id)
+            .map_or((0, 0), |c| (c.n_elements, c.max_elements))
+    }
+
+    /// `count` elements appended to column `id`, which has room for them.
+    fn add(&mut self, id: usize, count: u64) {
+        if let Some(c) = self.columns.get_mut(id) {
+            debug_assert!(c.n_elements + count <= c.max_elements);
+            c.n_elements += count;
+        }
     }
 
     /// `count` elements appended to column `id`.
@@ -1027,5 +1290,119 @@ impl PagePlanner {
             .get_mut(id)
             .map(|c| std::mem::take(&mut c.cuts))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    use arrow_array::builder::{
+        Float32Builder, Float64Builder, Int32Builder, LargeListBuilder, StringBuilder, UInt8Builder,
+    };
+    use arrow_array::ArrayRef;
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    thread_local! {
+        /// Makes the writer plan pages entry by entry (the reference the bulk plan must match).
+        pub(super) static PER_ENTRY_PLAN: Cell<bool> = const { Cell::new(false) };
+    }
+
+    struct MemorySink(Vec<u8>);
+
+    impl BlobSink for MemorySink {
+        fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
+            let at = self.0.len() as u64;
+            self.0.extend_from_slice(payload);
+            Ok(at)
+        }
+    }
+
+    /// Entries with scalars, vectors of random lengths, strings, nested vectors and
+    /// optionals, from a fixed pseudo-random sequence.
+    fn batch(n: usize, seed: u64) -> RecordBatch {
+        let mut state = seed;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let mut scalar = Int32Builder::new();
+        let mut list = LargeListBuilder::new(Float32Builder::new());
+        let mut text = StringBuilder::new();
+        let mut nested = LargeListBuilder::new(LargeListBuilder::new(UInt8Builder::new()));
+        let mut optional = Float64Builder::new();
+        for i in 0..n {
+            scalar.append_value(i as i32);
+            for _ in 0..next(13) {
+                list.values().append_value(next(1000) as f32);
+            }
+            list.append(true);
+            text.append_value("x".repeat(next(40) as usize));
+            for _ in 0..next(4) {
+                for _ in 0..next(30) {
+                    nested.values().values().append_value(next(256) as u8);
+                }
+                nested.values().append(true);
+            }
+            nested.append(true);
+            if next(3) == 0 {
+                optional.append_null();
+            } else {
+                optional.append_value(next(100) as f64);
+            }
+        }
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("scalar", Arc::new(scalar.finish())),
+            ("list", Arc::new(list.finish())),
+            ("text", Arc::new(text.finish())),
+            ("nested", Arc::new(nested.finish())),
+            ("optional", Arc::new(optional.finish())),
+        ];
+        RecordBatch::try_from_iter(columns).expect("a valid batch")
+    }
+
+    fn write(per_entry: bool, options: &WriteOptions) -> Vec<u8> {
+        PER_ENTRY_PLAN.with(|f| f.set(per_entry));
+        let batches: Vec<RecordBatch> = (0..4).map(|k| batch(3000, k)).collect();
+        let mut builder =
+            SchemaBuilder::new(ColumnDefaults { compressed: true }).nullable_as_optional(true);
+        for f in batches[0].schema().fields() {
+            builder.add_arrow_field(f).expect("a supported field");
+        }
+        let mut sink = MemorySink(Vec::new());
+        let mut writer =
+            RNTupleWriter::new(&mut sink, "t", builder.finish(), options.clone()).expect("writer");
+        for b in &batches {
+            writer.write_batch(b).expect("written");
+        }
+        writer.finish().expect("finished");
+        PER_ENTRY_PLAN.with(|f| f.set(false));
+        sink.0
+    }
+
+    #[test]
+    fn bulk_page_plan_matches_the_entry_by_entry_plan() {
+        // Small pages and budgets: many page overflows, growths and evictions.
+        for (initial, max, budget, cluster) in [
+            (64, 4096, None, 20_000),
+            (16, 1024, Some(12 * 1024), 50_000),
+            (256, 1 << 20, None, 128 << 20),
+            (8, 512, Some(4 * 1024), 7_000),
+        ] {
+            let options = WriteOptions {
+                initial_unzipped_page_size: initial,
+                max_unzipped_page_size: max,
+                page_buffer_budget: budget,
+                approx_zipped_cluster_size: cluster,
+                ..WriteOptions::default()
+            };
+            assert!(
+                write(false, &options) == write(true, &options),
+                "pages {initial}..{max}, budget {budget:?}, cluster {cluster}"
+            );
+        }
     }
 }
