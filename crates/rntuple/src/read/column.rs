@@ -52,11 +52,12 @@ impl RNTupleReader {
     /// Reads column `id` over several clusters' parts, in order, into one buffer: its
     /// size is known from the page lists up front, and every page (of every cluster, in
     /// parallel) decompresses into a per-thread scratch and decodes straight into its
-    /// slice of the buffer.
+    /// slice of the buffer, after `lead` leading zero elements (room for the caller).
     pub(crate) fn read_column_parts(
         &self,
         id: u32,
         parts: &[ColumnPart<'_>],
+        lead: usize,
     ) -> Result<ColumnValues> {
         let encoding = column_encoding(self, id).map_err(|e| {
             e.at(Location {
@@ -67,7 +68,7 @@ impl RNTupleReader {
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
         let mut jobs = Vec::new();
-        let mut total = 0usize;
+        let mut total = lead;
         for part in parts {
             let cluster = part.cluster;
             let range = part.range.clone();
