@@ -10,7 +10,7 @@ use crate::schema::arrow_field_kept;
 use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
 use arrow_array::*;
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 use std::ops::Range;
 use std::sync::Arc;
@@ -94,18 +94,6 @@ impl RNTupleReader {
         per_entry: PerEntry,
         scale: u64,
     ) -> Result<ColumnValues> {
-        self.read_segs_lead(segs, column, per_entry, scale, 0)
-    }
-
-    /// [`Self::read_segs`] after `lead` leading zero elements.
-    fn read_segs_lead(
-        &self,
-        segs: &[Seg<'_>],
-        column: u32,
-        per_entry: PerEntry,
-        scale: u64,
-        lead: usize,
-    ) -> Result<ColumnValues> {
         let parts = segs
             .iter()
             .map(|(c, r)| {
@@ -117,7 +105,7 @@ impl RNTupleReader {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        self.read_column_parts(column, &parts, lead)
+        self.read_column_parts(column, &parts)
     }
 
     /// Reads a collection's offsets for the entries of `segs`: the items' ranges in each
@@ -133,48 +121,38 @@ impl RNTupleReader {
             .iter()
             .map(|(c, r)| (*c, r.start.saturating_sub(1)..r.end))
             .collect();
-        // Read after one leading slot, then turned into the Arrow offsets in place: the
-        // write position never passes the read position (one slot ahead at the start, one
-        // element dropped per range that starts early).
-        let values = self.read_segs_lead(&early, column, per_entry, 1, 1)?;
-        let mut all = to_offsets(values)?;
+        let values = self.read_segs(&early, column, per_entry, 1)?;
+        let all = to_offsets(values)?;
+        let n: usize = segs.iter().map(|(_, r)| (r.end - r.start) as usize).sum();
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0i64);
         let mut items = Vec::with_capacity(segs.len());
-        let (mut pos, mut w) = (1usize, 1usize);
+        let mut pos = 0usize;
         let mut base = 0u64;
-        let range_error = || Error::corrupt("collection offsets", "offsets out of range");
         for ((c, r), (_, e)) in segs.iter().zip(&early) {
-            let len = usize::try_from(e.end - e.start).map_err(|_| range_error())?;
-            let end = pos
-                .checked_add(len)
-                .filter(|&x| x <= all.len())
-                .ok_or_else(range_error)?;
-            let (start, from) = match r.start {
-                0 => (0, pos),
-                _ if len > 0 => (all[pos], pos + 1),
-                _ => return Err(range_error()),
+            let len = (e.end - e.start) as usize;
+            let part = all
+                .get(pos..pos + len)
+                .ok_or_else(|| Error::corrupt("collection offsets", "offsets out of range"))?;
+            pos += len;
+            let (start, ends) = match (r.start, part) {
+                (0, _) => (0, part),
+                (_, [first, rest @ ..]) => (*first, rest),
+                _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
             };
-            pos = end;
-            let count = end - from;
-            if from != w {
-                all.copy_within(from..end, w);
-            }
-            let part = &mut all[w..w + count];
-            w += count;
-            // Offsets never decrease (checked branch-free, the culprit looked up only on
-            // failure), so the last one is the largest: one range check for them all.
+            // Offsets never decrease (checked branch-free over the page, the culprit
+            // looked up only on failure), so the last one is the largest: one range check.
             let shift = base.wrapping_sub(start);
             let mut prev = start;
             let mut bad = false;
-            for x in part.iter_mut() {
-                let e = *x;
+            offsets.extend(ends.iter().map(|&e| {
                 bad |= e < prev;
                 prev = e;
-                *x = e.wrapping_add(shift);
-            }
+                e.wrapping_add(shift) as i64
+            }));
             if bad {
                 let mut p = start;
-                for &x in part.iter() {
-                    let e = x.wrapping_sub(shift);
+                for &e in ends {
                     if e < p {
                         return Err(Error::corrupt(
                             "collection offsets",
@@ -192,14 +170,7 @@ impl RNTupleReader {
                 })?;
             items.push((*c, start..prev));
         }
-        all.truncate(w);
-        if let Some(first) = all.first_mut() {
-            *first = 0;
-        }
-        // Same-size elements: the allocation is reused as `i64` (all values checked above
-        // to fit).
-        let buffer = Buffer::from_vec(all);
-        Ok((items, Offsets(ScalarBuffer::new(buffer, 0, w))))
+        Ok((items, Offsets(offsets)))
     }
 
     fn assemble_inner(
@@ -569,7 +540,7 @@ fn fixed(n: u64) -> Result<i32> {
 
 /// Arrow offsets over a read's items, only made by `read_offsets`, which checks that they
 /// start at 0, never decrease and stay within `i64`.
-pub(crate) struct Offsets(ScalarBuffer<i64>);
+pub(crate) struct Offsets(Vec<i64>);
 
 impl std::ops::Deref for Offsets {
     type Target = [i64];
@@ -580,7 +551,7 @@ impl std::ops::Deref for Offsets {
 
 /// The Arrow offset buffer of checked offsets, without Arrow validating them again.
 fn arrow_offsets(offsets: Offsets) -> OffsetBuffer<i64> {
-    let buffer = offsets.0;
+    let buffer = ScalarBuffer::from(offsets.0);
     // SAFETY: `Offsets` are only built by `read_offsets`, which starts them with 0, checks
     // that they never decrease, and that the last (largest) fits `i64`: exactly what
     // `OffsetBuffer::new` would check (non-empty, first >= 0, monotonic). Any inconsistency

@@ -52,12 +52,11 @@ impl RNTupleReader {
     /// Reads column `id` over several clusters' parts, in order, into one buffer: its
     /// size is known from the page lists up front, and every page (of every cluster, in
     /// parallel) decompresses into a per-thread scratch and decodes straight into its
-    /// slice of the buffer, after `lead` leading zero elements (room for the caller).
+    /// slice of the buffer.
     pub(crate) fn read_column_parts(
         &self,
         id: u32,
         parts: &[ColumnPart<'_>],
-        lead: usize,
     ) -> Result<ColumnValues> {
         let encoding = column_encoding(self, id).map_err(|e| {
             e.at(Location {
@@ -68,7 +67,7 @@ impl RNTupleReader {
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
         let mut jobs = Vec::new();
-        let mut total = lead;
+        let mut total = 0usize;
         for part in parts {
             let cluster = part.cluster;
             let range = part.range.clone();
@@ -134,20 +133,17 @@ impl RNTupleReader {
         // Fetch and check every page first (checksums, and that the compressed chunks
         // announce exactly the page's size): the output is allocated only for sizes the
         // data backs, never for what a corrupt page list alone claims.
-        let bufs = self.read_coalesced(&jobs, id)?;
-        let raws: Vec<&[u8]> = jobs
+        let raws: Vec<Vec<u8>> = jobs
             .par_iter()
-            .zip(&bufs.at)
-            .map(|(job, &(r, start))| {
-                self.check_page(job.page, &encoding, &bufs.data[r], start)
-                    .map_err(|e| {
-                        e.at(Location {
-                            column: Some(id as u64),
-                            cluster: Some(job.cluster),
-                            page: Some(job.index as u64),
-                            ..Default::default()
-                        })
+            .map(|job| {
+                self.fetch_page(job.page, &encoding).map_err(|e| {
+                    e.at(Location {
+                        column: Some(id as u64),
+                        cluster: Some(job.cluster),
+                        page: Some(job.index as u64),
+                        ..Default::default()
                     })
+                })
             })
             .collect::<Result<_>>()?;
         let mut out = ColumnValues::zeros(encoding.column_type, total);
@@ -155,7 +151,7 @@ impl RNTupleReader {
         let mut slices = Vec::with_capacity(jobs.len());
         let mut rest = out.as_values_mut();
         let mut cursor = 0usize;
-        for (job, &raw) in jobs.iter().zip(&raws) {
+        for (job, raw) in jobs.iter().zip(&raws) {
             let (_, tail) = rest.split_at(job.dest - cursor)?;
             let (mine, tail) = tail.split_at(job.len)?;
             slices.push((job, raw, mine));
@@ -175,92 +171,28 @@ impl RNTupleReader {
         Ok(out)
     }
 
-    /// Reads the stored bytes (with checksums) of all `jobs`' pages with few requests:
-    /// pages are sorted by offset and those adjacent or separated by small gaps are read
-    /// together (up to [`MAX_READ`] bytes per request; pages split over several keys are
-    /// read on their own), the requests in parallel. Memory: the pages' own bytes plus at
-    /// most [`MAX_GAP`] per page, each request bounded by the file's size.
-    fn read_coalesced(&self, jobs: &[PageJob<'_>], id: u32) -> Result<Coalesced> {
-        let max_key = self.anchor().max_key_size;
-        let spans: Vec<(u64, u64)> = jobs
-            .iter()
-            .map(|j| {
-                let p = j.page;
-                (
-                    p.locator.offset,
-                    p.locator
-                        .size
-                        .saturating_add(if p.has_checksum { 8 } else { 0 }),
-                )
-            })
-            .collect();
-        let mut order: Vec<usize> = (0..jobs.len()).collect();
-        order.sort_unstable_by_key(|&i| spans[i].0);
-        // (offset, length, whether a plain single-key range that may be merged)
-        let mut reads: Vec<(u64, u64, bool)> = Vec::new();
-        let mut at = vec![(0usize, 0usize); jobs.len()];
-        for i in order {
-            let (off, len) = spans[i];
-            let single = (max_key == 0 || len <= max_key) && off.checked_add(len).is_some();
-            if let Some(last) = reads.last_mut() {
-                let (lo, n, merge) = *last;
-                let end = off + len; // no overflow: checked when `single`
-                if single && merge && off >= lo && off <= lo + n + MAX_GAP && end - lo <= MAX_READ {
-                    last.1 = n.max(end - lo);
-                    at[i] = (reads.len() - 1, to_usize(off - lo)?);
-                    continue;
-                }
-            }
-            reads.push((off, len, single));
-            at[i] = (reads.len() - 1, 0);
-        }
-        let source = self.source().as_ref();
-        let data = reads
-            .par_iter()
-            .map(|&(offset, len, single)| {
-                if single {
-                    source.read_at(offset, len)
-                } else {
-                    container::read_blob(source, offset, len, max_key)
-                }
-                .map_err(|e| {
-                    e.at(Location {
-                        column: Some(id as u64),
-                        offset: Some(offset),
-                        ..Default::default()
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Coalesced { data, at })
-    }
-
-    /// Verifies one page's stored bytes, found at `start` in `buf`: checksum, and for a
-    /// compressed page, that its chunk headers announce exactly the uncompressed size.
-    /// Gives the page's bytes without the checksum.
-    fn check_page<'b>(
-        &self,
-        page: &PageInfo,
-        encoding: &ColumnEncoding,
-        buf: &'b [u8],
-        start: usize,
-    ) -> Result<&'b [u8]> {
+    /// Fetches one page's stored bytes and verifies them: checksum, and for a compressed
+    /// page, that its chunk headers announce exactly the uncompressed size.
+    fn fetch_page(&self, page: &PageInfo, encoding: &ColumnEncoding) -> Result<Vec<u8>> {
         let n = page.n_elements as u64;
         let unzipped = encoding.page_bytes(n).ok_or_else(|| {
             Error::corrupt("page list", format!("page of {n} elements is too large"))
         })?;
         let size = page.locator.size;
         let offset = page.locator.offset;
-        let with_sum = size.saturating_add(if page.has_checksum { 8 } else { 0 });
-        let raw = usize::try_from(with_sum)
-            .ok()
-            .and_then(|len| buf.get(start..start.checked_add(len)?))
-            .ok_or_else(|| {
-                Error::corrupt(
-                    format!("page at byte offset {offset}"),
-                    "page bytes out of range",
-                )
-            })?;
+        let with_sum = size + if page.has_checksum { 8 } else { 0 };
+        let mut raw = container::read_blob(
+            self.source().as_ref(),
+            offset,
+            with_sum,
+            self.anchor().max_key_size,
+        )
+        .map_err(|e| {
+            e.at(Location {
+                offset: Some(offset),
+                ..Default::default()
+            })
+        })?;
         let size_usize = usize::try_from(size)
             .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
         if page.has_checksum {
@@ -276,10 +208,10 @@ impl RNTupleReader {
                     computed,
                 });
             }
+            raw.truncate(size_usize);
         }
-        let raw = &raw[..size_usize];
         if size != unzipped {
-            let claimed = compression::claimed_uncompressed_len(raw);
+            let claimed = compression::claimed_uncompressed_len(&raw);
             if claimed.map(|c| c as u64) != Some(unzipped) {
                 return Err(Error::corrupt(
                     format!("page at byte offset {offset}"),
@@ -294,19 +226,6 @@ impl RNTupleReader {
         }
         Ok(raw)
     }
-}
-
-/// Merge pages separated by at most this many bytes into one request: only adjacent ones,
-/// so that a selection reads exactly its own pages (a remote source may want a gap).
-const MAX_GAP: u64 = 0;
-/// The largest merged request.
-const MAX_READ: u64 = 32 << 20;
-
-/// The requests of [`RNTupleReader::read_coalesced`] and, per page, which request holds
-/// it and where.
-struct Coalesced {
-    data: Vec<Vec<u8>>,
-    at: Vec<(usize, usize)>,
 }
 
 /// Decompresses (into a per-thread scratch) and decodes a fetched page's elements
