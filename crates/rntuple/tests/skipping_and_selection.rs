@@ -196,3 +196,30 @@ fn a_selection_reads_only_its_own_pages() {
         "the selection is a small part of the file"
     );
 }
+
+#[test]
+fn entry_ranges_match_slices_of_the_full_read() {
+    let reader = open(data_file("../../examples/events.root"));
+    let n = reader.num_entries();
+    let full = reader.read(None, 0..n).unwrap();
+    let starts: Vec<u64> = reader
+        .descriptor()
+        .clusters
+        .iter()
+        .map(|c| c.first_entry)
+        .collect();
+    let mut ranges = vec![(0, 1), (1, 2), (n - 1, n), (5, n - 3), (3, 3)];
+    for &s in starts.iter().skip(1) {
+        ranges.push((s - 1, s + 1));
+        ranges.push((s, (s + 7).min(n)));
+        ranges.push((s.saturating_sub(100), (s + 250).min(n)));
+    }
+    for (a, b) in ranges {
+        let part = reader.read(None, a..b).unwrap();
+        let want = full.slice(a as usize, (b - a) as usize);
+        assert_eq!(part.num_rows(), want.num_rows(), "{a}..{b}");
+        for (i, (x, y)) in part.columns().iter().zip(want.columns()).enumerate() {
+            assert_eq!(x.to_data(), y.to_data(), "{a}..{b} column {i}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! kernels (byte unsplit fused with zigzag/delta/widening, plain little-endian copies,
 //! bit unpacking) are written over fixed-size blocks so that the compiler vectorises them.
 
+use super::unsplit::{as_bytes_mut, unsplit_bytes, Pod};
 use super::{decode_page, ColumnEncoding, ColumnType, ColumnValues};
 use crate::error::{Error, Result};
 
@@ -206,40 +207,39 @@ fn decode_direct<'a>(
     match (column_type, out) {
         (Bit, M::Bool(o)) => unpack_bools(data, o),
         (Byte | Char | UInt8, M::U8(o)) => o.copy_from_slice(data),
-        (Int16, M::I16(o)) => plain_into(data, o, i16::from_le_bytes),
-        (UInt16, M::U16(o)) => plain_into(data, o, u16::from_le_bytes),
-        (Int32, M::I32(o)) => plain_into(data, o, i32::from_le_bytes),
-        (UInt32, M::U32(o)) => plain_into(data, o, u32::from_le_bytes),
-        (Int64, M::I64(o)) => plain_into(data, o, i64::from_le_bytes),
-        (UInt64, M::U64(o)) => plain_into(data, o, u64::from_le_bytes),
-        (Real32, M::F32(o)) => plain_into(data, o, f32::from_le_bytes),
-        (Real64, M::F64(o)) => plain_into(data, o, f64::from_le_bytes),
-        (Index64, M::Index(o)) => plain_into(data, o, u64::from_le_bytes),
+        (Int16, M::I16(o)) => plain_copy(data, o, i16::from_le_bytes),
+        (UInt16, M::U16(o)) => plain_copy(data, o, u16::from_le_bytes),
+        (Int32, M::I32(o)) => plain_copy(data, o, i32::from_le_bytes),
+        (UInt32, M::U32(o)) => plain_copy(data, o, u32::from_le_bytes),
+        (Int64, M::I64(o)) => plain_copy(data, o, i64::from_le_bytes),
+        (UInt64, M::U64(o)) => plain_copy(data, o, u64::from_le_bytes),
+        (Real32, M::F32(o)) => plain_copy(data, o, f32::from_le_bytes),
+        (Real64, M::F64(o)) => plain_copy(data, o, f64::from_le_bytes),
+        (Index64, M::Index(o)) => plain_copy(data, o, u64::from_le_bytes),
         (Index32, M::Index(o)) => plain_into(data, o, |b| u64::from(u32::from_le_bytes(b))),
-        (SplitInt16, M::I16(o)) => unsplit_into(data, o, |b| unzigzag16(u16::from_le_bytes(b))),
-        (SplitUInt16, M::U16(o)) => unsplit_into(data, o, u16::from_le_bytes),
-        (SplitInt32, M::I32(o)) => unsplit_into(data, o, |b| unzigzag32(u32::from_le_bytes(b))),
-        (SplitUInt32, M::U32(o)) => unsplit_into(data, o, u32::from_le_bytes),
-        (SplitInt64, M::I64(o)) => unsplit_into(data, o, |b| unzigzag64(u64::from_le_bytes(b))),
-        (SplitUInt64, M::U64(o)) => unsplit_into(data, o, u64::from_le_bytes),
-        (SplitReal32, M::F32(o)) => unsplit_into(data, o, f32::from_le_bytes),
-        (SplitReal64, M::F64(o)) => unsplit_into(data, o, f64::from_le_bytes),
-        (SplitIndex32, M::Index(o)) => {
-            unsplit_into(data, o, |b| u64::from(u32::from_le_bytes(b)));
-            // Deltas add up in 32 bits, as ROOT's 32-bit on-disk type does.
-            let mut acc = 0u32;
-            for x in o.iter_mut() {
-                acc = acc.wrapping_add(*x as u32);
-                *x = u64::from(acc);
-            }
-        }
+        (SplitInt16, M::I16(o)) => unsplit_typed::<2, _>(data, o, |c| {
+            c.iter_mut().for_each(|x| *x = unzigzag16(*x as u16))
+        }),
+        (SplitUInt16, M::U16(o)) => unsplit_typed::<2, _>(data, o, |_| ()),
+        (SplitInt32, M::I32(o)) => unsplit_typed::<4, _>(data, o, |c| {
+            c.iter_mut().for_each(|x| *x = unzigzag32(*x as u32))
+        }),
+        (SplitUInt32, M::U32(o)) => unsplit_typed::<4, _>(data, o, |_| ()),
+        (SplitInt64, M::I64(o)) => unsplit_typed::<8, _>(data, o, |c| {
+            c.iter_mut().for_each(|x| *x = unzigzag64(*x as u64))
+        }),
+        (SplitUInt64, M::U64(o)) => unsplit_typed::<8, _>(data, o, |_| ()),
+        (SplitReal32, M::F32(o)) => unsplit_typed::<4, _>(data, o, |_| ()),
+        (SplitReal64, M::F64(o)) => unsplit_typed::<8, _>(data, o, |_| ()),
+        (SplitIndex32, M::Index(o)) => unsplit_index32(data, o),
         (SplitIndex64, M::Index(o)) => {
-            unsplit_into(data, o, u64::from_le_bytes);
             let mut acc = 0u64;
-            for x in o.iter_mut() {
-                acc = acc.wrapping_add(*x);
-                *x = acc;
-            }
+            unsplit_typed::<8, _>(data, o, |c| {
+                for x in c.iter_mut() {
+                    acc = acc.wrapping_add(*x);
+                    *x = acc;
+                }
+            })
         }
         (_, out) => return Ok(Some(out)),
     }
@@ -259,56 +259,74 @@ fn unzigzag64(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
 
+/// Elements per block of [`unsplit_typed`]: each block is unsplit, then post-processed
+/// while it is still in the L1 cache.
+const BLOCK: usize = 2048;
+
 /// Undoes the split (byte transposition) of `out.len()` elements of `W` bytes held in
-/// `data` (`W` streams of `out.len()` bytes), mapping each element's little-endian bytes
-/// through `f`. `data` must hold `W * out.len()` bytes (else `out` is left as is). The
-/// streams are zipped (no bounds checks), which the compiler turns into byte shuffles.
+/// `data` (`W` streams of `out.len()` bytes) block by block, calling `post` on every block
+/// of finished (native) elements in order. `data` must hold `W * out.len()` bytes and `T`
+/// be `W` bytes wide (else `out` is left as is).
 #[inline(always)]
-pub(crate) fn unsplit_into<const W: usize, T: Copy>(
+pub(crate) fn unsplit_typed<const W: usize, T: Pod>(
     data: &[u8],
     out: &mut [T],
-    f: impl Fn([u8; W]) -> T,
+    mut post: impl FnMut(&mut [T]),
 ) {
     let n = out.len();
-    if data.len() < n * W {
+    if std::mem::size_of::<T>() != W || data.len() < n * W {
         return;
     }
-    let s: [&[u8]; W] = std::array::from_fn(|k| &data[k * n..(k + 1) * n]);
-    match W {
-        2 => {
-            for ((o, &a), &b) in out.iter_mut().zip(s[0]).zip(s[1]) {
-                *o = f(as_w([a, b]));
-            }
+    let mut i0 = 0usize;
+    for chunk in out.chunks_mut(BLOCK) {
+        let m = chunk.len();
+        let streams: [&[u8]; W] = std::array::from_fn(|k| &data[k * n + i0..k * n + i0 + m]);
+        let bytes = as_bytes_mut(chunk);
+        unsplit_bytes::<W>(streams, bytes);
+        if cfg!(target_endian = "big") {
+            bytes.chunks_exact_mut(W).for_each(|e| e.reverse());
         }
-        4 => {
-            let it = out.iter_mut().zip(s[0]).zip(s[1]).zip(s[2]).zip(s[3]);
-            for ((((o, &a), &b), &c), &d) in it {
-                *o = f(as_w([a, b, c, d]));
-            }
-        }
-        8 => {
-            let it = out.iter_mut().zip(s[0]).zip(s[1]).zip(s[2]).zip(s[3]);
-            let it = it.zip(s[4]).zip(s[5]).zip(s[6]).zip(s[7]);
-            for ((((((((o, &a), &b), &c), &d), &e), &g), &h), &i) in it {
-                *o = f(as_w([a, b, c, d, e, g, h, i]));
-            }
-        }
-        _ => {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = f(std::array::from_fn(|k| s[k][i]));
-            }
-        }
+        post(chunk);
+        i0 += m;
     }
 }
 
-/// `[u8; N]` as `[u8; W]` when `N == W` (the branches of [`unsplit_into`] are only taken
-/// then; otherwise zero-padded or cut, never reached).
+/// SplitIndex32 into 64-bit offsets: unsplit a block into 32-bit deltas, then add them up
+/// in 32 bits (as ROOT's 32-bit on-disk type does) while widening.
+fn unsplit_index32(data: &[u8], out: &mut [u64]) {
+    let n = out.len();
+    if data.len() < n * 4 {
+        return;
+    }
+    let mut buf = [0u32; BLOCK];
+    let mut acc = 0u32;
+    let mut i0 = 0usize;
+    for chunk in out.chunks_mut(BLOCK) {
+        let m = chunk.len();
+        let deltas = &mut buf[..m];
+        let streams: [&[u8]; 4] = std::array::from_fn(|k| &data[k * n + i0..k * n + i0 + m]);
+        let bytes = as_bytes_mut(deltas);
+        unsplit_bytes::<4>(streams, bytes);
+        if cfg!(target_endian = "big") {
+            bytes.chunks_exact_mut(4).for_each(|e| e.reverse());
+        }
+        for (o, &d) in chunk.iter_mut().zip(deltas.iter()) {
+            acc = acc.wrapping_add(d);
+            *o = u64::from(acc);
+        }
+        i0 += m;
+    }
+}
+
+/// Plain little-endian elements: a byte copy on little-endian hosts.
 #[inline(always)]
-fn as_w<const N: usize, const W: usize>(a: [u8; N]) -> [u8; W] {
-    let mut r = [0u8; W];
-    let m = N.min(W);
-    r[..m].copy_from_slice(&a[..m]);
-    r
+fn plain_copy<const W: usize, T: Pod>(data: &[u8], out: &mut [T], f: impl Fn([u8; W]) -> T) {
+    let bytes = as_bytes_mut(out);
+    if cfg!(target_endian = "little") && data.len() >= bytes.len() {
+        bytes.copy_from_slice(&data[..bytes.len()]);
+    } else {
+        plain_into(data, out, f)
+    }
 }
 
 /// Reads consecutive little-endian `W`-byte elements of `data` into `out` through `f`.
@@ -384,7 +402,7 @@ mod tests {
         ];
         for t in types {
             let enc = ColumnEncoding::of_type(t);
-            for n in [0u64, 1, 7, 33, 100] {
+            for n in [0u64, 1, 7, 33, 100, 5000] {
                 let len = enc.page_bytes(n).unwrap_or(0) as usize;
                 let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
                 let want = decode_page(&enc, &data, n).expect("decodes");

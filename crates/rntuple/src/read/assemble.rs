@@ -2,7 +2,7 @@
 //! through its subfields.
 
 use super::column::ColumnPart;
-use super::convert::{to_boolean, to_f32, to_f64, to_ints, to_offsets};
+use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use super::RNTupleReader;
 use crate::encoding::ColumnValues;
 use crate::error::{Error, Location, Result};
@@ -115,7 +115,7 @@ impl RNTupleReader {
         segs: &[Seg<'a>],
         column: u32,
         per_entry: PerEntry,
-    ) -> Result<(Vec<Seg<'a>>, Vec<i64>)> {
+    ) -> Result<(Vec<Seg<'a>>, Offsets)> {
         // Each range starts one element early for the start of its first item.
         let early: Vec<Seg<'a>> = segs
             .iter()
@@ -140,24 +140,37 @@ impl RNTupleReader {
                 (_, [first, rest @ ..]) => (*first, rest),
                 _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
             };
+            // Offsets never decrease (checked branch-free over the page, the culprit
+            // looked up only on failure), so the last one is the largest: one range check.
+            let shift = base.wrapping_sub(start);
             let mut prev = start;
-            for &e in ends {
-                if e < prev {
-                    return Err(Error::corrupt(
-                        "collection offsets",
-                        format!("offset {e} follows {prev} in column {column}"),
-                    ));
-                }
+            let mut bad = false;
+            offsets.extend(ends.iter().map(|&e| {
+                bad |= e < prev;
                 prev = e;
-                let global = i64::try_from(base + (e - start)).map_err(|_| {
-                    Error::corrupt("collection offsets", format!("offset {e} too large"))
-                })?;
-                offsets.push(global);
+                e.wrapping_add(shift) as i64
+            }));
+            if bad {
+                let mut p = start;
+                for &e in ends {
+                    if e < p {
+                        return Err(Error::corrupt(
+                            "collection offsets",
+                            format!("offset {e} follows {p} in column {column}"),
+                        ));
+                    }
+                    p = e;
+                }
             }
-            base += prev - start;
+            base = base
+                .checked_add(prev - start)
+                .filter(|&b| i64::try_from(b).is_ok())
+                .ok_or_else(|| {
+                    Error::corrupt("collection offsets", format!("offset {prev} too large"))
+                })?;
             items.push((*c, start..prev));
         }
-        Ok((items, offsets))
+        Ok((items, Offsets(offsets)))
     }
 
     fn assemble_inner(
@@ -525,10 +538,25 @@ fn fixed(n: u64) -> Result<i32> {
     i32::try_from(n).map_err(|_| Error::corrupt("schema", format!("array size {n} too large")))
 }
 
-/// Arrow offsets from offsets that start at 0 and never decrease (checked by
-/// `read_offsets`).
-fn arrow_offsets(offsets: Vec<i64>) -> OffsetBuffer<i64> {
-    OffsetBuffer::new(ScalarBuffer::from(offsets))
+/// Arrow offsets over a read's items, only made by `read_offsets`, which checks that they
+/// start at 0, never decrease and stay within `i64`.
+pub(crate) struct Offsets(Vec<i64>);
+
+impl std::ops::Deref for Offsets {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        &self.0
+    }
+}
+
+/// The Arrow offset buffer of checked offsets, without Arrow validating them again.
+fn arrow_offsets(offsets: Offsets) -> OffsetBuffer<i64> {
+    let buffer = ScalarBuffer::from(offsets.0);
+    // SAFETY: `Offsets` are only built by `read_offsets`, which starts them with 0, checks
+    // that they never decrease, and that the last (largest) fits `i64`: exactly what
+    // `OffsetBuffer::new` would check (non-empty, first >= 0, monotonic). Any inconsistency
+    // with the child's length is still caught by the arrays' `try_new`.
+    unsafe { OffsetBuffer::new_unchecked(buffer) }
 }
 
 /// An Arrow integer array of type `T` from integer column values, range-checked.
@@ -556,7 +584,7 @@ fn primitive_array(p: PrimitiveType, values: ColumnValues) -> Result<ArrayRef> {
         (P::UInt64, V::U64(v)) => Arc::new(UInt64Array::new(v.into(), None)),
         (P::Float32, V::F32(v)) => Arc::new(Float32Array::new(v.into(), None)),
         (P::Float64, V::F64(v)) => Arc::new(Float64Array::new(v.into(), None)),
-        (P::Bool, V::Bool(v)) => Arc::new(BooleanArray::from(v)),
+        (P::Bool, V::Bool(v)) => Arc::new(bool_array(&v)),
         // A Char column holds the bytes of C++ `char`, which is signed here: reinterpret.
         (P::Char, V::U8(bytes)) => Arc::new(Int8Array::from_iter_values(
             bytes.into_iter().map(|b| b as i8),

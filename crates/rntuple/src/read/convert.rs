@@ -5,6 +5,7 @@
 use crate::encoding::ColumnValues;
 use crate::error::{Error, Result};
 use arrow_array::BooleanArray;
+use arrow_buffer::BooleanBuffer;
 
 fn mismatch(what: &str, values: &ColumnValues) -> Error {
     Error::corrupt(
@@ -51,14 +52,21 @@ where
 /// Values of a Bit column (or an integer column, nonzero meaning true).
 pub(crate) fn to_boolean(values: &ColumnValues) -> Result<BooleanArray> {
     match values {
-        ColumnValues::Bool(v) => Ok(BooleanArray::from(v.clone())),
+        ColumnValues::Bool(v) => Ok(bool_array(v)),
         other => {
             let ints = to_ints::<i64>(other).map_err(|_| mismatch("bool", other))?;
-            Ok(BooleanArray::from(
-                ints.into_iter().map(|x| x != 0).collect::<Vec<_>>(),
+            Ok(BooleanArray::new(
+                BooleanBuffer::collect_bool(ints.len(), |i| ints[i] != 0),
+                None,
             ))
         }
     }
+}
+
+/// A boolean array from booleans, packed 64 at a time (`BooleanArray::from` appends bit by
+/// bit).
+pub(crate) fn bool_array(v: &[bool]) -> BooleanArray {
+    BooleanArray::new(BooleanBuffer::collect_bool(v.len(), |i| v[i]), None)
 }
 
 /// Values of a real column as `float`.
