@@ -30,7 +30,10 @@ MAX_JETS = 12
 
 
 def agc_awkward(ev: Any) -> tuple[int, list[int]]:
-    """The analysis on an Awkward record array with the analysis fields."""
+    """The analysis on an Awkward record array with the analysis fields: cuts with
+    Awkward, the trijets as ``ak.argcombinations`` of the selected jets' indices, the
+    kinematics on the flat NumPy arrays they index (fewer Awkward carries than
+    combinations of jet records; the result is the same)."""
     import awkward as ak
     import hist
     import numpy as np
@@ -39,31 +42,37 @@ def agc_awkward(ev: Any) -> tuple[int, list[int]]:
     mu = (ev.Muon_pt > 25) & (abs(ev.Muon_eta) < 2.1) & ev.Muon_tightId & (ev.Muon_pfRelIso04_all < 0.15)
     nlep = ak.sum(ele, axis=1) + ak.sum(mu, axis=1)
     jsel = (ev.Jet_pt > 25) & (abs(ev.Jet_eta) < 2.4)
-    btag = ev.Jet_btagCSVV2[jsel]
-    sel = (nlep == 1) & (ak.num(btag, axis=1) >= 4) & (ak.sum(btag >= 0.5, axis=1) >= 1)
-    jets = ev[sel]
-    js = jsel[sel]
+    njet = ak.sum(jsel, axis=1)
+    nb = ak.sum(jsel & (ev.Jet_btagCSVV2 >= 0.5), axis=1)
+    sel = ak.to_numpy((nlep == 1) & (njet >= 4) & (nb >= 1))
+    keep = jsel[sel]
 
-    def f64(x: Any) -> Any:
-        return ak.values_astype(x[js], np.float64)
+    def flat(x: Any) -> Any:
+        """The selected jets of the selected events, flat."""
+        return ak.to_numpy(ak.flatten(x[sel][keep]))
 
-    pt, eta, phi, mass = f64(jets.Jet_pt), f64(jets.Jet_eta), f64(jets.Jet_phi), f64(jets.Jet_mass)
+    kinematics = (ev.Jet_pt, ev.Jet_eta, ev.Jet_phi, ev.Jet_mass)
+    pt, eta, phi, mass = (flat(x).astype(np.float64) for x in kinematics)
+    btag = flat(ev.Jet_btagCSVV2) >= 0.5
     px, py, pz = pt * np.cos(phi), pt * np.sin(phi), pt * np.sinh(eta)
     e = np.sqrt(px * px + py * py + pz * pz + mass * mass)
-    j = ak.zip({"px": px, "py": py, "pz": pz, "e": e, "b": jets.Jet_btagCSVV2[js]})
-    tri = ak.combinations(j, 3, fields=["a", "b", "c"])
-    tpx = tri.a.px + tri.b.px + tri.c.px
-    tpy = tri.a.py + tri.b.py + tri.c.py
-    tpz = tri.a.pz + tri.b.pz + tri.c.pz
-    te = tri.a.e + tri.b.e + tri.c.e
+    counts = ak.to_numpy(njet[sel])
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    local = ak.unflatten(np.arange(counts.sum()) - np.repeat(starts, counts), counts)
+    tri = ak.argcombinations(local, 3)  # lexicographic, as ak.combinations
+    ntri = ak.to_numpy(ak.num(tri, axis=1))
+    base = np.repeat(starts, ntri)
+    a, b, c = (ak.to_numpy(ak.flatten(tri[k])) + base for k in ("0", "1", "2"))
+    tpx, tpy, tpz, te = (v[a] + v[b] + v[c] for v in (px, py, pz, e))
     tpt = np.sqrt(tpx * tpx + tpy * tpy)
-    has_b = (tri.a.b >= 0.5) | (tri.b.b >= 0.5) | (tri.c.b >= 0.5)
-    best = ak.argmax(ak.where(has_b, tpt, -1.0), axis=1, keepdims=True)
-    m2 = te * te - tpx * tpx - tpy * tpy - tpz * tpz
-    m = np.sqrt(np.maximum(ak.flatten(m2[best]), 0.0))
+    score = np.where(btag[a] | btag[b] | btag[c], tpt, -1.0)
+    first = np.concatenate(([0], np.cumsum(ntri)[:-1]))
+    best = ak.to_numpy(ak.argmax(ak.unflatten(score, ntri), axis=1)) + first
+    m2 = te[best] ** 2 - tpx[best] ** 2 - tpy[best] ** 2 - tpz[best] ** 2
+    m = np.sqrt(np.maximum(m2, 0.0))
     h = hist.Hist.new.Reg(BINS, LO, HI, name="mjjj").Double()
-    h.fill(ak.to_numpy(m))
-    return int(ak.sum(sel)), [int(c) for c in h.values()]
+    h.fill(m)
+    return int(sel.sum()), [int(x) for x in h.values()]
 
 
 def _flat(table: Any, name: str) -> tuple[Any, Any]:
