@@ -351,10 +351,20 @@ fn write_stream(
     for batch in stream {
         let batch = batch?;
         n += batch.num_rows() as u64;
-        writer.write_batch(&batch)?;
+        // Moderate slices (zero-copy) keep the writer's pipeline busy: pages of one slice
+        // are sealed in the background while the next one is shredded.
+        let mut start = 0;
+        while start < batch.num_rows() {
+            let len = WRITE_SLICE_ROWS.min(batch.num_rows() - start);
+            writer.write_batch(&batch.slice(start, len))?;
+            start += len;
+        }
     }
     Ok(n)
 }
+
+/// Rows handed to the writer at a time.
+const WRITE_SLICE_ROWS: usize = 16384;
 
 #[pymethods]
 impl FileWriterHandle {
