@@ -31,21 +31,11 @@ REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
+from rootdump import PROXIED_CONTAINERS  # noqa: E402
+
 #: Collections ROOT reads through a collection proxy: they need a dictionary (the PyPI
 #: ROOT build ships none for most instantiations; emulated proxies abort).
-PROXIED_PREFIXES = tuple(
-    f"std::{c}<"
-    for c in (
-        "set",
-        "multiset",
-        "unordered_set",
-        "unordered_multiset",
-        "map",
-        "multimap",
-        "unordered_map",
-        "unordered_multimap",
-    )
-)
+PROXIED_PREFIXES = tuple(f"std::{c}<" for c in PROXIED_CONTAINERS)
 
 Shape = dict[str, Any]
 

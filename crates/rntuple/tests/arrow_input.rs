@@ -9,22 +9,9 @@ use arrow_schema::{DataType, Field, Fields, Schema};
 use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder};
-use rntuple::write::{BlobSink, RNTupleWriter, WriteOptions};
+use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::{Error, Result};
 use std::sync::Arc;
-
-#[derive(Default)]
-struct MemorySink {
-    bytes: Vec<u8>,
-}
-
-impl BlobSink for MemorySink {
-    fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
-        let at = self.bytes.len() as u64;
-        self.bytes.extend_from_slice(payload);
-        Ok(at)
-    }
-}
 
 fn builder(nullable_as_optional: bool) -> SchemaBuilder {
     SchemaBuilder::new(ColumnDefaults { compressed: true })
@@ -37,17 +24,14 @@ fn round_trip(batch: &RecordBatch) -> Result<(RNTupleReader, RecordBatch)> {
     for f in batch.schema().fields() {
         b.add_arrow_field(f)?;
     }
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let anchor = {
         let mut writer = RNTupleWriter::new(&mut sink, "t", b.finish(), WriteOptions::default())?;
         writer.write_batch(batch)?;
         writer.finish()?
     };
-    let reader = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("mem", sink.bytes)),
-        anchor,
-        "t".into(),
-    )?;
+    let reader =
+        RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())?;
     let read = reader.read(None, 0..reader.num_entries())?;
     Ok((reader, read))
 }
@@ -205,7 +189,7 @@ fn nulls_in_a_field_that_is_not_optional_are_refused() {
     let mut b = builder(false);
     b.add_arrow_field(&Field::new("x", DataType::Float64, true))
         .unwrap();
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let mut writer =
         RNTupleWriter::new(&mut sink, "t", b.finish(), WriteOptions::default()).unwrap();
     let x = Float64Array::from(vec![Some(1.0), None]);
@@ -245,7 +229,7 @@ fn a_refused_batch_leaves_no_trace() {
     for f in schema.fields() {
         b.add_arrow_field(f).unwrap();
     }
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let anchor = {
         let mut writer =
             RNTupleWriter::new(&mut sink, "t", b.finish(), WriteOptions::default()).unwrap();
@@ -262,12 +246,9 @@ fn a_refused_batch_leaves_no_trace() {
             .unwrap();
         writer.finish().unwrap()
     };
-    let reader = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("mem", sink.bytes)),
-        anchor,
-        "t".into(),
-    )
-    .unwrap();
+    let reader =
+        RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())
+            .unwrap();
     let read = reader.read(None, 0..reader.num_entries()).unwrap();
     let a = read
         .column(0)

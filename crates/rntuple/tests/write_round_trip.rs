@@ -3,29 +3,14 @@
 use rntuple::format::Anchor;
 use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
-use rntuple::write::{schema_for_copy, BlobSink, RNTupleWriter, WriteOptions};
-use rntuple::Result;
+use rntuple::write::{schema_for_copy, RNTupleWriter, WriteOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// Blobs appended to a byte vector.
-#[derive(Default)]
-struct MemorySink {
-    bytes: Vec<u8>,
-}
-
-impl BlobSink for MemorySink {
-    fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
-        let at = self.bytes.len() as u64;
-        self.bytes.extend_from_slice(payload);
-        Ok(at)
-    }
-}
 
 fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleReader) {
     let source = RNTupleReader::open_path(path, None).unwrap();
     let schema = schema_for_copy(source.descriptor()).unwrap();
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let anchor: Anchor = {
         let mut writer = RNTupleWriter::new(
             &mut sink,
@@ -43,7 +28,7 @@ fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleR
         writer.finish().unwrap()
     };
     let copy = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("copy", sink.bytes)),
+        Arc::new(MemorySource::new("copy", sink)),
         anchor,
         "copy".into(),
     )
@@ -184,7 +169,7 @@ fn late_model_extension_defers_new_columns() {
         ..Default::default()
     };
     let split = 500usize;
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let anchor = {
         let schema = schema_for_copy(source.descriptor()).unwrap();
         let mut writer = RNTupleWriter::new(&mut sink, "Events", schema, options).unwrap();
@@ -213,7 +198,7 @@ fn late_model_extension_defers_new_columns() {
         writer.finish().unwrap()
     };
     let copy = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("copy", sink.bytes)),
+        Arc::new(MemorySource::new("copy", sink)),
         anchor,
         "copy".into(),
     )
@@ -325,7 +310,7 @@ fn entries_written_one_by_one_read_back_as_the_same_values() {
             List(vec![List(vec![Int(127)])]),
         ],
     ];
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let anchor = {
         let writer =
             RNTupleWriter::new(&mut sink, "rows", schema, WriteOptions::default()).unwrap();
@@ -340,7 +325,7 @@ fn entries_written_one_by_one_read_back_as_the_same_values() {
         rows.finish().unwrap()
     };
     let back = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("rows", sink.bytes)),
+        Arc::new(MemorySource::new("rows", sink)),
         anchor,
         "rows".into(),
     )
@@ -359,7 +344,7 @@ fn char_values_keep_their_sign() {
     use rntuple::schema::{ColumnDefaults, SchemaBuilder, Value};
     let mut b = SchemaBuilder::new(ColumnDefaults { compressed: false });
     b.add_cpp_field("c", "char").unwrap();
-    let mut sink = MemorySink::default();
+    let mut sink: Vec<u8> = Vec::new();
     let chars = [-128i64, -56, -1, 0, 65, 127];
     let anchor = {
         let writer =
@@ -370,7 +355,7 @@ fn char_values_keep_their_sign() {
         }
         rows.finish().unwrap()
     };
-    let bytes = sink.bytes.clone();
+    let bytes = sink.clone();
     let back =
         RNTupleReader::from_anchor(Arc::new(MemorySource::new("c", bytes)), anchor, "c".into())
             .unwrap();
@@ -385,7 +370,7 @@ fn char_values_keep_their_sign() {
         chars.iter().map(|&c| Value::Int(c)).collect::<Vec<_>>()
     );
     // On disk the Char column holds the two's complement byte, as ROOT writes `char`.
-    let raw = &sink.bytes;
+    let raw = &sink;
     assert!(raw
         .windows(6)
         .any(|w| w == [0x80, 0xC8, 0xFF, 0x00, 0x41, 0x7F]));

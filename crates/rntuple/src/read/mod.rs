@@ -439,16 +439,7 @@ impl RNTupleReader {
         columns.dedup();
         Ok(d.clusters
             .iter()
-            .map(|c| {
-                columns
-                    .iter()
-                    .filter_map(|&col| {
-                        let pages = c.column(col)?;
-                        let bits = d.column(col).record.bits_on_storage as u64;
-                        Some((pages.n_elements() * bits).div_ceil(8))
-                    })
-                    .sum()
-            })
+            .map(|c| columns.iter().map(|&col| d.column_bytes(c, col)).sum())
             .collect())
     }
 

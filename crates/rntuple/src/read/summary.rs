@@ -70,14 +70,10 @@ pub fn schema_tree(d: &Descriptor) -> String {
 
 /// The uncompressed size of all pages (elements times bits on storage), in bytes.
 pub fn uncompressed_bytes(d: &Descriptor) -> u64 {
-    let mut uncompressed = 0u64;
-    for c in &d.clusters {
-        for (col, pages) in c.columns.iter().enumerate() {
-            let bits = d.column(col as u32).record.bits_on_storage as u64;
-            uncompressed += (pages.n_elements() * bits).div_ceil(8);
-        }
-    }
-    uncompressed
+    d.clusters
+        .iter()
+        .flat_map(|c| (0..c.columns.len() as u32).map(move |col| d.column_bytes(c, col)))
+        .sum()
 }
 
 /// The whole description of an RNTuple: name, version, entries, schema tree, cluster

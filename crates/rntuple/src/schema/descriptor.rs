@@ -346,6 +346,24 @@ impl Descriptor {
         reps
     }
 
+    /// The columns of field `id`'s first representation: the ones a writer fills.
+    pub fn written_columns(&self, id: u32) -> Vec<u32> {
+        self.representations(id)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    }
+
+    /// The uncompressed bytes (elements times bits on storage) of column `col` in
+    /// `cluster`; 0 where the cluster has no pages of it.
+    pub fn column_bytes(&self, cluster: &ClusterDescriptor, col: u32) -> u64 {
+        let Some(pages) = cluster.column(col) else {
+            return 0;
+        };
+        let bits = self.column(col).record.bits_on_storage as u64;
+        (pages.n_elements() * bits).div_ceil(8)
+    }
+
     /// The compressed size of all pages, in bytes.
     pub fn compressed_bytes(&self) -> u64 {
         self.clusters

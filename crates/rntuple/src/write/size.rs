@@ -21,11 +21,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
     sizes: &mut [u64],
 ) -> Result<()> {
     let desc = w.descriptor();
-    let cols = desc
-        .representations(id)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let cols = desc.written_columns(id);
     let own: u64 = cols.iter().map(|&c| w.column_packed_size(c)).sum();
     let name = || desc.qualified_name(id);
     match desc.field_kind(id) {
@@ -182,11 +178,7 @@ pub(crate) fn item_ops<S: BlobSink>(
     array: &dyn Array,
 ) -> Result<ItemOps> {
     let desc = w.descriptor();
-    let cols = desc
-        .representations(id)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let cols = desc.written_columns(id);
     let name = || desc.qualified_name(id);
     let n = array.len();
     let mut out = ItemOps::with_items(n);
@@ -358,11 +350,7 @@ pub(crate) fn item_counts<S: BlobSink>(
     out: &mut Vec<(u32, Counts)>,
 ) -> Result<Option<()>> {
     let desc = w.descriptor();
-    let cols = desc
-        .representations(id)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let cols = desc.written_columns(id);
     let name = || desc.qualified_name(id);
     let own = cols.first().copied();
     let n = array.len();

@@ -30,6 +30,16 @@ pub trait BlobSink {
     }
 }
 
+/// Memory as a sink: payloads appended to the bytes, offsets counted from the start (for
+/// tests and in-memory RNTuples read back through a `MemorySource`).
+impl BlobSink for Vec<u8> {
+    fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
+        let at = self.len() as u64;
+        self.extend_from_slice(payload);
+        Ok(at)
+    }
+}
+
 /// A writer may borrow its sink (the usual case: several RNTuples into one file, one
 /// after the other) or own it.
 impl<S: BlobSink + ?Sized> BlobSink for &mut S {
@@ -530,6 +540,23 @@ impl<S: BlobSink> RNTupleWriter<S> {
         enc.page_bytes(1).unwrap_or(8)
     }
 
+    /// Appends shredded values to column `id`'s write page (pages are cut later, where
+    /// the page plan says).
+    fn append_values(&mut self, id: u32, values: ColumnValues) -> Result<()> {
+        let c = self
+            .columns
+            .get_mut(id as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("no column {id}")))?;
+        c.cluster_elements += values.len() as u64;
+        if c.page.is_empty() {
+            // Start the page with the values themselves, of their own variant (a quantized
+            // column takes the field's floats or doubles).
+            c.page = values;
+            return Ok(());
+        }
+        c.page.append(values)
+    }
+
     /// Shreds entries `start..end` of every data field into the columns: all fields
     /// first into a staging area, then into the columns only if every one succeeded, so
     /// that refused data (nulls in a field that is not optional, a value out of range)
@@ -541,12 +568,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         end: usize,
     ) -> Result<()> {
         let desc = &self.descriptor;
-        let columns_of = |f: u32| {
-            desc.representations(f)
-                .into_iter()
-                .next()
-                .unwrap_or_default()
-        };
+        let columns_of = |f: u32| desc.written_columns(f);
         let mut staged = StagedColumns {
             items: self.items.clone(),
             alternatives: self.alternatives.clone(),
@@ -559,7 +581,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         self.items = staged.items;
         self.alternatives = staged.alternatives;
         for (column, values) in staged.appends {
-            ColumnSink::append(self, column, values)?;
+            self.append_values(column, values)?;
         }
         Ok(())
     }
@@ -920,32 +942,6 @@ fn advance(counters: &mut [u64], id: u32, by: u64) -> u64 {
     let before = *slot;
     *slot += by;
     before
-}
-
-impl<S: BlobSink> ColumnSink for RNTupleWriter<S> {
-    fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
-        let c = self
-            .columns
-            .get_mut(id as usize)
-            .ok_or_else(|| Error::InvalidArgument(format!("no column {id}")))?;
-        c.cluster_elements += values.len() as u64;
-        if c.page.is_empty() {
-            // Start the page with the values themselves, of their own variant (a quantized
-            // column takes the field's floats or doubles).
-            c.page = values;
-            return Ok(());
-        }
-        // Pages are cut later, where the page plan says.
-        c.page.append(values)
-    }
-
-    fn advance_items(&mut self, id: u32, by: u64) -> u64 {
-        advance(&mut self.items, id, by)
-    }
-
-    fn advance_alternative(&mut self, id: u32, by: u64) -> u64 {
-        advance(&mut self.alternatives, id, by)
-    }
 }
 
 /// Elements per entry of field `id`: `Some(k)` outside collections and variants (the
@@ -1309,16 +1305,6 @@ mod tests {
         pub(super) static PER_ENTRY_PLAN: Cell<bool> = const { Cell::new(false) };
     }
 
-    struct MemorySink(Vec<u8>);
-
-    impl BlobSink for MemorySink {
-        fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
-            let at = self.0.len() as u64;
-            self.0.extend_from_slice(payload);
-            Ok(at)
-        }
-    }
-
     /// Entries with scalars, vectors of random lengths, strings, nested vectors and
     /// optionals, from a fixed pseudo-random sequence.
     fn batch(n: usize, seed: u64) -> RecordBatch {
@@ -1372,7 +1358,7 @@ mod tests {
         for f in batches[0].schema().fields() {
             builder.add_arrow_field(f).expect("a supported field");
         }
-        let mut sink = MemorySink(Vec::new());
+        let mut sink: Vec<u8> = Vec::new();
         let mut writer =
             RNTupleWriter::new(&mut sink, "t", builder.finish(), options.clone()).expect("writer");
         for b in &batches {
@@ -1380,7 +1366,7 @@ mod tests {
         }
         writer.finish().expect("finished");
         PER_ENTRY_PLAN.with(|f| f.set(false));
-        sink.0
+        sink
     }
 
     #[test]
