@@ -318,8 +318,12 @@ type SharedFile = Arc<Mutex<Option<FileWriter<File>>>>;
 /// Writes payloads into the shared file (RNTuples may be filled in turns).
 struct SharedSink(SharedFile);
 
-impl rntuple::write::BlobSink for SharedSink {
-    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> rntuple::Result<u64> {
+impl SharedSink {
+    /// Runs `write` on the file, unless it is closed.
+    fn with_file(
+        &self,
+        write: impl FnOnce(&mut FileWriter<File>) -> rntuple::Result<u64>,
+    ) -> rntuple::Result<u64> {
         let mut guard = self
             .0
             .lock()
@@ -327,7 +331,18 @@ impl rntuple::write::BlobSink for SharedSink {
         let file = guard
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("the file is already closed".into()))?;
-        file.write_blob(payload, max_key_size)
+        write(file)
+    }
+}
+
+impl rntuple::write::BlobSink for SharedSink {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> rntuple::Result<u64> {
+        self.with_file(|file| file.write_blob(payload, max_key_size))
+    }
+
+    // The pages of a run go to the file one after the other, not concatenated first.
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> rntuple::Result<u64> {
+        self.with_file(|file| file.write_blob_parts(parts, max_key_size))
     }
 }
 

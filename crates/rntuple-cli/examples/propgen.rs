@@ -839,6 +839,10 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
     let page = rng.pick(&[16u64, 24, 32, 64, 100, 256, 4096, 65536, 1 << 20]);
     let initial = page.min(rng.pick(&[16u64, 64, 256, 4096]));
     let cluster = rng.pick(&[64u64, 300, 2048, 16384, 262144, 128 << 20]);
+    // Drawn from a copy, so that the draws after it (and so every seed's schema and data)
+    // stay what they were before this option existed.
+    let page_run_size =
+        Rng(rng.0 ^ 0x5EED_0F20_2500).pick(&[None, Some(256u64), Some(4096), Some(8 << 20)]);
     let options = WriteOptions {
         compression,
         approx_zipped_cluster_size: cluster,
@@ -850,6 +854,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         initial_unzipped_page_size: initial,
         max_unzipped_page_size: page,
         page_buffer_budget: rng.chance(0.15).then(|| rng.pick(&[256u64, 4096, 65536])),
+        page_run_size,
         enable_page_checksums: rng.chance(0.6),
         enable_same_page_merging: rng.chance(0.5),
         max_key_size: if rng.chance(0.2) {
@@ -868,6 +873,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         "initial_unzipped_page_size": options.initial_unzipped_page_size,
         "max_unzipped_page_size": options.max_unzipped_page_size,
         "page_buffer_budget": options.page_buffer_budget,
+        "page_run_size": options.page_run_size,
         "enable_page_checksums": options.enable_page_checksums,
         "enable_same_page_merging": options.enable_same_page_merging,
         "max_key_size": options.max_key_size,

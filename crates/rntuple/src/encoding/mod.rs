@@ -267,6 +267,29 @@ impl ColumnValues {
         Ok(())
     }
 
+    /// Makes room for `additional` more values without reallocating.
+    pub fn reserve(&mut self, additional: usize) {
+        use ColumnValues as V;
+        match self {
+            V::Bool(v) => v.reserve_exact(additional),
+            V::I8(v) => v.reserve_exact(additional),
+            V::U8(v) => v.reserve_exact(additional),
+            V::I16(v) => v.reserve_exact(additional),
+            V::U16(v) => v.reserve_exact(additional),
+            V::I32(v) => v.reserve_exact(additional),
+            V::U32(v) => v.reserve_exact(additional),
+            V::I64(v) => v.reserve_exact(additional),
+            V::U64(v) => v.reserve_exact(additional),
+            V::F32(v) => v.reserve_exact(additional),
+            V::F64(v) => v.reserve_exact(additional),
+            V::Index(v) => v.reserve_exact(additional),
+            V::Switch { index, tag } => {
+                index.reserve_exact(additional);
+                tag.reserve_exact(additional);
+            }
+        }
+    }
+
     /// A copy of the elements `start..start + len`; `None` if that range is out of bounds.
     pub fn slice(&self, start: usize, len: usize) -> Option<ColumnValues> {
         let end = start.checked_add(len)?;

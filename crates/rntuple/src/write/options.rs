@@ -21,6 +21,13 @@ pub struct WriteOptions {
     /// columns were sealed early to make room; else it is sealed. `None`: ROOT's default,
     /// the approximate zipped cluster size, twice that when compressing.
     pub page_buffer_budget: Option<u64>,
+    /// A cluster's pages are written in runs, each run every column's pages sealed from
+    /// about this many uncompressed bytes of values, column by column. Sealed pages wait in
+    /// memory until their run is written, one run after they were sent for sealing, so
+    /// memory holds about two runs' worth, compressed. `None`: one run per cluster, as
+    /// ROOT's buffered sink (each column's pages of a cluster lie together; memory holds
+    /// the whole compressed cluster). Default 8 MiB.
+    pub page_run_size: Option<u64>,
     /// Append an xxh3 checksum to every page (on).
     pub enable_page_checksums: bool,
     /// Store identical pages of a cluster once, with several page locators pointing to it
@@ -41,6 +48,7 @@ impl Default for WriteOptions {
             initial_unzipped_page_size: 256,
             max_unzipped_page_size: 1 << 20,
             page_buffer_budget: None,
+            page_run_size: Some(8 << 20),
             enable_page_checksums: true,
             enable_same_page_merging: true,
             max_key_size: 1 << 30,

@@ -234,7 +234,7 @@ fn append_index(
     counter_field: u32,
     counts: impl Iterator<Item = u64>,
 ) -> Result<u64> {
-    let mut ends = Vec::new();
+    let mut ends = Vec::with_capacity(counts.size_hint().0);
     let mut added = 0u64;
     for n in counts {
         let before = sink.advance_items(counter_field, n);

@@ -55,6 +55,23 @@ impl<S: BlobSink + ?Sized> BlobSink for &mut S {
 /// The format version written in the anchor: 1.0.2.0, as ROOT 6.40.
 const FORMAT_VERSION: (u16, u16, u16, u16) = (1, 0, 2, 0);
 
+/// Entries are shredded a slice of about this many uncompressed bytes at a time.
+const SHRED_SLICE_BYTES: u64 = 4 << 20;
+
+/// Written pages up to this size (compressed) stay candidates for same-page merging with
+/// the later runs of their cluster. Identical pages are, in practice, pages of constant
+/// values, which compress to a few bytes.
+const MERGE_ACROSS_RUNS_BYTES: usize = 4096;
+
+/// The xxh3 checksum a sealed page ends with.
+fn page_checksum(bytes: &[u8]) -> Option<u64> {
+    let at = bytes.len().checked_sub(8)?;
+    bytes
+        .get(at..)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+}
+
 /// One sealed page: compressed bytes with the checksum appended.
 struct SealedPage {
     bytes: Vec<u8>,
@@ -67,14 +84,19 @@ struct ColumnState {
     encoding: ColumnEncoding,
     /// Values appended but not yet cut into pages (the write page and, until the page
     /// plan is applied, the values of the entries just shredded).
-    page: ColumnValues,
+    page: ChunkedValues,
     /// Full pages not yet sealed.
-    full: Vec<ColumnValues>,
-    /// Sealed pages of the open cluster.
+    full: Vec<ChunkedValues>,
+    /// Sealed pages of the open cluster waiting to be written (the next run).
     sealed: Vec<SealedPage>,
+    /// Pages of the open cluster already written (in earlier runs), in order.
+    placed: Vec<PageInfo>,
     /// The open cluster's sealing jobs, in the order they were started: their pages once
     /// sealed (they become `sealed` when the cluster is committed).
     jobs: Vec<Option<Vec<SealedPage>>>,
+    /// Jobs of this column moved out of `jobs` so far: job number `k` is at
+    /// `jobs[k - jobs_taken]`.
+    jobs_taken: usize,
     /// Elements appended to the open cluster.
     cluster_elements: u64,
     /// Global index of the open cluster's first element.
@@ -98,10 +120,12 @@ fn column_state(
     let memory = memory_size(column_type, is_double);
     let state = ColumnState {
         encoding,
-        page: ColumnValues::empty(column_type),
+        page: ChunkedValues::default(),
         full: Vec::new(),
         sealed: Vec::new(),
+        placed: Vec::new(),
         jobs: Vec::new(),
+        jobs_taken: 0,
         cluster_elements: 0,
         first_element,
     };
@@ -165,6 +189,17 @@ pub struct RNTupleWriter<S: BlobSink> {
     planner: PagePlanner,
     /// Pages being sealed on the thread pool while the caller goes on filling.
     sealing: Sealing,
+    /// Uncompressed bytes of the pages sent for sealing since the last run mark.
+    run_bytes: u64,
+    /// The last run mark: per column, the number of its sealing jobs started before it.
+    /// The pages of the jobs before a mark are written (as a run) at the next mark, by
+    /// when they are sealed.
+    run_mark: Option<Vec<usize>>,
+    /// Bytes written for the open cluster so far.
+    cluster_zipped_bytes: u64,
+    /// Small pages of the open cluster already written, by checksum: their locator and
+    /// bytes, so that identical pages of later runs point to them.
+    written_pages: std::collections::HashMap<u64, (Locator, Vec<u8>)>,
     open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
     groups: Vec<ClusterGroupRecord>,
     attribute_sets: Vec<LinkedAttributeSet>,
@@ -240,6 +275,10 @@ impl<S: BlobSink> RNTupleWriter<S> {
             bytes_flushed: 0,
             planner,
             sealing: Sealing::new(),
+            run_bytes: 0,
+            run_mark: None,
+            cluster_zipped_bytes: 0,
+            written_pages: std::collections::HashMap::new(),
             open_group: Vec::new(),
             groups: Vec::new(),
             attribute_sets: Vec::new(),
@@ -358,18 +397,17 @@ impl<S: BlobSink> RNTupleWriter<S> {
             .collect::<Result<Vec<_>>>()?;
         let rows = batch.num_rows();
         let sizes = self.entry_sizes(&arrays, 0, rows)?;
-        let budget = self.options.effective_page_buffer_budget().max(1);
         let mut start = 0usize;
         while start < rows {
             // Write entries up to the one that brings the cluster to its estimated size,
-            // as ROOT's fill context checks after every entry; at most a page buffer
-            // budget's worth at a time, so that unsealed values stay bounded.
+            // as ROOT's fill context checks after every entry; at most a few MiB at a time,
+            // since shredding holds a slice's values twice for a moment.
             let threshold = self.cluster_threshold();
             let mut end = rows;
             let mut acc = 0u64;
             for (i, s) in sizes[start..].iter().enumerate() {
                 acc += s;
-                if self.unzipped_cluster_bytes + acc >= threshold || acc >= budget {
+                if self.unzipped_cluster_bytes + acc >= threshold || acc >= SHRED_SLICE_BYTES {
                     end = start + i + 1;
                     break;
                 }
@@ -499,21 +537,10 @@ impl<S: BlobSink> RNTupleWriter<S> {
             if cuts.is_empty() {
                 continue;
             }
-            let slice_error = || Error::InvalidArgument("page plan beyond the values".into());
-            if cuts.len() == 1 && cuts[0] == c.page.len() as u64 {
-                // The whole write page: moved, not copied.
-                let empty = c.page.slice(0, 0).ok_or_else(slice_error)?;
-                c.full.push(std::mem::replace(&mut c.page, empty));
-                continue;
-            }
-            let mut at = 0usize;
             for n in cuts {
-                let n = n as usize;
-                c.full.push(c.page.slice(at, n).ok_or_else(slice_error)?);
-                at += n;
+                let page = c.page.take_front(n as usize)?;
+                c.full.push(page);
             }
-            let rest = c.page.len() - at.min(c.page.len());
-            c.page = c.page.slice(at, rest).ok_or_else(slice_error)?;
         }
         Ok(())
     }
@@ -548,13 +575,8 @@ impl<S: BlobSink> RNTupleWriter<S> {
             .get_mut(id as usize)
             .ok_or_else(|| Error::InvalidArgument(format!("no column {id}")))?;
         c.cluster_elements += values.len() as u64;
-        if c.page.is_empty() {
-            // Start the page with the values themselves, of their own variant (a quantized
-            // column takes the field's floats or doubles).
-            c.page = values;
-            return Ok(());
-        }
-        c.page.append(values)
+        c.page.push(values);
+        Ok(())
     }
 
     /// Shreds entries `start..end` of every data field into the columns: all fields
@@ -599,16 +621,17 @@ impl<S: BlobSink> RNTupleWriter<S> {
             let pages = std::mem::take(&mut c.full);
             let elements: u64 = pages.iter().map(|p| p.len() as u64).sum();
             let bytes = elements * self.planner.element_size(i);
-            let job = c.jobs.len();
+            let job = c.jobs_taken + c.jobs.len();
             c.jobs.push(None);
             let enc = c.encoding;
             let tx = self.sealing.tx.clone();
             self.sealing.outstanding += 1;
             self.sealing.bytes += bytes;
+            self.run_bytes += bytes;
             rayon::spawn(move || {
                 let sealed = pages
-                    .iter()
-                    .map(|p| seal_page(&enc, p, compression, checksums))
+                    .into_iter()
+                    .map(|p| seal_page(&enc, &p.join()?, compression, checksums))
                     .collect::<Result<Vec<_>>>();
                 // The writer may be gone (dropped after an error): nobody waits then.
                 let _ = tx.send(Sealed {
@@ -623,10 +646,25 @@ impl<S: BlobSink> RNTupleWriter<S> {
         // page buffer budget is the caller's.
         let busy = (4 * rayon::current_num_threads() as u64)
             .saturating_mul(self.options.max_unzipped_page_size)
-            .max(16 << 20);
+            .max(4 << 20);
         let limit = self.options.effective_page_buffer_budget().min(busy);
         while self.sealing.outstanding > 0 && self.sealing.bytes > limit {
             self.receive_sealed()?;
+        }
+        // Runs are cut by the bytes sent for sealing, never by what happens to be sealed
+        // already, so that the file's layout does not depend on thread timing.
+        if let Some(run) = self.options.page_run_size {
+            if self.run_bytes >= run {
+                self.run_bytes = 0;
+                let mark = self
+                    .columns
+                    .iter()
+                    .map(|c| c.jobs_taken + c.jobs.len())
+                    .collect();
+                if let Some(previous) = self.run_mark.replace(mark) {
+                    self.write_run_before(&previous)?;
+                }
+            }
         }
         Ok(())
     }
@@ -646,7 +684,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         let slot = self
             .columns
             .get_mut(done.column)
-            .and_then(|c| c.jobs.get_mut(done.job))
+            .and_then(|c| c.jobs.get_mut(done.job.checked_sub(c.jobs_taken)?))
             .ok_or_else(|| Error::InvalidArgument("a page sealing job of no column".into()))?;
         *slot = Some(pages);
         Ok(())
@@ -659,6 +697,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
             self.receive_sealed()?;
         }
         for c in &mut self.columns {
+            c.jobs_taken += c.jobs.len();
             for job in c.jobs.drain(..) {
                 let pages =
                     job.ok_or_else(|| Error::InvalidArgument("a page sealing job lost".into()))?;
@@ -666,6 +705,36 @@ impl<S: BlobSink> RNTupleWriter<S> {
             }
         }
         Ok(())
+    }
+
+    /// Writes the pages of the sealing jobs started before `mark` (per column, a job
+    /// count) as one run, waiting for those still being sealed.
+    fn write_run_before(&mut self, mark: &[usize]) -> Result<()> {
+        let pending = |c: &ColumnState, before: usize| {
+            c.jobs
+                .iter()
+                .take(before.saturating_sub(c.jobs_taken))
+                .any(Option::is_none)
+        };
+        while self.sealing.outstanding > 0
+            && self
+                .columns
+                .iter()
+                .zip(mark)
+                .any(|(c, &before)| pending(c, before))
+        {
+            self.receive_sealed()?;
+        }
+        for (c, &before) in self.columns.iter_mut().zip(mark) {
+            let n = before.saturating_sub(c.jobs_taken).min(c.jobs.len());
+            c.jobs_taken += n;
+            for job in c.jobs.drain(..n) {
+                let pages =
+                    job.ok_or_else(|| Error::InvalidArgument("a page sealing job lost".into()))?;
+                c.sealed.extend(pages);
+            }
+        }
+        self.write_sealed_run()
     }
 
     /// Commits the open cluster: seals the last pages, writes its pages as one blob
@@ -680,97 +749,16 @@ impl<S: BlobSink> RNTupleWriter<S> {
         self.cut_pages()?;
         self.seal_full_pages()?;
         self.collect_sealed()?;
-        // Identical pages of the cluster (same checksum, same bytes) are written once:
-        // `alias[ci][pi]` names the first such page.
-        let merge = self.options.enable_same_page_merging && self.options.enable_page_checksums;
-        let mut first_seen: std::collections::HashMap<u64, (usize, usize)> =
-            std::collections::HashMap::new();
-        let mut alias: Vec<Vec<Option<(usize, usize)>>> = self
-            .columns
-            .iter()
-            .map(|c| vec![None; c.sealed.len()])
-            .collect();
-        if merge {
-            for (ci, c) in self.columns.iter().enumerate() {
-                for (pi, p) in c.sealed.iter().enumerate() {
-                    let key = p.bytes.len().checked_sub(8).and_then(|at| {
-                        p.bytes
-                            .get(at..)
-                            .and_then(|b| b.try_into().ok())
-                            .map(u64::from_le_bytes)
-                    });
-                    let Some(key) = key else { continue };
-                    match first_seen.get(&key) {
-                        Some(&(cj, pj)) if self.columns[cj].sealed[pj].bytes == p.bytes => {
-                            alias[ci][pi] = Some((cj, pj));
-                        }
-                        Some(_) => {}
-                        None => {
-                            first_seen.insert(key, (ci, pi));
-                        }
-                    }
-                }
-            }
-        }
-        // Lay the pages out in blobs of at most one key each.
-        let max_blob = self.options.max_key_size;
-        let mut blob_len = 0usize;
-        let mut pending: Vec<(usize, usize, usize, usize)> = Vec::new(); // (column, page, offset in blob, length)
-        let mut locators: Vec<Vec<Locator>> = self
-            .columns
-            .iter()
-            .map(|c| vec![Locator::default(); c.sealed.len()])
-            .collect();
-        let mut zipped = 0u64;
-        let written: Vec<(usize, usize)> = alias
-            .iter()
-            .enumerate()
-            .flat_map(|(ci, pages)| {
-                pages
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| a.is_none())
-                    .map(move |(pi, _)| (ci, pi))
-            })
-            .collect();
-        {
-            for (ci, pi) in written {
-                let len = self.columns[ci].sealed[pi].bytes.len();
-                if blob_len > 0 && (blob_len + len) as u64 > max_blob {
-                    self.flush_blob(&mut pending, &mut locators)?;
-                    blob_len = 0;
-                }
-                pending.push((ci, pi, blob_len, len));
-                blob_len += len;
-                zipped += len as u64;
-            }
-        }
-        self.flush_blob(&mut pending, &mut locators)?;
-        for (ci, pages) in alias.iter().enumerate() {
-            for (pi, a) in pages.iter().enumerate() {
-                if let Some((cj, pj)) = *a {
-                    locators[ci][pi] = locators[cj][pj];
-                }
-            }
-        }
+        self.write_sealed_run()?;
+        self.run_mark = None;
+        self.run_bytes = 0;
         let mut cluster_columns = Vec::with_capacity(self.columns.len());
-        for (c, locs) in self.columns.iter_mut().zip(locators) {
-            let pages = c
-                .sealed
-                .iter()
-                .zip(locs)
-                .map(|(p, loc)| PageInfo {
-                    n_elements: p.n_elements,
-                    has_checksum: p.has_checksum,
-                    locator: loc,
-                })
-                .collect();
+        for c in &mut self.columns {
             cluster_columns.push(ColumnPages {
-                pages,
+                pages: std::mem::take(&mut c.placed),
                 element_offset: Some(c.first_element),
                 compression: Some(self.options.compression.as_u32()),
             });
-            c.sealed.clear();
             c.first_element += c.cluster_elements;
             c.cluster_elements = 0;
         }
@@ -784,7 +772,8 @@ impl<S: BlobSink> RNTupleWriter<S> {
         // The next cluster's size estimate follows the compression factor of all clusters
         // so far (in single precision, capped at 1000, as ROOT's fill context).
         self.bytes_filled += self.unzipped_cluster_bytes;
-        self.bytes_flushed += zipped;
+        self.bytes_flushed += std::mem::take(&mut self.cluster_zipped_bytes);
+        self.written_pages.clear();
         let factor = (self.bytes_filled as f32 / self.bytes_flushed as f32).min(1000.0);
         self.unzipped_cluster_estimate =
             (factor * self.options.approx_zipped_cluster_size as f32) as u64;
@@ -800,8 +789,99 @@ impl<S: BlobSink> RNTupleWriter<S> {
         Ok(())
     }
 
-    /// Writes the pending pages (column, page, offset in the blob, length) as one blob,
-    /// records their locators, and drops their bytes.
+    /// Writes the columns' sealed pages as one run: column by column, each column's pages
+    /// in order, in blobs of at most one key each. Identical pages of the
+    /// cluster (same checksum, same bytes) are written once; across runs only small ones,
+    /// whose bytes are kept for the comparison.
+    fn write_sealed_run(&mut self) -> Result<()> {
+        let merge = self.options.enable_same_page_merging && self.options.enable_page_checksums;
+        // Where each page goes: written in this run, or pointing to an identical page
+        // written before (`Earlier`) or in this run (`InRun`).
+        enum Place {
+            Write,
+            Earlier(Locator),
+            InRun(usize, usize),
+        }
+        let mut first_seen: std::collections::HashMap<u64, (usize, usize)> =
+            std::collections::HashMap::new();
+        let mut places: Vec<Vec<Place>> = Vec::with_capacity(self.columns.len());
+        for (ci, c) in self.columns.iter().enumerate() {
+            let mut column_places = Vec::with_capacity(c.sealed.len());
+            for (pi, p) in c.sealed.iter().enumerate() {
+                let key = merge.then(|| page_checksum(&p.bytes)).flatten();
+                let place = match key {
+                    None => Place::Write,
+                    Some(key) => match (self.written_pages.get(&key), first_seen.get(&key)) {
+                        (Some((loc, bytes)), _) if *bytes == p.bytes => Place::Earlier(*loc),
+                        (_, Some(&(cj, pj))) if self.columns[cj].sealed[pj].bytes == p.bytes => {
+                            Place::InRun(cj, pj)
+                        }
+                        (_, Some(_)) => Place::Write,
+                        (_, None) => {
+                            first_seen.insert(key, (ci, pi));
+                            Place::Write
+                        }
+                    },
+                };
+                column_places.push(place);
+            }
+            places.push(column_places);
+        }
+        // Lay the pages out in blobs of at most one key each.
+        let max_blob = self.options.max_key_size;
+        let mut blob_len = 0usize;
+        let mut pending: Vec<(usize, usize, usize, usize)> = Vec::new(); // (column, page, offset in blob, length)
+        let mut locators: Vec<Vec<Locator>> = self
+            .columns
+            .iter()
+            .map(|c| vec![Locator::default(); c.sealed.len()])
+            .collect();
+        for (ci, column_places) in places.iter().enumerate() {
+            for (pi, place) in column_places.iter().enumerate() {
+                if !matches!(place, Place::Write) {
+                    continue;
+                }
+                let len = self.columns[ci].sealed[pi].bytes.len();
+                if blob_len > 0 && (blob_len + len) as u64 > max_blob {
+                    self.flush_blob(&mut pending, &mut locators)?;
+                    blob_len = 0;
+                }
+                pending.push((ci, pi, blob_len, len));
+                blob_len += len;
+                self.cluster_zipped_bytes += len as u64;
+            }
+        }
+        self.flush_blob(&mut pending, &mut locators)?;
+        for (ci, column_places) in places.into_iter().enumerate() {
+            for (pi, place) in column_places.into_iter().enumerate() {
+                let locator = match place {
+                    Place::Write => locators[ci][pi],
+                    Place::Earlier(loc) => loc,
+                    Place::InRun(cj, pj) => locators[cj][pj],
+                };
+                let page = &mut self.columns[ci].sealed[pi];
+                let bytes = std::mem::take(&mut page.bytes);
+                if merge && matches!(place, Place::Write) && bytes.len() <= MERGE_ACROSS_RUNS_BYTES
+                {
+                    if let Some(key) = page_checksum(&bytes) {
+                        self.written_pages.entry(key).or_insert((locator, bytes));
+                    }
+                }
+                let page = &self.columns[ci].sealed[pi];
+                let info = PageInfo {
+                    n_elements: page.n_elements,
+                    has_checksum: page.has_checksum,
+                    locator,
+                };
+                self.columns[ci].placed.push(info);
+            }
+            self.columns[ci].sealed.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the pending pages (column, page, offset in the blob, length) as one blob and
+    /// records their locators.
     fn flush_blob(
         &mut self,
         pending: &mut Vec<(usize, usize, usize, usize)>,
@@ -824,7 +904,6 @@ impl<S: BlobSink> RNTupleWriter<S> {
                 size: (len - checksum) as u64,
                 offset: offset + at as u64,
             };
-            page.bytes = Vec::new();
         }
         pending.clear();
         Ok(())
@@ -910,6 +989,66 @@ impl<S: BlobSink> RNTupleWriter<S> {
             len_footer: envelope.len() as u64,
             max_key_size: self.options.max_key_size,
         })
+    }
+}
+
+/// A column's values as the chunks they were appended in: a page grows without
+/// reallocating and copying, and is joined into one buffer only when it is sealed.
+#[derive(Default)]
+struct ChunkedValues {
+    chunks: std::collections::VecDeque<ColumnValues>,
+    len: usize,
+}
+
+impl ChunkedValues {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, values: ColumnValues) {
+        if !values.is_empty() {
+            self.len += values.len();
+            self.chunks.push_back(values);
+        }
+    }
+
+    /// Splits off the first `n` values.
+    fn take_front(&mut self, n: usize) -> Result<ChunkedValues> {
+        if n > self.len {
+            return Err(Error::InvalidArgument("page plan beyond the values".into()));
+        }
+        let mut front = ChunkedValues::default();
+        while front.len < n {
+            let Some(chunk) = self.chunks.pop_front() else {
+                break;
+            };
+            let want = n - front.len;
+            if chunk.len() <= want {
+                self.len -= chunk.len();
+                front.push(chunk);
+            } else {
+                let split = || Error::InvalidArgument("page plan beyond the values".into());
+                let head = chunk.slice(0, want).ok_or_else(split)?;
+                let tail = chunk.slice(want, chunk.len() - want).ok_or_else(split)?;
+                self.chunks.push_front(tail);
+                self.len -= want;
+                front.push(head);
+            }
+        }
+        Ok(front)
+    }
+
+    /// The values as one buffer (of the first chunk's variant: a quantized column takes
+    /// the field's floats or doubles).
+    fn join(mut self) -> Result<ColumnValues> {
+        let Some(mut joined) = self.chunks.pop_front() else {
+            return Err(Error::InvalidArgument("an empty page to seal".into()));
+        };
+        joined.reserve(self.len - joined.len());
+        for chunk in self.chunks {
+            joined.append(chunk)?;
+        }
+        Ok(joined)
     }
 }
 
@@ -1367,6 +1506,165 @@ mod tests {
         writer.finish().expect("finished");
         PER_ENTRY_PLAN.with(|f| f.set(false));
         sink
+    }
+
+    /// Writes `batches` into memory with `options`; returns the bytes and the anchor.
+    fn write_batches(
+        batches: &[RecordBatch],
+        options: &WriteOptions,
+    ) -> (Vec<u8>, crate::format::Anchor) {
+        let mut builder =
+            SchemaBuilder::new(ColumnDefaults { compressed: true }).nullable_as_optional(true);
+        for f in batches[0].schema().fields() {
+            builder.add_arrow_field(f).expect("a supported field");
+        }
+        let mut sink: Vec<u8> = Vec::new();
+        let anchor = {
+            let mut writer = RNTupleWriter::new(&mut sink, "t", builder.finish(), options.clone())
+                .expect("writer");
+            for b in batches {
+                writer.write_batch(b).expect("written");
+            }
+            writer.finish().expect("finished")
+        };
+        (sink, anchor)
+    }
+
+    fn read_back(bytes: Vec<u8>, anchor: crate::format::Anchor) -> crate::read::RNTupleReader {
+        let source = Arc::new(crate::io::MemorySource::new("mem", bytes));
+        crate::read::RNTupleReader::from_anchor(source, anchor, "t".into()).expect("readable")
+    }
+
+    #[test]
+    fn pages_written_in_runs_read_back_and_merge_across_runs() {
+        // Small pages and runs: every cluster is written in many runs. A column of zeros
+        // gives identical pages, which must be stored once per cluster however many runs
+        // they fall in.
+        let mut batches: Vec<RecordBatch> = (0..4).map(|k| batch(3000, k)).collect();
+        for b in &mut batches {
+            let zeros: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![0i64; b.num_rows()]));
+            let mut columns: Vec<(&str, ArrayRef)> = Vec::new();
+            let schema = b.schema();
+            for (f, a) in schema.fields().iter().zip(b.columns()) {
+                columns.push((f.name().as_str(), a.clone()));
+            }
+            columns.push(("zeros", zeros));
+            *b = RecordBatch::try_from_iter(columns).expect("a valid batch");
+        }
+        let base = WriteOptions {
+            initial_unzipped_page_size: 64,
+            max_unzipped_page_size: 2048,
+            approx_zipped_cluster_size: 64 << 10,
+            ..WriteOptions::default()
+        };
+        let in_runs = WriteOptions {
+            page_run_size: Some(4096),
+            ..base.clone()
+        };
+        let one_run = WriteOptions {
+            page_run_size: None,
+            ..base
+        };
+        let (bytes, anchor) = write_batches(&batches, &in_runs);
+        let (again, _) = write_batches(&batches, &in_runs);
+        assert!(
+            bytes == again,
+            "the layout must not depend on thread timing"
+        );
+        let (single, single_anchor) = write_batches(&batches, &one_run);
+        let runs = read_back(bytes, anchor);
+        let whole = read_back(single, single_anchor);
+
+        let n = runs.num_entries();
+        assert_eq!(n, 12_000);
+        // The same values as the file with one run per cluster, and as the input where
+        // the types read back are the types written.
+        let read = runs.read(None, 0..n).expect("read");
+        let read_whole = whole.read(None, 0..n).expect("read");
+        for f in read.schema().fields() {
+            let (a, b) = (
+                read.column_by_name(f.name()),
+                read_whole.column_by_name(f.name()),
+            );
+            assert!(
+                a.map(|a| a.to_data()) == b.map(|b| b.to_data()),
+                "field {}",
+                f.name()
+            );
+        }
+        for name in ["scalar", "zeros"] {
+            let input: Vec<ArrayRef> = batches
+                .iter()
+                .map(|b| b.column_by_name(name).expect("input column").clone())
+                .collect();
+            let input: Vec<&dyn arrow_array::Array> = input.iter().map(|a| a.as_ref()).collect();
+            let expected = arrow_select::concat::concat(&input).expect("concatenated");
+            let got = read.column_by_name(name).expect("a column");
+            assert!(got.to_data() == expected.to_data(), "field {name}");
+        }
+
+        // The same clusters and pages (elements per page), in other places.
+        let (d_runs, d_whole) = (runs.descriptor(), whole.descriptor());
+        assert!(d_runs.clusters.len() > 2, "several clusters");
+        assert_eq!(d_runs.clusters.len(), d_whole.clusters.len());
+        let zeros_column = d_runs
+            .written_columns(d_runs.find_field("zeros").expect("the zeros field"))
+            .first()
+            .copied()
+            .expect("a column");
+        let mut located_apart = false;
+        let mut zero_pages = 0;
+        let mut merged = 0;
+        for (a, b) in d_runs.clusters.iter().zip(&d_whole.clusters) {
+            assert_eq!((a.first_entry, a.n_entries), (b.first_entry, b.n_entries));
+            for (ca, cb) in a.columns.iter().zip(&b.columns) {
+                let counts = |c: &crate::format::ColumnPages| {
+                    c.pages.iter().map(|p| p.n_elements).collect::<Vec<_>>()
+                };
+                assert_eq!(counts(ca), counts(cb));
+            }
+            let zeros = a.column(zeros_column).expect("zeros pages");
+            // Pages of zeros of the same length are identical: one place per length.
+            let mut places: std::collections::HashMap<u32, std::collections::HashSet<u64>> =
+                std::collections::HashMap::new();
+            for p in &zeros.pages {
+                places
+                    .entry(p.n_elements)
+                    .or_default()
+                    .insert(p.locator.offset);
+            }
+            zero_pages += zeros.pages.len();
+            assert!(
+                places.values().all(|offsets| offsets.len() == 1),
+                "identical pages stored once per cluster: {places:?}"
+            );
+            let stored = |pages: &crate::format::ColumnPages| {
+                pages
+                    .pages
+                    .iter()
+                    .map(|p| p.locator.offset)
+                    .collect::<std::collections::HashSet<_>>()
+                    .len()
+            };
+            let whole_zeros = b.column(zeros_column).expect("zeros pages");
+            assert_eq!(stored(zeros), stored(whole_zeros), "merged as in one run");
+            merged += zeros.pages.len() - stored(zeros);
+            // A column's pages lie together in one run per cluster, not in many runs.
+            let list = a.column(0).expect("column 0");
+            let gaps = list
+                .pages
+                .windows(2)
+                .filter(|w| w[0].locator.offset + w[0].locator.size + 8 != w[1].locator.offset)
+                .count();
+            located_apart |= gaps > 0;
+        }
+        assert!(located_apart, "runs interleave the columns' pages");
+        assert!(merged > 0, "pages of zeros merged");
+        assert!(
+            zero_pages > 4 * d_runs.clusters.len(),
+            "{zero_pages} pages of zeros in {} clusters: too few to span runs",
+            d_runs.clusters.len()
+        );
     }
 
     #[test]
