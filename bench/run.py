@@ -180,7 +180,7 @@ def summarize(task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float
     lines = [head, "|---|---:|---:|---:|---:|---:|"]
     extra_cols = task == "write"
     if extra_cols:
-        lines[0] = head[:-1] + "| RSS before write MB | file MB | size vs ours |"
+        lines[0] = head[:-1] + "| memory the write needed MB | file MB | size vs ours |"
         lines[1] += "---:|---:|---:|"
     ours_size = rows[0][1][0].get("file_bytes")
     for label, results in rows:
@@ -193,8 +193,8 @@ def summarize(task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float
         cells = [label, f"{med:.4g}", f"{lo:.4g}", f"{med / ours:.2f}x", rate, f"{rss:.0f}"]
         if extra_cols:
             size = results[0]["file_bytes"]
-            before = statistics.median(r["rss_before_mb"] for r in results)
-            cells += [f"{before:.0f}" if before else "-", f"{size / 1e6:.1f}", f"{size / ours_size:.4f}"]
+            needed = statistics.median(r.get("write_memory_mb", 0.0) for r in results)
+            cells += [f"{needed:.0f}" if needed else "-", f"{size / 1e6:.1f}", f"{size / ours_size:.4f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -29,6 +29,7 @@ from .errors import (
     InvalidArgumentError,
     NotFoundError,
     RNTupleError,
+    RemoteError,
     UnsupportedError,
 )
 from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidArgumentError",
     "JaggedArray",
     "NotFoundError",
+    "RemoteError",
     "RNTuple",
     "RNTupleError",
     "ReadOnlyFile",

@@ -38,11 +38,17 @@ class InvalidArgumentError(RNTupleError, ValueError):
     does not fit the declared types."""
 
 
+class RemoteError(RNTupleError, OSError):
+    """A remote source (HTTP, XRootD, S3) failed after its retries, or the object changed
+    while being read. The message names the URL without credentials."""
+
+
 __all__ = [
     "ChecksumError",
     "FormatError",
     "InvalidArgumentError",
     "NotFoundError",
     "RNTupleError",
+    "RemoteError",
     "UnsupportedError",
 ]

@@ -41,6 +41,7 @@ fn to_py_err(err: Error) -> PyErr {
             Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
             Error::NotFound(_) => "NotFoundError",
             Error::InvalidArgument(_) => "InvalidArgumentError",
+            Error::Remote { .. } => "RemoteError",
             Error::Arrow(_) | Error::At { .. } => "RNTupleError",
         };
         match py

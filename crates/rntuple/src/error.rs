@@ -105,6 +105,16 @@ pub enum Error {
         /// The codec's message.
         detail: String,
     },
+    /// A remote source failed: the server refused or broke the request (after the
+    /// retries transient faults get), or the object changed while being read. `what`
+    /// names the URL without credentials.
+    #[error("remote read of {what} failed: {detail}")]
+    Remote {
+        /// The URL (credentials removed) and what was being read.
+        what: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// The file uses a feature-flag bit this reader does not know (wording as ROOT's).
     #[error("unsupported format feature: {0}")]
     UnsupportedFeature(u32),
