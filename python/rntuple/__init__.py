@@ -28,8 +28,8 @@ from .errors import (
     FormatError,
     InvalidArgumentError,
     NotFoundError,
-    RNTupleError,
     RemoteError,
+    RNTupleError,
     UnsupportedError,
 )
 from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
@@ -41,10 +41,10 @@ __all__ = [
     "InvalidArgumentError",
     "JaggedArray",
     "NotFoundError",
-    "RemoteError",
     "RNTuple",
     "RNTupleError",
     "ReadOnlyFile",
+    "RemoteError",
     "UnsupportedError",
     "WritableFile",
     "WritableRNTuple",

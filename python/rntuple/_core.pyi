@@ -33,6 +33,8 @@ class Reader:
     @property
     def warnings(self) -> list[str]:
         """Why fields were skipped."""
+    def metrics(self) -> dict[str, int | float]:
+        """The I/O and decoding counters so far (see ``RNTuple.metrics``)."""
     def field_names(self) -> list[str]:
         """The readable top-level fields, in schema order."""
     def field_paths(self) -> list[tuple[str, str, bool, str]]:

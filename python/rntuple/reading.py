@@ -170,6 +170,18 @@ class RNTuple:
         metadata under ``rntuple.type``."""
         return self._reader.schema(None)
 
+    def metrics(self) -> dict[str, int | float]:
+        """What reading this RNTuple has cost so far, to check every claim about I/O.
+
+        Keys: ``requests``, ``vector_requests`` (requests that carried several ranges),
+        ``ranges`` and ``bytes_read`` (the source's counters, opening included),
+        ``bytes_used`` (stored page bytes the decoder used), ``io_wait_seconds`` (time
+        in source calls, summed over threads), ``prefetch_wait_seconds`` (time the decoder
+        waited for prefetched pages), ``read_seconds`` (time in reads) and
+        ``unplanned_pages`` (pages a planned remote read had to fetch on demand).
+        """
+        return dict(self._reader.metrics())
+
     @property
     def clusters(self) -> list[range]:
         """The entry range of each cluster, in order."""

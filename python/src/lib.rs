@@ -169,6 +169,24 @@ impl Reader {
         self.reader.descriptor().warnings.clone()
     }
 
+    /// What reading has cost so far: the source's requests, vectored requests, ranges,
+    /// bytes read and time waiting, the page bytes the decoder used, the time the decoder
+    /// waited for prefetched pages and the time spent in reads (seconds).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.reader.metrics();
+        let d = PyDict::new(py);
+        d.set_item("requests", m.io.requests)?;
+        d.set_item("vector_requests", m.io.vector_requests)?;
+        d.set_item("ranges", m.io.ranges)?;
+        d.set_item("bytes_read", m.io.bytes_read)?;
+        d.set_item("bytes_used", m.bytes_used)?;
+        d.set_item("io_wait_seconds", m.io.wait_nanos as f64 * 1e-9)?;
+        d.set_item("prefetch_wait_seconds", m.prefetch_wait_nanos as f64 * 1e-9)?;
+        d.set_item("read_seconds", m.read_nanos as f64 * 1e-9)?;
+        d.set_item("unplanned_pages", m.unplanned_pages)?;
+        Ok(d)
+    }
+
     /// The names of the readable top-level fields, in schema order.
     fn field_names(&self) -> Vec<String> {
         let d = self.reader.descriptor();

@@ -33,8 +33,28 @@ enum Command {
     },
     /// Show an RNTuple's schema tree, clusters, cluster groups and sizes.
     Info {
-        /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
+        /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple); FILE
+        /// may be a path or an http(s)://, root(s):// or s3:// URL.
         target: String,
+        /// Also show what opening cost: requests, vectored requests, ranges, bytes read.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Read fields into memory and report the time and the I/O it took: requests,
+    /// vectored requests, ranges, bytes read versus the page bytes the decoder used,
+    /// time waiting for I/O.
+    ReadBench {
+        /// FILE or FILE:NAME, FILE a path or URL.
+        target: String,
+        /// Comma-separated top-level fields (default: all).
+        #[arg(long, value_delimiter = ',')]
+        fields: Option<Vec<String>>,
+        /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+        #[arg(long)]
+        entries: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Copy an RNTuple into a new ROOT file, decoding every value and writing it again
     /// with the same schema and column types.
@@ -81,6 +101,20 @@ fn split_target(target: &str) -> (String, Option<String>) {
     if std::path::Path::new(target).exists() {
         return (target.to_string(), None);
     }
+    if let Some(scheme_end) = target.find("://") {
+        // In a URL, only a colon after the start of the path can begin a NAME (the one
+        // in host:port cannot).
+        let after = scheme_end + 3;
+        let path_start = target[after..]
+            .find('/')
+            .map_or(target.len(), |i| after + i);
+        return match target.rfind(':') {
+            Some(i) if i > path_start && i + 1 < target.len() => {
+                (target[..i].to_string(), Some(target[i + 1..].to_string()))
+            }
+            _ => (target.to_string(), None),
+        };
+    }
     match target.rsplit_once(':') {
         Some((file, name)) if !file.is_empty() && !name.is_empty() => {
             (file.to_string(), Some(name.to_string()))
@@ -108,6 +142,74 @@ fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
         return Err(format!("--entries: start {start} is after stop {stop}"));
     }
     Ok(start..stop)
+}
+
+/// What `read-bench` measured.
+struct ReadBenchReport {
+    entries: u64,
+    fields: usize,
+    arrow_bytes: u64,
+    open_seconds: f64,
+    read_seconds: f64,
+    requests: u64,
+    vector_requests: u64,
+    ranges: u64,
+    bytes_read: u64,
+    bytes_used: u64,
+    io_wait_seconds: f64,
+    prefetch_wait_seconds: f64,
+    open_requests: u64,
+    open_bytes_read: u64,
+}
+
+impl ReadBenchReport {
+    fn write(&self, out: &mut impl Write, json: bool) -> std::io::Result<()> {
+        if json {
+            let value = serde_json::json!({
+                "entries": self.entries,
+                "fields": self.fields,
+                "arrow_bytes": self.arrow_bytes,
+                "open_seconds": self.open_seconds,
+                "read_seconds": self.read_seconds,
+                "open_requests": self.open_requests,
+                "open_bytes_read": self.open_bytes_read,
+                "requests": self.requests,
+                "vector_requests": self.vector_requests,
+                "ranges": self.ranges,
+                "bytes_read": self.bytes_read,
+                "bytes_used": self.bytes_used,
+                "io_wait_seconds": self.io_wait_seconds,
+                "prefetch_wait_seconds": self.prefetch_wait_seconds,
+            });
+            return writeln!(out, "{value}");
+        }
+        let mb = |b: u64| b as f64 / 1e6;
+        writeln!(
+            out,
+            "read {} entries, {} fields: {:.1} MB in memory in {:.3} s ({:.0} MB/s); opening took {:.3} s",
+            self.entries,
+            self.fields,
+            mb(self.arrow_bytes),
+            self.read_seconds,
+            mb(self.arrow_bytes) / self.read_seconds.max(1e-9),
+            self.open_seconds
+        )?;
+        writeln!(
+            out,
+            "I/O: {} requests ({} vectored), {} ranges, {:.2} MB read for {:.2} MB of pages used ({:.3}x)",
+            self.requests,
+            self.vector_requests,
+            self.ranges,
+            mb(self.bytes_read),
+            mb(self.bytes_used),
+            self.bytes_read as f64 / (self.bytes_used.max(1)) as f64
+        )?;
+        writeln!(
+            out,
+            "time: {:.3} s in source calls (summed over threads), decoder waited {:.3} s for prefetched pages",
+            self.io_wait_seconds, self.prefetch_wait_seconds
+        )
+    }
 }
 
 enum Failure {
@@ -148,10 +250,62 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 )?;
             }
         }
-        Command::Info { target } => {
+        Command::Info { target, stats } => {
             let (file, name) = split_target(&target);
+            let start = std::time::Instant::now();
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            let seconds = start.elapsed().as_secs_f64();
             out.write_all(rntuple::read::describe(&reader).as_bytes())?;
+            if stats {
+                let io = reader.metrics().io;
+                writeln!(
+                    out,
+                    "opening: {} requests ({} vectored), {} ranges, {} bytes read, {:.1} ms",
+                    io.requests,
+                    io.vector_requests,
+                    io.ranges,
+                    io.bytes_read,
+                    seconds * 1e3
+                )?;
+            }
+        }
+        Command::ReadBench {
+            target,
+            fields,
+            entries,
+            json,
+        } => {
+            let (file, name) = split_target(&target);
+            let start = std::time::Instant::now();
+            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            let opened = start.elapsed().as_secs_f64();
+            let at_open = reader.metrics();
+            let range = match entries {
+                Some(spec) => parse_entries(&spec, reader.num_entries()).map_err(Failure::Usage)?,
+                None => 0..reader.num_entries(),
+            };
+            let t = std::time::Instant::now();
+            let batch = reader.read(fields.as_deref(), range.clone())?;
+            let seconds = t.elapsed().as_secs_f64();
+            let m = reader.metrics();
+            let report = ReadBenchReport {
+                entries: range.end - range.start,
+                fields: batch.num_columns(),
+                arrow_bytes: batch.get_array_memory_size() as u64,
+                open_seconds: opened,
+                read_seconds: seconds,
+                requests: m.io.requests - at_open.io.requests,
+                vector_requests: m.io.vector_requests - at_open.io.vector_requests,
+                ranges: m.io.ranges - at_open.io.ranges,
+                bytes_read: m.io.bytes_read - at_open.io.bytes_read,
+                bytes_used: m.bytes_used - at_open.bytes_used,
+                io_wait_seconds: (m.io.wait_nanos - at_open.io.wait_nanos) as f64 * 1e-9,
+                prefetch_wait_seconds: (m.prefetch_wait_nanos - at_open.prefetch_wait_nanos) as f64
+                    * 1e-9,
+                open_requests: at_open.io.requests,
+                open_bytes_read: at_open.io.bytes_read,
+            };
+            report.write(&mut out, json)?;
         }
         Command::Copy {
             source,
@@ -313,5 +467,32 @@ fn main() -> ExitCode {
             eprintln!("rntuple: cannot write output: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_target;
+
+    #[test]
+    fn targets_split_at_the_name_not_at_a_port() {
+        let s = |t: &str| split_target(t);
+        assert_eq!(
+            s("root://host:1094//eos/f.root"),
+            ("root://host:1094//eos/f.root".into(), None)
+        );
+        assert_eq!(
+            s("root://host:1094//eos/f.root:Events"),
+            ("root://host:1094//eos/f.root".into(), Some("Events".into()))
+        );
+        assert_eq!(s("https://h/f.root"), ("https://h/f.root".into(), None));
+        assert_eq!(
+            s("s3://b/k.root:dir/nt"),
+            ("s3://b/k.root".into(), Some("dir/nt".into()))
+        );
+        assert_eq!(
+            s("nonexistent.root:T"),
+            ("nonexistent.root".into(), Some("T".into()))
+        );
     }
 }

@@ -5,9 +5,11 @@
 //! many ranges in one call ([`ReadAt::read_ranges`]), in as few requests as its protocol
 //! allows, and counts what it did ([`IoMetrics`]).
 
+mod edges;
 mod local;
 pub mod retry;
 
+pub use edges::EdgeCached;
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
 
@@ -109,11 +111,13 @@ impl ReadHints {
         remote: false,
     };
 
-    /// Hints for a remote source with round trips: merge gaps up to 64 KiB (at most 25%
-    /// extra bytes), requests of at most 1024 ranges and 16 MiB, 8 in flight.
+    /// Hints for a remote source with round trips: merge gaps up to 64 KiB (at most 5%
+    /// extra bytes: a vectored read carries many ranges anyway, and a selective read must
+    /// not move much more than it needs), requests of at most 1024 ranges and 16 MiB, 8
+    /// in flight.
     pub const REMOTE: ReadHints = ReadHints {
         merge_gap: 64 << 10,
-        max_waste: 0.25,
+        max_waste: 0.05,
         max_range_bytes: 16 << 20,
         max_ranges_per_request: 1024,
         max_request_bytes: 16 << 20,
@@ -159,8 +163,22 @@ pub fn url_scheme(location: &str) -> Option<String> {
 }
 
 /// Opens a byte source: a local path or `file://` URL, `http(s)://`, `root(s)://` or
-/// `s3://`.
+/// `s3://`. A remote source comes with its first and last bytes already read (one
+/// vectored request), where a ROOT file keeps what opening it needs.
 pub fn open_source(location: &str) -> Result<Source> {
+    let source = open_raw_source(location)?;
+    if source.hints().remote {
+        return Ok(Arc::new(EdgeCached::new(
+            source,
+            edges::HEAD_BYTES,
+            edges::TAIL_BYTES,
+        )?));
+    }
+    Ok(source)
+}
+
+/// [`open_source`] without reading anything up front.
+pub fn open_raw_source(location: &str) -> Result<Source> {
     match url_scheme(location).as_deref() {
         None => Ok(Arc::new(LocalFile::open(location)?)),
         Some("file") => {

@@ -133,7 +133,7 @@ impl RNTupleReader {
         // Fetch and check every page first (checksums, and that the compressed chunks
         // announce exactly the page's size): the output is allocated only for sizes the
         // data backs, never for what a corrupt page list alone claims.
-        let raws: Vec<Vec<u8>> = jobs
+        let raws: Vec<super::prefetch::PageBytes> = jobs
             .par_iter()
             .map(|job| {
                 self.fetch_page(job.page, &encoding).map_err(|e| {
@@ -154,7 +154,7 @@ impl RNTupleReader {
         for (job, raw) in jobs.iter().zip(&raws) {
             let (_, tail) = rest.split_at(job.dest - cursor)?;
             let (mine, tail) = tail.split_at(job.len)?;
-            slices.push((job, raw, mine));
+            slices.push((job, raw.as_slice(), mine));
             rest = tail;
             cursor = job.dest + job.len;
         }
@@ -173,7 +173,11 @@ impl RNTupleReader {
 
     /// Fetches one page's stored bytes and verifies them: checksum, and for a compressed
     /// page, that its chunk headers announce exactly the uncompressed size.
-    fn fetch_page(&self, page: &PageInfo, encoding: &ColumnEncoding) -> Result<Vec<u8>> {
+    fn fetch_page(
+        &self,
+        page: &PageInfo,
+        encoding: &ColumnEncoding,
+    ) -> Result<super::prefetch::PageBytes> {
         let n = page.n_elements as u64;
         let unzipped = encoding.page_bytes(n).ok_or_else(|| {
             Error::corrupt("page list", format!("page of {n} elements is too large"))
@@ -181,22 +185,47 @@ impl RNTupleReader {
         let size = page.locator.size;
         let offset = page.locator.offset;
         let with_sum = size + if page.has_checksum { 8 } else { 0 };
-        let mut raw = container::read_blob(
-            self.source().as_ref(),
+        let key = super::plan::PageKey {
             offset,
-            with_sum,
-            self.anchor().max_key_size,
-        )
-        .map_err(|e| {
-            e.at(Location {
-                offset: Some(offset),
-                ..Default::default()
-            })
-        })?;
+            len: with_sum,
+        };
+        let prefetched = match &self.pages {
+            Some(cache) => cache.take(key)?,
+            None => None,
+        };
+        let mut raw = match prefetched {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = container::read_blob(
+                    self.source().as_ref(),
+                    offset,
+                    with_sum,
+                    self.anchor().max_key_size,
+                )
+                .map_err(|e| {
+                    e.at(Location {
+                        offset: Some(offset),
+                        ..Default::default()
+                    })
+                })?;
+                self.counters
+                    .bytes_used
+                    .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                super::prefetch::PageBytes::Owned(bytes)
+            }
+        };
+        if raw.as_slice().len() as u64 != with_sum {
+            return Err(Error::Truncated {
+                what: format!("page at byte offset {offset}"),
+                offset,
+                needed: with_sum,
+                available: raw.as_slice().len() as u64,
+            });
+        }
         let size_usize = usize::try_from(size)
             .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
         if page.has_checksum {
-            let (data, sum) = raw.split_at(size_usize);
+            let (data, sum) = raw.as_slice().split_at(size_usize);
             let mut b = [0u8; 8];
             b.copy_from_slice(sum);
             let stored = u64::from_le_bytes(b);
@@ -211,7 +240,7 @@ impl RNTupleReader {
             raw.truncate(size_usize);
         }
         if size != unzipped {
-            let claimed = compression::claimed_uncompressed_len(&raw);
+            let claimed = compression::claimed_uncompressed_len(raw.as_slice());
             if claimed.map(|c| c as u64) != Some(unzipped) {
                 return Err(Error::corrupt(
                     format!("page at byte offset {offset}"),

@@ -5,6 +5,8 @@
 mod assemble;
 mod column;
 mod convert;
+mod plan;
+mod prefetch;
 mod summary;
 
 pub use summary::{describe, schema_tree, uncompressed_bytes};
@@ -35,12 +37,38 @@ struct Selection {
     keep: Option<HashSet<u32>>,
 }
 
+/// Page bytes a planned read fetches together (one bunch of clusters), about.
+const BUNCH_BYTES: u64 = 32 << 20;
+
+/// Bunches a planned read fetches ahead of the one being decoded.
+const PREFETCH_WINDOW: usize = 2;
+
 /// An open RNTuple: its anchor, its descriptor, and the source to read pages from.
+#[derive(Clone)]
 pub struct RNTupleReader {
     source: Source,
     anchor: Anchor,
-    descriptor: Descriptor,
+    descriptor: Arc<Descriptor>,
     path: String,
+    /// The prefetched pages of the planned read in progress (a read's own view).
+    pages: Option<Arc<prefetch::PageCache>>,
+    counters: Arc<prefetch::PrefetchCounters>,
+}
+
+/// What reading through an [`RNTupleReader`] has cost so far: the source's counters and
+/// how the reads used them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadMetrics {
+    /// The source's counters (requests, vector requests, ranges, bytes read, wait time).
+    pub io: crate::io::IoMetricsSnapshot,
+    /// Stored page bytes (checksums included) the decoder used.
+    pub bytes_used: u64,
+    /// Time the decoder waited for prefetched pages, in nanoseconds.
+    pub prefetch_wait_nanos: u64,
+    /// Time spent in [`RNTupleReader::read`] calls, in nanoseconds.
+    pub read_nanos: u64,
+    /// Pages a planned read needed but had not fetched (read on demand).
+    pub unplanned_pages: u64,
 }
 
 impl std::fmt::Debug for RNTupleReader {
@@ -228,8 +256,10 @@ impl RNTupleReader {
         Ok(RNTupleReader {
             source,
             anchor,
-            descriptor,
+            descriptor: Arc::new(descriptor),
             path,
+            pages: None,
+            counters: Arc::default(),
         })
     }
 
@@ -420,6 +450,16 @@ impl RNTupleReader {
     /// to size batches by memory.
     pub fn selection_bytes_per_cluster(&self, names: Option<&[String]>) -> Result<Vec<u64>> {
         let d = &self.descriptor;
+        let columns = self.selection_columns(names)?;
+        Ok(d.clusters
+            .iter()
+            .map(|c| columns.iter().map(|&col| d.column_bytes(c, col)).sum())
+            .collect())
+    }
+
+    /// The columns a selection reads (every representation's), sorted.
+    fn selection_columns(&self, names: Option<&[String]>) -> Result<Vec<u32>> {
+        let d = &self.descriptor;
         let mut columns = Vec::new();
         let selected = self.resolve_selection(names)?;
         let mut stack: Vec<(u32, Option<&HashSet<u32>>)> =
@@ -437,10 +477,19 @@ impl RNTupleReader {
         }
         columns.sort_unstable();
         columns.dedup();
-        Ok(d.clusters
-            .iter()
-            .map(|c| columns.iter().map(|&col| d.column_bytes(c, col)).sum())
-            .collect())
+        Ok(columns)
+    }
+
+    /// What reading has cost so far (see [`ReadMetrics`]).
+    pub fn metrics(&self) -> ReadMetrics {
+        use std::sync::atomic::Ordering::Relaxed;
+        ReadMetrics {
+            io: self.source.metrics(),
+            bytes_used: self.counters.bytes_used.load(Relaxed),
+            prefetch_wait_nanos: self.counters.wait_nanos.load(Relaxed),
+            read_nanos: self.counters.read_nanos.load(Relaxed),
+            unplanned_pages: self.counters.misses.load(Relaxed),
+        }
     }
 
     /// Reads entries as rows of [`Value`](crate::schema::Value)s, one per selected field
@@ -464,7 +513,67 @@ impl RNTupleReader {
 
     /// Reads the selected fields (all readable ones for `None`) over `entries` into one
     /// record batch.
+    ///
+    /// From a remote source the read is planned: the pages needed are listed up front,
+    /// merged into few ranges and fetched bunch by bunch of clusters as vectored reads, a
+    /// window of bunches ahead of the decoding. From a local file pages are read as the
+    /// decoder needs them, in parallel.
     pub fn read(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
+        let start = std::time::Instant::now();
+        let result = if self.source.hints().remote && self.pages.is_none() {
+            self.read_planned(names, entries)
+        } else {
+            self.read_direct(names, entries)
+        };
+        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .read_nanos
+            .fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+        result
+    }
+
+    /// A planned read: bunches of clusters fetched ahead, each decoded as it arrives.
+    fn read_planned(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
+        self.check_entries(&entries)?;
+        let columns = self.selection_columns(names)?;
+        let hints = self.source.hints();
+        let bunches = Arc::new(plan::plan_read(
+            &self.descriptor,
+            &columns,
+            entries.clone(),
+            &hints,
+            BUNCH_BYTES,
+        ));
+        if bunches.len() <= 1 && bunches.iter().all(|b| b.requests.is_empty()) {
+            return self.read_direct(names, entries);
+        }
+        let prefetcher = prefetch::Prefetcher::start(
+            self.source.clone(),
+            bunches.clone(),
+            PREFETCH_WINDOW,
+            hints.parallel_requests,
+            self.counters.clone(),
+        );
+        let view = RNTupleReader {
+            pages: Some(prefetcher.cache().clone()),
+            ..self.clone()
+        };
+        let mut batches = Vec::with_capacity(bunches.len());
+        for (k, bunch) in bunches.iter().enumerate() {
+            batches.push(view.read_direct(names, bunch.entries.clone())?);
+            prefetcher.cache().finish_bunch(k, bunch);
+        }
+        match batches.len() {
+            0 => self.read_direct(names, entries),
+            1 => Ok(batches.remove(0)),
+            _ => Ok(arrow_select::concat::concat_batches(
+                &batches[0].schema(),
+                &batches,
+            )?),
+        }
+    }
+
+    fn check_entries(&self, entries: &Range<u64>) -> Result<()> {
         let n = self.descriptor.n_entries;
         if entries.start > entries.end || entries.end > n {
             return Err(Error::InvalidArgument(format!(
@@ -472,6 +581,13 @@ impl RNTupleReader {
                 entries.start, entries.end
             )));
         }
+        Ok(())
+    }
+
+    /// Reads with pages fetched as the decoder needs them (from the prefetched pages of
+    /// this view, if any).
+    fn read_direct(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
+        self.check_entries(&entries)?;
         let selected = self.resolve_selection(names)?;
         let schema = self.arrow_schema(names)?;
         // Each field over all the clusters at once, into one array: its columns'

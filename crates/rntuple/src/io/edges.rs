@@ -1,0 +1,168 @@
+//! A remote source with its first and last bytes read up front, in one vectored request:
+//! opening a ROOT file reads the file header, the directory, the keys list, the anchor
+//! and the RNTuple's envelopes, which sit at the file's two ends, so opening costs one
+//! round trip instead of one per structure.
+
+use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, Source};
+use crate::error::Result;
+
+/// Bytes read up front from the start of a remote file.
+pub const HEAD_BYTES: u64 = 256 << 10;
+/// Bytes read up front from the end of a remote file.
+pub const TAIL_BYTES: u64 = 1 << 20;
+
+/// A source whose first and last bytes are kept in memory; other reads go through.
+pub struct EdgeCached {
+    inner: Source,
+    head: Vec<u8>,
+    tail_offset: u64,
+    tail: Vec<u8>,
+}
+
+impl EdgeCached {
+    /// Reads the first `head` and last `tail` bytes of `inner` (one vectored read).
+    pub fn new(inner: Source, head: u64, tail: u64) -> Result<EdgeCached> {
+        let size = inner.size();
+        let head_len = head.min(size);
+        let tail_offset = size.saturating_sub(tail).max(head_len);
+        let mut ranges = vec![ByteRange {
+            offset: 0,
+            len: head_len,
+        }];
+        if tail_offset < size {
+            ranges.push(ByteRange {
+                offset: tail_offset,
+                len: size - tail_offset,
+            });
+        }
+        let mut parts = inner.read_ranges(&ranges)?.into_iter();
+        let head = parts.next().unwrap_or_default();
+        let tail = parts.next().unwrap_or_default();
+        Ok(EdgeCached {
+            inner,
+            head,
+            tail_offset,
+            tail,
+        })
+    }
+
+    /// The bytes `offset..offset + len` if they are all kept.
+    fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let end = offset.checked_add(len)?;
+        if end <= self.head.len() as u64 {
+            return self.head.get(offset as usize..end as usize);
+        }
+        if offset >= self.tail_offset && end <= self.tail_offset + self.tail.len() as u64 {
+            let at = (offset - self.tail_offset) as usize;
+            return self.tail.get(at..at + len as usize);
+        }
+        None
+    }
+}
+
+impl ReadAt for EdgeCached {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        match self.kept(offset, len) {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => self.inner.read_at(offset, len),
+        }
+    }
+
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        let missing: Vec<ByteRange> = ranges
+            .iter()
+            .filter(|r| self.kept(r.offset, r.len).is_none())
+            .copied()
+            .collect();
+        let mut fetched = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.read_ranges(&missing)?
+        }
+        .into_iter();
+        ranges
+            .iter()
+            .map(|r| match self.kept(r.offset, r.len) {
+                Some(bytes) => Ok(bytes.to_vec()),
+                None => fetched.next().ok_or_else(|| crate::error::Error::Remote {
+                    what: self.inner.name().to_string(),
+                    detail: "a vectored read returned fewer ranges than asked".into(),
+                }),
+            })
+            .collect()
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.inner.metrics()
+    }
+
+    fn hints(&self) -> ReadHints {
+        self.inner.hints()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemorySource;
+    use std::sync::Arc;
+
+    #[test]
+    fn kept_edges_answer_without_the_source() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let inner: Source = Arc::new(MemorySource::new("m", data.clone()));
+        let cached = EdgeCached::new(inner.clone(), 1000, 2000).unwrap();
+        let after_open = inner.metrics().requests;
+        for (offset, len) in [(0u64, 10u64), (990, 10), (8000, 2000), (9999, 1)] {
+            let got = cached.read_at(offset, len).unwrap();
+            assert_eq!(got, data[offset as usize..(offset + len) as usize]);
+        }
+        assert_eq!(
+            inner.metrics().requests,
+            after_open,
+            "served from the edges"
+        );
+        // Reads that leave the edges go to the source, and are right too.
+        let ranges = [
+            ByteRange { offset: 5, len: 5 },
+            ByteRange {
+                offset: 995,
+                len: 10,
+            },
+            ByteRange {
+                offset: 9000,
+                len: 1000,
+            },
+            ByteRange {
+                offset: 4000,
+                len: 3,
+            },
+        ];
+        let got = cached.read_ranges(&ranges).unwrap();
+        for (r, g) in ranges.iter().zip(got) {
+            assert_eq!(g, data[r.offset as usize..(r.offset + r.len) as usize]);
+        }
+        assert_eq!(
+            inner.metrics().requests,
+            after_open + 2,
+            "only the two outside"
+        );
+        assert!(cached.read_at(9999, 2).is_err(), "past the end");
+    }
+
+    #[test]
+    fn small_sources_are_kept_whole() {
+        let data = vec![7u8; 100];
+        let inner: Source = Arc::new(MemorySource::new("m", data.clone()));
+        let cached = EdgeCached::new(inner, 1000, 2000).unwrap();
+        assert_eq!(cached.read_at(0, 100).unwrap(), data);
+    }
+}

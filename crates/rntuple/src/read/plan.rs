@@ -1,0 +1,253 @@
+//! The read planner: which page bytes a read needs, merged into few ranges and grouped
+//! into few requests, bunch by bunch of clusters, so that a remote source is asked once
+//! per bunch (a vectored read) and the next bunches can be fetched while one decodes.
+
+use crate::io::{ByteRange, ReadHints};
+use crate::schema::Descriptor;
+use std::ops::Range;
+
+/// A page a read needs: its stored bytes (checksum included) in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct PageKey {
+    /// The page's file offset.
+    pub offset: u64,
+    /// The page's stored bytes, its checksum included.
+    pub len: u64,
+}
+
+impl PageKey {
+    fn end(&self) -> u64 {
+        self.offset.saturating_add(self.len)
+    }
+}
+
+/// One range of a request: merged neighbouring pages (and the gaps between them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MergedRange {
+    /// The bytes to read.
+    pub range: ByteRange,
+    /// The pages inside, by offset.
+    pub pages: Vec<PageKey>,
+}
+
+/// Clusters read together: their entries and the requests that fetch their pages.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Bunch {
+    /// The bunch's entries (within the read's range).
+    pub entries: Range<u64>,
+    /// One vectored read each.
+    pub requests: Vec<Vec<MergedRange>>,
+    /// Bytes of the pages the decoder needs.
+    pub needed_bytes: u64,
+    /// Bytes the requests read (the pages and the merged gaps).
+    pub planned_bytes: u64,
+}
+
+/// Plans a read of `columns` over `entries`: the clusters are grouped in bunches of
+/// about `bunch_bytes` of page bytes (at least one cluster each), and each bunch's pages
+/// are merged and grouped into requests as the source's `hints` say. Pages are keyed by
+/// location, so a page that several columns share (same-page merging) is read once.
+pub(crate) fn plan_read(
+    descriptor: &Descriptor,
+    columns: &[u32],
+    entries: Range<u64>,
+    hints: &ReadHints,
+    bunch_bytes: u64,
+) -> Vec<Bunch> {
+    let mut bunches = Vec::new();
+    let mut pages: Vec<PageKey> = Vec::new();
+    let mut bunch_start: Option<u64> = None;
+    let mut bunch_end = entries.start;
+    let mut bytes = 0u64;
+    for c in &descriptor.clusters {
+        let (first, last) = (c.first_entry, c.first_entry + c.n_entries);
+        if last <= entries.start || first >= entries.end || c.n_entries == 0 {
+            continue;
+        }
+        bunch_start.get_or_insert(first.max(entries.start));
+        bunch_end = last.min(entries.end);
+        for &col in columns {
+            let Some(cp) = c.column(col) else { continue };
+            for p in &cp.pages {
+                let len = p.locator.size + if p.has_checksum { 8 } else { 0 };
+                if len > 0 {
+                    pages.push(PageKey {
+                        offset: p.locator.offset,
+                        len,
+                    });
+                    bytes += len;
+                }
+            }
+        }
+        if bytes >= bunch_bytes {
+            if let Some(start) = bunch_start.take() {
+                bunches.push(make_bunch(
+                    start..bunch_end,
+                    std::mem::take(&mut pages),
+                    hints,
+                ));
+            }
+            bytes = 0;
+        }
+    }
+    if let Some(start) = bunch_start {
+        bunches.push(make_bunch(start..bunch_end, pages, hints));
+    }
+    bunches
+}
+
+fn make_bunch(entries: Range<u64>, mut pages: Vec<PageKey>, hints: &ReadHints) -> Bunch {
+    pages.sort_unstable();
+    pages.dedup();
+    let needed_bytes = pages.iter().map(|p| p.len).sum();
+    let ranges = merge_pages(&pages, hints);
+    let planned_bytes = ranges.iter().map(|r| r.range.len).sum();
+    Bunch {
+        entries,
+        requests: group_requests(ranges, hints),
+        needed_bytes,
+        planned_bytes,
+    }
+}
+
+/// Merges sorted, distinct pages into ranges: a page joins the range before it when the
+/// gap is at most `merge_gap`, the range stays within `max_range_bytes`, and the gaps
+/// read so far stay within `max_waste` of the needed bytes.
+pub(crate) fn merge_pages(pages: &[PageKey], hints: &ReadHints) -> Vec<MergedRange> {
+    let needed: u64 = pages.iter().map(|p| p.len).sum();
+    let waste_budget = (needed as f64 * hints.max_waste.max(0.0)) as u64;
+    let mut wasted = 0u64;
+    let mut out: Vec<MergedRange> = Vec::new();
+    for &page in pages {
+        if let Some(last) = out.last_mut() {
+            let end = last.range.offset + last.range.len;
+            // Overlapping pages (one page inside another's range) join for free.
+            let gap = page.offset.saturating_sub(end);
+            let new_end = end.max(page.end());
+            let grown = new_end - last.range.offset;
+            if page.offset < end
+                || (gap <= hints.merge_gap
+                    && wasted + gap <= waste_budget
+                    && grown <= hints.max_range_bytes)
+            {
+                wasted += gap;
+                last.range.len = grown;
+                last.pages.push(page);
+                continue;
+            }
+        }
+        out.push(MergedRange {
+            range: ByteRange {
+                offset: page.offset,
+                len: page.len,
+            },
+            pages: vec![page],
+        });
+    }
+    out
+}
+
+/// Groups ranges, in file order, into requests of at most `max_ranges_per_request`
+/// ranges and `max_request_bytes` bytes (a single larger range is a request of its own).
+pub(crate) fn group_requests(ranges: Vec<MergedRange>, hints: &ReadHints) -> Vec<Vec<MergedRange>> {
+    let mut requests: Vec<Vec<MergedRange>> = Vec::new();
+    let mut bytes = 0u64;
+    for r in ranges {
+        let fits = requests.last().is_some_and(|req| {
+            req.len() < hints.max_ranges_per_request.max(1)
+                && bytes + r.range.len <= hints.max_request_bytes
+        });
+        if !fits {
+            requests.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += r.range.len;
+        if let Some(req) = requests.last_mut() {
+            req.push(r);
+        }
+    }
+    requests
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints(gap: u64, waste: f64, max_range: u64, per_request: usize, request: u64) -> ReadHints {
+        ReadHints {
+            merge_gap: gap,
+            max_waste: waste,
+            max_range_bytes: max_range,
+            max_ranges_per_request: per_request,
+            max_request_bytes: request,
+            parallel_requests: 4,
+            remote: true,
+        }
+    }
+
+    fn page(offset: u64, len: u64) -> PageKey {
+        PageKey { offset, len }
+    }
+
+    #[test]
+    fn neighbours_merge_within_the_gap_and_the_waste_budget() {
+        // Needed: 4 pages of 100 bytes = 400; waste budget 25% = 100 bytes of gaps.
+        let pages = [
+            page(0, 100),
+            page(150, 100),
+            page(300, 100),
+            page(1000, 100),
+        ];
+        let merged = merge_pages(&pages, &hints(60, 0.25, 1 << 20, 16, 1 << 20));
+        let ranges: Vec<(u64, u64)> = merged
+            .iter()
+            .map(|m| (m.range.offset, m.range.len))
+            .collect();
+        // 0..250 (gap 50), then 300 joins (gap 50, total waste 100 = budget), 1000 is too far.
+        assert_eq!(ranges, vec![(0, 400), (1000, 100)]);
+        assert_eq!(merged[0].pages.len(), 3);
+
+        // Same gaps with a 10% budget (40 bytes): nothing merges.
+        let merged = merge_pages(&pages, &hints(60, 0.10, 1 << 20, 16, 1 << 20));
+        assert_eq!(merged.len(), 4);
+
+        // A range never grows past max_range_bytes.
+        let merged = merge_pages(&pages, &hints(60, 1.0, 260, 16, 1 << 20));
+        let ranges: Vec<(u64, u64)> = merged
+            .iter()
+            .map(|m| (m.range.offset, m.range.len))
+            .collect();
+        assert_eq!(ranges, vec![(0, 250), (300, 100), (1000, 100)]);
+    }
+
+    #[test]
+    fn overlapping_and_adjacent_pages_cost_nothing() {
+        let pages = [page(0, 100), page(100, 50), page(120, 10), page(150, 10)];
+        let merged = merge_pages(&pages, &hints(0, 0.0, 1 << 20, 16, 1 << 20));
+        assert_eq!(merged.len(), 1);
+        assert_eq!((merged[0].range.offset, merged[0].range.len), (0, 160));
+    }
+
+    #[test]
+    fn requests_respect_range_and_byte_limits() {
+        let ranges: Vec<MergedRange> = (0..10)
+            .map(|i| MergedRange {
+                range: ByteRange {
+                    offset: i * 1000,
+                    len: 100,
+                },
+                pages: vec![page(i * 1000, 100)],
+            })
+            .collect();
+        let by_count = group_requests(ranges.clone(), &hints(0, 0.0, 1 << 20, 4, 1 << 20));
+        assert_eq!(
+            by_count.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![4, 4, 2]
+        );
+        let by_bytes = group_requests(ranges, &hints(0, 0.0, 1 << 20, 100, 300));
+        assert_eq!(
+            by_bytes.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![3, 3, 3, 1]
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! Fetching planned pages ahead of the decoder. A background thread issues each bunch's
+//! requests (several at a time, each one vectored read of the source) and files the
+//! pages in a cache that the decoder takes them from; it stays at most `window` bunches
+//! ahead of the bunch being decoded, so memory holds a bounded number of bunches.
+
+use super::plan::{Bunch, PageKey};
+use crate::error::{Error, Result};
+use crate::io::Source;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// A page's stored bytes: a slice of a buffer that one range of a request filled (shared
+/// with the other pages of that range), or bytes of their own.
+#[derive(Debug, Clone)]
+pub(crate) enum PageBytes {
+    /// Read for this page alone.
+    Owned(Vec<u8>),
+    /// Bytes `start..start + len` of a fetched range.
+    Shared {
+        /// The range's bytes.
+        buffer: Arc<Vec<u8>>,
+        /// Where the page starts in it.
+        start: usize,
+        /// The page's length.
+        len: usize,
+    },
+}
+
+impl PageBytes {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            PageBytes::Owned(v) => v,
+            PageBytes::Shared { buffer, start, len } => {
+                buffer.get(*start..start + len).unwrap_or_default()
+            }
+        }
+    }
+
+    /// Keeps the first `n` bytes.
+    pub fn truncate(&mut self, n: usize) {
+        match self {
+            PageBytes::Owned(v) => v.truncate(n),
+            PageBytes::Shared { len, .. } => *len = (*len).min(n),
+        }
+    }
+}
+
+/// Counters of a planned read, for the metrics.
+#[derive(Debug, Default)]
+pub(crate) struct PrefetchCounters {
+    /// Bytes of pages the decoder took.
+    pub bytes_used: AtomicU64,
+    /// Time the decoder waited for pages, in nanoseconds.
+    pub wait_nanos: AtomicU64,
+    /// Pages the decoder needed that the plan did not fetch (read on demand).
+    pub misses: AtomicU64,
+    /// Time spent in reads, in nanoseconds.
+    pub read_nanos: AtomicU64,
+}
+
+struct State {
+    pages: HashMap<PageKey, PageBytes>,
+    /// For every planned page, the bunch that fetches it.
+    owner: HashMap<PageKey, usize>,
+    /// Bunches fetched completely (a prefix).
+    fetched: usize,
+    /// The bunch being decoded.
+    decoding: usize,
+    /// The first fetch error; the decoder reports it when it needs a page it kept from it.
+    failure: Option<String>,
+    failure_error: Option<Error>,
+    cancelled: bool,
+}
+
+/// The pages of a planned read, filled by the fetcher, taken by the decoder.
+pub(crate) struct PageCache {
+    state: Mutex<State>,
+    changed: Condvar,
+    counters: Arc<PrefetchCounters>,
+}
+
+impl PageCache {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data: keep using it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The page at `key`: waits while its bunch is being fetched; `Ok(None)` when the
+    /// plan did not include it (the caller reads it itself).
+    pub fn take(&self, key: PageKey) -> Result<Option<PageBytes>> {
+        let mut state = self.lock();
+        let Some(&bunch) = state.owner.get(&key) else {
+            self.counters.misses.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        };
+        let start = Instant::now();
+        loop {
+            if let Some(p) = state.pages.get(&key) {
+                let p = p.clone();
+                drop(state);
+                let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.counters.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
+                self.counters
+                    .bytes_used
+                    .fetch_add(p.as_slice().len() as u64, Ordering::Relaxed);
+                return Ok(Some(p));
+            }
+            if state.failure.is_some() {
+                let message = state.failure.clone().unwrap_or_default();
+                return Err(state.failure_error.take().unwrap_or(Error::Remote {
+                    what: "a planned read".into(),
+                    detail: message,
+                }));
+            }
+            if state.fetched > bunch || state.cancelled {
+                // Fetched without this page (or given up): read it directly.
+                self.counters.misses.fetch_add(1, Ordering::Relaxed);
+                return Ok(None);
+            }
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// The decoder is done with bunch `k`: its pages are dropped and the fetcher may go
+    /// further ahead.
+    pub fn finish_bunch(&self, k: usize, bunch: &Bunch) {
+        let mut state = self.lock();
+        for request in &bunch.requests {
+            for range in request {
+                for key in &range.pages {
+                    if state.owner.get(key) == Some(&k) {
+                        state.pages.remove(key);
+                    }
+                }
+            }
+        }
+        state.decoding = state.decoding.max(k + 1);
+        drop(state);
+        self.changed.notify_all();
+    }
+}
+
+/// A running fetcher: the cache it fills and its thread, stopped when dropped.
+pub(crate) struct Prefetcher {
+    cache: Arc<PageCache>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Prefetcher {
+    /// Starts fetching `bunches` from `source`, at most `window` bunches ahead of the one
+    /// being decoded (the first `window` start at once), with up to `parallel` requests
+    /// in flight.
+    pub fn start(
+        source: Source,
+        bunches: Arc<Vec<Bunch>>,
+        window: usize,
+        parallel: usize,
+        counters: Arc<PrefetchCounters>,
+    ) -> Prefetcher {
+        let mut owner = HashMap::new();
+        for (k, b) in bunches.iter().enumerate() {
+            for request in &b.requests {
+                for range in request {
+                    for &key in &range.pages {
+                        owner.entry(key).or_insert(k);
+                    }
+                }
+            }
+        }
+        let cache = Arc::new(PageCache {
+            state: Mutex::new(State {
+                pages: HashMap::new(),
+                owner,
+                fetched: 0,
+                decoding: 0,
+                failure: None,
+                failure_error: None,
+                cancelled: false,
+            }),
+            changed: Condvar::new(),
+            counters,
+        });
+        let worker = cache.clone();
+        let thread = std::thread::Builder::new()
+            .name("rntuple-prefetch".into())
+            .spawn(move || fetch_all(&worker, &source, &bunches, window.max(1), parallel.max(1)))
+            .ok();
+        if thread.is_none() {
+            // No thread: every page is read on demand (correct, only slower).
+            let mut state = cache.lock();
+            state.cancelled = true;
+        }
+        Prefetcher { cache, thread }
+    }
+
+    /// The cache the decoder reads from.
+    pub fn cache(&self) -> &Arc<PageCache> {
+        &self.cache
+    }
+}
+
+impl Drop for Prefetcher {
+    fn drop(&mut self) {
+        self.cache.lock().cancelled = true;
+        self.cache.changed.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn fetch_all(
+    cache: &PageCache,
+    source: &Source,
+    bunches: &[Bunch],
+    window: usize,
+    parallel: usize,
+) {
+    for (k, bunch) in bunches.iter().enumerate() {
+        {
+            let mut state = cache.lock();
+            while !state.cancelled && k >= state.decoding + window {
+                state = cache.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            if state.cancelled {
+                return;
+            }
+        }
+        if let Err(e) = fetch_bunch(cache, source, bunch, parallel) {
+            let mut state = cache.lock();
+            state.failure = Some(e.to_string());
+            state.failure_error = Some(e);
+            drop(state);
+            cache.changed.notify_all();
+            return;
+        }
+        cache.lock().fetched = k + 1;
+        cache.changed.notify_all();
+    }
+}
+
+/// Issues a bunch's requests, `parallel` at a time, filing each request's pages as soon
+/// as it arrives.
+fn fetch_bunch(cache: &PageCache, source: &Source, bunch: &Bunch, parallel: usize) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.min(bunch.requests.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(request) = bunch.requests.get(i) else {
+                    return;
+                };
+                if cache.lock().cancelled {
+                    return;
+                }
+                let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
+                match source.read_ranges(&ranges) {
+                    Ok(buffers) => file_pages(cache, request, buffers),
+                    Err(e) => {
+                        let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert(e);
+                        return;
+                    }
+                }
+                if first_error.lock().map(|s| s.is_some()).unwrap_or(true) {
+                    return;
+                }
+            });
+        }
+    });
+    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn file_pages(cache: &PageCache, request: &[super::plan::MergedRange], buffers: Vec<Vec<u8>>) {
+    let mut state = cache.lock();
+    for (range, buffer) in request.iter().zip(buffers) {
+        let buffer = Arc::new(buffer);
+        for key in &range.pages {
+            let start = (key.offset - range.range.offset) as usize;
+            let len = key.len as usize;
+            // A source that returned fewer bytes than asked leaves the page unfiled: the
+            // decoder then reads it itself and reports what is wrong.
+            if start + len <= buffer.len() {
+                state.pages.insert(
+                    *key,
+                    PageBytes::Shared {
+                        buffer: buffer.clone(),
+                        start,
+                        len,
+                    },
+                );
+            }
+        }
+    }
+    drop(state);
+    cache.changed.notify_all();
+}
