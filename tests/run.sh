@@ -14,6 +14,9 @@ ruff format --check .
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --release -p rntuple-cli
+# Test tools: byte-range probe of any source, and a loopback latency proxy.
+cargo build --release -p rntuple --example io_probe
+cargo build --release -p rntuple-cli --example delay_proxy
 cargo test --workspace
 
 export RNTUPLE_BIN="$PWD/target/release/rntuple"

@@ -519,11 +519,28 @@ impl RNTupleReader {
     /// window of bunches ahead of the decoding. From a local file pages are read as the
     /// decoder needs them, in parallel.
     pub fn read(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
+        let mut batches = self.read_batches(names, entries)?;
+        match batches.len() {
+            1 => Ok(batches.remove(0)),
+            _ => Ok(arrow_select::concat::concat_batches(
+                &self.arrow_schema(names)?,
+                &batches,
+            )?),
+        }
+    }
+
+    /// Like [`RNTupleReader::read`], as consecutive record batches without concatenating
+    /// them: one from a local file, one per bunch of clusters from a remote source.
+    pub fn read_batches(
+        &self,
+        names: Option<&[String]>,
+        entries: Range<u64>,
+    ) -> Result<Vec<RecordBatch>> {
         let start = std::time::Instant::now();
         let result = if self.source.hints().remote && self.pages.is_none() {
             self.read_planned(names, entries)
         } else {
-            self.read_direct(names, entries)
+            self.read_direct(names, entries).map(|b| vec![b])
         };
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.counters
@@ -533,7 +550,11 @@ impl RNTupleReader {
     }
 
     /// A planned read: bunches of clusters fetched ahead, each decoded as it arrives.
-    fn read_planned(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
+    fn read_planned(
+        &self,
+        names: Option<&[String]>,
+        entries: Range<u64>,
+    ) -> Result<Vec<RecordBatch>> {
         self.check_entries(&entries)?;
         let columns = self.selection_columns(names)?;
         let hints = self.source.hints();
@@ -544,8 +565,8 @@ impl RNTupleReader {
             &hints,
             BUNCH_BYTES,
         ));
-        if bunches.len() <= 1 && bunches.iter().all(|b| b.requests.is_empty()) {
-            return self.read_direct(names, entries);
+        if bunches.iter().all(|b| b.requests.is_empty()) {
+            return self.read_direct(names, entries).map(|b| vec![b]);
         }
         let prefetcher = prefetch::Prefetcher::start(
             self.source.clone(),
@@ -563,14 +584,7 @@ impl RNTupleReader {
             batches.push(view.read_direct(names, bunch.entries.clone())?);
             prefetcher.cache().finish_bunch(k, bunch);
         }
-        match batches.len() {
-            0 => self.read_direct(names, entries),
-            1 => Ok(batches.remove(0)),
-            _ => Ok(arrow_select::concat::concat_batches(
-                &batches[0].schema(),
-                &batches,
-            )?),
-        }
+        Ok(batches)
     }
 
     fn check_entries(&self, entries: &Range<u64>) -> Result<()> {
