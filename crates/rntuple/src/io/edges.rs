@@ -6,10 +6,15 @@
 use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, Source};
 use crate::error::Result;
 
-/// Bytes read up front from the start of a remote file.
-pub const HEAD_BYTES: u64 = 256 << 10;
-/// Bytes read up front from the end of a remote file.
-pub const TAIL_BYTES: u64 = 1 << 20;
+// Small on purpose: what opening needs besides them (a large page list) costs one more
+// round trip, while bytes read up front and not needed count against selective reads.
+
+/// Bytes read up front from the start of a remote file (file header, top directory,
+/// usually the RNTuple header envelope).
+pub const HEAD_BYTES: u64 = 64 << 10;
+/// Bytes read up front from the end of a remote file (keys list, streamer info, anchor,
+/// footer, often the page lists).
+pub const TAIL_BYTES: u64 = 128 << 10;
 
 /// A source whose first and last bytes are kept in memory; other reads go through.
 pub struct EdgeCached {
