@@ -8,10 +8,12 @@
 mod edges;
 mod local;
 pub mod retry;
+pub mod s3;
 
 pub use edges::EdgeCached;
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
+pub use s3::S3Source;
 
 use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -185,7 +187,8 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
-        Some(scheme @ ("http" | "https" | "root" | "roots" | "xroot" | "xroots" | "s3")) => {
+        Some("s3") => Ok(Arc::new(S3Source::open(location)?)),
+        Some(scheme @ ("http" | "https" | "root" | "roots" | "xroot" | "xroots")) => {
             Err(crate::error::Error::Unsupported(format!(
                 "reading {scheme}:// URLs is not built yet ({})",
                 redact_url(location)
