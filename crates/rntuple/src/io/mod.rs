@@ -6,10 +6,12 @@
 //! allows, and counts what it did ([`IoMetrics`]).
 
 mod edges;
+pub mod http;
 mod local;
 pub mod retry;
 
 pub use edges::EdgeCached;
+pub use http::{HttpOptions, HttpSource};
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
 
@@ -185,7 +187,8 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
-        Some(scheme @ ("http" | "https" | "root" | "roots" | "xroot" | "xroots" | "s3")) => {
+        Some("http" | "https") => Ok(Arc::new(http::HttpSource::open(location)?)),
+        Some(scheme @ ("root" | "roots" | "xroot" | "xroots" | "s3")) => {
             Err(crate::error::Error::Unsupported(format!(
                 "reading {scheme}:// URLs is not built yet ({})",
                 redact_url(location)
