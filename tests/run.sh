@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Servers for the remote-read tests (nginx for http://; openssl makes its test CA).
+command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null || apt-get install -y nginx
+command -v openssl >/dev/null || apt-get install -y openssl
+
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).
 python3 -m pip install --quiet --disable-pip-version-check ./python
