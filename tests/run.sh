@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Servers for the remote-read tests (nginx for http://; openssl makes its test CA).
-command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null || apt-get install -y nginx
-command -v openssl >/dev/null || apt-get install -y openssl
+if ! { command -v nginx || command -v /usr/sbin/nginx; } >/dev/null || ! command -v openssl >/dev/null; then
+    apt-get install -y nginx openssl || { apt-get update && apt-get install -y nginx openssl; }
+fi
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).
