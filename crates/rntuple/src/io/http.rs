@@ -291,8 +291,10 @@ fn range_header(ranges: &[ByteRange]) -> String {
 }
 
 /// The ranges to put on the wire for `ranges`: the non-empty ones sorted, with
-/// overlapping and touching ones merged; and for each requested range, the index of the
-/// wire range holding it (`None` for an empty range).
+/// overlapping ones merged (a server may coalesce overlapping ranges, and each wire
+/// range must map to one part); and for each requested range, the index of the wire
+/// range holding it (`None` for an empty range). Touching ranges stay apart: merging
+/// them would make ranges of any size, past `max_request_bytes`, on one connection.
 fn wire_ranges(ranges: &[ByteRange]) -> (Vec<ByteRange>, Vec<Option<usize>>) {
     let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].len > 0).collect();
     order.sort_by_key(|&i| ranges[i].offset);
@@ -301,7 +303,7 @@ fn wire_ranges(ranges: &[ByteRange]) -> (Vec<ByteRange>, Vec<Option<usize>>) {
     for i in order {
         let r = ranges[i];
         match wire.last_mut() {
-            Some(last) if r.offset <= last.offset + last.len => {
+            Some(last) if r.offset < last.offset + last.len => {
                 let end = (last.offset + last.len).max(r.offset + r.len);
                 last.len = end - last.offset;
             }
@@ -939,15 +941,25 @@ mod tests {
     }
 
     #[test]
-    fn wire_ranges_merge_overlaps_and_neighbours_and_skip_empty_ones() {
-        let asked = [r(100, 10), r(0, 5), r(5, 5), r(50, 0), r(105, 2), r(200, 1)];
+    fn wire_ranges_merge_overlaps_keep_neighbours_apart_and_skip_empty_ones() {
+        let asked = [
+            r(100, 10),
+            r(0, 5),
+            r(5, 5),
+            r(50, 0),
+            r(105, 2),
+            r(200, 1),
+            r(3, 4),
+        ];
         let (wire, index_of) = wire_ranges(&asked);
         assert_eq!(wire, vec![r(0, 10), r(100, 10), r(200, 1)]);
         assert_eq!(
             index_of,
-            vec![Some(1), Some(0), Some(0), None, Some(1), Some(2)]
+            vec![Some(1), Some(0), Some(0), None, Some(1), Some(2), Some(0)]
         );
         assert_eq!(range_header(&wire), "bytes=0-9,100-109,200-200");
+        let (wire, _) = wire_ranges(&[r(0, 5), r(5, 5), r(10, 5)]);
+        assert_eq!(wire, vec![r(0, 5), r(5, 5), r(10, 5)]);
     }
 
     #[test]
