@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Servers for the remote-read tests (nginx for http://; openssl makes its test CA).
+if ! { command -v nginx || command -v /usr/sbin/nginx; } >/dev/null || ! command -v openssl >/dev/null; then
+    apt-get install -y nginx openssl || { apt-get update && apt-get install -y nginx openssl; }
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).
 python3 -m pip install --quiet --disable-pip-version-check ./python

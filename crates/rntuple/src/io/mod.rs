@@ -6,11 +6,13 @@
 //! allows, and counts what it did ([`IoMetrics`]).
 
 mod edges;
+pub mod http;
 mod local;
 pub mod retry;
 pub mod s3;
 
 pub use edges::EdgeCached;
+pub use http::{HttpOptions, HttpSource};
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
 pub use s3::S3Source;
@@ -188,7 +190,8 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             Ok(Arc::new(LocalFile::open(path)?))
         }
         Some("s3") => Ok(Arc::new(S3Source::open(location)?)),
-        Some(scheme @ ("http" | "https" | "root" | "roots" | "xroot" | "xroots")) => {
+        Some("http" | "https") => Ok(Arc::new(http::HttpSource::open(location)?)),
+        Some(scheme @ ("root" | "roots" | "xroot" | "xroots")) => {
             Err(crate::error::Error::Unsupported(format!(
                 "reading {scheme}:// URLs is not built yet ({})",
                 redact_url(location)

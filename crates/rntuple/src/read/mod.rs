@@ -564,6 +564,7 @@ impl RNTupleReader {
             entries.clone(),
             &hints,
             BUNCH_BYTES,
+            self.anchor.max_key_size,
         ));
         if bunches.iter().all(|b| b.requests.is_empty()) {
             return self.read_direct(names, entries).map(|b| vec![b]);

@@ -43,6 +43,14 @@ pub(crate) struct Bunch {
     pub planned_bytes: u64,
 }
 
+/// Whether a page of `len` stored bytes (checksum included) lies in one piece at its
+/// locator. A page larger than the file's max key size is a multi-key blob, its chunks
+/// elsewhere in the file (listed in the first chunk): the plan leaves it out and the
+/// decoder reads it through `container::read_blob`.
+fn contiguous_page(len: u64, max_key_size: u64) -> bool {
+    len > 0 && (max_key_size == 0 || len <= max_key_size)
+}
+
 /// Plans a read of `columns` over `entries`: the clusters are grouped in bunches of
 /// about `bunch_bytes` of page bytes (at least one cluster each), and each bunch's pages
 /// are merged and grouped into requests as the source's `hints` say. Pages are keyed by
@@ -53,6 +61,7 @@ pub(crate) fn plan_read(
     entries: Range<u64>,
     hints: &ReadHints,
     bunch_bytes: u64,
+    max_key_size: u64,
 ) -> Vec<Bunch> {
     let mut bunches = Vec::new();
     let mut pages: Vec<PageKey> = Vec::new();
@@ -70,7 +79,7 @@ pub(crate) fn plan_read(
             let Some(cp) = c.column(col) else { continue };
             for p in &cp.pages {
                 let len = p.locator.size + if p.has_checksum { 8 } else { 0 };
-                if len > 0 {
+                if contiguous_page(len, max_key_size) {
                     pages.push(PageKey {
                         offset: p.locator.offset,
                         len,
@@ -218,6 +227,14 @@ mod tests {
             .map(|m| (m.range.offset, m.range.len))
             .collect();
         assert_eq!(ranges, vec![(0, 250), (300, 100), (1000, 100)]);
+    }
+
+    #[test]
+    fn multi_key_pages_are_left_to_the_decoder() {
+        assert!(contiguous_page(4096, 4096));
+        assert!(!contiguous_page(4097, 4096), "two keys: not one range");
+        assert!(!contiguous_page(0, 4096));
+        assert!(contiguous_page(1 << 40, 0), "no key size limit");
     }
 
     #[test]

@@ -1,0 +1,1031 @@
+//! HTTP(S) byte source (`http://`, `https://`): byte-range requests on a keep-alive
+//! connection pool (reqwest's blocking client on rustls).
+//!
+//! Opening asks for byte 0 (`Range: bytes=0-0`), which tells the size (from
+//! `Content-Range`), whether the server serves ranges, and the validators (`ETag`,
+//! `Last-Modified`). Every later request is conditional on them (`If-Match`, else
+//! `If-Unmodified-Since`) and every reply is checked against them and the size, so a file
+//! replaced on the server is an error, never a mix of old and new bytes.
+//!
+//! Many ranges go in one multi-range request whose `multipart/byteranges` reply is
+//! parsed as a stream ([`multipart`]). A server that answers such a request with the
+//! whole file (HTTP 200) or with fewer bytes than asked is remembered, and from then on
+//! gets parallel single-range requests.
+
+mod multipart;
+
+use super::retry::Failure;
+use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use crate::error::{Error, Result};
+use multipart::{Limits, MultipartError, Part};
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::StatusCode;
+use std::ffi::OsString;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The most bytes a bearer-token file may hold (real tokens are a few KiB).
+const MAX_TOKEN_FILE: u64 = 64 << 10;
+/// The most bytes after the last multipart boundary that are read (and dropped) to keep
+/// the connection reusable; a longer epilogue closes the connection instead.
+const MAX_EPILOGUE: u64 = 4 << 10;
+/// The longest wait a server's `Retry-After` may ask for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How an [`HttpSource`] connects and reads.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// Retries, backoff and timeouts.
+    pub retry: RetryPolicy,
+    /// A token sent as `Authorization: Bearer ...` (unless the URL holds user:password).
+    pub bearer_token: Option<String>,
+    /// How reads are shaped: ranges per request, requests in flight.
+    pub hints: ReadHints,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            retry: RetryPolicy::default(),
+            bearer_token: None,
+            hints: ReadHints::REMOTE,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("retry", &self.retry)
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "***"))
+            .field("hints", &self.hints)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults, with the bearer token found as WLCG tools find it
+    /// ([`bearer_token_from_env`]).
+    pub fn from_env() -> Result<HttpOptions> {
+        Ok(HttpOptions {
+            bearer_token: bearer_token_from_env()?,
+            ..HttpOptions::default()
+        })
+    }
+}
+
+/// The bearer token of this process, found as the WLCG Bearer Token Discovery document
+/// says: `$BEARER_TOKEN`, else the file named by `$BEARER_TOKEN_FILE`, else
+/// `$XDG_RUNTIME_DIR/bt_u<uid>`, else `/tmp/bt_u<uid>`. Surrounding white space is
+/// removed; an empty token counts as none.
+pub fn bearer_token_from_env() -> Result<Option<String>> {
+    discover_bearer_token(|name| std::env::var_os(name), current_uid())
+}
+
+/// The real user id of this process.
+fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions, touches no memory of ours and cannot fail
+    // (POSIX); tested against the owner of /proc/self below.
+    unsafe { libc::getuid() }
+}
+
+fn discover_bearer_token(
+    var: impl Fn(&str) -> Option<OsString>,
+    uid: u32,
+) -> Result<Option<String>> {
+    let non_empty = |name: &str| var(name).filter(|v| !v.is_empty());
+    if let Some(token) = non_empty("BEARER_TOKEN") {
+        let token = token.to_string_lossy().trim().to_string();
+        if !token.is_empty() {
+            return Ok(Some(token));
+        }
+    }
+    if let Some(path) = non_empty("BEARER_TOKEN_FILE") {
+        // Named explicitly: a file that cannot be read is an error, not "no token".
+        return read_token_file(Path::new(&path), "BEARER_TOKEN_FILE");
+    }
+    let mut candidates = Vec::new();
+    if let Some(dir) = non_empty("XDG_RUNTIME_DIR") {
+        candidates.push(PathBuf::from(dir).join(format!("bt_u{uid}")));
+    }
+    candidates.push(PathBuf::from(format!("/tmp/bt_u{uid}")));
+    for path in candidates {
+        if path.is_file() {
+            return read_token_file(&path, "the default bearer token file");
+        }
+    }
+    Ok(None)
+}
+
+fn read_token_file(path: &Path, origin: &str) -> Result<Option<String>> {
+    let io_err = |source| Error::Io {
+        what: format!("{} ({origin})", path.display()),
+        source,
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(io_err)?
+        .take(MAX_TOKEN_FILE)
+        .read_to_string(&mut text)
+        .map_err(io_err)?;
+    let token = text.trim();
+    Ok((!token.is_empty()).then(|| token.to_string()))
+}
+
+/// Certificates from the files `*.pem` in `$X509_CERT_DIR` (the grid's CA directory), to
+/// trust besides the system's roots (`SSL_CERT_FILE`/`SSL_CERT_DIR` are honoured by the
+/// system-root loader itself). Files that are not certificates are skipped.
+fn grid_ca_certificates() -> Vec<reqwest::Certificate> {
+    let Some(dir) = std::env::var_os("X509_CERT_DIR").filter(|d| !d.is_empty()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut certificates = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "pem") {
+            continue;
+        }
+        let mut pem = Vec::new();
+        let read = std::fs::File::open(&path).and_then(|f| f.take(1 << 20).read_to_end(&mut pem));
+        if read.is_ok() {
+            if let Ok(found) = reqwest::Certificate::from_pem_bundle(&pem) {
+                certificates.extend(found);
+            }
+        }
+    }
+    certificates
+}
+
+/// Who the requests say they are.
+enum Credentials {
+    /// `user:password@` from the URL.
+    Basic {
+        user: String,
+        password: Option<String>,
+    },
+    /// `Authorization: Bearer ...` (a sensitive header value).
+    Bearer(HeaderValue),
+}
+
+/// A file served over HTTP(S), read with byte-range requests.
+pub struct HttpSource {
+    /// The URL without credentials (they are in `credentials`).
+    url: reqwest::Url,
+    /// The URL for messages: no credentials, no query.
+    display: String,
+    client: Client,
+    credentials: Option<Credentials>,
+    size: u64,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    retry: RetryPolicy,
+    hints: ReadHints,
+    /// Set once the server answered a multi-range request with something else than the
+    /// ranges: later reads use single-range requests.
+    multi_range_refused: AtomicBool,
+    /// Ranges per multi-range request; lowered when the server refuses a request as too
+    /// large (a Range header longer than its header limit).
+    ranges_per_request: AtomicUsize,
+    metrics: IoMetrics,
+}
+
+impl std::fmt::Debug for HttpSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSource")
+            .field("url", &self.display)
+            .field("size", &self.size)
+            .field("etag", &self.etag)
+            .field("last_modified", &self.last_modified)
+            .field(
+                "multi_range_refused",
+                &self.multi_range_refused.load(Ordering::Relaxed),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// What came back for a request of some ranges.
+enum Reply {
+    /// The bytes of each range, and the body bytes transferred.
+    Ranges { data: Vec<Vec<u8>>, body_bytes: u64 },
+    /// A valid answer that does not hold the ranges (the whole file, or fewer bytes).
+    Unusable(String),
+}
+
+/// How the body of a 206 (or 200) reply is laid out.
+enum Layout {
+    /// One run of bytes of the file.
+    Single { first: u64, last: u64 },
+    /// `multipart/byteranges` with this boundary.
+    Multipart(String),
+}
+
+/// How one multi-range request ended.
+enum BatchOutcome {
+    Done(Vec<Vec<u8>>),
+    /// The server does not serve these ranges in one request: fetch them one by one.
+    Fallback,
+}
+
+/// A reader that counts the bytes going through it (the body bytes of a reply).
+struct CountingReader<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+/// `e` and its causes, without the URL (which may hold a query with credentials).
+fn describe_reqwest_error(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let part = c.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The wait a `Retry-After: SECONDS` header asks for (the date form is left to the
+/// backoff).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let seconds: u64 = header_str(headers, header::RETRY_AFTER)?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
+}
+
+/// `bytes=a-b,c-d,...` for `ranges` (none empty).
+fn range_header(ranges: &[ByteRange]) -> String {
+    let mut text = String::from("bytes=");
+    for (i, r) in ranges.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!("{}-{}", r.offset, r.offset + r.len - 1));
+    }
+    text
+}
+
+/// The ranges to put on the wire for `ranges`: the non-empty ones sorted, with
+/// overlapping ones merged (a server may coalesce overlapping ranges, and each wire
+/// range must map to one part); and for each requested range, the index of the wire
+/// range holding it (`None` for an empty range). Touching ranges stay apart: merging
+/// them would make ranges of any size, past `max_request_bytes`, on one connection.
+fn wire_ranges(ranges: &[ByteRange]) -> (Vec<ByteRange>, Vec<Option<usize>>) {
+    let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].len > 0).collect();
+    order.sort_by_key(|&i| ranges[i].offset);
+    let mut wire: Vec<ByteRange> = Vec::new();
+    let mut index_of = vec![None; ranges.len()];
+    for i in order {
+        let r = ranges[i];
+        match wire.last_mut() {
+            Some(last) if r.offset < last.offset + last.len => {
+                let end = (last.offset + last.len).max(r.offset + r.len);
+                last.len = end - last.offset;
+            }
+            _ => wire.push(r),
+        }
+        index_of[i] = Some(wire.len() - 1);
+    }
+    (wire, index_of)
+}
+
+/// Runs `task(0..count)` on at most `threads` threads; the results in index order, or
+/// the error of the lowest failed index (no new task starts after a failure).
+fn run_parallel<T: Send>(
+    count: usize,
+    threads: usize,
+    task: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    if count <= 1 || threads <= 1 {
+        return (0..count).map(task).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<T>>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(count) {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        break;
+                    }
+                    let result = task(i);
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    *slots[i]
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+                }
+            });
+        }
+    });
+    let results: Vec<Option<Result<T>>> = slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(count);
+    let mut missing = false;
+    for result in results {
+        match result {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            None => missing = true,
+        }
+    }
+    if missing {
+        // Only a failure stops tasks from starting, and it was returned above.
+        return Err(Error::InvalidArgument(
+            "parallel reads stopped without an error".into(),
+        ));
+    }
+    Ok(out)
+}
+
+impl HttpSource {
+    /// Opens `url` (`http://` or `https://`) with the defaults and the bearer token of
+    /// the environment ([`HttpOptions::from_env`]).
+    pub fn open(url: &str) -> Result<HttpSource> {
+        Self::open_with(url, HttpOptions::from_env()?)
+    }
+
+    /// Opens `url` with `options`: one request learns the size and the validators.
+    pub fn open_with(url: &str, options: HttpOptions) -> Result<HttpSource> {
+        let display = redact_url(url);
+        let mut parsed = reqwest::Url::parse(url)
+            .map_err(|e| Error::InvalidArgument(format!("bad URL {display}: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(Error::InvalidArgument(format!(
+                "{display} is not an http:// or https:// URL"
+            )));
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        let credentials = if !parsed.username().is_empty() || parsed.password().is_some() {
+            let user = decode(parsed.username());
+            let password = parsed.password().map(decode);
+            // Both only fail for URLs without a host, which http(s) URLs always have.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            Some(Credentials::Basic { user, password })
+        } else if let Some(token) = &options.bearer_token {
+            let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                Error::InvalidArgument(
+                    "the bearer token holds characters not allowed in an HTTP header".into(),
+                )
+            })?;
+            value.set_sensitive(true);
+            Some(Credentials::Bearer(value))
+        } else {
+            None
+        };
+        let mut builder = Client::builder()
+            .user_agent(concat!("rntuple/", env!("CARGO_PKG_VERSION")))
+            .timeout(options.retry.timeout)
+            .connect_timeout(options.retry.timeout)
+            .tcp_nodelay(true);
+        for certificate in grid_ca_certificates() {
+            builder = builder.add_root_certificate(certificate);
+        }
+        let client = builder.build().map_err(|e| Error::Remote {
+            what: display.clone(),
+            detail: format!(
+                "cannot set up the HTTP client: {}",
+                describe_reqwest_error(e)
+            ),
+        })?;
+        let ranges_per_request = options.hints.max_ranges_per_request.max(1);
+        let mut source = HttpSource {
+            url: parsed,
+            display,
+            client,
+            credentials,
+            size: 0,
+            etag: None,
+            last_modified: None,
+            retry: options.retry,
+            hints: options.hints,
+            multi_range_refused: AtomicBool::new(false),
+            ranges_per_request: AtomicUsize::new(ranges_per_request),
+            metrics: IoMetrics::default(),
+        };
+        let start = Instant::now();
+        let (size, etag, last_modified) =
+            source.retry.run(&source.display, |_| source.probe_once())?;
+        source.metrics.record(false, 1, size.min(1), start);
+        source.size = size;
+        source.etag = etag;
+        source.last_modified = last_modified;
+        Ok(source)
+    }
+
+    /// One `GET` of byte 0: the size, the `ETag` and the `Last-Modified` of the file.
+    #[allow(clippy::type_complexity)]
+    fn probe_once(&self) -> std::result::Result<(u64, Option<String>, Option<String>), Failure> {
+        let doing = "opening";
+        let response = self.send(self.request("bytes=0-0"), doing)?;
+        let headers = response.headers();
+        let validators = (
+            header_str(headers, header::ETAG).map(str::to_string),
+            header_str(headers, header::LAST_MODIFIED).map(str::to_string),
+        );
+        match response.status() {
+            StatusCode::PARTIAL_CONTENT => {
+                let total = header_str(headers, header::CONTENT_RANGE)
+                    .and_then(multipart::parse_content_range)
+                    .and_then(|(first, last, total)| (first == 0 && last == 0).then_some(total))
+                    .flatten()
+                    .ok_or_else(|| {
+                        self.permanent(format!(
+                            "{doing}: the reply to a request for byte 0 has no valid \
+                             Content-Range with the file size"
+                        ))
+                    })?;
+                let mut body = response.take(2);
+                let mut byte = Vec::with_capacity(2);
+                body.read_to_end(&mut byte)
+                    .map_err(|e| Failure::Transient {
+                        detail: format!("{doing}: reading the reply: {e}"),
+                        after: None,
+                    })?;
+                if byte.len() != 1 {
+                    return Err(self.permanent(format!(
+                        "{doing}: {} bytes came for a request of byte 0",
+                        byte.len()
+                    )));
+                }
+                Ok((total, validators.0, validators.1))
+            }
+            // An empty file: no byte 0 to serve, and `Content-Range: bytes */0` says so.
+            StatusCode::RANGE_NOT_SATISFIABLE
+                if header_str(headers, header::CONTENT_RANGE)
+                    .is_some_and(|v| v.replace(' ', "") == "bytes*/0") =>
+            {
+                Ok((0, validators.0, validators.1))
+            }
+            StatusCode::OK => Err(self.permanent(format!(
+                "{doing}: the server ignores byte ranges (it answered a Range request with \
+                 the whole file, HTTP 200); it cannot be read piecewise"
+            ))),
+            _ => Err(self.status_failure(&response, doing)),
+        }
+    }
+
+    /// A `GET` of `range` (a Range header value) with the credentials and the
+    /// conditions on the file's identity.
+    fn request(&self, range: &str) -> RequestBuilder {
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .header(header::RANGE, range)
+            .header(header::ACCEPT_ENCODING, "identity");
+        match &self.credentials {
+            Some(Credentials::Basic { user, password }) => {
+                request = request.basic_auth(user, password.as_ref());
+            }
+            Some(Credentials::Bearer(value)) => {
+                request = request.header(header::AUTHORIZATION, value.clone());
+            }
+            None => {}
+        }
+        // If-Match compares strongly: a weak ETag never matches, so use the date then.
+        match (&self.etag, &self.last_modified) {
+            (Some(etag), _) if !etag.starts_with("W/") => {
+                request = request.header(header::IF_MATCH, etag.as_str());
+            }
+            (_, Some(date)) => {
+                request = request.header(header::IF_UNMODIFIED_SINCE, date.as_str());
+            }
+            _ => {}
+        }
+        request
+    }
+
+    fn send(&self, request: RequestBuilder, doing: &str) -> std::result::Result<Response, Failure> {
+        request.send().map_err(|e| {
+            let permanent = e.is_builder() || e.is_redirect();
+            let detail = format!("{doing}: {}", describe_reqwest_error(e));
+            // A certificate that does not verify will not verify on the next attempt.
+            if permanent || detail.contains("certificate") {
+                self.permanent(detail)
+            } else {
+                Failure::Transient {
+                    detail,
+                    after: None,
+                }
+            }
+        })
+    }
+
+    fn permanent(&self, detail: String) -> Failure {
+        Failure::Permanent(Error::Remote {
+            what: self.display.clone(),
+            detail,
+        })
+    }
+
+    fn changed(&self, how: String) -> Failure {
+        self.permanent(format!("the file changed while being read ({how})"))
+    }
+
+    /// The failure an unexpected HTTP status means.
+    fn status_failure(&self, response: &Response, doing: &str) -> Failure {
+        let status = response.status();
+        match status.as_u16() {
+            404 | 410 => Failure::Permanent(Error::NotFound(format!(
+                "{}: {doing}: HTTP {status}",
+                self.display
+            ))),
+            401 | 403 => {
+                let hint = match self.credentials {
+                    None => {
+                        "no credentials were sent (BEARER_TOKEN, BEARER_TOKEN_FILE, \
+                             or user:password in the URL)"
+                    }
+                    Some(_) => "the credentials were refused",
+                };
+                self.permanent(format!("{doing}: access denied (HTTP {status}); {hint}"))
+            }
+            412 => self.changed(format!("HTTP {status} to a request conditional on it")),
+            408 | 429 | 500..=599 => Failure::Transient {
+                detail: format!("{doing}: HTTP {status}"),
+                after: retry_after(response.headers()),
+            },
+            _ => self.permanent(format!("{doing}: unexpected HTTP {status}")),
+        }
+    }
+
+    /// Checks that a reply is about the same file as the one opened, unencoded.
+    fn check_reply_headers(&self, headers: &HeaderMap) -> std::result::Result<(), Failure> {
+        if let (Some(ours), Some(theirs)) = (&self.etag, header_str(headers, header::ETAG)) {
+            if ours != theirs {
+                return Err(self.changed(format!("ETag {ours} became {theirs}")));
+            }
+        }
+        if let (Some(ours), Some(theirs)) = (
+            &self.last_modified,
+            header_str(headers, header::LAST_MODIFIED),
+        ) {
+            if ours != theirs {
+                return Err(self.changed(format!("Last-Modified {ours} became {theirs}")));
+            }
+        }
+        if let Some(encoding) = header_str(headers, header::CONTENT_ENCODING) {
+            if !encoding.trim().eq_ignore_ascii_case("identity") {
+                return Err(self.permanent(format!(
+                    "the server sent the bytes with Content-Encoding \"{encoding}\""
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the reply to a request of `wanted` (sorted, disjoint, none empty).
+    fn read_reply(
+        &self,
+        response: Response,
+        wanted: &[ByteRange],
+        doing: &str,
+    ) -> std::result::Result<Reply, Failure> {
+        let (Some(first_wanted), Some(last_wanted)) = (wanted.first(), wanted.last()) else {
+            return Ok(Reply::Ranges {
+                data: Vec::new(),
+                body_bytes: 0,
+            });
+        };
+        let whole_file = [ByteRange {
+            offset: 0,
+            len: self.size,
+        }];
+        let status = response.status();
+        match status {
+            StatusCode::PARTIAL_CONTENT => {}
+            // The whole file is fine when the whole file was asked for.
+            StatusCode::OK if wanted == whole_file => {}
+            StatusCode::OK => {
+                return Ok(Reply::Unusable(
+                    "the server answered with the whole file (HTTP 200)".into(),
+                ))
+            }
+            _ => return Err(self.status_failure(&response, doing)),
+        }
+        let headers = response.headers();
+        self.check_reply_headers(headers)?;
+        let limits = Limits::for_request(wanted);
+        let layout = if status == StatusCode::OK {
+            Layout::Single {
+                first: 0,
+                last: self.size.saturating_sub(1),
+            }
+        } else if let Some(boundary) =
+            header_str(headers, header::CONTENT_TYPE).and_then(multipart::boundary_of)
+        {
+            Layout::Multipart(boundary)
+        } else {
+            let (first, last, total) = header_str(headers, header::CONTENT_RANGE)
+                .and_then(multipart::parse_content_range)
+                .ok_or_else(|| {
+                    self.permanent(format!("{doing}: a reply without a valid Content-Range"))
+                })?;
+            if total != Some(self.size) {
+                let total = total.map_or("unknown".to_string(), |t| t.to_string());
+                return Err(self.changed(format!("size {} became {total}", self.size)));
+            }
+            let covers =
+                first <= first_wanted.offset && last_wanted.offset + last_wanted.len - 1 <= last;
+            if !covers {
+                return Ok(Reply::Unusable(format!(
+                    "the server sent only bytes {first}-{last}"
+                )));
+            }
+            if last - first + 1 > limits.max_data_bytes {
+                return Ok(Reply::Unusable(format!(
+                    "the server sent bytes {first}-{last}, far more than requested"
+                )));
+            }
+            Layout::Single { first, last }
+        };
+        let transient = |e: std::io::Error| Failure::Transient {
+            detail: format!("{doing}: reading the reply: {e}"),
+            after: None,
+        };
+        let mut body = BufReader::with_capacity(
+            64 << 10,
+            CountingReader {
+                inner: response,
+                count: 0,
+            },
+        );
+        let mut parts = match layout {
+            Layout::Single { first, last } => {
+                let len = last - first + 1;
+                // Bounded by the requested bytes (checked above, or the whole file).
+                let mut data = Vec::with_capacity(len as usize);
+                body.by_ref()
+                    .take(len)
+                    .read_to_end(&mut data)
+                    .map_err(transient)?;
+                if data.len() as u64 != len {
+                    return Err(Failure::Transient {
+                        detail: format!(
+                            "{doing}: the reply ended after {} of {len} bytes",
+                            data.len()
+                        ),
+                        after: None,
+                    });
+                }
+                let mut extra = [0u8; 1];
+                if body.read(&mut extra).map_err(transient)? != 0 {
+                    return Err(self
+                        .permanent(format!("{doing}: the reply is longer than its {len} bytes")));
+                }
+                vec![Part { start: first, data }]
+            }
+            Layout::Multipart(boundary) => {
+                let parts = multipart::read_parts(&mut body, &boundary, wanted, self.size, limits)
+                    .map_err(|e| match e {
+                        MultipartError::Io(e) => transient(e),
+                        MultipartError::SizeChanged { claimed } => {
+                            self.changed(format!("size {} became {claimed}", self.size))
+                        }
+                        MultipartError::Malformed(m) => {
+                            self.permanent(format!("{doing}: bad multipart/byteranges reply: {m}"))
+                        }
+                    })?;
+                // Let the connection be reused: read the (short) epilogue.
+                std::io::copy(&mut body.by_ref().take(MAX_EPILOGUE), &mut std::io::sink())
+                    .map_err(transient)?;
+                parts
+            }
+        };
+        let data = multipart::assemble(wanted, &mut parts)
+            .map_err(|m| self.permanent(format!("{doing}: {m}")))?;
+        Ok(Reply::Ranges {
+            data,
+            body_bytes: body.get_ref().count,
+        })
+    }
+
+    /// Reads one range (not empty, inside the file) with one request.
+    fn fetch_single(&self, range: ByteRange) -> Result<Vec<u8>> {
+        let start = Instant::now();
+        let last = range.offset + range.len - 1;
+        let doing = format!("reading bytes {}-{last}", range.offset);
+        let header = range_header(&[range]);
+        let (mut data, body_bytes) = self.retry.run(&self.display, |_| {
+            let response = self.send(self.request(&header), &doing)?;
+            match self.read_reply(response, &[range], &doing)? {
+                Reply::Ranges { data, body_bytes } => Ok((data, body_bytes)),
+                Reply::Unusable(why) => Err(self.permanent(format!("{doing}: {why}"))),
+            }
+        })?;
+        self.metrics.record(false, 1, body_bytes, start);
+        data.pop().ok_or_else(|| Error::Remote {
+            what: self.display.clone(),
+            detail: format!("{doing}: no data"),
+        })
+    }
+
+    /// Reads `ranges` (sorted, disjoint, none empty) with one request each, at most
+    /// `parallel_requests` at a time.
+    fn fetch_singles(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        run_parallel(ranges.len(), self.hints.parallel_requests, |i| {
+            self.fetch_single(ranges[i])
+        })
+    }
+
+    /// Reads `batch` (sorted, disjoint, none empty, more than one) with one multi-range
+    /// request; a request refused as too large is split in halves (and later requests
+    /// are made smaller).
+    fn fetch_batch(&self, batch: &[ByteRange]) -> Result<BatchOutcome> {
+        if batch.len() == 1 {
+            return Ok(BatchOutcome::Done(vec![self.fetch_single(batch[0])?]));
+        }
+        let start = Instant::now();
+        let bytes: u64 = batch.iter().map(|r| r.len).sum();
+        let doing = format!("reading {} ranges ({bytes} bytes)", batch.len());
+        let header = range_header(batch);
+        let (reply, body_bytes) = self.retry.run(&self.display, |_| {
+            let response = self.send(self.request(&header), &doing)?;
+            // Header limits: nginx says 400, others 413, 414 or 431.
+            if matches!(response.status().as_u16(), 400 | 413 | 414 | 431) {
+                return Ok((None, 0));
+            }
+            match self.read_reply(response, batch, &doing)? {
+                Reply::Ranges { data, body_bytes } => Ok((Some(Ok(data)), body_bytes)),
+                Reply::Unusable(why) => Ok((Some(Err(why)), 0)),
+            }
+        })?;
+        self.metrics
+            .record(true, batch.len() as u64, body_bytes, start);
+        match reply {
+            Some(Ok(data)) => Ok(BatchOutcome::Done(data)),
+            Some(Err(_why)) => {
+                self.multi_range_refused.store(true, Ordering::Relaxed);
+                Ok(BatchOutcome::Fallback)
+            }
+            None => {
+                let half = batch.len() / 2;
+                self.ranges_per_request.fetch_min(half, Ordering::Relaxed);
+                let mut data = Vec::with_capacity(batch.len());
+                for part in [&batch[..half], &batch[half..]] {
+                    match self.fetch_batch(part)? {
+                        BatchOutcome::Done(d) => data.extend(d),
+                        BatchOutcome::Fallback => data.extend(self.fetch_singles(part)?),
+                    }
+                }
+                Ok(BatchOutcome::Done(data))
+            }
+        }
+    }
+
+    /// Reads `wire` (sorted, disjoint, none empty) in multi-range requests of at most
+    /// `ranges_per_request` ranges and `max_request_bytes` bytes, in parallel; the
+    /// batches a server refuses to serve that way are read range by range.
+    fn fetch_multi(&self, wire: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        let max_ranges = self.ranges_per_request.load(Ordering::Relaxed).max(1);
+        let max_bytes = self.hints.max_request_bytes.max(1);
+        let mut batches: Vec<&[ByteRange]> = Vec::new();
+        let mut begin = 0;
+        let mut bytes = 0u64;
+        for (i, r) in wire.iter().enumerate() {
+            let n = i - begin;
+            if n > 0 && (n >= max_ranges || bytes + r.len > max_bytes) {
+                batches.push(&wire[begin..i]);
+                begin = i;
+                bytes = 0;
+            }
+            bytes += r.len;
+        }
+        batches.push(&wire[begin..]);
+        let outcomes = run_parallel(batches.len(), self.hints.parallel_requests, |i| {
+            self.fetch_batch(batches[i])
+        })?;
+        let mut fallback = Vec::new();
+        for (batch, outcome) in batches.iter().zip(&outcomes) {
+            if matches!(outcome, BatchOutcome::Fallback) {
+                fallback.extend_from_slice(batch);
+            }
+        }
+        let mut fallback_data = self.fetch_singles(&fallback)?.into_iter();
+        let mut out = Vec::with_capacity(wire.len());
+        for (batch, outcome) in batches.iter().zip(outcomes) {
+            match outcome {
+                BatchOutcome::Done(data) => out.extend(data),
+                BatchOutcome::Fallback => out.extend(fallback_data.by_ref().take(batch.len())),
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_bounds(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::Truncated {
+                what: self.display.clone(),
+                offset,
+                needed: len,
+                available: self.size.saturating_sub(offset),
+            }),
+        }
+    }
+}
+
+impl ReadAt for HttpSource {
+    fn name(&self) -> &str {
+        &self.display
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_bounds(offset, len)?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        self.fetch_single(ByteRange { offset, len })
+    }
+
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        for r in ranges {
+            self.check_bounds(r.offset, r.len)?;
+        }
+        let (wire, index_of) = wire_ranges(ranges);
+        let mut wire_data = match wire.len() {
+            0 => Vec::new(),
+            1 => vec![self.fetch_single(wire[0])?],
+            _ if self.multi_range_refused.load(Ordering::Relaxed) => self.fetch_singles(&wire)?,
+            _ => self.fetch_multi(&wire)?,
+        };
+        if wire_data.len() != wire.len() {
+            return Err(Error::Remote {
+                what: self.display.clone(),
+                detail: format!("{} of {} ranges came back", wire_data.len(), wire.len()),
+            });
+        }
+        // How many requested ranges still need each wire range: the last one may take it.
+        let mut uses = vec![0usize; wire.len()];
+        for w in index_of.iter().flatten() {
+            uses[*w] += 1;
+        }
+        let out = ranges
+            .iter()
+            .zip(&index_of)
+            .map(|(r, w)| {
+                let Some(w) = *w else {
+                    return Vec::new();
+                };
+                uses[w] -= 1;
+                let data = &mut wire_data[w];
+                if uses[w] == 0 && *r == wire[w] {
+                    std::mem::take(data)
+                } else {
+                    let from = (r.offset - wire[w].offset) as usize;
+                    data[from..from + r.len as usize].to_vec()
+                }
+            })
+            .collect();
+        Ok(out)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    fn hints(&self) -> ReadHints {
+        self.hints
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn r(offset: u64, len: u64) -> ByteRange {
+        ByteRange { offset, len }
+    }
+
+    #[test]
+    fn wire_ranges_merge_overlaps_keep_neighbours_apart_and_skip_empty_ones() {
+        let asked = [
+            r(100, 10),
+            r(0, 5),
+            r(5, 5),
+            r(50, 0),
+            r(105, 2),
+            r(200, 1),
+            r(3, 4),
+        ];
+        let (wire, index_of) = wire_ranges(&asked);
+        assert_eq!(wire, vec![r(0, 10), r(100, 10), r(200, 1)]);
+        assert_eq!(
+            index_of,
+            vec![Some(1), Some(0), Some(0), None, Some(1), Some(2), Some(0)]
+        );
+        assert_eq!(range_header(&wire), "bytes=0-9,100-109,200-200");
+        let (wire, _) = wire_ranges(&[r(0, 5), r(5, 5), r(10, 5)]);
+        assert_eq!(wire, vec![r(0, 5), r(5, 5), r(10, 5)]);
+    }
+
+    #[test]
+    fn run_parallel_keeps_order_and_reports_the_first_error() {
+        let squares = run_parallel(50, 4, |i| Ok(i * i)).unwrap();
+        assert_eq!(squares, (0..50).map(|i| i * i).collect::<Vec<_>>());
+        let err = run_parallel(50, 4, |i| {
+            if i == 7 {
+                Err(Error::NotFound(format!("task {i}")))
+            } else {
+                Ok(i)
+            }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("task 7"), "{err}");
+    }
+
+    #[test]
+    fn bearer_token_discovery_follows_the_wlcg_order() {
+        let dir = std::env::temp_dir().join(format!("rntuple-bt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let uid = 4_000_000_123; // no /tmp/bt_u file exists for it
+        let file = dir.join("token");
+        std::fs::write(&file, "  from-file\n").unwrap();
+        std::fs::write(dir.join(format!("bt_u{uid}")), "from-xdg\n").unwrap();
+        let env = |pairs: &[(&str, &str)]| {
+            let map: HashMap<String, OsString> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), OsString::from(v)))
+                .collect();
+            move |name: &str| map.get(name).cloned()
+        };
+        let file_s = file.to_str().unwrap();
+        let dir_s = dir.to_str().unwrap();
+        let all = [
+            ("BEARER_TOKEN", " direct "),
+            ("BEARER_TOKEN_FILE", file_s),
+            ("XDG_RUNTIME_DIR", dir_s),
+        ];
+        let found = |pairs: &[(&str, &str)]| discover_bearer_token(env(pairs), uid).unwrap();
+        assert_eq!(found(&all).as_deref(), Some("direct"));
+        assert_eq!(found(&all[1..]).as_deref(), Some("from-file"));
+        assert_eq!(found(&all[2..]).as_deref(), Some("from-xdg"));
+        assert_eq!(found(&[("BEARER_TOKEN", "  ")]), None);
+        assert_eq!(found(&[]), None);
+        // An explicitly named file that is missing is an error naming the file only.
+        let err = discover_bearer_token(env(&[("BEARER_TOKEN_FILE", "/nonexistent/tok")]), uid)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/tok"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn current_uid_is_the_owner_of_this_process() {
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata("/proc/self").unwrap().uid();
+        assert_eq!(current_uid(), owner);
+    }
+
+    #[test]
+    fn options_never_print_the_token() {
+        let options = HttpOptions {
+            bearer_token: Some("sekrit-token".into()),
+            ..HttpOptions::default()
+        };
+        assert!(!format!("{options:?}").contains("sekrit"));
+    }
+}

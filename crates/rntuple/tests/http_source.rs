@@ -1,0 +1,626 @@
+//! `HttpSource` against a scripted HTTP/1.1 server on loopback: every reply a real
+//! server may give (multipart in any order, coalesced parts, the whole file, only the
+//! first range, header limits, 5xx, 429, 412, changed validators, short and long
+//! bodies) and what the source must make of it. Bytes are checked against the served
+//! file itself.
+
+use rntuple::io::{ByteRange, HttpOptions, HttpSource, ReadAt, ReadHints, RetryPolicy};
+use rntuple::Error;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SIZE: usize = 100_000;
+const ETAG: &str = "\"v1-etag\"";
+const BOUNDARY: &str = "MOCKBOUNDARY";
+
+fn file() -> Vec<u8> {
+    (0..SIZE).map(|i| (i * 31 % 253) as u8).collect()
+}
+
+/// One request as the server saw it: the Range header and all headers (names in
+/// lower case).
+#[derive(Debug, Clone)]
+struct Seen {
+    headers: HashMap<String, String>,
+}
+
+impl Seen {
+    fn range(&self) -> &str {
+        self.headers.get("range").map_or("", String::as_str)
+    }
+    fn ranges(&self) -> Vec<(u64, u64)> {
+        parse_range_header(self.range())
+    }
+}
+
+/// A reply: status, extra headers, body, and whether to send a Content-Length that
+/// matches the body (false: the headers give their own).
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn parse_range_header(value: &str) -> Vec<(u64, u64)> {
+    value
+        .trim_start_matches("bytes=")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (a, b) = s.split_once('-').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect()
+}
+
+fn header(name: &str, value: impl Into<String>) -> (String, String) {
+    (name.to_string(), value.into())
+}
+
+/// What a correct server sends for `ranges`: one part (206) or multipart (206), parts
+/// in the order given.
+fn correct_reply(ranges: &[(u64, u64)], total: usize, etag: &str) -> Reply {
+    let data = file();
+    if ranges.len() == 1 {
+        let (a, b) = ranges[0];
+        return Reply {
+            status: 206,
+            headers: vec![
+                header("Content-Range", format!("bytes {a}-{b}/{total}")),
+                header("ETag", etag),
+            ],
+            body: data[a as usize..=b as usize].to_vec(),
+        };
+    }
+    multipart_reply(ranges, total, etag)
+}
+
+fn multipart_reply(parts: &[(u64, u64)], total: usize, etag: &str) -> Reply {
+    let data = file();
+    let mut body = Vec::new();
+    for &(a, b) in parts {
+        body.extend_from_slice(
+            format!(
+                "\r\n--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n\
+                 Content-Range: bytes {a}-{b}/{total}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(&data[a as usize..=b as usize]);
+    }
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    Reply {
+        status: 206,
+        headers: vec![
+            header(
+                "Content-Type",
+                format!("multipart/byteranges; boundary={BOUNDARY}"),
+            ),
+            header("ETag", etag),
+        ],
+        body,
+    }
+}
+
+fn status(code: u16) -> Reply {
+    Reply {
+        status: code,
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+type Handler = dyn Fn(usize, &Seen) -> Reply + Send + Sync;
+
+/// A server on 127.0.0.1 answering each request with `handler(index, request)`, one
+/// connection per request.
+struct Mock {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    body_bytes: Arc<Mutex<u64>>,
+}
+
+impl Mock {
+    fn start(handler: impl Fn(usize, &Seen) -> Reply + Send + Sync + 'static) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/data/file.root", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let body_bytes = Arc::new(Mutex::new(0u64));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (seen2, bytes2) = (seen.clone(), body_bytes.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (seen, bytes, handler) = (seen2.clone(), bytes2.clone(), handler.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut headers = HashMap::new();
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap(); // request line
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':') {
+                            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+                        }
+                    }
+                    let request = Seen { headers };
+                    let index = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(request.clone());
+                        seen.len() - 1
+                    };
+                    let reply = handler(index, &request);
+                    let mut out =
+                        format!("HTTP/1.1 {} Mock\r\nConnection: close\r\n", reply.status);
+                    let has_length = reply
+                        .headers
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
+                    if !has_length {
+                        out.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
+                    }
+                    for (k, v) in &reply.headers {
+                        out.push_str(&format!("{k}: {v}\r\n"));
+                    }
+                    out.push_str("\r\n");
+                    *bytes.lock().unwrap() += reply.body.len() as u64;
+                    let _ = stream.write_all(out.as_bytes());
+                    let _ = stream.write_all(&reply.body);
+                    let _ = stream.flush();
+                });
+            }
+        });
+        Mock {
+            url,
+            seen,
+            body_bytes,
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn body_bytes(&self) -> u64 {
+        *self.body_bytes.lock().unwrap()
+    }
+}
+
+/// A mock answering correctly, except that `special(index, request)` may answer first.
+fn mock_with(special: impl Fn(usize, &Seen) -> Option<Reply> + Send + Sync + 'static) -> Mock {
+    Mock::start(move |i, seen| {
+        special(i, seen).unwrap_or_else(|| correct_reply(&seen.ranges(), SIZE, ETAG))
+    })
+}
+
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 3,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+        timeout: Duration::from_secs(10),
+    }
+}
+
+fn options() -> HttpOptions {
+    HttpOptions {
+        retry: quick_retries(),
+        ..HttpOptions::default()
+    }
+}
+
+fn open(mock: &Mock) -> HttpSource {
+    HttpSource::open_with(&mock.url, options()).unwrap()
+}
+
+fn r(offset: u64, len: u64) -> ByteRange {
+    ByteRange { offset, len }
+}
+
+fn expected(ranges: &[ByteRange]) -> Vec<Vec<u8>> {
+    let data = file();
+    ranges
+        .iter()
+        .map(|r| data[r.offset as usize..(r.offset + r.len) as usize].to_vec())
+        .collect()
+}
+
+/// Requests carrying more than one range.
+fn multi_range_requests(seen: &[Seen]) -> usize {
+    seen.iter().filter(|s| s.ranges().len() > 1).count()
+}
+
+#[test]
+fn open_learns_size_and_validators_then_reads_conditionally() {
+    let mock = mock_with(|_, _| None);
+    let source = open(&mock);
+    assert_eq!(source.size(), SIZE as u64);
+    assert_eq!(source.read_at(1000, 10).unwrap(), file()[1000..1010]);
+    assert_eq!(
+        source.read_at(SIZE as u64 - 1, 1).unwrap(),
+        file()[SIZE - 1..]
+    );
+    assert!(source.read_at(50, 0).unwrap().is_empty());
+    let seen = mock.seen();
+    assert_eq!(
+        seen.len(),
+        3,
+        "open + two reads; the empty read sends nothing"
+    );
+    assert_eq!(seen[0].range(), "bytes=0-0");
+    assert!(!seen[0].headers.contains_key("if-match"));
+    assert_eq!(seen[1].range(), "bytes=1000-1009");
+    assert_eq!(
+        seen[1].headers.get("if-match").map(String::as_str),
+        Some(ETAG)
+    );
+    // Past the end: refused without a request.
+    let err = source.read_at(SIZE as u64 - 5, 10).unwrap_err();
+    assert!(matches!(err, Error::Truncated { .. }), "{err}");
+    assert_eq!(mock.seen().len(), 3);
+    let m = source.metrics();
+    assert_eq!((m.requests, m.vector_requests), (3, 0));
+    assert_eq!(m.bytes_read, 1 + 10 + 1);
+}
+
+#[test]
+fn many_ranges_are_one_multi_range_request_whatever_the_part_order() {
+    // Parts come back in reverse order.
+    let mock = mock_with(|_, seen| {
+        let mut ranges = seen.ranges();
+        (ranges.len() > 1).then(|| {
+            ranges.reverse();
+            multipart_reply(&ranges, SIZE, ETAG)
+        })
+    });
+    let source = open(&mock);
+    let asked = [
+        r(5000, 100),
+        r(10, 20),
+        r(20, 30), // overlaps the previous one
+        r(70_000, 0),
+        r(99_000, 1000),
+        r(10, 20), // asked twice
+        r(50, 5),  // touches 20..50: a range of its own
+    ];
+    let got = source.read_ranges(&asked).unwrap();
+    assert_eq!(got, expected(&asked));
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 2, "open + one request");
+    assert_eq!(seen[1].range(), "bytes=10-49,50-54,5000-5099,99000-99999");
+    let m = source.metrics();
+    assert_eq!((m.requests, m.vector_requests, m.ranges), (2, 1, 1 + 4));
+    assert_eq!(m.bytes_read, mock.body_bytes(), "body bytes, as sent");
+}
+
+#[test]
+fn coalesced_parts_and_a_single_covering_part_are_used() {
+    // The server merges the two first ranges into one part.
+    let mock = mock_with(|_, seen| {
+        let ranges = seen.ranges();
+        (ranges.len() == 3)
+            .then(|| multipart_reply(&[(100, 299), (ranges[2].0, ranges[2].1)], SIZE, ETAG))
+    });
+    let source = open(&mock);
+    let asked = [r(100, 50), r(250, 50), r(8000, 10)];
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    assert_eq!(mock.seen().len(), 2);
+
+    // The server answers with one part spanning everything.
+    let mock = mock_with(|_, seen| {
+        let ranges = seen.ranges();
+        (ranges.len() > 1)
+            .then(|| correct_reply(&[(ranges[0].0, ranges.last().unwrap().1)], SIZE, ETAG))
+    });
+    let source = open(&mock);
+    let asked = [r(100, 50), r(250, 50), r(400, 10)];
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    assert_eq!(mock.seen().len(), 2);
+    assert_eq!(source.metrics().vector_requests, 1);
+}
+
+#[test]
+fn a_missing_part_is_an_error() {
+    let mock = mock_with(|_, seen| {
+        let ranges = seen.ranges();
+        (ranges.len() > 1).then(|| multipart_reply(&ranges[..ranges.len() - 1], SIZE, ETAG))
+    });
+    let source = open(&mock);
+    let err = source
+        .read_ranges(&[r(100, 10), r(300, 10), r(500, 10)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("lacks bytes 500-509"), "{err}");
+}
+
+#[test]
+fn a_server_refusing_multi_range_gets_single_ranges_from_then_on() {
+    // nginx with max_ranges 1: the whole file with 200.
+    let mock = mock_with(|_, seen| {
+        (seen.ranges().len() > 1).then(|| Reply {
+            status: 200,
+            headers: vec![header("ETag", ETAG)],
+            body: file(),
+        })
+    });
+    let source = open(&mock);
+    let asked: Vec<ByteRange> = (0..20).map(|i| r(i * 4000 + 7, 100 + i)).collect();
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    let seen = mock.seen();
+    assert_eq!(multi_range_requests(&seen), 1);
+    assert_eq!(seen.len(), 1 + 1 + 20);
+    // Remembered: no multi-range request this time.
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    let seen = mock.seen();
+    assert_eq!(multi_range_requests(&seen), 1);
+    assert_eq!(seen.len(), 1 + 1 + 20 + 20);
+    let m = source.metrics();
+    assert_eq!(m.vector_requests, 1, "the refused request counts");
+    assert_eq!(m.requests, 1 + 1 + 40);
+}
+
+#[test]
+fn a_server_sending_only_the_first_range_gets_single_ranges() {
+    let mock = mock_with(|_, seen| {
+        let ranges = seen.ranges();
+        (ranges.len() > 1).then(|| correct_reply(&ranges[..1], SIZE, ETAG))
+    });
+    let source = open(&mock);
+    let asked = [r(10, 10), r(500, 10), r(9000, 10)];
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    assert_eq!(mock.seen().len(), 1 + 1 + 3);
+}
+
+#[test]
+fn requests_too_large_for_the_server_are_split_and_later_ones_made_smaller() {
+    // Header limit: at most 4 ranges.
+    let mock = mock_with(|_, seen| (seen.ranges().len() > 4).then(|| status(431)));
+    let source = open(&mock);
+    let asked: Vec<ByteRange> = (0..16).map(|i| r(i * 1000, 10)).collect();
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    let refused = mock.seen().iter().filter(|s| s.ranges().len() > 4).count();
+    assert_eq!(refused, 3, "16 -> 8 + 8 -> 4 x 4");
+    let before = mock.seen().len();
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    let seen = mock.seen();
+    assert_eq!(
+        seen.len() - before,
+        4,
+        "four requests of four ranges at once"
+    );
+    assert!(seen[before..].iter().all(|s| s.ranges().len() == 4));
+}
+
+#[test]
+fn batches_beyond_max_ranges_per_request_go_in_parallel_requests() {
+    let mock = mock_with(|_, _| None);
+    let source = HttpSource::open_with(
+        &mock.url,
+        HttpOptions {
+            hints: ReadHints {
+                max_ranges_per_request: 3,
+                ..ReadHints::REMOTE
+            },
+            ..options()
+        },
+    )
+    .unwrap();
+    let asked: Vec<ByteRange> = (0..10).map(|i| r(i * 9000 + 1, 33)).collect();
+    assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+    let mut sizes: Vec<usize> = mock.seen()[1..].iter().map(|s| s.ranges().len()).collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![1, 3, 3, 3]);
+    assert_eq!(source.metrics().vector_requests, 3);
+}
+
+#[test]
+fn a_changed_file_is_an_error_never_mixed_data() {
+    let is_changed = |e: &Error| matches!(e, Error::Remote { detail, .. } if detail.contains("the file changed while being read"));
+    // The server checks If-Match: 412.
+    let mock = mock_with(|i, _| (i > 0).then(|| status(412)));
+    let source = open(&mock);
+    let err = source.read_at(0, 10).unwrap_err();
+    assert!(is_changed(&err), "{err}");
+    assert_eq!(mock.seen().len(), 2, "not retried");
+    // A server ignoring If-Match, with a new ETag or a new size after the open.
+    let new_etag =
+        || mock_with(|i, seen| (i > 0).then(|| correct_reply(&seen.ranges(), SIZE, "\"v2\"")));
+    let new_size =
+        || mock_with(|i, seen| (i > 0).then(|| correct_reply(&seen.ranges(), SIZE + 1, ETAG)));
+    for changed_mock in [new_etag, new_size] {
+        let mock = changed_mock();
+        let err = open(&mock).read_at(0, 10).unwrap_err();
+        assert!(is_changed(&err), "{err}");
+        assert_eq!(mock.seen().len(), 2, "not retried");
+        let mock = changed_mock();
+        let err = open(&mock).read_ranges(&[r(0, 10), r(20, 10)]).unwrap_err();
+        assert!(is_changed(&err), "{err}");
+    }
+}
+
+#[test]
+fn a_weak_etag_makes_requests_conditional_on_the_date() {
+    let date = "Tue, 01 Jul 2025 10:00:00 GMT";
+    let mock = Mock::start(move |_, seen| {
+        let mut reply = correct_reply(&seen.ranges(), SIZE, "W/\"weak\"");
+        reply.headers.push(header("Last-Modified", date));
+        reply
+    });
+    let source = open(&mock);
+    assert_eq!(source.read_at(5, 5).unwrap(), file()[5..10]);
+    let seen = mock.seen();
+    assert!(!seen[1].headers.contains_key("if-match"));
+    assert_eq!(
+        seen[1]
+            .headers
+            .get("if-unmodified-since")
+            .map(String::as_str),
+        Some(date)
+    );
+}
+
+#[test]
+fn short_or_long_bodies_are_errors() {
+    // Fewer bytes than the Content-Range says, every time: retried, then Remote.
+    let mock = mock_with(|i, seen| {
+        (i > 0).then(|| {
+            let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+            reply.body.truncate(reply.body.len() - 3);
+            reply
+        })
+    });
+    let source = open(&mock);
+    let err = source.read_at(100, 50).unwrap_err();
+    assert!(
+        matches!(&err, Error::Remote { detail, .. } if detail.contains("47 of 50") && detail.contains("3 attempts")),
+        "{err}"
+    );
+    assert_eq!(mock.seen().len(), 1 + 3);
+    // A connection closed in the middle of the body (Content-Length promises more).
+    let mock = mock_with(|i, seen| {
+        (i > 0).then(|| {
+            let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+            reply.headers.push(header("Content-Length", "50"));
+            reply.body.truncate(20);
+            reply
+        })
+    });
+    let err = open(&mock).read_at(100, 50).unwrap_err();
+    assert!(matches!(err, Error::Remote { .. }), "{err}");
+    assert_eq!(mock.seen().len(), 1 + 3);
+    // More bytes than asked for.
+    let mock = mock_with(|i, seen| {
+        (i > 0).then(|| {
+            let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+            reply.body.extend_from_slice(b"extra");
+            reply
+        })
+    });
+    let err = open(&mock).read_at(100, 50).unwrap_err().to_string();
+    assert!(err.contains("longer than"), "{err}");
+    // A part claiming far more than was asked for: refused, nothing allocated for it.
+    let mock = mock_with(|i, _| {
+        (i > 0).then(|| {
+            let mut reply = multipart_reply(&[(0, 9)], SIZE, ETAG);
+            reply.body = format!(
+                "--{BOUNDARY}\r\nContent-Range: bytes 0-99998/{SIZE}\r\n\r\nabc\r\n--{BOUNDARY}--\r\n"
+            )
+            .into_bytes();
+            reply
+        })
+    });
+    let err = open(&mock)
+        .read_ranges(&[r(0, 10), r(50, 10)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("more than the"), "{err}");
+}
+
+#[test]
+fn transient_faults_are_retried_permanent_ones_are_not() {
+    let mock = mock_with(|i, _| match i {
+        0 => Some(status(500)),
+        2 => Some(status(503)),
+        3 => Some(Reply {
+            status: 429,
+            headers: vec![header("Retry-After", "0")],
+            body: Vec::new(),
+        }),
+        _ => None,
+    });
+    let source = open(&mock);
+    assert_eq!(source.read_at(10, 10).unwrap(), file()[10..20]);
+    assert_eq!(mock.seen().len(), 5);
+
+    let mock = mock_with(|_, _| Some(status(503)));
+    let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Remote { what, detail } if what == &mock.url && detail.contains("503")),
+        "{err}"
+    );
+    assert_eq!(mock.seen().len(), 3);
+
+    let mock = mock_with(|_, _| Some(status(404)));
+    let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+    assert!(err.to_string().contains(&mock.url), "{err}");
+    assert_eq!(mock.seen().len(), 1);
+
+    let mock = mock_with(|_, _| Some(status(403)));
+    let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Remote { detail, .. } if detail.contains("access denied")),
+        "{err}"
+    );
+    assert_eq!(mock.seen().len(), 1);
+}
+
+#[test]
+fn a_server_that_is_gone_is_a_remote_error_naming_the_url() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/f.root");
+    let err = HttpSource::open_with(&url, options()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Remote { what, detail } if what == &url && detail.contains("3 attempts")),
+        "{err}"
+    );
+}
+
+#[test]
+fn credentials_are_sent_and_never_shown() {
+    let token = "tok-3f9a1c-secret";
+    let mock = mock_with(|i, _| (i == 2).then(|| status(401)));
+    let source = HttpSource::open_with(
+        &mock.url,
+        HttpOptions {
+            bearer_token: Some(token.into()),
+            ..options()
+        },
+    )
+    .unwrap();
+    source.read_at(0, 4).unwrap();
+    let err = source.read_at(0, 4).unwrap_err();
+    let seen = mock.seen();
+    let bearer = format!("Bearer {token}");
+    assert!(seen
+        .iter()
+        .all(|s| s.headers.get("authorization") == Some(&bearer)));
+    for shown in [err.to_string(), format!("{err:?}"), format!("{source:?}")] {
+        assert!(!shown.contains(token), "{shown}");
+    }
+
+    // user:password in the URL: basic auth ("alice:p@ss w" in base64), never shown.
+    let mock = mock_with(|i, _| (i == 1).then(|| status(403)));
+    let url = mock.url.replace("http://", "http://alice:p%40ss%20w@");
+    let source = HttpSource::open_with(
+        &url,
+        HttpOptions {
+            bearer_token: Some(token.into()),
+            ..options()
+        },
+    )
+    .unwrap();
+    let err = source.read_at(0, 4).unwrap_err();
+    let seen = mock.seen();
+    assert_eq!(
+        seen[0].headers.get("authorization").map(String::as_str),
+        Some("Basic YWxpY2U6cEBzcyB3"),
+        "the URL's credentials win over the token"
+    );
+    assert_eq!(source.name(), mock.url.replace("http://", "http://***@"));
+    for shown in [err.to_string(), format!("{err:?}"), format!("{source:?}")] {
+        assert!(
+            !shown.contains("p%40ss") && !shown.contains("alice"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,297 @@
+"""nginx on loopback serving a directory over HTTP, for the remote-read tests.
+
+``start(root_dir)`` runs nginx in the foreground (``daemon off``) with a generated
+configuration in a temporary directory, on a free port of 127.0.0.1, and returns a
+:class:`Server` that can give URLs, stop, kill (SIGKILL) and restart (same port, same
+root). ``start(root_dir, tls=make_test_certificates(dir))`` serves HTTPS with a
+certificate of a throwaway CA (trust it with ``SSL_CERT_FILE=<ca.pem>``).
+
+nginx serves multi-range requests as ``multipart/byteranges`` by default; the access
+log records each request's method, path, status, body bytes and Range header.
+
+Command line (serves DIR until interrupted)::
+
+    python tests/server_http.py DIR [--max-ranges N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Seconds to wait for nginx to accept connections or to exit.
+STARTUP_TIMEOUT = 15.0
+#: Fields of an access-log line, separated by tabs.
+LOG_FIELDS = ("method", "path", "status", "body_bytes", "range")
+
+
+def nginx_binary() -> str:
+    """Path of nginx (``$NGINX`` or on PATH / in /usr/sbin)."""
+    found = os.environ.get("NGINX") or shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+    if not found:
+        raise RuntimeError("nginx not found: apt-get install -y nginx (tests/run.sh does)")
+    return found
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def accepts(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class TestCertificates:
+    """A throwaway CA and a server certificate it signed for 127.0.0.1 and localhost."""
+
+    ca: Path
+    certificate: Path
+    key: Path
+
+
+def make_test_certificates(directory: Path) -> TestCertificates:
+    """Makes a CA and a server certificate (P-256, valid 2 days) with openssl."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = directory / "ca.pem", directory / "ca.key"
+    cert, key, csr = directory / "server.pem", directory / "server.key", directory / "server.csr"
+    extensions = directory / "server.ext"
+    extensions.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n"
+    )
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl(
+        "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "2",
+        "-subj", "/CN=rntuple test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+    )  # fmt: skip
+    openssl("req", *ec, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=localhost")
+    openssl(
+        "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+        "-CAcreateserial", "-out", str(cert), "-days", "2", "-extfile", str(extensions),
+    )  # fmt: skip
+    return TestCertificates(ca=ca, certificate=cert, key=key)
+
+
+@dataclass
+class Server:
+    """A running (or stopped) nginx serving ``root`` on 127.0.0.1:``port``."""
+
+    root: Path
+    port: int
+    workdir: Path
+    max_ranges: int | None = None
+    header_buffers: str = "4 64k"
+    tls: TestCertificates | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def access_log(self) -> Path:
+        """The access log (one tab-separated line per request, see :data:`LOG_FIELDS`)."""
+        return self.workdir / "access.log"
+
+    @property
+    def error_log(self) -> Path:
+        """nginx's error log."""
+        return self.workdir / "error.log"
+
+    def url(self, relative_path: str) -> str:
+        """The http:// (https:// with TLS) URL of ``relative_path`` under the served root."""
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/{relative_path.lstrip('/')}"
+
+    def requests(self) -> list[dict[str, str]]:
+        """The requests logged so far, oldest first."""
+        if not self.access_log.exists():
+            return []
+        lines = self.access_log.read_text().splitlines()
+        return [dict(zip(LOG_FIELDS, line.split("\t"), strict=True)) for line in lines if line]
+
+    def clear_log(self) -> None:
+        """Empties the access log (nginx keeps appending to the same file)."""
+        if self.access_log.exists():
+            with self.access_log.open("r+") as f:
+                f.truncate(0)
+
+    def write_config(self) -> Path:
+        """Writes nginx.conf for this server; returns its path."""
+        w = self.workdir
+        # Worker processes of a root master run as "nobody" unless told otherwise, and
+        # could not read a root-owned temporary directory.
+        user = "user root root;" if os.geteuid() == 0 else ""
+        max_ranges = f"max_ranges {self.max_ranges};" if self.max_ranges is not None else ""
+        tls = (
+            f"ssl_certificate {self.tls.certificate}; ssl_certificate_key {self.tls.key};" if self.tls else ""
+        )
+        temp_paths = "\n".join(
+            f"    {kind}_temp_path {w / (kind + '_temp')};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
+        config = f"""daemon off;
+worker_processes 1;
+pid {w / "nginx.pid"};
+error_log {self.error_log} warn;
+{user}
+events {{ worker_connections 256; }}
+http {{
+    log_format ranges '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    access_log {self.access_log} ranges;
+{temp_paths}
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 10000;
+    # A Range header of 1024 ranges is about 20 KB; nginx's default header buffer is 8 KB.
+    large_client_header_buffers {self.header_buffers};
+    server {{
+        listen 127.0.0.1:{self.port}{" ssl" if self.tls else ""};
+        root {self.root};
+        {max_ranges}
+        {tls}
+    }}
+}}
+"""
+        path = w / "nginx.conf"
+        path.write_text(config)
+        return path
+
+    def running(self) -> bool:
+        """Whether the nginx master process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def launch(self) -> None:
+        """Starts nginx and waits until it accepts connections."""
+        config = self.write_config()
+        log = (self.workdir / "stderr.log").open("ab")
+        self.process = subprocess.Popen(
+            [nginx_binary(), "-p", str(self.workdir), "-c", str(config), "-e", str(self.error_log)],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # its own process group: kill() reaches the workers too
+        )
+        log.close()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                errors = self.error_log.read_text() if self.error_log.exists() else ""
+                stderr = (self.workdir / "stderr.log").read_text()
+                raise RuntimeError(f"nginx exited with {self.process.returncode}: {stderr}{errors}")
+            if accepts(self.port):
+                return
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"nginx did not accept connections on port {self.port} within {STARTUP_TIMEOUT} s")
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _wait_port_closed(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while accepts(self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stops nginx (SIGTERM: fast shutdown), SIGKILL if it does not exit in time."""
+        if self.process is None:
+            return
+        self._signal_group(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=STARTUP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return
+        self._signal_group(signal.SIGKILL)  # any worker left behind
+        self._wait_port_closed()
+
+    def kill(self) -> None:
+        """Kills nginx and its workers at once (SIGKILL to the process group)."""
+        if self.process is None:
+            return
+        self._signal_group(signal.SIGKILL)
+        try:
+            self.process.wait(timeout=STARTUP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        self._wait_port_closed()
+
+    def restart(self) -> None:
+        """Stops nginx if it runs, then starts it again on the same port and root."""
+        if self.running():
+            self.stop()
+        self.launch()
+
+
+def start(
+    root_dir: Path,
+    *,
+    max_ranges: int | None = None,
+    header_buffers: str = "4 64k",
+    port: int | None = None,
+    tls: TestCertificates | None = None,
+) -> Server:
+    """Starts nginx serving ``root_dir`` on a free port of 127.0.0.1.
+
+    ``max_ranges``: nginx's ``max_ranges`` (1 refuses multi-range requests: the whole
+    file comes back with HTTP 200). ``header_buffers``: ``large_client_header_buffers``
+    (nginx's default ``4 8k`` refuses a Range header of more than about 400 ranges).
+    ``tls``: serve HTTPS with these certificates (see :func:`make_test_certificates`).
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="rntuple-nginx-"))
+    server = Server(
+        root=Path(root_dir).resolve(),
+        port=port or free_port(),
+        workdir=workdir,
+        max_ranges=max_ranges,
+        header_buffers=header_buffers,
+        tls=tls,
+    )
+    server.launch()
+    return server
+
+
+def main() -> None:
+    """Serves a directory until interrupted."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--max-ranges", type=int, default=None)
+    args = parser.parse_args()
+    server = start(args.root, max_ranges=args.max_ranges)
+    print(f"serving {args.root} at {server.url('')} (logs in {server.workdir})", flush=True)
+    try:
+        while server.running():
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
