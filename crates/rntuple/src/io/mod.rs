@@ -8,10 +8,12 @@
 mod edges;
 mod local;
 pub mod retry;
+mod xrootd;
 
 pub use edges::EdgeCached;
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
+pub use xrootd::{XRootDOptions, XRootDSource};
 
 use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -185,12 +187,15 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
-        Some(scheme @ ("http" | "https" | "root" | "roots" | "xroot" | "xroots" | "s3")) => {
-            Err(crate::error::Error::Unsupported(format!(
-                "reading {scheme}:// URLs is not built yet ({})",
-                redact_url(location)
-            )))
-        }
+        Some("root" | "xroot") => Ok(Arc::new(XRootDSource::open(location)?)),
+        Some(scheme @ ("roots" | "xroots")) => Err(crate::error::Error::Unsupported(format!(
+            "reading {scheme}:// URLs (XRootD over TLS) is not built yet ({})",
+            redact_url(location)
+        ))),
+        Some(scheme @ ("http" | "https" | "s3")) => Err(crate::error::Error::Unsupported(format!(
+            "reading {scheme}:// URLs is not built yet ({})",
+            redact_url(location)
+        ))),
         Some(other) => Err(crate::error::Error::Unsupported(format!(
             "URL scheme \"{other}\" ({}): use a path, file://, http(s)://, root(s):// or s3://",
             redact_url(location)
