@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The XRootD server of tests/test_remote_xrootd.py (and the cross-protocol tests).
+command -v xrootd >/dev/null || { apt-get update && apt-get install -y xrootd-server; }
+
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).
 python3 -m pip install --quiet --disable-pip-version-check ./python
