@@ -68,7 +68,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
                 break;
             }
             Ok(n) => {
-                if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                if tx
+                    .send((Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+                {
                     break;
                 }
             }

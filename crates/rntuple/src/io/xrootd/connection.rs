@@ -383,9 +383,13 @@ impl Connection {
         let body = self.control(Request::Open {
             path: path.to_string(),
         })?;
-        let handle =
+        let (handle, stat) =
             decode_open(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
         self.handle = Some(handle);
+        if let Some(stat) = stat {
+            return Ok(stat);
+        }
+        // A server that ignored kXR_retstat: one more round trip.
         let body = self.control(Request::Stat { handle })?;
         StatInfo::decode(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))
     }

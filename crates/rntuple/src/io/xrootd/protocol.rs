@@ -104,6 +104,11 @@ pub mod server_flags {
 
 /// `kXR_open` option: read only.
 const OPEN_READ: u16 = 0x0010;
+/// `kXR_open` option: return the file's stat information with the handle.
+const OPEN_RETSTAT: u16 = 0x0400;
+/// Bytes of a `kXR_open` response before the stat information: the file handle, the
+/// compression page size and type.
+const OPEN_RESPONSE_FIXED_LEN: usize = 12;
 /// `kXR_query` type: configuration values.
 const QUERY_CONFIG: u16 = 7;
 /// `kXR_login` capability: asynchronous responses understood, protocol level 5.
@@ -134,7 +139,8 @@ pub enum Request {
         /// The credentials, as the protocol lays them out.
         credentials: Vec<u8>,
     },
-    /// `kXR_open`, read only, of `path` (with its `?opaque` part, if any).
+    /// `kXR_open`, read only, of `path` (with its `?opaque` part, if any), asking for
+    /// the stat information in the response.
     Open {
         /// The path sent to the server.
         path: String,
@@ -216,8 +222,8 @@ impl Request {
                 payload.extend_from_slice(credentials);
             }
             Request::Open { path } => {
-                // mode 0 (not creating), options: read only.
-                params[2..4].copy_from_slice(&OPEN_READ.to_be_bytes());
+                // mode 0 (not creating), options: read only, return the stat.
+                params[2..4].copy_from_slice(&(OPEN_READ | OPEN_RETSTAT).to_be_bytes());
                 payload.extend_from_slice(path.as_bytes());
             }
             Request::Stat { handle } => {
@@ -522,16 +528,23 @@ pub fn decode_login(body: &[u8]) -> Result<Vec<SecurityProtocol>, Malformed> {
         .collect())
 }
 
-/// The file handle of a `kXR_open` response.
-pub fn decode_open(body: &[u8]) -> Result<FileHandle, Malformed> {
-    body.get(0..4)
+/// The file handle of a `kXR_open` response and, if the server sent it (`kXR_retstat`),
+/// the file's stat information.
+pub fn decode_open(body: &[u8]) -> Result<(FileHandle, Option<StatInfo>), Malformed> {
+    let handle = body
+        .get(0..4)
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| {
             Malformed(format!(
                 "kXR_open response of {} bytes is too short",
                 body.len()
             ))
-        })
+        })?;
+    let stat = match body.get(OPEN_RESPONSE_FIXED_LEN..) {
+        Some(info) if !info.is_empty() && info[0] != 0 => Some(StatInfo::decode(info)?),
+        _ => None,
+    };
+    Ok((handle, stat))
 }
 
 /// A decoded `kXR_stat` response: `"id size flags mtime"`.
@@ -745,9 +758,9 @@ mod tests {
             path: "/d/f.root?x=1".into(),
         }
         .encode([1, 0]);
-        // sid, kXR_open 3010 = 0x0bc2, mode 0, options kXR_open_read 0x10, optiont 0,
-        // reserved[6], fhtemplt[4], dlen 13, then the path.
-        let expected = format!("01000bc2000000100000{}0000000d", zeros(10));
+        // sid, kXR_open 3010 = 0x0bc2, mode 0, options kXR_open_read | kXR_retstat =
+        // 0x0410, optiont 0, reserved[6], fhtemplt[4], dlen 13, then the path.
+        let expected = format!("01000bc2000004100000{}0000000d", zeros(10));
         assert_eq!(hex(&r[..24]), expected);
         assert_eq!(&r[24..], b"/d/f.root?x=1");
     }
@@ -888,7 +901,12 @@ mod tests {
         );
         assert!(decode_login(&[0; 15]).is_err());
 
-        assert_eq!(decode_open(&[1, 2, 3, 4, 0]).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(decode_open(&[1, 2, 3, 4]).unwrap(), ([1, 2, 3, 4], None));
+        let mut open = vec![1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(decode_open(&open).unwrap(), ([1, 2, 3, 4], None));
+        open.extend_from_slice(b"9 1234 16 1700000000\0");
+        let (_, stat) = decode_open(&open).unwrap();
+        assert_eq!(stat.map(|s| s.size), Some(1234));
         let st = StatInfo::decode(b"1234 56789 16 1700000000\0").unwrap();
         assert_eq!(st.size, 56789);
         assert_eq!(st.mtime, 1_700_000_000);
