@@ -4,8 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The XRootD server of tests/test_remote_xrootd.py (and the cross-protocol tests).
+# The XRootD server of tests/test_remote_xrootd.py (and the cross-protocol tests), and
+# openssl for its TLS certificates.
 command -v xrootd >/dev/null || { apt-get update && apt-get install -y xrootd-server; }
+command -v openssl >/dev/null || { apt-get update && apt-get install -y openssl; }
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).

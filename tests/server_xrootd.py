@@ -7,6 +7,11 @@ library (anonymous access), and returns a :class:`Server` that gives URLs, stops
 (SIGKILL) and restarts (same port, same root). Only clients of this host are admitted
 (``xrd.allow host localhost``).
 
+``start(root_dir, tls=True)`` also offers TLS (``roots://``) with a certificate for
+127.0.0.1 signed by a CA made for the server (``openssl``); clients trust it through
+``Server.env()`` (``SSL_CERT_FILE``). ``auth=["unix"]`` makes the server require
+authentication (``sec.protocol unix``).
+
 xrootd refuses to run as root. When the tests run as root, the server runs in a user
 namespace (``unshare``) that maps root to ``nobody``: xrootd sees a non-root user while
 its file access stays that of root, so ``root_dir`` needs no permission changes. Where
@@ -121,15 +126,28 @@ class Server:
     workdir: Path
     process: subprocess.Popen[bytes] | None = None
     extra_config: list[str] = field(default_factory=list)
+    tls: bool = False
+    auth: list[str] = field(default_factory=list)
 
     @property
     def log_path(self) -> Path:
         """The server's log file."""
         return self.workdir / "xrootd.log"
 
-    def url(self, relative_path: str) -> str:
-        """The ``root://`` URL of ``relative_path`` (relative to the served root)."""
-        return f"root://127.0.0.1:{self.port}//{relative_path.lstrip('/')}"
+    @property
+    def ca_file(self) -> Path:
+        """The CA certificate that signed the server's TLS certificate (``tls=True``)."""
+        return self.workdir / "tls" / "ca.pem"
+
+    def url(self, relative_path: str, tls: bool = False) -> str:
+        """The ``root://`` (``roots://`` with ``tls``) URL of ``relative_path`` (relative to
+        the served root)."""
+        scheme = "roots" if tls else "root"
+        return f"{scheme}://127.0.0.1:{self.port}//{relative_path.lstrip('/')}"
+
+    def env(self) -> dict[str, str]:
+        """The environment a client needs: the CA to trust when TLS is on."""
+        return {"SSL_CERT_FILE": str(self.ca_file)} if self.tls else {}
 
     def log(self) -> str:
         """What the server logged so far."""
@@ -150,10 +168,16 @@ class Server:
             f"oss.localroot {self.root}",
             f"all.adminpath {admin}",
             f"all.pidpath {admin}",
-            *self.extra_config,
         ]
+        if self.tls:
+            cert, key = make_certificates(self.workdir / "tls")
+            lines += [f"xrd.tls {cert} {key}", f"xrd.tlsca certfile {self.ca_file}"]
+        if self.auth:
+            lines.append("xrootd.seclib libXrdSec.so")
+            lines += [f"sec.protocol {protocol}" for protocol in self.auth]
+        lines += self.extra_config
         config.write_text("\n".join(lines) + "\n")
-        command = [xrootd_binary(), "-c", str(config), "-l", str(self.log_path), "-n", f"rntuple{self.port}"]
+        command = [xrootd_binary(), "-c", str(config), "-l", str(self.log_path)]
         if os.geteuid() != 0:
             return command
         if _user_namespaces_work():
@@ -166,9 +190,11 @@ class Server:
             ]
         user = _drop_user()
         _open_for_others(self.root)
-        # The work directory must be writable by that user (admin files, log).
-        shutil.chown(self.workdir, user=user)
-        shutil.chown(admin, user=user)
+        # The work directory must be the user's (admin files, log, TLS key).
+        for dirpath, _, filenames in os.walk(self.workdir):
+            shutil.chown(dirpath, user=user)
+            for f in filenames:
+                shutil.chown(Path(dirpath, f), user=user)
         return [*command, "-R", user]
 
     def _launch(self) -> None:
@@ -230,16 +256,67 @@ class Server:
             process.stderr.close()
 
 
-def start(root_dir: Path, extra_config: list[str] | None = None) -> Server:
+def make_certificates(directory: Path) -> tuple[Path, Path]:
+    """A CA (``ca.pem``) and a server certificate for 127.0.0.1 and localhost signed by
+    it, in ``directory`` (made once); returns the certificate and key paths."""
+    cert, key = directory / "server.pem", directory / "server.key"
+    if cert.is_file() and key.is_file():
+        return cert, key
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise RuntimeError("openssl not found: apt-get install -y openssl (tests/run.sh does)")
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, csr, ext = directory / "ca.key", directory / "server.csr", directory / "server.ext"
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+    )
+    ca = directory / "ca.pem"
+    ca_subject = ["-subj", "/CN=rntuple test CA", "-addext", "basicConstraints=critical,CA:TRUE"]
+    signed = ["-out", cert, "-days", "2", "-extfile", ext]
+    steps = [
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca,
+            "-days",
+            "2",
+            *ca_subject,
+        ],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", *signed],
+    ]
+    for step in steps:
+        subprocess.run([openssl, *map(str, step)], capture_output=True, check=True)
+    return cert, key
+
+
+def start(
+    root_dir: Path, *, tls: bool = False, auth: list[str] | None = None, extra_config: list[str] | None = None
+) -> Server:
     """Starts xrootd serving ``root_dir`` on a free port of 127.0.0.1 (see the module doc).
 
-    ``extra_config``: more configuration lines (e.g. ``xrd.tls ...``).
+    ``tls``: also offer TLS (``roots://``); ``auth``: security protocols the server requires
+    (``["unix"]``); ``extra_config``: more configuration lines.
     """
     root = Path(root_dir).resolve()
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
     workdir = Path(tempfile.mkdtemp(prefix="rntuple-xrootd-"))
-    server = Server(root=root, port=free_port(), workdir=workdir, extra_config=list(extra_config or []))
+    server = Server(
+        root=root,
+        port=free_port(),
+        workdir=workdir,
+        extra_config=list(extra_config or []),
+        tls=tls,
+        auth=list(auth or []),
+    )
     try:
         server._launch()
     except BaseException:

@@ -9,6 +9,8 @@ on loopback by :mod:`server_xrootd`), compared with reading the same files local
   ``kXR_readv`` per ``readv_iov_max`` segments (ranges longer than ``readv_ior_max`` count
   as several segments) and one ``kXR_read`` per single read;
 - a missing file is a clear not-found error;
+- ``roots://`` (TLS) and ``unix`` authentication against a server that requires it give
+  the same dump; a server certificate from an unknown CA is refused;
 - the server killed in the middle of a read: a remote error after the retries, or, when
   the server is restarted during the retries, the complete and right output.
 """
@@ -19,6 +21,7 @@ import dataclasses
 import json
 import math
 import os
+import pwd
 import shutil
 import subprocess
 import threading
@@ -69,12 +72,15 @@ def io_probe_bin() -> Path:
     return path
 
 
-def run(cmd: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+def run(
+    cmd: list[str], timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, check=False)
 
 
-def dump(target: str, *options: str) -> subprocess.CompletedProcess[str]:
-    return run([str(require_rntuple_bin()), "dump", "--json", *options, target])
+def dump(target: str, *options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run([str(require_rntuple_bin()), "dump", "--json", *options, target], env=env)
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +194,31 @@ def test_missing_file_is_not_found(server: server_xrootd.Server) -> None:
     assert out.returncode != 0
     assert url in out.stderr and "no such file" in out.stderr.lower(), out.stderr
     assert "attempts" not in out.stderr, "not-found is not retried"
+
+
+def test_tls_and_unix_authentication(served: Path, tmp_path: Path) -> None:
+    local = dump(str(served / BIG_SPEC.filename))
+    assert local.returncode == 0, local.stderr
+    srv = server_xrootd.start(served, tls=True, auth=["unix"])
+    try:
+        for tls in (False, True):
+            remote = dump(srv.url(BIG_SPEC.filename, tls=tls), env=srv.env())
+            assert remote.returncode == 0, remote.stderr
+            assert remote.stdout == local.stdout
+        # Trusting another CA only, the server's certificate is refused (and not retried).
+        server_xrootd.make_certificates(tmp_path)
+        url = srv.url(BIG_SPEC.filename, tls=True)
+        refused = dump(url, env={"SSL_CERT_FILE": str(tmp_path / "ca.pem")})
+        assert refused.returncode != 0
+        assert url in refused.stderr and "invalid peer certificate" in refused.stderr, refused.stderr
+        assert "attempts" not in refused.stderr, refused.stderr
+        # The server authenticated both sessions as this user (its log: "login as NAME"),
+        # one of them over TLS.
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        logins = [line for line in srv.log().splitlines() if f"login as {user}" in line]
+        assert len(logins) >= 2 and any("TLSv1." in line for line in logins), srv.log()[-2000:]
+    finally:
+        srv.stop()
 
 
 @pytest.mark.parametrize("restart", [False, True])

@@ -187,11 +187,7 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
-        Some("root" | "xroot") => Ok(Arc::new(XRootDSource::open(location)?)),
-        Some(scheme @ ("roots" | "xroots")) => Err(crate::error::Error::Unsupported(format!(
-            "reading {scheme}:// URLs (XRootD over TLS) is not built yet ({})",
-            redact_url(location)
-        ))),
+        Some("root" | "xroot" | "roots" | "xroots") => Ok(Arc::new(XRootDSource::open(location)?)),
         Some(scheme @ ("http" | "https" | "s3")) => Err(crate::error::Error::Unsupported(format!(
             "reading {scheme}:// URLs is not built yet ({})",
             redact_url(location)

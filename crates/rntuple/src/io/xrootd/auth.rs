@@ -7,15 +7,20 @@ use std::path::{Path, PathBuf};
 const MAX_TOKEN_BYTES: u64 = 64 << 10;
 
 /// The credentials for `protocol`, or `None` (with the reason pushed to `failures`) if
-/// this client cannot offer them.
-pub fn credentials(protocol: &str, encrypted: bool, failures: &mut Vec<String>) -> Option<Vec<u8>> {
+/// this client cannot offer them. `token`: the bearer token to use instead of searching.
+pub fn credentials(
+    protocol: &str,
+    encrypted: bool,
+    token: Option<&str>,
+    failures: &mut Vec<String>,
+) -> Option<Vec<u8>> {
     match protocol {
         "unix" => Some(unix_credentials()),
         "ztn" if !encrypted => {
             failures.push("ztn: tokens are only sent over TLS (use roots://)".into());
             None
         }
-        "ztn" => match find_token() {
+        "ztn" => match token.map_or_else(find_token, |t| Ok(t.to_string())) {
             Ok(token) => Some(ztn_credentials(&token)),
             Err(why) => {
                 failures.push(format!("ztn: {why}"));

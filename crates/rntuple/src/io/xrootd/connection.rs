@@ -19,6 +19,7 @@ use crate::io::IoMetrics;
 use std::collections::HashMap;
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The largest body accepted for a response that carries no file data (login, stat,
@@ -68,6 +69,10 @@ pub struct Settings {
     pub user: String,
     /// Connect timeout and the longest wait for the next bytes.
     pub timeout: Duration,
+    /// The TLS configuration to use instead of the system's CAs (tests).
+    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// The bearer token to send instead of the one found as WLCG says (tests).
+    pub token: Option<String>,
 }
 
 /// The byte stream under the protocol: plain TCP or TLS over TCP.
@@ -322,9 +327,16 @@ impl Connection {
                     "{peer} sent data before the TLS handshake"
                 )));
             }
-            let secured = tls::connect(host, tcp).map_err(|e| match e {
-                tls::TlsError::Setup(msg) => Fault::Unsupported(format!("TLS with {peer}: {msg}")),
-            })?;
+            let secured =
+                tls::connect(host, tcp, settings.tls_config.clone()).map_err(|e| match e {
+                    tls::TlsError::Io(e) => broken(&format!("TLS handshake with {peer}"), &e),
+                    tls::TlsError::Rejected(msg) => {
+                        Fault::Violation(format!("TLS handshake with {peer} failed: {msg}"))
+                    }
+                    tls::TlsError::Setup(msg) => {
+                        Fault::Unsupported(format!("TLS with {peer}: {msg}"))
+                    }
+                })?;
             *self.io.get_mut() = Transport::Tls(Box::new(secured));
         } else if settings.tls {
             return Err(Fault::Unsupported(format!(
@@ -346,9 +358,12 @@ impl Connection {
         }
         let mut failures = Vec::new();
         for protocol in &wanted {
-            let Some(credentials) =
-                auth::credentials(&protocol.name, self.is_encrypted(), &mut failures)
-            else {
+            let Some(credentials) = auth::credentials(
+                &protocol.name,
+                self.is_encrypted(),
+                settings.token.as_deref(),
+                &mut failures,
+            ) else {
                 continue;
             };
             match self.control(Request::Auth {

@@ -1,5 +1,9 @@
-//! XRootD (`root://`, `xroot://`) byte source: a native client of the XRootD protocol
-//! over TCP, without libXrdCl.
+//! XRootD (`root://`, `xroot://`; `roots://`, `xroots://` over TLS) byte source: a
+//! native client of the XRootD protocol over TCP, without libXrdCl.
+//!
+//! Authentication, when the server asks: `unix`, and `ztn` (a WLCG bearer token, only
+//! over TLS). TLS starts when the server answers `kXR_gotoTLS` to a client that wants it
+//! (`roots://`); certificates are checked against the system's CAs.
 //!
 //! A source opens the file on the server (following redirects, as federations and EOS
 //! send clients from a manager to a data server), learns the server's vector-read
@@ -91,14 +95,26 @@ impl XRootDSource {
 
     /// Opens `url` with `options`.
     pub fn open_with(url: &str, options: XRootDOptions) -> Result<Self> {
+        Self::open_configured(url, options, |_| {})
+    }
+
+    /// Opens `url` with `options`, after `configure` adjusted the connection settings.
+    fn open_configured(
+        url: &str,
+        options: XRootDOptions,
+        configure: impl FnOnce(&mut Settings),
+    ) -> Result<Self> {
         let name = redact_url(url);
         let parsed = XrdUrl::parse(url)
             .ok_or_else(|| Error::InvalidArgument(format!("not a valid XRootD URL: {name}")))?;
-        let settings = Settings {
+        let mut settings = Settings {
             tls: parsed.tls,
             user: parsed.user.clone().unwrap_or_else(auth::login_name),
             timeout: options.retry.timeout,
+            tls_config: None,
+            token: None,
         };
+        configure(&mut settings);
         let mut source = XRootDSource {
             name,
             url: parsed,

@@ -5,7 +5,7 @@
 //! the fake file itself.
 
 use super::protocol::{request, status, ResponseHeader, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN};
-use super::{XRootDOptions, XRootDSource};
+use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::Error;
 use crate::io::{ByteRange, ReadAt, RetryPolicy};
 use std::io::{Read, Write};
@@ -13,6 +13,57 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The fake server's connection: plain TCP, or TLS once the client asked for it.
+enum FakeStream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+    Switching,
+}
+
+impl FakeStream {
+    fn shutdown(&self, how: Shutdown) -> std::io::Result<()> {
+        match self {
+            FakeStream::Plain(s) => s.shutdown(how),
+            FakeStream::Tls(s) => s.get_ref().shutdown(how),
+            FakeStream::Switching => Ok(()),
+        }
+    }
+
+    fn start_tls(&mut self, config: Arc<rustls::ServerConfig>) {
+        if let FakeStream::Plain(tcp) = std::mem::replace(self, FakeStream::Switching) {
+            let conn = rustls::ServerConnection::new(config).unwrap();
+            *self = FakeStream::Tls(Box::new(rustls::StreamOwned::new(conn, tcp)));
+        }
+    }
+}
+
+impl Read for FakeStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            FakeStream::Plain(s) => s.read(buf),
+            FakeStream::Tls(s) => s.read(buf),
+            FakeStream::Switching => Ok(0),
+        }
+    }
+}
+
+impl Write for FakeStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            FakeStream::Plain(s) => s.write(buf),
+            FakeStream::Tls(s) => s.write(buf),
+            FakeStream::Switching => Ok(0),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            FakeStream::Plain(s) => s.flush(),
+            FakeStream::Tls(s) => s.flush(),
+            FakeStream::Switching => Ok(()),
+        }
+    }
+}
 
 /// A request as the fake server decodes it.
 #[derive(Debug, Clone)]
@@ -53,6 +104,8 @@ struct Config {
     login_security: String,
     /// Whether `kXR_open` answers the stat information when asked (`kXR_retstat`).
     retstat: bool,
+    /// TLS, offered when set (`kXR_haveTLS`) and started when the client wants it.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Config {
@@ -64,13 +117,14 @@ impl Config {
             query_answer: "1024\n2097136\n".into(),
             login_security: String::new(),
             retstat: true,
+            tls: None,
         }
     }
 }
 
 /// One accepted connection of the fake server.
 struct Peer {
-    stream: TcpStream,
+    stream: FakeStream,
     index: usize,
     config: Arc<Config>,
 }
@@ -115,7 +169,15 @@ impl Peer {
     /// The answer of a correct server.
     fn answer(&mut self, m: &Msg) {
         match m.code {
-            request::PROTOCOL => self.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0, 0, 0, 1]),
+            request::PROTOCOL => match self.config.tls.clone() {
+                // kXR_wantTLS: answer kXR_haveTLS | kXR_gotoTLS, then switch.
+                Some(tls) if m.params[4] & 0x04 != 0 => {
+                    self.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0xc0, 0, 0, 1]);
+                    self.stream.start_tls(tls);
+                }
+                Some(_) => self.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0x80, 0, 0, 1]),
+                None => self.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0, 0, 0, 1]),
+            },
             request::LOGIN => {
                 let mut body = vec![7u8; 16];
                 body.extend_from_slice(self.config.login_security.as_bytes());
@@ -184,7 +246,7 @@ impl FakeServer {
                 let Ok(stream) = stream else { continue };
                 let index = c.fetch_add(1, Ordering::SeqCst);
                 let peer = Peer {
-                    stream,
+                    stream: FakeStream::Plain(stream),
                     index,
                     config: config.clone(),
                 };
@@ -941,4 +1003,135 @@ fn a_refused_connection_is_a_remote_error_after_retries() {
         other => panic!("expected Remote, got {other:?}"),
     }
     assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// A CA and a server certificate for 127.0.0.1 made for one test, as client (trusting
+/// that CA only) and server TLS configurations.
+struct TestPki {
+    client: Arc<rustls::ClientConfig>,
+    server: Arc<rustls::ServerConfig>,
+}
+
+fn test_pki() -> TestPki {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "rntuple fake CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress("127.0.0.1".parse().unwrap()));
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], key_der)
+        .unwrap();
+    TestPki {
+        client: Arc::new(client),
+        server: Arc::new(server),
+    }
+}
+
+const TOKEN: &str = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ0ZXN0In0.c2ln";
+
+#[test]
+fn tls_with_a_ztn_token() {
+    let pki = test_pki();
+    let data = pattern(20_000);
+    let mut config = Config::new(data.clone());
+    config.tls = Some(pki.server.clone());
+    config.login_security = "&P=ztn,0:4096:&P=unix\0".into();
+    let server = FakeServer::start(config, |peer, m| {
+        if m.code == request::AUTH {
+            let ztn = &m.params[12..16] == b"ztn\0" && m.payload == auth::ztn_credentials(TOKEN);
+            let unix = &m.params[12..16] == b"unix";
+            if ztn || unix {
+                peer.send(m.stream, status::OK, &[]);
+            } else {
+                peer.send(m.stream, status::ERROR, &error_body(3030, "bad token"));
+            }
+            return true;
+        }
+        false
+    });
+    let with_token = |s: &mut super::Settings| {
+        s.tls_config = Some(pki.client.clone());
+        s.token = Some(TOKEN.to_string());
+    };
+    let url = format!("roots://127.0.0.1:{}//f", server.port);
+    let src = XRootDSource::open_configured(&url, quick(1, 5000), with_token).unwrap();
+    assert!(src.read_at(3, 15_000).unwrap() == data[3..15_003]);
+    let ranges = [
+        ByteRange {
+            offset: 10,
+            len: 100,
+        },
+        ByteRange {
+            offset: 19_000,
+            len: 1000,
+        },
+    ];
+    let chunks = src.read_ranges(&ranges).unwrap();
+    for (r, c) in ranges.iter().zip(&chunks) {
+        assert_eq!(c.as_slice(), slice(&data, *r));
+    }
+    let auths = server.requests(request::AUTH);
+    assert_eq!(auths.len(), 1);
+    assert_eq!(&auths[0].1.params[12..16], b"ztn\0");
+
+    // Over plain root:// the token stays home: unix is used.
+    let plain =
+        XRootDSource::open_configured(&server.url("//f"), quick(1, 5000), with_token).unwrap();
+    assert!(plain.read_at(0, 100).unwrap() == data[..100]);
+    let auths = server.requests(request::AUTH);
+    assert_eq!(auths.len(), 2);
+    assert_eq!(&auths[1].1.params[12..16], b"unix");
+    let sent_in_clear = auths[1]
+        .1
+        .payload
+        .windows(TOKEN.len())
+        .any(|w| w == TOKEN.as_bytes());
+    assert!(!sent_in_clear);
+
+    // A client trusting another CA refuses the server's certificate, and does not retry.
+    let other = test_pki();
+    let before = server.connections.load(Ordering::SeqCst);
+    let err = XRootDSource::open_configured(&url, quick(3, 5000), |s| {
+        s.tls_config = Some(other.client.clone());
+    })
+    .unwrap_err();
+    match err {
+        Error::Remote { detail, .. } => {
+            assert!(detail.contains("invalid peer certificate"), "{detail}")
+        }
+        other => panic!("expected Remote, got {other:?}"),
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), before + 1);
+}
+
+#[test]
+fn roots_needs_a_server_that_offers_tls() {
+    let server = FakeServer::start(Config::new(pattern(10)), no_hook);
+    let url = format!("roots://127.0.0.1:{}//f", server.port);
+    match XRootDSource::open_with(&url, quick(3, 5000)) {
+        Err(Error::Unsupported(msg)) => assert!(msg.contains("does not offer TLS"), "{msg}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
 }
