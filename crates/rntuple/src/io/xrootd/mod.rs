@@ -226,6 +226,14 @@ impl XRootDSource {
                 detail,
             })
         };
+        // Server messages may quote the path with its opaque part (tokens).
+        let fault = match fault {
+            Fault::Server(mut e) => {
+                e.message = self.scrub(&e.message);
+                Fault::Server(e)
+            }
+            other => other,
+        };
         match fault {
             Fault::Broken(detail) => Failure::Transient {
                 detail,
@@ -248,6 +256,24 @@ impl XRootDSource {
                 Failure::Permanent(Error::Unsupported(format!("{}: {detail}", self.name)))
             }
         }
+    }
+
+    /// `text` without the values of the URL's query and without the bearer token.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<String> = Vec::new();
+        for pair in self.url.opaque.iter().flat_map(|o| o.split('&')) {
+            if let Some((_, value)) = pair.split_once('=') {
+                secrets.push(value.to_string());
+                secrets.push(percent_decoded(value));
+            }
+        }
+        secrets.extend(self.settings.token.iter().cloned());
+        secrets.retain(|s| s.len() >= 4);
+        // Longest first, so that a secret containing another is removed whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.iter().fold(text.to_string(), |t, secret| {
+            t.replace(secret.as_str(), "***")
+        })
     }
 
     /// Runs `units` over as many pooled connections as useful, each pulling work from a
@@ -497,6 +523,30 @@ impl Drop for XRootDSource {
             conn.close_file();
         }
     }
+}
+
+/// `text` with `%XX` escapes decoded (invalid ones kept as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One request's worth of a call, with the caller's buffers it fills.

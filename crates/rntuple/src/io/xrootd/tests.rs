@@ -706,6 +706,26 @@ fn server_errors_become_not_found_or_remote() {
 }
 
 #[test]
+fn tokens_in_server_messages_are_scrubbed() {
+    let server = FakeServer::start(Config::new(Vec::new()), |peer, m| {
+        if m.code == request::OPEN {
+            // A server quoting the whole request path, opaque part included.
+            let path = String::from_utf8_lossy(&m.payload).replace("%20", " ");
+            let body = error_body(3010, &format!("cannot open {path}"));
+            peer.send(m.stream, status::ERROR, &body);
+            return true;
+        }
+        false
+    });
+    let url = server.url("//f.root?authz=Bearer%20s3cr3tT0ken&other=vis1ble");
+    let err = XRootDSource::open_with(&url, quick(1, 5000))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot open /f.root?authz=***"), "{err}");
+    assert!(!err.contains("s3cr3t") && !err.contains("vis1ble"), "{err}");
+}
+
+#[test]
 fn a_transient_server_error_is_retried() {
     let data = pattern(1000);
     let tries = Arc::new(AtomicUsize::new(0));
