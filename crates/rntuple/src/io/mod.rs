@@ -8,11 +8,13 @@
 mod edges;
 mod local;
 pub mod retry;
+pub mod s3;
 mod xrootd;
 
 pub use edges::EdgeCached;
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
+pub use s3::S3Source;
 pub use xrootd::{XRootDOptions, XRootDSource};
 
 use crate::error::Result;
@@ -187,8 +189,9 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
+        Some("s3") => Ok(Arc::new(S3Source::open(location)?)),
         Some("root" | "xroot" | "roots" | "xroots") => Ok(Arc::new(XRootDSource::open(location)?)),
-        Some(scheme @ ("http" | "https" | "s3")) => Err(crate::error::Error::Unsupported(format!(
+        Some(scheme @ ("http" | "https")) => Err(crate::error::Error::Unsupported(format!(
             "reading {scheme}:// URLs is not built yet ({})",
             redact_url(location)
         ))),

@@ -1,0 +1,622 @@
+//! Objects in S3 or an S3-compatible store (MinIO, Ceph, moto): `s3://bucket/key`.
+//!
+//! Reads are ranged `GET`s made by the `object_store` crate's S3 client (reqwest with
+//! rustls). `object_store` is async; an [`S3Source`] owns a small tokio runtime (two
+//! worker threads) and blocks its callers on channels, never inside the runtime, so any
+//! number of threads (rayon workers included) may read from one source at once.
+//!
+//! # Configuration: environment variables
+//!
+//! [`S3Source::open`] reads the `AWS_*` environment variables as
+//! `object_store::aws::AmazonS3Builder::from_env` does; the ones that matter here:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` | static credentials |
+//! | `AWS_SESSION_TOKEN` (or `AWS_TOKEN`) | the token of temporary credentials |
+//! | `AWS_REGION`, else `AWS_DEFAULT_REGION` | the bucket's region (default `us-east-1`) |
+//! | `AWS_ENDPOINT_URL` or `AWS_ENDPOINT`, `AWS_ENDPOINT_URL_S3` | a custom endpoint (MinIO, Ceph, moto, ...) |
+//! | `AWS_ALLOW_HTTP=true` | allow `http://` endpoints (default: HTTPS only) |
+//! | `AWS_VIRTUAL_HOSTED_STYLE_REQUEST` | `true`: `https://bucket.host/key`; `false`: `https://host/bucket/key` |
+//! | `AWS_SKIP_SIGNATURE=true` | anonymous requests (public buckets) |
+//! | `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_CONTAINER_CREDENTIALS_*` | other credential sources |
+//! | `AWS_TIMEOUT`, `AWS_CONNECT_TIMEOUT` | request timeouts (default: the retry policy's, 60 s) |
+//!
+//! Without static credentials the client falls back to the other AWS credential sources,
+//! ending with the EC2 instance metadata service. Addressing: with a custom endpoint,
+//! requests are path-style (what MinIO, Ceph and moto need) unless
+//! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true` (then the endpoint must already name the
+//! bucket, e.g. `https://bucket.minio.example`); against AWS itself they are
+//! virtual-hosted (AWS's recommended form), except for bucket names with dots, which
+//! the `*.s3.amazonaws.com` certificate does not cover.
+//!
+//! # Retries, consistency, errors
+//!
+//! Faults that may pass (no connection, a timeout, a cut body, HTTP 5xx, 408, 429) are
+//! retried as [`RetryPolicy::default`] says, like every remote source, with its request
+//! timeout handed to the HTTP client; after a fault, only the ranges still missing are
+//! asked for again. Opening asks for the size and ETag (`HEAD`); every later `GET`
+//! carries `If-Match: <ETag>`, so an object replaced while being read is an error, never
+//! a mix of two versions. A missing bucket or key is [`Error::NotFound`]; other
+//! failures are [`Error::Remote`]. Messages never hold the secret key, the session
+//! token or a request signature: server replies are reduced to their status and S3
+//! error code and message, and any credential value left is masked.
+//!
+//! # Counting
+//!
+//! S3 has no multi-range `GET`: [`S3Source::read_ranges`] issues one ranged `GET` per
+//! range, up to [`ReadHints::parallel_requests`] at a time, and each `GET` counts as one
+//! request of one range. `vector_requests` counts only real multi-range requests, so it
+//! stays 0 here. Ranges are not coalesced by this source (the read planner above
+//! merges neighbours, following [`S3Source::hints`]), so the counters are exact. The
+//! `HEAD` made when opening is not counted, like a local file's `stat`: `requests` is
+//! the number of (non-empty) ranges read.
+
+use super::retry::Failure;
+use super::{redact_url, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use crate::error::{Error, Result};
+use crate::io::ByteRange;
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    BackoffConfig, ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Worker threads of a source's runtime: they only drive sockets, never decode, so
+/// two are plenty for the parallel requests of [`S3_HINTS`].
+const RUNTIME_WORKERS: usize = 2;
+
+/// The longest an error detail gets; server replies can be long.
+const MAX_DETAIL_CHARS: usize = 400;
+
+/// How reads from S3 should be shaped.
+///
+/// A `GET` costs a round trip of tens of milliseconds before its first byte (and a
+/// fee), while one connection streams 50-100 MB/s: reading up to 1 MiB of unneeded
+/// bytes costs about as much as another request, so gaps up to 1 MiB are read through
+/// (within the same 5% waste cap as other remote sources, so selective reads stay
+/// selective). S3 has no multi-range `GET`, so a planned request is one range: up to 16
+/// MiB (AWS's advice for ranged reads), with 8 in flight, which fills a typical link
+/// without meeting S3's request-rate limits (thousands per second per prefix).
+pub const S3_HINTS: ReadHints = ReadHints {
+    merge_gap: 1 << 20,
+    max_waste: 0.05,
+    max_range_bytes: 16 << 20,
+    max_ranges_per_request: 1,
+    max_request_bytes: 16 << 20,
+    parallel_requests: 8,
+    remote: true,
+};
+
+/// An object in S3 (or an S3-compatible store) opened for reading.
+pub struct S3Source {
+    shared: Arc<Shared>,
+    size: u64,
+    policy: RetryPolicy,
+    handle: tokio::runtime::Handle,
+    // Declared after `handle`; shuts the runtime down when the source is dropped.
+    _runtime: BackgroundRuntime,
+}
+
+/// What the requests running on the runtime need.
+struct Shared {
+    /// `s3://bucket/key`, credentials removed: for messages.
+    name: String,
+    store: AmazonS3,
+    path: ObjectPath,
+    /// The ETag the object had when opened, required of every `GET`.
+    etag: Option<String>,
+    metrics: IoMetrics,
+    /// Credential values to mask in any message, should one slip into a server reply.
+    secrets: Vec<String>,
+}
+
+/// A tokio runtime that is shut down without waiting when dropped: dropping a runtime
+/// normally blocks for its tasks, and panics inside another async context.
+struct BackgroundRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for BackgroundRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for S3Source {
+    // Not derived: the client's own Debug would print its credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Source")
+            .field("name", &self.shared.name)
+            .field("size", &self.size)
+            .field("etag", &self.shared.etag)
+            .finish_non_exhaustive()
+    }
+}
+
+impl S3Source {
+    /// Opens `s3://bucket/key`, configured by the `AWS_*` environment variables (see
+    /// the module documentation) and retrying as [`RetryPolicy::default`] says.
+    pub fn open(url: &str) -> Result<Self> {
+        let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+        Self::open_with(url, aws_vars, RetryPolicy::default())
+    }
+
+    /// Opens `s3://bucket/key` with the given `AWS_*` settings instead of the
+    /// environment (same names, e.g. `("AWS_REGION", "eu-west-1")`) and retry policy.
+    pub fn open_with(
+        url: &str,
+        aws_vars: impl IntoIterator<Item = (String, String)>,
+        policy: RetryPolicy,
+    ) -> Result<Self> {
+        let name = redact_url(url);
+        let (bucket, key) = parse_s3_url(url, &name)?;
+        let aws_vars: Vec<(String, String)> = aws_vars.into_iter().collect();
+        let secrets = secret_values(&aws_vars);
+        let path = ObjectPath::parse(key).map_err(|e| {
+            Error::InvalidArgument(format!("{name}: the key is not a valid S3 key ({e})"))
+        })?;
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_WORKERS)
+            .thread_name("rntuple-s3")
+            .enable_all()
+            .build()
+            .map_err(|source| Error::Io {
+                what: format!("{name} (starting the S3 client's threads)"),
+                source,
+            })?;
+        let handle = runtime.handle().clone();
+        let runtime = BackgroundRuntime(Some(runtime));
+
+        let store = {
+            // The HTTP client may spawn its connection tasks on the current runtime.
+            let _entered = handle.enter();
+            s3_builder(bucket, &aws_vars, policy)
+                .build()
+                .map_err(|e| Error::Remote {
+                    what: name.clone(),
+                    detail: format!(
+                        "configuring the S3 client: {}",
+                        scrub(&e.to_string(), &secrets)
+                    ),
+                })?
+        };
+        let mut shared = Shared {
+            name,
+            store,
+            path,
+            etag: None,
+            metrics: IoMetrics::default(),
+            secrets,
+        };
+        // Not counted in the metrics, like a local file's `stat`: the counters are the
+        // reads, so that `requests` is the number of ranges read.
+        let head = policy.run(&shared.name, |_| {
+            let store = shared.store.clone();
+            let path = shared.path.clone();
+            run_on(
+                &handle,
+                &shared.name,
+                async move { store.head(&path).await },
+            )
+            .map_err(Failure::Permanent)?
+            .map_err(|e| shared.failure(e, "HEAD"))
+        })?;
+        shared.etag = head.e_tag;
+        Ok(S3Source {
+            shared: Arc::new(shared),
+            size: head.size,
+            policy,
+            handle,
+            _runtime: runtime,
+        })
+    }
+
+    /// The ETag the object had when it was opened (`None` if the store gave none; then
+    /// a replaced object cannot be detected).
+    pub fn etag(&self) -> Option<&str> {
+        self.shared.etag.as_deref()
+    }
+
+    /// `Err(Truncated)` unless `[offset, offset + len)` lies inside the object: checked
+    /// before any request, so allocations are bounded by the object's real size.
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::Truncated {
+                what: self.shared.name.clone(),
+                offset,
+                needed: len,
+                available: self.size.saturating_sub(offset),
+            }),
+        }
+    }
+}
+
+impl ReadAt for S3Source {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut chunks = self.read_ranges(&[ByteRange { offset, len }])?;
+        Ok(chunks.pop().unwrap_or_default())
+    }
+
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        for range in ranges {
+            self.check_range(range.offset, range.len)?;
+        }
+        // Empty ranges need no request; the others are read, and after a transient
+        // fault only the ranges still missing are asked for again.
+        let mut chunks: Vec<Option<Vec<u8>>> = ranges
+            .iter()
+            .map(|range| (range.len == 0).then(Vec::new))
+            .collect();
+        self.policy.run(&self.shared.name, |_| {
+            let missing: Vec<(usize, ByteRange)> = chunks
+                .iter()
+                .zip(ranges)
+                .enumerate()
+                .filter(|(_, (chunk, _))| chunk.is_none())
+                .map(|(index, (_, range))| (index, *range))
+                .collect();
+            let shared = Arc::clone(&self.shared);
+            let (read, failure) = run_on(&self.handle, &self.shared.name, async move {
+                shared.get_ranges(missing, S3_HINTS.parallel_requests).await
+            })
+            .map_err(Failure::Permanent)?;
+            for (index, bytes) in read {
+                chunks[index] = Some(bytes);
+            }
+            failure.map_or(Ok(()), Err)
+        })?;
+        chunks
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.shared.remote("read", "a range was left unread"))
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.shared.metrics.snapshot()
+    }
+
+    fn hints(&self) -> ReadHints {
+        S3_HINTS
+    }
+}
+
+impl Shared {
+    /// One ranged `GET` per range, at most `parallel` at a time. Returns the ranges read
+    /// (by index), and the fault that stopped the others: the first permanent one at
+    /// once, else the first transient one after every `GET` has had its try.
+    async fn get_ranges(
+        &self,
+        ranges: Vec<(usize, ByteRange)>,
+        parallel: usize,
+    ) -> (Vec<(usize, Vec<u8>)>, Option<Failure>) {
+        let gets = ranges.into_iter().map(|(index, range)| async move {
+            (index, self.get_range(range.offset, range.len).await)
+        });
+        let mut done = futures_util::stream::iter(gets).buffer_unordered(parallel.max(1));
+        let mut read = Vec::new();
+        let mut transient = None;
+        // Each GET is charged the time since the previous one finished, so the waits
+        // recorded for one call add up to its wall time, not more.
+        let mut since = Instant::now();
+        while let Some((index, outcome)) = done.next().await {
+            match outcome {
+                Ok(bytes) => {
+                    self.metrics.record(false, 1, bytes.len() as u64, since);
+                    since = Instant::now();
+                    read.push((index, bytes));
+                }
+                Err(permanent @ Failure::Permanent(_)) => return (read, Some(permanent)),
+                Err(fault) => {
+                    transient.get_or_insert(fault);
+                }
+            }
+        }
+        (read, transient)
+    }
+
+    /// One ranged `GET` of exactly `len` (> 0) bytes at `offset`, inside the object.
+    async fn get_range(&self, offset: u64, len: u64) -> std::result::Result<Vec<u8>, Failure> {
+        let end = offset + len;
+        let what = || format!("GET bytes {offset}..{end}");
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(offset..end)),
+            if_match: self.etag.clone(),
+            ..GetOptions::default()
+        };
+        let result = self
+            .store
+            .get_opts(&self.path, options)
+            .await
+            .map_err(|e| self.failure(e, &what()))?;
+        // A store that ignores If-Match still reports the ETag of what it sent.
+        if self.etag.is_some() && result.meta.e_tag != self.etag {
+            return Err(Failure::Permanent(self.changed(&what())));
+        }
+        if result.range != (offset..end) {
+            let detail = format!(
+                "the server sent bytes {}..{} instead",
+                result.range.start, result.range.end
+            );
+            return Err(Failure::Permanent(self.remote(&what(), detail)));
+        }
+        // The requested length bounds the buffer, whatever the server streams.
+        let mut bytes = Vec::with_capacity(len as usize);
+        let mut body = result.into_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| self.failure(e, &what()))?;
+            if bytes.len() as u64 + chunk.len() as u64 > len {
+                let detail = "the server sent more bytes than asked for";
+                return Err(Failure::Permanent(self.remote(&what(), detail)));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if bytes.len() as u64 != len {
+            // The body ended early without a transport error: try again.
+            return Err(Failure::Transient {
+                detail: format!("{}: short read: {} of {len} bytes", what(), bytes.len()),
+                after: None,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// What an `object_store` error during `operation` means: a missing object, a
+    /// changed one, a fault worth retrying (no answer, a cut connection, HTTP 5xx, 408,
+    /// 429), or another refusal.
+    fn failure(&self, err: object_store::Error, operation: &str) -> Failure {
+        match err {
+            object_store::Error::NotFound { .. } => Failure::Permanent(Error::NotFound(format!(
+                "S3 object {} not found: no such bucket or key",
+                self.name
+            ))),
+            object_store::Error::Precondition { .. } => Failure::Permanent(self.changed(operation)),
+            other => {
+                let detail = format!("{operation}: {}", describe(&other, &self.secrets));
+                if is_transient(&other) {
+                    Failure::Transient {
+                        detail,
+                        after: None,
+                    }
+                } else {
+                    Failure::Permanent(Error::Remote {
+                        what: self.name.clone(),
+                        detail,
+                    })
+                }
+            }
+        }
+    }
+
+    fn changed(&self, operation: &str) -> Error {
+        self.remote(
+            operation,
+            "the object changed since it was opened (its ETag no longer matches)",
+        )
+    }
+
+    fn remote(&self, operation: &str, detail: impl std::fmt::Display) -> Error {
+        Error::Remote {
+            what: self.name.clone(),
+            detail: format!("{operation}: {detail}"),
+        }
+    }
+}
+
+/// Whether a fault may pass: the exchange broke (no connection, a timeout, a cut
+/// body), or the server said so (HTTP 5xx, 408 Request Timeout, 429 Too Many Requests).
+fn is_transient(err: &object_store::Error) -> bool {
+    if transport_causes(err).is_some() {
+        return true;
+    }
+    let message = err.to_string();
+    http_status(&message).is_some_and(|status| {
+        status.starts_with('5') || status.starts_with("408") || status.starts_with("429")
+    })
+}
+
+/// Runs `task` on the source's runtime and waits for it on this thread. The caller
+/// blocks on a channel, not inside the runtime, so this works from any thread (rayon
+/// workers, or a thread of some other async runtime) without starving the runtime.
+fn run_on<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    name: &str,
+    task: impl Future<Output = T> + Send + 'static,
+) -> Result<T> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        // The receiver only goes away if the caller is gone; nothing to report then.
+        let _ = sender.send(task.await);
+    });
+    receiver.recv().map_err(|_| Error::Remote {
+        what: name.to_string(),
+        detail: "the S3 client's task stopped before answering".to_string(),
+    })
+}
+
+/// The bucket and key of `s3://bucket/key` (`name` is the URL for messages).
+fn parse_s3_url<'a>(url: &'a str, name: &str) -> Result<(&'a str, &'a str)> {
+    let rest = url
+        .split_once("://")
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("s3"))
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| Error::InvalidArgument(format!("{name} is not an s3:// URL")))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.contains('@') {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: credentials in s3:// URLs are not supported; set AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY instead"
+        )));
+    }
+    if bucket.is_empty() || key.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: expected s3://bucket/key"
+        )));
+    }
+    Ok((bucket, key))
+}
+
+/// The S3 client's configuration: the retry policy, then the `AWS_*` settings (which
+/// may override the timeouts), then the bucket and the addressing style.
+fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) -> AmazonS3Builder {
+    // Retries are RetryPolicy::run's, as for every remote source: deterministic
+    // doubling waits. object_store's own loop jitters its waits (each one random between
+    // the first wait and twice the last), which for 5 attempts ends the retries after
+    // anything from 0.4 s on instead of the policy's 1.5 s; so it makes one attempt.
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: 0,
+        retry_timeout: policy.timeout,
+    };
+    let timeout = format!("{}ms", policy.timeout.as_millis());
+    let mut builder = AmazonS3Builder::new()
+        .with_retry(retry)
+        .with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+            timeout.clone(),
+        )
+        .with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+            timeout,
+        );
+    // The same reading of AWS_* names as AmazonS3Builder::from_env.
+    for (key, value) in aws_vars {
+        if key.starts_with("AWS_") {
+            if let Ok(config_key) = key.to_ascii_lowercase().parse() {
+                builder = builder.with_config(config_key, value);
+            }
+        }
+    }
+    let style_chosen = aws_vars
+        .iter()
+        .any(|(key, _)| key == "AWS_VIRTUAL_HOSTED_STYLE_REQUEST");
+    let custom_endpoint = [AmazonS3ConfigKey::Endpoint, AmazonS3ConfigKey::S3Endpoint]
+        .iter()
+        .any(|key| builder.get_config_value(key).is_some());
+    if !style_chosen {
+        // Path-style for custom endpoints; virtual-hosted on AWS unless the bucket
+        // name has dots (the wildcard certificate covers one label only).
+        let virtual_hosted = !custom_endpoint && !bucket.contains('.');
+        builder = builder.with_virtual_hosted_style_request(virtual_hosted);
+    }
+    builder.with_bucket_name(bucket)
+}
+
+/// The credential values among `aws_vars`, to be masked in messages.
+fn secret_values(aws_vars: &[(String, String)]) -> Vec<String> {
+    const SECRET_KEYS: [&str; 4] = [
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_TOKEN",
+        "AWS_SSE_CUSTOMER_KEY_BASE64",
+    ];
+    aws_vars
+        .iter()
+        .filter(|(key, value)| SECRET_KEYS.contains(&key.as_str()) && !value.is_empty())
+        .map(|(_, value)| value.clone())
+        .collect()
+}
+
+/// A message for an `object_store` error without anything secret: for an HTTP status,
+/// the status and the S3 error code and message from the reply; for a transport fault,
+/// its chain of causes (e.g. `... tcp connect error: Connection refused`).
+fn describe(err: &object_store::Error, secrets: &[String]) -> String {
+    let top = err.to_string();
+    let detail = if let Some(status) = http_status(&top) {
+        let body = &top[top.find('<').unwrap_or(top.len())..];
+        match (xml_element(body, "Code"), xml_element(body, "Message")) {
+            (Some(code), Some(message)) => format!("HTTP {status}: {code}: {message}"),
+            (Some(code), None) => format!("HTTP {status}: {code}"),
+            _ => format!("HTTP {status}"),
+        }
+    } else if let Some(causes) = transport_causes(err) {
+        causes
+    } else {
+        // Not an HTTP exchange (configuration, path, ...): the message, reply bodies cut.
+        top[..top.find('<').unwrap_or(top.len())]
+            .trim_end()
+            .to_string()
+    };
+    let detail = scrub(&detail, secrets);
+    match detail.char_indices().nth(MAX_DETAIL_CHARS) {
+        Some((cut, _)) => format!("{}...", &detail[..cut]),
+        None => detail,
+    }
+}
+
+/// `403 Forbidden` from object_store's "... status code: 403 Forbidden: <body>".
+fn http_status(message: &str) -> Option<&str> {
+    let after = &message[message.find("status code: ")? + "status code: ".len()..];
+    let status = after.split(':').next()?.trim();
+    status
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(status)
+}
+
+/// The causes below the transport error (`object_store::client::HttpError`) in
+/// `err`'s chain, joined by `: `; `None` if there is no transport error.
+fn transport_causes(err: &object_store::Error) -> Option<String> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if e.downcast_ref::<object_store::client::HttpError>()
+            .is_some()
+        {
+            let mut causes = Vec::new();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                causes.push(c.to_string());
+                cause = c.source();
+            }
+            return Some(causes.join(": "));
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// The text of the first `<tag>...</tag>` in `xml` (S3 error replies are small XML
+/// documents: `<Error><Code>...</Code><Message>...</Message>...`).
+fn xml_element<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
+    let open = format!("<{tag}>");
+    let start = xml.find(&open)? + open.len();
+    let len = xml[start..].find(&format!("</{tag}>"))?;
+    Some(xml[start..start + len].trim())
+}
+
+/// `text` with every credential value and every `Signature=...` masked.
+fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_string();
+    for secret in secrets {
+        text = text.replace(secret.as_str(), "***");
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("Signature=") {
+        let value_start = at + "Signature=".len();
+        out.push_str(&rest[..value_start]);
+        out.push_str("***");
+        let value_len = rest[value_start..]
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len() - value_start);
+        rest = &rest[value_start + value_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests;
