@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 if ! { command -v nginx || command -v /usr/sbin/nginx; } >/dev/null || ! command -v openssl >/dev/null; then
     apt-get install -y nginx openssl || { apt-get update && apt-get install -y nginx openssl; }
 fi
+# The XRootD server of tests/test_remote_xrootd.py (and the cross-protocol tests), and
+# openssl for its TLS certificates.
+command -v xrootd >/dev/null || { apt-get update && apt-get install -y xrootd-server; }
+command -v openssl >/dev/null || { apt-get update && apt-get install -y openssl; }
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 # The Python package, built from this checkout by maturin (the README's install command).

@@ -10,12 +10,14 @@ pub mod http;
 mod local;
 pub mod retry;
 pub mod s3;
+mod xrootd;
 
 pub use edges::EdgeCached;
 pub use http::{HttpOptions, HttpSource};
 pub use local::LocalFile;
 pub use retry::{redact_url, RetryPolicy};
 pub use s3::S3Source;
+pub use xrootd::{XRootDOptions, XRootDSource};
 
 use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,12 +193,7 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
         }
         Some("s3") => Ok(Arc::new(S3Source::open(location)?)),
         Some("http" | "https") => Ok(Arc::new(http::HttpSource::open(location)?)),
-        Some(scheme @ ("root" | "roots" | "xroot" | "xroots")) => {
-            Err(crate::error::Error::Unsupported(format!(
-                "reading {scheme}:// URLs is not built yet ({})",
-                redact_url(location)
-            )))
-        }
+        Some("root" | "xroot" | "roots" | "xroots") => Ok(Arc::new(XRootDSource::open(location)?)),
         Some(other) => Err(crate::error::Error::Unsupported(format!(
             "URL scheme \"{other}\" ({}): use a path, file://, http(s)://, root(s):// or s3://",
             redact_url(location)

@@ -1,0 +1,856 @@
+//! One XRootD connection: TCP (and TLS), the session set-up (handshake, protocol, login,
+//! authentication, open, stat), and a multiplexer that keeps several requests in flight
+//! under distinct stream ids and routes every response frame (`kXR_oksofar` parts,
+//! `kXR_wait`, deferred `kXR_attn` responses) to its request.
+//!
+//! Every byte received lands in a buffer whose size the client chose: data frames are
+//! checked against the bytes still expected before they are read, control responses
+//! are capped at [`CONTROL_BODY_MAX`].
+
+use super::auth;
+use super::protocol::{
+    decode_login, decode_open, decode_wait_seconds, initial_handshake, protocol_flags,
+    server_flags, status, FileHandle, ProtocolInfo, ReadvSegmentHeader, Redirect, Request,
+    ResponseHeader, ServerError, StatInfo, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN,
+    RESPONSE_HEADER_LEN,
+};
+use super::tls;
+use crate::io::IoMetrics;
+use std::collections::HashMap;
+use std::io::{BufReader, ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The largest body accepted for a response that carries no file data (login, stat,
+/// error messages, redirects, ...).
+pub const CONTROL_BODY_MAX: u32 = 64 << 10;
+/// Requests kept in flight on one connection.
+const MAX_IN_FLIGHT: usize = 8;
+/// Request bytes kept unanswered on one connection: small enough that requests never
+/// fill both socket buffers while the server is blocked writing responses.
+const MAX_IN_FLIGHT_REQUEST_BYTES: usize = 64 << 10;
+/// A request may be told to wait (`kXR_wait`) for at most this many timeouts in total.
+const WAIT_LIMIT_IN_TIMEOUTS: u32 = 10;
+
+/// Why an exchange with the server did not succeed.
+#[derive(Debug)]
+pub enum Fault {
+    /// The connection broke, timed out or was refused: reconnect and try again.
+    Broken(String),
+    /// The server broke the protocol (malformed or oversized frames): not retried.
+    Violation(String),
+    /// The server answered `kXR_error`.
+    Server(ServerError),
+    /// The server sent the client elsewhere.
+    Redirect(Redirect),
+    /// The server delivered fewer bytes than asked: the file changed or was truncated.
+    Short(String),
+    /// Something this client cannot do (TLS not offered, unknown authentication).
+    Unsupported(String),
+}
+
+fn broken(context: &str, e: &std::io::Error) -> Fault {
+    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        Fault::Broken(format!("{context}: timed out"))
+    } else if e.kind() == ErrorKind::UnexpectedEof {
+        Fault::Broken(format!("{context}: connection closed by the server"))
+    } else {
+        Fault::Broken(format!("{context}: {e}"))
+    }
+}
+
+/// How to reach a server and present ourselves.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Whether the connection must be encrypted (`roots://`).
+    pub tls: bool,
+    /// The user name sent at login.
+    pub user: String,
+    /// Connect timeout and the longest wait for the next bytes.
+    pub timeout: Duration,
+    /// The TLS configuration to use instead of the system's CAs (tests).
+    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// The bearer token to send instead of the one found as WLCG says (tests).
+    pub token: Option<String>,
+}
+
+/// The byte stream under the protocol: plain TCP or TLS over TCP.
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<tls::TlsStream>),
+    /// Only while switching to TLS.
+    Switching,
+}
+
+impl Transport {
+    fn tcp(&self) -> Option<&TcpStream> {
+        match self {
+            Transport::Plain(s) => Some(s),
+            Transport::Tls(s) => Some(s.get_ref()),
+            Transport::Switching => None,
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(s) => s.read(buf),
+            Transport::Switching => Err(ErrorKind::NotConnected.into()),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(s) => s.write(buf),
+            Transport::Switching => Err(ErrorKind::NotConnected.into()),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.flush(),
+            Transport::Tls(s) => s.flush(),
+            Transport::Switching => Err(ErrorKind::NotConnected.into()),
+        }
+    }
+}
+
+/// Where the bytes of a response go.
+pub enum Sink<'a> {
+    /// A control response, kept in memory (at most [`CONTROL_BODY_MAX`] bytes).
+    Body(Vec<u8>),
+    /// A `kXR_read`: the bytes land in `out`, in order.
+    Read {
+        /// The destination; its length is the length asked for.
+        out: &'a mut [u8],
+        /// Bytes received so far.
+        filled: usize,
+    },
+    /// A `kXR_readv`: every segment lands in its own destination.
+    ReadV(Vec<Segment<'a>>),
+}
+
+/// One segment of a vector read.
+pub struct Segment<'a> {
+    /// Its offset in the file.
+    pub offset: u64,
+    /// The destination; its length is the length asked for.
+    pub out: &'a mut [u8],
+    /// Whether its bytes arrived.
+    pub done: bool,
+}
+
+impl Sink<'_> {
+    /// Forgets what arrived (the request is being sent again).
+    fn reset(&mut self) {
+        match self {
+            Sink::Body(b) => b.clear(),
+            Sink::Read { filled, .. } => *filled = 0,
+            Sink::ReadV(segments) => segments.iter_mut().for_each(|s| s.done = false),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CallState {
+    /// Not sent yet.
+    Queued,
+    /// Sent; the response has not (fully) arrived.
+    InFlight,
+    /// Told to wait (`kXR_wait`): send again at this time.
+    WaitUntil(Instant),
+    /// Told the response comes later (`kXR_waitresp`): give up at this time.
+    AwaitAsync(Instant),
+    /// Answered.
+    Done,
+    /// Ended by an error, a redirect or a short answer: not done.
+    Failed,
+}
+
+/// One request and where its response goes.
+pub struct Call<'a> {
+    request: Request,
+    /// The response's destination (and, for control requests, the response itself).
+    pub sink: Sink<'a>,
+    state: CallState,
+    encoded_len: usize,
+    sent_at: Instant,
+    waited: Duration,
+    payload_bytes: u64,
+}
+
+impl<'a> Call<'a> {
+    /// A request whose response goes to `sink`.
+    pub fn new(request: Request, sink: Sink<'a>) -> Self {
+        Call {
+            request,
+            sink,
+            state: CallState::Queued,
+            encoded_len: 0,
+            sent_at: Instant::now(),
+            waited: Duration::ZERO,
+            payload_bytes: 0,
+        }
+    }
+
+    /// Whether the full response arrived.
+    pub fn is_done(&self) -> bool {
+        self.state == CallState::Done
+    }
+
+    fn take_body(&mut self) -> Vec<u8> {
+        match &mut self.sink {
+            Sink::Body(b) => std::mem::take(b),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// An open connection (and, once [`Connection::open_file`] succeeded, an open file).
+pub struct Connection {
+    io: BufReader<Transport>,
+    peer: String,
+    timeout: Duration,
+    next_stream: u16,
+    /// The open file, if any.
+    pub handle: Option<FileHandle>,
+}
+
+impl Connection {
+    /// Connects to `host:port` and sets the session up: handshake, `kXR_protocol`
+    /// (switching to TLS when asked), `kXR_login` and, when the server asks for it,
+    /// `kXR_auth` with the first protocol this client can offer.
+    pub fn connect(host: &str, port: u16, settings: &Settings) -> Result<Connection, Fault> {
+        let peer = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let addrs = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| Fault::Broken(format!("cannot resolve {peer}: {e}")))?;
+        let mut last = Fault::Broken(format!("{peer} has no address"));
+        let mut stream = None;
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, settings.timeout) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = broken(&format!("connecting to {peer}"), &e),
+            }
+        }
+        let stream = stream.ok_or(last)?;
+        let setup = |e: std::io::Error| broken(&format!("connection to {peer}"), &e);
+        stream.set_nodelay(true).map_err(setup)?;
+        stream
+            .set_read_timeout(Some(settings.timeout))
+            .map_err(setup)?;
+        stream
+            .set_write_timeout(Some(settings.timeout))
+            .map_err(setup)?;
+        let mut conn = Connection {
+            io: BufReader::with_capacity(64 << 10, Transport::Plain(stream)),
+            peer,
+            timeout: settings.timeout,
+            next_stream: 0,
+            handle: None,
+        };
+        conn.handshake(host, settings)?;
+        conn.login(settings)?;
+        Ok(conn)
+    }
+
+    fn handshake(&mut self, host: &str, settings: &Settings) -> Result<(), Fault> {
+        // The handshake and kXR_protocol go out together, as the protocol allows.
+        let mut flags = 0;
+        if settings.tls {
+            flags |= protocol_flags::ABLE_TLS | protocol_flags::WANT_TLS;
+        }
+        let stream = self.take_stream_id();
+        let mut hello = initial_handshake().to_vec();
+        hello.extend_from_slice(&Request::Protocol { flags }.encode(stream));
+        let peer = self.peer.clone();
+        self.io
+            .get_mut()
+            .write_all(&hello)
+            .map_err(|e| broken(&format!("handshake with {peer}"), &e))?;
+        let mut reply = [0u8; RESPONSE_HEADER_LEN + 8];
+        self.io
+            .read_exact(&mut reply)
+            .map_err(|e| broken(&format!("handshake with {peer}"), &e))?;
+        let mut head = [0u8; RESPONSE_HEADER_LEN];
+        head.copy_from_slice(&reply[..RESPONSE_HEADER_LEN]);
+        let head = ResponseHeader::decode(&head);
+        if head.stream_id != [0, 0] || head.status != status::OK || head.body_len != 8 {
+            return Err(Fault::Violation(format!(
+                "{peer} did not answer the XRootD handshake (is it an XRootD server?)"
+            )));
+        }
+        // The kXR_protocol response, read through the multiplexer.
+        let mut calls = [Call::new(
+            Request::Protocol { flags },
+            Sink::Body(Vec::new()),
+        )];
+        calls[0].state = CallState::InFlight;
+        calls[0].sent_at = Instant::now();
+        let mut routes = HashMap::from([(stream, 0usize)]);
+        while !calls[0].is_done() {
+            if let Some((_, fault)) = self.receive(&mut calls, &mut routes, None)? {
+                return Err(fault);
+            }
+        }
+        let info = ProtocolInfo::decode(&calls[0].take_body())
+            .map_err(|e| Fault::Violation(format!("{peer}: {e}")))?;
+        if settings.tls && info.flags & server_flags::HAVE_TLS == 0 {
+            return Err(Fault::Unsupported(format!(
+                "{peer} does not offer TLS (roots:// needs a server configured with xrd.tls)"
+            )));
+        }
+        if info.flags & server_flags::GOTO_TLS != 0 {
+            if !settings.tls {
+                return Err(Fault::Violation(format!(
+                    "{peer} switched to TLS, which was not asked for"
+                )));
+            }
+            let Transport::Plain(tcp) = std::mem::replace(self.io.get_mut(), Transport::Switching)
+            else {
+                return Err(Fault::Violation(format!("{peer} asked for TLS twice")));
+            };
+            if !self.io.buffer().is_empty() {
+                return Err(Fault::Violation(format!(
+                    "{peer} sent data before the TLS handshake"
+                )));
+            }
+            let secured =
+                tls::connect(host, tcp, settings.tls_config.clone()).map_err(|e| match e {
+                    tls::TlsError::Io(e) => broken(&format!("TLS handshake with {peer}"), &e),
+                    tls::TlsError::Rejected(msg) => {
+                        Fault::Violation(format!("TLS handshake with {peer} failed: {msg}"))
+                    }
+                    tls::TlsError::Setup(msg) => {
+                        Fault::Unsupported(format!("TLS with {peer}: {msg}"))
+                    }
+                })?;
+            *self.io.get_mut() = Transport::Tls(Box::new(secured));
+        } else if settings.tls {
+            return Err(Fault::Unsupported(format!(
+                "{peer} did not switch to TLS although roots:// asked for it"
+            )));
+        }
+        Ok(())
+    }
+
+    fn login(&mut self, settings: &Settings) -> Result<(), Fault> {
+        let body = self.control(Request::Login {
+            pid: std::process::id(),
+            user: settings.user.clone(),
+        })?;
+        let wanted =
+            decode_login(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let mut failures = Vec::new();
+        for protocol in &wanted {
+            let Some(credentials) = auth::credentials(
+                &protocol.name,
+                self.is_encrypted(),
+                settings.token.as_deref(),
+                &mut failures,
+            ) else {
+                continue;
+            };
+            match self.control(Request::Auth {
+                protocol: protocol.name.clone(),
+                credentials,
+            }) {
+                Ok(_) => return Ok(()),
+                Err(Fault::Server(e)) => failures.push(format!("{}: {}", protocol.name, e)),
+                Err(other) => return Err(other),
+            }
+        }
+        let offered: Vec<&str> = wanted.iter().map(|p| p.name.as_str()).collect();
+        Err(Fault::Unsupported(format!(
+            "authentication to {} failed: the server accepts {} ; {}",
+            self.peer,
+            offered.join(", "),
+            if failures.is_empty() {
+                "this client supports unix and ztn".to_string()
+            } else {
+                failures.join("; ")
+            }
+        )))
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        matches!(self.io.get_ref(), Transport::Tls(_))
+    }
+
+    /// Opens `path` (with its `?opaque` part) read only, and returns its `kXR_stat`.
+    pub fn open_file(&mut self, path: &str) -> Result<StatInfo, Fault> {
+        let body = self.control(Request::Open {
+            path: path.to_string(),
+        })?;
+        let (handle, stat) =
+            decode_open(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
+        self.handle = Some(handle);
+        if let Some(stat) = stat {
+            return Ok(stat);
+        }
+        // A server that ignored kXR_retstat: one more round trip.
+        let body = self.control(Request::Stat { handle })?;
+        StatInfo::decode(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))
+    }
+
+    /// Sends one control request and returns its response body.
+    pub fn control(&mut self, request: Request) -> Result<Vec<u8>, Fault> {
+        let mut calls = [Call::new(request, Sink::Body(Vec::new()))];
+        self.exchange(&mut calls, None)?;
+        Ok(calls[0].take_body())
+    }
+
+    /// Closes the open file; faults are ignored (the connection is dropped anyway).
+    pub fn close_file(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            let short = Duration::from_secs(2).min(self.timeout);
+            if let Some(tcp) = self.io.get_ref().tcp() {
+                let _ = tcp.set_read_timeout(Some(short));
+                let _ = tcp.set_write_timeout(Some(short));
+            }
+            let _ = self.control(Request::Close { handle });
+        }
+    }
+
+    fn take_stream_id(&mut self) -> [u8; 2] {
+        // Stream id 0 is reserved for unsolicited messages.
+        self.next_stream = self.next_stream.checked_add(1).unwrap_or(1);
+        self.next_stream.to_be_bytes()
+    }
+
+    /// Runs `calls` on this connection, several at a time, until every one is answered.
+    /// Data calls are recorded in `metrics` (one record per request). A `kXR_error` or
+    /// redirect of one call lets the others finish before it is returned, so that the
+    /// connection stays usable; a broken connection or protocol violation returns at
+    /// once (the connection must then be dropped).
+    pub fn exchange(
+        &mut self,
+        calls: &mut [Call<'_>],
+        metrics: Option<&IoMetrics>,
+    ) -> Result<(), Fault> {
+        let mut routes: HashMap<[u8; 2], usize> = HashMap::new();
+        let mut first_fault: Option<Fault> = None;
+        loop {
+            // Send what fits in the window (nothing new once a call failed).
+            let now = Instant::now();
+            let mut in_flight = 0usize;
+            let mut in_flight_bytes = 0usize;
+            for c in calls.iter() {
+                if matches!(c.state, CallState::InFlight | CallState::AwaitAsync(_)) {
+                    in_flight += 1;
+                    in_flight_bytes += c.encoded_len;
+                }
+            }
+            if first_fault.is_none() {
+                for (i, call) in calls.iter_mut().enumerate() {
+                    let due = match call.state {
+                        CallState::Queued => true,
+                        CallState::WaitUntil(t) => t <= now,
+                        _ => false,
+                    };
+                    if !due {
+                        continue;
+                    }
+                    let stream = self.take_stream_id();
+                    let bytes = call.request.encode(stream);
+                    let fits = in_flight == 0
+                        || (in_flight < MAX_IN_FLIGHT
+                            && in_flight_bytes + bytes.len() <= MAX_IN_FLIGHT_REQUEST_BYTES);
+                    if !fits {
+                        break;
+                    }
+                    self.io
+                        .get_mut()
+                        .write_all(&bytes)
+                        .map_err(|e| broken(&format!("sending to {}", self.peer), &e))?;
+                    call.sink.reset();
+                    call.payload_bytes = 0;
+                    call.state = CallState::InFlight;
+                    call.encoded_len = bytes.len();
+                    call.sent_at = Instant::now();
+                    routes.insert(stream, i);
+                    in_flight += 1;
+                    in_flight_bytes += bytes.len();
+                }
+            }
+            let waiting_to_resend = calls
+                .iter()
+                .filter_map(|c| match c.state {
+                    CallState::WaitUntil(t) => Some(t),
+                    _ => None,
+                })
+                .min();
+            if in_flight == 0 {
+                match (waiting_to_resend, first_fault.is_some()) {
+                    (Some(t), false) => {
+                        std::thread::sleep(t.saturating_duration_since(Instant::now()));
+                        continue;
+                    }
+                    _ => break,
+                }
+            }
+            let fault = self.receive(
+                calls,
+                &mut routes,
+                waiting_to_resend.filter(|_| first_fault.is_none()),
+            );
+            match fault {
+                Ok(Some((i, fault))) => {
+                    calls[i].state = CallState::Failed;
+                    first_fault.get_or_insert(fault);
+                }
+                Ok(None) => {}
+                Err(f) => return Err(f),
+            }
+            if let Some(m) = metrics {
+                for c in calls.iter_mut() {
+                    if c.state == CallState::Done && c.encoded_len != 0 {
+                        let vectored = match &c.sink {
+                            Sink::Read { .. } => Some(false),
+                            Sink::ReadV(_) => Some(true),
+                            Sink::Body(_) => None,
+                        };
+                        if let Some(vectored) = vectored {
+                            let ranges = match &c.sink {
+                                Sink::ReadV(s) => s.len() as u64,
+                                _ => 1,
+                            };
+                            m.record(vectored, ranges, c.payload_bytes, c.sent_at);
+                        }
+                        // Recorded once.
+                        c.encoded_len = 0;
+                    }
+                }
+            }
+        }
+        match first_fault {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads one response frame and applies it to its call. Returns the call's fault if
+    /// the frame ended it with an error or redirect; `Err` if the connection is unusable.
+    /// `resend_at`: when a waiting call is due, so that reading does not sleep past it.
+    fn receive(
+        &mut self,
+        calls: &mut [Call<'_>],
+        routes: &mut HashMap<[u8; 2], usize>,
+        resend_at: Option<Instant>,
+    ) -> Result<Option<(usize, Fault)>, Fault> {
+        let Some(mut head) = self.read_header(calls, resend_at)? else {
+            return Ok(None);
+        };
+        if head.status == status::ATTN {
+            if head.body_len < 4 {
+                return Err(self.violation("sent a kXR_attn message without an action"));
+            }
+            let mut action = [0u8; 4];
+            self.read_into(&mut action)?;
+            if u32::from_be_bytes(action) != ATTN_ASYNC_RESPONSE {
+                // Other messages (kXR_asyncms: text for the user) are skipped.
+                self.discard(head.body_len - 4)?;
+                return Ok(None);
+            }
+            if head.body_len < 4 + 4 + RESPONSE_HEADER_LEN as u32 {
+                return Err(self.violation("sent a kXR_asynresp message that is too short"));
+            }
+            let mut inner = [0u8; 4 + RESPONSE_HEADER_LEN];
+            self.read_into(&mut inner)?;
+            let mut inner_head = [0u8; RESPONSE_HEADER_LEN];
+            inner_head.copy_from_slice(&inner[4..]);
+            let inner_head = ResponseHeader::decode(&inner_head);
+            if inner_head.body_len != head.body_len - 16 {
+                return Err(self.violation("sent a kXR_asynresp message whose lengths disagree"));
+            }
+            head = inner_head;
+        }
+        let Some(&index) = routes.get(&head.stream_id) else {
+            return Err(self.violation(&format!(
+                "answered stream {:?}, which has no request in flight",
+                head.stream_id
+            )));
+        };
+        let call = &mut calls[index];
+        match head.status {
+            status::OK | status::OK_SO_FAR => {
+                self.read_data(call, head.body_len)?;
+                if head.status == status::OK {
+                    routes.remove(&head.stream_id);
+                    call.state = CallState::Done;
+                    if let Some(short) = incomplete(call) {
+                        return Ok(Some((index, Fault::Short(short))));
+                    }
+                } else {
+                    call.state = CallState::InFlight;
+                }
+                Ok(None)
+            }
+            status::ERROR => {
+                routes.remove(&head.stream_id);
+                let body = self.read_control_body(head.body_len)?;
+                let e = ServerError::decode(&body).map_err(|e| self.violation(&e.0))?;
+                Ok(Some((index, Fault::Server(e))))
+            }
+            status::REDIRECT => {
+                routes.remove(&head.stream_id);
+                let body = self.read_control_body(head.body_len)?;
+                let r = Redirect::decode(&body).map_err(|e| self.violation(&e.0))?;
+                Ok(Some((index, Fault::Redirect(r))))
+            }
+            status::WAIT => {
+                routes.remove(&head.stream_id);
+                let body = self.read_control_body(head.body_len)?;
+                let seconds = decode_wait_seconds(&body).map_err(|e| self.violation(&e.0))?;
+                let wait = Duration::from_secs(u64::from(seconds));
+                let call = &mut calls[index];
+                call.waited += wait;
+                if call.waited > self.timeout * WAIT_LIMIT_IN_TIMEOUTS {
+                    return Err(Fault::Broken(format!(
+                        "{} kept asking to wait ({} s in total)",
+                        self.peer,
+                        call.waited.as_secs()
+                    )));
+                }
+                call.state = CallState::WaitUntil(Instant::now() + wait);
+                Ok(None)
+            }
+            status::WAIT_RESP => {
+                let body = self.read_control_body(head.body_len)?;
+                let seconds = decode_wait_seconds(&body).map_err(|e| self.violation(&e.0))?;
+                // The response comes as a kXR_attn message; allow the announced time
+                // plus the usual timeout.
+                let deadline =
+                    Instant::now() + Duration::from_secs(u64::from(seconds)) + self.timeout;
+                calls[index].state = CallState::AwaitAsync(deadline);
+                Ok(None)
+            }
+            status::AUTH_MORE => Err(Fault::Unsupported(format!(
+                "{} asked for a multi-step authentication, which this client does not support",
+                self.peer
+            ))),
+            other => Err(self.violation(&format!("sent an unexpected response status {other}"))),
+        }
+    }
+
+    /// Reads a response header. `None`: nothing arrived before `resend_at` (a waiting
+    /// call is due). A timeout while a deferred response is still announced is waited
+    /// out; any other timeout breaks the connection.
+    fn read_header(
+        &mut self,
+        calls: &[Call<'_>],
+        resend_at: Option<Instant>,
+    ) -> Result<Option<ResponseHeader>, Fault> {
+        let mut head = [0u8; RESPONSE_HEADER_LEN];
+        loop {
+            let now = Instant::now();
+            let limit = match resend_at {
+                Some(t) => t.saturating_duration_since(now).min(self.timeout),
+                None => self.timeout,
+            }
+            .max(Duration::from_millis(1));
+            if let Some(tcp) = self.io.get_ref().tcp() {
+                let _ = tcp.set_read_timeout(Some(limit));
+            }
+            let first = self.io.read(&mut head);
+            if let Some(tcp) = self.io.get_ref().tcp() {
+                let _ = tcp.set_read_timeout(Some(self.timeout));
+            }
+            match first {
+                Ok(0) => {
+                    return Err(Fault::Broken(format!(
+                        "{}: connection closed by the server",
+                        self.peer
+                    )))
+                }
+                Ok(n) => {
+                    self.read_into(&mut head[n..])?;
+                    return Ok(Some(ResponseHeader::decode(&head)));
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    let now = Instant::now();
+                    if resend_at.is_some_and(|t| t <= now) {
+                        return Ok(None);
+                    }
+                    let awaited = calls.iter().any(
+                        |c| matches!(c.state, CallState::AwaitAsync(deadline) if deadline > now),
+                    );
+                    let waiting = calls
+                        .iter()
+                        .any(|c| matches!(c.state, CallState::WaitUntil(_)));
+                    if awaited || (waiting && resend_at.is_some()) {
+                        continue;
+                    }
+                    if calls
+                        .iter()
+                        .any(|c| matches!(c.state, CallState::AwaitAsync(_)))
+                    {
+                        return Err(Fault::Broken(format!(
+                            "{} announced a deferred response (kXR_waitresp) that never came",
+                            self.peer
+                        )));
+                    }
+                    return Err(broken(&format!("waiting for {}", self.peer), &e));
+                }
+                Err(e) => return Err(broken(&format!("reading from {}", self.peer), &e)),
+            }
+        }
+    }
+
+    fn read_data(&mut self, call: &mut Call<'_>, body_len: u32) -> Result<(), Fault> {
+        let body_len = body_len as usize;
+        match &mut call.sink {
+            Sink::Body(body) => {
+                if body.len() + body_len > CONTROL_BODY_MAX as usize {
+                    return Err(self.violation(&format!(
+                        "sent a {}-byte response to a control request",
+                        body.len() + body_len
+                    )));
+                }
+                let start = body.len();
+                body.resize(start + body_len, 0);
+                let peer = self.peer.clone();
+                self.io
+                    .read_exact(&mut body[start..])
+                    .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+            }
+            Sink::Read { out, filled } => {
+                if body_len > out.len() - *filled {
+                    return Err(self.violation(&format!(
+                        "sent {} bytes for a read of {} bytes ({} already received)",
+                        body_len,
+                        out.len(),
+                        filled
+                    )));
+                }
+                let peer = self.peer.clone();
+                self.io
+                    .read_exact(&mut out[*filled..*filled + body_len])
+                    .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+                *filled += body_len;
+                call.payload_bytes += body_len as u64;
+            }
+            Sink::ReadV(segments) => {
+                let mut left = body_len;
+                let mut next = segments.iter().position(|s| !s.done).unwrap_or(0);
+                while left > 0 {
+                    if left < READV_ELEMENT_LEN {
+                        return Err(self
+                            .violation("sent a vector-read frame ending inside a segment header"));
+                    }
+                    let mut raw = [0u8; READV_ELEMENT_LEN];
+                    self.read_into(&mut raw)?;
+                    left -= READV_ELEMENT_LEN;
+                    let seg = ReadvSegmentHeader::decode(&raw);
+                    let matches = |s: &Segment<'_>| {
+                        !s.done && s.offset == seg.offset && s.out.len() == seg.len as usize
+                    };
+                    // Segments come in the order asked; search only if they do not.
+                    let found = if segments.get(next).is_some_and(matches) {
+                        Some(next)
+                    } else {
+                        segments.iter().position(matches)
+                    };
+                    let Some(i) = found else {
+                        let shorter = segments.iter().any(|s| {
+                            !s.done && s.offset == seg.offset && (seg.len as usize) < s.out.len()
+                        });
+                        if shorter {
+                            return Err(Fault::Short(format!(
+                                "{} returned {} bytes at offset {} where more were asked: the file changed or is truncated",
+                                self.peer, seg.len, seg.offset
+                            )));
+                        }
+                        return Err(self.violation(&format!(
+                            "sent a vector-read segment of {} bytes at offset {} that was not asked for",
+                            seg.len, seg.offset
+                        )));
+                    };
+                    if seg.len as usize > left {
+                        return Err(self.violation(&format!(
+                            "announced a {}-byte segment in a frame with {} bytes left",
+                            seg.len, left
+                        )));
+                    }
+                    let peer = self.peer.clone();
+                    self.io
+                        .read_exact(segments[i].out)
+                        .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+                    segments[i].done = true;
+                    left -= seg.len as usize;
+                    call.payload_bytes += u64::from(seg.len);
+                    next = i + 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_control_body(&mut self, body_len: u32) -> Result<Vec<u8>, Fault> {
+        if body_len > CONTROL_BODY_MAX {
+            return Err(self.violation(&format!("sent a {body_len}-byte status message")));
+        }
+        let mut body = vec![0u8; body_len as usize];
+        self.read_into(&mut body)?;
+        Ok(body)
+    }
+
+    fn read_into(&mut self, buf: &mut [u8]) -> Result<(), Fault> {
+        let peer = &self.peer;
+        self.io
+            .read_exact(buf)
+            .map_err(|e| broken(&format!("reading from {peer}"), &e))
+    }
+
+    fn discard(&mut self, len: u32) -> Result<(), Fault> {
+        if len > CONTROL_BODY_MAX {
+            return Err(self.violation(&format!("sent a {len}-byte kXR_attn message")));
+        }
+        let mut sink = vec![0u8; len as usize];
+        self.read_into(&mut sink)
+    }
+
+    fn violation(&self, what: &str) -> Fault {
+        Fault::Violation(format!("protocol violation: {} {what}", self.peer))
+    }
+}
+
+/// A description of what is missing from a finished call, if anything.
+fn incomplete(call: &Call<'_>) -> Option<String> {
+    match &call.sink {
+        Sink::Body(_) => None,
+        Sink::Read { out, filled } => (*filled < out.len()).then(|| {
+            format!(
+                "the server returned {filled} of {} bytes: the file changed or is truncated",
+                out.len()
+            )
+        }),
+        Sink::ReadV(segments) => {
+            let missing = segments.iter().filter(|s| !s.done).count();
+            (missing > 0).then(|| {
+                format!(
+                    "the server returned {} of {} segments of a vector read: the file changed or is truncated",
+                    segments.len() - missing,
+                    segments.len()
+                )
+            })
+        }
+    }
+}

@@ -1,0 +1,675 @@
+//! XRootD (`root://`, `xroot://`; `roots://`, `xroots://` over TLS) byte source: a
+//! native client of the XRootD protocol over TCP, without libXrdCl.
+//!
+//! Authentication, when the server asks: `unix`, and `ztn` (a WLCG bearer token, only
+//! over TLS). TLS starts when the server answers `kXR_gotoTLS` to a client that wants it
+//! (`roots://`); certificates are checked against the system's CAs.
+//!
+//! A source opens the file on the server (following redirects, as federations and EOS
+//! send clients from a manager to a data server), learns the server's vector-read
+//! limits, and reads with `kXR_read` (single ranges) and `kXR_readv` (many ranges, split
+//! to the server's limits). It keeps a small pool of connections; a big call is spread
+//! over several of them, each with several requests in flight. A broken connection is
+//! re-established (session, open, same size checked) with the backoff of a
+//! [`RetryPolicy`].
+
+mod auth;
+mod connection;
+mod protocol;
+mod tls;
+
+#[cfg(test)]
+mod tests;
+
+use self::connection::{Call, Connection, Fault, Segment, Settings, Sink};
+use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl};
+use super::retry::Failure;
+use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use crate::error::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Redirects followed before giving up (a loop, or a misconfigured federation).
+const MAX_REDIRECTS: u32 = 10;
+/// Single reads larger than this are split, so that the pieces go over several
+/// connections at once.
+const READ_CHUNK_BYTES: u64 = 8 << 20;
+/// Bytes asked for in one `kXR_readv`.
+const MAX_READV_BYTES: u64 = 16 << 20;
+/// Requests one connection takes from the shared queue at a time.
+const BATCH_REQUESTS: usize = 4;
+/// The protocol's documented vector-read limits (`XProtocol.hh`: `maxRvecsz` elements,
+/// `maxRVdsz` bytes per element), used when the server does not tell.
+const DEFAULT_READV_SEGMENTS: usize = 1024;
+const DEFAULT_READV_SEGMENT_BYTES: u64 = 2 * 1024 * 1024 - 16;
+
+/// How an [`XRootDSource`] connects and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XRootDOptions {
+    /// Retries, backoff and timeouts.
+    pub retry: RetryPolicy,
+    /// Connections to the server (the requests served at the same time).
+    pub parallel_requests: usize,
+}
+
+impl Default for XRootDOptions {
+    fn default() -> Self {
+        XRootDOptions {
+            retry: RetryPolicy::default(),
+            parallel_requests: 4,
+        }
+    }
+}
+
+/// A file on an XRootD server.
+pub struct XRootDSource {
+    /// The URL without credentials.
+    name: String,
+    url: XrdUrl,
+    settings: Settings,
+    policy: RetryPolicy,
+    size: u64,
+    readv_segments: usize,
+    readv_segment_bytes: u64,
+    parallel: usize,
+    pool: Pool,
+    metrics: IoMetrics,
+}
+
+impl std::fmt::Debug for XRootDSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XRootDSource")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl XRootDSource {
+    /// Opens `url` (`root://host[:port]//path`) with the default options.
+    pub fn open(url: &str) -> Result<Self> {
+        Self::open_with(url, XRootDOptions::default())
+    }
+
+    /// Opens `url` with `options`.
+    pub fn open_with(url: &str, options: XRootDOptions) -> Result<Self> {
+        Self::open_configured(url, options, |_| {})
+    }
+
+    /// Opens `url` with `options`, after `configure` adjusted the connection settings.
+    fn open_configured(
+        url: &str,
+        options: XRootDOptions,
+        configure: impl FnOnce(&mut Settings),
+    ) -> Result<Self> {
+        let name = redact_url(url);
+        let parsed = XrdUrl::parse(url)
+            .ok_or_else(|| Error::InvalidArgument(format!("not a valid XRootD URL: {name}")))?;
+        let mut settings = Settings {
+            tls: parsed.tls,
+            user: parsed.user.clone().unwrap_or_else(auth::login_name),
+            timeout: options.retry.timeout,
+            tls_config: None,
+            token: None,
+        };
+        configure(&mut settings);
+        let mut source = XRootDSource {
+            name,
+            url: parsed,
+            settings,
+            policy: options.retry,
+            size: 0,
+            readv_segments: DEFAULT_READV_SEGMENTS,
+            readv_segment_bytes: DEFAULT_READV_SEGMENT_BYTES,
+            parallel: options.parallel_requests.max(1),
+            pool: Pool::new(options.parallel_requests.max(1)),
+            metrics: IoMetrics::default(),
+        };
+        let (conn, size, limits) = source.policy.run(&source.name, |_| {
+            let (mut conn, size) = source.open_session(None, None)?;
+            let limits = source.query_readv_limits(&mut conn)?;
+            Ok((conn, size, limits))
+        })?;
+        source.size = size;
+        if let Some((segments, bytes)) = limits {
+            source.readv_segments = segments;
+            source.readv_segment_bytes = bytes;
+        }
+        source.pool.release(Some(conn));
+        Ok(source)
+    }
+
+    /// The vector-read limits the server announced (`kXR_query` config), if it did.
+    fn query_readv_limits(
+        &self,
+        conn: &mut Connection,
+    ) -> std::result::Result<Option<(usize, u64)>, Failure> {
+        let answer = conn.control(Request::QueryConfig {
+            names: "readv_iov_max readv_ior_max".into(),
+        });
+        let body = match answer {
+            Ok(body) => body,
+            // An old or restricted server: the documented defaults apply.
+            Err(Fault::Server(_)) => return Ok(None),
+            Err(other) => return Err(self.failure(other)),
+        };
+        let values = decode_query_config(&body);
+        let segments = values.first().copied().flatten().filter(|&v| v > 0);
+        let bytes = values.get(1).copied().flatten().filter(|&v| v > 0);
+        Ok(Some((
+            segments.map_or(DEFAULT_READV_SEGMENTS, |v| v.min(1 << 16) as usize),
+            bytes.map_or(DEFAULT_READV_SEGMENT_BYTES, |v| v.min(u64::from(u32::MAX))),
+        )))
+    }
+
+    /// Connects, logs in and opens the file, following redirects; starts at `start`
+    /// (a redirect received while reading) or at the URL's host. With `expected_size`,
+    /// a file of another size is an error (it changed since it was first opened).
+    fn open_session(
+        &self,
+        start: Option<&Redirect>,
+        expected_size: Option<u64>,
+    ) -> std::result::Result<(Connection, u64), Failure> {
+        let base_path = self.url.path_with_opaque();
+        let with_opaque = |opaque: &Option<String>| match opaque {
+            Some(o) if base_path.contains('?') => format!("{base_path}&{o}"),
+            Some(o) => format!("{base_path}?{o}"),
+            None => base_path.clone(),
+        };
+        let (mut host, mut port, mut path) = match start {
+            Some(r) => (r.host.clone(), r.port, with_opaque(&r.opaque)),
+            None => (self.url.host.clone(), self.url.port, base_path.clone()),
+        };
+        for _ in 0..=MAX_REDIRECTS {
+            let opened = Connection::connect(&host, port, &self.settings)
+                .and_then(|mut conn| conn.open_file(&path).map(|stat| (conn, stat)));
+            match opened {
+                Ok((conn, stat)) => {
+                    if stat.is_directory_or_special() {
+                        return Err(Failure::Permanent(Error::Remote {
+                            what: self.name.clone(),
+                            detail: "not a regular file".into(),
+                        }));
+                    }
+                    if let Some(expected) = expected_size.filter(|&e| e != stat.size) {
+                        return Err(Failure::Permanent(Error::Remote {
+                            what: self.name.clone(),
+                            detail: format!(
+                                "the file changed on the server: its size was {expected} bytes, now {}",
+                                stat.size
+                            ),
+                        }));
+                    }
+                    return Ok((conn, stat.size));
+                }
+                Err(Fault::Redirect(r)) => {
+                    host = r.host;
+                    port = r.port;
+                    path = with_opaque(&r.opaque);
+                }
+                Err(other) => return Err(self.failure(other)),
+            }
+        }
+        Err(Failure::Permanent(Error::Remote {
+            what: self.name.clone(),
+            detail: format!("more than {MAX_REDIRECTS} redirects (last to {host}:{port})"),
+        }))
+    }
+
+    /// What a fault means for the retry loop.
+    fn failure(&self, fault: Fault) -> Failure {
+        let remote = |detail: String| {
+            Failure::Permanent(Error::Remote {
+                what: self.name.clone(),
+                detail,
+            })
+        };
+        // Server messages may quote the path with its opaque part (tokens).
+        let fault = match fault {
+            Fault::Server(mut e) => {
+                e.message = self.scrub(&e.message);
+                Fault::Server(e)
+            }
+            other => other,
+        };
+        match fault {
+            Fault::Broken(detail) => Failure::Transient {
+                detail,
+                after: None,
+            },
+            Fault::Server(e) if e.code == error_code::NOT_FOUND => {
+                Failure::Permanent(Error::NotFound(format!(
+                    "{}: no such file on the server ({})",
+                    self.name, e.message
+                )))
+            }
+            Fault::Server(e) if e.is_transient() => Failure::Transient {
+                detail: format!("server error {e}"),
+                after: None,
+            },
+            Fault::Server(e) => remote(format!("server error {e}")),
+            Fault::Redirect(r) => remote(format!("unexpected redirect to {}:{}", r.host, r.port)),
+            Fault::Violation(detail) | Fault::Short(detail) => remote(detail),
+            Fault::Unsupported(detail) => {
+                Failure::Permanent(Error::Unsupported(format!("{}: {detail}", self.name)))
+            }
+        }
+    }
+
+    /// `text` without the values of the URL's query and without the bearer token.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<String> = Vec::new();
+        for pair in self.url.opaque.iter().flat_map(|o| o.split('&')) {
+            if let Some((_, value)) = pair.split_once('=') {
+                secrets.push(value.to_string());
+                secrets.push(percent_decoded(value));
+            }
+        }
+        secrets.extend(self.settings.token.iter().cloned());
+        secrets.retain(|s| s.len() >= 4);
+        // Longest first, so that a secret containing another is removed whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.iter().fold(text.to_string(), |t, secret| {
+            t.replace(secret.as_str(), "***")
+        })
+    }
+
+    /// Runs `units` over as many pooled connections as useful, each pulling work from a
+    /// shared queue; returns the first error.
+    fn execute(&self, units: Vec<Unit<'_>>) -> Result<()> {
+        if units.is_empty() {
+            return Ok(());
+        }
+        let wanted = units.len().min(self.parallel);
+        let queue = Mutex::new(VecDeque::from(units));
+        let mut slots = vec![self.pool.acquire()];
+        while slots.len() < wanted {
+            match self.pool.try_acquire() {
+                Some(slot) => slots.push(slot),
+                None => break,
+            }
+        }
+        let workers = slots.len();
+        let abort = AtomicBool::new(false);
+        let results: Vec<Result<()>> = if workers == 1 {
+            vec![self.work(&mut slots[0], &queue, &abort, workers)]
+        } else {
+            std::thread::scope(|scope| {
+                let (queue, abort) = (&queue, &abort);
+                let mut rest = slots.iter_mut();
+                let mine = rest.next();
+                let handles: Vec<_> = rest
+                    .map(|slot| scope.spawn(move || self.work(slot, queue, abort, workers)))
+                    .collect();
+                let mut results = Vec::with_capacity(workers);
+                if let Some(slot) = mine {
+                    results.push(self.work(slot, queue, abort, workers));
+                }
+                for h in handles {
+                    results.push(h.join().unwrap_or_else(|_| {
+                        Err(Error::Remote {
+                            what: self.name.clone(),
+                            detail: "a reader thread panicked".into(),
+                        })
+                    }));
+                }
+                results
+            })
+        };
+        for slot in slots {
+            self.pool.release(slot);
+        }
+        results.into_iter().collect()
+    }
+
+    /// One connection's share of a call: takes batches of units from `queue` until it
+    /// is empty; a batch whose connection breaks is retried on a new connection.
+    fn work(
+        &self,
+        slot: &mut Option<Connection>,
+        queue: &Mutex<VecDeque<Unit<'_>>>,
+        abort: &AtomicBool,
+        workers: usize,
+    ) -> Result<()> {
+        let mut redirect: Option<Redirect> = None;
+        let mut redirects = 0;
+        loop {
+            if abort.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let mut batch: Vec<Unit<'_>> = {
+                let mut q = lock(queue);
+                let take = q
+                    .len()
+                    .div_ceil(workers)
+                    .clamp(1, BATCH_REQUESTS)
+                    .min(q.len());
+                q.drain(..take).collect()
+            };
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let outcome = self.policy.run(&self.name, |_| {
+                if slot.is_none() {
+                    let (conn, _) = self.open_session(redirect.as_ref(), Some(self.size))?;
+                    *slot = Some(conn);
+                }
+                let Some(conn) = slot.as_mut() else {
+                    return Err(Failure::Transient {
+                        detail: "no connection".into(),
+                        after: None,
+                    });
+                };
+                let Some(handle) = conn.handle else {
+                    *slot = None;
+                    return Err(Failure::Transient {
+                        detail: "the file is not open on this connection".into(),
+                        after: None,
+                    });
+                };
+                let pending: Vec<usize> = (0..batch.len()).filter(|&i| !batch[i].done()).collect();
+                let mut calls: Vec<Call<'_>> = batch
+                    .iter_mut()
+                    .filter(|u| !u.done())
+                    .map(|u| u.call(handle))
+                    .collect();
+                let result = conn.exchange(&mut calls, Some(&self.metrics));
+                let finished: Vec<bool> = calls.iter().map(Call::is_done).collect();
+                drop(calls);
+                for (&i, done) in pending.iter().zip(finished) {
+                    if done {
+                        batch[i].set_done();
+                    }
+                }
+                match result {
+                    Ok(()) => Ok(()),
+                    Err(Fault::Redirect(r)) => {
+                        redirects += 1;
+                        if redirects > MAX_REDIRECTS {
+                            return Err(self.failure(Fault::Violation(format!(
+                                "more than {MAX_REDIRECTS} redirects while reading"
+                            ))));
+                        }
+                        let detail = format!("redirected to {}:{} while reading", r.host, r.port);
+                        if let Some(mut old) = slot.take() {
+                            old.close_file();
+                        }
+                        redirect = Some(r);
+                        Err(Failure::Transient {
+                            detail,
+                            after: Some(Duration::ZERO),
+                        })
+                    }
+                    Err(fault @ (Fault::Broken(_) | Fault::Violation(_))) => {
+                        *slot = None;
+                        Err(self.failure(fault))
+                    }
+                    Err(fault) => Err(self.failure(fault)),
+                }
+            });
+            if let Err(e) = outcome {
+                abort.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+    }
+
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::Truncated {
+                what: format!("file {}", self.name),
+                offset,
+                needed: len,
+                available: self.size.saturating_sub(offset),
+            }),
+        }
+    }
+}
+
+impl ReadAt for XRootDSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        // Checked against the size the server reported before anything is allocated.
+        self.check_range(offset, len)?;
+        let mut out = vec![0u8; len as usize];
+        let units: Vec<Unit<'_>> = out
+            .chunks_mut(READ_CHUNK_BYTES as usize)
+            .scan(offset, |at, chunk| {
+                let start = *at;
+                *at += chunk.len() as u64;
+                Some(Unit::Read {
+                    offset: start,
+                    out: chunk,
+                    done: false,
+                })
+            })
+            .collect();
+        self.execute(units)?;
+        Ok(out)
+    }
+
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        for r in ranges {
+            self.check_range(r.offset, r.len)?;
+        }
+        let mut outs: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len as usize]).collect();
+        // Every range in pieces of at most the server's segment size...
+        let piece_len = self.readv_segment_bytes.max(1) as usize;
+        let mut pieces: Vec<(u64, &mut [u8])> = Vec::new();
+        for (r, out) in ranges.iter().zip(outs.iter_mut()) {
+            let mut at = r.offset;
+            for chunk in out.chunks_mut(piece_len) {
+                let n = chunk.len() as u64;
+                pieces.push((at, chunk));
+                at += n;
+            }
+        }
+        // ...and the pieces in requests of at most the server's segment count.
+        let mut units: Vec<Unit<'_>> = Vec::new();
+        let mut current: Vec<(u64, &mut [u8])> = Vec::new();
+        let mut current_bytes = 0u64;
+        for piece in pieces {
+            let n = piece.1.len() as u64;
+            if !current.is_empty()
+                && (current.len() >= self.readv_segments || current_bytes + n > MAX_READV_BYTES)
+            {
+                units.push(Unit::ReadV {
+                    pieces: std::mem::take(&mut current),
+                    done: false,
+                });
+                current_bytes = 0;
+            }
+            current_bytes += n;
+            current.push(piece);
+        }
+        if !current.is_empty() {
+            units.push(Unit::ReadV {
+                pieces: current,
+                done: false,
+            });
+        }
+        self.execute(units)?;
+        Ok(outs)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    fn hints(&self) -> ReadHints {
+        ReadHints {
+            max_range_bytes: self.readv_segment_bytes,
+            max_ranges_per_request: self.readv_segments,
+            max_request_bytes: MAX_READV_BYTES,
+            parallel_requests: self.parallel,
+            ..ReadHints::REMOTE
+        }
+    }
+}
+
+impl Drop for XRootDSource {
+    fn drop(&mut self) {
+        for mut conn in self.pool.drain() {
+            conn.close_file();
+        }
+    }
+}
+
+/// `text` with `%XX` escapes decoded (invalid ones kept as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One request's worth of a call, with the caller's buffers it fills.
+enum Unit<'a> {
+    /// A `kXR_read` of `out.len()` bytes at `offset`.
+    Read {
+        offset: u64,
+        out: &'a mut [u8],
+        done: bool,
+    },
+    /// A `kXR_readv` of every piece.
+    ReadV {
+        pieces: Vec<(u64, &'a mut [u8])>,
+        done: bool,
+    },
+}
+
+impl Unit<'_> {
+    fn done(&self) -> bool {
+        match self {
+            Unit::Read { done, .. } | Unit::ReadV { done, .. } => *done,
+        }
+    }
+
+    fn set_done(&mut self) {
+        match self {
+            Unit::Read { done, .. } | Unit::ReadV { done, .. } => *done = true,
+        }
+    }
+
+    fn call(&mut self, handle: protocol::FileHandle) -> Call<'_> {
+        match self {
+            Unit::Read { offset, out, .. } => Call::new(
+                Request::Read {
+                    handle,
+                    offset: *offset,
+                    // At most READ_CHUNK_BYTES.
+                    len: out.len() as u32,
+                },
+                Sink::Read {
+                    out: &mut out[..],
+                    filled: 0,
+                },
+            ),
+            Unit::ReadV { pieces, .. } => Call::new(
+                Request::ReadV {
+                    handle,
+                    // Each piece is at most the server's segment size (< 4 GiB).
+                    segments: pieces.iter().map(|(o, b)| (*o, b.len() as u32)).collect(),
+                },
+                Sink::ReadV(
+                    pieces
+                        .iter_mut()
+                        .map(|(o, b)| Segment {
+                            offset: *o,
+                            out: &mut b[..],
+                            done: false,
+                        })
+                        .collect(),
+                ),
+            ),
+        }
+    }
+}
+
+/// The connections of a source. A slot holds an open connection or `None` (to be
+/// opened when used); there are `parallel_requests` slots.
+struct Pool {
+    slots: Mutex<Vec<Option<Connection>>>,
+    freed: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere leaves the data consistent (slots and queues are plain lists).
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Pool {
+    /// A pool of `size` empty slots, one of which the opener fills right away.
+    fn new(size: usize) -> Self {
+        Pool {
+            slots: Mutex::new((1..size).map(|_| None).collect()),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn take(slots: &mut Vec<Option<Connection>>) -> Option<Option<Connection>> {
+        // Open connections first: opening a new one costs several round trips.
+        match slots.iter().position(Option::is_some) {
+            Some(i) => Some(slots.swap_remove(i)),
+            None => slots.pop(),
+        }
+    }
+
+    /// A slot, waiting until one is free.
+    fn acquire(&self) -> Option<Connection> {
+        let mut slots = lock(&self.slots);
+        loop {
+            if let Some(slot) = Self::take(&mut slots) {
+                return slot;
+            }
+            slots = self
+                .freed
+                .wait(slots)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// A slot if one is free now.
+    fn try_acquire(&self) -> Option<Option<Connection>> {
+        Self::take(&mut lock(&self.slots))
+    }
+
+    /// Gives a slot back.
+    fn release(&self, slot: Option<Connection>) {
+        lock(&self.slots).push(slot);
+        self.freed.notify_one();
+    }
+
+    /// Every open connection, leaving empty slots.
+    fn drain(&self) -> Vec<Connection> {
+        let mut slots = lock(&self.slots);
+        let open: Vec<Connection> = slots.iter_mut().filter_map(Option::take).collect();
+        open
+    }
+}
