@@ -60,18 +60,17 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
         }
         let _ = to.shutdown(Shutdown::Write);
     });
-    let mut buf = vec![0u8; 256 << 10];
     loop {
-        match from.read(&mut buf) {
+        // Read straight into the chunk that is handed on: one copy in, one copy out.
+        let mut chunk = vec![0u8; 1 << 20];
+        match from.read(&mut chunk) {
             Ok(0) | Err(_) => {
                 let _ = tx.send((Instant::now() + delay, Vec::new()));
                 break;
             }
             Ok(n) => {
-                if tx
-                    .send((Instant::now() + delay, buf[..n].to_vec()))
-                    .is_err()
-                {
+                chunk.truncate(n);
+                if tx.send((Instant::now() + delay, chunk)).is_err() {
                     break;
                 }
             }

@@ -92,6 +92,16 @@ fn written() -> (Vec<u8>, rntuple::format::Anchor) {
 }
 
 fn open(bytes: &[u8], anchor: &rntuple::format::Anchor, remote: bool) -> RNTupleReader {
+    open_with(bytes, anchor, remote, ReadHints::REMOTE.bunch_bytes)
+}
+
+/// `bunch_bytes` below a cluster's size splits clusters into groups of fields.
+fn open_with(
+    bytes: &[u8],
+    anchor: &rntuple::format::Anchor,
+    remote: bool,
+    bunch_bytes: u64,
+) -> RNTupleReader {
     let inner = MemorySource::new("mem", bytes.to_vec());
     let source: rntuple::io::Source = if remote {
         Arc::new(RemoteLike {
@@ -99,6 +109,7 @@ fn open(bytes: &[u8], anchor: &rntuple::format::Anchor, remote: bool) -> RNTuple
             metrics: IoMetrics::default(),
             hints: ReadHints {
                 max_request_bytes: 1 << 20,
+                bunch_bytes,
                 ..ReadHints::REMOTE
             },
         })
@@ -119,12 +130,22 @@ fn planned_reads_equal_direct_reads_and_fetch_only_the_selection() {
         Some(["s0", "v1", "s10", "v21", "v39"].map(String::from).to_vec()),
     ];
     for names in &selections {
-        for range in [0..n, 1234..n - 999, 5..6] {
-            let remote = open(&bytes, &anchor, true);
+        // Bunches of several clusters (32 MiB), of one cluster's field groups (16 KiB).
+        for (range, bunch_bytes) in [
+            (0..n, 32 << 20),
+            (0..n, 16 << 10),
+            (1234..n - 999, 32 << 20),
+            (1234..n - 999, 16 << 10),
+            (5..6, 16 << 10),
+        ] {
+            let remote = open_with(&bytes, &anchor, true, bunch_bytes);
             let before = remote.metrics();
             let expected = local.read(names.as_deref(), range.clone()).unwrap();
             let got = remote.read(names.as_deref(), range.clone()).unwrap();
-            assert_eq!(got, expected, "{names:?} {range:?}");
+            assert_eq!(
+                got, expected,
+                "{names:?} {range:?} bunches of {bunch_bytes}"
+            );
             let m = remote.metrics();
             let io_bytes = m.io.bytes_read - before.io.bytes_read;
             assert_eq!(m.unplanned_pages, 0, "every page was planned");
@@ -138,8 +159,9 @@ fn planned_reads_equal_direct_reads_and_fetch_only_the_selection() {
                 );
                 let vector = m.io.vector_requests - before.io.vector_requests;
                 assert!(vector >= 1, "vectored reads");
+                // Large bunches: requests of up to 1 MiB each (the hints' cap).
                 assert!(
-                    vector <= 2 + io_bytes / (1 << 20),
+                    bunch_bytes < 1 << 20 || vector <= 2 + io_bytes / (1 << 20),
                     "{vector} vector requests for {io_bytes} bytes"
                 );
             }

@@ -103,6 +103,9 @@ pub struct ReadHints {
     /// Whether requests cost a network round trip (then reads are planned, merged and
     /// issued ahead of decoding; local files are read page by page as decoding goes).
     pub remote: bool,
+    /// A planned read fetches and decodes about this many page bytes at a time (a bunch:
+    /// small clusters together, or some fields of a large cluster), a few bunches ahead.
+    pub bunch_bytes: u64,
 }
 
 impl ReadHints {
@@ -115,6 +118,7 @@ impl ReadHints {
         max_request_bytes: 256 << 20,
         parallel_requests: 1,
         remote: false,
+        bunch_bytes: 32 << 20,
     };
 
     /// Hints for a remote source with round trips: merge gaps up to 64 KiB (at most 5%
@@ -129,6 +133,7 @@ impl ReadHints {
         max_request_bytes: 16 << 20,
         parallel_requests: 8,
         remote: true,
+        bunch_bytes: 32 << 20,
     };
 }
 

@@ -89,7 +89,7 @@ pub const S3_HINTS: ReadHints = ReadHints {
     max_ranges_per_request: 1,
     max_request_bytes: 16 << 20,
     parallel_requests: 8,
-    remote: true,
+    ..ReadHints::REMOTE
 };
 
 /// An object in S3 (or an S3-compatible store) opened for reading.

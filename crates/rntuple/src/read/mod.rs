@@ -37,11 +37,8 @@ struct Selection {
     keep: Option<HashSet<u32>>,
 }
 
-/// Page bytes a planned read fetches together (one bunch of clusters), about.
-const BUNCH_BYTES: u64 = 32 << 20;
-
 /// Bunches a planned read fetches ahead of the one being decoded.
-const PREFETCH_WINDOW: usize = 2;
+const PREFETCH_WINDOW: usize = 3;
 
 /// An open RNTuple: its anchor, its descriptor, and the source to read pages from.
 #[derive(Clone)]
@@ -459,9 +456,14 @@ impl RNTupleReader {
 
     /// The columns a selection reads (every representation's), sorted.
     fn selection_columns(&self, names: Option<&[String]>) -> Result<Vec<u32>> {
+        let selected = self.resolve_selection(names)?;
+        Ok(self.columns_of(&selected.iter().collect::<Vec<_>>()))
+    }
+
+    /// The columns the selected fields read (every representation's), sorted.
+    fn columns_of(&self, selected: &[&Selection]) -> Vec<u32> {
         let d = &self.descriptor;
         let mut columns = Vec::new();
-        let selected = self.resolve_selection(names)?;
         let mut stack: Vec<(u32, Option<&HashSet<u32>>)> =
             selected.iter().map(|s| (s.id, s.keep.as_ref())).collect();
         while let Some((id, keep)) = stack.pop() {
@@ -477,7 +479,7 @@ impl RNTupleReader {
         }
         columns.sort_unstable();
         columns.dedup();
-        Ok(columns)
+        columns
     }
 
     /// What reading has cost so far (see [`ReadMetrics`]).
@@ -549,21 +551,25 @@ impl RNTupleReader {
         result
     }
 
-    /// A planned read: bunches of clusters fetched ahead, each decoded as it arrives.
+    /// A planned read: bunches fetched ahead, each decoded as it arrives. A bunch is
+    /// several small clusters, or some of the fields of a large cluster (so that decoding
+    /// starts after the first tens of MB, not after a whole cluster).
     fn read_planned(
         &self,
         names: Option<&[String]>,
         entries: Range<u64>,
     ) -> Result<Vec<RecordBatch>> {
         self.check_entries(&entries)?;
-        let columns = self.selection_columns(names)?;
+        let selected = self.resolve_selection(names)?;
+        let schema = self.arrow_schema(names)?;
+        let field_columns: Vec<Vec<u32>> = selected.iter().map(|s| self.columns_of(&[s])).collect();
         let hints = self.source.hints();
         let bunches = Arc::new(plan::plan_read(
             &self.descriptor,
-            &columns,
+            &field_columns,
             entries.clone(),
             &hints,
-            BUNCH_BYTES,
+            hints.bunch_bytes,
             self.anchor.max_key_size,
         ));
         if bunches.iter().all(|b| b.requests.is_empty()) {
@@ -580,10 +586,40 @@ impl RNTupleReader {
             pages: Some(prefetcher.cache().clone()),
             ..self.clone()
         };
+        let all: Vec<usize> = (0..selected.len()).collect();
         let mut batches = Vec::with_capacity(bunches.len());
+        // The arrays of a large cluster, filled group by group.
+        let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
         for (k, bunch) in bunches.iter().enumerate() {
-            batches.push(view.read_direct(names, bunch.entries.clone())?);
+            let which = bunch.fields.as_deref().unwrap_or(&all);
+            let arrays = view.decode_fields(&selected, schema.fields(), which, &bunch.entries)?;
             prefetcher.cache().finish_bunch(k, bunch);
+            let (range, slots) =
+                open.get_or_insert_with(|| (bunch.entries.clone(), vec![None; selected.len()]));
+            if *range != bunch.entries {
+                return Err(Error::InvalidArgument(
+                    "read plan: a cluster's field groups are not consecutive".into(),
+                ));
+            }
+            for (&i, a) in which.iter().zip(arrays) {
+                slots[i] = Some(a);
+            }
+            if slots.iter().all(Option::is_some) {
+                let (range, slots) = open.take().unwrap_or_default();
+                let columns: Vec<ArrayRef> = slots.into_iter().flatten().collect();
+                let options = RecordBatchOptions::new()
+                    .with_row_count(Some((range.end - range.start) as usize));
+                batches.push(RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    columns,
+                    &options,
+                )?);
+            }
+        }
+        if open.is_some() {
+            return Err(Error::InvalidArgument(
+                "read plan: a cluster's field groups do not cover the selection".into(),
+            ));
         }
         Ok(batches)
     }
@@ -605,6 +641,24 @@ impl RNTupleReader {
         self.check_entries(&entries)?;
         let selected = self.resolve_selection(names)?;
         let schema = self.arrow_schema(names)?;
+        let all: Vec<usize> = (0..selected.len()).collect();
+        let columns = self.decode_fields(&selected, schema.fields(), &all, &entries)?;
+        let options =
+            RecordBatchOptions::new().with_row_count(Some((entries.end - entries.start) as usize));
+        Ok(RecordBatch::try_new_with_options(
+            schema, columns, &options,
+        )?)
+    }
+
+    /// The arrays of the selected fields `which` (indices into `selected` and `fields`)
+    /// over `entries`.
+    fn decode_fields(
+        &self,
+        selected: &[Selection],
+        fields: &arrow_schema::Fields,
+        which: &[usize],
+        entries: &Range<u64>,
+    ) -> Result<Vec<ArrayRef>> {
         // Each field over all the clusters at once, into one array: its columns'
         // buffers are sized from the page lists and every page decodes into its slice.
         let segs: Vec<assemble::Seg<'_>> = self
@@ -618,10 +672,10 @@ impl RNTupleReader {
                 (c, lo..hi)
             })
             .collect();
-        let columns: Vec<ArrayRef> = selected
+        which
             .par_iter()
-            .zip(schema.fields().par_iter())
-            .map(|(s, field)| {
+            .map(|&i| {
+                let (s, field) = (&selected[i], &fields[i]);
                 if segs.is_empty() {
                     return Ok(new_empty_array(field.data_type()));
                 }
@@ -634,11 +688,6 @@ impl RNTupleReader {
                     rntuple: Some(self.path.clone()),
                     ..Default::default()
                 })
-            })?;
-        let options =
-            RecordBatchOptions::new().with_row_count(Some((entries.end - entries.start) as usize));
-        Ok(RecordBatch::try_new_with_options(
-            schema, columns, &options,
-        )?)
+            })
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct MergedRange {
 pub(crate) struct Bunch {
     /// The bunch's entries (within the read's range).
     pub entries: Range<u64>,
+    /// The selected fields it covers (indices into the selection), or `None` for all.
+    pub fields: Option<Vec<usize>>,
     /// One vectored read each.
     pub requests: Vec<Vec<MergedRange>>,
     /// Bytes of the pages the decoder needs.
@@ -51,61 +53,102 @@ fn contiguous_page(len: u64, max_key_size: u64) -> bool {
     len > 0 && (max_key_size == 0 || len <= max_key_size)
 }
 
-/// Plans a read of `columns` over `entries`: the clusters are grouped in bunches of
-/// about `bunch_bytes` of page bytes (at least one cluster each), and each bunch's pages
-/// are merged and grouped into requests as the source's `hints` say. Pages are keyed by
-/// location, so a page that several columns share (same-page merging) is read once.
+/// Plans a read of the selected fields (`field_columns`: each field's columns) over
+/// `entries`, in bunches of about `bunch_bytes` of page bytes: consecutive small clusters
+/// with all fields go together; a cluster of at least `bunch_bytes` is split into groups
+/// of consecutive fields instead, so the decoder can start on a cluster's first fields
+/// while the others arrive. Each bunch's pages are merged and grouped into requests as
+/// the source's `hints` say. Pages are keyed by location, so a page that several columns
+/// share (same-page merging) is read once.
 pub(crate) fn plan_read(
     descriptor: &Descriptor,
-    columns: &[u32],
+    field_columns: &[Vec<u32>],
     entries: Range<u64>,
     hints: &ReadHints,
     bunch_bytes: u64,
     max_key_size: u64,
 ) -> Vec<Bunch> {
     let mut bunches = Vec::new();
-    let mut pages: Vec<PageKey> = Vec::new();
-    let mut bunch_start: Option<u64> = None;
-    let mut bunch_end = entries.start;
-    let mut bytes = 0u64;
+    // Small clusters waiting to make a bunch: their entries and pages.
+    let mut pending: Option<(Range<u64>, Vec<PageKey>, u64)> = None;
     for c in &descriptor.clusters {
         let (first, last) = (c.first_entry, c.first_entry + c.n_entries);
         if last <= entries.start || first >= entries.end || c.n_entries == 0 {
             continue;
         }
-        bunch_start.get_or_insert(first.max(entries.start));
-        bunch_end = last.min(entries.end);
-        for &col in columns {
-            let Some(cp) = c.column(col) else { continue };
-            for p in &cp.pages {
-                let len = p.locator.size + if p.has_checksum { 8 } else { 0 };
-                if contiguous_page(len, max_key_size) {
-                    pages.push(PageKey {
-                        offset: p.locator.offset,
-                        len,
-                    });
-                    bytes += len;
+        let range = first.max(entries.start)..last.min(entries.end);
+        let per_field: Vec<(Vec<PageKey>, u64)> = field_columns
+            .iter()
+            .map(|cols| {
+                let mut pages = Vec::new();
+                for &col in cols {
+                    let Some(cp) = c.column(col) else { continue };
+                    for p in &cp.pages {
+                        let len = p.locator.size + if p.has_checksum { 8 } else { 0 };
+                        if contiguous_page(len, max_key_size) {
+                            pages.push(PageKey {
+                                offset: p.locator.offset,
+                                len,
+                            });
+                        }
+                    }
+                }
+                let bytes = pages.iter().map(|p| p.len).sum();
+                (pages, bytes)
+            })
+            .collect();
+        let cluster_bytes: u64 = per_field.iter().map(|(_, b)| b).sum();
+        if cluster_bytes >= bunch_bytes {
+            if let Some((r, pages, _)) = pending.take() {
+                bunches.push(make_bunch(r, None, pages, hints));
+            }
+            let mut group: Vec<usize> = Vec::new();
+            let mut pages: Vec<PageKey> = Vec::new();
+            let mut bytes = 0u64;
+            for (i, (field_pages, field_bytes)) in per_field.into_iter().enumerate() {
+                group.push(i);
+                pages.extend(field_pages);
+                bytes += field_bytes;
+                if bytes >= bunch_bytes {
+                    let fields = Some(std::mem::take(&mut group));
+                    bunches.push(make_bunch(
+                        range.clone(),
+                        fields,
+                        std::mem::take(&mut pages),
+                        hints,
+                    ));
+                    bytes = 0;
                 }
             }
-        }
-        if bytes >= bunch_bytes {
-            if let Some(start) = bunch_start.take() {
-                bunches.push(make_bunch(
-                    start..bunch_end,
-                    std::mem::take(&mut pages),
-                    hints,
-                ));
+            if !group.is_empty() {
+                bunches.push(make_bunch(range, Some(group), pages, hints));
             }
-            bytes = 0;
+            continue;
+        }
+        let (r, pages, bytes) = pending.get_or_insert_with(|| (range.clone(), Vec::new(), 0));
+        r.end = range.end;
+        for (field_pages, field_bytes) in per_field {
+            pages.extend(field_pages);
+            *bytes += field_bytes;
+        }
+        if *bytes >= bunch_bytes {
+            if let Some((r, pages, _)) = pending.take() {
+                bunches.push(make_bunch(r, None, pages, hints));
+            }
         }
     }
-    if let Some(start) = bunch_start {
-        bunches.push(make_bunch(start..bunch_end, pages, hints));
+    if let Some((r, pages, _)) = pending {
+        bunches.push(make_bunch(r, None, pages, hints));
     }
     bunches
 }
 
-fn make_bunch(entries: Range<u64>, mut pages: Vec<PageKey>, hints: &ReadHints) -> Bunch {
+fn make_bunch(
+    entries: Range<u64>,
+    fields: Option<Vec<usize>>,
+    mut pages: Vec<PageKey>,
+    hints: &ReadHints,
+) -> Bunch {
     pages.sort_unstable();
     pages.dedup();
     let needed_bytes = pages.iter().map(|p| p.len).sum();
@@ -113,6 +156,7 @@ fn make_bunch(entries: Range<u64>, mut pages: Vec<PageKey>, hints: &ReadHints) -
     let planned_bytes = ranges.iter().map(|r| r.range.len).sum();
     Bunch {
         entries,
+        fields,
         requests: group_requests(ranges, hints),
         needed_bytes,
         planned_bytes,
@@ -191,6 +235,7 @@ mod tests {
             max_request_bytes: request,
             parallel_requests: 4,
             remote: true,
+            bunch_bytes: 1 << 20,
         }
     }
 

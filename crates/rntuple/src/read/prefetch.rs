@@ -63,10 +63,13 @@ pub(crate) struct PrefetchCounters {
 
 struct State {
     pages: HashMap<PageKey, PageBytes>,
-    /// For every planned page, the bunch that fetches it.
+    /// For every planned page, the first bunch that fetches it.
     owner: HashMap<PageKey, usize>,
-    /// Bunches fetched completely (a prefix).
-    fetched: usize,
+    /// For every planned page, the last bunch that needs it (a page stored once for
+    /// several fields may serve several bunches).
+    last_user: HashMap<PageKey, usize>,
+    /// Requests still to arrive, per bunch (0: the bunch is complete).
+    outstanding: Vec<usize>,
     /// The bunch being decoded.
     decoding: usize,
     /// The first fetch error; the decoder reports it when it needs a page it kept from it.
@@ -115,7 +118,7 @@ impl PageCache {
                     detail: message,
                 }));
             }
-            if state.fetched > bunch || state.cancelled {
+            if state.outstanding.get(bunch).is_none_or(|&n| n == 0) || state.cancelled {
                 // Fetched without this page (or given up): read it directly.
                 self.counters.misses.fetch_add(1, Ordering::Relaxed);
                 return Ok(None);
@@ -131,7 +134,7 @@ impl PageCache {
         for request in &bunch.requests {
             for range in request {
                 for key in &range.pages {
-                    if state.owner.get(key) == Some(&k) {
+                    if state.last_user.get(key) == Some(&k) {
                         state.pages.remove(key);
                     }
                 }
@@ -161,11 +164,13 @@ impl Prefetcher {
         counters: Arc<PrefetchCounters>,
     ) -> Prefetcher {
         let mut owner = HashMap::new();
+        let mut last_user = HashMap::new();
         for (k, b) in bunches.iter().enumerate() {
             for request in &b.requests {
                 for range in request {
                     for &key in &range.pages {
                         owner.entry(key).or_insert(k);
+                        last_user.insert(key, k);
                     }
                 }
             }
@@ -174,7 +179,8 @@ impl Prefetcher {
             state: Mutex::new(State {
                 pages: HashMap::new(),
                 owner,
-                fetched: 0,
+                last_user,
+                outstanding: bunches.iter().map(|b| b.requests.len()).collect(),
                 decoding: 0,
                 failure: None,
                 failure_error: None,
@@ -212,6 +218,10 @@ impl Drop for Prefetcher {
     }
 }
 
+/// Issues every bunch's requests in order from `parallel` threads, each request as soon
+/// as its bunch is within `window` bunches of the one being decoded: the requests of the
+/// next bunches overlap those of the current one, so a round trip is paid once per
+/// window, not once per bunch.
 fn fetch_all(
     cache: &PageCache,
     source: &Source,
@@ -219,67 +229,60 @@ fn fetch_all(
     window: usize,
     parallel: usize,
 ) {
-    for (k, bunch) in bunches.iter().enumerate() {
-        {
-            let mut state = cache.lock();
-            while !state.cancelled && k >= state.decoding + window {
-                state = cache.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-            }
-            if state.cancelled {
-                return;
-            }
-        }
-        if let Err(e) = fetch_bunch(cache, source, bunch, parallel) {
-            let mut state = cache.lock();
-            state.failure = Some(e.to_string());
-            state.failure_error = Some(e);
-            drop(state);
-            cache.changed.notify_all();
-            return;
-        }
-        cache.lock().fetched = k + 1;
-        cache.changed.notify_all();
-    }
-}
-
-/// Issues a bunch's requests, `parallel` at a time, filing each request's pages as soon
-/// as it arrives.
-fn fetch_bunch(cache: &PageCache, source: &Source, bunch: &Bunch, parallel: usize) -> Result<()> {
+    let queue: Vec<(usize, usize)> = bunches
+        .iter()
+        .enumerate()
+        .flat_map(|(k, b)| (0..b.requests.len()).map(move |i| (k, i)))
+        .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let first_error: Mutex<Option<Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
-        for _ in 0..parallel.min(bunch.requests.len()) {
+        for _ in 0..parallel.min(queue.len()) {
             scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(request) = bunch.requests.get(i) else {
+                let Some(&(k, i)) = queue.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return;
                 };
-                if cache.lock().cancelled {
-                    return;
-                }
-                let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
-                match source.read_ranges(&ranges) {
-                    Ok(buffers) => file_pages(cache, request, buffers),
-                    Err(e) => {
-                        let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                        slot.get_or_insert(e);
+                {
+                    let mut state = cache.lock();
+                    while !state.cancelled
+                        && state.failure.is_none()
+                        && k >= state.decoding + window
+                    {
+                        state = cache.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+                    }
+                    if state.cancelled || state.failure.is_some() {
                         return;
                     }
                 }
-                if first_error.lock().map(|s| s.is_some()).unwrap_or(true) {
-                    return;
+                let request = &bunches[k].requests[i];
+                let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
+                match source.read_ranges(&ranges) {
+                    Ok(buffers) => file_pages(cache, request, buffers, k),
+                    Err(e) => {
+                        let mut state = cache.lock();
+                        if state.failure.is_none() {
+                            state.failure = Some(e.to_string());
+                            state.failure_error = Some(e);
+                        }
+                        drop(state);
+                        cache.changed.notify_all();
+                        return;
+                    }
                 }
             });
         }
     });
-    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
 }
 
-fn file_pages(cache: &PageCache, request: &[super::plan::MergedRange], buffers: Vec<Vec<u8>>) {
+fn file_pages(
+    cache: &PageCache,
+    request: &[super::plan::MergedRange],
+    buffers: Vec<Vec<u8>>,
+    bunch: usize,
+) {
     let mut state = cache.lock();
+    if let Some(n) = state.outstanding.get_mut(bunch) {
+        *n = n.saturating_sub(1);
+    }
     for (range, buffer) in request.iter().zip(buffers) {
         let buffer = Arc::new(buffer);
         for key in &range.pages {

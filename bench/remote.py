@@ -1,0 +1,141 @@
+"""Remote reading against local reading on the same machine in the same run:
+``python3 bench/remote.py [--repeat R] [--out bench/RESULTS-remote.md]``.
+
+Serves a 500 MB NanoAOD-like file (40 fields, written by ``tests/remote_data.py``) with
+nginx (http://), xrootd (root://) and moto (s3://) on loopback, started by the test
+suite's server modules, and times ``rntuple read-bench`` over each protocol, directly and
+through ``delay_proxy`` (10 ms each way: 20 ms round trip), against the local file, for
+all fields and for 5 of them; local and remote alternate. Reports medians, the ratio to
+local, the bytes moved against the bytes needed, the requests and the CPU seconds of the
+client and of the proxy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "python"))
+
+from remote_data import write_big  # noqa: E402
+
+CLI = REPO / "target" / "release" / "rntuple"
+PROXY = REPO / "target" / "release" / "examples" / "delay_proxy"
+FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
+
+
+def read_bench(location: str, env: dict[str, str], fields: list[str] | None) -> dict[str, Any]:
+    """One ``rntuple read-bench --json`` run, with the CPU seconds it used."""
+    cmd = [str(CLI), "read-bench", location, "--json"] + (["--fields", ",".join(fields)] if fields else [])
+    before = os.times()
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, check=True)
+    after = os.times()
+    result = json.loads(out.stdout)
+    result["cpu_seconds"] = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return result
+
+
+def proxy_cpu(pid: int) -> float:
+    """CPU seconds a process used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS-remote.md")
+    parser.add_argument("--data", type=Path, default=None, help="a directory to keep big.root in")
+    args = parser.parse_args()
+    data = args.data or Path(tempfile.mkdtemp(prefix="rntuple-remote-"))
+    data.mkdir(parents=True, exist_ok=True)
+    if not (data / "big.root").exists():
+        write_big(str(data / "big.root"))
+    local_path = str(data / "big.root")
+    read_bench(local_path, {}, None)  # warm the page cache
+    import server_http
+    import server_s3
+    import server_xrootd
+
+    rows: list[str] = []
+    for protocol, module in [("http", server_http), ("root", server_xrootd), ("s3", server_s3)]:
+        server = module.start(data)
+        env = dict(server.env()) if hasattr(server, "env") else {}
+        try:
+            for delay_ms in [0, 10]:
+                if delay_ms and protocol == "s3":
+                    continue
+                url, proxy = server.url("big.root"), None
+                if delay_ms:
+                    parts = urllib.parse.urlsplit(url)
+                    port = 19000 + os.getpid() % 1000
+                    proxy = subprocess.Popen(
+                        [str(PROXY), str(port), f"{parts.hostname}:{parts.port}", str(delay_ms)],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                    assert proxy.stdout is not None and proxy.stdout.readline().strip() == "ready"
+                    url = parts._replace(netloc=f"127.0.0.1:{port}").geturl()
+                for fields in [None, FIVE]:
+                    local, remote = [], []
+                    for _ in range(args.repeat):
+                        local.append(read_bench(local_path, {}, fields))
+                        remote.append(read_bench(url, env, fields))
+                    lt = statistics.median(r["read_seconds"] for r in local)
+                    rt = statistics.median(r["open_seconds"] + r["read_seconds"] for r in remote)
+                    last = remote[-1]
+                    moved = last["open_bytes_read"] + last["bytes_read"]
+                    rows.append(
+                        f"| {protocol}:// | {2 * delay_ms} ms | {'all 40' if fields is None else '5'} | "
+                        f"{lt:.3f} | {rt:.3f} | {rt / lt:.2f}x | {last['bytes_used'] / 1e6:.1f} | "
+                        f"{moved / 1e6:.1f} ({moved / last['bytes_used']:.3f}x) | "
+                        f"{last['open_requests']} + {last['requests']} "
+                        f"({last['vector_requests']} vectored) | "
+                        f"{statistics.median(r['cpu_seconds'] for r in local):.2f} / "
+                        f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |"
+                    )
+                    print(rows[-1], flush=True)
+                if proxy is not None:
+                    rows[-1] += f" proxy: {proxy_cpu(proxy.pid) / (2 * args.repeat):.2f} CPU s per read"
+                    proxy.kill()
+        finally:
+            server.stop()
+    text = [
+        "# Remote reading against local reading",
+        "",
+        f"Command: `python3 bench/remote.py --repeat {args.repeat}`, {time.strftime('%Y-%m-%d')}, "
+        f"{platform.node()}, {os.cpu_count()} cores. File: {Path(local_path).stat().st_size / 1e6:.0f} MB, "
+        "2M entries, 40 fields, 5 clusters (`tests/remote_data.py`). Latency: `delay_proxy` (this kernel "
+        "has no netem), which itself uses CPU on the same 2 cores.",
+        "",
+        "Times are medians of the read (remote: opening included). Bytes: page bytes the decoder "
+        "used, and bytes moved (opening included). CPU: client process seconds, local / remote.",
+        "",
+        "| protocol | added RTT | fields | local s | remote s | remote/local | needed MB | moved MB | "
+        "requests (open + read) | client CPU s |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---|",
+        *rows,
+        "",
+    ]
+    args.out.write_text("\n".join(text))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

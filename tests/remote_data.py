@@ -1,0 +1,45 @@
+"""Data for the remote-reading tests and benchmark: NanoAOD-like tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def nanoaod_like(n: int, seed: int) -> pa.Table:
+    """40 NanoAOD-like fields: 8 event scalars and 4 collections of 8 float members
+    (``Jet_pt``, ...), with per-event multiplicities as in physics data."""
+    rng = np.random.default_rng(seed)
+    columns: dict[str, pa.Array] = {
+        "run": pa.array(np.full(n, 1, dtype=np.uint32)),
+        "event": pa.array(np.arange(n, dtype=np.uint64)),
+        "MET_pt": pa.array(rng.exponential(30, n).astype(np.float32)),
+        "MET_phi": pa.array(rng.uniform(-3.14, 3.14, n).astype(np.float32)),
+        "PV_npvs": pa.array(rng.poisson(30, n).astype(np.int32)),
+        "PV_z": pa.array(rng.normal(0, 5, n).astype(np.float32)),
+        "genWeight": pa.array(rng.normal(1, 0.1, n).astype(np.float32)),
+        "HLT_IsoMu24": pa.array(rng.random(n) < 0.3),
+    }
+    for coll, mean in [("Jet", 5), ("Electron", 1), ("Muon", 1.5), ("Photon", 2)]:
+        counts = rng.poisson(mean, n).astype(np.int64)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        total = int(counts.sum())
+        for member in ["pt", "eta", "phi", "mass", "charge", "dxy", "dz", "iso"]:
+            values = pa.array(rng.normal(20, 10, total).astype(np.float32))
+            columns[f"{coll}_{member}"] = pa.ListArray.from_arrays(offsets, values)
+    assert len(columns) == 40
+    return pa.table(columns)
+
+
+def write_big(path: str) -> None:
+    """Writes about 500 MB: 2M NanoAOD-like entries in four parts (random values, so zstd
+    cannot shrink them much), zstd level 1 for a quick write."""
+    import rntuple
+
+    with rntuple.recreate(path, compression="zstd:1") as f:
+        for part in range(4):
+            table = nanoaod_like(500_000, seed=100 + part)
+            if part == 0:
+                f["Events"] = table
+            else:
+                f["Events"].extend(table)
