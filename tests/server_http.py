@@ -20,12 +20,13 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from netutil import accepts, free_port
 
 #: Seconds to wait for nginx to accept connections or to exit.
 STARTUP_TIMEOUT = 15.0
@@ -39,22 +40,6 @@ def nginx_binary() -> str:
     if not found:
         raise RuntimeError("nginx not found: apt-get install -y nginx (tests/run.sh does)")
     return found
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def accepts(port: int) -> bool:
-    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)

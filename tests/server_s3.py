@@ -53,20 +53,17 @@ START_TIMEOUT_S = 60.0
 RELAY_CHUNK = 1 << 18
 
 
-def _free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Server:
     """A running moto server holding the files of one directory in bucket :data:`BUCKET`."""
 
     def __init__(self, root_dir: Path) -> None:
         self.root_dir = Path(root_dir)
-        self.port = _free_port()
-        self.store_port = _free_port()
+        # Imported here: this file also runs as the relay, with `python -I` (no tests/ on
+        # the module path).
+        from netutil import free_port
+
+        self.port = free_port()
+        self.store_port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.bucket = BUCKET
         self._log = tempfile.NamedTemporaryFile(prefix="moto-server-", suffix=".log", delete=False)

@@ -33,13 +33,14 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from netutil import accepts, free_port
 
 #: Seconds to wait for xrootd to accept connections or to exit.
 STARTUP_TIMEOUT = 20.0
@@ -59,22 +60,6 @@ def xrootd_binary() -> str:
     if not found:
         raise RuntimeError("xrootd not found: apt-get install -y xrootd-server (tests/run.sh does)")
     return found
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def accepts(port: int) -> bool:
-    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @functools.cache

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO_ROOT, require_rntuple_bin
+from netutil import free_port
 from remote_data import nanoaod_like, write_big
 
 import rntuple
@@ -148,14 +149,6 @@ def _proxied(url: str, proxy_port: int) -> tuple[str, str]:
     return parts._replace(netloc=f"127.0.0.1:{proxy_port}").geturl(), target
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize("protocol", ["xrootd", "http"])
 def test_read_all_through_20ms_rtt(protocol: str, big_dir: Path) -> None:
     """Every field of the 500 MB file through 20 ms of round-trip time: the local values,
@@ -165,7 +158,7 @@ def test_read_all_through_20ms_rtt(protocol: str, big_dir: Path) -> None:
     server = _start(protocol, big_dir)
     proxy = None
     try:
-        port = _free_port()
+        port = free_port()
         url, target = _proxied(server.url("big.root"), port)
         proxy = subprocess.Popen(
             [str(_example("delay_proxy", "DELAY_PROXY_BIN")), str(port), target, str(ONE_WAY_DELAY_MS)],
