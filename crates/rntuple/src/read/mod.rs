@@ -49,7 +49,7 @@ pub struct RNTupleReader {
     path: String,
     /// The prefetched pages of the planned read in progress (a read's own view).
     pages: Option<Arc<prefetch::PageCache>>,
-    counters: Arc<prefetch::PrefetchCounters>,
+    counters: Arc<prefetch::ReadCounters>,
 }
 
 /// What reading through an [`RNTupleReader`] has cost so far: the source's counters and

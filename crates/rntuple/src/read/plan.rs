@@ -39,10 +39,6 @@ pub(crate) struct Bunch {
     pub fields: Option<Vec<usize>>,
     /// One vectored read each.
     pub requests: Vec<Vec<MergedRange>>,
-    /// Bytes of the pages the decoder needs.
-    pub needed_bytes: u64,
-    /// Bytes the requests read (the pages and the merged gaps).
-    pub planned_bytes: u64,
 }
 
 /// Whether a page of `len` stored bytes (checksum included) lies in one piece at its
@@ -151,15 +147,11 @@ fn make_bunch(
 ) -> Bunch {
     pages.sort_unstable();
     pages.dedup();
-    let needed_bytes = pages.iter().map(|p| p.len).sum();
     let ranges = merge_pages(&pages, hints);
-    let planned_bytes = ranges.iter().map(|r| r.range.len).sum();
     Bunch {
         entries,
         fields,
         requests: group_requests(ranges, hints),
-        needed_bytes,
-        planned_bytes,
     }
 }
 

@@ -48,9 +48,9 @@ impl PageBytes {
     }
 }
 
-/// Counters of a planned read, for the metrics.
+/// What a reader's reads cost (shared by its views), for [`super::ReadMetrics`].
 #[derive(Debug, Default)]
-pub(crate) struct PrefetchCounters {
+pub(crate) struct ReadCounters {
     /// Bytes of pages the decoder took.
     pub bytes_used: AtomicU64,
     /// Time the decoder waited for pages, in nanoseconds.
@@ -82,7 +82,7 @@ struct State {
 pub(crate) struct PageCache {
     state: Mutex<State>,
     changed: Condvar,
-    counters: Arc<PrefetchCounters>,
+    counters: Arc<ReadCounters>,
 }
 
 impl PageCache {
@@ -161,7 +161,7 @@ impl Prefetcher {
         bunches: Arc<Vec<Bunch>>,
         window: usize,
         parallel: usize,
-        counters: Arc<PrefetchCounters>,
+        counters: Arc<ReadCounters>,
     ) -> Prefetcher {
         let mut owner = HashMap::new();
         let mut last_user = HashMap::new();
