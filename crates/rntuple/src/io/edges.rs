@@ -51,6 +51,17 @@ impl EdgeCached {
         })
     }
 
+    /// Keeps `head` (the first bytes of `inner`) and `tail` (its bytes from
+    /// `tail_offset`), read when `inner` was opened.
+    pub fn from_parts(inner: Source, head: Vec<u8>, tail_offset: u64, tail: Vec<u8>) -> Self {
+        EdgeCached {
+            inner,
+            head,
+            tail_offset,
+            tail,
+        }
+    }
+
     /// The bytes `offset..offset + len` if they are all kept.
     fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
         let end = offset.checked_add(len)?;

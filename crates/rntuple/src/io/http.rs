@@ -1,7 +1,9 @@
 //! HTTP(S) byte source (`http://`, `https://`): byte-range requests on a keep-alive
 //! connection pool (reqwest's blocking client on rustls).
 //!
-//! Opening asks for byte 0 (`Range: bytes=0-0`), which tells the size (from
+//! Opening asks for the file's first and last bytes at once (`Range: bytes=0-65535` and
+//! `Range: bytes=-131072`, two single-range requests in parallel: one round trip), or for
+//! byte 0 alone ([`HttpSource::open_with`]). Each reply tells the size (from
 //! `Content-Range`), whether the server serves ranges, and the validators (`ETag`,
 //! `Last-Modified`). Every later request is conditional on them (`If-Match`, else
 //! `If-Unmodified-Since`) and every reply is checked against them and the size, so a file
@@ -371,6 +373,28 @@ fn run_parallel<T: Send>(
     Ok(out)
 }
 
+/// What a ranged `GET` at opening told.
+struct Probe {
+    /// The file offset of `data`.
+    first: u64,
+    /// The file size.
+    total: u64,
+    data: Vec<u8>,
+    etag: Option<String>,
+    last_modified: Option<String>,
+}
+
+/// A file's first and last bytes, read when it was opened.
+#[derive(Debug, Default)]
+pub struct Edges {
+    /// The first bytes.
+    pub head: Vec<u8>,
+    /// Where `tail` starts in the file.
+    pub tail_offset: u64,
+    /// The last bytes.
+    pub tail: Vec<u8>,
+}
+
 impl HttpSource {
     /// Opens `url` (`http://` or `https://`) with the defaults and the bearer token of
     /// the environment ([`HttpOptions::from_env`]).
@@ -378,8 +402,89 @@ impl HttpSource {
         Self::open_with(url, HttpOptions::from_env()?)
     }
 
-    /// Opens `url` with `options`: one request learns the size and the validators.
+    /// Opens `url` with `options`: one request (for byte 0) learns the size and the
+    /// validators.
     pub fn open_with(url: &str, options: HttpOptions) -> Result<HttpSource> {
+        let mut source = Self::client_for(url, options)?;
+        let start = Instant::now();
+        let probe = source
+            .retry
+            .run(&source.display, |_| source.probe_once("bytes=0-0", 1))?;
+        source
+            .metrics
+            .record(false, 1, probe.data.len() as u64, start);
+        if probe.first != 0 {
+            return Err(Error::Remote {
+                what: source.display.clone(),
+                detail: format!(
+                    "opening: asked for byte 0, the server sent bytes from {}",
+                    probe.first
+                ),
+            });
+        }
+        source.adopt(&probe);
+        Ok(source)
+    }
+
+    /// Opens `url` (with the environment's bearer token) and reads the file's first
+    /// `head` and last `tail` bytes, in two requests sent at once: the size, the
+    /// validators and the two ends in one round trip.
+    pub fn open_with_edges(url: &str, head: u64, tail: u64) -> Result<(HttpSource, Edges)> {
+        let mut source = Self::client_for(url, HttpOptions::from_env()?)?;
+        let start = Instant::now();
+        let first_bytes = format!("bytes=0-{}", head.max(1) - 1);
+        let last_bytes = format!("bytes=-{}", tail.max(1));
+        let (front, back) = std::thread::scope(|scope| {
+            let back = scope.spawn(|| {
+                source.retry.run(&source.display, |_| {
+                    source.probe_once(&last_bytes, tail.max(1))
+                })
+            });
+            let front = source.retry.run(&source.display, |_| {
+                source.probe_once(&first_bytes, head.max(1))
+            });
+            let back = back.join().unwrap_or_else(|_| {
+                Err(Error::Remote {
+                    what: source.display.clone(),
+                    detail: "opening: a request thread panicked".into(),
+                })
+            });
+            (front, back)
+        });
+        let (front, back) = (front?, back?);
+        for probe in [&front, &back] {
+            source
+                .metrics
+                .record(false, 1, probe.data.len() as u64, start);
+        }
+        let fail = |detail: String| Error::Remote {
+            what: source.display.clone(),
+            detail: format!("opening: {detail}"),
+        };
+        if (front.total, &front.etag, &front.last_modified)
+            != (back.total, &back.etag, &back.last_modified)
+        {
+            return Err(fail(format!(
+                "the file changed while being opened (size {} and {})",
+                front.total, back.total
+            )));
+        }
+        if front.first != 0 || back.first + back.data.len() as u64 != back.total {
+            return Err(fail(
+                "the server did not send the requested ends of the file".into(),
+            ));
+        }
+        source.adopt(&front);
+        let edges = Edges {
+            head: front.data,
+            tail_offset: back.first,
+            tail: back.data,
+        };
+        Ok((source, edges))
+    }
+
+    /// The source for `url` with `options`, before anything was asked of the server.
+    fn client_for(url: &str, options: HttpOptions) -> Result<HttpSource> {
         let display = redact_url(url);
         let mut parsed = reqwest::Url::parse(url)
             .map_err(|e| Error::InvalidArgument(format!("bad URL {display}: {e}")))?;
@@ -427,7 +532,7 @@ impl HttpSource {
             ),
         })?;
         let ranges_per_request = options.hints.max_ranges_per_request.max(1);
-        let mut source = HttpSource {
+        Ok(HttpSource {
             url: parsed,
             display,
             client,
@@ -440,60 +545,74 @@ impl HttpSource {
             multi_range_refused: AtomicBool::new(false),
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
-        };
-        let start = Instant::now();
-        let (size, etag, last_modified) =
-            source.retry.run(&source.display, |_| source.probe_once())?;
-        source.metrics.record(false, 1, size.min(1), start);
-        source.size = size;
-        source.etag = etag;
-        source.last_modified = last_modified;
-        Ok(source)
+        })
     }
 
-    /// One `GET` of byte 0: the size, the `ETag` and the `Last-Modified` of the file.
-    #[allow(clippy::type_complexity)]
-    fn probe_once(&self) -> std::result::Result<(u64, Option<String>, Option<String>), Failure> {
+    /// Takes the size and validators of an opening reply.
+    fn adopt(&mut self, probe: &Probe) {
+        self.size = probe.total;
+        self.etag = probe.etag.clone();
+        self.last_modified = probe.last_modified.clone();
+    }
+
+    /// One `GET` of `range` (at most `max` bytes) at opening: where the bytes start, the
+    /// file size, the bytes, the `ETag` and the `Last-Modified` of the file.
+    fn probe_once(&self, range: &str, max: u64) -> std::result::Result<Probe, Failure> {
         let doing = "opening";
-        let response = self.send(self.request("bytes=0-0"), doing)?;
+        let response = self.send(self.request(range), doing)?;
         let headers = response.headers();
-        let validators = (
-            header_str(headers, header::ETAG).map(str::to_string),
-            header_str(headers, header::LAST_MODIFIED).map(str::to_string),
-        );
+        let etag = header_str(headers, header::ETAG).map(str::to_string);
+        let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
         match response.status() {
             StatusCode::PARTIAL_CONTENT => {
-                let total = header_str(headers, header::CONTENT_RANGE)
+                let (first, last, total) = header_str(headers, header::CONTENT_RANGE)
                     .and_then(multipart::parse_content_range)
-                    .and_then(|(first, last, total)| (first == 0 && last == 0).then_some(total))
-                    .flatten()
+                    .and_then(|(first, last, total)| Some((first, last, total?)))
+                    .filter(|&(first, last, total)| {
+                        first <= last && last < total && last - first < max
+                    })
                     .ok_or_else(|| {
                         self.permanent(format!(
-                            "{doing}: the reply to a request for byte 0 has no valid \
+                            "{doing}: the reply to a request for {range} has no valid \
                              Content-Range with the file size"
                         ))
                     })?;
-                let mut body = response.take(2);
-                let mut byte = Vec::with_capacity(2);
-                body.read_to_end(&mut byte)
+                let len = last - first + 1;
+                // Bounded by `max`: one byte more tells a reply longer than it says.
+                let mut data = Vec::with_capacity(len as usize);
+                response
+                    .take(len + 1)
+                    .read_to_end(&mut data)
                     .map_err(|e| Failure::Transient {
                         detail: format!("{doing}: reading the reply: {e}"),
                         after: None,
                     })?;
-                if byte.len() != 1 {
+                if data.len() as u64 != len {
                     return Err(self.permanent(format!(
-                        "{doing}: {} bytes came for a request of byte 0",
-                        byte.len()
+                        "{doing}: {} bytes came for bytes {first}-{last}",
+                        data.len()
                     )));
                 }
-                Ok((total, validators.0, validators.1))
+                Ok(Probe {
+                    first,
+                    total,
+                    data,
+                    etag,
+                    last_modified,
+                })
             }
-            // An empty file: no byte 0 to serve, and `Content-Range: bytes */0` says so.
+            // An empty file: no byte to serve, and `Content-Range: bytes */0` says so.
             StatusCode::RANGE_NOT_SATISFIABLE
                 if header_str(headers, header::CONTENT_RANGE)
                     .is_some_and(|v| v.replace(' ', "") == "bytes*/0") =>
             {
-                Ok((0, validators.0, validators.1))
+                Ok(Probe {
+                    first: 0,
+                    total: 0,
+                    data: Vec::new(),
+                    etag,
+                    last_modified,
+                })
             }
             StatusCode::OK => Err(self.permanent(format!(
                 "{doing}: the server ignores byte ranges (it answered a Range request with \

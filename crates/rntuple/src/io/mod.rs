@@ -177,6 +177,17 @@ pub fn url_scheme(location: &str) -> Option<String> {
 /// `s3://`. A remote source comes with its first and last bytes already read (one
 /// vectored request), where a ROOT file keeps what opening it needs.
 pub fn open_source(location: &str) -> Result<Source> {
+    if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
+        // Over HTTP the size and the two ends come in one round trip.
+        let (source, ends) =
+            http::HttpSource::open_with_edges(location, edges::HEAD_BYTES, edges::TAIL_BYTES)?;
+        return Ok(Arc::new(EdgeCached::from_parts(
+            Arc::new(source),
+            ends.head,
+            ends.tail_offset,
+            ends.tail,
+        )));
+    }
     let source = open_raw_source(location)?;
     if source.hints().remote {
         return Ok(Arc::new(EdgeCached::new(

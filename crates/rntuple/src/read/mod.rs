@@ -580,6 +580,7 @@ impl RNTupleReader {
             bunches.clone(),
             PREFETCH_WINDOW,
             hints.parallel_requests,
+            hints.bunch_bytes,
             self.counters.clone(),
         );
         let view = RNTupleReader {

@@ -72,6 +72,12 @@ struct State {
     outstanding: Vec<usize>,
     /// The bunch being decoded.
     decoding: usize,
+    /// Requests issued so far (they are issued in plan order).
+    issued: usize,
+    /// Bytes asked for by the requests in flight.
+    in_flight_bytes: u64,
+    /// Bunches whose requests have all arrived.
+    complete: usize,
     /// The first fetch error; the decoder reports it when it needs a page it kept from it.
     failure: Option<String>,
     failure_error: Option<Error>,
@@ -154,13 +160,16 @@ pub(crate) struct Prefetcher {
 
 impl Prefetcher {
     /// Starts fetching `bunches` from `source`, at most `window` bunches ahead of the one
-    /// being decoded (the first `window` start at once), with up to `parallel` requests
-    /// in flight.
+    /// being decoded, with up to `parallel` requests in flight. The bytes in flight start
+    /// at about one bunch (`bunch_bytes`) and grow by one bunch per bunch received, up to
+    /// `window` bunches: at first the requests of the first bunch do not share the link
+    /// with those of the next ones, so decoding starts as early as it can.
     pub fn start(
         source: Source,
         bunches: Arc<Vec<Bunch>>,
         window: usize,
         parallel: usize,
+        bunch_bytes: u64,
         counters: Arc<ReadCounters>,
     ) -> Prefetcher {
         let mut owner = HashMap::new();
@@ -182,6 +191,9 @@ impl Prefetcher {
                 last_user,
                 outstanding: bunches.iter().map(|b| b.requests.len()).collect(),
                 decoding: 0,
+                issued: 0,
+                in_flight_bytes: 0,
+                complete: 0,
                 failure: None,
                 failure_error: None,
                 cancelled: false,
@@ -192,7 +204,14 @@ impl Prefetcher {
         let worker = cache.clone();
         let thread = std::thread::Builder::new()
             .name("rntuple-prefetch".into())
-            .spawn(move || fetch_all(&worker, &source, &bunches, window.max(1), parallel.max(1)))
+            .spawn(move || {
+                let limits = Limits {
+                    window: window.max(1),
+                    parallel: parallel.max(1),
+                    bunch_bytes: bunch_bytes.max(1),
+                };
+                fetch_all(&worker, &source, &bunches, limits);
+            })
             .ok();
         if thread.is_none() {
             // No thread: every page is read on demand (correct, only slower).
@@ -218,44 +237,73 @@ impl Drop for Prefetcher {
     }
 }
 
-/// Issues every bunch's requests in order from `parallel` threads, each request as soon
-/// as its bunch is within `window` bunches of the one being decoded: the requests of the
-/// next bunches overlap those of the current one, so a round trip is paid once per
-/// window, not once per bunch.
-fn fetch_all(
-    cache: &PageCache,
-    source: &Source,
-    bunches: &[Bunch],
+/// How far ahead the fetcher goes.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Bunches ahead of the one being decoded.
     window: usize,
+    /// Requests in flight.
     parallel: usize,
-) {
-    let queue: Vec<(usize, usize)> = bunches
+    /// The planned size of a bunch: the unit of the bytes kept in flight.
+    bunch_bytes: u64,
+}
+
+impl Limits {
+    /// Whether request `index` of bunch `k`, of `bytes`, may go out now. The first bunch
+    /// still arriving may always use the link.
+    fn allows(&self, state: &State, index: usize, k: usize, bytes: u64) -> bool {
+        let budget = self.bunch_bytes * (1 + state.complete).min(self.window) as u64;
+        let first_incomplete = state.outstanding.iter().position(|&n| n > 0);
+        state.issued == index
+            && k < state.decoding + self.window
+            && (first_incomplete.is_none_or(|first| k <= first)
+                || state.in_flight_bytes + bytes <= budget)
+    }
+}
+
+/// Issues every bunch's requests in order from `parallel` threads, each request as soon
+/// as its bunch is within `window` bunches of the one being decoded and the bytes in
+/// flight allow it: the requests of the next bunches overlap those of the current one,
+/// so a round trip is paid once per window, not once per bunch.
+fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limits) {
+    let queue: Vec<(usize, usize, u64)> = bunches
         .iter()
         .enumerate()
-        .flat_map(|(k, b)| (0..b.requests.len()).map(move |i| (k, i)))
+        .flat_map(|(k, b)| {
+            b.requests
+                .iter()
+                .enumerate()
+                .map(move |(i, request)| (k, i, request.iter().map(|r| r.range.len).sum::<u64>()))
+        })
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..parallel.min(queue.len()) {
+        for _ in 0..limits.parallel.min(queue.len()) {
             scope.spawn(|| loop {
-                let Some(&(k, i)) = queue.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(k, i, bytes)) = queue.get(index) else {
                     return;
                 };
                 {
                     let mut state = cache.lock();
                     while !state.cancelled
                         && state.failure.is_none()
-                        && k >= state.decoding + window
+                        && !limits.allows(&state, index, k, bytes)
                     {
                         state = cache.changed.wait(state).unwrap_or_else(|p| p.into_inner());
                     }
                     if state.cancelled || state.failure.is_some() {
                         return;
                     }
+                    state.issued += 1;
+                    state.in_flight_bytes += bytes;
                 }
+                cache.changed.notify_all();
                 let request = &bunches[k].requests[i];
                 let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
-                match source.read_ranges(&ranges) {
+                let result = source.read_ranges(&ranges);
+                cache.lock().in_flight_bytes -= bytes;
+                match result {
                     Ok(buffers) => file_pages(cache, request, buffers, k),
                     Err(e) => {
                         let mut state = cache.lock();
@@ -282,6 +330,9 @@ fn file_pages(
     let mut state = cache.lock();
     if let Some(n) = state.outstanding.get_mut(bunch) {
         *n = n.saturating_sub(1);
+        if *n == 0 {
+            state.complete += 1;
+        }
     }
     for (range, buffer) in request.iter().zip(buffers) {
         let buffer = Arc::new(buffer);
@@ -304,4 +355,97 @@ fn file_pages(
     }
     drop(state);
     cache.changed.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt};
+    use crate::read::plan::MergedRange;
+    use std::time::Duration;
+
+    /// A slow source that logs when each request starts and ends.
+    struct Logged {
+        inner: MemorySource,
+        log: Mutex<Vec<(&'static str, u64)>>,
+    }
+
+    impl ReadAt for Logged {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn size(&self) -> u64 {
+            self.inner.size()
+        }
+        fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+            self.inner.read_at(offset, len)
+        }
+        fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+            let first = ranges.first().map_or(0, |r| r.offset);
+            self.log.lock().unwrap().push(("start", first));
+            std::thread::sleep(Duration::from_millis(40));
+            let out = self.inner.read_ranges(ranges);
+            self.log.lock().unwrap().push(("end", first));
+            out
+        }
+        fn metrics(&self) -> IoMetricsSnapshot {
+            self.inner.metrics()
+        }
+    }
+
+    /// Bunch `k`, request `i` reads the 100 bytes at `k * 1000 + i * 100`.
+    fn bunches(n: usize, requests: usize) -> Vec<Bunch> {
+        (0..n)
+            .map(|k| Bunch {
+                entries: k as u64..k as u64 + 1,
+                fields: None,
+                requests: (0..requests)
+                    .map(|i| {
+                        let offset = (k * 1000 + i * 100) as u64;
+                        vec![MergedRange {
+                            range: ByteRange { offset, len: 100 },
+                            pages: vec![PageKey { offset, len: 100 }],
+                        }]
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_bunch_does_not_share_the_link_with_the_next_ones() {
+        let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+        let source = Arc::new(Logged {
+            inner: MemorySource::new("mem", data.clone()),
+            log: Mutex::new(Vec::new()),
+        });
+        let plan = Arc::new(bunches(3, 2));
+        // One bunch is 200 bytes; 4 requests could be in flight at once.
+        let prefetcher = Prefetcher::start(
+            source.clone(),
+            plan.clone(),
+            3,
+            4,
+            200,
+            Arc::new(ReadCounters::default()),
+        );
+        for (k, bunch) in plan.iter().enumerate() {
+            for request in &bunch.requests {
+                let key = request[0].pages[0];
+                let page = prefetcher.cache().take(key).unwrap().unwrap();
+                let at = key.offset as usize;
+                assert_eq!(page.as_slice(), &data[at..at + 100]);
+            }
+            prefetcher.cache().finish_bunch(k, bunch);
+        }
+        let log = source.log.lock().unwrap().clone();
+        let position = |event: (&str, u64)| log.iter().position(|e| *e == event).unwrap();
+        // Both requests of bunch 0 go out at once; bunch 1's first only once one of
+        // them has arrived (then the budget is one bunch in flight).
+        let first_end = log.iter().position(|e| e.0 == "end").unwrap();
+        assert!(position(("start", 0)) < first_end, "{log:?}");
+        assert!(position(("start", 100)) < first_end, "{log:?}");
+        assert!(position(("start", 1000)) > first_end, "{log:?}");
+        assert_eq!(log.len(), 12, "every request once: {log:?}");
+    }
 }

@@ -33,6 +33,9 @@ const MAX_IN_FLIGHT_REQUEST_BYTES: usize = 64 << 10;
 /// A request may be told to wait (`kXR_wait`) for at most this many timeouts in total.
 const WAIT_LIMIT_IN_TIMEOUTS: u32 = 10;
 
+/// The answer to a request sent along with another: its body, or why there is none.
+pub type Answer = Result<Vec<u8>, Fault>;
+
 /// Why an exchange with the server did not succeed.
 #[derive(Debug)]
 pub enum Fault {
@@ -211,7 +214,15 @@ impl<'a> Call<'a> {
     }
 }
 
-/// An open connection (and, once [`Connection::open_file`] succeeded, an open file).
+/// The `kXR_login` request of this process.
+fn login_request(settings: &Settings) -> Request {
+    Request::Login {
+        pid: std::process::id(),
+        user: settings.user.clone(),
+    }
+}
+
+/// An open connection (and, once [`Connection::open_file_and`] succeeded, an open file).
 pub struct Connection {
     io: BufReader<Transport>,
     peer: String,
@@ -219,13 +230,24 @@ pub struct Connection {
     next_stream: u16,
     /// The open file, if any.
     pub handle: Option<FileHandle>,
+    /// Whether the server asked this session to authenticate.
+    pub authenticated: bool,
 }
 
 impl Connection {
     /// Connects to `host:port` and sets the session up: handshake, `kXR_protocol`
     /// (switching to TLS when asked), `kXR_login` and, when the server asks for it,
     /// `kXR_auth` with the first protocol this client can offer.
-    pub fn connect(host: &str, port: u16, settings: &Settings) -> Result<Connection, Fault> {
+    ///
+    /// With `early_open` (a path, for a server known to need no authentication) the
+    /// `kXR_open` goes out with the login, and its answer is returned: a session in one
+    /// round trip.
+    pub fn connect(
+        host: &str,
+        port: u16,
+        settings: &Settings,
+        early_open: Option<&str>,
+    ) -> Result<(Connection, Option<Answer>), Fault> {
         let peer = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
@@ -260,14 +282,22 @@ impl Connection {
             timeout: settings.timeout,
             next_stream: 0,
             handle: None,
+            authenticated: false,
         };
-        conn.handshake(host, settings)?;
-        conn.login(settings)?;
-        Ok(conn)
+        let (login_answer, open_answer) = conn.handshake(host, settings, early_open)?;
+        conn.login(settings, login_answer)?;
+        Ok((conn, open_answer))
     }
 
-    fn handshake(&mut self, host: &str, settings: &Settings) -> Result<(), Fault> {
-        // The handshake and kXR_protocol go out together, as the protocol allows.
+    /// The handshake and `kXR_protocol`, and, without TLS, `kXR_login` in the same
+    /// write: its answer is returned (a round trip saved; with TLS the login must wait
+    /// for the switch).
+    fn handshake(
+        &mut self,
+        host: &str,
+        settings: &Settings,
+        early_open: Option<&str>,
+    ) -> Result<(Option<Vec<u8>>, Option<Answer>), Fault> {
         let mut flags = 0;
         if settings.tls {
             flags |= protocol_flags::ABLE_TLS | protocol_flags::WANT_TLS;
@@ -275,6 +305,20 @@ impl Connection {
         let stream = self.take_stream_id();
         let mut hello = initial_handshake().to_vec();
         hello.extend_from_slice(&Request::Protocol { flags }.encode(stream));
+        let early_login = (!settings.tls).then(|| {
+            let request = login_request(settings);
+            let login_stream = self.take_stream_id();
+            hello.extend_from_slice(&request.encode(login_stream));
+            (request, login_stream)
+        });
+        let early_open = early_open.filter(|_| early_login.is_some()).map(|path| {
+            let request = Request::Open {
+                path: path.to_string(),
+            };
+            let open_stream = self.take_stream_id();
+            hello.extend_from_slice(&request.encode(open_stream));
+            (request, open_stream)
+        });
         let peer = self.peer.clone();
         self.io
             .get_mut()
@@ -292,19 +336,41 @@ impl Connection {
                 "{peer} did not answer the XRootD handshake (is it an XRootD server?)"
             )));
         }
-        // The kXR_protocol response, read through the multiplexer.
-        let mut calls = [Call::new(
+        // The kXR_protocol (and kXR_login) responses, read through the multiplexer.
+        let mut calls = vec![Call::new(
             Request::Protocol { flags },
             Sink::Body(Vec::new()),
         )];
-        calls[0].state = CallState::InFlight;
-        calls[0].sent_at = Instant::now();
         let mut routes = HashMap::from([(stream, 0usize)]);
-        while !calls[0].is_done() {
-            if let Some((_, fault)) = self.receive(&mut calls, &mut routes, None)? {
-                return Err(fault);
+        for (request, stream) in early_login.into_iter().chain(early_open) {
+            routes.insert(stream, calls.len());
+            calls.push(Call::new(request, Sink::Body(Vec::new())));
+        }
+        for call in &mut calls {
+            call.state = CallState::InFlight;
+            call.sent_at = Instant::now();
+        }
+        // The open may fail (a redirect, a missing file) while the session is fine.
+        let mut open_fault = None;
+        while calls
+            .iter()
+            .any(|c| matches!(c.state, CallState::InFlight | CallState::AwaitAsync(_)))
+        {
+            match self.receive(&mut calls, &mut routes, None)? {
+                Some((2, fault)) => {
+                    calls[2].state = CallState::Failed;
+                    open_fault = Some(fault);
+                }
+                Some((_, fault)) => return Err(fault),
+                None => {}
             }
         }
+        let open_answer = match (calls.get_mut(2), open_fault) {
+            (None, _) => None,
+            (Some(_), Some(fault)) => Some(Err(fault)),
+            (Some(call), None) => Some(Ok(call.take_body())),
+        };
+        let login_answer = calls.get_mut(1).map(Call::take_body);
         let info = ProtocolInfo::decode(&calls[0].take_body())
             .map_err(|e| Fault::Violation(format!("{peer}: {e}")))?;
         if settings.tls && info.flags & server_flags::HAVE_TLS == 0 {
@@ -343,19 +409,22 @@ impl Connection {
                 "{peer} did not switch to TLS although roots:// asked for it"
             )));
         }
-        Ok(())
+        Ok((login_answer, open_answer))
     }
 
-    fn login(&mut self, settings: &Settings) -> Result<(), Fault> {
-        let body = self.control(Request::Login {
-            pid: std::process::id(),
-            user: settings.user.clone(),
-        })?;
+    /// Logs in (unless `answer` already holds the login's response) and authenticates
+    /// when the server asks for it.
+    fn login(&mut self, settings: &Settings, answer: Option<Vec<u8>>) -> Result<(), Fault> {
+        let body = match answer {
+            Some(body) => body,
+            None => self.control(login_request(settings))?,
+        };
         let wanted =
             decode_login(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
         if wanted.is_empty() {
             return Ok(());
         }
+        self.authenticated = true;
         let mut failures = Vec::new();
         for protocol in &wanted {
             let Some(credentials) = auth::credentials(
@@ -394,12 +463,46 @@ impl Connection {
     }
 
     /// Opens `path` (with its `?opaque` part) read only, and returns its `kXR_stat`.
-    pub fn open_file(&mut self, path: &str) -> Result<StatInfo, Fault> {
-        let body = self.control(Request::Open {
-            path: path.to_string(),
-        })?;
+    /// `also` (a request that needs no open file, such as a configuration query) goes
+    /// out in the same write, a round trip saved; its answer is returned (`Err` if the
+    /// server refused it).
+    pub fn open_file_and(
+        &mut self,
+        path: &str,
+        also: Option<Request>,
+    ) -> Result<(StatInfo, Option<Answer>), Fault> {
+        let mut calls = vec![Call::new(
+            Request::Open {
+                path: path.to_string(),
+            },
+            Sink::Body(Vec::new()),
+        )];
+        calls.extend(also.map(|r| Call::new(r, Sink::Body(Vec::new()))));
+        let outcome = self.exchange(&mut calls, None);
+        let open_done = calls[0].is_done();
+        let also_answer = match (calls.get_mut(1), &outcome) {
+            (None, _) => None,
+            (Some(c), _) if c.is_done() => Some(Ok(c.take_body())),
+            (Some(_), Err(Fault::Server(e))) if open_done => Some(Err(Fault::Server(e.clone()))),
+            (Some(_), _) => Some(Err(Fault::Violation("not answered".into()))),
+        };
+        if !open_done {
+            return Err(outcome.err().unwrap_or_else(|| {
+                Fault::Violation(format!("{}: the open was not answered", self.peer))
+            }));
+        }
+        if let Err(fault @ (Fault::Broken(_) | Fault::Violation(_))) = outcome {
+            return Err(fault);
+        }
+        let body = calls[0].take_body();
+        drop(calls);
+        Ok((self.opened(&body)?, also_answer))
+    }
+
+    /// Takes the file handle and stat from an open's answer `body`.
+    pub fn opened(&mut self, body: &[u8]) -> Result<StatInfo, Fault> {
         let (handle, stat) =
-            decode_open(&body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
+            decode_open(body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
         self.handle = Some(handle);
         if let Some(stat) = stat {
             return Ok(stat);

@@ -21,7 +21,7 @@ mod tls;
 #[cfg(test)]
 mod tests;
 
-use self::connection::{Call, Connection, Fault, Segment, Settings, Sink};
+use self::connection::{Answer, Call, Connection, Fault, Segment, Settings, Sink};
 use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl};
 use super::retry::Failure;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
@@ -76,6 +76,9 @@ pub struct XRootDSource {
     parallel: usize,
     pool: Pool,
     metrics: IoMetrics,
+    /// Whether new sessions may send the open with the login (the first one needed no
+    /// authentication).
+    quick_sessions: AtomicBool,
 }
 
 impl std::fmt::Debug for XRootDSource {
@@ -126,13 +129,22 @@ impl XRootDSource {
             parallel: options.parallel_requests.max(1),
             pool: Pool::new(options.parallel_requests.max(1)),
             metrics: IoMetrics::default(),
+            quick_sessions: AtomicBool::new(false),
         };
         let (conn, size, limits) = source.policy.run(&source.name, |_| {
-            let (mut conn, size) = source.open_session(None, None)?;
-            let limits = source.query_readv_limits(&mut conn)?;
+            // The readv limits are asked in the same write as the open.
+            let query = Request::QueryConfig {
+                names: "readv_iov_max readv_ior_max".into(),
+            };
+            let (conn, size, answer) = source.open_session(None, None, Some(query))?;
+            let limits = source.readv_limits(answer)?;
             Ok((conn, size, limits))
         })?;
         source.size = size;
+        source.quick_sessions.store(
+            !source.settings.tls && !conn.authenticated,
+            Ordering::Relaxed,
+        );
         if let Some((segments, bytes)) = limits {
             source.readv_segments = segments;
             source.readv_segment_bytes = bytes;
@@ -141,19 +153,17 @@ impl XRootDSource {
         Ok(source)
     }
 
-    /// The vector-read limits the server announced (`kXR_query` config), if it did.
-    fn query_readv_limits(
+    /// The vector-read limits the server announced in `answer` to the `kXR_query`
+    /// config, if it did.
+    fn readv_limits(
         &self,
-        conn: &mut Connection,
+        answer: Option<Answer>,
     ) -> std::result::Result<Option<(usize, u64)>, Failure> {
-        let answer = conn.control(Request::QueryConfig {
-            names: "readv_iov_max readv_ior_max".into(),
-        });
         let body = match answer {
-            Ok(body) => body,
+            Some(Ok(body)) => body,
             // An old or restricted server: the documented defaults apply.
-            Err(Fault::Server(_)) => return Ok(None),
-            Err(other) => return Err(self.failure(other)),
+            None | Some(Err(Fault::Server(_))) => return Ok(None),
+            Some(Err(other)) => return Err(self.failure(other)),
         };
         let values = decode_query_config(&body);
         let segments = values.first().copied().flatten().filter(|&v| v > 0);
@@ -167,11 +177,14 @@ impl XRootDSource {
     /// Connects, logs in and opens the file, following redirects; starts at `start`
     /// (a redirect received while reading) or at the URL's host. With `expected_size`,
     /// a file of another size is an error (it changed since it was first opened).
+    /// `also` goes out with the open (see [`Connection::open_file_and`]); its answer is
+    /// returned.
     fn open_session(
         &self,
         start: Option<&Redirect>,
         expected_size: Option<u64>,
-    ) -> std::result::Result<(Connection, u64), Failure> {
+        also: Option<Request>,
+    ) -> std::result::Result<(Connection, u64, Option<Answer>), Failure> {
         let base_path = self.url.path_with_opaque();
         let with_opaque = |opaque: &Option<String>| match opaque {
             Some(o) if base_path.contains('?') => format!("{base_path}&{o}"),
@@ -183,10 +196,21 @@ impl XRootDSource {
             None => (self.url.host.clone(), self.url.port, base_path.clone()),
         };
         for _ in 0..=MAX_REDIRECTS {
-            let opened = Connection::connect(&host, port, &self.settings)
-                .and_then(|mut conn| conn.open_file(&path).map(|stat| (conn, stat)));
+            // Once a first session needed no authentication, the next ones send their
+            // open with the login.
+            let early = (also.is_none() && self.quick_sessions.load(Ordering::Relaxed))
+                .then_some(path.as_str());
+            let opened = Connection::connect(&host, port, &self.settings, early).and_then(
+                |(mut conn, early_answer)| match early_answer {
+                    Some(Ok(body)) => conn.opened(&body).map(|stat| (conn, stat, None)),
+                    Some(Err(fault)) => Err(fault),
+                    None => conn
+                        .open_file_and(&path, also.clone())
+                        .map(|(stat, answer)| (conn, stat, answer)),
+                },
+            );
             match opened {
-                Ok((conn, stat)) => {
+                Ok((conn, stat, answer)) => {
                     if stat.is_directory_or_special() {
                         return Err(Failure::Permanent(Error::Remote {
                             what: self.name.clone(),
@@ -202,7 +226,7 @@ impl XRootDSource {
                             ),
                         }));
                     }
-                    return Ok((conn, stat.size));
+                    return Ok((conn, stat.size, answer));
                 }
                 Err(Fault::Redirect(r)) => {
                     host = r.host;
@@ -339,6 +363,20 @@ impl XRootDSource {
             if abort.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            if slot.is_none() && !lock(queue).is_empty() {
+                // The session is opened before work is taken, so that the other
+                // connections go on with the queue meanwhile.
+                let opened = self.policy.run(&self.name, |_| {
+                    self.open_session(redirect.as_ref(), Some(self.size), None)
+                });
+                match opened {
+                    Ok((conn, _, _)) => *slot = Some(conn),
+                    Err(e) => {
+                        abort.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
             let mut batch: Vec<Unit<'_>> = {
                 let mut q = lock(queue);
                 let take = q
@@ -353,7 +391,8 @@ impl XRootDSource {
             }
             let outcome = self.policy.run(&self.name, |_| {
                 if slot.is_none() {
-                    let (conn, _) = self.open_session(redirect.as_ref(), Some(self.size))?;
+                    let (conn, _, _) =
+                        self.open_session(redirect.as_ref(), Some(self.size), None)?;
                     *slot = Some(conn);
                 }
                 let Some(conn) = slot.as_mut() else {

@@ -451,6 +451,77 @@ fn reads_split_to_the_servers_limits() {
     assert_eq!(server.requests(request::READ).len(), 2);
 }
 
+/// The request code that follows `m` in the same burst from the client, if any bytes
+/// are already waiting.
+fn code_sent_with(peer: &mut Peer) -> Option<u16> {
+    let FakeStream::Plain(tcp) = &peer.stream else {
+        return None;
+    };
+    tcp.set_read_timeout(Some(Duration::from_millis(100)))
+        .ok()?;
+    let mut head = [0u8; 4];
+    let seen = tcp.peek(&mut head).ok();
+    tcp.set_read_timeout(None).ok()?;
+    (seen? == 4).then(|| u16::from_be_bytes([head[2], head[3]]))
+}
+
+#[test]
+fn sessions_are_set_up_in_few_round_trips() {
+    // What arrived together with what: (connection, request, the next request's code).
+    type Bursts = Arc<Mutex<Vec<(usize, u16, Option<u16>)>>>;
+    let bursts: Bursts = Arc::default();
+    let seen = bursts.clone();
+    // Over 8 MiB: two kXR_read pieces.
+    let data = pattern(9 << 20);
+    let server = FakeServer::start(Config::new(data.clone()), move |peer, m| {
+        if matches!(m.code, request::PROTOCOL | request::LOGIN | request::OPEN) {
+            let next = code_sent_with(peer);
+            seen.lock().unwrap().push((peer.index, m.code, next));
+        }
+        if m.code == request::READ {
+            // Slow reads, so that the second piece surely goes over a second connection.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    });
+    let mut options = quick(2, 5000);
+    options.parallel_requests = 2;
+    let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
+    let whole = src.read_at(0, data.len() as u64).unwrap();
+    assert!(whole == data);
+    let bursts = bursts.lock().unwrap().clone();
+    let on = |conn: usize, code: u16| {
+        bursts
+            .iter()
+            .find(|(c, m, _)| (*c, *m) == (conn, code))
+            .map(|(_, _, next)| *next)
+    };
+    // The first session: the login goes with the handshake, the readv-limits query
+    // with the open (the open itself must wait for the login's answer).
+    assert_eq!(
+        on(0, request::PROTOCOL),
+        Some(Some(request::LOGIN)),
+        "{bursts:?}"
+    );
+    assert_eq!(on(0, request::LOGIN), Some(None), "{bursts:?}");
+    assert_eq!(
+        on(0, request::OPEN),
+        Some(Some(request::QUERY)),
+        "{bursts:?}"
+    );
+    // The next one, to a server known to need no authentication: all in one burst.
+    assert_eq!(
+        on(1, request::PROTOCOL),
+        Some(Some(request::LOGIN)),
+        "{bursts:?}"
+    );
+    assert_eq!(
+        on(1, request::LOGIN),
+        Some(Some(request::OPEN)),
+        "{bursts:?}"
+    );
+}
+
 #[test]
 fn oksofar_parts_are_joined() {
     let data = pattern(50_000);
