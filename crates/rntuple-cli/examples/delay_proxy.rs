@@ -1,5 +1,6 @@
-//! A TCP proxy on loopback that delays every byte by a fixed time in each direction: a
-//! network with a round-trip latency of twice that, for tests where the kernel offers no
+//! A TCP proxy on loopback that delays every byte by a fixed time in each direction (and a
+//! new connection's first byte by one round trip more, TCP's handshake): a network with
+//! a round-trip latency of twice that, for tests where the kernel offers no
 //! `tc netem` (this proxy holds data in memory, so unlike a real link it does not limit
 //! the bandwidth-delay product; it adds the latency every request pays).
 //!
@@ -37,6 +38,9 @@ fn main() {
     for client in listener.incoming().flatten() {
         let target = target.clone();
         thread::spawn(move || {
+            // The client's connect returned at once; on a real link TCP's handshake
+            // takes a round trip before the first byte can go: the bytes wait for it.
+            thread::sleep(2 * delay);
             if let Ok(server) = TcpStream::connect(&target) {
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);

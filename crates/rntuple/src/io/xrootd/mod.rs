@@ -28,7 +28,7 @@ use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHin
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Redirects followed before giving up (a loop, or a misconfigured federation).
@@ -67,18 +67,26 @@ impl Default for XRootDOptions {
 pub struct XRootDSource {
     /// The URL without credentials.
     name: String,
-    url: XrdUrl,
-    settings: Settings,
+    sessions: Arc<Sessions>,
     policy: RetryPolicy,
     size: u64,
     readv_segments: usize,
     readv_segment_bytes: u64,
     parallel: usize,
-    pool: Pool,
+    pool: Arc<Pool>,
     metrics: IoMetrics,
+}
+
+/// How to open a session on the file: shared with the threads that open the pool's
+/// connections ahead of use.
+struct Sessions {
+    /// The URL without credentials.
+    name: String,
+    url: XrdUrl,
+    settings: Settings,
     /// Whether new sessions may send the open with the login (the first one needed no
     /// authentication).
-    quick_sessions: AtomicBool,
+    quick: AtomicBool,
 }
 
 impl std::fmt::Debug for XRootDSource {
@@ -118,39 +126,65 @@ impl XRootDSource {
             token: None,
         };
         configure(&mut settings);
+        let tls = settings.tls;
         let mut source = XRootDSource {
-            name,
-            url: parsed,
-            settings,
+            name: name.clone(),
+            sessions: Arc::new(Sessions {
+                name,
+                url: parsed,
+                settings,
+                quick: AtomicBool::new(false),
+            }),
             policy: options.retry,
             size: 0,
             readv_segments: DEFAULT_READV_SEGMENTS,
             readv_segment_bytes: DEFAULT_READV_SEGMENT_BYTES,
             parallel: options.parallel_requests.max(1),
-            pool: Pool::new(options.parallel_requests.max(1)),
+            pool: Arc::new(Pool::new(options.parallel_requests.max(1))),
             metrics: IoMetrics::default(),
-            quick_sessions: AtomicBool::new(false),
         };
         let (conn, size, limits) = source.policy.run(&source.name, |_| {
             // The readv limits are asked in the same write as the open.
             let query = Request::QueryConfig {
                 names: "readv_iov_max readv_ior_max".into(),
             };
-            let (conn, size, answer) = source.open_session(None, None, Some(query))?;
+            let (conn, size, answer) = source.sessions.open_session(None, None, Some(query))?;
             let limits = source.readv_limits(answer)?;
             Ok((conn, size, limits))
         })?;
         source.size = size;
-        source.quick_sessions.store(
-            !source.settings.tls && !conn.authenticated,
-            Ordering::Relaxed,
-        );
+        source
+            .sessions
+            .quick
+            .store(!tls && !conn.authenticated, Ordering::Relaxed);
         if let Some((segments, bytes)) = limits {
             source.readv_segments = segments;
             source.readv_segment_bytes = bytes;
         }
         source.pool.release(Some(conn));
+        source.open_spare_sessions();
         Ok(source)
+    }
+
+    /// Opens the pool's other connections in the background, so that the first
+    /// parallel reads do not wait for their set-up (round trips each). A session that
+    /// fails to open leaves its slot empty, to be opened when used.
+    fn open_spare_sessions(&self) {
+        for _ in 1..self.parallel {
+            if !self.pool.take_empty() {
+                return;
+            }
+            let (sessions, pool, size) = (self.sessions.clone(), self.pool.clone(), self.size);
+            let spawned = std::thread::Builder::new()
+                .name("rntuple-xrootd-session".into())
+                .spawn(move || {
+                    let opened = sessions.open_session(None, Some(size), None).ok();
+                    pool.release(opened.map(|(conn, _, _)| conn));
+                });
+            if spawned.is_err() {
+                self.pool.release(None);
+            }
+        }
     }
 
     /// The vector-read limits the server announced in `answer` to the `kXR_query`
@@ -163,7 +197,7 @@ impl XRootDSource {
             Some(Ok(body)) => body,
             // An old or restricted server: the documented defaults apply.
             None | Some(Err(Fault::Server(_))) => return Ok(None),
-            Some(Err(other)) => return Err(self.failure(other)),
+            Some(Err(other)) => return Err(self.sessions.failure(other)),
         };
         let values = decode_query_config(&body);
         let segments = values.first().copied().flatten().filter(|&v| v > 0);
@@ -172,132 +206,6 @@ impl XRootDSource {
             segments.map_or(DEFAULT_READV_SEGMENTS, |v| v.min(1 << 16) as usize),
             bytes.map_or(DEFAULT_READV_SEGMENT_BYTES, |v| v.min(u64::from(u32::MAX))),
         )))
-    }
-
-    /// Connects, logs in and opens the file, following redirects; starts at `start`
-    /// (a redirect received while reading) or at the URL's host. With `expected_size`,
-    /// a file of another size is an error (it changed since it was first opened).
-    /// `also` goes out with the open (see [`Connection::open_file_and`]); its answer is
-    /// returned.
-    fn open_session(
-        &self,
-        start: Option<&Redirect>,
-        expected_size: Option<u64>,
-        also: Option<Request>,
-    ) -> std::result::Result<(Connection, u64, Option<Answer>), Failure> {
-        let base_path = self.url.path_with_opaque();
-        let with_opaque = |opaque: &Option<String>| match opaque {
-            Some(o) if base_path.contains('?') => format!("{base_path}&{o}"),
-            Some(o) => format!("{base_path}?{o}"),
-            None => base_path.clone(),
-        };
-        let (mut host, mut port, mut path) = match start {
-            Some(r) => (r.host.clone(), r.port, with_opaque(&r.opaque)),
-            None => (self.url.host.clone(), self.url.port, base_path.clone()),
-        };
-        for _ in 0..=MAX_REDIRECTS {
-            // Once a first session needed no authentication, the next ones send their
-            // open with the login.
-            let early = (also.is_none() && self.quick_sessions.load(Ordering::Relaxed))
-                .then_some(path.as_str());
-            let opened = Connection::connect(&host, port, &self.settings, early).and_then(
-                |(mut conn, early_answer)| match early_answer {
-                    Some(Ok(body)) => conn.opened(&body).map(|stat| (conn, stat, None)),
-                    Some(Err(fault)) => Err(fault),
-                    None => conn
-                        .open_file_and(&path, also.clone())
-                        .map(|(stat, answer)| (conn, stat, answer)),
-                },
-            );
-            match opened {
-                Ok((conn, stat, answer)) => {
-                    if stat.is_directory_or_special() {
-                        return Err(Failure::Permanent(Error::Remote {
-                            what: self.name.clone(),
-                            detail: "not a regular file".into(),
-                        }));
-                    }
-                    if let Some(expected) = expected_size.filter(|&e| e != stat.size) {
-                        return Err(Failure::Permanent(Error::Remote {
-                            what: self.name.clone(),
-                            detail: format!(
-                                "the file changed on the server: its size was {expected} bytes, now {}",
-                                stat.size
-                            ),
-                        }));
-                    }
-                    return Ok((conn, stat.size, answer));
-                }
-                Err(Fault::Redirect(r)) => {
-                    host = r.host;
-                    port = r.port;
-                    path = with_opaque(&r.opaque);
-                }
-                Err(other) => return Err(self.failure(other)),
-            }
-        }
-        Err(Failure::Permanent(Error::Remote {
-            what: self.name.clone(),
-            detail: format!("more than {MAX_REDIRECTS} redirects (last to {host}:{port})"),
-        }))
-    }
-
-    /// What a fault means for the retry loop.
-    fn failure(&self, fault: Fault) -> Failure {
-        let remote = |detail: String| {
-            Failure::Permanent(Error::Remote {
-                what: self.name.clone(),
-                detail,
-            })
-        };
-        // Server messages may quote the path with its opaque part (tokens).
-        let fault = match fault {
-            Fault::Server(mut e) => {
-                e.message = self.scrub(&e.message);
-                Fault::Server(e)
-            }
-            other => other,
-        };
-        match fault {
-            Fault::Broken(detail) => Failure::Transient {
-                detail,
-                after: None,
-            },
-            Fault::Server(e) if e.code == error_code::NOT_FOUND => {
-                Failure::Permanent(Error::NotFound(format!(
-                    "{}: no such file on the server ({})",
-                    self.name, e.message
-                )))
-            }
-            Fault::Server(e) if e.is_transient() => Failure::Transient {
-                detail: format!("server error {e}"),
-                after: None,
-            },
-            Fault::Server(e) => remote(format!("server error {e}")),
-            Fault::Redirect(r) => remote(format!("unexpected redirect to {}:{}", r.host, r.port)),
-            Fault::Violation(detail) | Fault::Short(detail) => remote(detail),
-            Fault::Unsupported(detail) => {
-                Failure::Permanent(Error::Unsupported(format!("{}: {detail}", self.name)))
-            }
-        }
-    }
-
-    /// `text` without the values of the URL's query and without the bearer token.
-    fn scrub(&self, text: &str) -> String {
-        let mut secrets: Vec<String> = Vec::new();
-        for pair in self.url.opaque.iter().flat_map(|o| o.split('&')) {
-            if let Some((_, value)) = pair.split_once('=') {
-                secrets.push(value.to_string());
-                secrets.push(percent_decoded(value));
-            }
-        }
-        secrets.extend(self.settings.token.iter().cloned());
-        secrets.retain(|s| s.len() >= 4);
-        // Longest first, so that a secret containing another is removed whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.iter().fold(text.to_string(), |t, secret| {
-            t.replace(secret.as_str(), "***")
-        })
     }
 
     /// Runs `units` over as many pooled connections as useful, each pulling work from a
@@ -367,7 +275,8 @@ impl XRootDSource {
                 // The session is opened before work is taken, so that the other
                 // connections go on with the queue meanwhile.
                 let opened = self.policy.run(&self.name, |_| {
-                    self.open_session(redirect.as_ref(), Some(self.size), None)
+                    self.sessions
+                        .open_session(redirect.as_ref(), Some(self.size), None)
                 });
                 match opened {
                     Ok((conn, _, _)) => *slot = Some(conn),
@@ -392,7 +301,8 @@ impl XRootDSource {
             let outcome = self.policy.run(&self.name, |_| {
                 if slot.is_none() {
                     let (conn, _, _) =
-                        self.open_session(redirect.as_ref(), Some(self.size), None)?;
+                        self.sessions
+                            .open_session(redirect.as_ref(), Some(self.size), None)?;
                     *slot = Some(conn);
                 }
                 let Some(conn) = slot.as_mut() else {
@@ -427,7 +337,7 @@ impl XRootDSource {
                     Err(Fault::Redirect(r)) => {
                         redirects += 1;
                         if redirects > MAX_REDIRECTS {
-                            return Err(self.failure(Fault::Violation(format!(
+                            return Err(self.sessions.failure(Fault::Violation(format!(
                                 "more than {MAX_REDIRECTS} redirects while reading"
                             ))));
                         }
@@ -443,9 +353,9 @@ impl XRootDSource {
                     }
                     Err(fault @ (Fault::Broken(_) | Fault::Violation(_))) => {
                         *slot = None;
-                        Err(self.failure(fault))
+                        Err(self.sessions.failure(fault))
                     }
-                    Err(fault) => Err(self.failure(fault)),
+                    Err(fault) => Err(self.sessions.failure(fault)),
                 }
             });
             if let Err(e) = outcome {
@@ -553,6 +463,134 @@ impl ReadAt for XRootDSource {
             parallel_requests: self.parallel,
             ..ReadHints::REMOTE
         }
+    }
+}
+
+impl Sessions {
+    /// Connects, logs in and opens the file, following redirects; starts at `start`
+    /// (a redirect received while reading) or at the URL's host. With `expected_size`,
+    /// a file of another size is an error (it changed since it was first opened).
+    /// `also` goes out with the open (see [`Connection::open_file_and`]); its answer is
+    /// returned.
+    fn open_session(
+        &self,
+        start: Option<&Redirect>,
+        expected_size: Option<u64>,
+        also: Option<Request>,
+    ) -> std::result::Result<(Connection, u64, Option<Answer>), Failure> {
+        let base_path = self.url.path_with_opaque();
+        let with_opaque = |opaque: &Option<String>| match opaque {
+            Some(o) if base_path.contains('?') => format!("{base_path}&{o}"),
+            Some(o) => format!("{base_path}?{o}"),
+            None => base_path.clone(),
+        };
+        let (mut host, mut port, mut path) = match start {
+            Some(r) => (r.host.clone(), r.port, with_opaque(&r.opaque)),
+            None => (self.url.host.clone(), self.url.port, base_path.clone()),
+        };
+        for _ in 0..=MAX_REDIRECTS {
+            // Once a first session needed no authentication, the next ones send their
+            // open with the login.
+            let early =
+                (also.is_none() && self.quick.load(Ordering::Relaxed)).then_some(path.as_str());
+            let opened = Connection::connect(&host, port, &self.settings, early).and_then(
+                |(mut conn, early_answer)| match early_answer {
+                    Some(Ok(body)) => conn.opened(&body).map(|stat| (conn, stat, None)),
+                    Some(Err(fault)) => Err(fault),
+                    None => conn
+                        .open_file_and(&path, also.clone())
+                        .map(|(stat, answer)| (conn, stat, answer)),
+                },
+            );
+            match opened {
+                Ok((conn, stat, answer)) => {
+                    if stat.is_directory_or_special() {
+                        return Err(Failure::Permanent(Error::Remote {
+                            what: self.name.clone(),
+                            detail: "not a regular file".into(),
+                        }));
+                    }
+                    if let Some(expected) = expected_size.filter(|&e| e != stat.size) {
+                        return Err(Failure::Permanent(Error::Remote {
+                            what: self.name.clone(),
+                            detail: format!(
+                                "the file changed on the server: its size was {expected} bytes, now {}",
+                                stat.size
+                            ),
+                        }));
+                    }
+                    return Ok((conn, stat.size, answer));
+                }
+                Err(Fault::Redirect(r)) => {
+                    host = r.host;
+                    port = r.port;
+                    path = with_opaque(&r.opaque);
+                }
+                Err(other) => return Err(self.failure(other)),
+            }
+        }
+        Err(Failure::Permanent(Error::Remote {
+            what: self.name.clone(),
+            detail: format!("more than {MAX_REDIRECTS} redirects (last to {host}:{port})"),
+        }))
+    }
+
+    /// What a fault means for the retry loop.
+    fn failure(&self, fault: Fault) -> Failure {
+        let remote = |detail: String| {
+            Failure::Permanent(Error::Remote {
+                what: self.name.clone(),
+                detail,
+            })
+        };
+        // Server messages may quote the path with its opaque part (tokens).
+        let fault = match fault {
+            Fault::Server(mut e) => {
+                e.message = self.scrub(&e.message);
+                Fault::Server(e)
+            }
+            other => other,
+        };
+        match fault {
+            Fault::Broken(detail) => Failure::Transient {
+                detail,
+                after: None,
+            },
+            Fault::Server(e) if e.code == error_code::NOT_FOUND => {
+                Failure::Permanent(Error::NotFound(format!(
+                    "{}: no such file on the server ({})",
+                    self.name, e.message
+                )))
+            }
+            Fault::Server(e) if e.is_transient() => Failure::Transient {
+                detail: format!("server error {e}"),
+                after: None,
+            },
+            Fault::Server(e) => remote(format!("server error {e}")),
+            Fault::Redirect(r) => remote(format!("unexpected redirect to {}:{}", r.host, r.port)),
+            Fault::Violation(detail) | Fault::Short(detail) => remote(detail),
+            Fault::Unsupported(detail) => {
+                Failure::Permanent(Error::Unsupported(format!("{}: {detail}", self.name)))
+            }
+        }
+    }
+
+    /// `text` without the values of the URL's query and without the bearer token.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<String> = Vec::new();
+        for pair in self.url.opaque.iter().flat_map(|o| o.split('&')) {
+            if let Some((_, value)) = pair.split_once('=') {
+                secrets.push(value.to_string());
+                secrets.push(percent_decoded(value));
+            }
+        }
+        secrets.extend(self.settings.token.iter().cloned());
+        secrets.retain(|s| s.len() >= 4);
+        // Longest first, so that a secret containing another is removed whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.iter().fold(text.to_string(), |t, secret| {
+            t.replace(secret.as_str(), "***")
+        })
     }
 }
 
@@ -691,6 +729,18 @@ impl Pool {
                 .freed
                 .wait(slots)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// Takes an empty slot (to open its connection) if there is one.
+    fn take_empty(&self) -> bool {
+        let mut slots = lock(&self.slots);
+        match slots.iter().position(Option::is_none) {
+            Some(i) => {
+                slots.swap_remove(i);
+                true
+            }
+            None => false,
         }
     }
 

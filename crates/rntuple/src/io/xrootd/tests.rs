@@ -430,7 +430,13 @@ fn reads_split_to_the_servers_limits() {
     assert_eq!(segments.iter().sum::<usize>(), 8);
     assert!(segments.iter().all(|&n| n <= 3), "{segments:?}");
 
-    // A read over 8 MiB goes in two kXR_read, over two connections.
+    // A read over 8 MiB goes in two kXR_read, over two connections (once the spare
+    // sessions, opened in the background after the first, are in the pool).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.requests(request::OPEN).len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
     let big = src.read_at(100, (9 << 20) - 200).unwrap();
     assert!(big == data[100..(9 << 20) - 100]);
     let m = src.metrics();
@@ -487,6 +493,18 @@ fn sessions_are_set_up_in_few_round_trips() {
     let mut options = quick(2, 5000);
     options.parallel_requests = 2;
     let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
+    // The spare session opens in the background, before anything is read.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.requests(request::OPEN).len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let opens: Vec<usize> = server
+        .requests(request::OPEN)
+        .iter()
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(opens, vec![0, 1]);
+    assert!(server.requests(request::READ).is_empty());
     let whole = src.read_at(0, data.len() as u64).unwrap();
     assert!(whole == data);
     let bursts = bursts.lock().unwrap().clone();
