@@ -120,6 +120,10 @@ impl ReadAt for EdgeCached {
         self.inner.metrics()
     }
 
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.inner.recycle(buffer);
+    }
+
     fn hints(&self) -> ReadHints {
         self.inner.hints()
     }

@@ -17,6 +17,7 @@
 mod multipart;
 
 use super::retry::Failure;
+use super::spare::SpareBuffers;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
 use crate::error::{Error, Result};
 use multipart::{Limits, MultipartError, Part};
@@ -196,6 +197,8 @@ pub struct HttpSource {
     /// large (a Range header longer than its header limit).
     ranges_per_request: AtomicUsize,
     metrics: IoMetrics,
+    /// Buffers given back for reuse.
+    spare: SpareBuffers,
 }
 
 impl std::fmt::Debug for HttpSource {
@@ -545,6 +548,7 @@ impl HttpSource {
             multi_range_refused: AtomicBool::new(false),
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
+            spare: SpareBuffers::default(),
         })
     }
 
@@ -811,7 +815,7 @@ impl HttpSource {
             Layout::Single { first, last } => {
                 let len = last - first + 1;
                 // Bounded by the requested bytes (checked above, or the whole file).
-                let mut data = Vec::with_capacity(len as usize);
+                let mut data = self.spare.take(len as usize);
                 body.by_ref()
                     .take(len)
                     .read_to_end(&mut data)
@@ -833,8 +837,10 @@ impl HttpSource {
                 vec![Part { start: first, data }]
             }
             Layout::Multipart(boundary) => {
-                let parts = multipart::read_parts(&mut body, &boundary, wanted, self.size, limits)
-                    .map_err(|e| match e {
+                let take = |len: usize| self.spare.take(len);
+                let parts =
+                    multipart::read_parts(&mut body, &boundary, wanted, self.size, limits, &take)
+                        .map_err(|e| match e {
                         MultipartError::Io(e) => transient(e),
                         MultipartError::SizeChanged { claimed } => {
                             self.changed(format!("size {} became {claimed}", self.size))
@@ -851,6 +857,10 @@ impl HttpSource {
         };
         let data = multipart::assemble(wanted, &mut parts)
             .map_err(|m| self.permanent(format!("{doing}: {m}")))?;
+        // Parts that were cut rather than moved: their buffers serve again.
+        for part in parts {
+            self.spare.put(part.data);
+        }
         Ok(Reply::Ranges {
             data,
             body_bytes: body.get_ref().count,
@@ -1043,6 +1053,10 @@ impl ReadAt for HttpSource {
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.spare.put(buffer);
     }
 
     fn hints(&self) -> ReadHints {

@@ -10,6 +10,7 @@ pub mod http;
 mod local;
 pub mod retry;
 pub mod s3;
+mod spare;
 mod xrootd;
 
 pub use edges::EdgeCached;
@@ -157,6 +158,12 @@ pub trait ReadAt: Send + Sync {
     /// How reads from this source should be shaped.
     fn hints(&self) -> ReadHints {
         ReadHints::LOCAL
+    }
+    /// Gives back a buffer this source returned, once its bytes are no longer needed:
+    /// a source that reads into buffers of its own may reuse them, saving the page faults
+    /// of fresh allocations.
+    fn recycle(&self, buffer: Vec<u8>) {
+        drop(buffer);
     }
 }
 

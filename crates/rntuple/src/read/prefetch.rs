@@ -78,6 +78,8 @@ struct State {
     in_flight_bytes: u64,
     /// Bunches whose requests have all arrived.
     complete: usize,
+    /// Range buffers the decoder is done with, to give back to the source.
+    freed: Vec<Vec<u8>>,
     /// The first fetch error; the decoder reports it when it needs a page it kept from it.
     failure: Option<String>,
     failure_error: Option<Error>,
@@ -137,15 +139,24 @@ impl PageCache {
     /// further ahead.
     pub fn finish_bunch(&self, k: usize, bunch: &Bunch) {
         let mut state = self.lock();
+        let mut dropped: Vec<Arc<Vec<u8>>> = Vec::new();
         for request in &bunch.requests {
             for range in request {
                 for key in &range.pages {
                     if state.last_user.get(key) == Some(&k) {
-                        state.pages.remove(key);
+                        if let Some(PageBytes::Shared { buffer, .. }) = state.pages.remove(key) {
+                            dropped.push(buffer);
+                        }
                     }
                 }
             }
         }
+        // One handle per range buffer; a buffer nothing else holds goes back to the
+        // source for its next reads.
+        dropped.sort_by_key(Arc::as_ptr);
+        dropped.dedup_by_key(|b| Arc::as_ptr(b));
+        let freed = dropped.into_iter().filter_map(|b| Arc::try_unwrap(b).ok());
+        state.freed.extend(freed);
         state.decoding = state.decoding.max(k + 1);
         drop(state);
         self.changed.notify_all();
@@ -194,6 +205,7 @@ impl Prefetcher {
                 issued: 0,
                 in_flight_bytes: 0,
                 complete: 0,
+                freed: Vec::new(),
                 failure: None,
                 failure_error: None,
                 cancelled: false,
@@ -284,7 +296,7 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                 let Some(&(k, i, bytes)) = queue.get(index) else {
                     return;
                 };
-                {
+                let freed = {
                     let mut state = cache.lock();
                     while !state.cancelled
                         && state.failure.is_none()
@@ -297,8 +309,12 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     }
                     state.issued += 1;
                     state.in_flight_bytes += bytes;
-                }
+                    std::mem::take(&mut state.freed)
+                };
                 cache.changed.notify_all();
+                for buffer in freed {
+                    source.recycle(buffer);
+                }
                 let request = &bunches[k].requests[i];
                 let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
                 let result = source.read_ranges(&ranges);
@@ -364,10 +380,12 @@ mod tests {
     use crate::read::plan::MergedRange;
     use std::time::Duration;
 
-    /// A slow source that logs when each request starts and ends.
+    /// A slow source that logs when each request starts and ends, and keeps the buffers
+    /// given back to it.
     struct Logged {
         inner: MemorySource,
         log: Mutex<Vec<(&'static str, u64)>>,
+        recycled: Mutex<Vec<Vec<u8>>>,
     }
 
     impl ReadAt for Logged {
@@ -391,6 +409,17 @@ mod tests {
         fn metrics(&self) -> IoMetricsSnapshot {
             self.inner.metrics()
         }
+        fn recycle(&self, buffer: Vec<u8>) {
+            self.recycled.lock().unwrap().push(buffer);
+        }
+    }
+
+    fn logged(data: &[u8]) -> Arc<Logged> {
+        Arc::new(Logged {
+            inner: MemorySource::new("mem", data.to_vec()),
+            log: Mutex::new(Vec::new()),
+            recycled: Mutex::new(Vec::new()),
+        })
     }
 
     /// Bunch `k`, request `i` reads the 100 bytes at `k * 1000 + i * 100`.
@@ -415,10 +444,7 @@ mod tests {
     #[test]
     fn the_first_bunch_does_not_share_the_link_with_the_next_ones() {
         let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
-        let source = Arc::new(Logged {
-            inner: MemorySource::new("mem", data.clone()),
-            log: Mutex::new(Vec::new()),
-        });
+        let source = logged(&data);
         let plan = Arc::new(bunches(3, 2));
         // One bunch is 200 bytes; 4 requests could be in flight at once.
         let prefetcher = Prefetcher::start(
@@ -447,5 +473,58 @@ mod tests {
         assert!(position(("start", 100)) < first_end, "{log:?}");
         assert!(position(("start", 1000)) > first_end, "{log:?}");
         assert_eq!(log.len(), 12, "every request once: {log:?}");
+    }
+
+    #[test]
+    fn range_buffers_go_back_to_the_source_once_decoded() {
+        let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+        let source = logged(&data);
+        // Two bunches of one request each: one range holding two pages.
+        let plan: Arc<Vec<Bunch>> = Arc::new(
+            (0..2u64)
+                .map(|k| Bunch {
+                    entries: k..k + 1,
+                    fields: None,
+                    requests: vec![vec![MergedRange {
+                        range: ByteRange {
+                            offset: k * 1000,
+                            len: 200,
+                        },
+                        pages: vec![
+                            PageKey {
+                                offset: k * 1000,
+                                len: 100,
+                            },
+                            PageKey {
+                                offset: k * 1000 + 100,
+                                len: 100,
+                            },
+                        ],
+                    }]],
+                })
+                .collect(),
+        );
+        // A window of one bunch: bunch 1 is asked for only after bunch 0 is decoded.
+        let prefetcher = Prefetcher::start(
+            source.clone(),
+            plan.clone(),
+            1,
+            2,
+            200,
+            Arc::new(ReadCounters::default()),
+        );
+        for (k, bunch) in plan.iter().enumerate() {
+            for key in &bunch.requests[0][0].pages {
+                let page = prefetcher.cache().take(*key).unwrap().unwrap();
+                let at = key.offset as usize;
+                assert_eq!(page.as_slice(), &data[at..at + 100]);
+            }
+            prefetcher.cache().finish_bunch(k, bunch);
+        }
+        drop(prefetcher);
+        // Bunch 0's range buffer came back (with its bytes: the same buffer) before
+        // bunch 1 was asked for; bunch 1's was freed when the read ended.
+        let recycled = source.recycled.lock().unwrap().clone();
+        assert_eq!(recycled, vec![data[0..200].to_vec()]);
     }
 }

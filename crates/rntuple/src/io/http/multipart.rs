@@ -186,13 +186,15 @@ fn read_part_headers(body: &mut impl BufRead) -> Result<(u64, u64, u64), Multipa
 
 /// Reads the parts of a `multipart/byteranges` body with boundary `boundary`, sent for
 /// the sorted, disjoint ranges `wanted` of a file of `size` bytes. Parts that overlap no
-/// wanted range are skipped without being kept. Stops after the closing boundary.
+/// wanted range are skipped without being kept. Stops after the closing boundary. A
+/// part's bytes go in `buffer(len)`, an empty buffer with room for them.
 pub fn read_parts(
     body: &mut impl BufRead,
     boundary: &str,
     wanted: &[ByteRange],
     size: u64,
     limits: Limits,
+    buffer: &dyn Fn(usize) -> Vec<u8>,
 ) -> Result<Vec<Part>, MultipartError> {
     let boundary = boundary.as_bytes();
     // The preamble: anything before the first boundary (usually an empty line).
@@ -243,7 +245,7 @@ pub fn read_parts(
         let mut data_reader = body.by_ref().take(len);
         let read = if overlaps {
             // `len` is bounded by the requested bytes (max_data_bytes) above.
-            let mut data = Vec::with_capacity(len as usize);
+            let mut data = buffer(len as usize);
             data_reader.read_to_end(&mut data)?;
             let n = data.len() as u64;
             parts.push(Part { start: first, data });
@@ -344,6 +346,7 @@ mod tests {
             wanted,
             SIZE,
             Limits::for_request(wanted),
+            &Vec::with_capacity,
         )
         .map_err(|e| format!("{e:?}"))?;
         assemble(wanted, &mut parts)
@@ -437,6 +440,7 @@ mod tests {
                 max_parts: 3,
                 max_data_bytes: 1000,
             },
+            &Vec::with_capacity,
         )
         .unwrap();
         assert_eq!(parts.len(), 2, "the unrequested part is not kept");
@@ -473,6 +477,7 @@ mod tests {
             &wanted,
             1_000_000_000_000,
             Limits::for_request(&wanted),
+            &Vec::with_capacity,
         )
         .unwrap_err();
         assert!(format!("{err:?}").contains("more than the"), "{err:?}");
@@ -502,6 +507,7 @@ mod tests {
             &wanted,
             SIZE,
             Limits::for_request(&wanted),
+            &Vec::with_capacity,
         )
         .unwrap_err();
         assert!(matches!(err, MultipartError::SizeChanged { claimed: 1001 }));

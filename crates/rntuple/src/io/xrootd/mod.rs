@@ -26,6 +26,7 @@ use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl}
 use super::retry::Failure;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
 use crate::error::{Error, Result};
+use crate::io::spare::SpareBuffers;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -75,6 +76,7 @@ pub struct XRootDSource {
     parallel: usize,
     pool: Arc<Pool>,
     metrics: IoMetrics,
+    spare: SpareBuffers,
 }
 
 /// How to open a session on the file: shared with the threads that open the pool's
@@ -142,6 +144,7 @@ impl XRootDSource {
             parallel: options.parallel_requests.max(1),
             pool: Arc::new(Pool::new(options.parallel_requests.max(1))),
             metrics: IoMetrics::default(),
+            spare: SpareBuffers::default(),
         };
         let (conn, size, limits) = source.policy.run(&source.name, |_| {
             // The readv limits are asked in the same write as the open.
@@ -411,7 +414,10 @@ impl ReadAt for XRootDSource {
         for r in ranges {
             self.check_range(r.offset, r.len)?;
         }
-        let mut outs: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len as usize]).collect();
+        let mut outs: Vec<Vec<u8>> = ranges
+            .iter()
+            .map(|r| self.spare.take_zeroed(r.len as usize))
+            .collect();
         // Every range in pieces of at most the server's segment size...
         let piece_len = self.readv_segment_bytes.max(1) as usize;
         let mut pieces: Vec<(u64, &mut [u8])> = Vec::new();
@@ -453,6 +459,10 @@ impl ReadAt for XRootDSource {
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.spare.put(buffer);
     }
 
     fn hints(&self) -> ReadHints {

@@ -1,0 +1,88 @@
+//! Buffers a reader gave back to its source, reused for the next reads. A planned read
+//! fetches hundreds of MB into range buffers that live only until their pages are
+//! decoded; fresh allocations of that size come from the kernel as new pages, and
+//! faulting them in costs about as much CPU as receiving the bytes. Reused buffers are
+//! already mapped.
+
+use std::sync::{Mutex, MutexGuard};
+
+/// The most bytes kept: about the bytes a planned read keeps in flight.
+const LIMIT_BYTES: usize = 192 << 20;
+
+/// A bounded set of empty buffers with capacity.
+#[derive(Debug, Default)]
+pub struct SpareBuffers {
+    buffers: Mutex<Vec<Vec<u8>>>,
+}
+
+impl SpareBuffers {
+    fn lock(&self) -> MutexGuard<'_, Vec<Vec<u8>>> {
+        // A plain list: still consistent after a panic elsewhere.
+        self.buffers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `buffer` for reuse, unless the set is full.
+    pub fn put(&self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        let mut buffers = self.lock();
+        let kept: usize = buffers.iter().map(Vec::capacity).sum();
+        if buffer.capacity() > 0 && kept + buffer.capacity() <= LIMIT_BYTES {
+            buffers.push(buffer);
+        }
+    }
+
+    /// An empty buffer with room for `len` bytes: the smallest kept one that fits, else
+    /// a new one.
+    pub fn take(&self, len: usize) -> Vec<u8> {
+        let mut buffers = self.lock();
+        let fit = buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i);
+        match fit {
+            Some(i) => buffers.swap_remove(i),
+            None => {
+                drop(buffers);
+                Vec::with_capacity(len)
+            }
+        }
+    }
+
+    /// `len` zero bytes, in a kept buffer when one fits.
+    pub fn take_zeroed(&self, len: usize) -> Vec<u8> {
+        let mut buffer = self.take(len);
+        buffer.resize(len, 0);
+        buffer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_reused_smallest_fit_first_and_bounded() {
+        let spare = SpareBuffers::default();
+        let big = vec![7u8; 1000];
+        let small = vec![9u8; 100];
+        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
+        spare.put(big);
+        spare.put(small);
+        // 50 bytes fit both: the smaller is taken, emptied.
+        let a = spare.take(50);
+        assert_eq!((a.as_ptr(), a.len()), (small_at, 0));
+        // Zeroed: the old bytes are gone.
+        let b = spare.take_zeroed(500);
+        assert_eq!(b.as_ptr(), big_at);
+        assert!(b.len() == 500 && b.iter().all(|&x| x == 0));
+        // Nothing left that fits: a new buffer.
+        let c = spare.take(10);
+        assert!(c.capacity() >= 10 && c.as_ptr() != big_at && c.as_ptr() != small_at);
+        // Beyond the limit, buffers are dropped, not kept.
+        spare.put(Vec::with_capacity(LIMIT_BYTES));
+        spare.put(Vec::with_capacity(1024));
+        assert_eq!(spare.lock().len(), 1);
+    }
+}
