@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from conftest import REPO_ROOT, require_rntuple_bin
 from netutil import free_port
@@ -113,6 +114,14 @@ def test_remote_values_equal_local(protocol: str, served_dir: Path, server_env: 
             want = local.arrays(fields, library="arrow")
             got = remote.arrays(fields, library="arrow")
             assert got.equals(want), f"{protocol} {fields}"
+            # Iterating: one stream over every batch (pages fetched ahead across
+            # batches), batches of the local file's boundaries with its values.
+            remote_batches = list(remote.iterate(fields, step_size="8 MB", library="arrow"))
+            local_batches = list(local.iterate(fields, step_size="8 MB", library="arrow"))
+            assert len(remote_batches) == len(local_batches) > 2
+            for r, lo in zip(remote_batches, local_batches, strict=True):
+                assert r.equals(lo), f"{protocol} {fields} iterate"
+            assert pa.concat_tables(remote_batches).equals(want)
         m = remote.metrics()
         assert m["unplanned_pages"] == 0
         assert m["vector_requests"] >= 1 or protocol == "s3", m

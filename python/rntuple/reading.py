@@ -357,8 +357,10 @@ class RNTuple:
         paths = self.resolve_fields(fields)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
         to_read, steps = self._read_plan(paths)
-        for lo, hi in self.batch_ranges(to_read, start, stop, step_size):
-            batch = self._reader.read(to_read, lo, hi)
+        ranges = self.batch_ranges(to_read, start, stop, step_size)
+        # One stream over all the batches: from a remote file, the next batches' pages
+        # are fetched while the current one is decoded and used.
+        for batch in self._reader.stream(to_read, ranges):
             yield to_library(self._build(batch, steps), library)
 
     def batch_ranges(

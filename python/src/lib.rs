@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::io::open_source;
-use rntuple::read::RNTupleReader;
+use rntuple::read::{RNTupleReader, RangeBatches};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Error;
@@ -116,11 +116,10 @@ fn entry_range(reader: &RNTupleReader, start: u64, stop: u64) -> PyResult<Range<
 }
 
 /// Reads the selected fields over a list of entry ranges, one record batch per range,
-/// as the consumer asks for them (a lazy stream).
+/// as the consumer asks for them (a lazy stream; from a remote source the pages of the
+/// next ranges are fetched while the current one decodes).
 struct RangeStream {
-    reader: Arc<RNTupleReader>,
-    fields: Option<Vec<String>>,
-    ranges: std::vec::IntoIter<Range<u64>>,
+    batches: RangeBatches,
     schema: SchemaRef,
 }
 
@@ -128,10 +127,9 @@ impl Iterator for RangeStream {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let range = self.ranges.next()?;
         Some(
-            self.reader
-                .read(self.fields.as_deref(), range)
+            self.batches
+                .next()?
                 .map_err(|e| ArrowError::ExternalError(Box::new(e))),
         )
     }
@@ -321,12 +319,11 @@ impl Reader {
             .reader
             .arrow_schema(fields.as_deref())
             .map_err(to_py_err)?;
-        let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream {
-            reader: self.reader.clone(),
-            fields,
-            ranges: ranges.into_iter(),
-            schema,
-        });
+        let batches = self
+            .reader
+            .read_ranges(fields.as_deref(), ranges)
+            .map_err(to_py_err)?;
+        let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)
     }
 }

@@ -199,3 +199,57 @@ fn local_page_bytes(reader: &RNTupleReader, names: Option<&[String]>) -> u64 {
     }
     bytes
 }
+
+#[test]
+fn a_stream_of_ranges_equals_reading_each_range_and_plans_every_page() {
+    let (bytes, anchor) = written();
+    let local = open(&bytes, &anchor, false);
+    let n = local.num_entries();
+    let clusters: Vec<(u64, u64)> = local
+        .descriptor()
+        .clusters
+        .iter()
+        .map(|c| (c.first_entry, c.n_entries))
+        .collect();
+    // Cluster-aligned batches, a batch inside one cluster, an empty one, the rest.
+    let (first, n0) = clusters[0];
+    let (second, n1) = clusters[1];
+    let ranges = vec![
+        first..first + n0,
+        second..second + n1 / 2,
+        second + n1 / 2..second + n1 / 2,
+        second + n1 / 2..n - 7,
+        n - 7..n,
+    ];
+    let names: Option<Vec<String>> = Some(["s0", "v1", "v21"].map(String::from).to_vec());
+    for bunch_bytes in [32 << 20, 16 << 10] {
+        let remote = open_with(&bytes, &anchor, true, bunch_bytes);
+        let got: Vec<_> = remote
+            .read_ranges(names.as_deref(), ranges.clone())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got.len(), ranges.len());
+        for (batch, range) in got.iter().zip(&ranges) {
+            let expected = local.read(names.as_deref(), range.clone()).unwrap();
+            assert_eq!(batch, &expected, "{range:?} bunches of {bunch_bytes}");
+        }
+        let m = remote.metrics();
+        assert_eq!(
+            m.unplanned_pages, 0,
+            "every page of every range was planned"
+        );
+        // The same stream from the local file, read range by range.
+        let direct: Vec<_> = local
+            .read_ranges(names.as_deref(), ranges.clone())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(direct, got);
+    }
+    // A range outside the entries fails before anything is read.
+    let remote = open(&bytes, &anchor, true);
+    let opened = remote.metrics().io.requests;
+    assert!(remote.read_ranges(None, vec![0..1, 0..n + 1]).is_err());
+    assert_eq!(remote.metrics().io.requests, opened);
+}

@@ -7,8 +7,10 @@ mod column;
 mod convert;
 mod plan;
 mod prefetch;
+mod stream;
 mod summary;
 
+pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 
 pub use crate::schema::{arrow_field, arrow_field_kept, primitive_data_type, TYPE_NAME_KEY};
@@ -560,69 +562,20 @@ impl RNTupleReader {
         entries: Range<u64>,
     ) -> Result<Vec<RecordBatch>> {
         self.check_entries(&entries)?;
-        let selected = self.resolve_selection(names)?;
-        let schema = self.arrow_schema(names)?;
-        let field_columns: Vec<Vec<u32>> = selected.iter().map(|s| self.columns_of(&[s])).collect();
-        let hints = self.source.hints();
-        let bunches = Arc::new(plan::plan_read(
-            &self.descriptor,
-            &field_columns,
-            entries.clone(),
-            &hints,
-            hints.bunch_bytes,
-            self.anchor.max_key_size,
-        ));
-        if bunches.iter().all(|b| b.requests.is_empty()) {
-            return self.read_direct(names, entries).map(|b| vec![b]);
-        }
-        let prefetcher = prefetch::Prefetcher::start(
-            self.source.clone(),
-            bunches.clone(),
-            PREFETCH_WINDOW,
-            hints.parallel_requests,
-            hints.bunch_bytes,
-            self.counters.clone(),
-        );
-        let view = RNTupleReader {
-            pages: Some(prefetcher.cache().clone()),
-            ..self.clone()
-        };
-        let all: Vec<usize> = (0..selected.len()).collect();
-        let mut batches = Vec::with_capacity(bunches.len());
-        // The arrays of a large cluster, filled group by group.
-        let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
-        for (k, bunch) in bunches.iter().enumerate() {
-            let which = bunch.fields.as_deref().unwrap_or(&all);
-            let arrays = view.decode_fields(&selected, schema.fields(), which, &bunch.entries)?;
-            prefetcher.cache().finish_bunch(k, bunch);
-            let (range, slots) =
-                open.get_or_insert_with(|| (bunch.entries.clone(), vec![None; selected.len()]));
-            if *range != bunch.entries {
-                return Err(Error::InvalidArgument(
-                    "read plan: a cluster's field groups are not consecutive".into(),
-                ));
-            }
-            for (&i, a) in which.iter().zip(arrays) {
-                slots[i] = Some(a);
-            }
-            if slots.iter().all(Option::is_some) {
-                let (range, slots) = open.take().unwrap_or_default();
-                let columns: Vec<ArrayRef> = slots.into_iter().flatten().collect();
-                let options = RecordBatchOptions::new()
-                    .with_row_count(Some((range.end - range.start) as usize));
-                batches.push(RecordBatch::try_new_with_options(
-                    schema.clone(),
-                    columns,
-                    &options,
-                )?);
-            }
-        }
-        if open.is_some() {
-            return Err(Error::InvalidArgument(
-                "read plan: a cluster's field groups do not cover the selection".into(),
-            ));
-        }
-        Ok(batches)
+        let mut planned = stream::Planned::start(self, names, vec![entries])?;
+        planned.next_pieces().unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// The selected fields over each of `ranges` in turn, one record batch per range,
+    /// read as the iterator is advanced. From a remote source every range is planned up
+    /// front and pages are fetched a window ahead across ranges, so a loop over batches
+    /// does not wait for each batch's first bytes.
+    pub fn read_ranges(
+        &self,
+        names: Option<&[String]>,
+        ranges: Vec<Range<u64>>,
+    ) -> Result<RangeBatches> {
+        RangeBatches::new(self, names, ranges)
     }
 
     fn check_entries(&self, entries: &Range<u64>) -> Result<()> {
