@@ -239,6 +239,17 @@ fn a_stream_of_ranges_equals_reading_each_range_and_plans_every_page() {
             m.unplanned_pages, 0,
             "every page of every range was planned"
         );
+        // The ranges cover every entry; a cluster two ranges share is fetched once: the
+        // stream moves what one read of everything moves.
+        let whole = open_with(&bytes, &anchor, true, bunch_bytes);
+        let opened = whole.metrics().io.bytes_read;
+        whole.read(names.as_deref(), 0..n).unwrap();
+        let once = whole.metrics().io.bytes_read - opened;
+        let streamed = m.io.bytes_read - opened;
+        assert!(
+            streamed <= once + once / 20,
+            "{streamed} bytes for the stream, {once} for one read"
+        );
         // The same stream from the local file, read range by range.
         let direct: Vec<_> = local
             .read_ranges(names.as_deref(), ranges.clone())

@@ -4,6 +4,7 @@
 
 use crate::io::{ByteRange, ReadHints};
 use crate::schema::Descriptor;
+use std::collections::HashSet;
 use std::ops::Range;
 
 /// A page a read needs: its stored bytes (checksum included) in the file.
@@ -39,6 +40,19 @@ pub(crate) struct Bunch {
     pub fields: Option<Vec<usize>>,
     /// One vectored read each.
     pub requests: Vec<Vec<MergedRange>>,
+    /// Pages it needs that an earlier bunch fetches (kept for it until it is decoded).
+    pub reused: Vec<PageKey>,
+}
+
+impl Bunch {
+    /// Every page the bunch needs: those it fetches and those it reuses.
+    pub fn pages(&self) -> impl Iterator<Item = &PageKey> {
+        self.requests
+            .iter()
+            .flatten()
+            .flat_map(|r| r.pages.iter())
+            .chain(&self.reused)
+    }
 }
 
 /// Whether a page of `len` stored bytes (checksum included) lies in one piece at its
@@ -55,7 +69,9 @@ fn contiguous_page(len: u64, max_key_size: u64) -> bool {
 /// of consecutive fields instead, so the decoder can start on a cluster's first fields
 /// while the others arrive. Each bunch's pages are merged and grouped into requests as
 /// the source's `hints` say. Pages are keyed by location, so a page that several columns
-/// share (same-page merging) is read once.
+/// share (same-page merging) is read once; so is a page that `fetched` (the pages of
+/// earlier plans of the same read, updated here) already holds: the bunch lists it as
+/// reused.
 pub(crate) fn plan_read(
     descriptor: &Descriptor,
     field_columns: &[Vec<u32>],
@@ -63,6 +79,7 @@ pub(crate) fn plan_read(
     hints: &ReadHints,
     bunch_bytes: u64,
     max_key_size: u64,
+    fetched: &mut HashSet<PageKey>,
 ) -> Vec<Bunch> {
     let mut bunches = Vec::new();
     // Small clusters waiting to make a bunch: their entries and pages.
@@ -96,7 +113,7 @@ pub(crate) fn plan_read(
         let cluster_bytes: u64 = per_field.iter().map(|(_, b)| b).sum();
         if cluster_bytes >= bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
-                bunches.push(make_bunch(r, None, pages, hints));
+                bunches.push(make_bunch(r, None, pages, hints, fetched));
             }
             let mut group: Vec<usize> = Vec::new();
             let mut pages: Vec<PageKey> = Vec::new();
@@ -112,12 +129,13 @@ pub(crate) fn plan_read(
                         fields,
                         std::mem::take(&mut pages),
                         hints,
+                        fetched,
                     ));
                     bytes = 0;
                 }
             }
             if !group.is_empty() {
-                bunches.push(make_bunch(range, Some(group), pages, hints));
+                bunches.push(make_bunch(range, Some(group), pages, hints, fetched));
             }
             continue;
         }
@@ -129,12 +147,12 @@ pub(crate) fn plan_read(
         }
         if *bytes >= bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
-                bunches.push(make_bunch(r, None, pages, hints));
+                bunches.push(make_bunch(r, None, pages, hints, fetched));
             }
         }
     }
     if let Some((r, pages, _)) = pending {
-        bunches.push(make_bunch(r, None, pages, hints));
+        bunches.push(make_bunch(r, None, pages, hints, fetched));
     }
     bunches
 }
@@ -144,14 +162,19 @@ fn make_bunch(
     fields: Option<Vec<usize>>,
     mut pages: Vec<PageKey>,
     hints: &ReadHints,
+    fetched: &mut HashSet<PageKey>,
 ) -> Bunch {
     pages.sort_unstable();
     pages.dedup();
-    let ranges = merge_pages(&pages, hints);
+    let (reused, new): (Vec<PageKey>, Vec<PageKey>) =
+        pages.into_iter().partition(|p| fetched.contains(p));
+    fetched.extend(new.iter().copied());
+    let ranges = merge_pages(&new, hints);
     Bunch {
         entries,
         fields,
         requests: group_requests(ranges, hints),
+        reused,
     }
 }
 

@@ -140,14 +140,10 @@ impl PageCache {
     pub fn finish_bunch(&self, k: usize, bunch: &Bunch) {
         let mut state = self.lock();
         let mut dropped: Vec<Arc<Vec<u8>>> = Vec::new();
-        for request in &bunch.requests {
-            for range in request {
-                for key in &range.pages {
-                    if state.last_user.get(key) == Some(&k) {
-                        if let Some(PageBytes::Shared { buffer, .. }) = state.pages.remove(key) {
-                            dropped.push(buffer);
-                        }
-                    }
+        for key in bunch.pages() {
+            if state.last_user.get(key) == Some(&k) {
+                if let Some(PageBytes::Shared { buffer, .. }) = state.pages.remove(key) {
+                    dropped.push(buffer);
                 }
             }
         }
@@ -190,9 +186,11 @@ impl Prefetcher {
                 for range in request {
                     for &key in &range.pages {
                         owner.entry(key).or_insert(k);
-                        last_user.insert(key, k);
                     }
                 }
+            }
+            for &key in b.pages() {
+                last_user.insert(key, k);
             }
         }
         let cache = Arc::new(PageCache {
@@ -437,6 +435,7 @@ mod tests {
                         }]
                     })
                     .collect(),
+                reused: Vec::new(),
             })
             .collect()
     }
@@ -501,6 +500,7 @@ mod tests {
                             },
                         ],
                     }]],
+                    reused: Vec::new(),
                 })
                 .collect(),
         );

@@ -61,6 +61,8 @@ impl Planned {
         let hints = reader.source.hints();
         let mut bunches = Vec::new();
         let mut range_of = Vec::new();
+        // A cluster that several ranges share is fetched once, kept until its last range.
+        let mut fetched = std::collections::HashSet::new();
         for (i, range) in ranges.iter().enumerate() {
             let planned = plan::plan_read(
                 &reader.descriptor,
@@ -69,6 +71,7 @@ impl Planned {
                 &hints,
                 hints.bunch_bytes,
                 reader.anchor.max_key_size,
+                &mut fetched,
             );
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
