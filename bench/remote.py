@@ -7,7 +7,9 @@ suite's server modules, and times ``rntuple read-bench`` over each protocol, dir
 through ``delay_proxy`` (10 ms each way: 20 ms round trip), against the local file, for
 all fields and for 5 of them; local and remote alternate. Reports medians, the ratio to
 local, the bytes moved against the bytes needed, the requests and the CPU seconds of the
-client and of the proxy.
+client and of the proxy. As root, also every-field reads with the page cache emptied
+before each (local reads from disk, remote ones from the server's reads of that disk),
+and Python ``iterate()`` over every field in 100 MB steps.
 """
 
 from __future__ import annotations
@@ -71,6 +73,16 @@ def iterate_seconds(location: str, env: dict[str, str]) -> float:
     return float(out.stdout.split()[0])
 
 
+def drop_page_cache() -> bool:
+    """Empties the kernel's page cache (root only), so the next read comes from disk."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        return False
+    return True
+
+
 def proxy_cpu(pid: int) -> float:
     """CPU seconds a process used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -96,6 +108,8 @@ def main() -> int:
 
     rows: list[str] = []
     iterate_rows: list[str] = []
+    cold_rows: list[str] = []
+    cold = drop_page_cache()
     notes: list[str] = []
     for protocol, module in [("http", server_http), ("root", server_xrootd), ("s3", server_s3)]:
         server = module.start(data)
@@ -105,6 +119,7 @@ def main() -> int:
                 if delay_ms and protocol == "s3":
                     continue
                 url, proxy = server.url("big.root"), None
+                proxied = 0
                 if delay_ms:
                     parts = urllib.parse.urlsplit(url)
                     port = 19000 + os.getpid() % 1000
@@ -120,6 +135,7 @@ def main() -> int:
                     for _ in range(args.repeat):
                         local.append(read_bench(local_path, {}, fields))
                         remote.append(read_bench(url, env, fields))
+                        proxied += proxy is not None
                     lt = statistics.median(r["read_seconds"] for r in local)
                     rt = statistics.median(r["open_seconds"] + r["read_seconds"] for r in remote)
                     last = remote[-1]
@@ -134,11 +150,27 @@ def main() -> int:
                         f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |"
                     )
                     print(rows[-1], flush=True)
+                if protocol != "s3" and cold:
+                    local_c, remote_c = [], []
+                    for _ in range(args.repeat):
+                        drop_page_cache()
+                        local_c.append(read_bench(local_path, {}, None)["read_seconds"])
+                        drop_page_cache()
+                        r = read_bench(url, env, None)
+                        proxied += proxy is not None
+                        remote_c.append(r["open_seconds"] + r["read_seconds"])
+                    lt, rt = statistics.median(local_c), statistics.median(remote_c)
+                    cold_rows.append(
+                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
+                    )
+                    print(cold_rows[-1], flush=True)
+                    read_bench(local_path, {}, None)  # warm again for what follows
                 if protocol != "s3":
                     local_t, remote_t = [], []
                     for _ in range(args.repeat):
                         local_t.append(iterate_seconds(local_path, {}))
                         remote_t.append(iterate_seconds(url, env))
+                        proxied += proxy is not None
                     lt, rt = statistics.median(local_t), statistics.median(remote_t)
                     iterate_rows.append(
                         f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
@@ -146,8 +178,9 @@ def main() -> int:
                     print(iterate_rows[-1], flush=True)
                 if proxy is not None:
                     notes.append(
-                        f"- delay_proxy for {protocol}://: {proxy_cpu(proxy.pid) / (2 * args.repeat):.2f} "
-                        "CPU s per remote read (mean over the all-field and 5-field reads)"
+                        f"- delay_proxy for {protocol}://: {proxy_cpu(proxy.pid) / max(proxied, 1):.2f} "
+                        f"CPU s per remote read (mean over its {proxied} reads: all-field, 5-field, "
+                        "cold and iterate)"
                     )
                     proxy.kill()
         finally:
@@ -172,6 +205,15 @@ def main() -> int:
         "",
         "S3: moto (a Python server) serves about 13-15 MB/s here; the s3:// times measure moto, "
         "not the client. Bytes and requests are what the client did.",
+        "",
+        "Cold: every field, the page cache emptied before each read (local reads come from "
+        "this machine's disk, remote ones from the server's reads of the same disk), medians:"
+        if cold
+        else "Cold reads: not measured (emptying the page cache needs root).",
+        "",
+        "| protocol | added RTT | local s | remote s | remote/local |",
+        "|---|---|---:|---:|---:|",
+        *cold_rows,
         "",
         "Python `iterate()` over every field in 100 MB steps (16 batches; one stream, pages "
         "fetched ahead across batches), medians, opening excluded:",

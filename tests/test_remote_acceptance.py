@@ -1,7 +1,8 @@
 """Remote reading over every protocol, against real servers on loopback (nginx for
 http://, xrootd for root://, moto's S3 server for s3://):
 
-- the values read remotely equal the local file's, for all fields and for a selection;
+- the values read remotely equal the local file's, for all fields and for a selection,
+  read at once and by ``iterate()`` (one planned stream across batches);
 - reading 5 of 40 fields of a multi-cluster NanoAOD-like file moves at most 1.1x the
   compressed size of those fields' pages, opening included (bytes needed, bytes moved,
   requests and vectored requests are printed);
@@ -13,8 +14,9 @@ http://, xrootd for root://, moto's S3 server for s3://):
 
 Latency: this machine's kernel has no ``tc netem`` (CONFIG_NET_SCH_NETEM is not set), so
 the delay comes from ``delay_proxy`` (``crates/rntuple-cli/examples/delay_proxy.rs``), a
-loopback TCP proxy holding every byte 10 ms in each direction. When ``tc`` can add netem
-to a network namespace's loopback, that is not used yet: the proxy is (a known gap).
+loopback TCP proxy holding every byte 10 ms in each direction (and a new connection's
+first byte one round trip more, for TCP's handshake). When ``tc`` can add netem to a
+network namespace's loopback, that is not used yet: the proxy is (a known gap).
 """
 
 from __future__ import annotations
