@@ -440,29 +440,40 @@ mod tests {
             .collect()
     }
 
+    /// Fetches `plan` from `source` (bunches of 200 bytes) and takes every page of every
+    /// bunch in turn, checking its bytes, as the decoder does.
+    fn fetch_and_decode(
+        source: &Arc<Logged>,
+        plan: &Arc<Vec<Bunch>>,
+        window: usize,
+        parallel: usize,
+        data: &[u8],
+    ) {
+        let prefetcher = Prefetcher::start(
+            source.clone(),
+            plan.clone(),
+            window,
+            parallel,
+            200,
+            Arc::new(ReadCounters::default()),
+        );
+        for (k, bunch) in plan.iter().enumerate() {
+            for key in bunch.pages() {
+                let page = prefetcher.cache().take(*key).unwrap().unwrap();
+                let at = key.offset as usize;
+                assert_eq!(page.as_slice(), &data[at..at + key.len as usize]);
+            }
+            prefetcher.cache().finish_bunch(k, bunch);
+        }
+    }
+
     #[test]
     fn the_first_bunch_does_not_share_the_link_with_the_next_ones() {
         let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
         let source = logged(&data);
         let plan = Arc::new(bunches(3, 2));
         // One bunch is 200 bytes; 4 requests could be in flight at once.
-        let prefetcher = Prefetcher::start(
-            source.clone(),
-            plan.clone(),
-            3,
-            4,
-            200,
-            Arc::new(ReadCounters::default()),
-        );
-        for (k, bunch) in plan.iter().enumerate() {
-            for request in &bunch.requests {
-                let key = request[0].pages[0];
-                let page = prefetcher.cache().take(key).unwrap().unwrap();
-                let at = key.offset as usize;
-                assert_eq!(page.as_slice(), &data[at..at + 100]);
-            }
-            prefetcher.cache().finish_bunch(k, bunch);
-        }
+        fetch_and_decode(&source, &plan, 3, 4, &data);
         let log = source.log.lock().unwrap().clone();
         let position = |event: (&str, u64)| log.iter().position(|e| *e == event).unwrap();
         // Both requests of bunch 0 go out at once; bunch 1's first only once one of
@@ -505,23 +516,7 @@ mod tests {
                 .collect(),
         );
         // A window of one bunch: bunch 1 is asked for only after bunch 0 is decoded.
-        let prefetcher = Prefetcher::start(
-            source.clone(),
-            plan.clone(),
-            1,
-            2,
-            200,
-            Arc::new(ReadCounters::default()),
-        );
-        for (k, bunch) in plan.iter().enumerate() {
-            for key in &bunch.requests[0][0].pages {
-                let page = prefetcher.cache().take(*key).unwrap().unwrap();
-                let at = key.offset as usize;
-                assert_eq!(page.as_slice(), &data[at..at + 100]);
-            }
-            prefetcher.cache().finish_bunch(k, bunch);
-        }
-        drop(prefetcher);
+        fetch_and_decode(&source, &plan, 1, 2, &data);
         // Bunch 0's range buffer came back (with its bytes: the same buffer) before
         // bunch 1 was asked for; bunch 1's was freed when the read ended.
         let recycled = source.recycled.lock().unwrap().clone();
