@@ -365,12 +365,17 @@ impl Connection {
                 None => {}
             }
         }
+        // A call told to wait (kXR_wait) has no answer yet: it is sent again the usual
+        // way (the login by `login`, the open by the caller).
         let open_answer = match (calls.get_mut(2), open_fault) {
-            (None, _) => None,
             (Some(_), Some(fault)) => Some(Err(fault)),
-            (Some(call), None) => Some(Ok(call.take_body())),
+            (Some(call), None) if call.is_done() => Some(Ok(call.take_body())),
+            _ => None,
         };
-        let login_answer = calls.get_mut(1).map(Call::take_body);
+        let login_answer = calls
+            .get_mut(1)
+            .filter(|c| c.is_done())
+            .map(Call::take_body);
         let info = ProtocolInfo::decode(&calls[0].take_body())
             .map_err(|e| Fault::Violation(format!("{peer}: {e}")))?;
         if settings.tls && info.flags & server_flags::HAVE_TLS == 0 {
@@ -465,7 +470,7 @@ impl Connection {
     /// Opens `path` (with its `?opaque` part) read only, and returns its `kXR_stat`.
     /// `also` (a request that needs no open file, such as a configuration query) goes
     /// out in the same write, a round trip saved; its answer is returned (`Err` if the
-    /// server refused it).
+    /// server refused it, `None` if it was not answered).
     pub fn open_file_and(
         &mut self,
         path: &str,
@@ -484,7 +489,8 @@ impl Connection {
             (None, _) => None,
             (Some(c), _) if c.is_done() => Some(Ok(c.take_body())),
             (Some(_), Err(Fault::Server(e))) if open_done => Some(Err(Fault::Server(e.clone()))),
-            (Some(_), _) => Some(Err(Fault::Violation("not answered".into()))),
+            // Not answered for another reason: as if it had not been asked.
+            (Some(_), _) => None,
         };
         if !open_done {
             return Err(outcome.err().unwrap_or_else(|| {

@@ -541,6 +541,46 @@ fn sessions_are_set_up_in_few_round_trips() {
 }
 
 #[test]
+fn a_wait_for_a_pipelined_login_or_open_sends_it_again() {
+    let data = pattern(9 << 20);
+    // The first login (sent with the handshake) and the first open of the spare session
+    // (sent with its login) are told to come back at once.
+    let waited = Arc::new(Mutex::new(Vec::new()));
+    let seen = waited.clone();
+    let server = FakeServer::start(Config::new(data.clone()), move |peer, m| {
+        let first = (peer.index, m.code);
+        let wait = matches!(first, (0, request::LOGIN) | (1, request::OPEN))
+            && !seen.lock().unwrap().contains(&first);
+        if wait {
+            seen.lock().unwrap().push(first);
+            peer.send(m.stream, status::WAIT, &[0, 0, 0, 0]);
+        }
+        wait
+    });
+    let mut options = quick(2, 5000);
+    options.parallel_requests = 2;
+    let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.requests(request::OPEN).len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let whole = src.read_at(0, data.len() as u64).unwrap();
+    assert!(whole == data);
+    assert_eq!(waited.lock().unwrap().len(), 2, "both waits happened");
+    let count = |conn: usize, code: u16| {
+        server
+            .requests(code)
+            .iter()
+            .filter(|(c, _)| *c == conn)
+            .count()
+    };
+    // Each was sent again, and the session went on.
+    assert_eq!(count(0, request::LOGIN), 2);
+    assert_eq!(count(1, request::OPEN), 2);
+    assert_eq!(count(1, request::LOGIN), 1);
+}
+
+#[test]
 fn oksofar_parts_are_joined() {
     let data = pattern(50_000);
     let server = FakeServer::start(Config::new(data.clone()), |peer, m| match m.code {
