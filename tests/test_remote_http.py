@@ -295,6 +295,19 @@ def test_missing_file_is_a_clear_not_found_error(
     assert len(nginx.requests()) >= 1
 
 
+def test_empty_file_is_the_same_clear_error_as_locally(
+    rntuple_bin: Callable[[], Path], nginx: server_http.Server
+) -> None:
+    (nginx.root / "empty.root").write_bytes(b"")
+    local = run([str(rntuple_bin()), "info", str(nginx.root / "empty.root")])
+    remote = run([str(rntuple_bin()), "info", nginx.url("empty.root")])
+    assert local.returncode == remote.returncode == 1
+    # nginx answers a range of an empty file with HTTP 200 and no bytes: still an
+    # empty file, not a server that ignores ranges.
+    assert "is not a ROOT file: it has only 0 bytes" in local.stderr
+    assert remote.stderr == local.stderr.replace(str(nginx.root / "empty.root"), nginx.url("empty.root"))
+
+
 def test_stopped_server_is_a_remote_error_naming_the_url_after_retries(
     rntuple_bin: Callable[[], Path], served: Path
 ) -> None:

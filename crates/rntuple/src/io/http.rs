@@ -618,6 +618,14 @@ impl HttpSource {
                     last_modified,
                 })
             }
+            // An empty file again, from a server that answers a suffix range with it.
+            StatusCode::OK if response.content_length() == Some(0) => Ok(Probe {
+                first: 0,
+                total: 0,
+                data: Vec::new(),
+                etag,
+                last_modified,
+            }),
             StatusCode::OK => Err(self.permanent(format!(
                 "{doing}: the server ignores byte ranges (it answered a Range request with \
                  the whole file, HTTP 200); it cannot be read piecewise"
