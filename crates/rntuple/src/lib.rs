@@ -3,7 +3,7 @@
 //!
 //! The modules follow the layers of the project's ARCHITECTURE.md, bottom to top:
 //! [`io`] (byte sources), [`compression`] (ROOT compression blocks), [`container`]
-//! (the ROOT file around an RNTuple), [`format`] (the spec's byte structures),
+//! (the ROOT file around an RNTuple), [`mod@format`] (the spec's byte structures),
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
 //! [`read`] (planning, fetching, decoding into Apache Arrow).
 

@@ -10,9 +10,9 @@
 //! replaced on the server is an error, never a mix of old and new bytes.
 //!
 //! Many ranges go in one multi-range request whose `multipart/byteranges` reply is
-//! parsed as a stream ([`multipart`]). A server that answers such a request with the
-//! whole file (HTTP 200) or with fewer bytes than asked is remembered, and from then on
-//! gets parallel single-range requests.
+//! parsed as a stream (the `multipart` module). A server that answers such a request
+//! with the whole file (HTTP 200) or with fewer bytes than asked is remembered, and from
+//! then on gets parallel single-range requests.
 
 mod multipart;
 
