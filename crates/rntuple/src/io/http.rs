@@ -605,10 +605,13 @@ impl HttpSource {
                     last_modified,
                 })
             }
-            // An empty file: no byte to serve, and `Content-Range: bytes */0` says so.
-            StatusCode::RANGE_NOT_SATISFIABLE
+            // An empty file: no byte to serve. Servers say so with `416` and
+            // `Content-Range: bytes */0`, or (nginx) with `200` and no bytes.
+            StatusCode::RANGE_NOT_SATISFIABLE | StatusCode::OK
                 if header_str(headers, header::CONTENT_RANGE)
-                    .is_some_and(|v| v.replace(' ', "") == "bytes*/0") =>
+                    .is_some_and(|v| v.replace(' ', "") == "bytes*/0")
+                    || (response.status() == StatusCode::OK
+                        && response.content_length() == Some(0)) =>
             {
                 Ok(Probe {
                     first: 0,
@@ -618,14 +621,6 @@ impl HttpSource {
                     last_modified,
                 })
             }
-            // An empty file again, from a server that answers a suffix range with it.
-            StatusCode::OK if response.content_length() == Some(0) => Ok(Probe {
-                first: 0,
-                total: 0,
-                data: Vec::new(),
-                etag,
-                last_modified,
-            }),
             StatusCode::OK => Err(self.permanent(format!(
                 "{doing}: the server ignores byte ranges (it answered a Range request with \
                  the whole file, HTTP 200); it cannot be read piecewise"

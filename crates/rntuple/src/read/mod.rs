@@ -541,7 +541,7 @@ impl RNTupleReader {
         entries: Range<u64>,
     ) -> Result<Vec<RecordBatch>> {
         let start = std::time::Instant::now();
-        let result = if self.source.hints().remote && self.pages.is_none() {
+        let result = if self.plans_reads() {
             self.read_planned(names, entries)
         } else {
             self.read_direct(names, entries).map(|b| vec![b])
@@ -576,6 +576,12 @@ impl RNTupleReader {
         ranges: Vec<Range<u64>>,
     ) -> Result<RangeBatches> {
         RangeBatches::new(self, names, ranges)
+    }
+
+    /// Whether reads are planned and prefetched: from a remote source, unless this is
+    /// already a view on a planned read's pages.
+    fn plans_reads(&self) -> bool {
+        self.source.hints().remote && self.pages.is_none()
     }
 
     fn check_entries(&self, entries: &Range<u64>) -> Result<()> {

@@ -76,8 +76,6 @@ struct State {
     issued: usize,
     /// Bytes asked for by the requests in flight.
     in_flight_bytes: u64,
-    /// Bunches whose requests have all arrived.
-    complete: usize,
     /// Range buffers the decoder is done with, to give back to the source.
     freed: Vec<Vec<u8>>,
     /// The first fetch error; the decoder reports it when it needs a page it kept from it.
@@ -202,7 +200,6 @@ impl Prefetcher {
                 decoding: 0,
                 issued: 0,
                 in_flight_bytes: 0,
-                complete: 0,
                 freed: Vec::new(),
                 failure: None,
                 failure_error: None,
@@ -262,7 +259,8 @@ impl Limits {
     /// Whether request `index` of bunch `k`, of `bytes`, may go out now. The first bunch
     /// still arriving may always use the link.
     fn allows(&self, state: &State, index: usize, k: usize, bytes: u64) -> bool {
-        let budget = self.bunch_bytes * (1 + state.complete).min(self.window) as u64;
+        let complete = state.outstanding.iter().filter(|&&n| n == 0).count();
+        let budget = self.bunch_bytes * (1 + complete).min(self.window) as u64;
         let first_incomplete = state.outstanding.iter().position(|&n| n > 0);
         state.issued == index
             && k < state.decoding + self.window
@@ -344,9 +342,6 @@ fn file_pages(
     let mut state = cache.lock();
     if let Some(n) = state.outstanding.get_mut(bunch) {
         *n = n.saturating_sub(1);
-        if *n == 0 {
-            state.complete += 1;
-        }
     }
     for (range, buffer) in request.iter().zip(buffers) {
         let buffer = Arc::new(buffer);

@@ -184,7 +184,7 @@ impl RangeBatches {
         for range in &ranges {
             reader.check_entries(range)?;
         }
-        let inner = if reader.source.hints().remote && reader.pages.is_none() {
+        let inner = if reader.plans_reads() {
             Inner::Planned(Box::new(Planned::start(reader, names, ranges)?))
         } else {
             // Checked here, so that a bad selection fails before the first batch.

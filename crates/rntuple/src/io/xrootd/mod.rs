@@ -66,8 +66,6 @@ impl Default for XRootDOptions {
 
 /// A file on an XRootD server.
 pub struct XRootDSource {
-    /// The URL without credentials.
-    name: String,
     sessions: Arc<Sessions>,
     policy: RetryPolicy,
     size: u64,
@@ -94,7 +92,7 @@ struct Sessions {
 impl std::fmt::Debug for XRootDSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("XRootDSource")
-            .field("name", &self.name)
+            .field("name", &self.sessions.name)
             .field("size", &self.size)
             .finish_non_exhaustive()
     }
@@ -130,7 +128,6 @@ impl XRootDSource {
         configure(&mut settings);
         let tls = settings.tls;
         let mut source = XRootDSource {
-            name: name.clone(),
             sessions: Arc::new(Sessions {
                 name,
                 url: parsed,
@@ -146,7 +143,7 @@ impl XRootDSource {
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
         };
-        let (conn, size, limits) = source.policy.run(&source.name, |_| {
+        let (conn, size, limits) = source.policy.run(&source.sessions.name, |_| {
             // The readv limits are asked in the same write as the open.
             let query = Request::QueryConfig {
                 names: "readv_iov_max readv_ior_max".into(),
@@ -245,7 +242,7 @@ impl XRootDSource {
                 for h in handles {
                     results.push(h.join().unwrap_or_else(|_| {
                         Err(Error::Remote {
-                            what: self.name.clone(),
+                            what: self.sessions.name.clone(),
                             detail: "a reader thread panicked".into(),
                         })
                     }));
@@ -277,7 +274,7 @@ impl XRootDSource {
             if slot.is_none() && !lock(queue).is_empty() {
                 // The session is opened before work is taken, so that the other
                 // connections go on with the queue meanwhile.
-                let opened = self.policy.run(&self.name, |_| {
+                let opened = self.policy.run(&self.sessions.name, |_| {
                     self.sessions
                         .open_session(redirect.as_ref(), Some(self.size), None)
                 });
@@ -301,7 +298,7 @@ impl XRootDSource {
             if batch.is_empty() {
                 return Ok(());
             }
-            let outcome = self.policy.run(&self.name, |_| {
+            let outcome = self.policy.run(&self.sessions.name, |_| {
                 if slot.is_none() {
                     let (conn, _, _) =
                         self.sessions
@@ -372,7 +369,7 @@ impl XRootDSource {
         match offset.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
             _ => Err(Error::Truncated {
-                what: format!("file {}", self.name),
+                what: format!("file {}", self.sessions.name),
                 offset,
                 needed: len,
                 available: self.size.saturating_sub(offset),
@@ -383,7 +380,7 @@ impl XRootDSource {
 
 impl ReadAt for XRootDSource {
     fn name(&self) -> &str {
-        &self.name
+        &self.sessions.name
     }
 
     fn size(&self) -> u64 {
