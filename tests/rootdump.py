@@ -1,6 +1,7 @@
 """Render an RNTuple as ROOT 6.40 reads it, as JSON per the conformance rules.
 
-The rendering rules are those of ``/work/shared/conformance/README.md``: a JSON list
+The rendering rules are those of ``../shared/conformance/README.md`` (beside the
+repository): a JSON list
 with one object per entry keyed by the top-level field names in schema order; floats
 and doubles as C99 hex strings (``printf("%a")``); maps as objects; pairs/tuples as
 lists; optionals as value or ``null``; variants as the active value; bitsets as
@@ -34,8 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import conformance_data
+
 CXX_DIR = Path(__file__).resolve().parent / "cxx"
-DEFAULT_CONFORMANCE = Path("/work/shared/conformance/rntuple-validation-1.0")
+#: ``../shared/conformance/rntuple-validation-1.0`` beside the repository, or
+#: ``$RNTUPLE_CONFORMANCE_DIR`` (see ``conformance_data.py``).
+DEFAULT_CONFORMANCE = conformance_data.root()
 DEFAULT_NTUPLE = "ntpl"
 
 _declared = False

@@ -1,6 +1,6 @@
 """Round trip through our writer: ``rntuple copy`` of every conformance case, read by ROOT 6.40.
 
-For each case of ``/work/shared/conformance/rntuple-validation-1.0`` except
+For each case of ``../shared/conformance/rntuple-validation-1.0`` (beside the repository) except
 ``structure.feature_flag`` (a file ROOT must reject), ``rntuple copy write/<case>.root
 OUT.root`` must give a file that ROOT reads to exactly ``read/<case>.json`` under the
 comparison conventions of :func:`rootdump.check_case`:
@@ -34,14 +34,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import conformance_data
 import pytest
 from conftest import require_rntuple_bin, rntuple_bin_path
 
 import rootdump
 
-CONFORMANCE = rootdump.DEFAULT_CONFORMANCE
-#: Every conformance case.
-ALL_CASES = sorted(p.stem for p in (CONFORMANCE / "write").glob("*.root"))
+#: Every conformance case (without the data, one pseudo-case whose tests fail saying so).
+ALL_CASES = conformance_data.cases()
 #: The error case: ROOT must refuse the file, there is nothing to copy.
 ERROR_CASES = {"structure.feature_flag"}
 ROUNDTRIP_CASES = [c for c in ALL_CASES if c not in ERROR_CASES]
@@ -95,7 +95,7 @@ def _copy(binary: Path, src: Path, dst: Path) -> tuple[str, str] | None:
 def renderer_results() -> dict[str, tuple[str, str]]:
     """The renderer on ROOT's own files: ``{case: (status, detail)}`` for every case."""
     t0 = time.perf_counter()
-    results = rootdump.validate(CONFORMANCE)
+    results = rootdump.validate(conformance_data.require())
     print(f"\n[rootdump] rendered {len(results)} conformance files in {time.perf_counter() - t0:.1f}s")
     return results
 
@@ -103,6 +103,7 @@ def renderer_results() -> dict[str, tuple[str, str]]:
 @pytest.fixture(scope="session")
 def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> RoundTrip:
     """Copy every case with ``rntuple copy`` and check ROOT's reading of each copy."""
+    conformance = conformance_data.require()
     binary = rntuple_bin_path()
     problem = _copy_problem(binary)
     if problem:
@@ -116,7 +117,7 @@ def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> RoundTrip:
     copies = {case: outdir / f"{case}.root" for case in ROUNDTRIP_CASES}
 
     def copy_case(case: str) -> tuple[str, str] | None:
-        return _copy(binary, CONFORMANCE / "write" / f"{case}.root", copies[case])
+        return _copy(binary, conformance / "write" / f"{case}.root", copies[case])
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         failed = dict(zip(ROUNDTRIP_CASES, pool.map(copy_case, ROUNDTRIP_CASES), strict=True))
@@ -128,7 +129,7 @@ def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> RoundTrip:
     t0 = time.perf_counter()
     copied = {case: path for case, path in copies.items() if case not in out.results}
     out.copies = copied
-    out.results.update(rootdump.run_tasks(rootdump.conformance_tasks(CONFORMANCE, copied)))
+    out.results.update(rootdump.run_tasks(rootdump.conformance_tasks(conformance, copied)))
     out.seconds["read"] = time.perf_counter() - t0
     print(
         f"\n[roundtrip] copied {len(copies)} cases in {out.seconds['copy']:.1f}s, "
@@ -165,7 +166,7 @@ def test_copy_schema(case: str, roundtrip: RoundTrip) -> None:
         pytest.fail(roundtrip.problem, pytrace=False)
     if case not in roundtrip.copies:
         pytest.fail(f"{case}: no copy: {roundtrip.results[case][1]}", pytrace=False)
-    want = rootdump.schema(CONFORMANCE / "write" / f"{case}.root")
+    want = rootdump.schema(conformance_data.write_file(case))
     got = rootdump.schema(roundtrip.copies[case])
     for i, (g, w) in enumerate(zip(got, want, strict=False)):
         if g != w:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import awkward as ak
+import conformance_data
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -39,13 +39,8 @@ import rootdump
 import rootgen
 from rntuple.errors import UnsupportedError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFORMANCE = Path(
-    os.environ.get(
-        "RNTUPLE_CONFORMANCE_DIR", REPO_ROOT.parent / "shared" / "conformance" / "rntuple-validation-1.0"
-    )
-)
-CASES = sorted(p.name[: -len(".root")] for p in (CONFORMANCE / "write").glob("*.root"))
+#: The conformance cases (without the data, one pseudo-case whose tests fail saying so).
+CASES = conformance_data.cases()
 NTUPLE = "ntpl"
 
 # --------------------------------------------------------------------------- the tables
@@ -334,7 +329,7 @@ class _Obj(tuple):
 
 def load_reference(case: str) -> Any:
     """ROOT's reading of a conformance case, objects as :class:`_Obj`."""
-    text = (CONFORMANCE / "read" / f"{case}.json").read_text()
+    text = conformance_data.read_file(case).read_text()
     return json.loads(text, object_pairs_hook=_Obj)
 
 
@@ -382,12 +377,13 @@ def json_difference(got: Any, expected: Any, path: str = "") -> str | None:
 
 
 def _open(case: str) -> rntuple.RNTuple:
-    return rntuple.open(f"{CONFORMANCE / 'write' / case}.root:{NTUPLE}")
+    return rntuple.open(f"{conformance_data.write_file(case)}:{NTUPLE}")
 
 
 def test_conformance_cases_present() -> None:
     """The suite's 51 cases are all there (so the parametrisation cannot shrink silently)."""
-    assert len(CASES) == 51, f"expected the 51 validation cases in {CONFORMANCE}, found {len(CASES)}"
+    folder = conformance_data.require()
+    assert len(CASES) == 51, f"expected the 51 validation cases in {folder}, found {len(CASES)}"
     listed = {case for case, _ in FIELD_RULES} | set(UPROOT_CANNOT_READ) | set(MUST_REFUSE)
     assert listed <= set(CASES), f"tables name unknown cases: {listed - set(CASES)}"
 
@@ -395,7 +391,7 @@ def test_conformance_cases_present() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_conformance_vs_uproot(case: str) -> None:
     """``arrays()`` equals uproot's ``arrays()`` field by field (see the tables above)."""
-    path = CONFORMANCE / "write" / f"{case}.root"
+    path = conformance_data.write_file(case)
     if case in MUST_REFUSE:
         with pytest.raises(UnsupportedError, match="unsupported format feature: 137"):
             _open(case).arrays()

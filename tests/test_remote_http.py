@@ -25,21 +25,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import conformance_data
 import pytest
 import server_http
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFORMANCE = Path(
-    os.environ.get(
-        "RNTUPLE_CONFORMANCE_DIR", REPO_ROOT.parent / "shared" / "conformance" / "rntuple-validation-1.0"
-    )
-)
-#: The conformance cases (all but the one whose expected outcome is an error).
-CASES = sorted(
-    p.name[: -len(".root")]
-    for p in (CONFORMANCE / "write").glob("*.root")
-    if p.name != "structure.feature_flag.root"
-)
+#: The conformance cases (all but the one whose expected outcome is an error); without
+#: the conformance data, one pseudo-case whose test fails saying so.
+CASES = [case for case in conformance_data.cases() if case != "structure.feature_flag"]
 #: ROOT-written files from ``rootgen`` (session fixtures ``generated``/``generated_extra``).
 GENERATED = ["multicluster.root", "late_extension.root", "compression_lzma.root"]
 GENERATED_EXTRA = {"multikey_zstd.root": "ntpl", "multikey_none.root": "ntpl", "subdir.root": "a/b/nt"}
@@ -92,7 +85,7 @@ def served(
     """The directory nginx serves: copies of the conformance and generated files."""
     root = tmp_path_factory.mktemp("served")
     for case in CASES:
-        shutil.copy(CONFORMANCE / "write" / f"{case}.root", root / f"{case}.root")
+        shutil.copy(conformance_data.write_file(case), root / f"{case}.root")
     for name in GENERATED:
         shutil.copy(generated[name], root / name)
     for name in GENERATED_EXTRA:

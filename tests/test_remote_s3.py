@@ -20,17 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import conformance_data
 import pytest
 import server_s3
 from conftest import REPO_ROOT, require_rntuple_bin
 
 import rootgen
 
-CONFORMANCE = Path(
-    os.environ.get(
-        "RNTUPLE_CONFORMANCE_DIR", REPO_ROOT.parent / "shared" / "conformance" / "rntuple-validation-1.0"
-    )
-)
 #: Validation Suite cases served: both multi-cluster cases first, then a few others
 #: (a compressed block over 64 KiB, nested collections, strings).
 CONFORMANCE_CASES = [
@@ -94,7 +90,7 @@ def served_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Copies of the conformance cases and the generated files, as the bucket will hold them."""
     root = tmp_path_factory.mktemp("s3_served")
     for case in CONFORMANCE_CASES:
-        shutil.copy(CONFORMANCE / "write" / f"{case}.root", root / f"{case}.root")
+        shutil.copy(conformance_data.write_file(case), root / f"{case}.root")
     rootgen.generate(root / "gen", GENERATED)
     return root
 
@@ -175,7 +171,7 @@ def test_missing_key_or_bucket_is_not_found(server: server_s3.Server) -> None:
 def small_server(tmp_path: Path) -> Iterator[server_s3.Server]:
     """A server of its own (the tests stop and restart it), holding two small files."""
     for case in CONFORMANCE_CASES[:2]:
-        shutil.copy(CONFORMANCE / "write" / f"{case}.root", tmp_path / f"{case}.root")
+        shutil.copy(conformance_data.write_file(case), tmp_path / f"{case}.root")
     s = server_s3.start(tmp_path)
     try:
         yield s

@@ -30,18 +30,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import conformance_data
 import pytest
 import server_xrootd
 from conftest import REPO_ROOT, require_rntuple_bin
 
 import rootgen
 
-CONFORMANCE = Path(
-    os.environ.get(
-        "RNTUPLE_CONFORMANCE_DIR", REPO_ROOT.parent / "shared" / "conformance" / "rntuple-validation-1.0"
-    )
-)
-CASES = sorted(p.name for p in (CONFORMANCE / "write").glob("*.root"))
+#: The conformance files (without the data, one pseudo-case whose test fails saying so).
+CASES = [f"{case}.root" for case in conformance_data.cases()]
 #: The bigger multi-cluster file: rootgen's all-types schema, 40k entries.
 BIG_SPEC = dataclasses.replace(
     rootgen.SPECS_BY_NAME["multicluster.root"],
@@ -89,7 +86,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, generated: dict[str, Path])
     root = tmp_path_factory.mktemp("xrootd_served")
     (root / "conformance").mkdir()
     for case in CASES:
-        shutil.copy(CONFORMANCE / "write" / case, root / "conformance" / case)
+        shutil.copy(conformance_data.write_file(case.removesuffix(".root")), root / "conformance" / case)
     (root / "generated").mkdir()
     for name, path in generated.items():
         shutil.copy(path, root / "generated" / name)
@@ -110,7 +107,7 @@ def server(served: Path) -> Iterator[server_xrootd.Server]:
 
 
 def test_conformance_suite_is_there() -> None:
-    assert len(CASES) == 51, f"expected the 51 validation cases in {CONFORMANCE}"
+    assert len(CASES) == 51, f"expected the 51 validation cases in {conformance_data.require()}"
 
 
 @pytest.mark.parametrize("case", CASES)

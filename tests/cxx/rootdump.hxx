@@ -1,5 +1,5 @@
 // Renders an RNTuple as ROOT 6.40 reads it, as JSON per
-// /work/shared/conformance/README.md.  Declared into cling by tests/rootdump.py.
+// ../shared/conformance/README.md (beside the repository).  Declared into cling by tests/rootdump.py.
 #include <ROOT/RNTupleReader.hxx>
 #include <ROOT/RNTupleAttrReading.hxx>
 #include <ROOT/RNTupleView.hxx>

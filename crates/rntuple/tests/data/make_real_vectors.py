@@ -9,8 +9,10 @@ One line per column page:
 """
 
 import json
+import os
 import struct
 import sys
+from pathlib import Path
 
 import uproot
 
@@ -20,7 +22,13 @@ def bits(x: float) -> str:
     return f"{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}"
 
 
-base = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/conformance/rntuple-validation-1.0"
+#: ``../shared/conformance/rntuple-validation-1.0`` beside the repository, or
+#: ``$RNTUPLE_CONFORMANCE_DIR``; a command-line argument overrides both.
+REPO_ROOT = Path(__file__).resolve().parents[4]
+DEFAULT = os.environ.get("RNTUPLE_CONFORMANCE_DIR") or str(
+    REPO_ROOT.parent / "shared" / "conformance" / "rntuple-validation-1.0"
+)
+base = sys.argv[1] if len(sys.argv) > 1 else DEFAULT
 out = []
 for name in ["types.fundamental.real", "types.fundamental.real32trunc", "types.fundamental.real32quant"]:
     nt = uproot.open(f"{base}/write/{name}.root")["ntpl"]
