@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CONFORMANCE_DIR: &str = "/work/shared/conformance/rntuple-validation-1.0/write";
+mod common;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -291,12 +291,7 @@ fn file_columns(desc: &Descriptor, id: u32) -> Vec<ColumnSpec> {
 
 #[test]
 fn arrow_fields_of_conformance_files_round_trip() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(CONFORMANCE_DIR)
-        .expect("conformance files")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "root"))
-        .collect();
-    files.sort();
+    let files = common::conformance_files();
     let mut unexpected = Vec::new();
     let mut losses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut n_fields = 0;
@@ -497,7 +492,7 @@ fn the_real32_conformance_files_are_reproduced_with_set_columns() {
         "types.fundamental.real32quant.root",
         "types.fundamental.real32trunc.root",
     ] {
-        let path = Path::new(CONFORMANCE_DIR).join(file);
+        let path = common::conformance_write_dir().join(file);
         let root = descriptor(&path);
         let mut b = SchemaBuilder::new(ColumnDefaults { compressed: true });
         for &id in &root.top_level {

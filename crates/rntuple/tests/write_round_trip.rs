@@ -7,6 +7,8 @@ use rntuple::write::{schema_for_copy, RNTupleWriter, WriteOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod common;
+
 fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleReader) {
     let source = RNTupleReader::open_path(path, None).unwrap();
     let schema = schema_for_copy(source.descriptor()).unwrap();
@@ -37,11 +39,7 @@ fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleR
 }
 
 fn conformance(case: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/rntuple-validation-1.0/write")
-        .join(format!("{case}.root"))
-        .display()
-        .to_string()
+    common::conformance_file(case).display().to_string()
 }
 
 fn assert_same(source: &RNTupleReader, copy: &RNTupleReader) {
@@ -61,7 +59,7 @@ fn example_round_trips_with_small_pages_and_clusters() {
     let options = WriteOptions {
         max_unzipped_page_size: 128,
         approx_zipped_cluster_size: 4096,
-        clusters_per_group: Some(3),
+        checkpoint_every: Some(3),
         ..WriteOptions::default()
     };
     let (source, copy) = copy_in_memory(path.to_str().unwrap(), options);
@@ -74,20 +72,9 @@ fn example_round_trips_with_small_pages_and_clusters() {
 
 #[test]
 fn every_conformance_case_round_trips_in_memory() {
-    let dir = PathBuf::from(conformance("x"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let mut cases: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| {
-            e.unwrap()
-                .path()
-                .file_stem()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
+    let mut cases: Vec<String> = common::conformance_files()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .filter(|c| c != "structure.feature_flag")
         .collect();
     cases.sort();

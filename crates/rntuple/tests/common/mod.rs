@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests (`mod common;` in a test file).
+//!
+//! The conformance data (the RNTuple Validation Suite files written by ROOT 6.40 and
+//! ROOT's reading of them) lives in `../shared/conformance/rntuple-validation-1.0`
+//! relative to the repository, or where `$RNTUPLE_CONFORMANCE_DIR` says. A test that
+//! needs it and does not find it FAILS, naming the path it looked at: it never skips.
+
+// Each test binary compiles this module and uses only some of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The environment variable that overrides where the conformance data is.
+pub const CONFORMANCE_ENV: &str = "RNTUPLE_CONFORMANCE_DIR";
+
+/// Where the conformance data is expected: `$RNTUPLE_CONFORMANCE_DIR`, else
+/// `../shared/conformance/rntuple-validation-1.0` beside the repository (found from this
+/// crate's manifest directory, never from an absolute path).
+pub fn conformance_root() -> PathBuf {
+    match std::env::var_os(CONFORMANCE_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/conformance/rntuple-validation-1.0"),
+    }
+}
+
+/// The conformance data's `write/` folder (the `.root` files); panics with a clear
+/// message when it is missing or holds no `.root` files.
+pub fn conformance_write_dir() -> PathBuf {
+    let dir = conformance_root().join("write");
+    conformance_files_in(&dir);
+    dir
+}
+
+/// The conformance data's `read/` folder (ROOT's reading, one `.json` per case); panics
+/// when it is missing or holds no `.json` files.
+pub fn conformance_read_dir() -> PathBuf {
+    let dir = conformance_root().join("read");
+    files_with_extension(&dir, "json");
+    dir
+}
+
+/// Every conformance `.root` file, sorted; panics when there are none.
+pub fn conformance_files() -> Vec<PathBuf> {
+    conformance_files_in(&conformance_root().join("write"))
+}
+
+/// The `.root` files of `dir`, sorted; panics with a message naming `dir` when it is
+/// missing or holds none.
+pub fn conformance_files_in(dir: &Path) -> Vec<PathBuf> {
+    files_with_extension(dir, "root")
+}
+
+/// The conformance file of `case` (e.g. `"types.string"`); panics when the data is
+/// missing or the case is not there.
+pub fn conformance_file(case: &str) -> PathBuf {
+    let path = conformance_write_dir().join(format!("{case}.root"));
+    assert!(
+        path.is_file(),
+        "conformance case {case} missing: {} does not exist",
+        path.display()
+    );
+    path
+}
+
+fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let hint = format!(
+        "the conformance data (the RNTuple Validation Suite) is expected in \
+         ../shared/conformance/rntuple-validation-1.0 beside the repository, or where \
+         ${CONFORMANCE_ENV} points"
+    );
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+        panic!(
+            "conformance data missing: cannot read {}: {e}; {hint}",
+            dir.display()
+        )
+    });
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.expect("reading a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    assert!(
+        !files.is_empty(),
+        "conformance data missing: {} holds no .{extension} files; {hint}",
+        dir.display()
+    );
+    files.sort();
+    files
+}
