@@ -25,6 +25,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo build --release -p rntuple-cli
 # Test tools: byte-range probe of any source, and a loopback latency proxy.
 cargo build --release -p rntuple --example io_probe
+# One reader shared by many threads vs serial reads (tests/test_concurrent_readers.py).
+cargo build --release -p rntuple --example concurrent_read
 cargo build --release -p rntuple-cli --example delay_proxy
 cargo test --workspace
 
