@@ -68,6 +68,7 @@ class FileWriterHandle:
         cluster_size: int | None = None,
         page_size: int | None = None,
         page_checksums: bool = True,
+        checkpoint_every: int | None = 1,
     ) -> None: ...
     def create(
         self,
@@ -83,4 +84,6 @@ class FileWriterHandle:
     def names(self) -> list[str]:
         """The RNTuples being written, in creation order."""
     def close(self) -> None:
-        """Commits every RNTuple and completes the file."""
+        """Commits every RNTuple and completes the file (renamed over its path)."""
+    def abort(self) -> None:
+        """Abandons the file: the temporary file is removed, the path left as it was."""

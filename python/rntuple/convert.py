@@ -325,27 +325,12 @@ def _columns_table(columns: dict[str, Any]) -> pa.Table:
     for name, value in columns.items():
         if not isinstance(name, str):
             raise InvalidArgumentError(f"column names must be strings, not {name!r}")
-        if isinstance(value, ak.Array):
-            arr = _awkward_to_arrow(value)
-            nullable = _is_option(value)
-        elif isinstance(value, np.ndarray) and value.ndim > 1:
-            arr = pa.array(value.reshape(-1))
-            for size in reversed(value.shape[1:]):
-                item = pa.field("item", arr.type, nullable=False)
-                arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, size))
-            nullable = False
-        elif isinstance(value, (pa.Array, pa.ChunkedArray)):
-            # pyarrow marks every nested field nullable: optional only where nulls are.
-            arr = value.cast(_type_where_nulls(value))
-            nullable = value.null_count > 0
-        else:
-            array = ak.Array(value) if not isinstance(value, np.ndarray) else None
-            if array is not None:
-                arr = _awkward_to_arrow(array)
-                nullable = _is_option(array)
-            else:
-                arr = pa.array(value)
-                nullable = False
+        try:
+            arr, nullable = _column_array(value)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            if isinstance(e, InvalidArgumentError):
+                raise
+            raise UnsupportedError(f"column {name!r} cannot be written: {e}") from e
         if length is not None and len(arr) != length:
             raise InvalidArgumentError(
                 f"column {name!r} has {len(arr)} entries but the columns before it have {length}"
@@ -354,6 +339,32 @@ def _columns_table(columns: dict[str, Any]) -> pa.Table:
         arrays.append(arr)
         fields.append(pa.field(name, arr.type, nullable=nullable))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _column_array(value: Any) -> tuple[pa.Array | pa.ChunkedArray, bool]:
+    """One column to write as an Arrow array, and whether it is optional."""
+    if isinstance(value, ak.Array):
+        arr = _awkward_to_arrow(value)
+        nullable = _is_option(value)
+    elif isinstance(value, np.ndarray) and value.ndim > 1:
+        arr = pa.array(value.reshape(-1))
+        for size in reversed(value.shape[1:]):
+            item = pa.field("item", arr.type, nullable=False)
+            arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, size))
+        nullable = False
+    elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+        # pyarrow marks every nested field nullable: optional only where nulls are.
+        arr = value.cast(_type_where_nulls(value))
+        nullable = value.null_count > 0
+    else:
+        array = ak.Array(value) if not isinstance(value, np.ndarray) else None
+        if array is not None:
+            arr = _awkward_to_arrow(array)
+            nullable = _is_option(array)
+        else:
+            arr = pa.array(value)
+            nullable = False
+    return arr, nullable
 
 
 def _type_where_nulls(arr: pa.Array | pa.ChunkedArray) -> pa.DataType:
@@ -393,9 +404,12 @@ def _pandas_table(df: Any) -> pa.Table:
     names = []
     for name in df.columns:
         series = df[name]
-        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":
-            arrays.append(pa.array(series.to_numpy(), from_pandas=False))
-        else:
-            arrays.append(pa.array(series, from_pandas=True))
+        try:
+            if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":
+                arrays.append(pa.array(series.to_numpy(), from_pandas=False))
+            else:
+                arrays.append(pa.array(series, from_pandas=True))
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise UnsupportedError(f"column {str(name)!r} cannot be written: {e}") from e
         names.append(str(name))
     return pa.Table.from_arrays(arrays, names=names)

@@ -4,6 +4,7 @@ pyarrow tables, or pandas and Polars data frames."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from . import _core
@@ -57,14 +58,25 @@ class WritableFile:
         cluster_size: int | str | None = None,
         page_size: int | str | None = None,
         page_checksums: bool = True,
+        checkpoint_every: int | None = 1,
     ) -> None:
+        if checkpoint_every is not None and (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 1
+        ):
+            raise InvalidArgumentError(
+                f"checkpoint_every must be a positive number of clusters or None, got {checkpoint_every!r}"
+            )
         self._path = os.fspath(path)
-        self._handle: _core.FileWriterHandle | None = _core.FileWriterHandle(
+        self._handle: _core.FileWriterHandle | None = None
+        self._handle = _core.FileWriterHandle(
             self._path,
             str(compression),
             None if cluster_size is None else parse_size(cluster_size),
             None if page_size is None else parse_size(page_size),
             page_checksums,
+            checkpoint_every,
         )
 
     @property
@@ -103,16 +115,39 @@ class WritableFile:
         return self._writer().names()
 
     def close(self) -> None:
-        """Commits every RNTuple and completes the file; closing twice does nothing."""
+        """Commits every RNTuple and completes the file, which appears at its path only
+        now (replacing what was there); closing twice does nothing. If completing fails,
+        nothing is written and what was at the path stays."""
         if self._handle is not None:
             handle, self._handle = self._handle, None
             handle.close()
 
+    def abort(self) -> None:
+        """Abandons the file: nothing is written, and what was at the path stays."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.abort()
+
     def __enter__(self) -> WritableFile:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # An exception inside the block abandons the file rather than completing a file
+        # that holds only part of what was meant to be written.
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            warnings.warn(
+                f"rntuple file {self._path!r} was never closed: nothing was written "
+                "(call close() or use 'with')",
+                ResourceWarning,
+                stacklevel=2,
+            )
+            self.abort()
 
     def __repr__(self) -> str:
         return f"<WritableFile {self._path!r}>"
@@ -125,16 +160,26 @@ def recreate(
     cluster_size: int | str | None = None,
     page_size: int | str | None = None,
     page_checksums: bool = True,
+    checkpoint_every: int | None = 1,
 ) -> WritableFile:
     """Creates (or overwrites) a ROOT file for writing RNTuples; use it as a context
     manager. ``compression`` is ``"zstd:5"`` (ROOT's default), ``"lz4:4"``, ``"zlib:1"``,
     ``"lzma:7"``, ``"none"`` or ROOT's number (505); ``cluster_size`` is the compressed
     cluster size to aim at (ROOT's default 128 MiB) and ``page_size`` the largest
-    uncompressed page (1 MiB), in bytes or as ``"64 MiB"``."""
+    uncompressed page (1 MiB), in bytes or as ``"64 MiB"``.
+
+    The file is written under a temporary name beside ``path`` (``NAME.XXXXXX.partial``)
+    and renamed over ``path`` when closed, complete: an error, an exception inside the
+    ``with`` block, or a file never closed leaves ``path`` as it was (a reader still
+    holding the old file keeps reading it). ``checkpoint_every`` commits a cluster group
+    every that many clusters (default 1): if the process is killed while writing, every
+    committed cluster of the ``.partial`` file can be recovered with
+    ``rntuple recover``; ``None`` commits one group at the end, as ROOT."""
     return WritableFile(
         path,
         compression=compression,
         cluster_size=cluster_size,
         page_size=page_size,
         page_checksums=page_checksums,
+        checkpoint_every=checkpoint_every,
     )

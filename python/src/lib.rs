@@ -17,7 +17,6 @@ use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Error;
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +26,7 @@ fn to_py_err(err: Error) -> PyErr {
     Python::attach(|py| {
         let message = err.to_string();
         let class = match err.root_cause() {
-            Error::Io { source, .. } => {
+            Error::Io { source, .. } | Error::Write { source, .. } => {
                 return if source.kind() == std::io::ErrorKind::NotFound {
                     pyo3::exceptions::PyFileNotFoundError::new_err(message)
                 } else {
@@ -329,7 +328,7 @@ impl Reader {
 }
 
 /// The file being written, shared by the RNTuples written into it.
-type SharedFile = Arc<Mutex<Option<FileWriter<File>>>>;
+type SharedFile = Arc<Mutex<Option<FileWriter>>>;
 
 /// Writes payloads into the shared file (RNTuples may be filled in turns).
 struct SharedSink(SharedFile);
@@ -338,7 +337,7 @@ impl SharedSink {
     /// Runs `write` on the file, unless it is closed.
     fn with_file(
         &self,
-        write: impl FnOnce(&mut FileWriter<File>) -> rntuple::Result<u64>,
+        write: impl FnOnce(&mut FileWriter) -> rntuple::Result<u64>,
     ) -> rntuple::Result<u64> {
         let mut guard = self
             .0
@@ -359,6 +358,11 @@ impl rntuple::write::BlobSink for SharedSink {
     // The pages of a run go to the file one after the other, not concatenated first.
     fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> rntuple::Result<u64> {
         self.with_file(|file| file.write_blob_parts(parts, max_key_size))
+    }
+
+    fn checkpoint(&mut self) -> rntuple::Result<()> {
+        self.with_file(|file| file.checkpoint().map(|()| 0))
+            .map(|_| ())
     }
 }
 
@@ -402,13 +406,14 @@ impl FileWriterHandle {
     /// Creates (or truncates) the ROOT file at `path`. `compression` is `ALG[:LEVEL]` or
     /// ROOT's number; sizes in bytes, `None` for ROOT's defaults.
     #[new]
-    #[pyo3(signature = (path, compression="zstd:5", cluster_size=None, page_size=None, page_checksums=true))]
+    #[pyo3(signature = (path, compression="zstd:5", cluster_size=None, page_size=None, page_checksums=true, checkpoint_every=Some(rntuple::write::DEFAULT_CHECKPOINT_EVERY)))]
     fn new(
         path: String,
         compression: &str,
         cluster_size: Option<u64>,
         page_size: Option<u64>,
         page_checksums: bool,
+        checkpoint_every: Option<u64>,
     ) -> PyResult<Self> {
         let compression = CompressionSettings::parse(compression).map_err(to_py_err)?;
         let mut options = WriteOptions {
@@ -430,6 +435,12 @@ impl FileWriterHandle {
             options.max_unzipped_page_size = size;
             options.initial_unzipped_page_size = options.initial_unzipped_page_size.min(size);
         }
+        if checkpoint_every == Some(0) {
+            return Err(to_py_err(Error::InvalidArgument(
+                "checkpoint_every must be a positive number of clusters, or None".into(),
+            )));
+        }
+        options.checkpoint_every = checkpoint_every;
         let file =
             FileWriter::create(std::path::Path::new(&path), compression).map_err(to_py_err)?;
         Ok(FileWriterHandle {
@@ -481,8 +492,14 @@ impl FileWriterHandle {
             })
             .nullable_as_optional(true);
             for field in schema.fields() {
-                let located =
-                    |e: Error| Error::InvalidArgument(format!("field \"{}\": {e}", field.name()));
+                // The error keeps its kind (unsupported type, bad type name) and names
+                // the column.
+                let located = |e: Error| {
+                    e.at(rntuple::Location {
+                        field: Some(field.name().to_string()),
+                        ..Default::default()
+                    })
+                };
                 match type_names.get(field.name()) {
                     Some(t) => builder.add_cpp_field(field.name(), t).map_err(located)?,
                     None => builder.add_arrow_field(field).map_err(located)?,
@@ -531,13 +548,28 @@ impl FileWriterHandle {
         self.order.clone()
     }
 
+    /// Abandons the file: nothing is written at its path (the temporary file is removed
+    /// and an existing file there stays as it was). Closing or aborting afterwards does
+    /// nothing.
+    fn abort(&mut self) -> PyResult<()> {
+        self.writers.clear();
+        self.order.clear();
+        let mut guard = self.file.lock().map_err(|_| {
+            to_py_err(Error::InvalidArgument(
+                "the file writer was poisoned".into(),
+            ))
+        })?;
+        guard.take();
+        Ok(())
+    }
+
     /// Commits every RNTuple (last cluster, page lists, footer, anchor) and completes
-    /// the file. Closing twice does nothing.
+    /// the file: it appears at its path only now, complete. Closing twice does nothing.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let writers = std::mem::take(&mut self.writers);
         let order = std::mem::take(&mut self.order);
         let file = self.file.clone();
-        py.detach(move || -> rntuple::Result<()> {
+        let result = py.detach(move || -> rntuple::Result<()> {
             let mut writers = writers;
             let mut anchors = Vec::new();
             for name in &order {
@@ -555,8 +587,15 @@ impl FileWriterHandle {
                 f.finish()?;
             }
             Ok(())
-        })
-        .map_err(to_py_err)
+        });
+        if result.is_err() {
+            // A file that could not be completed is not left behind: dropping it removes
+            // the temporary file, and whatever was at the path stays.
+            if let Ok(mut guard) = self.file.lock() {
+                guard.take();
+            }
+        }
+        result.map_err(to_py_err)
     }
 }
 

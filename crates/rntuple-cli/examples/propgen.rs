@@ -809,7 +809,7 @@ fn type_names(desc: &Descriptor, id: u32, out: &mut Vec<String>) {
 
 /// The file writer as blob sink, counting payloads that span several keys.
 struct CountingSink {
-    file: FileWriter<std::fs::File>,
+    file: FileWriter,
     split_blobs: u64,
 }
 
@@ -863,7 +863,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         } else {
             1 << 30
         },
-        clusters_per_group: rng.chance(0.5).then(|| rng.range(1, 5) as u64),
+        checkpoint_every: rng.chance(0.5).then(|| rng.range(1, 5) as u64),
     };
     let manifest = json!({
         "compression": algo,
@@ -877,7 +877,7 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
         "enable_page_checksums": options.enable_page_checksums,
         "enable_same_page_merging": options.enable_same_page_merging,
         "max_key_size": options.max_key_size,
-        "clusters_per_group": options.clusters_per_group,
+        "checkpoint_every": options.checkpoint_every,
     });
     (options, manifest)
 }

@@ -7,8 +7,9 @@ use clap::{Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
 use rntuple::container::RootFile;
-use rntuple::io::open_source;
+use rntuple::io::{ensure_distinct, open_source, AtomicFile, Existing};
 use rntuple::read::RNTupleReader;
+use rntuple::tools::recover;
 use rntuple::write::{copy_rntuple, WriteOptions};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -73,6 +74,25 @@ enum Command {
         /// Maximum uncompressed page size in bytes (default 1 MiB, as ROOT).
         #[arg(long)]
         page_size: Option<u64>,
+        /// Commit a cluster group every N clusters, so that a killed copy can be
+        /// recovered up to the last one (`rntuple recover`); 0: only at the end, as ROOT.
+        #[arg(long, default_value_t = rntuple::write::DEFAULT_CHECKPOINT_EVERY)]
+        checkpoint_every: u64,
+        /// Replace OUTPUT if it exists (it is replaced only once the copy is complete).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Recover the RNTuples of a file whose writer died before completing it (killed,
+    /// out of memory or time): every entry of every committed cluster group is written
+    /// into a new, complete file.
+    Recover {
+        /// The broken file (for example the OUT.XXXXXX.partial file a killed write left).
+        broken: String,
+        /// The ROOT file to create.
+        output: String,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Print entries as JSON (the conformance suite's conventions).
     Dump {
@@ -137,11 +157,19 @@ fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
         }
     };
     let start = parse(a, 0)?;
-    let stop = parse(b, n)?.min(n);
+    let stop = parse(b, n)?;
     if start > stop {
-        return Err(format!("--entries: start {start} is after stop {stop}"));
+        return Err(format!(
+            "--entries {spec}: start {start} is after stop {stop}"
+        ));
     }
-    Ok(start..stop)
+    if start > n {
+        return Err(format!(
+            "--entries {spec} starts past the end: the RNTuple has {n} entries (0:{n})"
+        ));
+    }
+    // A stop past the end reads to the end, as a slice does.
+    Ok(start..stop.min(n))
 }
 
 /// What `read-bench` measured.
@@ -318,6 +346,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             compression,
             cluster_size,
             page_size,
+            checkpoint_every,
+            force,
         } => {
             let requested = compression
                 .map(|spec| {
@@ -331,6 +361,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ));
             }
             let (file, name) = split_target(&source);
+            let out = open_output(&output, &[&file], force)?;
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let compression = match requested {
                 Some(settings) => settings,
@@ -341,10 +372,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let mut options = WriteOptions {
                 compression,
+                checkpoint_every: (checkpoint_every > 0).then_some(checkpoint_every),
                 ..WriteOptions::default()
             };
             if let Some(bytes) = cluster_size {
-                options.approx_zipped_cluster_size = bytes.max(1);
+                options.approx_zipped_cluster_size = bytes;
             }
             if let Some(bytes) = page_size {
                 if bytes < 8 {
@@ -360,14 +392,57 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .next()
                 .unwrap_or("ntuple")
                 .to_string();
-            let mut out_file =
-                FileWriter::create(std::path::Path::new(&output), options.compression)?;
+            let mut out_file = FileWriter::create_atomic(out, options.compression)?;
             let bar = progress(reader.num_entries(), false);
             copy_rntuple(&reader, &mut out_file, &out_name, options, |done| {
                 bar.set_position(done)
             })?;
             out_file.finish()?;
             bar.finish_and_clear();
+        }
+        Command::Recover {
+            broken,
+            output,
+            force,
+        } => {
+            let out = open_output(&output, &[&broken], force)?;
+            let recovery = match recover::examine(open_source(&broken)?)? {
+                recover::FileState::Complete { rntuples } => {
+                    eprintln!(
+                        "rntuple: {broken} is complete ({}): it needs no recovery (use it as it is, or rename it to {output}); nothing was written",
+                        rntuples.join(", ")
+                    );
+                    return Ok(());
+                }
+                recover::FileState::Recoverable(recovery) => recovery,
+            };
+            let options = WriteOptions::default();
+            let mut out_file = FileWriter::create_atomic(out, options.compression)?;
+            let total = recovery.rntuples.iter().map(|r| r.entries).sum();
+            let bar = progress(total, false);
+            recover::write_recovered(&recovery, &mut out_file, &options, |done| {
+                bar.set_position(done)
+            })?;
+            out_file.finish()?;
+            bar.finish_and_clear();
+            for r in &recovery.rntuples {
+                let how = if r.had_footer {
+                    "complete (its footer was written)".to_string()
+                } else {
+                    format!(
+                        "{} bytes written after its last checkpoint are not recoverable",
+                        r.bytes_after_last_commit
+                    )
+                };
+                eprintln!(
+                    "recovered RNTuple \"{}\": {} entries ({} clusters, {} cluster groups); {how}",
+                    r.name, r.entries, r.clusters, r.cluster_groups
+                );
+                for note in &r.notes {
+                    eprintln!("  note: {note}");
+                }
+            }
+            eprintln!("wrote {output}");
         }
         Command::Dump {
             target,
@@ -404,6 +479,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Starts the output file `output` (written under a temporary name, renamed when
+/// complete), refusing one of the `inputs` whatever the path's spelling, and an
+/// existing file unless `force`.
+fn open_output(output: &str, inputs: &[&str], force: bool) -> Result<AtomicFile, Failure> {
+    let path = std::path::Path::new(output);
+    ensure_distinct(path, inputs).map_err(|e| match e {
+        rntuple::Error::InvalidArgument(message) => Failure::Usage(message),
+        other => Failure::Input(other),
+    })?;
+    if !force && std::fs::symlink_metadata(path).is_ok() {
+        return Err(Failure::Usage(format!(
+            "{output} already exists; pass --force to replace it"
+        )));
+    }
+    let existing = if force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    Ok(AtomicFile::create(path, existing)?)
+}
+
 /// A progress bar over `entries` on standard error, drawn only when standard error is a
 /// terminal and (when `to_stdout`) standard output is not, so it never mixes with output.
 fn progress(entries: u64, to_stdout: bool) -> indicatif::ProgressBar {
@@ -427,6 +524,8 @@ fn dump_json(
     fields: Option<&[String]>,
     range: std::ops::Range<u64>,
 ) -> Result<(), Failure> {
+    // Validate the selection before the first byte of output.
+    reader.arrow_schema(fields)?;
     let mut first = true;
     let bar = progress(range.end - range.start, true);
     write!(out, "[")?;
@@ -447,10 +546,6 @@ fn dump_json(
         bar.inc(hi - lo);
     }
     bar.finish_and_clear();
-    // Validate the selection even when the range is empty.
-    if first {
-        reader.arrow_schema(fields)?;
-    }
     writeln!(out, "{}]", if first { "" } else { "\n" })?;
     Ok(())
 }
@@ -469,7 +564,7 @@ fn main() -> ExitCode {
         }
         Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Failure::Output(e)) => {
-            eprintln!("rntuple: cannot write output: {e}");
+            eprintln!("rntuple: cannot write the output: {e}");
             ExitCode::from(1)
         }
     }

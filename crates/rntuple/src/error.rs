@@ -67,6 +67,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Writing an output failed (file system full, permissions, ...).
+    #[error("I/O error writing {what}: {source}")]
+    Write {
+        /// What was being written, naming the file.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The data ends before a structure that it announces.
     #[error("truncated data: {what} needs {needed} bytes at offset {offset} but only {available} are there")]
     Truncated {

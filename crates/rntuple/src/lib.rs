@@ -5,7 +5,8 @@
 //! [`io`] (byte sources), [`compression`] (ROOT compression blocks), [`container`]
 //! (the ROOT file around an RNTuple), [`mod@format`] (the spec's byte structures),
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
-//! [`read`] (planning, fetching, decoding into Apache Arrow).
+//! [`read`] (planning, fetching, decoding into Apache Arrow), [`write`], and the
+//! [`tools`] that compose them (recovery).
 
 #![forbid(unsafe_op_in_unsafe_fn)]
 
@@ -17,6 +18,7 @@ pub mod format;
 pub mod io;
 pub mod read;
 pub mod schema;
+pub mod tools;
 pub mod write;
 
 pub use error::{Error, Location, Result};

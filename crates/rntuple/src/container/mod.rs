@@ -31,7 +31,7 @@ pub use key::KeyHeader;
 pub use streamer_info::{
     streamer_info_list, StreamerClass, StreamerMember, TYPE_ULONG, TYPE_USHORT,
 };
-pub use writer::{datime_from_unix, datime_now, FileWriter, ROOT_VERSION_CODE};
+pub use writer::{datime_from_unix, datime_now, FileOutput, FileWriter, ROOT_VERSION_CODE};
 
 /// Class names of RNTuple anchor keys: the current one and the pre-1.0 one.
 pub const ANCHOR_CLASS_NAMES: [&str; 2] = ["ROOT::RNTuple", "ROOT::Experimental::RNTuple"];

@@ -39,6 +39,7 @@ use crate::compression::{
     compress, Algorithm, CompressionSettings, CHUNK_HEADER_SIZE, MAX_CHUNK_SIZE,
 };
 use crate::error::{Error, Result};
+use crate::io::{AtomicFile, Existing};
 
 /// fBEGIN: where the first key (the top directory's) starts.
 const BEGIN: u64 = 100;
@@ -53,10 +54,58 @@ const FREE_SEGMENT_VERSION: u16 = 1;
 /// The largest value a 32-bit seek pointer holds.
 const MAX_SMALL_SEEK: u64 = i32::MAX as u64;
 
-fn io_error(what: &str, e: std::io::Error) -> Error {
-    Error::Io {
-        what: format!("the output file ({what})"),
-        source: e,
+/// Where a [`FileWriter`] puts its bytes: any seekable writer, told when the file is
+/// complete. An [`AtomicFile`] then renames itself over its destination; other writers
+/// flush.
+pub trait FileOutput: Write + Seek {
+    /// Called once the last byte of the file is written.
+    fn complete(&mut self) -> Result<()>;
+
+    /// Hands the bytes written so far to the operating system (a checkpoint: they then
+    /// survive the writing process being killed).
+    fn checkpoint(&mut self) -> Result<()>;
+}
+
+/// A plain writer's completion: a flush.
+macro_rules! flushing_output {
+    ($($t:ty),*) => {$(
+        impl FileOutput for $t {
+            fn complete(&mut self) -> Result<()> {
+                self.flush().map_err(|e| Error::Write { what: "the output".into(), source: e })
+            }
+
+            fn checkpoint(&mut self) -> Result<()> {
+                self.complete()
+            }
+        }
+    )*};
+}
+flushing_output!(
+    File,
+    std::io::Cursor<Vec<u8>>,
+    std::io::Cursor<&mut Vec<u8>>
+);
+
+impl<W: Write + Seek> FileOutput for std::io::BufWriter<W> {
+    fn complete(&mut self) -> Result<()> {
+        self.flush().map_err(|e| Error::Write {
+            what: "the output".into(),
+            source: e,
+        })
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        self.complete()
+    }
+}
+
+impl FileOutput for AtomicFile {
+    fn complete(&mut self) -> Result<()> {
+        self.commit()
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        self.flush_to_os()
     }
 }
 
@@ -159,12 +208,15 @@ fn new_uuid() -> [u8; 16] {
 ///
 /// Records are written in file order as they come; [`FileWriter::finish`] appends the
 /// keys list, the streamer info and the free segments, then patches the file header and
-/// the top directory. A writer dropped without `finish` leaves an incomplete file.
+/// the top directory. A writer dropped without `finish` leaves an incomplete file (for
+/// an [`AtomicFile`], no file: the temporary one is removed).
 #[derive(Debug)]
-pub struct FileWriter<W: Write + Seek = File> {
+pub struct FileWriter<W: FileOutput = AtomicFile> {
     out: W,
     /// The file name stored in the top directory's key and the trailing records.
     file_name: String,
+    /// The output as error messages name it (its path, when known).
+    output_name: String,
     compression: CompressionSettings,
     datime: u32,
     uuid: [u8; 16],
@@ -178,29 +230,44 @@ pub struct FileWriter<W: Write + Seek = File> {
     classes: Vec<StreamerClass>,
 }
 
-impl FileWriter<File> {
-    /// Creates `path` (truncating an existing file), writing the file header and the top
-    /// directory key (both patched at [`FileWriter::finish`]). Key objects (anchors,
-    /// streamer info) are compressed with `compression` when that makes them smaller,
-    /// and the setting is recorded in the header as the file's default.
-    pub fn create(path: &Path, compression: CompressionSettings) -> Result<FileWriter<File>> {
-        let file = File::create(path)
-            .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
-        let file_name = path
+impl FileWriter<AtomicFile> {
+    /// Starts the file at `path`, replacing an existing file only when complete: the
+    /// bytes go to a temporary file beside it, renamed over `path` by
+    /// [`FileWriter::finish`]; on any error, or if the writer is dropped unfinished, the
+    /// temporary file is removed and `path` stays as it was. Writes the file header and
+    /// the top directory key (both patched at [`FileWriter::finish`]). Key objects
+    /// (anchors, streamer info) are compressed with `compression` when that makes them
+    /// smaller, and the setting is recorded in the header as the file's default.
+    pub fn create(path: &Path, compression: CompressionSettings) -> Result<FileWriter<AtomicFile>> {
+        Self::create_atomic(AtomicFile::create(path, Existing::Replace)?, compression)
+    }
+
+    /// Like [`FileWriter::create`], into an [`AtomicFile`] already started (e.g. one
+    /// that refuses to replace an existing file).
+    pub fn create_atomic(
+        out: AtomicFile,
+        compression: CompressionSettings,
+    ) -> Result<FileWriter<AtomicFile>> {
+        let file_name = out
+            .path()
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        FileWriter::new(file, &file_name, compression)
+        let output_name = out.path().display().to_string();
+        let mut w = FileWriter::new(out, &file_name, compression)?;
+        w.output_name = output_name;
+        Ok(w)
     }
 }
 
-impl<W: Write + Seek> FileWriter<W> {
+impl<W: FileOutput> FileWriter<W> {
     /// Starts a file in `out` (positioned anywhere; the file starts at offset 0 of `out`)
     /// whose top directory is named `file_name`. See [`FileWriter::create`].
     pub fn new(out: W, file_name: &str, compression: CompressionSettings) -> Result<Self> {
         let mut w = FileWriter {
             out,
             file_name: file_name.to_string(),
+            output_name: file_name.to_string(),
             compression,
             datime: datime_now(),
             uuid: new_uuid(),
@@ -228,15 +295,29 @@ impl<W: Write + Seek> FileWriter<W> {
         self.pos
     }
 
+    /// An I/O failure while writing the output, naming it.
+    fn write_error(&self, what: &str, e: std::io::Error) -> Error {
+        Error::Write {
+            what: format!("{} ({what})", self.output_name),
+            source: e,
+        }
+    }
+
+    /// Hands everything written so far to the operating system, so that it survives the
+    /// writing process being killed (a checkpoint).
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.out.checkpoint()
+    }
+
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         if self.out_pos != offset {
-            self.out
-                .seek(SeekFrom::Start(offset))
-                .map_err(|e| io_error(&format!("cannot seek to byte offset {offset}"), e))?;
+            if let Err(e) = self.out.seek(SeekFrom::Start(offset)) {
+                return Err(self.write_error(&format!("seeking to byte offset {offset}"), e));
+            }
         }
-        self.out
-            .write_all(data)
-            .map_err(|e| io_error(&format!("cannot write at byte offset {offset}"), e))?;
+        if let Err(e) = self.out.write_all(data) {
+            return Err(self.write_error(&format!("at byte offset {offset}"), e));
+        }
         self.out_pos = offset + data.len() as u64;
         Ok(())
     }
@@ -529,7 +610,8 @@ impl<W: Write + Seek> FileWriter<W> {
     }
 
     /// Writes the keys list, the streamer info and the free segments, then patches the
-    /// file header and the top directory record, and flushes.
+    /// file header and the top directory record, and completes the output (an
+    /// [`AtomicFile`] is synced and renamed over its destination).
     pub fn finish(mut self) -> Result<()> {
         self.finish_in_place()?;
         Ok(())
@@ -628,9 +710,6 @@ impl<W: Write + Seek> FileWriter<W> {
         self.write_at(0, &head)?;
         let top = self.top_directory_bytes(seek_keys, nbytes_keys)?;
         self.write_at(BEGIN, &top)?;
-        self.out
-            .flush()
-            .map_err(|e| io_error("cannot flush the file", e))?;
-        Ok(())
+        self.out.complete()
     }
 }

@@ -8,6 +8,7 @@
 mod edges;
 pub mod http;
 mod local;
+pub mod output;
 pub mod retry;
 pub mod s3;
 mod spare;
@@ -16,6 +17,7 @@ mod xrootd;
 pub use edges::EdgeCached;
 pub use http::{HttpOptions, HttpSource};
 pub use local::LocalFile;
+pub use output::{ensure_distinct, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 pub use s3::S3Source;
 pub use xrootd::{XRootDOptions, XRootDSource};

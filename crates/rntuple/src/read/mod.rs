@@ -204,6 +204,28 @@ impl RNTupleReader {
                 computed: header_checksum,
             }));
         }
+        Self::from_envelopes(source, anchor, path, header, header_checksum, footer)
+    }
+
+    /// Opens an RNTuple from its parsed header and footer (the footer's cluster groups
+    /// may also be put together from page lists found in a file whose writer died):
+    /// reads every page list the footer links and builds the descriptor. `anchor` gives
+    /// the format version and the MaxKeySize to read pages with.
+    pub(crate) fn from_envelopes(
+        source: Source,
+        anchor: Anchor,
+        path: String,
+        header: Header,
+        header_checksum: u64,
+        footer: Footer,
+    ) -> Result<RNTupleReader> {
+        let in_file = |e: Error| {
+            e.at(Location {
+                file: Some(source.name().to_string()),
+                rntuple: Some(path.clone()),
+                ..Default::default()
+            })
+        };
         let page_lists = footer
             .cluster_groups
             .par_iter()
@@ -237,6 +259,26 @@ impl RNTupleReader {
             })
             .collect::<Result<Vec<_>>>()
             .map_err(in_file)?;
+        Self::from_parts(source, anchor, path, header, footer, page_lists)
+    }
+
+    /// Opens an RNTuple from its parsed envelopes, with no I/O: the footer's cluster
+    /// groups and their page lists, in order. See [`RNTupleReader::from_envelopes`].
+    pub(crate) fn from_parts(
+        source: Source,
+        anchor: Anchor,
+        path: String,
+        header: Header,
+        footer: Footer,
+        page_lists: Vec<PageList>,
+    ) -> Result<RNTupleReader> {
+        let in_file = |e: Error| {
+            e.at(Location {
+                file: Some(source.name().to_string()),
+                rntuple: Some(path.clone()),
+                ..Default::default()
+            })
+        };
         let version = (
             anchor.version_epoch,
             anchor.version_major,
@@ -376,7 +418,11 @@ impl RNTupleReader {
         let mut chains = Vec::with_capacity(names.len());
         for n in names {
             let id = d.find_field(n).ok_or_else(|| {
-                Error::InvalidArgument(format!("no field \"{n}\" in RNTuple \"{}\"", self.path))
+                Error::InvalidArgument(format!(
+                    "no field \"{n}\" in RNTuple \"{}\" of {}",
+                    self.path,
+                    self.source.name()
+                ))
             })?;
             if let Some(why) = d.unreadable_reason(id) {
                 return Err(Error::Unsupported(why));
@@ -588,8 +634,11 @@ impl RNTupleReader {
         let n = self.descriptor.n_entries;
         if entries.start > entries.end || entries.end > n {
             return Err(Error::InvalidArgument(format!(
-                "entry range {}..{} is outside 0..{n}",
-                entries.start, entries.end
+                "entry range {}..{} is outside 0..{n}: RNTuple \"{}\" of {} has {n} entries",
+                entries.start,
+                entries.end,
+                self.path,
+                self.source.name()
             )));
         }
         Ok(())

@@ -2,6 +2,11 @@
 
 use crate::compression::CompressionSettings;
 
+/// Clusters per checkpoint by default: every cluster. A page list per cluster costs about
+/// 0.01% of the file's size and no measurable time (see the README), and makes every
+/// committed cluster recoverable.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1;
+
 /// How an RNTuple is written. `Default` gives ROOT 6.40's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteOptions {
@@ -35,8 +40,13 @@ pub struct WriteOptions {
     pub enable_same_page_merging: bool,
     /// The largest payload one TFile key holds; larger ones span several keys (1 GiB).
     pub max_key_size: u64,
-    /// Commit a cluster group after this many clusters (`None`: one group, as ROOT).
-    pub clusters_per_group: Option<u64>,
+    /// Commit a cluster group (write its page list and hand the file's bytes to the
+    /// operating system) after this many clusters: a checkpoint. If the writing process
+    /// dies before the footer is written (killed, out of memory, out of time), every
+    /// committed cluster group can be recovered (`rntuple recover`); the entries after the
+    /// last checkpoint are lost. `None`: one group at the end, as ROOT (nothing is
+    /// recoverable).
+    pub checkpoint_every: Option<u64>,
 }
 
 impl Default for WriteOptions {
@@ -52,7 +62,7 @@ impl Default for WriteOptions {
             enable_page_checksums: true,
             enable_same_page_merging: true,
             max_key_size: 1 << 30,
-            clusters_per_group: None,
+            checkpoint_every: Some(DEFAULT_CHECKPOINT_EVERY),
         }
     }
 }

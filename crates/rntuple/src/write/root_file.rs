@@ -4,19 +4,22 @@
 use super::model::schema_for_copy;
 use super::options::WriteOptions;
 use super::writer::{BlobSink, RNTupleWriter};
-use crate::container::FileWriter;
+use crate::container::{FileOutput, FileWriter};
 use crate::error::Result;
 use crate::format::{Anchor, LinkedAttributeSet, Locator};
 use crate::read::RNTupleReader;
-use std::io::{Seek, Write};
 
-impl<W: Write + Seek> BlobSink for FileWriter<W> {
+impl<W: FileOutput> BlobSink for FileWriter<W> {
     fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
         FileWriter::write_blob(self, payload, max_key_size)
     }
 
     fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
         FileWriter::write_blob_parts(self, parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        FileWriter::checkpoint(self)
     }
 }
 
@@ -33,7 +36,7 @@ pub fn source_compression(source: &RNTupleReader) -> Option<u32> {
 /// Copies `source` into `file` as RNTuple `name`: every value is decoded and written
 /// again with the same schema and column types, cluster by cluster of the source.
 /// `progress` is called with the number of entries copied so far.
-pub fn copy_rntuple<W: Write + Seek>(
+pub fn copy_rntuple<W: FileOutput>(
     source: &RNTupleReader,
     file: &mut FileWriter<W>,
     name: &str,
@@ -59,7 +62,7 @@ pub fn copy_rntuple<W: Write + Seek>(
 
 /// Writes every entry of `source` as RNTuple `name` and returns its anchor; `links` are
 /// attribute sets already written, to link from its footer.
-fn copy_entries<W: Write + Seek>(
+fn copy_entries<W: FileOutput>(
     source: &RNTupleReader,
     file: &mut FileWriter<W>,
     name: &str,

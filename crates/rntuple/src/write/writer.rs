@@ -28,6 +28,12 @@ pub trait BlobSink {
     fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
         self.write_blob(&parts.concat(), max_key_size)
     }
+
+    /// Hands what was stored so far to the operating system (called after each page
+    /// list, so that a committed cluster group survives the process being killed).
+    fn checkpoint(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Memory as a sink: payloads appended to the bytes, offsets counted from the start (for
@@ -49,6 +55,10 @@ impl<S: BlobSink + ?Sized> BlobSink for &mut S {
 
     fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
         (**self).write_blob_parts(parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        (**self).checkpoint()
     }
 }
 
@@ -234,10 +244,16 @@ impl<S: BlobSink> RNTupleWriter<S> {
         }
         let mut columns = Vec::with_capacity(descriptor.columns.len());
         let mut planner = PagePlanner::new(&options);
+        let mut element_sizes = Vec::with_capacity(descriptor.columns.len());
         for c in &descriptor.columns {
             let (state, memory) = column_state(&descriptor, &c.record, 0)?;
-            planner.add_column(memory)?;
+            element_sizes.push(memory);
             columns.push(state);
+        }
+        for &size in &element_sizes {
+            if planner.add_column(size).is_err() {
+                return Err(budget_too_small(&options, &planner, &element_sizes));
+            }
         }
         let data_fields = descriptor
             .top_level
@@ -781,7 +797,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         self.cluster_first_entry = self.n_entries;
         self.items.iter_mut().for_each(|v| *v = 0);
         self.alternatives.iter_mut().for_each(|v| *v = 0);
-        if let Some(per_group) = self.options.clusters_per_group {
+        if let Some(per_group) = self.options.checkpoint_every {
             if self.open_group.len() as u64 >= per_group {
                 self.commit_cluster_group()?;
             }
@@ -929,6 +945,8 @@ impl<S: BlobSink> RNTupleWriter<S> {
         let envelope = seal_envelope(EnvelopeType::PageList, &list.write());
         let zipped = compress(&envelope, self.options.compression)?;
         let offset = self.sink.write_blob(&zipped, self.options.max_key_size)?;
+        // The group is committed once its page list is out of this process.
+        self.sink.checkpoint()?;
         self.groups.push(ClusterGroupRecord {
             min_entry,
             entry_span: span,
@@ -1245,7 +1263,38 @@ impl PlannedColumn {
     }
 }
 
+/// The error for a page buffer budget that cannot hold the first pages of all columns,
+/// in the user's terms: the cluster size it comes from, and the smallest that works.
+fn budget_too_small(options: &WriteOptions, planner: &PagePlanner, element_sizes: &[u64]) -> Error {
+    // Each column takes its first page from the budget twice (see `add_column`).
+    let needed: u64 = element_sizes
+        .iter()
+        .map(|&size| 2 * planner.initial_page_bytes(size))
+        .sum();
+    let n = element_sizes.len();
+    match options.page_buffer_budget {
+        Some(budget) => Error::InvalidArgument(format!(
+            "the page buffer budget of {budget} bytes is too small for the {n} columns of this schema: their first pages need {needed} bytes"
+        )),
+        None => {
+            let factor = if options.compression.as_u32() != 0 { 2 } else { 1 };
+            Error::InvalidArgument(format!(
+                "the cluster size of {} bytes is too small for the {n} columns of this schema: the cluster size must be at least {} bytes (their first pages need {needed} bytes of page buffers, {factor}x the cluster size)",
+                options.approx_zipped_cluster_size,
+                needed.div_ceil(factor)
+            ))
+        }
+    }
+}
+
 impl PagePlanner {
+    /// Bytes of a column's first write page, for elements of `element_size` bytes.
+    fn initial_page_bytes(&self, element_size: u64) -> u64 {
+        let element_size = element_size.max(1);
+        let initial = self.initial_page_size.min(self.max_page_size);
+        (initial / element_size).max(1) * element_size
+    }
+
     fn new(options: &WriteOptions) -> Self {
         PagePlanner {
             budget: options.effective_page_buffer_budget(),

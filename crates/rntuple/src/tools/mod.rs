@@ -1,0 +1,4 @@
+//! Tools above reading and writing: each composes the layers below (container, format,
+//! read, write) rather than re-implementing any of them.
+
+pub mod recover;
