@@ -463,6 +463,15 @@ impl RNTupleReader {
             }
             let mut kept: HashSet<u32> = chain.iter().copied().collect();
             let mut below = vec![id];
+            // An Arrow map holds keys and values together: a path into a map's key or
+            // value keeps the whole (key, value) pair.
+            for &f in chain {
+                if let crate::schema::FieldKind::Map(pair) = d.field_kind(f) {
+                    if kept.contains(&pair) {
+                        below.push(pair);
+                    }
+                }
+            }
             while let Some(f) = below.pop() {
                 kept.insert(f);
                 below.extend(d.field(f).children.iter().copied());
