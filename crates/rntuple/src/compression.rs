@@ -462,12 +462,12 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
                     std::mem::take(&mut out),
                     flate2::Compression::new(level),
                 );
-                enc.write_all(chunk).map_err(|e| Error::Io {
-                    what: "zlib compression".into(),
+                enc.write_all(chunk).map_err(|e| Error::Write {
+                    what: "a page (zlib compression)".into(),
                     source: e,
                 })?;
-                out = enc.finish().map_err(|e| Error::Io {
-                    what: "zlib compression".into(),
+                out = enc.finish().map_err(|e| Error::Write {
+                    what: "a page (zlib compression)".into(),
                     source: e,
                 })?;
                 [b'Z', b'L', 8]
@@ -485,8 +485,8 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
                     lz4::block::CompressionMode::DEFAULT
                 };
                 let block =
-                    lz4::block::compress(chunk, Some(mode), false).map_err(|e| Error::Io {
-                        what: "lz4 compression".into(),
+                    lz4::block::compress(chunk, Some(mode), false).map_err(|e| Error::Write {
+                        what: "a page (lz4 compression)".into(),
                         source: e,
                     })?;
                 let sum = xxhash_rust::xxh64::xxh64(&block, 0);
