@@ -2,7 +2,9 @@
 own: ``python tests/crash_check.py groups FILE`` prints the cluster groups of FILE as
 JSON (``[[page_list_end, entry_end], ...]``); ``python tests/crash_check.py check
 FILE...`` reads every value of each FILE with ROOT and prints one JSON object per file
-(``entries``, ``mismatches``, ``first_mismatch``, or ``error`` if ROOT cannot read it)."""
+(``entries``, ``mismatches``, ``first_mismatch``, or ``error`` if ROOT cannot read it);
+``python tests/crash_check.py write FILE ENTRIES CLUSTER`` writes the same values with
+ROOT's own writer, a cluster group committed every CLUSTER entries."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ def main(argv: list[str]) -> int:
         print("cannot declare crash_check.hxx", file=sys.stderr)
         return 2
     command, files = argv[0], argv[1:]
+    if command == "write":
+        ROOT.rntuple_crash_check.Write(files[0], int(files[1]), int(files[2]))
+        return 0
     if command == "groups":
         pairs = [p.split(":") for p in str(ROOT.rntuple_crash_check.Groups(files[0])).split()]
         print(json.dumps([[int(a), int(b)] for a, b in pairs]))

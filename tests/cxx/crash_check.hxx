@@ -3,8 +3,10 @@
 // functions of the entry number that the writer used.
 #ifndef RNTUPLE_CRASH_CHECK_HXX
 #define RNTUPLE_CRASH_CHECK_HXX
+#include <ROOT/RNTupleModel.hxx>
 #include <ROOT/RNTupleReader.hxx>
 #include <ROOT/RNTupleView.hxx>
+#include <ROOT/RNTupleWriter.hxx>
 
 #include <cstdint>
 #include <sstream>
@@ -56,6 +58,31 @@ inline std::string Groups(const std::string &path)
           << g.GetMinEntry() + g.GetEntrySpan() << " ";
    }
    return out.str();
+}
+
+// Writes ENTRIES entries of tests/crash_writer.py's values with ROOT's own writer,
+// committing a cluster (and its cluster group) every CLUSTER entries.
+inline void Write(const std::string &path, std::uint64_t entries, std::uint64_t cluster)
+{
+   auto model = ROOT::RNTupleModel::Create();
+   auto fi = model->MakeField<std::int64_t>("i");
+   auto fx = model->MakeField<double>("x");
+   auto fv = model->MakeField<std::vector<float>>("v");
+   auto fn = model->MakeField<std::int32_t>("n");
+   auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "Events", path);
+   for (std::uint64_t e = 0; e < entries; ++e) {
+      const auto i = static_cast<std::int64_t>(e);
+      const std::uint64_t h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+      *fi = i;
+      *fx = static_cast<double>(h >> 11) * 0x1p-53;
+      fv->clear();
+      for (std::int64_t k = 0; k < i % 5; ++k)
+         fv->push_back(static_cast<float>(*fx + static_cast<double>(k)));
+      *fn = static_cast<std::int32_t>(h >> 40);
+      writer->Fill();
+      if ((e + 1) % cluster == 0)
+         writer->CommitCluster(true);
+   }
 }
 
 } // namespace rntuple_crash_check
