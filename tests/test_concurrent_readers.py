@@ -144,6 +144,8 @@ def test_rust_threads_sharing_one_reader_read_what_serial_reads_read(
     assert summary["tasks"] >= 2 * THREADS
     assert min(summary["read_tasks"], summary["row_tasks"], summary["stream_tasks"]) > 0
     assert summary["nested_tasks"] > 0
+    # Every nested path the reader accepts also reads (see crates/rntuple/tests/map_projection.rs).
+    assert summary["refused_paths"] == [], result.stderr
 
 
 # ----------------------------------------------------------------------------- Python
