@@ -63,6 +63,7 @@ fn an_empty_folder_is_an_error_naming_it() {
     });
     assert!(message.contains("holds no .root files"), "{message}");
     assert!(message.contains(&dir.display().to_string()), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Run by [`a_test_needing_missing_data_fails`] in a child process, with
