@@ -67,7 +67,11 @@ def main() -> None:
     source = args.data / "nanoaod_root.root"
     rows = []
     with tempfile.TemporaryDirectory(dir=args.data) as tmp:
-        for label, cluster_size in (("ROOT's 128 MiB clusters", None), ("8 MiB clusters", 8 << 20)):
+        for label, cluster_size in (
+            ("ROOT's 128 MiB clusters", None),
+            ("8 MiB clusters", 8 << 20),
+            ("256 KiB clusters", 256 << 10),
+        ):
             times: dict[int, list[float]] = {0: [], 1: []}
             sizes: dict[int, int] = {}
             layout: dict[int, tuple[int, int]] = {}

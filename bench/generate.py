@@ -395,11 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.force or not ours_file.exists():
         if not CLI.exists():
             raise SystemExit(f"{CLI} is missing: cargo build --release -p rntuple-cli")
-        tmp = out / "nanoaod_ours.root.tmp"
         t0 = time.perf_counter()
-        subprocess.run([str(CLI), "copy", str(root_file), str(tmp), "--compression", "zstd:5"], check=True)
+        # The copy appears at its path only when complete (and replaces an older one).
+        subprocess.run(
+            [str(CLI), "copy", str(root_file), str(ours_file), "--compression", "zstd:5", "--force"],
+            check=True,
+        )
         meta["seconds"]["nanoaod_ours.root"] = round(time.perf_counter() - t0, 2)
-        tmp.rename(ours_file)
         save()
         print(f"  rntuple copy: {meta['seconds']['nanoaod_ours.root']:.1f} s")
     if args.force or not parquet_file.exists():

@@ -62,7 +62,9 @@ def main() -> None:
         elif args.tool == "ours-cli":
             cli = REPO / "target" / "release" / "rntuple"
             t0 = time.perf_counter()
-            subprocess.run([str(cli), "copy", src, str(out), "--compression", "zstd:5"], check=True)
+            subprocess.run(
+                [str(cli), "copy", src, str(out), "--compression", "zstd:5", "--force"], check=True
+            )
             seconds = time.perf_counter() - t0
         else:
             from rootcode import declare, write_source

@@ -259,6 +259,7 @@ fn copy_writes_a_file_that_reads_back_identically() {
                 .arg("copy")
                 .arg(&src)
                 .arg(&out)
+                .arg("--force")
                 .args(extra)
                 .status()
                 .unwrap();
