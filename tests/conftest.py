@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +40,35 @@ def require_rntuple_bin() -> Path:
             "require `rntuple dump FILE:NAME --json`.",
             pytrace=False,
         )
+    return path
+
+
+def rust_example(name: str, env_var: str) -> Path:
+    """A Rust example binary of the workspace: ``$ENV_VAR`` if set, else
+    ``target/release/examples/NAME`` (in ``$CARGO_TARGET_DIR`` if set), built with cargo
+    when missing. FAILS (not skips) the calling test if it cannot be had."""
+    env = os.environ.get(env_var)
+    if env:
+        path = Path(env)
+    else:
+        target = Path(os.environ.get("CARGO_TARGET_DIR", REPO_ROOT / "target"))
+        path = target / "release" / "examples" / name
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    if not path.is_file() and not env:
+        package = (
+            "rntuple-cli"
+            if (REPO_ROOT / "crates" / "rntuple-cli" / "examples" / f"{name}.rs").exists()
+            else "rntuple"
+        )
+        subprocess.run(
+            ["cargo", "build", "--release", "-q", "-p", package, "--example", name],
+            cwd=REPO_ROOT,
+            check=False,
+            timeout=1800,
+        )
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: cargo build --release --example {name}", pytrace=False)
     return path
 
 

@@ -22,7 +22,6 @@ over http:// (nginx) and over root:// (xrootd), on loopback.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import threading
@@ -37,7 +36,7 @@ import awkward as ak
 import pytest
 import server_http
 import server_xrootd
-from conftest import REPO_ROOT
+from conftest import rust_example
 from remote_data import nanoaod_like
 
 import rntuple
@@ -57,20 +56,8 @@ FILES = {ROOT_FILE: rootgen.NTUPLE, NANO_FILE: "Events"}
 
 
 def concurrent_read_path() -> Path:
-    """The concurrent_read example: ``$RNTUPLE_CONCURRENT_READ``, else built here."""
-    env = os.environ.get("RNTUPLE_CONCURRENT_READ")
-    if env:
-        return Path(env)
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "rntuple", "--example", "concurrent_read"],
-        cwd=REPO_ROOT,
-        check=True,
-        timeout=1800,
-    )
-    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO_ROOT / "target"))
-    if not target.is_absolute():
-        target = REPO_ROOT / target
-    return target / "release" / "examples" / "concurrent_read"
+    """The concurrent_read example (``$RNTUPLE_CONCURRENT_READ`` overrides it)."""
+    return rust_example("concurrent_read", "RNTUPLE_CONCURRENT_READ")
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,8 @@ from typing import Any
 import conformance_data
 import pytest
 import server_http
+from conftest import rust_example
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The conformance cases (all but the one whose expected outcome is an error); without
 #: the conformance data, one pseudo-case whose test fails saying so.
 CASES = [case for case in conformance_data.cases() if case != "structure.feature_flag"]
@@ -53,20 +53,8 @@ def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Comple
 
 
 def io_probe_path() -> Path:
-    """The io_probe example: ``$RNTUPLE_IO_PROBE``, else built here with cargo."""
-    env = os.environ.get("RNTUPLE_IO_PROBE")
-    if env:
-        return Path(env)
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "rntuple", "--example", "io_probe"],
-        cwd=REPO_ROOT,
-        check=True,
-        timeout=1800,
-    )
-    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO_ROOT / "target"))
-    if not target.is_absolute():
-        target = REPO_ROOT / target
-    return target / "release" / "examples" / "io_probe"
+    """The io_probe example (``$RNTUPLE_IO_PROBE`` overrides it)."""
+    return rust_example("io_probe", "RNTUPLE_IO_PROBE")
 
 
 @pytest.fixture(scope="module")

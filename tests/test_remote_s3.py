@@ -23,7 +23,7 @@ from typing import Any
 import conformance_data
 import pytest
 import server_s3
-from conftest import REPO_ROOT, require_rntuple_bin
+from conftest import require_rntuple_bin, rust_example
 
 import rootgen
 
@@ -62,12 +62,8 @@ EDGE_TAIL_BYTES = 128 << 10
 
 
 def _io_probe() -> Path:
-    path = Path(os.environ.get("IO_PROBE_BIN", REPO_ROOT / "target" / "release" / "examples" / "io_probe"))
-    if not path.is_absolute():
-        path = REPO_ROOT / path
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: cargo build --release -p rntuple --example io_probe", pytrace=False)
-    return path
+    """The io_probe example (``$IO_PROBE_BIN`` overrides it)."""
+    return rust_example("io_probe", "IO_PROBE_BIN")
 
 
 def _client_env(extra: dict[str, str]) -> dict[str, str]:

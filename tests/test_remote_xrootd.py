@@ -33,7 +33,7 @@ from typing import Any
 import conformance_data
 import pytest
 import server_xrootd
-from conftest import REPO_ROOT, require_rntuple_bin
+from conftest import require_rntuple_bin, rust_example
 
 import rootgen
 
@@ -59,14 +59,8 @@ EDGE_TAIL = 128 << 10
 
 
 def io_probe_bin() -> Path:
-    """The io_probe example: ``$IO_PROBE_BIN`` or ``target/release/examples/io_probe``."""
-    env = os.environ.get("IO_PROBE_BIN")
-    path = Path(env) if env else REPO_ROOT / "target" / "release" / "examples" / "io_probe"
-    if not path.is_absolute():
-        path = REPO_ROOT / path
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: cargo build --release -p rntuple --example io_probe", pytrace=False)
-    return path
+    """The io_probe example (``$IO_PROBE_BIN`` overrides it)."""
+    return rust_example("io_probe", "IO_PROBE_BIN")
 
 
 def run(

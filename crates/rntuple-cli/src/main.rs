@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
 use rntuple::container::RootFile;
-use rntuple::io::{ensure_distinct, open_source, AtomicFile, Existing};
+use rntuple::io::{ensure_distinct, open_source, split_target, AtomicFile, Existing};
 use rntuple::read::RNTupleReader;
 use rntuple::tools::recover;
 use rntuple::write::{copy_rntuple, WriteOptions};
@@ -113,34 +113,6 @@ enum Command {
         #[arg(long)]
         attributes: Option<String>,
     },
-}
-
-/// Splits `FILE[:NAME]`: the whole string is the file if it exists, else the part
-/// before the last colon.
-fn split_target(target: &str) -> (String, Option<String>) {
-    if std::path::Path::new(target).exists() {
-        return (target.to_string(), None);
-    }
-    if let Some(scheme_end) = target.find("://") {
-        // In a URL, only a colon after the start of the path can begin a NAME (the one
-        // in host:port cannot).
-        let after = scheme_end + 3;
-        let path_start = target[after..]
-            .find('/')
-            .map_or(target.len(), |i| after + i);
-        return match target.rfind(':') {
-            Some(i) if i > path_start && i + 1 < target.len() => {
-                (target[..i].to_string(), Some(target[i + 1..].to_string()))
-            }
-            _ => (target.to_string(), None),
-        };
-    }
-    match target.rsplit_once(':') {
-        Some((file, name)) if !file.is_empty() && !name.is_empty() => {
-            (file.to_string(), Some(name.to_string()))
-        }
-        _ => (target.to_string(), None),
-    }
 }
 
 /// Parses `START:STOP` against `n` entries.
@@ -567,32 +539,5 @@ fn main() -> ExitCode {
             eprintln!("rntuple: cannot write the output: {e}");
             ExitCode::from(1)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_target;
-
-    #[test]
-    fn targets_split_at_the_name_not_at_a_port() {
-        let s = |t: &str| split_target(t);
-        assert_eq!(
-            s("root://host:1094//eos/f.root"),
-            ("root://host:1094//eos/f.root".into(), None)
-        );
-        assert_eq!(
-            s("root://host:1094//eos/f.root:Events"),
-            ("root://host:1094//eos/f.root".into(), Some("Events".into()))
-        );
-        assert_eq!(s("https://h/f.root"), ("https://h/f.root".into(), None));
-        assert_eq!(
-            s("s3://b/k.root:dir/nt"),
-            ("s3://b/k.root".into(), Some("dir/nt".into()))
-        );
-        assert_eq!(
-            s("nonexistent.root:T"),
-            ("nonexistent.root".into(), Some("T".into()))
-        );
     }
 }

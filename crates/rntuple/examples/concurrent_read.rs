@@ -108,32 +108,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// Splits `FILE[:NAME]` as the CLI does: the whole string is the file if it exists; in a
-/// URL only a colon after the start of the path can begin a NAME.
-fn split_target(target: &str) -> (String, Option<String>) {
-    if std::path::Path::new(target).exists() {
-        return (target.to_string(), None);
-    }
-    if let Some(scheme_end) = target.find("://") {
-        let after = scheme_end + 3;
-        let path_start = target[after..]
-            .find('/')
-            .map_or(target.len(), |i| after + i);
-        return match target.rfind(':') {
-            Some(i) if i > path_start && i + 1 < target.len() => {
-                (target[..i].to_string(), Some(target[i + 1..].to_string()))
-            }
-            _ => (target.to_string(), None),
-        };
-    }
-    match target.rsplit_once(':') {
-        Some((file, name)) if !file.is_empty() && !name.is_empty() => {
-            (file.to_string(), Some(name.to_string()))
-        }
-        _ => (target.to_string(), None),
-    }
-}
-
 /// SplitMix64: a small deterministic generator (no dependency needed).
 struct Rng(u64);
 
@@ -426,7 +400,7 @@ fn stride(tasks: usize, threads: usize) -> usize {
 
 fn run() -> Result<bool, String> {
     let args = parse_args()?;
-    let (location, name) = split_target(&args.location);
+    let (location, name) = rntuple::io::split_target(&args.location);
     let source = open_source(&location).map_err(|e| e.to_string())?;
     let file = RootFile::open(source).map_err(|e| e.to_string())?;
     let reader = RNTupleReader::open(&file, name.as_deref()).map_err(|e| e.to_string())?;

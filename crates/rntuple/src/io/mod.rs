@@ -182,6 +182,36 @@ pub fn url_scheme(location: &str) -> Option<String> {
     (valid && !rest.is_empty()).then(|| scheme.to_ascii_lowercase())
 }
 
+/// Splits a `FILE[:NAME]` target into the file (a path or URL) and the RNTuple's name:
+/// the whole string is the file if it exists locally; in a URL only a colon after the
+/// start of the path can begin a NAME (not the one of `host:port`); else the part before
+/// the last colon.
+pub fn split_target(target: &str) -> (String, Option<String>) {
+    if std::path::Path::new(target).exists() {
+        return (target.to_string(), None);
+    }
+    if let Some(scheme_end) = target.find("://") {
+        // In a URL, only a colon after the start of the path can begin a NAME (the one
+        // in host:port cannot).
+        let after = scheme_end + 3;
+        let path_start = target[after..]
+            .find('/')
+            .map_or(target.len(), |i| after + i);
+        return match target.rfind(':') {
+            Some(i) if i > path_start && i + 1 < target.len() => {
+                (target[..i].to_string(), Some(target[i + 1..].to_string()))
+            }
+            _ => (target.to_string(), None),
+        };
+    }
+    match target.rsplit_once(':') {
+        Some((file, name)) if !file.is_empty() && !name.is_empty() => {
+            (file.to_string(), Some(name.to_string()))
+        }
+        _ => (target.to_string(), None),
+    }
+}
+
 /// Opens a byte source: a local path or `file://` URL, `http(s)://`, `root(s)://` or
 /// `s3://`. A remote source comes with its first and last bytes already read (one
 /// vectored request), where a ROOT file keeps what opening it needs.
@@ -276,5 +306,32 @@ pub fn checked_slice<'a>(data: &'a [u8], offset: u64, len: u64, what: &str) -> R
             needed: len,
             available: size.saturating_sub(offset),
         }),
+    }
+}
+
+#[cfg(test)]
+mod split_target_tests {
+    use super::split_target;
+
+    #[test]
+    fn targets_split_at_the_name_not_at_a_port() {
+        let s = |t: &str| split_target(t);
+        assert_eq!(
+            s("root://host:1094//eos/f.root"),
+            ("root://host:1094//eos/f.root".into(), None)
+        );
+        assert_eq!(
+            s("root://host:1094//eos/f.root:Events"),
+            ("root://host:1094//eos/f.root".into(), Some("Events".into()))
+        );
+        assert_eq!(s("https://h/f.root"), ("https://h/f.root".into(), None));
+        assert_eq!(
+            s("s3://b/k.root:dir/nt"),
+            ("s3://b/k.root".into(), Some("dir/nt".into()))
+        );
+        assert_eq!(
+            s("nonexistent.root:T"),
+            ("nonexistent.root".into(), Some("T".into()))
+        );
     }
 }

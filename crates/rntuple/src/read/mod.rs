@@ -117,6 +117,18 @@ fn read_envelope(
     Ok((payload.to_vec(), checksum))
 }
 
+/// Wraps an error with the file and the RNTuple it was found in.
+fn in_rntuple(source: &Source, path: &str) -> impl Fn(Error) -> Error {
+    let (file, rntuple) = (source.name().to_string(), path.to_string());
+    move |e: Error| {
+        e.at(Location {
+            file: Some(file.clone()),
+            rntuple: Some(rntuple.clone()),
+            ..Default::default()
+        })
+    }
+}
+
 impl RNTupleReader {
     /// Opens the RNTuple `name` (or the only one) of the ROOT file at `path`.
     pub fn open_path(path: &str, name: Option<&str>) -> Result<RNTupleReader> {
@@ -168,13 +180,7 @@ impl RNTupleReader {
 
     /// Opens an RNTuple from its anchor: reads header, footer and every page list.
     pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
-        let in_file = |e: Error| {
-            e.at(Location {
-                file: Some(source.name().to_string()),
-                rntuple: Some(path.clone()),
-                ..Default::default()
-            })
-        };
+        let in_file = in_rntuple(&source, &path);
         let (header_bytes, header_checksum) = read_envelope(
             &source,
             &anchor,
@@ -184,8 +190,8 @@ impl RNTupleReader {
             EnvelopeType::Header,
             "header envelope",
         )
-        .map_err(in_file)?;
-        let header = Header::read(&header_bytes).map_err(in_file)?;
+        .map_err(&in_file)?;
+        let header = Header::read(&header_bytes).map_err(&in_file)?;
         let (footer_bytes, _) = read_envelope(
             &source,
             &anchor,
@@ -195,8 +201,8 @@ impl RNTupleReader {
             EnvelopeType::Footer,
             "footer envelope",
         )
-        .map_err(in_file)?;
-        let footer = Footer::read(&footer_bytes).map_err(in_file)?;
+        .map_err(&in_file)?;
+        let footer = Footer::read(&footer_bytes).map_err(&in_file)?;
         if footer.header_checksum != header_checksum {
             return Err(in_file(Error::ChecksumMismatch {
                 what: "footer envelope's reference to the header envelope".into(),
@@ -219,13 +225,7 @@ impl RNTupleReader {
         header_checksum: u64,
         footer: Footer,
     ) -> Result<RNTupleReader> {
-        let in_file = |e: Error| {
-            e.at(Location {
-                file: Some(source.name().to_string()),
-                rntuple: Some(path.clone()),
-                ..Default::default()
-            })
-        };
+        let in_file = in_rntuple(&source, &path);
         let page_lists = footer
             .cluster_groups
             .par_iter()
@@ -258,7 +258,7 @@ impl RNTupleReader {
                 Ok(list)
             })
             .collect::<Result<Vec<_>>>()
-            .map_err(in_file)?;
+            .map_err(&in_file)?;
         Self::from_parts(source, anchor, path, header, footer, page_lists)
     }
 
@@ -272,13 +272,7 @@ impl RNTupleReader {
         footer: Footer,
         page_lists: Vec<PageList>,
     ) -> Result<RNTupleReader> {
-        let in_file = |e: Error| {
-            e.at(Location {
-                file: Some(source.name().to_string()),
-                rntuple: Some(path.clone()),
-                ..Default::default()
-            })
-        };
+        let in_file = in_rntuple(&source, &path);
         let version = (
             anchor.version_epoch,
             anchor.version_major,
@@ -286,7 +280,7 @@ impl RNTupleReader {
             anchor.version_patch,
         );
         let mut descriptor =
-            Descriptor::build(version, header, footer, page_lists).map_err(in_file)?;
+            Descriptor::build(version, header, footer, page_lists).map_err(&in_file)?;
         let warnings: Vec<String> = descriptor
             .top_level
             .iter()
