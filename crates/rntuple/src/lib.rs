@@ -5,7 +5,7 @@
 //! [`io`] (byte sources), [`compression`] (ROOT compression blocks), [`container`]
 //! (the ROOT file around an RNTuple), [`mod@format`] (the spec's byte structures),
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
-//! [`read`] (planning, fetching, decoding into Apache Arrow), [`write`], and the
+//! [`read`] (planning, fetching, decoding into Apache Arrow), [`mod@write`], and the
 //! [`tools`] that compose them (recovery).
 
 #![forbid(unsafe_op_in_unsafe_fn)]
