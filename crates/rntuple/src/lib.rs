@@ -14,6 +14,9 @@ pub mod container;
 pub mod encoding;
 pub mod error;
 pub mod format;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod io;
 pub mod read;
 pub mod schema;

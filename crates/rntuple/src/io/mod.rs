@@ -11,7 +11,7 @@ mod local;
 pub mod retry;
 pub mod s3;
 mod spare;
-mod xrootd;
+pub(crate) mod xrootd;
 
 pub use edges::EdgeCached;
 pub use http::{HttpOptions, HttpSource};

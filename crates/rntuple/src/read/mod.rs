@@ -168,10 +168,11 @@ impl RNTupleReader {
 
     /// Opens an RNTuple from its anchor: reads header, footer and every page list.
     pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
-        let in_file = |e: Error| {
+        let (file_name, rntuple_path) = (source.name().to_string(), path.clone());
+        let in_file = move |e: Error| {
             e.at(Location {
-                file: Some(source.name().to_string()),
-                rntuple: Some(path.clone()),
+                file: Some(file_name.clone()),
+                rntuple: Some(rntuple_path.clone()),
                 ..Default::default()
             })
         };
@@ -184,8 +185,8 @@ impl RNTupleReader {
             EnvelopeType::Header,
             "header envelope",
         )
-        .map_err(in_file)?;
-        let header = Header::read(&header_bytes).map_err(in_file)?;
+        .map_err(&in_file)?;
+        let header = Header::read(&header_bytes).map_err(&in_file)?;
         let (footer_bytes, _) = read_envelope(
             &source,
             &anchor,
@@ -195,8 +196,8 @@ impl RNTupleReader {
             EnvelopeType::Footer,
             "footer envelope",
         )
-        .map_err(in_file)?;
-        let footer = Footer::read(&footer_bytes).map_err(in_file)?;
+        .map_err(&in_file)?;
+        let footer = Footer::read(&footer_bytes).map_err(&in_file)?;
         if footer.header_checksum != header_checksum {
             return Err(in_file(Error::ChecksumMismatch {
                 what: "footer envelope's reference to the header envelope".into(),
@@ -236,15 +237,26 @@ impl RNTupleReader {
                 Ok(list)
             })
             .collect::<Result<Vec<_>>>()
-            .map_err(in_file)?;
+            .map_err(&in_file)?;
+        Self::from_parts(source, anchor, path, header, footer, page_lists).map_err(&in_file)
+    }
+
+    /// Opens an RNTuple from its parsed (and checked) header, footer and page lists.
+    fn from_parts(
+        source: Source,
+        anchor: Anchor,
+        path: String,
+        header: Header,
+        footer: Footer,
+        page_lists: Vec<PageList>,
+    ) -> Result<RNTupleReader> {
         let version = (
             anchor.version_epoch,
             anchor.version_major,
             anchor.version_minor,
             anchor.version_patch,
         );
-        let mut descriptor =
-            Descriptor::build(version, header, footer, page_lists).map_err(in_file)?;
+        let mut descriptor = Descriptor::build(version, header, footer, page_lists)?;
         let warnings: Vec<String> = descriptor
             .top_level
             .iter()
@@ -260,6 +272,37 @@ impl RNTupleReader {
             pages: None,
             counters: Arc::default(),
         })
+    }
+
+    /// Opens an RNTuple from the payloads of its header, footer and page list envelopes
+    /// (no envelope, no checksum), its pages read from `source`: the metadata parsers and
+    /// the page decoding, for fuzzing, without the checksums that stop most mutations.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn from_payloads(
+        source: Source,
+        header: &[u8],
+        footer: &[u8],
+        page_lists: &[&[u8]],
+    ) -> Result<RNTupleReader> {
+        let header = Header::read(header)?;
+        let footer = Footer::read(footer)?;
+        let page_lists = page_lists
+            .iter()
+            .map(|p| PageList::read(p))
+            .collect::<Result<Vec<_>>>()?;
+        let anchor = Anchor {
+            version_epoch: 1,
+            max_key_size: 1 << 30,
+            ..Anchor::default()
+        };
+        Self::from_parts(
+            source,
+            anchor,
+            "fuzz".to_string(),
+            header,
+            footer,
+            page_lists,
+        )
     }
 
     /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
