@@ -7,6 +7,7 @@
 # Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
 set -uo pipefail
 cd "$(dirname "$0")"
+. ./env.sh
 
 TARGETS="open_file compression envelopes http_multipart xrootd_response"
 

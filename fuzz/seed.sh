@@ -6,6 +6,7 @@
 #   fuzz/seed.sh [TARGET...]      (all targets by default)
 set -euo pipefail
 cd "$(dirname "$0")"
+. ./env.sh
 targets=${*:-open_file compression envelopes http_multipart xrootd_response}
 rm -rf seeds
 cargo run -q --manifest-path ../Cargo.toml -p rntuple --features fuzzing --example fuzz_seeds -- \
