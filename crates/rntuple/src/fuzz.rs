@@ -1041,4 +1041,29 @@ mod tests {
         let reader = RNTupleReader::from_payloads(source, h, f, &lists).unwrap();
         reader.read(None, 0..reader.num_entries()).unwrap();
     }
+
+    /// The recorded XRootD session seed is a working session (so the `xrootd_response`
+    /// seeds start past the handshake): set-up, open with its stat, close.
+    #[test]
+    fn recorded_xrootd_session_opens_the_file() {
+        let seeds = seeds(&repo()).unwrap();
+        let session = seeds
+            .iter()
+            .find(|s| s.0 == "xrootd_response" && s.1 == "session")
+            .expect("the session seed");
+        let settings = Settings {
+            tls: false,
+            user: "fuzz".to_string(),
+            timeout: Duration::ZERO,
+            tls_config: None,
+            token: None,
+        };
+        let mut conn = Connection::replaying(session.2[2..].to_vec());
+        let early = conn.set_up("fuzz.invalid", &settings, None).unwrap();
+        assert!(early.is_none());
+        let (stat, also) = conn.open_file_and(XROOTD_PATH, None).unwrap();
+        assert_eq!((stat.size, also.is_none()), (4096, true));
+        assert_eq!(conn.handle, Some([0, 0, 0, 1]));
+        conn.close_file();
+    }
 }
