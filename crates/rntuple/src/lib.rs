@@ -15,6 +15,9 @@ pub mod container;
 pub mod encoding;
 pub mod error;
 pub mod format;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod io;
 pub mod read;
 pub mod schema;

@@ -14,7 +14,7 @@
 //! with the whole file (HTTP 200) or with fewer bytes than asked is remembered, and from
 //! then on gets parallel single-range requests.
 
-mod multipart;
+pub(crate) mod multipart;
 
 use super::retry::Failure;
 use super::spare::SpareBuffers;

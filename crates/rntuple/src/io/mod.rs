@@ -12,7 +12,7 @@ pub mod output;
 pub mod retry;
 pub mod s3;
 mod spare;
-mod xrootd;
+pub(crate) mod xrootd;
 
 pub use edges::EdgeCached;
 pub use http::{HttpOptions, HttpSource};

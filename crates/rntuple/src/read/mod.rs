@@ -298,6 +298,37 @@ impl RNTupleReader {
         })
     }
 
+    /// Opens an RNTuple from the payloads of its header, footer and page list envelopes
+    /// (no envelope, no checksum), its pages read from `source`: the metadata parsers and
+    /// the page decoding, for fuzzing, without the checksums that stop most mutations.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn from_payloads(
+        source: Source,
+        header: &[u8],
+        footer: &[u8],
+        page_lists: &[&[u8]],
+    ) -> Result<RNTupleReader> {
+        let header = Header::read(header)?;
+        let footer = Footer::read(footer)?;
+        let page_lists = page_lists
+            .iter()
+            .map(|p| PageList::read(p))
+            .collect::<Result<Vec<_>>>()?;
+        let anchor = Anchor {
+            version_epoch: 1,
+            max_key_size: 1 << 30,
+            ..Anchor::default()
+        };
+        Self::from_parts(
+            source,
+            anchor,
+            "fuzz".to_string(),
+            header,
+            footer,
+            page_lists,
+        )
+    }
+
     /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
     /// found through the anchor the footer links to.
     pub fn attribute_set(&self, name: &str) -> Result<RNTupleReader> {

@@ -84,6 +84,10 @@ enum Transport {
     Tls(Box<tls::TlsStream>),
     /// Only while switching to TLS.
     Switching,
+    /// A recorded server (for fuzzing and tests): its bytes are the responses; what the
+    /// client sends is dropped.
+    #[cfg(any(test, feature = "fuzzing"))]
+    Replay(std::io::Cursor<Vec<u8>>),
 }
 
 impl Transport {
@@ -92,6 +96,8 @@ impl Transport {
             Transport::Plain(s) => Some(s),
             Transport::Tls(s) => Some(s.get_ref()),
             Transport::Switching => None,
+            #[cfg(any(test, feature = "fuzzing"))]
+            Transport::Replay(_) => None,
         }
     }
 }
@@ -102,6 +108,8 @@ impl Read for Transport {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(s) => s.read(buf),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
+            #[cfg(any(test, feature = "fuzzing"))]
+            Transport::Replay(r) => r.read(buf),
         }
     }
 }
@@ -112,6 +120,8 @@ impl Write for Transport {
             Transport::Plain(s) => s.write(buf),
             Transport::Tls(s) => s.write(buf),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
+            #[cfg(any(test, feature = "fuzzing"))]
+            Transport::Replay(_) => Ok(buf.len()),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -119,6 +129,8 @@ impl Write for Transport {
             Transport::Plain(s) => s.flush(),
             Transport::Tls(s) => s.flush(),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
+            #[cfg(any(test, feature = "fuzzing"))]
+            Transport::Replay(_) => Ok(()),
         }
     }
 }
@@ -284,9 +296,36 @@ impl Connection {
             handle: None,
             authenticated: false,
         };
-        let (login_answer, open_answer) = conn.handshake(host, settings, early_open)?;
-        conn.login(settings, login_answer)?;
+        let open_answer = conn.set_up(host, settings, early_open)?;
         Ok((conn, open_answer))
+    }
+
+    /// A connection to a recorded server: `reply` is everything the server sends, what
+    /// the client sends is dropped (the response handling, without sockets, for fuzzing).
+    /// Its timeout is zero: a `kXR_wait` of more than 0 s breaks it at once.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn replaying(reply: Vec<u8>) -> Connection {
+        Connection {
+            io: BufReader::new(Transport::Replay(std::io::Cursor::new(reply))),
+            peer: "recorded server".to_string(),
+            timeout: Duration::ZERO,
+            next_stream: 0,
+            handle: None,
+            authenticated: false,
+        }
+    }
+
+    /// The session set-up on a connected transport: handshake, `kXR_protocol`, login and
+    /// authentication (see [`Connection::connect`]); the early open's answer, if any.
+    pub fn set_up(
+        &mut self,
+        host: &str,
+        settings: &Settings,
+        early_open: Option<&str>,
+    ) -> Result<Option<Answer>, Fault> {
+        let (login_answer, open_answer) = self.handshake(host, settings, early_open)?;
+        self.login(settings, login_answer)?;
+        Ok(open_answer)
     }
 
     /// The handshake and `kXR_protocol`, and, without TLS, `kXR_login` in the same

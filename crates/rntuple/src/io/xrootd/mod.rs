@@ -14,8 +14,8 @@
 //! [`RetryPolicy`].
 
 mod auth;
-mod connection;
-mod protocol;
+pub(crate) mod connection;
+pub(crate) mod protocol;
 mod tls;
 
 #[cfg(test)]
