@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 . ./env.sh
-targets=${*:-open_file compression envelopes http_multipart xrootd_response}
+targets=${*:-open_file compression envelopes http_multipart xrootd_response recover}
 mkdir -p logs
 for t in $targets; do
     nice -n 10 cargo +nightly fuzz cmin -O "$t" "corpus/$t" -- -use_counters=0 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs fuzz targets for a given time, one at a time, one process each, niced:
 #   fuzz/run.sh TARGET SECONDS     (TARGET: open_file, compression, envelopes,
-#   fuzz/run.sh all SECONDS         http_multipart, xrootd_response)
+#   fuzz/run.sh all SECONDS         http_multipart, xrootd_response, recover)
 # New inputs go into fuzz/corpus/TARGET/, crashes into fuzz/artifacts/TARGET/, the full
 # libFuzzer output into fuzz/logs/TARGET.log. Prints the final stats of each run.
 # Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 . ./env.sh
 
-TARGETS="open_file compression envelopes http_multipart xrootd_response"
+TARGETS="open_file compression envelopes http_multipart xrootd_response recover"
 
 max_len() {
     case "$1" in
@@ -18,6 +18,7 @@ max_len() {
         envelopes) echo 32768 ;;
         http_multipart) echo 16384 ;;
         xrootd_response) echo 8192 ;;
+        recover) echo 131072 ;;       # checkpointed copies of the example cut short
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 . ./env.sh
-targets=${*:-open_file compression envelopes http_multipart xrootd_response}
+targets=${*:-open_file compression envelopes http_multipart xrootd_response recover}
 rm -rf seeds
 cargo run -q --manifest-path ../Cargo.toml -p rntuple --features fuzzing --example fuzz_seeds -- \
     "$PWD/seeds" "$PWD/.."

@@ -38,13 +38,80 @@ pub type Parts<'a> = (&'a [u8], &'a [u8], Vec<&'a [u8]>, &'a [u8]);
 
 /// The fuzz targets, by name (the names of `fuzz/fuzz_targets/*.rs` and of the corpus
 /// folders).
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("open_file", open_file),
     ("compression", compression),
     ("envelopes", envelopes),
     ("http_multipart", http_multipart),
     ("xrootd_response", xrootd_response),
+    ("recover", recover),
 ];
+
+/// Target `recover`: the input as a file whose writer died: examined for what can be
+/// recovered (its keys walked, envelopes found by their checksums, page lists put
+/// together), and every recoverable RNTuple copied into a file in memory, as
+/// `rntuple recover` does.
+pub fn recover(data: &[u8]) {
+    use crate::tools::recover::{examine, write_recovered, FileState};
+    let source: Source = Arc::new(MemorySource::new("fuzz.root", data.to_vec()));
+    let Ok(FileState::Recoverable(recovery)) = examine(source) else {
+        return;
+    };
+    let Ok(mut file) = crate::container::FileWriter::new(
+        std::io::Cursor::new(Vec::new()),
+        "out.root",
+        CompressionSettings::UNCOMPRESSED,
+    ) else {
+        return;
+    };
+    let options = crate::write::WriteOptions {
+        compression: CompressionSettings::UNCOMPRESSED,
+        ..crate::write::WriteOptions::default()
+    };
+    if write_recovered(&recovery, &mut file, &options, |_| {}).is_ok() {
+        let _ = file.finish();
+    }
+}
+
+/// Checkpointed copies of `file`'s RNTuples (a cluster group per small cluster), cut
+/// after a page list and before the footer, as a killed writer leaves them: `recover`
+/// seeds.
+fn recover_seeds(name: &str, file: &[u8], out: &mut Vec<Seed>) {
+    let source: Source = Arc::new(MemorySource::new(name, file.to_vec()));
+    let Ok(root) = RootFile::open(source) else {
+        return;
+    };
+    let Ok(reader) = RNTupleReader::open(&root, None) else {
+        return;
+    };
+    let options = crate::write::WriteOptions {
+        approx_zipped_cluster_size: 4096,
+        checkpoint_every: Some(1),
+        ..crate::write::WriteOptions::default()
+    };
+    let Ok(mut copy) = crate::container::FileWriter::new(
+        std::io::Cursor::new(Vec::new()),
+        "seed.root",
+        CompressionSettings::DEFAULT_RNTUPLE,
+    ) else {
+        return;
+    };
+    if crate::write::copy_rntuple(&reader, &mut copy, "ntpl", options, |_| {}).is_err() {
+        return;
+    }
+    let Ok(bytes) = copy.finish_into_inner().map(|c| c.into_inner()) else {
+        return;
+    };
+    // Cut at three places: a third, two thirds, and just before the trailing records.
+    for (k, cut) in [bytes.len() / 3, 2 * bytes.len() / 3, bytes.len() - 600]
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(prefix) = bytes.get(..cut) {
+            out.push(("recover", format!("{name}.cut{k}"), prefix.to_vec()));
+        }
+    }
+}
 
 /// The first bytes of an [`open_file`] input that holds envelope payloads instead of a
 /// ROOT file (see [`open_file`]).
@@ -525,6 +592,7 @@ pub fn seeds(repo: &Path) -> std::io::Result<Vec<Seed>> {
     for (name, bytes) in &files {
         out.push(("open_file", format!("{name}.root"), bytes.clone()));
         envelope_seeds(name, bytes, &mut out);
+        recover_seeds(name, bytes, &mut out);
     }
     compression_seeds(repo, &files, &mut out)?;
     multipart_seeds(&mut out);
