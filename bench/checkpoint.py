@@ -3,7 +3,7 @@ cluster group committed after every cluster (``--checkpoint-every 1``, the defau
 against one group at the end (``--checkpoint-every 0``, as ROOT), at ROOT's cluster size
 and at a small one (many clusters), alternating the two, one process per measurement.
 
-    python3 bench/checkpoint.py --data /work/bench-data/n500k --repeat 5
+    python3 bench/checkpoint.py --data ../bench-data/n500k --repeat 5
 
 Writes a Markdown table (median wall time, file size, cluster groups, the ratios) to
 ``bench/RESULTS-checkpoint.md`` and prints it.

@@ -115,7 +115,9 @@ def run_measured(script: str, tool: str, threads: int, data: Path) -> dict[str, 
 
 def default_data(events: int) -> Path:
     """The shared data directory holding ``events`` events if there is one, else ``bench/data/n<events>``."""
-    for d in (Path("/work/bench-data"), Path("/work/bench-data/small")):
+    # Beside the repository, so that the large files stay out of the checkout.
+    shared = REPO.parent / "bench-data"
+    for d in (shared, shared / "small"):
         meta = d / "generate.json"
         if meta.exists() and json.loads(meta.read_text()).get("events") == events:
             return d
@@ -205,7 +207,10 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
-        "--data", type=Path, default=None, help="default: /work/bench-data[/small] by --events"
+        "--data",
+        type=Path,
+        default=None,
+        help="default: ../bench-data[/small] beside the repository, by --events",
     )
     parser.add_argument("--tasks", nargs="*", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS.md")

@@ -298,7 +298,8 @@ pub fn decompress_into(data: &[u8], out: &mut [u8], what: &str) -> Result<()> {
     Ok(())
 }
 
-fn u24(b: &[u8]) -> usize {
+/// A little-endian 24-bit size of a chunk header.
+pub(crate) fn u24(b: &[u8]) -> usize {
     b.iter()
         .rev()
         .fold(0usize, |acc, &byte| (acc << 8) | byte as usize)

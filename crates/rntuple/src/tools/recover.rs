@@ -192,9 +192,8 @@ fn envelope_in(source: &Source, key: &KeyHeader) -> Option<FoundEnvelope> {
             let chunk = source
                 .read_at(offset + at, compression::CHUNK_HEADER_SIZE as u64)
                 .ok()?;
-            let u24 = |b: &[u8]| u64::from(b[0]) | u64::from(b[1]) << 8 | u64::from(b[2]) << 16;
-            at += compression::CHUNK_HEADER_SIZE as u64 + u24(&chunk[3..6]);
-            length += u24(&chunk[6..9]);
+            at += (compression::CHUNK_HEADER_SIZE + compression::u24(&chunk[3..6])) as u64;
+            length += compression::u24(&chunk[6..9]) as u64;
         }
         if at != stored || length < 16 {
             return None;

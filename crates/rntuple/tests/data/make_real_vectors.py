@@ -53,4 +53,4 @@ for name in ["types.fundamental.real", "types.fundamental.real32trunc", "types.f
                     f"{name} {field.field_name} {field.type_name} {col.type} {col.nbits} "
                     f"{bits(lo)} {bits(hi)} {n} {data.hex()} {','.join(bits(v) for v in vals)}"
                 )
-open("real_pages.txt", "w").write("\n".join(out) + "\n")
+(Path(__file__).resolve().parent / "real_pages.txt").write_text("\n".join(out) + "\n")
