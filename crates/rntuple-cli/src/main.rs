@@ -9,8 +9,9 @@ use rntuple::container::FileWriter;
 use rntuple::container::RootFile;
 use rntuple::io::{ensure_distinct, open_source, split_target, AtomicFile, Existing};
 use rntuple::read::RNTupleReader;
+use rntuple::tools::copy_rntuple;
 use rntuple::tools::recover;
-use rntuple::write::{copy_rntuple, WriteOptions};
+use rntuple::write::WriteOptions;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -337,7 +338,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let compression = match requested {
                 Some(settings) => settings,
-                None => match rntuple::write::source_compression(&reader) {
+                None => match rntuple::tools::source_compression(&reader) {
                     Some(code) => CompressionSettings::from_u32(code)?,
                     None => CompressionSettings::DEFAULT_RNTUPLE,
                 },

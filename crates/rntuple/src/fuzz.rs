@@ -96,7 +96,7 @@ fn recover_seeds(name: &str, file: &[u8], out: &mut Vec<Seed>) {
     ) else {
         return;
     };
-    if crate::write::copy_rntuple(&reader, &mut copy, "ntpl", options, |_| {}).is_err() {
+    if crate::tools::copy_rntuple(&reader, &mut copy, "ntpl", options, |_| {}).is_err() {
         return;
     }
     let Ok(bytes) = copy.finish_into_inner().map(|c| c.into_inner()) else {

@@ -10,7 +10,8 @@
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
 use rntuple::read::RNTupleReader;
-use rntuple::write::{copy_rntuple, WriteOptions};
+use rntuple::tools::copy_rntuple;
+use rntuple::write::WriteOptions;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

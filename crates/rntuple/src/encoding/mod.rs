@@ -75,6 +75,18 @@ impl ColumnEncoding {
         Ok(enc)
     }
 
+    /// The validated encoding a column record describes: its column type code (an
+    /// unknown code is [`Error::Unsupported`]), bits on storage and value range.
+    pub fn from_record(
+        column_type: u16,
+        bits_on_storage: u16,
+        value_range: Option<(f64, f64)>,
+    ) -> Result<Self> {
+        let column_type = ColumnType::from_u16(column_type)
+            .ok_or_else(|| Error::Unsupported(format!("column type {column_type:#x}")))?;
+        Self::new(column_type, bits_on_storage, value_range)
+    }
+
     /// Checks the bits on storage against the type and, for Real32Quant, that a finite
     /// range with `min <= max` is present.
     pub fn validate(&self) -> Result<()> {

@@ -1,6 +1,7 @@
 //! Envelopes: type and length preamble, payload, xxh3 checksum.
 
 use super::cursor::Writer;
+use crate::compression::{compress, decompress, CompressionSettings};
 use crate::error::{Error, Result};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -16,6 +17,16 @@ pub enum EnvelopeType {
 }
 
 impl EnvelopeType {
+    /// The envelope type of a stored type code (the low 16 bits of the preamble).
+    pub fn from_code(code: u64) -> Option<EnvelopeType> {
+        match code {
+            1 => Some(EnvelopeType::Header),
+            2 => Some(EnvelopeType::Footer),
+            3 => Some(EnvelopeType::PageList),
+            _ => None,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             EnvelopeType::Header => "header envelope",
@@ -91,6 +102,61 @@ pub fn seal_envelope(kind: EnvelopeType, payload: &[u8]) -> Vec<u8> {
     w.into_bytes()
 }
 
+/// An envelope ready to store: what [`pack_envelope`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedEnvelope {
+    /// The bytes to store: the sealed envelope, compressed.
+    pub stored: Vec<u8>,
+    /// The envelope's uncompressed length, which its envelope link records.
+    pub length: u64,
+    /// The envelope's checksum (a header is referred to by its checksum).
+    pub checksum: u64,
+}
+
+/// An envelope as stored in the file: sealed, then compressed with `compression` (ROOT
+/// stores it as is when compressing does not make it smaller).
+pub fn pack_envelope(
+    kind: EnvelopeType,
+    payload: &[u8],
+    compression: CompressionSettings,
+) -> Result<PackedEnvelope> {
+    let envelope = seal_envelope(kind, payload);
+    let mut sum = [0u8; 8];
+    sum.copy_from_slice(&envelope[envelope.len() - 8..]);
+    Ok(PackedEnvelope {
+        stored: compress(&envelope, compression)?,
+        length: envelope.len() as u64,
+        checksum: u64::from_le_bytes(sum),
+    })
+}
+
+/// The reverse of [`pack_envelope`]: decompresses `stored` (unless it is `length` bytes
+/// already), checks the envelope and returns its payload and checksum. `max_length`
+/// bounds the allocation by what the input can plausibly hold.
+pub fn unpack_envelope(
+    stored: &[u8],
+    length: u64,
+    max_length: u64,
+    kind: EnvelopeType,
+    what: &str,
+) -> Result<(Vec<u8>, u64)> {
+    if length > max_length || length < 16 {
+        return Err(Error::corrupt(
+            what,
+            format!("implausible envelope length {length}"),
+        ));
+    }
+    if stored.len() as u64 == length {
+        let (payload, checksum) = open_envelope(stored, kind, what)?;
+        return Ok((payload.to_vec(), checksum));
+    }
+    let len = usize::try_from(length)
+        .map_err(|_| Error::corrupt(what, format!("envelope length {length}")))?;
+    let bytes = decompress(stored, len, what)?;
+    let (payload, checksum) = open_envelope(&bytes, kind, what)?;
+    Ok((payload.to_vec(), checksum))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +176,52 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("checksum mismatch in header envelope"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn packed_envelopes_unpack_compressed_or_not() {
+        let payload: Vec<u8> = (0..4000u32).map(|i| (i % 7) as u8).collect();
+        for settings in [
+            CompressionSettings::DEFAULT_RNTUPLE,
+            CompressionSettings::UNCOMPRESSED,
+        ] {
+            let packed = pack_envelope(EnvelopeType::PageList, &payload, settings).unwrap();
+            assert_eq!(packed.length, payload.len() as u64 + 16);
+            assert_eq!(
+                packed.stored.len() < payload.len(),
+                settings.is_compressed()
+            );
+            let (back, sum) = unpack_envelope(
+                &packed.stored,
+                packed.length,
+                1 << 20,
+                EnvelopeType::PageList,
+                "p",
+            )
+            .unwrap();
+            assert_eq!(back, payload);
+            let sealed = seal_envelope(EnvelopeType::PageList, &payload);
+            assert_eq!(sum.to_le_bytes(), sealed[sealed.len() - 8..]);
+            assert_eq!(sum, packed.checksum);
+        }
+        let packed = pack_envelope(
+            EnvelopeType::Footer,
+            b"abc",
+            CompressionSettings::UNCOMPRESSED,
+        )
+        .unwrap();
+        let err = unpack_envelope(
+            &packed.stored,
+            packed.length,
+            8,
+            EnvelopeType::Footer,
+            "footer",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("implausible envelope length 19"),
             "{err}"
         );
     }

@@ -7,16 +7,20 @@ pub mod envelope;
 pub mod footer;
 pub mod header;
 pub mod locator;
+pub mod page;
 pub mod page_list;
 
 pub use anchor::Anchor;
 pub use cursor::{Cursor, Writer};
-pub use envelope::{open_envelope, seal_envelope, EnvelopeType};
+pub use envelope::{
+    open_envelope, pack_envelope, seal_envelope, unpack_envelope, EnvelopeType, PackedEnvelope,
+};
 pub use footer::{ClusterGroupRecord, Footer, LinkedAttributeSet};
 pub use header::{
     AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header, SchemaDescription,
 };
 pub use locator::{EnvelopeLink, Locator};
+pub use page::{open_page, seal_page, stored_page_len, unseal_page_into, SealedPage};
 pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};
 
 #[cfg(test)]

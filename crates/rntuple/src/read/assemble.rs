@@ -1,9 +1,8 @@
 //! Assembling one field's Arrow array for an entry range of one cluster, recursively
 //! through its subfields.
 
-use super::column::ColumnPart;
+use super::column::{ColumnPart, Decoder};
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
-use super::RNTupleReader;
 use crate::encoding::ColumnValues;
 use crate::error::{Error, Location, Result};
 use crate::schema::arrow_field_kept;
@@ -29,7 +28,7 @@ pub(crate) type Keep<'a> = Option<&'a std::collections::HashSet<u32>>;
 /// into one array.
 pub(crate) type Seg<'a> = (&'a ClusterDescriptor, Range<u64>);
 
-impl RNTupleReader {
+impl Decoder<'_> {
     /// The Arrow array of field `id` for its elements in `segs` (one range per cluster,
     /// concatenated in order).
     pub(crate) fn assemble(

@@ -1,25 +1,20 @@
-//! Reading a range of a column's elements within one cluster: find the pages, fetch,
-//! verify, decompress and decode them (in parallel), and add the synthetic zeros of
-//! deferred columns.
+//! The decoder: reading a range of a column's elements over clusters (find the pages,
+//! get them from the page source, open, decompress and decode them in parallel, and
+//! add the synthetic zeros of deferred columns). It does no I/O: page bytes come from
+//! the [`PageSource`] it is given.
 
-use super::RNTupleReader;
-use crate::compression;
-use crate::container;
-use crate::encoding::{decode_page_into, ColumnEncoding, ColumnType, ColumnValues, ValuesMut};
+use super::source::{PageBytes, PageSource};
+use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{Error, Location, Result};
-use crate::format::PageInfo;
-use crate::schema::ClusterDescriptor;
+use crate::format::{open_page, unseal_page_into, PageInfo};
+use crate::schema::{ClusterDescriptor, Descriptor};
 use rayon::prelude::*;
 use std::ops::Range;
-use xxhash_rust::xxh3::xxh3_64;
 
-/// The encoding of physical column `id`, checked.
-pub(crate) fn column_encoding(reader: &RNTupleReader, id: u32) -> Result<ColumnEncoding> {
-    let rec = &reader.descriptor().column(id).record;
-    let column_type = ColumnType::from_u16(rec.column_type).ok_or_else(|| {
-        Error::Unsupported(format!("column type {:#x} of column {id}", rec.column_type))
-    })?;
-    ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)
+/// Decodes fields of an RNTuple (its descriptor) from the pages a page source gives.
+pub(crate) struct Decoder<'a> {
+    descriptor: &'a Descriptor,
+    pages: &'a dyn PageSource,
 }
 
 /// One cluster's part of a column read: the cluster, the elements wanted (local to the
@@ -43,12 +38,17 @@ struct PageJob<'a> {
     dest: usize,
 }
 
-thread_local! {
-    /// Per-thread scratch for uncompressed page bytes, reused across pages.
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+impl<'a> Decoder<'a> {
+    /// A decoder of `descriptor`'s fields, from `pages`.
+    pub(crate) fn new(descriptor: &'a Descriptor, pages: &'a dyn PageSource) -> Decoder<'a> {
+        Decoder { descriptor, pages }
+    }
 
-impl RNTupleReader {
+    /// The descriptor of the fields it decodes.
+    pub(crate) fn descriptor(&self) -> &'a Descriptor {
+        self.descriptor
+    }
+
     /// Reads column `id` over several clusters' parts, in order, into one buffer: its
     /// size is known from the page lists up front, and every page (of every cluster, in
     /// parallel) decompresses into a per-thread scratch and decodes straight into its
@@ -58,12 +58,7 @@ impl RNTupleReader {
         id: u32,
         parts: &[ColumnPart<'_>],
     ) -> Result<ColumnValues> {
-        let encoding = column_encoding(self, id).map_err(|e| {
-            e.at(Location {
-                column: Some(id as u64),
-                ..Default::default()
-            })
-        })?;
+        let encoding = self.descriptor.column_encoding(id)?;
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
         let mut jobs = Vec::new();
@@ -133,7 +128,7 @@ impl RNTupleReader {
         // Fetch and check every page first (checksums, and that the compressed chunks
         // announce exactly the page's size): the output is allocated only for sizes the
         // data backs, never for what a corrupt page list alone claims.
-        let raws: Vec<super::prefetch::PageBytes> = jobs
+        let raws: Vec<PageBytes> = jobs
             .par_iter()
             .map(|job| {
                 self.fetch_page(job.page, &encoding).map_err(|e| {
@@ -154,7 +149,10 @@ impl RNTupleReader {
         for (job, raw) in jobs.iter().zip(&raws) {
             let (_, tail) = rest.split_at(job.dest - cursor)?;
             let (mine, tail) = tail.split_at(job.len)?;
-            slices.push((job, raw.as_slice(), mine));
+            // Checked when fetched: the page's data is what precedes its checksum.
+            let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
+            let data = raw.as_slice();
+            slices.push((job, data.get(..size).unwrap_or(data), mine));
             rest = tail;
             cursor = job.dest + job.len;
         }
@@ -171,122 +169,31 @@ impl RNTupleReader {
         Ok(out)
     }
 
-    /// Fetches one page's stored bytes and verifies them: checksum, and for a compressed
-    /// page, that its chunk headers announce exactly the uncompressed size.
-    fn fetch_page(
-        &self,
-        page: &PageInfo,
-        encoding: &ColumnEncoding,
-    ) -> Result<super::prefetch::PageBytes> {
-        let n = page.n_elements as u64;
-        let unzipped = encoding.page_bytes(n).ok_or_else(|| {
-            Error::corrupt("page list", format!("page of {n} elements is too large"))
-        })?;
-        let size = page.locator.size;
-        let offset = page.locator.offset;
-        let with_sum = size + if page.has_checksum { 8 } else { 0 };
-        let key = super::plan::PageKey {
-            offset,
-            len: with_sum,
-        };
-        let prefetched = match &self.pages {
-            Some(cache) => cache.take(key)?,
-            None => None,
-        };
-        let mut raw = match prefetched {
-            Some(bytes) => bytes,
-            None => {
-                let bytes = container::read_blob(
-                    self.source().as_ref(),
-                    offset,
-                    with_sum,
-                    self.anchor().max_key_size,
-                )
-                .map_err(|e| {
-                    e.at(Location {
-                        offset: Some(offset),
-                        ..Default::default()
-                    })
-                })?;
-                self.counters
-                    .bytes_used
-                    .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                super::prefetch::PageBytes::Owned(bytes)
-            }
-        };
-        if raw.as_slice().len() as u64 != with_sum {
-            return Err(Error::Truncated {
-                what: format!("page at byte offset {offset}"),
-                offset,
-                needed: with_sum,
-                available: raw.as_slice().len() as u64,
-            });
-        }
-        let size_usize = usize::try_from(size)
-            .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
-        if page.has_checksum {
-            let (data, sum) = raw.as_slice().split_at(size_usize);
-            let mut b = [0u8; 8];
-            b.copy_from_slice(sum);
-            let stored = u64::from_le_bytes(b);
-            let computed = xxh3_64(data);
-            if stored != computed {
-                return Err(Error::ChecksumMismatch {
-                    what: format!("page at byte offset {offset}"),
-                    stored,
-                    computed,
-                });
-            }
-            raw.truncate(size_usize);
-        }
-        if size != unzipped {
-            let claimed = compression::claimed_uncompressed_len(raw.as_slice());
-            if claimed.map(|c| c as u64) != Some(unzipped) {
-                return Err(Error::corrupt(
-                    format!("page at byte offset {offset}"),
-                    match claimed {
-                        Some(c) => {
-                            format!("compressed chunks hold {c} bytes, {unzipped} were expected")
-                        }
-                        None => "malformed compressed chunk headers".to_string(),
-                    },
-                ));
-            }
-        }
-        Ok(raw)
+    /// Gets one page's stored bytes from the page source and checks them (length,
+    /// checksum, compressed chunk sizes): the decoder trusts only checked pages.
+    fn fetch_page(&self, page: &PageInfo, encoding: &ColumnEncoding) -> Result<PageBytes> {
+        let stored = self.pages.page(page)?;
+        open_page(stored.as_slice(), page, encoding)?;
+        Ok(stored)
     }
 }
 
-/// Decompresses (into a per-thread scratch) and decodes a fetched page's elements
-/// `first..first + out.len()` into `out`.
+thread_local! {
+    /// Per-thread scratch for uncompressed page bytes, reused across pages.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Decompresses (into a per-thread scratch) and decodes elements
+/// `first..first + out.len()` of a checked page's data into `out`.
 fn decode_into(
     page: &PageInfo,
-    raw: &[u8],
+    data: &[u8],
     encoding: &ColumnEncoding,
     first: usize,
-    out: ValuesMut<'_>,
+    out: crate::encoding::ValuesMut<'_>,
 ) -> Result<()> {
-    let n = page.n_elements as u64;
-    let unzipped = encoding
-        .page_bytes(n)
-        .and_then(|u| usize::try_from(u).ok())
-        .ok_or_else(|| Error::corrupt("page list", format!("page of {n} elements is too large")))?;
-    if raw.len() == unzipped {
-        return decode_page_into(encoding, raw, n, first, out);
-    }
     SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        // Grown, never cleared: decompression overwrites every byte it hands on.
-        if scratch.len() < unzipped {
-            scratch.resize(unzipped, 0);
-        }
-        let buf = &mut scratch[..unzipped];
-        compression::decompress_into(
-            raw,
-            buf,
-            &format!("page at byte offset {}", page.locator.offset),
-        )?;
-        decode_page_into(encoding, buf, n, first, out)
+        unseal_page_into(data, page, encoding, first, out, &mut scratch.borrow_mut())
     })
 }
 

@@ -1,43 +1,27 @@
-//! Reading entry ranges one after the other, as record batches. From a remote source
-//! the pages of every range are planned at once and fetched by one prefetcher, so the
-//! pages of the next ranges arrive while the current one decodes: a loop over batches
-//! pays the latency once, not once per batch.
+//! The one read path: a selection over entry ranges, planned by the storage (pages
+//! fetched ahead for a remote source, read on demand from a local file) and decoded
+//! bunch by bunch into record batches. A loop over the batches of several ranges pays a
+//! remote source's latency once, not once per batch: the pages of the next ranges
+//! arrive while the current one decodes.
 
-use super::plan::{self, Bunch};
-use super::prefetch::Prefetcher;
-use super::{RNTupleReader, Selection, PREFETCH_WINDOW};
+use super::column::Decoder;
+use super::source::PlannedRead;
+use super::{decode_fields, elapsed_nanos, RNTupleReader, Selection};
 use crate::error::{Error, Result};
 use ::arrow_schema::SchemaRef;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Record batches of the selected fields, one per entry range, in order (see
 /// [`RNTupleReader::read_ranges`]).
 pub struct RangeBatches {
-    inner: Inner,
-}
-
-enum Inner {
-    /// A local file: each range read when asked for (pages are read in parallel then).
-    Direct {
-        reader: RNTupleReader,
-        names: Option<Vec<String>>,
-        ranges: std::vec::IntoIter<Range<u64>>,
-    },
-    /// A remote source: every range planned up front, pages fetched ahead.
-    Planned(Box<Planned>),
+    planned: Planned,
 }
 
 /// A planned read over several entry ranges.
 pub(super) struct Planned {
-    /// The reader, taking its pages from the prefetcher.
-    view: RNTupleReader,
-    names: Option<Vec<String>>,
-    prefetcher: Prefetcher,
-    bunches: Arc<Vec<Bunch>>,
-    /// For every bunch, the range it belongs to.
-    range_of: Vec<usize>,
+    reader: RNTupleReader,
+    plan: PlannedRead,
     ranges: Vec<Range<u64>>,
     next_range: usize,
     next_bunch: usize,
@@ -48,53 +32,25 @@ pub(super) struct Planned {
 }
 
 impl Planned {
-    /// Plans `ranges` (already checked) and starts fetching.
+    /// Checks `ranges` and the selection, plans the read and starts fetching.
     pub(super) fn start(
         reader: &RNTupleReader,
         names: Option<&[String]>,
         ranges: Vec<Range<u64>>,
     ) -> Result<Planned> {
-        let selected = reader.resolve_selection(names)?;
+        for range in &ranges {
+            reader.check_entries(range)?;
+        }
+        let selected = reader.selection(names)?;
         let schema = reader.arrow_schema(names)?;
         let field_columns: Vec<Vec<u32>> =
             selected.iter().map(|s| reader.columns_of(&[s])).collect();
-        let hints = reader.source.hints();
-        let mut bunches = Vec::new();
-        let mut range_of = Vec::new();
-        // A cluster that several ranges share is fetched once, kept until its last range.
-        let mut fetched = std::collections::HashSet::new();
-        for (i, range) in ranges.iter().enumerate() {
-            let planned = plan::plan_read(
-                &reader.descriptor,
-                &field_columns,
-                range.clone(),
-                &hints,
-                hints.bunch_bytes,
-                reader.anchor.max_key_size,
-                &mut fetched,
-            );
-            range_of.extend(std::iter::repeat_n(i, planned.len()));
-            bunches.extend(planned);
-        }
-        let bunches = Arc::new(bunches);
-        let prefetcher = Prefetcher::start(
-            reader.source.clone(),
-            bunches.clone(),
-            PREFETCH_WINDOW,
-            hints.parallel_requests,
-            hints.bunch_bytes,
-            reader.counters.clone(),
-        );
-        let view = RNTupleReader {
-            pages: Some(prefetcher.cache().clone()),
-            ..reader.clone()
-        };
+        let plan = reader
+            .storage
+            .plan(&reader.descriptor, &field_columns, &ranges);
         Ok(Planned {
-            view,
-            names: names.map(<[String]>::to_vec),
-            prefetcher,
-            bunches,
-            range_of,
+            reader: reader.clone(),
+            plan,
             ranges,
             next_range: 0,
             next_bunch: 0,
@@ -111,39 +67,38 @@ impl Planned {
             return None;
         }
         let index = self.next_range;
-        let range = self.ranges.get(index)?.clone();
+        self.ranges.get(index)?;
         self.next_range += 1;
-        let result = self.pieces_of(index, range);
+        let result = self.pieces_of(index).map_err(|e| self.reader.locate(e));
         self.failed = result.is_err();
         Some(result)
     }
 
-    fn pieces_of(&mut self, index: usize, range: Range<u64>) -> Result<Vec<RecordBatch>> {
+    fn pieces_of(&mut self, index: usize) -> Result<Vec<RecordBatch>> {
         let first = self.next_bunch;
-        while self.range_of.get(self.next_bunch) == Some(&index) {
+        while self.plan.range_of.get(self.next_bunch) == Some(&index) {
             self.next_bunch += 1;
         }
         if first == self.next_bunch {
-            // Nothing planned (an empty range): the direct read gives its empty batch.
-            return self
-                .view
-                .read_direct(self.names.as_deref(), range)
-                .map(|b| vec![b]);
+            // Nothing planned: an empty range.
+            return Ok(vec![RecordBatch::new_empty(self.schema.clone())]);
         }
+        let decoder = Decoder::new(&self.reader.descriptor, self.plan.pages.as_ref());
         let all: Vec<usize> = (0..self.selected.len()).collect();
         let mut batches = Vec::new();
         // The arrays of a large cluster, filled group by group.
         let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
         for k in first..self.next_bunch {
-            let bunch = &self.bunches[k];
+            let bunch = &self.plan.bunches[k];
             let which = bunch.fields.as_deref().unwrap_or(&all);
-            let arrays = self.view.decode_fields(
+            let arrays = decode_fields(
+                &decoder,
                 &self.selected,
                 self.schema.fields(),
                 which,
                 &bunch.entries,
             )?;
-            self.prefetcher.cache().finish_bunch(k, bunch);
+            self.plan.pages.done_with(k);
             let (entries, slots) = open
                 .get_or_insert_with(|| (bunch.entries.clone(), vec![None; self.selected.len()]));
             if *entries != bunch.entries {
@@ -181,21 +136,9 @@ impl RangeBatches {
         names: Option<&[String]>,
         ranges: Vec<Range<u64>>,
     ) -> Result<RangeBatches> {
-        for range in &ranges {
-            reader.check_entries(range)?;
-        }
-        let inner = if reader.plans_reads() {
-            Inner::Planned(Box::new(Planned::start(reader, names, ranges)?))
-        } else {
-            // Checked here, so that a bad selection fails before the first batch.
-            reader.resolve_selection(names)?;
-            Inner::Direct {
-                reader: reader.clone(),
-                names: names.map(<[String]>::to_vec),
-                ranges: ranges.into_iter(),
-            }
-        };
-        Ok(RangeBatches { inner })
+        Ok(RangeBatches {
+            planned: Planned::start(reader, names, ranges)?,
+        })
     }
 }
 
@@ -203,34 +146,18 @@ impl Iterator for RangeBatches {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Result<RecordBatch>> {
-        match &mut self.inner {
-            Inner::Direct {
-                reader,
-                names,
-                ranges,
-            } => {
-                let range = ranges.next()?;
-                Some(reader.read(names.as_deref(), range))
+        let planned = &mut self.planned;
+        let start = std::time::Instant::now();
+        let batch = planned.next_pieces()?.and_then(|mut pieces| {
+            if pieces.len() == 1 {
+                return Ok(pieces.remove(0));
             }
-            Inner::Planned(planned) => {
-                let start = std::time::Instant::now();
-                let batch = planned.next_pieces()?.and_then(|mut pieces| {
-                    if pieces.len() == 1 {
-                        return Ok(pieces.remove(0));
-                    }
-                    Ok(arrow_select::concat::concat_batches(
-                        &planned.schema,
-                        &pieces,
-                    )?)
-                });
-                let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                planned
-                    .view
-                    .counters
-                    .read_nanos
-                    .fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
-                Some(batch)
-            }
-        }
+            Ok(arrow_select::concat::concat_batches(
+                &planned.schema,
+                &pieces,
+            )?)
+        });
+        planned.reader.storage.count_read_time(elapsed_nanos(start));
+        Some(batch)
     }
 }

@@ -5,8 +5,8 @@
 //! Fields are numbered depth-first in the order they are added (a field before its
 //! subfields), and columns in the order of their fields, as ROOT does.
 
-use super::descriptor::MAX_FIELD_DEPTH;
-use super::kind::PrimitiveType;
+use super::descriptor::{FieldRole, MAX_FIELD_DEPTH};
+use super::kind::{is_map_template, PrimitiveType};
 use super::type_name::{parse_type_name, CppType};
 use super::TYPE_NAME_KEY;
 use crate::encoding::ColumnType;
@@ -17,12 +17,6 @@ use crate::format::header::{
 use crate::format::{AliasColumnRecord, ColumnRecord, FieldRecord, SchemaDescription};
 use arrow_schema::{DataType, Field};
 use std::collections::HashMap;
-
-/// Structural roles as stored in field records.
-const ROLE_LEAF: u16 = 0;
-const ROLE_COLLECTION: u16 = 1;
-const ROLE_RECORD: u16 = 2;
-const ROLE_VARIANT: u16 = 3;
 
 /// Most alternatives a `std::variant` may have (specification limit).
 const MAX_VARIANT_ALTERNATIVES: usize = 125;
@@ -430,7 +424,7 @@ impl SchemaBuilder {
                 )));
             }
             self.check_top_level_name(name)?;
-            let id = self.push_node(name, &ty, ROLE_LEAF, None, Slot::Projected);
+            let id = self.push_node(name, &ty, FieldRole::Leaf, None, Slot::Projected);
             let rec = &mut self.nodes[id as usize].record;
             rec.flags |= FIELD_FLAG_PROJECTED;
             rec.source_field_id = Some(source);
@@ -550,7 +544,7 @@ impl SchemaBuilder {
         &mut self,
         name: &str,
         ty: &CppType,
-        role: u16,
+        role: FieldRole,
         parent: Option<u32>,
         slot: Slot,
     ) -> u32 {
@@ -559,7 +553,7 @@ impl SchemaBuilder {
         self.nodes.push(Node {
             record: FieldRecord {
                 parent_id: parent.unwrap_or(id),
-                role,
+                role: role.code(),
                 name: name.to_string(),
                 type_name: ty.type_name(),
                 type_alias: ty.type_alias(),
@@ -622,7 +616,13 @@ impl SchemaBuilder {
         let ty = match shape {
             Shape::Cpp(ty) => ty,
             Shape::UntypedRecord(members) => {
-                let id = self.push_node(name, &CppType::plain(""), ROLE_RECORD, parent, Slot::None);
+                let id = self.push_node(
+                    name,
+                    &CppType::plain(""),
+                    FieldRole::Record,
+                    parent,
+                    Slot::None,
+                );
                 for (m, t) in members {
                     self.build(m, Shape::Cpp(t), Some(id), depth + 1)?;
                 }
@@ -632,7 +632,7 @@ impl SchemaBuilder {
                 let id = self.push_node(
                     name,
                     &CppType::plain(""),
-                    ROLE_COLLECTION,
+                    FieldRole::Collection,
                     parent,
                     Slot::Index,
                 );
@@ -644,19 +644,19 @@ impl SchemaBuilder {
         if ty.args.is_empty() {
             if let Some(p) = PrimitiveType::from_type_name(&ty.name) {
                 let slot = Slot::Primitive(p, ty.name == "Double32_t");
-                return Ok(self.push_node(name, ty, ROLE_LEAF, parent, slot));
+                return Ok(self.push_node(name, ty, FieldRole::Leaf, parent, slot));
             }
             if ty.name == "std::string" {
-                return Ok(self.push_node(name, ty, ROLE_LEAF, parent, Slot::String));
+                return Ok(self.push_node(name, ty, FieldRole::Leaf, parent, Slot::String));
             }
             if let Some(under) = self.enums.get(&t).cloned() {
-                let id = self.push_node(name, ty, ROLE_LEAF, parent, Slot::None);
+                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::None);
                 self.build("_0", Shape::Cpp(&under), Some(id), depth + 1)?;
                 return Ok(id);
             }
         }
         if let Some(class) = self.classes.get(&t).cloned() {
-            let id = self.push_node(name, ty, ROLE_RECORD, parent, Slot::None);
+            let id = self.push_node(name, ty, FieldRole::Record, parent, Slot::None);
             {
                 let rec = &mut self.nodes[id as usize].record;
                 rec.type_version = class.type_version;
@@ -700,17 +700,17 @@ impl SchemaBuilder {
             | "std::unique_ptr" => {
                 n_args(1)?;
                 let item = ty.type_arg(0)?.clone();
-                let id = self.push_node(name, ty, ROLE_COLLECTION, parent, Slot::Index);
+                let id = self.push_node(name, ty, FieldRole::Collection, parent, Slot::Index);
                 self.build("_0", Shape::Cpp(&item), Some(id), depth + 1)?;
                 Ok(id)
             }
-            "std::map" | "std::multimap" | "std::unordered_map" | "std::unordered_multimap" => {
+            map if is_map_template(map) => {
                 n_args(2)?;
                 let pair = CppType::template(
                     "std::pair",
                     vec![ty.type_arg(0)?.clone(), ty.type_arg(1)?.clone()],
                 );
-                let id = self.push_node(name, ty, ROLE_COLLECTION, parent, Slot::Index);
+                let id = self.push_node(name, ty, FieldRole::Collection, parent, Slot::Index);
                 self.build("_0", Shape::Cpp(&pair), Some(id), depth + 1)?;
                 Ok(id)
             }
@@ -723,7 +723,7 @@ impl SchemaBuilder {
                         "type \"{t}\": arrays need at least one element"
                     )));
                 }
-                let id = self.push_node(name, ty, ROLE_LEAF, parent, Slot::None);
+                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::None);
                 let rec = &mut self.nodes[id as usize].record;
                 rec.flags |= FIELD_FLAG_REPETITIVE;
                 rec.array_size = Some(n);
@@ -738,7 +738,7 @@ impl SchemaBuilder {
                         "type \"{t}\": bitsets need at least one bit"
                     )));
                 }
-                let id = self.push_node(name, ty, ROLE_LEAF, parent, Slot::Bitset);
+                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::Bitset);
                 let rec = &mut self.nodes[id as usize].record;
                 rec.flags |= FIELD_FLAG_REPETITIVE;
                 rec.array_size = Some(n);
@@ -747,7 +747,7 @@ impl SchemaBuilder {
             "std::atomic" => {
                 n_args(1)?;
                 let item = ty.type_arg(0)?.clone();
-                let id = self.push_node(name, ty, ROLE_LEAF, parent, Slot::None);
+                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::None);
                 self.build("_0", Shape::Cpp(&item), Some(id), depth + 1)?;
                 Ok(id)
             }
@@ -760,11 +760,11 @@ impl SchemaBuilder {
                                 "type \"{t}\": variants take 1 to {MAX_VARIANT_ALTERNATIVES} alternatives"
                             )));
                         }
-                        (ROLE_VARIANT, Slot::Switch)
+                        (FieldRole::Variant, Slot::Switch)
                     }
                     "std::pair" => {
                         n_args(2)?;
-                        (ROLE_RECORD, Slot::None)
+                        (FieldRole::Record, Slot::None)
                     }
                     _ => {
                         if items.is_empty() {
@@ -772,7 +772,7 @@ impl SchemaBuilder {
                                 "type \"{t}\": empty tuples are not supported"
                             )));
                         }
-                        (ROLE_RECORD, Slot::None)
+                        (FieldRole::Record, Slot::None)
                     }
                 };
                 let id = self.push_node(name, ty, role, parent, slot);
@@ -975,12 +975,10 @@ impl SchemaBuilder {
                 let [k, v] = kv.iter().collect::<Vec<_>>()[..] else {
                     return Err(unsupported());
                 };
-                let head = match hint_name.as_str() {
+                let head = if is_map_template(&hint_name) {
+                    hint_name.as_str()
+                } else {
                     "std::map"
-                    | "std::multimap"
-                    | "std::unordered_map"
-                    | "std::unordered_multimap" => hint_name.as_str(),
-                    _ => "std::map",
                 };
                 path.push(0);
                 let key = type_hint(k)?.or_else(|| hint_arg(&hint, 0));

@@ -1,5 +1,6 @@
 //! The descriptor: the whole metadata of one RNTuple, cross-referenced.
 
+use crate::encoding::ColumnEncoding;
 use crate::error::{Error, Result};
 use crate::format::{
     ColumnPages, ColumnRecord, FieldRecord, Footer, Header, LinkedAttributeSet, PageList,
@@ -28,14 +29,27 @@ pub enum FieldRole {
 }
 
 impl FieldRole {
-    fn from_u16(v: u16) -> Self {
-        match v {
+    /// The role a field record stores as `code`.
+    pub fn from_u16(code: u16) -> Self {
+        match code {
             0 => FieldRole::Leaf,
             1 => FieldRole::Collection,
             2 => FieldRole::Record,
             3 => FieldRole::Variant,
             4 => FieldRole::Streamer,
             other => FieldRole::Unknown(other),
+        }
+    }
+
+    /// The code a field record stores for this role.
+    pub fn code(self) -> u16 {
+        match self {
+            FieldRole::Leaf => 0,
+            FieldRole::Collection => 1,
+            FieldRole::Record => 2,
+            FieldRole::Variant => 3,
+            FieldRole::Streamer => 4,
+            FieldRole::Unknown(code) => code,
         }
     }
 }
@@ -300,6 +314,20 @@ impl Descriptor {
     /// The column with physical id `id`.
     pub fn column(&self, id: u32) -> &ColumnDescriptor {
         &self.columns[id as usize]
+    }
+
+    /// The encoding of physical column `id`, checked (an unknown column type or
+    /// invalid bits on storage is an error naming the column).
+    pub fn column_encoding(&self, id: u32) -> Result<ColumnEncoding> {
+        let rec = &self.column(id).record;
+        ColumnEncoding::from_record(rec.column_type, rec.bits_on_storage, rec.value_range).map_err(
+            |e| {
+                e.at(crate::error::Location {
+                    column: Some(u64::from(id)),
+                    ..Default::default()
+                })
+            },
+        )
     }
 
     /// Finds a field by its qualified name (`a.b.c`, subfield names joined by dots).

@@ -101,12 +101,18 @@ pub enum FieldKind {
     Unknown(String),
 }
 
-const MAP_PREFIXES: [&str; 4] = [
-    "std::map<",
-    "std::unordered_map<",
-    "std::multimap<",
-    "std::unordered_multimap<",
+/// The map templates: a collection of `std::pair<Key, Value>` read as a map.
+const MAP_TEMPLATES: [&str; 4] = [
+    "std::map",
+    "std::unordered_map",
+    "std::multimap",
+    "std::unordered_multimap",
 ];
+
+/// Whether `template` (a type name without its arguments) is a map template.
+pub(crate) fn is_map_template(template: &str) -> bool {
+    MAP_TEMPLATES.contains(&template)
+}
 
 /// Whether a type name is a pair or tuple (rendered positionally).
 fn record_style(type_name: &str) -> RecordStyle {
@@ -165,7 +171,9 @@ impl Descriptor {
                 let Some(child) = only_child() else {
                     return unknown("collection without exactly one subfield");
                 };
-                if MAP_PREFIXES.iter().any(|p| t.starts_with(p)) {
+                if t.split_once('<')
+                    .is_some_and(|(head, _)| is_map_template(head))
+                {
                     FieldKind::Map(child)
                 } else if t.starts_with("std::optional<") || t.starts_with("std::unique_ptr<") {
                     FieldKind::Optional(child)

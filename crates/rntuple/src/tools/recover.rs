@@ -26,7 +26,8 @@ use crate::format::{
 };
 use crate::io::Source;
 use crate::read::RNTupleReader;
-use crate::write::{copy_rntuple, WriteOptions};
+use crate::tools::copy::{copy_rntuple, source_compression};
+use crate::write::WriteOptions;
 
 /// The format version recorded for an RNTuple put together from its envelopes (the
 /// version is stored only in the anchor, which a dead writer did not write).
@@ -207,12 +208,8 @@ fn envelope_in(source: &Source, key: &KeyHeader) -> Option<FoundEnvelope> {
         }
         bytes
     };
-    let kind = match u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) & 0xffff {
-        1 => EnvelopeType::Header,
-        2 => EnvelopeType::Footer,
-        3 => EnvelopeType::PageList,
-        _ => return None,
-    };
+    let kind =
+        EnvelopeType::from_code(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) & 0xffff)?;
     let (payload, checksum) = open_envelope(&bytes, kind, "envelope").ok()?;
     Some(FoundEnvelope {
         kind,
@@ -458,7 +455,7 @@ pub fn write_recovered<W: FileOutput>(
     let mut done = 0u64;
     for r in &recovery.rntuples {
         let mut options = options.clone();
-        if let Some(code) = crate::write::source_compression(&r.reader) {
+        if let Some(code) = source_compression(&r.reader) {
             options.compression = compression::CompressionSettings::from_u32(code)?;
         }
         copy_rntuple(&r.reader, file, &r.name, options, |n| progress(done + n))?;

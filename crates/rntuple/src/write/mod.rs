@@ -12,6 +12,5 @@ mod writer;
 
 pub use model::schema_for_copy;
 pub use options::{WriteOptions, DEFAULT_CHECKPOINT_EVERY};
-pub use root_file::{copy_rntuple, source_compression};
 pub use row::EntryWriter;
 pub use writer::{BlobSink, RNTupleWriter};

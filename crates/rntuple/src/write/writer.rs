@@ -5,17 +5,15 @@
 
 use super::options::WriteOptions;
 use super::shred::{shred, ColumnSink};
-use crate::compression::{compress, CompressionSettings};
-use crate::encoding::{encode_page, ColumnEncoding, ColumnType, ColumnValues};
+use crate::encoding::{ColumnEncoding, ColumnType, ColumnValues};
 use crate::error::{Error, Result};
 use crate::format::{
-    seal_envelope, Anchor, ClusterGroupRecord, ClusterSummary, ColumnPages, EnvelopeLink,
-    EnvelopeType, Footer, Header, LinkedAttributeSet, Locator, PageInfo, PageList,
-    SchemaDescription,
+    pack_envelope, seal_page, Anchor, ClusterGroupRecord, ClusterSummary, ColumnPages,
+    EnvelopeLink, EnvelopeType, Footer, Header, LinkedAttributeSet, Locator, PageInfo, PageList,
+    SchemaDescription, SealedPage,
 };
 use crate::schema::Descriptor;
 use arrow_array::{Array, RecordBatch};
-use xxhash_rust::xxh3::xxh3_64;
 
 /// Where the writer puts its payloads: a ROOT file's RBlob keys, or memory in tests.
 pub trait BlobSink {
@@ -73,20 +71,23 @@ const SHRED_SLICE_BYTES: u64 = 4 << 20;
 /// values, which compress to a few bytes.
 const MERGE_ACROSS_RUNS_BYTES: usize = 4096;
 
-/// The xxh3 checksum a sealed page ends with.
-fn page_checksum(bytes: &[u8]) -> Option<u64> {
-    let at = bytes.len().checked_sub(8)?;
-    bytes
-        .get(at..)
-        .and_then(|b| b.try_into().ok())
-        .map(u64::from_le_bytes)
-}
-
-/// One sealed page: compressed bytes with the checksum appended.
-struct SealedPage {
-    bytes: Vec<u8>,
-    n_elements: u32,
-    has_checksum: bool,
+/// Packs an envelope and stores it: its link, and its checksum.
+fn write_envelope<S: BlobSink>(
+    sink: &mut S,
+    kind: EnvelopeType,
+    payload: &[u8],
+    options: &WriteOptions,
+) -> Result<(EnvelopeLink, u64)> {
+    let packed = pack_envelope(kind, payload, options.compression)?;
+    let offset = sink.write_blob(&packed.stored, options.max_key_size)?;
+    let link = EnvelopeLink {
+        length: packed.length,
+        locator: Locator {
+            size: packed.stored.len() as u64,
+            offset,
+        },
+    };
+    Ok((link, packed.checksum))
 }
 
 /// A column being written.
@@ -120,9 +121,9 @@ fn column_state(
     rec: &crate::format::ColumnRecord,
     first_element: u64,
 ) -> Result<(ColumnState, u64)> {
-    let column_type = ColumnType::from_u16(rec.column_type)
-        .ok_or_else(|| Error::Unsupported(format!("column type {:#x}", rec.column_type)))?;
-    let encoding = ColumnEncoding::new(column_type, rec.bits_on_storage, rec.value_range)?;
+    let encoding =
+        ColumnEncoding::from_record(rec.column_type, rec.bits_on_storage, rec.value_range)?;
+    let column_type = encoding.column_type;
     let is_double = matches!(
         descriptor.field(rec.field_id).type_name(),
         "double" | "Double32_t"
@@ -182,7 +183,8 @@ pub struct RNTupleWriter<S: BlobSink> {
     items: Vec<u64>,
     /// Cluster-local entry counters per variant alternative field.
     alternatives: Vec<u64>,
-    header_anchor: (u64, u64, u64),
+    /// Where the header envelope went.
+    header_link: EnvelopeLink,
     header_checksum: u64,
     n_entries: u64,
     cluster_first_entry: u64,
@@ -261,21 +263,15 @@ impl<S: BlobSink> RNTupleWriter<S> {
             .copied()
             .filter(|&id| !descriptor.field(id).is_projected())
             .collect();
-        let envelope = seal_envelope(EnvelopeType::Header, &header.write());
-        let header_checksum = u64::from_le_bytes(
-            envelope[envelope.len() - 8..]
-                .try_into()
-                .map_err(|_| Error::corrupt("header envelope", "too short"))?,
-        );
-        let zipped = compress(&envelope, options.compression)?;
-        let offset = sink.write_blob(&zipped, options.max_key_size)?;
+        let (header_link, header_checksum) =
+            write_envelope(&mut sink, EnvelopeType::Header, &header.write(), &options)?;
         let n_fields = descriptor.fields.len();
         let estimate = options.initial_cluster_size_estimate();
         Ok(RNTupleWriter {
             sink,
             header,
             extension: SchemaDescription::default(),
-            header_anchor: (offset, zipped.len() as u64, envelope.len() as u64),
+            header_link,
             header_checksum,
             options,
             descriptor,
@@ -824,7 +820,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         for (ci, c) in self.columns.iter().enumerate() {
             let mut column_places = Vec::with_capacity(c.sealed.len());
             for (pi, p) in c.sealed.iter().enumerate() {
-                let key = merge.then(|| page_checksum(&p.bytes)).flatten();
+                let key = if merge { p.checksum() } else { None };
                 let place = match key {
                     None => Place::Write,
                     Some(key) => match (self.written_pages.get(&key), first_seen.get(&key)) {
@@ -876,10 +872,11 @@ impl<S: BlobSink> RNTupleWriter<S> {
                     Place::InRun(cj, pj) => locators[cj][pj],
                 };
                 let page = &mut self.columns[ci].sealed[pi];
+                let key = page.checksum();
                 let bytes = std::mem::take(&mut page.bytes);
                 if merge && matches!(place, Place::Write) && bytes.len() <= MERGE_ACROSS_RUNS_BYTES
                 {
-                    if let Some(key) = page_checksum(&bytes) {
+                    if let Some(key) = key {
                         self.written_pages.entry(key).or_insert((locator, bytes));
                     }
                 }
@@ -942,22 +939,19 @@ impl<S: BlobSink> RNTupleWriter<S> {
             columns,
         };
         let n_clusters = list.clusters.len() as u32;
-        let envelope = seal_envelope(EnvelopeType::PageList, &list.write());
-        let zipped = compress(&envelope, self.options.compression)?;
-        let offset = self.sink.write_blob(&zipped, self.options.max_key_size)?;
+        let (page_list, _) = write_envelope(
+            &mut self.sink,
+            EnvelopeType::PageList,
+            &list.write(),
+            &self.options,
+        )?;
         // The group is committed once its page list is out of this process.
         self.sink.checkpoint()?;
         self.groups.push(ClusterGroupRecord {
             min_entry,
             entry_span: span,
             n_clusters,
-            page_list: EnvelopeLink {
-                length: envelope.len() as u64,
-                locator: Locator {
-                    size: zipped.len() as u64,
-                    offset,
-                },
-            },
+            page_list,
         });
         Ok(())
     }
@@ -990,21 +984,23 @@ impl<S: BlobSink> RNTupleWriter<S> {
             cluster_groups: std::mem::take(&mut self.groups),
             attribute_sets: std::mem::take(&mut self.attribute_sets),
         };
-        let envelope = seal_envelope(EnvelopeType::Footer, &footer.write());
-        let zipped = compress(&envelope, self.options.compression)?;
-        let offset = self.sink.write_blob(&zipped, self.options.max_key_size)?;
-        let (seek_header, nbytes_header, len_header) = self.header_anchor;
+        let (footer_link, _) = write_envelope(
+            &mut self.sink,
+            EnvelopeType::Footer,
+            &footer.write(),
+            &self.options,
+        )?;
         Ok(Anchor {
             version_epoch: FORMAT_VERSION.0,
             version_major: FORMAT_VERSION.1,
             version_minor: FORMAT_VERSION.2,
             version_patch: FORMAT_VERSION.3,
-            seek_header,
-            nbytes_header,
-            len_header,
-            seek_footer: offset,
-            nbytes_footer: zipped.len() as u64,
-            len_footer: envelope.len() as u64,
+            seek_header: self.header_link.locator.offset,
+            nbytes_header: self.header_link.locator.size,
+            len_header: self.header_link.length,
+            seek_footer: footer_link.locator.offset,
+            nbytes_footer: footer_link.locator.size,
+            len_footer: footer_link.length,
             max_key_size: self.options.max_key_size,
         })
     }
@@ -1201,32 +1197,6 @@ impl Prefix {
             }
         }
     }
-}
-
-/// Encodes, compresses and checksums one page.
-fn seal_page(
-    enc: &ColumnEncoding,
-    values: &ColumnValues,
-    compression: CompressionSettings,
-    checksum: bool,
-) -> Result<SealedPage> {
-    let raw = encode_page(enc, values)?;
-    let zipped = compress(&raw, compression)?;
-    drop(raw);
-    // Exactly sized: sealed pages wait in memory until their cluster is committed, and
-    // the compressor's buffer has room for much more than it usually needs.
-    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
-    bytes.extend_from_slice(&zipped);
-    if checksum {
-        let sum = xxh3_64(&bytes);
-        bytes.extend_from_slice(&sum.to_le_bytes());
-    }
-    Ok(SealedPage {
-        bytes,
-        n_elements: u32::try_from(values.len())
-            .map_err(|_| Error::InvalidArgument("page with more than 2^32 elements".into()))?,
-        has_checksum: checksum,
-    })
 }
 
 /// ROOT's write pages on element counts alone: where it would cut each column's pages.

@@ -3,11 +3,14 @@
 //! pages in a cache that the decoder takes them from; it stays at most `window` bunches
 //! ahead of the bunch being decoded, so memory holds a bounded number of bunches.
 
+use super::direct::DirectPages;
 use super::plan::{Bunch, PageKey};
+use super::{PageSource, ReadCounters};
 use crate::error::{Error, Result};
+use crate::format::{stored_page_len, PageInfo};
 use crate::io::Source;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -38,27 +41,6 @@ impl PageBytes {
             }
         }
     }
-
-    /// Keeps the first `n` bytes.
-    pub fn truncate(&mut self, n: usize) {
-        match self {
-            PageBytes::Owned(v) => v.truncate(n),
-            PageBytes::Shared { len, .. } => *len = (*len).min(n),
-        }
-    }
-}
-
-/// What a reader's reads cost (shared by its views), for [`super::ReadMetrics`].
-#[derive(Debug, Default)]
-pub(crate) struct ReadCounters {
-    /// Bytes of pages the decoder took.
-    pub bytes_used: AtomicU64,
-    /// Time the decoder waited for pages, in nanoseconds.
-    pub wait_nanos: AtomicU64,
-    /// Pages the decoder needed that the plan did not fetch (read on demand).
-    pub misses: AtomicU64,
-    /// Time spent in reads, in nanoseconds.
-    pub read_nanos: AtomicU64,
 }
 
 struct State {
@@ -78,10 +60,32 @@ struct State {
     in_flight_bytes: u64,
     /// Range buffers the decoder is done with, to give back to the source.
     freed: Vec<Vec<u8>>,
-    /// The first fetch error; the decoder reports it when it needs a page it kept from it.
-    failure: Option<String>,
-    failure_error: Option<Error>,
+    /// The first fetch error; the decoder reports it when it needs a page it kept from
+    /// it (the first such page gets the error itself, later ones its message).
+    failure: Option<Failure>,
     cancelled: bool,
+}
+
+/// A fetch error, handed to the first page that needs it and described to later ones.
+struct Failure {
+    message: String,
+    error: Option<Error>,
+}
+
+impl Failure {
+    fn new(error: Error) -> Failure {
+        Failure {
+            message: error.to_string(),
+            error: Some(error),
+        }
+    }
+
+    fn take(&mut self) -> Error {
+        self.error.take().unwrap_or_else(|| Error::Remote {
+            what: "a planned read".into(),
+            detail: self.message.clone(),
+        })
+    }
 }
 
 /// The pages of a planned read, filled by the fetcher, taken by the decoder.
@@ -117,12 +121,8 @@ impl PageCache {
                     .fetch_add(p.as_slice().len() as u64, Ordering::Relaxed);
                 return Ok(Some(p));
             }
-            if state.failure.is_some() {
-                let message = state.failure.clone().unwrap_or_default();
-                return Err(state.failure_error.take().unwrap_or(Error::Remote {
-                    what: "a planned read".into(),
-                    detail: message,
-                }));
+            if let Some(failure) = &mut state.failure {
+                return Err(failure.take());
             }
             if state.outstanding.get(bunch).is_none_or(|&n| n == 0) || state.cancelled {
                 // Fetched without this page (or given up): read it directly.
@@ -160,6 +160,7 @@ impl PageCache {
 /// A running fetcher: the cache it fills and its thread, stopped when dropped.
 pub(crate) struct Prefetcher {
     cache: Arc<PageCache>,
+    bunches: Arc<Vec<Bunch>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -202,13 +203,13 @@ impl Prefetcher {
                 in_flight_bytes: 0,
                 freed: Vec::new(),
                 failure: None,
-                failure_error: None,
                 cancelled: false,
             }),
             changed: Condvar::new(),
             counters,
         });
         let worker = cache.clone();
+        let plan = bunches.clone();
         let thread = std::thread::Builder::new()
             .name("rntuple-prefetch".into())
             .spawn(move || {
@@ -225,7 +226,11 @@ impl Prefetcher {
             let mut state = cache.lock();
             state.cancelled = true;
         }
-        Prefetcher { cache, thread }
+        Prefetcher {
+            cache,
+            bunches: plan,
+            thread,
+        }
     }
 
     /// The cache the decoder reads from.
@@ -320,8 +325,7 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     Err(e) => {
                         let mut state = cache.lock();
                         if state.failure.is_none() {
-                            state.failure = Some(e.to_string());
-                            state.failure_error = Some(e);
+                            state.failure = Some(Failure::new(e));
                         }
                         drop(state);
                         cache.changed.notify_all();
@@ -366,11 +370,44 @@ fn file_pages(
     cache.changed.notify_all();
 }
 
+/// The pages of a planned read: taken from the prefetcher's cache, or read on demand
+/// when the plan left them out (multi-key pages) or its fetch came up short.
+pub(crate) struct PrefetchedPages {
+    prefetcher: Prefetcher,
+    direct: DirectPages,
+}
+
+impl PrefetchedPages {
+    /// Pages from `prefetcher`, else from `direct`.
+    pub(crate) fn new(prefetcher: Prefetcher, direct: DirectPages) -> PrefetchedPages {
+        PrefetchedPages { prefetcher, direct }
+    }
+}
+
+impl PageSource for PrefetchedPages {
+    fn page(&self, page: &PageInfo) -> Result<PageBytes> {
+        let key = PageKey {
+            offset: page.locator.offset,
+            len: stored_page_len(page),
+        };
+        match self.prefetcher.cache().take(key)? {
+            Some(bytes) => Ok(bytes),
+            None => self.direct.page(page),
+        }
+    }
+
+    fn done_with(&self, k: usize) {
+        if let Some(bunch) = self.prefetcher.bunches.get(k) {
+            self.prefetcher.cache().finish_bunch(k, bunch);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt};
-    use crate::read::plan::MergedRange;
+    use crate::read::source::plan::MergedRange;
     use std::time::Duration;
 
     /// A slow source that logs when each request starts and ends, and keeps the buffers

@@ -45,6 +45,17 @@ pub(crate) struct Bunch {
 }
 
 impl Bunch {
+    /// Every selected field over `entries`, with no pages fetched for it: the one bunch of
+    /// a range read from a local file.
+    pub fn whole(entries: Range<u64>) -> Bunch {
+        Bunch {
+            entries,
+            fields: None,
+            requests: Vec::new(),
+            reused: Vec::new(),
+        }
+    }
+
     /// Every page the bunch needs: those it fetches and those it reuses.
     pub fn pages(&self) -> impl Iterator<Item = &PageKey> {
         self.requests
@@ -58,7 +69,7 @@ impl Bunch {
 /// Whether a page of `len` stored bytes (checksum included) lies in one piece at its
 /// locator. A page larger than the file's max key size is a multi-key blob, its chunks
 /// elsewhere in the file (listed in the first chunk): the plan leaves it out and the
-/// decoder reads it through `container::read_blob`.
+/// page source reads it on demand through the keys that hold it.
 fn contiguous_page(len: u64, max_key_size: u64) -> bool {
     len > 0 && (max_key_size == 0 || len <= max_key_size)
 }

@@ -1,0 +1,262 @@
+//! Pages as stored: the column's elements encoded, compressed in ROOT's chunk format
+//! and, when the column has them, followed by an xxh3-64 checksum of those bytes.
+//! [`seal_page`] makes them and [`open_page`] checks them; [`unseal_page_into`]
+//! decompresses and decodes a checked page. The writer, the reader and the tools that
+//! copy pages (recovery, merging) go through these functions only.
+
+use super::page_list::PageInfo;
+use crate::compression::{self, claimed_uncompressed_len, compress, CompressionSettings};
+use crate::encoding::{decode_page_into, encode_page, ColumnEncoding, ColumnValues, ValuesMut};
+use crate::error::{Error, Result};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Bytes of the checksum a page ends with when the column has checksums.
+pub const PAGE_CHECKSUM_BYTES: u64 = 8;
+
+/// One sealed page: its stored bytes (the checksum included) and its element count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedPage {
+    /// The compressed bytes, followed by the checksum if `has_checksum`.
+    pub bytes: Vec<u8>,
+    /// The elements it holds.
+    pub n_elements: u32,
+    /// Whether `bytes` ends with an xxh3-64 checksum.
+    pub has_checksum: bool,
+}
+
+impl SealedPage {
+    /// The page's checksum, if it has one: the key of same-page merging.
+    pub fn checksum(&self) -> Option<u64> {
+        if self.has_checksum {
+            stored_checksum(&self.bytes)
+        } else {
+            None
+        }
+    }
+}
+
+/// Encodes, compresses and (with `checksum`) checksums `values` as one page.
+pub fn seal_page(
+    encoding: &ColumnEncoding,
+    values: &ColumnValues,
+    compression: CompressionSettings,
+    checksum: bool,
+) -> Result<SealedPage> {
+    let n_elements = u32::try_from(values.len()).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "a page of {} elements: a page holds fewer than 2^32",
+            values.len()
+        ))
+    })?;
+    let raw = encode_page(encoding, values)?;
+    let zipped = compress(&raw, compression)?;
+    drop(raw);
+    // Exactly sized: sealed pages wait in memory until their cluster is committed, and
+    // the compressor's buffer has room for much more than it usually needs.
+    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
+    bytes.extend_from_slice(&zipped);
+    if checksum {
+        let sum = xxh3_64(&bytes);
+        bytes.extend_from_slice(&sum.to_le_bytes());
+    }
+    Ok(SealedPage {
+        bytes,
+        n_elements,
+        has_checksum: checksum,
+    })
+}
+
+/// The last eight bytes of a stored page, as the checksum they would be.
+fn stored_checksum(stored: &[u8]) -> Option<u64> {
+    let at = stored.len().checked_sub(8)?;
+    stored
+        .get(at..)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+}
+
+/// The stored size of the page `page` describes: its locator's size plus the checksum.
+pub fn stored_page_len(page: &PageInfo) -> u64 {
+    page.locator.size
+        + if page.has_checksum {
+            PAGE_CHECKSUM_BYTES
+        } else {
+            0
+        }
+}
+
+/// Checks a page's stored bytes against what the page list says of it (`page`, of a
+/// column encoded as `encoding`): their length, the checksum, and for a compressed page
+/// that its chunk headers announce exactly the uncompressed size of its elements.
+/// Returns the page's data without the checksum: the bytes [`unseal_page_into`] takes,
+/// and those a page copy writes again (with the same checksum).
+pub fn open_page<'a>(
+    stored: &'a [u8],
+    page: &PageInfo,
+    encoding: &ColumnEncoding,
+) -> Result<&'a [u8]> {
+    let offset = page.locator.offset;
+    let what = || format!("page at byte offset {offset}");
+    let expected = stored_page_len(page);
+    if stored.len() as u64 != expected {
+        return Err(Error::Truncated {
+            what: what(),
+            offset,
+            needed: expected,
+            available: stored.len() as u64,
+        });
+    }
+    let n = u64::from(page.n_elements);
+    let unzipped = encoding
+        .page_bytes(n)
+        .ok_or_else(|| Error::corrupt("page list", format!("page of {n} elements is too large")))?;
+    let size = usize::try_from(page.locator.size)
+        .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
+    let (data, sum) = stored.split_at(size.min(stored.len()));
+    if page.has_checksum {
+        let stored_sum = stored_checksum(sum).unwrap_or_default();
+        let computed = xxh3_64(data);
+        if stored_sum != computed {
+            return Err(Error::ChecksumMismatch {
+                what: what(),
+                stored: stored_sum,
+                computed,
+            });
+        }
+    }
+    if page.locator.size != unzipped {
+        let claimed = claimed_uncompressed_len(data);
+        if claimed.map(|c| c as u64) != Some(unzipped) {
+            return Err(Error::corrupt(
+                what(),
+                match claimed {
+                    Some(c) => {
+                        format!("compressed chunks hold {c} bytes, {unzipped} were expected")
+                    }
+                    None => "malformed compressed chunk headers".to_string(),
+                },
+            ));
+        }
+    }
+    Ok(data)
+}
+
+/// Decodes elements `first..first + out.len()` of an opened page (`data`, as
+/// [`open_page`] returns it) into `out`; a compressed page is first decompressed into
+/// `scratch`, which grows as needed and is never cleared (decompression overwrites every
+/// byte it hands on), so a caller can reuse it across pages.
+pub fn unseal_page_into(
+    data: &[u8],
+    page: &PageInfo,
+    encoding: &ColumnEncoding,
+    first: usize,
+    out: ValuesMut<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let n = u64::from(page.n_elements);
+    let unzipped = encoding
+        .page_bytes(n)
+        .and_then(|u| usize::try_from(u).ok())
+        .ok_or_else(|| Error::corrupt("page list", format!("page of {n} elements is too large")))?;
+    if data.len() == unzipped {
+        return decode_page_into(encoding, data, n, first, out);
+    }
+    if scratch.len() < unzipped {
+        scratch.resize(unzipped, 0);
+    }
+    let buf = &mut scratch[..unzipped];
+    compression::decompress_into(
+        data,
+        buf,
+        &format!("page at byte offset {}", page.locator.offset),
+    )?;
+    decode_page_into(encoding, buf, n, first, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compression::Algorithm;
+    use crate::encoding::ColumnType;
+    use crate::format::Locator;
+
+    fn info(page: &SealedPage, offset: u64) -> PageInfo {
+        PageInfo {
+            n_elements: page.n_elements,
+            has_checksum: page.has_checksum,
+            locator: Locator {
+                size: page.bytes.len() as u64 - if page.has_checksum { 8 } else { 0 },
+                offset,
+            },
+        }
+    }
+
+    fn encoding() -> ColumnEncoding {
+        ColumnEncoding::new(ColumnType::SplitReal64, 64, None).unwrap()
+    }
+
+    #[test]
+    fn sealed_pages_open_and_decode_to_their_values() {
+        let values: Vec<f64> = (0..1000).map(|i| f64::from(i) * 0.5).collect();
+        let column = ColumnValues::F64(values.clone());
+        for (zstd, checksum) in [(true, true), (true, false), (false, true), (false, false)] {
+            let settings = if zstd {
+                CompressionSettings::new(Algorithm::Zstd, 5)
+            } else {
+                CompressionSettings::UNCOMPRESSED
+            };
+            let sealed = seal_page(&encoding(), &column, settings, checksum).unwrap();
+            assert_eq!(sealed.n_elements, 1000);
+            assert_eq!(sealed.checksum().is_some(), checksum);
+            let page = info(&sealed, 100);
+            let data = open_page(&sealed.bytes, &page, &encoding()).unwrap();
+            let mut out = ColumnValues::zeros(ColumnType::SplitReal64, 10);
+            let mut scratch = Vec::new();
+            unseal_page_into(
+                data,
+                &page,
+                &encoding(),
+                990,
+                out.as_values_mut(),
+                &mut scratch,
+            )
+            .unwrap();
+            assert_eq!(out, ColumnValues::F64(values[990..].to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_fails_the_checksum_and_names_the_page() {
+        let column = ColumnValues::F64(vec![1.0; 64]);
+        let settings = CompressionSettings::new(Algorithm::Zstd, 1);
+        let mut sealed = seal_page(&encoding(), &column, settings, true).unwrap();
+        sealed.bytes[3] ^= 0x10;
+        let page = info(&sealed, 4096);
+        let err = open_page(&sealed.bytes, &page, &encoding()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("checksum mismatch in page at byte offset 4096"),
+            "{err}"
+        );
+        let short = open_page(&sealed.bytes[1..], &page, &encoding()).unwrap_err();
+        assert!(
+            matches!(short, Error::Truncated { needed, .. } if needed == sealed.bytes.len() as u64)
+        );
+    }
+
+    #[test]
+    fn chunks_announcing_another_size_are_corrupt() {
+        let column = ColumnValues::F64(vec![2.0; 64]);
+        let settings = CompressionSettings::new(Algorithm::Zstd, 1);
+        let sealed = seal_page(&encoding(), &column, settings, false).unwrap();
+        // The page list claims 65 elements: the chunks hold 64 * 8 bytes, not 65 * 8.
+        let mut page = info(&sealed, 0);
+        page.n_elements = 65;
+        let err = open_page(&sealed.bytes, &page, &encoding()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("hold 512 bytes, 520 were expected"),
+            "{err}"
+        );
+    }
+}

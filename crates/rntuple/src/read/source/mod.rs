@@ -1,0 +1,435 @@
+//! Where a read's bytes come from: the only part of the reader that does I/O (ROOT's
+//! `RPageSource`). Opening an RNTuple reads its anchor, header, footer and page lists
+//! through the container; a read gets its pages through a [`PageSource`]: direct reads
+//! for a local file ([`direct`]), or pages fetched ahead by a plan of vectored reads for a
+//! remote one ([`plan`], [`prefetch`]). The decoder above sees only the trait.
+
+mod direct;
+pub(crate) mod plan;
+mod prefetch;
+
+use super::RNTupleReader;
+use crate::compression;
+use crate::container::{self, RootFile};
+use crate::error::{Error, Location, Result};
+use crate::format::{
+    stored_page_len, unpack_envelope, Anchor, EnvelopeType, Footer, Header, PageInfo, PageList,
+};
+use crate::io::{open_source, IoMetricsSnapshot, Source};
+use crate::schema::Descriptor;
+use plan::Bunch;
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub(crate) use prefetch::PageBytes;
+
+/// Bunches a planned read fetches ahead of the one being decoded.
+const PREFETCH_WINDOW: usize = 3;
+
+/// What the decoder gets page bytes from.
+pub(crate) trait PageSource: Sync {
+    /// The stored bytes of `page` (its checksum included), unchecked.
+    fn page(&self, page: &PageInfo) -> Result<PageBytes>;
+
+    /// The decoder is done with bunch `k` of the plan: its pages may be dropped.
+    fn done_with(&self, _k: usize) {}
+}
+
+/// What reading through an [`RNTupleReader`] has cost so far: the source's counters and
+/// how the reads used them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadMetrics {
+    /// The source's counters (requests, vector requests, ranges, bytes read, wait time).
+    pub io: IoMetricsSnapshot,
+    /// Stored page bytes (checksums included) the decoder used.
+    pub bytes_used: u64,
+    /// Time the decoder waited for prefetched pages, in nanoseconds.
+    pub prefetch_wait_nanos: u64,
+    /// Time spent in [`RNTupleReader::read`] calls, in nanoseconds.
+    pub read_nanos: u64,
+    /// Pages a planned read needed but had not fetched (read on demand).
+    pub unplanned_pages: u64,
+}
+
+/// What a reader's reads cost (shared by its clones), for [`ReadMetrics`].
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounters {
+    /// Bytes of pages the decoder took.
+    pub bytes_used: AtomicU64,
+    /// Time the decoder waited for pages, in nanoseconds.
+    pub wait_nanos: AtomicU64,
+    /// Pages the decoder needed that the plan did not fetch (read on demand).
+    pub misses: AtomicU64,
+    /// Time spent in reads, in nanoseconds.
+    pub read_nanos: AtomicU64,
+}
+
+/// An RNTuple's storage: the byte source, the file's MaxKeySize (pages larger than a
+/// key are split over several) and the counters of what reading cost.
+#[derive(Clone)]
+pub(crate) struct Storage {
+    source: Source,
+    max_key_size: u64,
+    counters: Arc<ReadCounters>,
+}
+
+/// A read's plan, ready to decode: its bunches (entries and selected fields, decoded in
+/// order), the entry range each belongs to, and the pages they need.
+pub(crate) struct PlannedRead {
+    /// The units of decoding, in order.
+    pub bunches: Arc<Vec<Bunch>>,
+    /// For every bunch, the index of the range it belongs to.
+    pub range_of: Vec<usize>,
+    /// The pages: prefetched for a remote source, read on demand for a local one.
+    pub pages: Box<dyn PageSource + Send>,
+}
+
+impl Storage {
+    /// Storage of pages in `source`, in keys of at most `max_key_size` bytes.
+    pub(crate) fn new(source: Source, max_key_size: u64) -> Storage {
+        Storage {
+            source,
+            max_key_size,
+            counters: Arc::default(),
+        }
+    }
+
+    /// Plans the read of the selected fields (`field_columns`: each field's columns) over
+    /// each of `ranges` in turn. From a remote source the pages needed are listed up
+    /// front, merged into few ranges and fetched bunch by bunch of clusters as vectored
+    /// reads, a window of bunches ahead of the decoding; a bunch is several small
+    /// clusters, or some of the fields of a large cluster (so that decoding starts after
+    /// the first tens of MB). From a local file each range is one bunch whose pages are
+    /// read as the decoder needs them, in parallel.
+    pub(crate) fn plan(
+        &self,
+        descriptor: &Descriptor,
+        field_columns: &[Vec<u32>],
+        ranges: &[Range<u64>],
+    ) -> PlannedRead {
+        let hints = self.source.hints();
+        let direct = direct::DirectPages::new(self.clone());
+        if !hints.remote {
+            let bunches: Vec<Bunch> = ranges
+                .iter()
+                .filter(|r| r.start < r.end)
+                .map(|r| Bunch::whole(r.clone()))
+                .collect();
+            let range_of = ranges
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.start < r.end)
+                .map(|(i, _)| i)
+                .collect();
+            return PlannedRead {
+                bunches: Arc::new(bunches),
+                range_of,
+                pages: Box::new(direct),
+            };
+        }
+        let mut bunches = Vec::new();
+        let mut range_of = Vec::new();
+        // A cluster that several ranges share is fetched once, kept until its last range.
+        let mut fetched = HashSet::new();
+        for (i, range) in ranges.iter().enumerate() {
+            let planned = plan::plan_read(
+                descriptor,
+                field_columns,
+                range.clone(),
+                &hints,
+                hints.bunch_bytes,
+                self.max_key_size,
+                &mut fetched,
+            );
+            range_of.extend(std::iter::repeat_n(i, planned.len()));
+            bunches.extend(planned);
+        }
+        let bunches = Arc::new(bunches);
+        let prefetcher = prefetch::Prefetcher::start(
+            self.source.clone(),
+            bunches.clone(),
+            PREFETCH_WINDOW,
+            hints.parallel_requests,
+            hints.bunch_bytes,
+            self.counters.clone(),
+        );
+        PlannedRead {
+            bunches,
+            range_of,
+            pages: Box::new(prefetch::PrefetchedPages::new(prefetcher, direct)),
+        }
+    }
+
+    /// Adds `nanos` to the time spent in reads.
+    pub(crate) fn count_read_time(&self, nanos: u64) {
+        self.counters.read_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Reads a blob the file's keys hold (`nbytes` at `offset`, in keys of at most the
+    /// file's MaxKeySize).
+    fn read_blob(&self, offset: u64, nbytes: u64) -> Result<Vec<u8>> {
+        container::read_blob(self.source.as_ref(), offset, nbytes, self.max_key_size)
+    }
+
+    /// Reads and checks a (possibly compressed) envelope through the file's keys.
+    fn read_envelope(
+        &self,
+        offset: u64,
+        nbytes: u64,
+        length: u64,
+        kind: EnvelopeType,
+        what: &str,
+    ) -> Result<(Vec<u8>, u64)> {
+        // An envelope cannot decompress to more than the file could plausibly hold; this
+        // bounds the allocation by the input's real size (zstd's best ratio is far below).
+        let max_length = self.source.size().saturating_mul(1024).max(1 << 20);
+        self.read_blob(offset, nbytes)
+            .and_then(|stored| unpack_envelope(&stored, length, max_length, kind, what))
+            .map_err(|e| {
+                e.at(Location {
+                    structure: Some(what.to_string()),
+                    offset: Some(offset),
+                    ..Default::default()
+                })
+            })
+    }
+
+    /// Reads the page lists of `footer`'s cluster groups (in parallel), each checked to
+    /// belong to the header of checksum `header_checksum`.
+    fn read_page_lists(&self, footer: &Footer, header_checksum: u64) -> Result<Vec<PageList>> {
+        footer
+            .cluster_groups
+            .par_iter()
+            .enumerate()
+            .map(|(g, group)| {
+                let what = format!("page list envelope of cluster group {g}");
+                let link = group.page_list;
+                let (bytes, _) = self.read_envelope(
+                    link.locator.offset,
+                    link.locator.size,
+                    link.length,
+                    EnvelopeType::PageList,
+                    &what,
+                )?;
+                let list = PageList::read(&bytes).map_err(|e| {
+                    e.at(Location {
+                        structure: Some(what.clone()),
+                        ..Default::default()
+                    })
+                })?;
+                if list.header_checksum != header_checksum {
+                    return Err(Error::ChecksumMismatch {
+                        what: format!("{what}'s reference to the header envelope"),
+                        stored: list.header_checksum,
+                        computed: header_checksum,
+                    });
+                }
+                Ok(list)
+            })
+            .collect()
+    }
+
+    /// The stored bytes of `page`, read at its locator (through the keys of a multi-key
+    /// blob if it is larger than a key).
+    fn read_page(&self, page: &PageInfo) -> Result<Vec<u8>> {
+        let offset = page.locator.offset;
+        let bytes = self.read_blob(offset, stored_page_len(page)).map_err(|e| {
+            e.at(Location {
+                offset: Some(offset),
+                ..Default::default()
+            })
+        })?;
+        self.counters
+            .bytes_used
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes)
+    }
+}
+
+/// Wraps an error with the file and the RNTuple it was found in.
+pub(crate) fn in_rntuple(source: &Source, path: &str) -> impl Fn(Error) -> Error {
+    let (file, rntuple) = (source.name().to_string(), path.to_string());
+    move |e: Error| {
+        e.at(Location {
+            file: Some(file.clone()),
+            rntuple: Some(rntuple.clone()),
+            ..Default::default()
+        })
+    }
+}
+
+/// Opening: the reader's constructors that read the file.
+impl RNTupleReader {
+    /// Opens the RNTuple `name` (or the only one) of the ROOT file at `path`.
+    pub fn open_path(path: &str, name: Option<&str>) -> Result<RNTupleReader> {
+        let source = open_source(path)?;
+        let file = RootFile::open(source)?;
+        Self::open(&file, name)
+    }
+
+    /// Opens the RNTuple `name` of `file`; without a name, the file's only RNTuple.
+    pub fn open(file: &RootFile, name: Option<&str>) -> Result<RNTupleReader> {
+        let anchors = file.rntuple_anchors()?;
+        let key = match name {
+            Some(n) => anchors
+                .into_iter()
+                .find(|a| {
+                    a.path == n || a.path.trim_start_matches('/') == n.trim_start_matches('/')
+                })
+                .ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "no RNTuple named \"{n}\" in {}",
+                        file.source().name()
+                    ))
+                })?,
+            None => {
+                let mut anchors = anchors;
+                match anchors.len() {
+                    0 => {
+                        return Err(Error::NotFound(format!(
+                            "{} holds no RNTuple",
+                            file.source().name()
+                        )))
+                    }
+                    1 => anchors.remove(0),
+                    _ => {
+                        let names: Vec<String> = anchors.iter().map(|a| a.path.clone()).collect();
+                        return Err(Error::InvalidArgument(format!(
+                            "{} holds several RNTuples ({}); name one as FILE:NAME",
+                            file.source().name(),
+                            names.join(", ")
+                        )));
+                    }
+                }
+            }
+        };
+        let anchor =
+            Anchor::from_object(&key.object, &format!("anchor of RNTuple \"{}\"", key.path))?;
+        Self::from_anchor(file.source().clone(), anchor, key.path)
+    }
+
+    /// Opens an RNTuple from its anchor: reads header, footer and every page list.
+    pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
+        let in_file = in_rntuple(&source, &path);
+        let storage = Storage::new(source, anchor.max_key_size);
+        let (header_bytes, header_checksum) = storage
+            .read_envelope(
+                anchor.seek_header,
+                anchor.nbytes_header,
+                anchor.len_header,
+                EnvelopeType::Header,
+                "header envelope",
+            )
+            .map_err(&in_file)?;
+        let header = Header::read(&header_bytes).map_err(&in_file)?;
+        let (footer_bytes, _) = storage
+            .read_envelope(
+                anchor.seek_footer,
+                anchor.nbytes_footer,
+                anchor.len_footer,
+                EnvelopeType::Footer,
+                "footer envelope",
+            )
+            .map_err(&in_file)?;
+        let footer = Footer::read(&footer_bytes).map_err(&in_file)?;
+        if footer.header_checksum != header_checksum {
+            return Err(in_file(Error::ChecksumMismatch {
+                what: "footer envelope's reference to the header envelope".into(),
+                stored: footer.header_checksum,
+                computed: header_checksum,
+            }));
+        }
+        let page_lists = storage
+            .read_page_lists(&footer, header_checksum)
+            .map_err(&in_file)?;
+        Self::from_metadata(storage, anchor, path, header, footer, page_lists).map_err(in_file)
+    }
+
+    /// Opens an RNTuple from its parsed envelopes, with no I/O (the footer's cluster
+    /// groups and their page lists, in order, may have been put together from the page
+    /// lists found in a file whose writer died); its pages are read from `source`, with
+    /// the anchor's MaxKeySize.
+    pub(crate) fn from_parts(
+        source: Source,
+        anchor: Anchor,
+        path: String,
+        header: Header,
+        footer: Footer,
+        page_lists: Vec<PageList>,
+    ) -> Result<RNTupleReader> {
+        let in_file = in_rntuple(&source, &path);
+        let storage = Storage::new(source, anchor.max_key_size);
+        Self::from_metadata(storage, anchor, path, header, footer, page_lists).map_err(in_file)
+    }
+
+    /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
+    /// found through the anchor the footer links to.
+    pub fn attribute_set(&self, name: &str) -> Result<RNTupleReader> {
+        let (link, anchor_length) = self.attribute_link(name)?;
+        let what = format!("anchor of attribute set \"{name}\"");
+        let loc = link.anchor_locator;
+        let raw = self.storage.read_blob(loc.offset, loc.size)?;
+        let object = if loc.size == u64::from(anchor_length) {
+            raw
+        } else {
+            compression::decompress(&raw, anchor_length as usize, &what)?
+        };
+        let anchor = Anchor::from_object(&object, &what)?;
+        Self::from_anchor(
+            self.storage.source.clone(),
+            anchor,
+            format!("{}/{name}", self.path()),
+        )
+    }
+
+    /// The byte source.
+    pub fn source(&self) -> &Source {
+        &self.storage.source
+    }
+
+    /// What reading has cost so far (see [`ReadMetrics`]).
+    pub fn metrics(&self) -> ReadMetrics {
+        let counters = &self.storage.counters;
+        ReadMetrics {
+            io: self.storage.source.metrics(),
+            bytes_used: counters.bytes_used.load(Ordering::Relaxed),
+            prefetch_wait_nanos: counters.wait_nanos.load(Ordering::Relaxed),
+            read_nanos: counters.read_nanos.load(Ordering::Relaxed),
+            unplanned_pages: counters.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Opens an RNTuple from the payloads of its header, footer and page list envelopes
+    /// (no envelope, no checksum), its pages read from `source`: the metadata parsers and
+    /// the page decoding, for fuzzing, without the checksums that stop most mutations.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn from_payloads(
+        source: Source,
+        header: &[u8],
+        footer: &[u8],
+        page_lists: &[&[u8]],
+    ) -> Result<RNTupleReader> {
+        let header = Header::read(header)?;
+        let footer = Footer::read(footer)?;
+        let page_lists = page_lists
+            .iter()
+            .map(|p| PageList::read(p))
+            .collect::<Result<Vec<_>>>()?;
+        let anchor = Anchor {
+            version_epoch: 1,
+            max_key_size: 1 << 30,
+            ..Anchor::default()
+        };
+        Self::from_parts(
+            source,
+            anchor,
+            "fuzz".to_string(),
+            header,
+            footer,
+            page_lists,
+        )
+    }
+}
