@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import itertools
 import os
 import re
 import sys
@@ -64,54 +63,6 @@ def _entry_range(num_entries: int, start: int | None, stop: int | None) -> tuple
     start = min(max(start, 0), num_entries)
     stop = min(max(stop, start), num_entries)
     return start, stop
-
-
-def plan_batches(
-    clusters: Sequence[tuple[int, int]],
-    cluster_bytes: Sequence[int],
-    start: int,
-    stop: int,
-    step_size: StepSize,
-) -> list[tuple[int, int]]:
-    """Entry ranges covering ``start:stop`` whose boundaries are cluster boundaries:
-    whole clusters are grouped until the next one would pass ``step_size`` (entries for
-    an integer, uncompressed bytes of the selected fields for a string), and a cluster
-    larger than the step is cut into equal parts. Always at least one cluster per batch."""
-    by_entries = isinstance(step_size, int) and not isinstance(step_size, bool)
-    target = step_size if by_entries else parse_size(step_size)
-    if target <= 0:
-        raise InvalidArgumentError(f"step_size must be positive, not {step_size!r}")
-    ranges: list[tuple[int, int]] = []
-    group_start: int | None = None
-    group_end = 0
-    group_size = 0.0
-    for (first, n), size in zip(clusters, cluster_bytes, strict=False):
-        lo, hi = max(first, start), min(first + n, stop)
-        if lo >= hi:
-            continue
-        weight = (hi - lo) if by_entries else size * (hi - lo) / n
-        if group_start is not None and group_size + weight > target:
-            ranges.append((group_start, group_end))
-            group_start = None
-        if weight > target:
-            parts = -(-int(weight) // int(target))
-            bounds = [lo + (hi - lo) * k // parts for k in range(parts + 1)]
-            ranges.extend((a, b) for a, b in itertools.pairwise(bounds) if b > a)
-            continue
-        if group_start is None:
-            group_start, group_size = lo, 0.0
-        group_end = hi
-        group_size += weight
-    if group_start is not None:
-        ranges.append((group_start, group_end))
-    return ranges
-
-
-def _struct_of(children: dict[str, tuple[pa.Array, pa.Field]], length: int) -> pa.StructArray:
-    del length  # every record here has at least one member, which gives the length
-    return pa.StructArray.from_arrays(
-        [a for a, _ in children.values()], fields=[f for _, f in children.values()]
-    )
 
 
 class RNTuple:
@@ -251,69 +202,12 @@ class RNTuple:
             out.extend(m for m in matched if m not in out)
         return out
 
-    def _read_plan(self, paths: list[str]) -> tuple[list[str], list[tuple[str, Any]]]:
-        """What to ask the core for, and how to build each output column from it: per
-        top-level field, either one column the core reads (the field, or its projection
-        onto members inside collections), or a record of member paths read directly."""
+    def _qualified(self, paths: list[str]) -> list[str]:
+        """The names the core takes for resolved field paths (``Jet._0.pt`` for
+        ``Jet.pt``); the core keeps paths through records as members of their top-level
+        record and gathers paths into collections into their top-level field's column."""
         info = self._field_paths()
-        groups: dict[str, list[str]] = {}
-        for p in paths:
-            groups.setdefault(p.split(".", 1)[0], []).append(p)
-        to_read: list[str] = []
-        steps: list[tuple[str, Any]] = []
-        for top, members in groups.items():
-            if top in members:
-                to_read.append(top)
-                steps.append(("whole", top))
-                continue
-            tree: dict = {}
-            for m in members:
-                node = tree
-                parts = m.split(".")[1:]
-                for part in parts[:-1]:
-                    if part in node and node[part] is None:
-                        break  # the whole member is selected already
-                    node = node.setdefault(part, {})
-                else:
-                    node[parts[-1]] = None
-            if all(info[m][1] for m in members):
-                to_read.extend(members)
-                steps.append(("record", (top, tree)))
-            else:
-                to_read.extend(info[m][2] for m in members)
-                # Paths into collections: the core reads one column named after the
-                # top-level field, with only the selected members (and their columns).
-                steps.append(("whole", top))
-        return to_read, steps
-
-    def _build(self, batch: pa.RecordBatch, steps: list[tuple[str, Any]]) -> pa.Table:
-        columns: list[pa.Array] = []
-        fields: list[pa.Field] = []
-
-        def record(prefix: str, tree: dict, name: str) -> tuple[pa.Array, pa.Field]:
-            children = {}
-            for member, sub in tree.items():
-                path = f"{prefix}.{member}"
-                if sub is None:
-                    index = batch.schema.get_field_index(path)
-                    f = batch.schema.field(index)
-                    children[member] = (batch.column(index), f.with_name(member))
-                else:
-                    children[member] = record(path, sub, member)
-            arr = _struct_of(children, batch.num_rows)
-            return arr, pa.field(name, arr.type, nullable=False)
-
-        for kind, arg in steps:
-            if kind == "whole":
-                index = batch.schema.get_field_index(arg)
-                columns.append(batch.column(index))
-                fields.append(batch.schema.field(index))
-            else:
-                top, tree = arg
-                arr, f = record(top, tree, top)
-                columns.append(arr)
-                fields.append(f)
-        return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+        return [info[p][2] for p in paths]
 
     # -- reading ---------------------------------------------------------------------
 
@@ -336,11 +230,10 @@ class RNTuple:
 
         ``fields`` takes top-level names, nested paths (``"Jet.pt"``) and glob patterns
         (``"Muon_*"``); ``None`` reads every field."""
-        paths = self.resolve_fields(fields)
+        names = self._qualified(self.resolve_fields(fields))
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        to_read, steps = self._read_plan(paths)
-        batch = self._reader.read(to_read, start, stop)
-        return to_library(self._build(batch, steps), library)
+        batch = self._reader.read(names, start, stop)
+        return to_library(pa.Table.from_batches([batch]), library)
 
     def iterate(
         self,
@@ -356,21 +249,25 @@ class RNTuple:
         selected fields, uncompressed. See :meth:`arrays` for the other arguments."""
         paths = self.resolve_fields(fields)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        to_read, steps = self._read_plan(paths)
-        ranges = self.batch_ranges(to_read, start, stop, step_size)
+        ranges = self.batch_ranges(paths, start, stop, step_size)
         # One stream over all the batches: from a remote file, the next batches' pages
         # are fetched while the current one is decoded and used.
-        for batch in self._reader.stream(to_read, ranges):
-            yield to_library(self._build(batch, steps), library)
+        for batch in self._reader.stream(self._qualified(paths), ranges):
+            yield to_library(pa.Table.from_batches([batch]), library)
 
     def batch_ranges(
         self, fields: FieldSelection, start: int, stop: int, step_size: StepSize
     ) -> list[tuple[int, int]]:
-        """The cluster-aligned entry ranges :meth:`iterate` reads (see
-        :func:`plan_batches`)."""
-        to_read, _ = self._read_plan(self.resolve_fields(fields))
-        sizes = self._reader.cluster_bytes(to_read)
-        return plan_batches(self._reader.clusters(), sizes, start, stop, step_size)
+        """The entry ranges :meth:`iterate` reads, cut at cluster boundaries: whole
+        clusters are grouped until the next one would pass ``step_size`` (entries for an
+        integer, uncompressed bytes of the selected fields for a string), and a cluster
+        larger than the step is cut into equal parts; at least one entry per batch."""
+        names = self._qualified(self.resolve_fields(fields))
+        if isinstance(step_size, int) and not isinstance(step_size, bool):
+            if step_size <= 0:
+                raise InvalidArgumentError(f"step_size must be positive, not {step_size!r}")
+            return self._reader.batch_ranges(names, start, stop, step_entries=step_size)
+        return self._reader.batch_ranges(names, start, stop, step_bytes=parse_size(step_size))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The Arrow PyCapsule stream of every field, one record batch per cluster,

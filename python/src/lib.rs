@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::io::open_source;
-use rntuple::read::{RNTupleReader, RangeBatches};
+use rntuple::read::{Projection, RNTupleReader, RangeBatches, RecordPaths, StepSize};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Error;
@@ -140,6 +140,16 @@ impl RecordBatchReader for RangeStream {
     }
 }
 
+impl Reader {
+    /// The projection Python reads: field paths (qualified names) through records stay
+    /// members of their top-level record, as uproot and Awkward users expect.
+    fn projection(&self, fields: Option<Vec<String>>) -> PyResult<Projection> {
+        self.reader
+            .projection(fields.as_deref(), RecordPaths::Members)
+            .map_err(to_py_err)
+    }
+}
+
 #[pymethods]
 impl Reader {
     /// Number of entries.
@@ -238,11 +248,8 @@ impl Reader {
         py: Python<'py>,
         fields: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let schema = self
-            .reader
-            .arrow_schema(fields.as_deref())
-            .map_err(to_py_err)?;
-        schema.as_ref().to_pyarrow(py)
+        let projection = self.projection(fields)?;
+        projection.schema().as_ref().to_pyarrow(py)
     }
 
     /// The clusters as `(first_entry, n_entries)` pairs.
@@ -258,9 +265,38 @@ impl Reader {
     /// The uncompressed bytes of the selected fields in each cluster.
     #[pyo3(signature = (fields=None))]
     fn cluster_bytes(&self, fields: Option<Vec<String>>) -> PyResult<Vec<u64>> {
-        self.reader
-            .selection_bytes_per_cluster(fields.as_deref())
-            .map_err(to_py_err)
+        let projection = self.projection(fields)?;
+        Ok(self.reader.projection_bytes_per_cluster(&projection))
+    }
+
+    /// The entry ranges, cut at cluster boundaries, that an iteration over the selected
+    /// fields reads from `start..stop` in steps of about `step_entries` entries or
+    /// `step_bytes` uncompressed bytes (exactly one of them).
+    #[pyo3(signature = (fields, start, stop, step_entries=None, step_bytes=None))]
+    fn batch_ranges(
+        &self,
+        fields: Option<Vec<String>>,
+        start: u64,
+        stop: u64,
+        step_entries: Option<u64>,
+        step_bytes: Option<u64>,
+    ) -> PyResult<Vec<(u64, u64)>> {
+        let step = match (step_entries, step_bytes) {
+            (Some(n), None) => StepSize::Entries(n),
+            (None, Some(n)) => StepSize::Bytes(n),
+            _ => {
+                return Err(to_py_err(Error::InvalidArgument(
+                    "give exactly one of step_entries and step_bytes".into(),
+                )))
+            }
+        };
+        let projection = self.projection(fields)?;
+        let range = entry_range(&self.reader, start, stop)?;
+        let ranges = self
+            .reader
+            .batch_ranges(&projection, range, step)
+            .map_err(to_py_err)?;
+        Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
     }
 
     /// The compressed size of all pages, in bytes.
@@ -294,9 +330,10 @@ impl Reader {
         stop: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let range = entry_range(&self.reader, start, stop)?;
+        let projection = self.projection(fields)?;
         let reader = self.reader.clone();
         let batch = py
-            .detach(move || reader.read(fields.as_deref(), range))
+            .detach(move || reader.read_projection(&projection, range))
             .map_err(to_py_err)?;
         batch.to_pyarrow(py)
     }
@@ -314,13 +351,11 @@ impl Reader {
             .into_iter()
             .map(|(a, b)| entry_range(&self.reader, a, b))
             .collect::<PyResult<Vec<_>>>()?;
-        let schema = self
-            .reader
-            .arrow_schema(fields.as_deref())
-            .map_err(to_py_err)?;
+        let projection = self.projection(fields)?;
+        let schema = projection.schema().clone();
         let batches = self
             .reader
-            .read_ranges(fields.as_deref(), ranges)
+            .read_projection_ranges(&projection, ranges)
             .map_err(to_py_err)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)

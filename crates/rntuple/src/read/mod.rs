@@ -45,6 +45,49 @@ pub struct Selection {
     pub keep: Option<HashSet<u32>>,
 }
 
+/// How a selection makes output columns of dotted paths that run through records only
+/// (`"a.b"` for a member `b` of a top-level record `a`). Paths into collections
+/// (`"Jet._0.pt"`) are always projections: one column per top-level field, named after
+/// it, holding only the selected members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordPaths {
+    /// `"a.b"` is an output column of its own, named `"a.b"` (`rntuple dump --fields`).
+    #[default]
+    Columns,
+    /// `"a.b"` stays a member of its top-level record: the column `"a"` holds only the
+    /// selected members (the shape uproot and Awkward users expect; Python's reading).
+    Members,
+}
+
+/// What a read produces: the output columns of a selection and their Arrow schema
+/// (see [`RNTupleReader::projection`]).
+#[derive(Debug, Clone)]
+pub struct Projection {
+    selection: Vec<Selection>,
+    schema: SchemaRef,
+}
+
+impl Projection {
+    /// The output columns, in order.
+    pub fn selection(&self) -> &[Selection] {
+        &self.selection
+    }
+
+    /// The Arrow schema of the record batches a read of this projection makes.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+}
+
+/// How [`RNTupleReader::batch_ranges`] sizes the batches of an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSize {
+    /// About this many entries per batch.
+    Entries(u64),
+    /// About this many uncompressed bytes of the selected columns per batch.
+    Bytes(u64),
+}
+
 /// An open RNTuple: its anchor, its descriptor, and the storage its pages are read from.
 #[derive(Clone)]
 pub struct RNTupleReader {
@@ -179,6 +222,32 @@ impl RNTupleReader {
     /// The output columns `names` make (see [`RNTupleReader::select_fields`]), with the
     /// members each keeps.
     pub fn selection(&self, names: Option<&[String]>) -> Result<Vec<Selection>> {
+        self.selection_with(names, RecordPaths::Columns)
+    }
+
+    /// The projection `names` make, paths through records treated as `record_paths`
+    /// says: the output columns and their schema, ready to read.
+    pub fn projection(
+        &self,
+        names: Option<&[String]>,
+        record_paths: RecordPaths,
+    ) -> Result<Projection> {
+        let selection = self.selection_with(names, record_paths)?;
+        let fields = selection
+            .iter()
+            .map(|s| arrow_field_kept(&self.descriptor, s.id, &s.name, s.keep.as_ref()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Projection {
+            selection,
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+
+    fn selection_with(
+        &self,
+        names: Option<&[String]>,
+        record_paths: RecordPaths,
+    ) -> Result<Vec<Selection>> {
         let d = &self.descriptor;
         let Some(names) = names else {
             return Ok(self
@@ -216,11 +285,15 @@ impl RNTupleReader {
                 .iter()
                 .all(|&p| matches!(d.field_kind(p), crate::schema::FieldKind::Record(..)))
         };
-        // Top-level fields projected into (a path runs through a collection): all their
-        // selected members go into one column.
+        // Top-level fields projected into (a path runs through a collection, or through
+        // records when they keep their members): all their selected members go into one
+        // column.
         let projected: HashSet<u32> = chains
             .iter()
-            .filter(|c| !through_records(c))
+            .filter(|c| match record_paths {
+                RecordPaths::Columns => !through_records(c),
+                RecordPaths::Members => c.len() > 1,
+            })
             .map(|c| c[0])
             .collect();
         let mut out: Vec<Selection> = Vec::new();
@@ -268,30 +341,59 @@ impl RNTupleReader {
 
     /// The Arrow schema of a selection (see [`RNTupleReader::select_fields`]).
     pub fn arrow_schema(&self, names: Option<&[String]>) -> Result<SchemaRef> {
-        let selected = self.selection(names)?;
-        let fields = selected
-            .iter()
-            .map(|s| arrow_field_kept(&self.descriptor, s.id, &s.name, s.keep.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(Schema::new(fields)))
+        Ok(self.projection(names, RecordPaths::Columns)?.schema)
     }
 
     /// The uncompressed bytes (elements times bits on storage) of the selected fields'
     /// columns in each cluster, in cluster order: what reading that cluster produces,
     /// to size batches by memory.
     pub fn selection_bytes_per_cluster(&self, names: Option<&[String]>) -> Result<Vec<u64>> {
-        let d = &self.descriptor;
-        let columns = self.selection_columns(names)?;
-        Ok(d.clusters
-            .iter()
-            .map(|c| columns.iter().map(|&col| d.column_bytes(c, col)).sum())
-            .collect())
+        let projection = self.projection(names, RecordPaths::Columns)?;
+        Ok(self.projection_bytes_per_cluster(&projection))
     }
 
-    /// The columns a selection reads (every representation's), sorted.
-    fn selection_columns(&self, names: Option<&[String]>) -> Result<Vec<u32>> {
-        let selected = self.selection(names)?;
-        Ok(self.columns_of(&selected.iter().collect::<Vec<_>>()))
+    /// The uncompressed bytes of a projection's columns in each cluster, in order.
+    pub fn projection_bytes_per_cluster(&self, projection: &Projection) -> Vec<u64> {
+        let d = &self.descriptor;
+        let columns = self.columns_of(&projection.selection.iter().collect::<Vec<_>>());
+        d.clusters
+            .iter()
+            .map(|c| columns.iter().map(|&col| d.column_bytes(c, col)).sum())
+            .collect()
+    }
+
+    /// Entry ranges covering `entries` for an iteration over `projection`, cut at cluster
+    /// boundaries: whole clusters are grouped until the next one would pass `step`
+    /// (entries, or uncompressed bytes of the projection's columns, a cluster's bytes
+    /// counted in proportion to its entries inside `entries`); a cluster larger than the
+    /// step is cut into equal parts.
+    pub fn batch_ranges(
+        &self,
+        projection: &Projection,
+        entries: Range<u64>,
+        step: StepSize,
+    ) -> Result<Vec<Range<u64>>> {
+        self.check_entries(&entries)?;
+        let (by_entries, target) = match step {
+            StepSize::Entries(n) => (true, n),
+            StepSize::Bytes(n) => (false, n),
+        };
+        if target == 0 {
+            return Err(Error::InvalidArgument(
+                "step size must be positive, not 0".into(),
+            ));
+        }
+        let bytes = if by_entries {
+            Vec::new()
+        } else {
+            self.projection_bytes_per_cluster(projection)
+        };
+        Ok(plan_batches(
+            &self.descriptor.clusters,
+            &bytes,
+            entries,
+            target,
+        ))
     }
 
     /// The columns the selected fields read (every representation's), sorted.
@@ -343,11 +445,21 @@ impl RNTupleReader {
     /// window of bunches ahead of the decoding. From a local file pages are read as the
     /// decoder needs them, in parallel.
     pub fn read(&self, names: Option<&[String]>, entries: Range<u64>) -> Result<RecordBatch> {
-        let mut batches = self.read_batches(names, entries)?;
+        self.read_projection(&self.projection(names, RecordPaths::Columns)?, entries)
+    }
+
+    /// Reads a projection over `entries` into one record batch (see
+    /// [`RNTupleReader::read`]).
+    pub fn read_projection(
+        &self,
+        projection: &Projection,
+        entries: Range<u64>,
+    ) -> Result<RecordBatch> {
+        let mut batches = self.read_projection_batches(projection, entries)?;
         match batches.len() {
             1 => Ok(batches.remove(0)),
             _ => Ok(arrow_select::concat::concat_batches(
-                &self.arrow_schema(names)?,
+                &projection.schema,
                 &batches,
             )?),
         }
@@ -360,8 +472,16 @@ impl RNTupleReader {
         names: Option<&[String]>,
         entries: Range<u64>,
     ) -> Result<Vec<RecordBatch>> {
+        self.read_projection_batches(&self.projection(names, RecordPaths::Columns)?, entries)
+    }
+
+    fn read_projection_batches(
+        &self,
+        projection: &Projection,
+        entries: Range<u64>,
+    ) -> Result<Vec<RecordBatch>> {
         let start = std::time::Instant::now();
-        let result = stream::Planned::start(self, names, vec![entries])
+        let result = stream::Planned::start(self, projection.clone(), vec![entries])
             .and_then(|mut planned| planned.next_pieces().unwrap_or_else(|| Ok(Vec::new())));
         self.storage.count_read_time(elapsed_nanos(start));
         result
@@ -376,7 +496,16 @@ impl RNTupleReader {
         names: Option<&[String]>,
         ranges: Vec<Range<u64>>,
     ) -> Result<RangeBatches> {
-        RangeBatches::new(self, names, ranges)
+        self.read_projection_ranges(&self.projection(names, RecordPaths::Columns)?, ranges)
+    }
+
+    /// A projection over each of `ranges` in turn (see [`RNTupleReader::read_ranges`]).
+    pub fn read_projection_ranges(
+        &self,
+        projection: &Projection,
+        ranges: Vec<Range<u64>>,
+    ) -> Result<RangeBatches> {
+        RangeBatches::new(self, projection.clone(), ranges)
     }
 
     fn check_entries(&self, entries: &Range<u64>) -> Result<()> {
@@ -401,6 +530,61 @@ impl RNTupleReader {
             ..Default::default()
         })
     }
+}
+
+/// Entry ranges covering `entries` cut at the boundaries of `clusters`, grouped up to
+/// `target` (entries when `cluster_bytes` is empty, else bytes): see
+/// [`RNTupleReader::batch_ranges`]. Every range holds at least one entry.
+fn plan_batches(
+    clusters: &[crate::schema::ClusterDescriptor],
+    cluster_bytes: &[u64],
+    entries: Range<u64>,
+    target: u64,
+) -> Vec<Range<u64>> {
+    let mut ranges = Vec::new();
+    let mut group: Option<(Range<u64>, f64)> = None;
+    for (i, c) in clusters.iter().enumerate() {
+        let (lo, hi) = (
+            c.first_entry.max(entries.start),
+            (c.first_entry + c.n_entries).min(entries.end),
+        );
+        if lo >= hi {
+            continue;
+        }
+        let weight = match cluster_bytes.get(i) {
+            Some(&bytes) if !cluster_bytes.is_empty() => {
+                bytes as f64 * (hi - lo) as f64 / c.n_entries as f64
+            }
+            _ => (hi - lo) as f64,
+        };
+        if let Some((range, size)) = &group {
+            if size + weight > target as f64 {
+                ranges.push(range.clone());
+                group = None;
+            }
+        }
+        if weight > target as f64 {
+            // Equal parts, each about the step.
+            let parts = (weight as u64).div_ceil(target).max(1);
+            let bounds: Vec<u64> = (0..=parts).map(|k| lo + (hi - lo) * k / parts).collect();
+            ranges.extend(
+                bounds
+                    .windows(2)
+                    .filter(|w| w[1] > w[0])
+                    .map(|w| w[0]..w[1]),
+            );
+            continue;
+        }
+        match &mut group {
+            Some((range, size)) => {
+                range.end = hi;
+                *size += weight;
+            }
+            None => group = Some((lo..hi, weight)),
+        }
+    }
+    ranges.extend(group.map(|(range, _)| range));
+    ranges
 }
 
 /// Nanoseconds since `start`.

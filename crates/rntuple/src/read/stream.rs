@@ -6,9 +6,8 @@
 
 use super::column::Decoder;
 use super::source::PlannedRead;
-use super::{decode_fields, elapsed_nanos, RNTupleReader, Selection};
+use super::{decode_fields, elapsed_nanos, Projection, RNTupleReader};
 use crate::error::{Error, Result};
-use ::arrow_schema::SchemaRef;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use std::ops::Range;
 
@@ -25,8 +24,7 @@ pub(super) struct Planned {
     ranges: Vec<Range<u64>>,
     next_range: usize,
     next_bunch: usize,
-    selected: Vec<Selection>,
-    schema: SchemaRef,
+    projection: Projection,
     /// After an error nothing more is read.
     failed: bool,
 }
@@ -35,16 +33,17 @@ impl Planned {
     /// Checks `ranges` and the selection, plans the read and starts fetching.
     pub(super) fn start(
         reader: &RNTupleReader,
-        names: Option<&[String]>,
+        projection: Projection,
         ranges: Vec<Range<u64>>,
     ) -> Result<Planned> {
         for range in &ranges {
             reader.check_entries(range)?;
         }
-        let selected = reader.selection(names)?;
-        let schema = reader.arrow_schema(names)?;
-        let field_columns: Vec<Vec<u32>> =
-            selected.iter().map(|s| reader.columns_of(&[s])).collect();
+        let field_columns: Vec<Vec<u32>> = projection
+            .selection
+            .iter()
+            .map(|s| reader.columns_of(&[s]))
+            .collect();
         let plan = reader
             .storage
             .plan(&reader.descriptor, &field_columns, &ranges);
@@ -54,8 +53,7 @@ impl Planned {
             ranges,
             next_range: 0,
             next_bunch: 0,
-            selected,
-            schema,
+            projection,
             failed: false,
         })
     }
@@ -81,10 +79,10 @@ impl Planned {
         }
         if first == self.next_bunch {
             // Nothing planned: an empty range.
-            return Ok(vec![RecordBatch::new_empty(self.schema.clone())]);
+            return Ok(vec![RecordBatch::new_empty(self.projection.schema.clone())]);
         }
         let decoder = Decoder::new(&self.reader.descriptor, self.plan.pages.as_ref());
-        let all: Vec<usize> = (0..self.selected.len()).collect();
+        let all: Vec<usize> = (0..self.projection.selection.len()).collect();
         let mut batches = Vec::new();
         // The arrays of a large cluster, filled group by group.
         let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
@@ -93,14 +91,18 @@ impl Planned {
             let which = bunch.fields.as_deref().unwrap_or(&all);
             let arrays = decode_fields(
                 &decoder,
-                &self.selected,
-                self.schema.fields(),
+                &self.projection.selection,
+                self.projection.schema.fields(),
                 which,
                 &bunch.entries,
             )?;
             self.plan.pages.done_with(k);
-            let (entries, slots) = open
-                .get_or_insert_with(|| (bunch.entries.clone(), vec![None; self.selected.len()]));
+            let (entries, slots) = open.get_or_insert_with(|| {
+                (
+                    bunch.entries.clone(),
+                    vec![None; self.projection.selection.len()],
+                )
+            });
             if *entries != bunch.entries {
                 return Err(Error::InvalidArgument(
                     "read plan: a cluster's field groups are not consecutive".into(),
@@ -115,7 +117,7 @@ impl Planned {
                 let options = RecordBatchOptions::new()
                     .with_row_count(Some((entries.end - entries.start) as usize));
                 batches.push(RecordBatch::try_new_with_options(
-                    self.schema.clone(),
+                    self.projection.schema.clone(),
                     columns,
                     &options,
                 )?);
@@ -133,11 +135,11 @@ impl Planned {
 impl RangeBatches {
     pub(super) fn new(
         reader: &RNTupleReader,
-        names: Option<&[String]>,
+        projection: Projection,
         ranges: Vec<Range<u64>>,
     ) -> Result<RangeBatches> {
         Ok(RangeBatches {
-            planned: Planned::start(reader, names, ranges)?,
+            planned: Planned::start(reader, projection, ranges)?,
         })
     }
 }
@@ -153,7 +155,7 @@ impl Iterator for RangeBatches {
                 return Ok(pieces.remove(0));
             }
             Ok(arrow_select::concat::concat_batches(
-                &planned.schema,
+                &planned.projection.schema,
                 &pieces,
             )?)
         });
