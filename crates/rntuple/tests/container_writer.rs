@@ -159,7 +159,11 @@ fn embed(
         page_lists.push((pl, link.locator.size < link.length));
     }
     for (group, (pl, was_compressed)) in footer.cluster_groups.iter_mut().zip(&page_lists) {
-        let (bytes, len) = seal(EnvelopeType::PageList, &pl.write(), *was_compressed);
+        let (bytes, len) = seal(
+            EnvelopeType::PageList,
+            &pl.write().unwrap(),
+            *was_compressed,
+        );
         let offset = blob(w, &bytes);
         group.page_list.length = len;
         group.page_list.locator = Locator {

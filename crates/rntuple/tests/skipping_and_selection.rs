@@ -81,7 +81,7 @@ fn patched_file(mutate: impl FnOnce(&mut Header)) -> Vec<u8> {
         let (payload, _) = open_envelope(&env, EnvelopeType::PageList, "page list").unwrap();
         let mut list = PageList::read(payload).unwrap();
         assert_eq!(
-            list.write(),
+            list.write().unwrap(),
             payload,
             "our page list writer reproduces ROOT's bytes"
         );
@@ -90,7 +90,7 @@ fn patched_file(mutate: impl FnOnce(&mut Header)) -> Vec<u8> {
             &mut bytes,
             loc.offset,
             EnvelopeType::PageList,
-            &list.write(),
+            &list.write().unwrap(),
         );
     }
     bytes

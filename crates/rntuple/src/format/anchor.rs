@@ -1,5 +1,6 @@
 //! The RNTuple anchor of the ROOT-file embedding (`ROOT::RNTuple`), big-endian.
 
+use super::locator::{EnvelopeLink, Locator};
 use crate::error::{Error, Result};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -39,6 +40,28 @@ const BYTE_COUNT_MASK: u32 = 0x4000_0000;
 pub const ANCHOR_CLASS_VERSION: u16 = 2;
 
 impl Anchor {
+    /// Where the header envelope lies, and its uncompressed length.
+    pub fn header_link(&self) -> EnvelopeLink {
+        EnvelopeLink {
+            length: self.len_header,
+            locator: Locator {
+                size: self.nbytes_header,
+                offset: self.seek_header,
+            },
+        }
+    }
+
+    /// Where the footer envelope lies, and its uncompressed length.
+    pub fn footer_link(&self) -> EnvelopeLink {
+        EnvelopeLink {
+            length: self.len_footer,
+            locator: Locator {
+                size: self.nbytes_footer,
+                offset: self.seek_footer,
+            },
+        }
+    }
+
     /// Parses the anchor from the object bytes of its key (streamer preamble, fields,
     /// checksum), verifying the checksum. Fields appended by newer versions are ignored.
     pub fn from_object(object: &[u8], what: &str) -> Result<Anchor> {

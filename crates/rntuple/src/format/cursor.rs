@@ -161,6 +161,24 @@ impl<'a> Cursor<'a> {
         Ok(frame)
     }
 
+    /// Reads a list frame whose items take at least `min_item_bytes` each, so that its
+    /// item count is bounded by the bytes it really holds (an allocation for the items
+    /// is then bounded by the input's size); `items` names them in the error.
+    pub fn bounded_list_frame(&mut self, min_item_bytes: usize, items: &str) -> Result<Frame> {
+        let frame = self.list_frame()?;
+        let room = frame.end.saturating_sub(self.pos);
+        if usize::try_from(frame.items).unwrap_or(usize::MAX) > room / min_item_bytes.max(1) {
+            return Err(Error::corrupt(
+                self.what,
+                format!(
+                    "list frame at offset {} claims {} {items} in {room} bytes",
+                    frame.start, frame.items
+                ),
+            ));
+        }
+        Ok(frame)
+    }
+
     /// Reads a frame that must be a record frame.
     pub fn record_frame(&mut self) -> Result<Frame> {
         let frame = self.frame()?;

@@ -194,21 +194,8 @@ pub(crate) fn read_list<T>(
     c: &mut Cursor<'_>,
     mut item: impl FnMut(&mut Cursor<'_>) -> Result<T>,
 ) -> Result<Vec<T>> {
-    let frame = c.list_frame()?;
-    // Each item takes at least 4 bytes, which bounds the
-    // allocation by the real data size.
-    let max_items = (frame.end - c.position()) / 4;
-    if frame.items as usize > max_items {
-        return Err(Error::corrupt(
-            c.what(),
-            format!(
-                "list frame at offset {} claims {} items in {} bytes",
-                frame.start,
-                frame.items,
-                frame.end - c.position()
-            ),
-        ));
-    }
+    // Each item takes at least 4 bytes.
+    let frame = c.bounded_list_frame(4, "items")?;
     let mut out = Vec::with_capacity(frame.items as usize);
     for _ in 0..frame.items {
         out.push(item(c)?);

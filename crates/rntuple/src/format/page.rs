@@ -42,12 +42,17 @@ pub fn seal_page(
     compression: CompressionSettings,
     checksum: bool,
 ) -> Result<SealedPage> {
-    let n_elements = u32::try_from(values.len()).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "a page of {} elements: a page holds fewer than 2^32",
-            values.len()
-        ))
-    })?;
+    // The page list stores the count as an i32 whose sign is the checksum flag.
+    let n_elements = i32::try_from(values.len())
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a page of {} elements: a page holds at most {} (2^31 - 1)",
+                values.len(),
+                i32::MAX
+            ))
+        })?;
     let raw = encode_page(encoding, values)?;
     let zipped = compress(&raw, compression)?;
     drop(raw);

@@ -102,8 +102,10 @@ impl PageList {
         })
     }
 
-    /// Serializes the page list payload (to be sealed into an envelope).
-    pub fn write(&self) -> Vec<u8> {
+    /// Serializes the page list payload (to be sealed into an envelope). A page of more
+    /// than 2^31 - 1 elements, or an element offset past 2^63 - 1, has no representation
+    /// (the sign bit of the element count is the checksum flag) and is an error.
+    pub fn write(&self) -> Result<Vec<u8>> {
         let mut w = Writer::new();
         w.u64(self.header_checksum);
         let list = w.begin_list(self.clusters.len() as u32);
@@ -120,13 +122,24 @@ impl PageList {
             for col in cluster {
                 let inner = w.begin_list(col.pages.len() as u32);
                 for p in &col.pages {
-                    let n = p.n_elements as i32;
+                    let n = i32::try_from(p.n_elements).map_err(|_| {
+                        Error::InvalidArgument(format!(
+                            "a page of {} elements: a page holds at most {} (2^31 - 1)",
+                            p.n_elements,
+                            i32::MAX
+                        ))
+                    })?;
                     w.i32(if p.has_checksum { -n } else { n });
                     p.locator.write(&mut w);
                 }
                 match (col.element_offset, col.compression) {
                     (Some(offset), Some(settings)) => {
-                        w.i64(offset as i64);
+                        let offset = i64::try_from(offset).map_err(|_| {
+                            Error::InvalidArgument(format!(
+                                "column element offset {offset} is past 2^63 - 1"
+                            ))
+                        })?;
+                        w.i64(offset);
                         w.u32(settings);
                     }
                     _ => w.i64(i64::MIN),
@@ -136,24 +149,14 @@ impl PageList {
             w.end_frame(outer);
         }
         w.end_frame(top);
-        w.into_bytes()
+        Ok(w.into_bytes())
     }
 }
 
 /// Reads one column's inner list frame: pages, element offset, compression settings.
 fn read_column_pages(c: &mut Cursor<'_>) -> Result<ColumnPages> {
-    let frame = c.list_frame()?;
-    if frame.items as usize > (frame.end - c.position()) / 12 {
-        return Err(Error::corrupt(
-            c.what(),
-            format!(
-                "page list frame at offset {} claims {} pages in {} bytes",
-                frame.start,
-                frame.items,
-                frame.end - c.position()
-            ),
-        ));
-    }
+    // A page takes 12 bytes: its element count and locator.
+    let frame = c.bounded_list_frame(12, "pages")?;
     let mut pages = Vec::with_capacity(frame.items as usize);
     for _ in 0..frame.items {
         let n = c.i32()?;
@@ -221,7 +224,37 @@ mod tests {
                 vec![ColumnPages::default(), ColumnPages::default()],
             ],
         };
-        let back = PageList::read(&pl.write()).unwrap();
+        let back = PageList::read(&pl.write().unwrap()).unwrap();
         assert_eq!(back, pl);
+    }
+
+    #[test]
+    fn a_page_count_past_the_sign_bit_is_an_error_not_a_checksum_flag() {
+        let page = |n_elements| PageList {
+            header_checksum: 1,
+            clusters: vec![ClusterSummary {
+                first_entry: 0,
+                n_entries: 1,
+            }],
+            columns: vec![vec![ColumnPages {
+                pages: vec![PageInfo {
+                    n_elements,
+                    has_checksum: false,
+                    locator: Locator::default(),
+                }],
+                element_offset: Some(0),
+                compression: Some(0),
+            }]],
+        };
+        let largest = page(i32::MAX as u32).write().unwrap();
+        let back = PageList::read(&largest).unwrap();
+        assert_eq!(back.columns[0][0].pages[0].n_elements, i32::MAX as u32);
+        assert!(!back.columns[0][0].pages[0].has_checksum);
+        let err = page(1 << 31).write().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a page of 2147483648 elements: a page holds at most 2147483647"),
+            "{err}"
+        );
     }
 }

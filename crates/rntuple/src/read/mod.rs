@@ -109,9 +109,10 @@ impl std::fmt::Debug for RNTupleReader {
 
 impl RNTupleReader {
     /// An RNTuple from its parsed envelopes, with no I/O: the footer's cluster groups
-    /// and their page lists, in order, become the descriptor; pages are read from
-    /// `storage`.
-    fn from_metadata(
+    /// and their page lists, in order, become the descriptor (they may have been put
+    /// together from the page lists found in a file whose writer died); pages are read
+    /// from `storage`.
+    pub(crate) fn from_metadata(
         storage: Storage,
         anchor: Anchor,
         path: String,
@@ -125,7 +126,8 @@ impl RNTupleReader {
             anchor.version_minor,
             anchor.version_patch,
         );
-        let mut descriptor = Descriptor::build(version, header, footer, page_lists)?;
+        let mut descriptor = Descriptor::build(version, header, footer, page_lists)
+            .map_err(storage.locate_in(&path))?;
         let warnings: Vec<String> = descriptor
             .top_level
             .iter()

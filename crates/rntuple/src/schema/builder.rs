@@ -5,7 +5,7 @@
 //! Fields are numbered depth-first in the order they are added (a field before its
 //! subfields), and columns in the order of their fields, as ROOT does.
 
-use super::descriptor::{FieldRole, MAX_FIELD_DEPTH};
+use super::descriptor::{find_by_path, FieldRole, MAX_FIELD_DEPTH};
 use super::kind::{is_map_template, PrimitiveType};
 use super::type_name::{parse_type_name, CppType};
 use super::TYPE_NAME_KEY;
@@ -445,19 +445,12 @@ impl SchemaBuilder {
 
     /// The field id at a dotted path (`a.b._0`), among the fields added so far.
     pub fn find_field(&self, path: &str) -> Option<u32> {
-        let mut parts = path.split('.');
-        let first = parts.next()?;
-        let mut cur = *self
-            .top_level
-            .iter()
-            .find(|&&id| self.nodes[id as usize].record.name == first)?;
-        for part in parts {
-            cur = *self.nodes[cur as usize]
-                .children
-                .iter()
-                .find(|&&id| self.nodes[id as usize].record.name == part)?;
-        }
-        Some(cur)
+        find_by_path(
+            path,
+            &self.top_level,
+            |id| self.nodes[id as usize].record.name.as_str(),
+            |id| &self.nodes[id as usize].children,
+        )
     }
 
     /// The field records so far, by id.
@@ -537,6 +530,22 @@ impl SchemaBuilder {
                 Err(e)
             }
         }
+    }
+
+    /// Appends the record of a fixed-size field of `n` items (`std::array`, `std::bitset`).
+    fn push_repetitive(
+        &mut self,
+        name: &str,
+        ty: &CppType,
+        parent: Option<u32>,
+        slot: Slot,
+        n: u64,
+    ) -> u32 {
+        let id = self.push_node(name, ty, FieldRole::Leaf, parent, slot);
+        let rec = &mut self.nodes[id as usize].record;
+        rec.flags |= FIELD_FLAG_REPETITIVE;
+        rec.array_size = Some(n);
+        id
     }
 
     /// Appends a field record; top-level fields name themselves as parent.
@@ -723,10 +732,7 @@ impl SchemaBuilder {
                         "type \"{t}\": arrays need at least one element"
                     )));
                 }
-                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::None);
-                let rec = &mut self.nodes[id as usize].record;
-                rec.flags |= FIELD_FLAG_REPETITIVE;
-                rec.array_size = Some(n);
+                let id = self.push_repetitive(name, ty, parent, Slot::None, n);
                 self.build("_0", Shape::Cpp(&item), Some(id), depth + 1)?;
                 Ok(id)
             }
@@ -738,11 +744,7 @@ impl SchemaBuilder {
                         "type \"{t}\": bitsets need at least one bit"
                     )));
                 }
-                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::Bitset);
-                let rec = &mut self.nodes[id as usize].record;
-                rec.flags |= FIELD_FLAG_REPETITIVE;
-                rec.array_size = Some(n);
-                Ok(id)
+                Ok(self.push_repetitive(name, ty, parent, Slot::Bitset, n))
             }
             "std::atomic" => {
                 n_args(1)?;

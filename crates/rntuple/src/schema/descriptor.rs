@@ -11,6 +11,23 @@ use crate::format::{
 /// readers must not exhaust the stack on a hostile one.
 pub const MAX_FIELD_DEPTH: usize = 64;
 
+/// The field at a dotted path (`a.b._0`) of a field tree: the top-level field named by
+/// the first part, then a child per part; fields named through `name` and `children`.
+pub(crate) fn find_by_path<'a>(
+    path: &str,
+    top_level: &'a [u32],
+    name: impl Fn(u32) -> &'a str,
+    children: impl Fn(u32) -> &'a [u32],
+) -> Option<u32> {
+    let mut parts = path.split('.');
+    let first = parts.next()?;
+    let mut cur = *top_level.iter().find(|&&id| name(id) == first)?;
+    for part in parts {
+        cur = *children(cur).iter().find(|&&id| name(id) == part)?;
+    }
+    Some(cur)
+}
+
 /// A field's structural role, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldRole {
@@ -332,20 +349,12 @@ impl Descriptor {
 
     /// Finds a field by its qualified name (`a.b.c`, subfield names joined by dots).
     pub fn find_field(&self, path: &str) -> Option<u32> {
-        let mut parts = path.split('.');
-        let first = parts.next()?;
-        let mut cur = *self
-            .top_level
-            .iter()
-            .find(|&&id| self.field(id).name() == first)?;
-        for part in parts {
-            cur = *self
-                .field(cur)
-                .children
-                .iter()
-                .find(|&&id| self.field(id).name() == part)?;
-        }
-        Some(cur)
+        find_by_path(
+            path,
+            &self.top_level,
+            |id| self.field(id).name(),
+            |id| &self.field(id).children,
+        )
     }
 
     /// The qualified name of field `id`.

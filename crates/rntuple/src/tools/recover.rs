@@ -25,6 +25,7 @@ use crate::format::{
     PageList,
 };
 use crate::io::Source;
+use crate::read::source::Storage;
 use crate::read::RNTupleReader;
 use crate::tools::copy::{copy_rntuple, source_compression};
 use crate::write::WriteOptions;
@@ -422,8 +423,8 @@ fn recover_one(
     let bytes_after_last_commit = keys_end.saturating_sub(last_commit_end);
     let clusters = page_lists.iter().map(|l| l.clusters.len()).sum();
     let cluster_groups = page_lists.len();
-    let reader = RNTupleReader::from_parts(
-        source.clone(),
+    let reader = RNTupleReader::from_metadata(
+        Storage::new(source.clone(), anchor.max_key_size),
         anchor,
         name.clone(),
         header,

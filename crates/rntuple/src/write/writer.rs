@@ -942,7 +942,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         let (page_list, _) = write_envelope(
             &mut self.sink,
             EnvelopeType::PageList,
-            &list.write(),
+            &list.write()?,
             &self.options,
         )?;
         // The group is committed once its page list is out of this process.

@@ -13,7 +13,8 @@ use crate::compression;
 use crate::container::{self, RootFile};
 use crate::error::{Error, Location, Result};
 use crate::format::{
-    stored_page_len, unpack_envelope, Anchor, EnvelopeType, Footer, Header, PageInfo, PageList,
+    stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer, Header, PageInfo,
+    PageList,
 };
 use crate::io::{open_source, IoMetricsSnapshot, Source};
 use crate::schema::Descriptor;
@@ -163,6 +164,11 @@ impl Storage {
         }
     }
 
+    /// Wraps an error with the file and the RNTuple (at `path`) it was found in.
+    pub(crate) fn locate_in(&self, path: &str) -> impl Fn(Error) -> Error {
+        in_rntuple(&self.source, path)
+    }
+
     /// Adds `nanos` to the time spent in reads.
     pub(crate) fn count_read_time(&self, nanos: u64) {
         self.counters.read_nanos.fetch_add(nanos, Ordering::Relaxed);
@@ -177,17 +183,16 @@ impl Storage {
     /// Reads and checks a (possibly compressed) envelope through the file's keys.
     fn read_envelope(
         &self,
-        offset: u64,
-        nbytes: u64,
-        length: u64,
+        link: EnvelopeLink,
         kind: EnvelopeType,
         what: &str,
     ) -> Result<(Vec<u8>, u64)> {
+        let offset = link.locator.offset;
         // An envelope cannot decompress to more than the file could plausibly hold; this
         // bounds the allocation by the input's real size (zstd's best ratio is far below).
         let max_length = self.source.size().saturating_mul(1024).max(1 << 20);
-        self.read_blob(offset, nbytes)
-            .and_then(|stored| unpack_envelope(&stored, length, max_length, kind, what))
+        self.read_blob(offset, link.locator.size)
+            .and_then(|stored| unpack_envelope(&stored, link.length, max_length, kind, what))
             .map_err(|e| {
                 e.at(Location {
                     structure: Some(what.to_string()),
@@ -206,14 +211,8 @@ impl Storage {
             .enumerate()
             .map(|(g, group)| {
                 let what = format!("page list envelope of cluster group {g}");
-                let link = group.page_list;
-                let (bytes, _) = self.read_envelope(
-                    link.locator.offset,
-                    link.locator.size,
-                    link.length,
-                    EnvelopeType::PageList,
-                    &what,
-                )?;
+                let (bytes, _) =
+                    self.read_envelope(group.page_list, EnvelopeType::PageList, &what)?;
                 let list = PageList::read(&bytes).map_err(|e| {
                     e.at(Location {
                         structure: Some(what.clone()),
@@ -250,7 +249,7 @@ impl Storage {
 }
 
 /// Wraps an error with the file and the RNTuple it was found in.
-pub(crate) fn in_rntuple(source: &Source, path: &str) -> impl Fn(Error) -> Error {
+fn in_rntuple(source: &Source, path: &str) -> impl Fn(Error) -> Error {
     let (file, rntuple) = (source.name().to_string(), path.to_string());
     move |e: Error| {
         e.at(Location {
@@ -317,9 +316,7 @@ impl RNTupleReader {
         let storage = Storage::new(source, anchor.max_key_size);
         let (header_bytes, header_checksum) = storage
             .read_envelope(
-                anchor.seek_header,
-                anchor.nbytes_header,
-                anchor.len_header,
+                anchor.header_link(),
                 EnvelopeType::Header,
                 "header envelope",
             )
@@ -327,9 +324,7 @@ impl RNTupleReader {
         let header = Header::read(&header_bytes).map_err(&in_file)?;
         let (footer_bytes, _) = storage
             .read_envelope(
-                anchor.seek_footer,
-                anchor.nbytes_footer,
-                anchor.len_footer,
+                anchor.footer_link(),
                 EnvelopeType::Footer,
                 "footer envelope",
             )
@@ -345,24 +340,7 @@ impl RNTupleReader {
         let page_lists = storage
             .read_page_lists(&footer, header_checksum)
             .map_err(&in_file)?;
-        Self::from_metadata(storage, anchor, path, header, footer, page_lists).map_err(in_file)
-    }
-
-    /// Opens an RNTuple from its parsed envelopes, with no I/O (the footer's cluster
-    /// groups and their page lists, in order, may have been put together from the page
-    /// lists found in a file whose writer died); its pages are read from `source`, with
-    /// the anchor's MaxKeySize.
-    pub(crate) fn from_parts(
-        source: Source,
-        anchor: Anchor,
-        path: String,
-        header: Header,
-        footer: Footer,
-        page_lists: Vec<PageList>,
-    ) -> Result<RNTupleReader> {
-        let in_file = in_rntuple(&source, &path);
-        let storage = Storage::new(source, anchor.max_key_size);
-        Self::from_metadata(storage, anchor, path, header, footer, page_lists).map_err(in_file)
+        Self::from_metadata(storage, anchor, path, header, footer, page_lists)
     }
 
     /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
@@ -423,8 +401,8 @@ impl RNTupleReader {
             max_key_size: 1 << 30,
             ..Anchor::default()
         };
-        Self::from_parts(
-            source,
+        Self::from_metadata(
+            Storage::new(source, anchor.max_key_size),
             anchor,
             "fuzz".to_string(),
             header,
