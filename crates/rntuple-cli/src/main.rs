@@ -1,8 +1,5 @@
 //! `rntuple`: inspect and dump RNTuple data without ROOT.
 
-mod hexfloat;
-mod render;
-
 use clap::{Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
@@ -11,6 +8,7 @@ use rntuple::io::{ensure_distinct, open_source, split_target, AtomicFile, Existi
 use rntuple::read::RNTupleReader;
 use rntuple::tools::recover;
 use rntuple::write::{copy_rntuple, WriteOptions};
+use rntuple_cli::render;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
