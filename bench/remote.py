@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "python"))
 from remote_data import write_big  # noqa: E402
 
 CLI = REPO / "target" / "release" / "rntuple"
-PROXY = REPO / "target" / "release" / "examples" / "delay_proxy"
+PROXY = REPO / "target" / "release" / "delay_proxy"  # cargo build --release -p rntuple-testkit
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
 
 

@@ -43,33 +43,47 @@ def require_rntuple_bin() -> Path:
     return path
 
 
-def rust_example(name: str, env_var: str) -> Path:
-    """A Rust example binary of the workspace: ``$ENV_VAR`` if set, else
-    ``target/release/examples/NAME`` (in ``$CARGO_TARGET_DIR`` if set), built with cargo
-    when missing. FAILS (not skips) the calling test if it cannot be had."""
+def _rust_binary(env_var: str, relative: str, build: list[str]) -> Path:
+    """``$ENV_VAR`` if set, else ``target/release/RELATIVE`` (in ``$CARGO_TARGET_DIR`` if
+    set), built with ``cargo build --release BUILD...`` when missing. FAILS (not skips)
+    the calling test if it cannot be had."""
     env = os.environ.get(env_var)
     if env:
         path = Path(env)
     else:
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO_ROOT / "target"))
-        path = target / "release" / "examples" / name
+        path = target / "release" / relative
     if not path.is_absolute():
         path = REPO_ROOT / path
     if not path.is_file() and not env:
-        package = (
-            "rntuple-cli"
-            if (REPO_ROOT / "crates" / "rntuple-cli" / "examples" / f"{name}.rs").exists()
-            else "rntuple"
-        )
         subprocess.run(
-            ["cargo", "build", "--release", "-q", "-p", package, "--example", name],
+            ["cargo", "build", "--release", "-q", *build],
             cwd=REPO_ROOT,
             check=False,
             timeout=1800,
         )
     if not path.is_file():
-        pytest.fail(f"{path} is missing: cargo build --release --example {name}", pytrace=False)
+        pytest.fail(f"{path} is missing: cargo build --release {' '.join(build)}", pytrace=False)
     return path
+
+
+def rust_example(name: str, env_var: str) -> Path:
+    """A Rust example binary of the workspace: ``$ENV_VAR`` if set, else
+    ``target/release/examples/NAME`` (in ``$CARGO_TARGET_DIR`` if set), built with cargo
+    when missing. FAILS (not skips) the calling test if it cannot be had."""
+    package = (
+        "rntuple-cli"
+        if (REPO_ROOT / "crates" / "rntuple-cli" / "examples" / f"{name}.rs").exists()
+        else "rntuple"
+    )
+    return _rust_binary(env_var, f"examples/{name}", ["-p", package, "--example", name])
+
+
+def rust_tool(name: str, env_var: str) -> Path:
+    """A test tool of the ``rntuple-testkit`` crate (``crates/rntuple-testkit/src/bin/``):
+    ``$ENV_VAR`` if set, else ``target/release/NAME`` (in ``$CARGO_TARGET_DIR`` if set),
+    built with cargo when missing. FAILS (not skips) the calling test if it cannot be had."""
+    return _rust_binary(env_var, name, ["-p", "rntuple-testkit", "--bin", name])
 
 
 @pytest.fixture(scope="session")

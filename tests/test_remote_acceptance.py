@@ -13,7 +13,7 @@ http://, xrootd for root://, moto's S3 server for s3://):
   source's retries) or, without a restart, in a clear RemoteError: never wrong values.
 
 Latency: this machine's kernel has no ``tc netem`` (CONFIG_NET_SCH_NETEM is not set), so
-the delay comes from ``delay_proxy`` (``crates/rntuple-cli/examples/delay_proxy.rs``), a
+the delay comes from ``delay_proxy`` (``crates/rntuple-testkit/src/bin/delay_proxy.rs``), a
 loopback TCP proxy holding every byte 10 ms in each direction (and a new connection's
 first byte one round trip more, for TCP's handshake). When ``tc`` can add netem to a
 network namespace's loopback, that is not used yet: the proxy is (a known gap).
@@ -33,7 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from conftest import REPO_ROOT, require_rntuple_bin
+from conftest import require_rntuple_bin, rust_tool
 from netutil import free_port
 from remote_data import nanoaod_like, write_big
 
@@ -41,13 +41,6 @@ import rntuple
 
 PROTOCOLS = ["http", "xrootd", "s3"]
 ONE_WAY_DELAY_MS = 10
-
-
-def _example(name: str, env: str) -> Path:
-    path = Path(os.environ.get(env, REPO_ROOT / "target" / "release" / "examples" / name))
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: cargo build --release -p rntuple-cli --example {name}")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +165,7 @@ def test_read_all_through_20ms_rtt(protocol: str, big_dir: Path) -> None:
         port = free_port()
         url, target = _proxied(server.url("big.root"), port)
         proxy = subprocess.Popen(
-            [str(_example("delay_proxy", "DELAY_PROXY_BIN")), str(port), target, str(ONE_WAY_DELAY_MS)],
+            [str(rust_tool("delay_proxy", "DELAY_PROXY_BIN")), str(port), target, str(ONE_WAY_DELAY_MS)],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -1,7 +1,7 @@
 """Property test of the RNTuple writer: random schemas, data and options, read back by
 ROOT 6.40, uproot 5.7 and ``rntuple dump --json``.
 
-Per seed, ``propgen`` (``crates/rntuple-cli/examples/propgen.rs``) draws 3-8 top-level
+Per seed, ``propgen`` (``crates/rntuple-testkit/src/bin/propgen.rs``) draws 3-8 top-level
 fields of random nested C++ types (every supported type, nesting depth up to 4, random
 column overrides), random Arrow data (0 to a few thousand entries), random write options
 (every compression algorithm and levels, tiny and large page and cluster sizes, cluster
@@ -15,7 +15,7 @@ Environment: ``RNTUPLE_PROPTEST_SEEDS`` (how many seeds, default 25),
 ``RNTUPLE_PROPTEST_KEEP=DIR`` keeps the generated files.
 
 Reproduce one seed: ``python3 tests/writer_props.py compare DIR`` after
-``cargo run --release -p rntuple-cli --example propgen -- --seed N --out DIR``.
+``cargo run --release -p rntuple-testkit --bin propgen -- --seed N --out DIR``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Support for the writer's property test (``test_writer_properties.py``).
 
-The Rust example ``propgen`` (``crates/rntuple-cli/examples/propgen.rs``) writes, per
+The Rust test tool ``propgen`` (``crates/rntuple-testkit/src/bin/propgen.rs``) writes, per
 seed, a random RNTuple (``data.root``), the expected rendering of every entry
 (``expected.json``, from the in-memory Arrow data) and ``manifest.json`` (field types and
 shapes, write options, structure).  This module runs it, reads the file back with ROOT
@@ -41,16 +41,17 @@ Shape = dict[str, Any]
 
 
 def propgen_bin() -> Path:
-    """Path of the ``propgen`` example binary (``$PROPGEN_BIN`` or the release build)."""
+    """Path of the ``propgen`` binary (``$PROPGEN_BIN`` or the release build)."""
     env = os.environ.get("PROPGEN_BIN")
-    return Path(env) if env else REPO_ROOT / "target" / "release" / "examples" / "propgen"
+    return Path(env) if env else REPO_ROOT / "target" / "release" / "propgen"
 
 
 def build_propgen() -> Path:
-    """Build the generator (``cargo build --release --example propgen``) unless given."""
+    """Build the generator (``cargo build --release -p rntuple-testkit --bin propgen``)
+    unless given."""
     if not os.environ.get("PROPGEN_BIN"):
         subprocess.run(
-            ["cargo", "build", "--release", "-q", "-p", "rntuple-cli", "--example", "propgen"],
+            ["cargo", "build", "--release", "-q", "-p", "rntuple-testkit", "--bin", "propgen"],
             cwd=REPO_ROOT,
             check=True,
         )
@@ -64,7 +65,7 @@ def repro_command(seed: int) -> str:
     """Shell commands reproducing one seed."""
     out = f"/tmp/propgen-{seed}"
     return (
-        f"cargo run --release -p rntuple-cli --example propgen -- --seed {seed} --out {out} && "
+        f"cargo run --release -p rntuple-testkit --bin propgen -- --seed {seed} --out {out} && "
         f"python3 tests/writer_props.py compare {out}"
     )
 

@@ -1,8 +1,5 @@
 //! `rntuple`: inspect and dump RNTuple data without ROOT.
 
-mod hexfloat;
-mod render;
-
 use clap::{Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
@@ -12,6 +9,7 @@ use rntuple::read::RNTupleReader;
 use rntuple::tools::copy_rntuple;
 use rntuple::tools::recover;
 use rntuple::write::WriteOptions;
+use rntuple_cli::render;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 

@@ -7,6 +7,17 @@
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
 //! [`read`] (planning, fetching, decoding into Apache Arrow), [`mod@write`], and the
 //! [`tools`] that compose them (recovery).
+//!
+//! # Cargo features
+//!
+//! - `remote` (default): the three remote byte sources below.
+//! - `http`: `http://` and `https://` URLs (`io::HttpSource`; reqwest on rustls).
+//! - `xrootd`: `root://` and `roots://` URLs (`io::XRootDSource`; rustls for TLS).
+//! - `s3`: `s3://` URLs (`io::S3Source`; object_store on tokio).
+//!
+//! With `default-features = false` the library reads and writes local files and memory
+//! and pulls in none of tokio, reqwest, object_store or rustls; opening a URL whose
+//! source is left out is an [`Error::Unsupported`] naming the feature it needs.
 
 #![forbid(unsafe_op_in_unsafe_fn)]
 
@@ -15,7 +26,9 @@ pub mod container;
 pub mod encoding;
 pub mod error;
 pub mod format;
-#[cfg(any(test, feature = "fuzzing"))]
+// Two of the harnesses drive the HTTP and XRootD clients: the `fuzzing` feature turns
+// on `http` and `xrootd`, and the crate's tests replay the corpus when both are on.
+#[cfg(any(all(test, feature = "http", feature = "xrootd"), feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod io;

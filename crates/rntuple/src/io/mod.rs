@@ -4,22 +4,36 @@
 //! `http://`/`https://`, `root://`/`roots://` (XRootD) or `s3://`. Every source reads
 //! many ranges in one call ([`ReadAt::read_ranges`]), in as few requests as its protocol
 //! allows, and counts what it did ([`IoMetrics`]).
+//!
+//! The remote sources are cargo features of the crate, all on by default: `http`
+//! (`HttpSource`), `xrootd` (`XRootDSource`) and `s3` (`S3Source`), or `remote` for the
+//! three. Without one, opening a URL of its schemes is an [`Error::Unsupported`] that
+//! names the feature.
+//!
+//! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
 mod edges;
+#[cfg(feature = "http")]
 pub mod http;
 mod local;
 pub mod output;
 pub mod retry;
+#[cfg(feature = "s3")]
 pub mod s3;
+#[cfg(any(feature = "http", feature = "xrootd"))]
 mod spare;
+#[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
 pub use edges::EdgeCached;
+#[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
 pub use local::LocalFile;
 pub use output::{ensure_distinct, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
+#[cfg(feature = "s3")]
 pub use s3::S3Source;
+#[cfg(feature = "xrootd")]
 pub use xrootd::{XRootDOptions, XRootDSource};
 
 use crate::error::Result;
@@ -214,8 +228,11 @@ pub fn split_target(target: &str) -> (String, Option<String>) {
 
 /// Opens a byte source: a local path or `file://` URL, `http(s)://`, `root(s)://` or
 /// `s3://`. A remote source comes with its first and last bytes already read (one
-/// vectored request), where a ROOT file keeps what opening it needs.
+/// vectored request), where a ROOT file keeps what opening it needs. A URL whose source
+/// the library was built without (see the module's features) is an
+/// [`Error::Unsupported`](crate::error::Error::Unsupported).
 pub fn open_source(location: &str) -> Result<Source> {
+    #[cfg(feature = "http")]
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
         // Over HTTP the size and the two ends come in one round trip.
         let (source, ends) =
@@ -240,19 +257,45 @@ pub fn open_source(location: &str) -> Result<Source> {
 
 /// [`open_source`] without reading anything up front.
 pub fn open_raw_source(location: &str) -> Result<Source> {
-    match url_scheme(location).as_deref() {
-        None => Ok(Arc::new(LocalFile::open(location)?)),
-        Some("file") => {
+    let Some(scheme) = url_scheme(location) else {
+        return Ok(Arc::new(LocalFile::open(location)?));
+    };
+    match scheme.as_str() {
+        "file" => {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
-        Some("s3") => Ok(Arc::new(S3Source::open(location)?)),
-        Some("http" | "https") => Ok(Arc::new(http::HttpSource::open(location)?)),
-        Some("root" | "xroot" | "roots" | "xroots") => Ok(Arc::new(XRootDSource::open(location)?)),
-        Some(other) => Err(crate::error::Error::Unsupported(format!(
-            "URL scheme \"{other}\" ({}): use a path, file://, http(s)://, root(s):// or s3://",
-            redact_url(location)
-        ))),
+        #[cfg(feature = "s3")]
+        "s3" => Ok(Arc::new(S3Source::open(location)?)),
+        #[cfg(feature = "http")]
+        "http" | "https" => Ok(Arc::new(http::HttpSource::open(location)?)),
+        #[cfg(feature = "xrootd")]
+        "root" | "xroot" | "roots" | "xroots" => Ok(Arc::new(XRootDSource::open(location)?)),
+        other => Err(crate::error::Error::Unsupported(
+            match scheme_feature(other) {
+                // A scheme this library reads, but not as built.
+                Some(feature) => format!(
+                    "reading {other}:// URLs needs the rntuple library built with its \
+                     `{feature}` feature ({})",
+                    redact_url(location)
+                ),
+                None => format!(
+                    "URL scheme \"{other}\" ({}): use a path, file://, http(s)://, root(s):// \
+                     or s3://",
+                    redact_url(location)
+                ),
+            },
+        )),
+    }
+}
+
+/// The cargo feature of this crate that reads URLs of `scheme` (lower case), if any.
+fn scheme_feature(scheme: &str) -> Option<&'static str> {
+    match scheme {
+        "http" | "https" => Some("http"),
+        "root" | "xroot" | "roots" | "xroots" => Some("xrootd"),
+        "s3" => Some("s3"),
+        _ => None,
     }
 }
 
@@ -332,6 +375,76 @@ mod split_target_tests {
         assert_eq!(
             s("nonexistent.root:T"),
             ("nonexistent.root".into(), Some("T".into()))
+        );
+    }
+}
+
+#[cfg(test)]
+mod scheme_tests {
+    use super::{open_raw_source, open_source, Source};
+    use crate::error::{Error, Result};
+
+    /// The message of the error that opening `location` gives, through both
+    /// `open_source` and `open_raw_source`; it must be an `Error::Unsupported` (returned
+    /// before any network access).
+    fn unsupported(location: &str) -> String {
+        let message = |result: Result<Source>| match result {
+            Err(e @ Error::Unsupported(_)) => e.to_string(),
+            Err(other) => panic!("{location}: expected Error::Unsupported, got {other}"),
+            Ok(_) => panic!("{location}: opened, expected Error::Unsupported"),
+        };
+        let opened = message(open_source(location));
+        assert_eq!(opened, message(open_raw_source(location)));
+        opened
+    }
+
+    #[test]
+    fn unknown_schemes_are_unsupported() {
+        assert_eq!(
+            unsupported("ftp://user:pw@host/f.root"),
+            "unsupported: URL scheme \"ftp\" (ftp://***@host/f.root): use a path, file://, \
+             http(s)://, root(s):// or s3://"
+        );
+    }
+
+    #[cfg(not(feature = "http"))]
+    #[test]
+    fn http_urls_need_the_http_feature() {
+        assert_eq!(
+            unsupported("http://host:8080/data/f.root"),
+            "unsupported: reading http:// URLs needs the rntuple library built with its \
+             `http` feature (http://host:8080/data/f.root)"
+        );
+        // No credential in the message.
+        assert_eq!(
+            unsupported("HTTPS://alice:s3cret@host/f.root?authz=tok"),
+            "unsupported: reading https:// URLs needs the rntuple library built with its \
+             `http` feature (HTTPS://***@host/f.root?***)"
+        );
+    }
+
+    #[cfg(not(feature = "xrootd"))]
+    #[test]
+    fn root_urls_need_the_xrootd_feature() {
+        assert_eq!(
+            unsupported("root://host:1094//eos/f.root"),
+            "unsupported: reading root:// URLs needs the rntuple library built with its \
+             `xrootd` feature (root://host:1094//eos/f.root)"
+        );
+        assert_eq!(
+            unsupported("roots://host//eos/f.root"),
+            "unsupported: reading roots:// URLs needs the rntuple library built with its \
+             `xrootd` feature (roots://host//eos/f.root)"
+        );
+    }
+
+    #[cfg(not(feature = "s3"))]
+    #[test]
+    fn s3_urls_need_the_s3_feature() {
+        assert_eq!(
+            unsupported("s3://bucket/key.root"),
+            "unsupported: reading s3:// URLs needs the rntuple library built with its \
+             `s3` feature (s3://bucket/key.root)"
         );
     }
 }

@@ -85,8 +85,9 @@ enum Transport {
     /// Only while switching to TLS.
     Switching,
     /// A recorded server (for fuzzing and tests): its bytes are the responses; what the
-    /// client sends is dropped.
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// client sends is dropped. Compiled where the `fuzz` module is (which also needs
+    /// `http`), its only user.
+    #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
     Replay(std::io::Cursor<Vec<u8>>),
 }
 
@@ -96,7 +97,7 @@ impl Transport {
             Transport::Plain(s) => Some(s),
             Transport::Tls(s) => Some(s.get_ref()),
             Transport::Switching => None,
-            #[cfg(any(test, feature = "fuzzing"))]
+            #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
             Transport::Replay(_) => None,
         }
     }
@@ -108,7 +109,7 @@ impl Read for Transport {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(s) => s.read(buf),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
-            #[cfg(any(test, feature = "fuzzing"))]
+            #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
             Transport::Replay(r) => r.read(buf),
         }
     }
@@ -120,7 +121,7 @@ impl Write for Transport {
             Transport::Plain(s) => s.write(buf),
             Transport::Tls(s) => s.write(buf),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
-            #[cfg(any(test, feature = "fuzzing"))]
+            #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
             Transport::Replay(_) => Ok(buf.len()),
         }
     }
@@ -129,7 +130,7 @@ impl Write for Transport {
             Transport::Plain(s) => s.flush(),
             Transport::Tls(s) => s.flush(),
             Transport::Switching => Err(ErrorKind::NotConnected.into()),
-            #[cfg(any(test, feature = "fuzzing"))]
+            #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
             Transport::Replay(_) => Ok(()),
         }
     }
@@ -303,7 +304,7 @@ impl Connection {
     /// A connection to a recorded server: `reply` is everything the server sends, what
     /// the client sends is dropped (the response handling, without sockets, for fuzzing).
     /// Its timeout is zero: a `kXR_wait` of more than 0 s breaks it at once.
-    #[cfg(any(test, feature = "fuzzing"))]
+    #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
     pub fn replaying(reply: Vec<u8>) -> Connection {
         Connection {
             io: BufReader::new(Transport::Replay(std::io::Cursor::new(reply))),

@@ -383,7 +383,7 @@ impl RNTupleReader {
     /// Opens an RNTuple from the payloads of its header, footer and page list envelopes
     /// (no envelope, no checksum), its pages read from `source`: the metadata parsers and
     /// the page decoding, for fuzzing, without the checksums that stop most mutations.
-    #[cfg(any(test, feature = "fuzzing"))]
+    #[cfg(any(all(test, feature = "http", feature = "xrootd"), feature = "fuzzing"))]
     pub(crate) fn from_payloads(
         source: Source,
         header: &[u8],

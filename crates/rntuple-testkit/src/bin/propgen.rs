@@ -6,16 +6,8 @@
 //! options, structure).
 //!
 //! ```sh
-//! cargo run --release -p rntuple-cli --example propgen -- --seed 7 --out /tmp/prop7
+//! cargo run --release -p rntuple-testkit --bin propgen -- --seed 7 --out /tmp/prop7
 //! ```
-
-// The CLI's renderer and hex-float formatter, shared with `rntuple dump --json`.
-#[path = "../src/hexfloat.rs"]
-#[allow(dead_code)]
-mod hexfloat;
-#[path = "../src/render.rs"]
-#[allow(dead_code)]
-mod render;
 
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int16Array,
@@ -33,6 +25,9 @@ use rntuple::schema::{
     ColumnDefaults, ColumnSpec, Descriptor, FieldKind, PrimitiveType, SchemaBuilder,
 };
 use rntuple::write::{BlobSink, RNTupleWriter, WriteOptions};
+// The renderer of `rntuple dump --json` (the CLI's library), so that `expected.json` is
+// written exactly as the command prints.
+use rntuple_cli::render;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
