@@ -11,10 +11,10 @@ use crate::error::Result;
 
 /// Bytes read up front from the start of a remote file (file header, top directory,
 /// usually the RNTuple header envelope).
-pub const HEAD_BYTES: u64 = 64 << 10;
+pub(super) const HEAD_BYTES: u64 = 64 << 10;
 /// Bytes read up front from the end of a remote file (keys list, streamer info, anchor,
 /// footer, often the page lists).
-pub const TAIL_BYTES: u64 = 128 << 10;
+pub(super) const TAIL_BYTES: u64 = 128 << 10;
 
 /// A source whose first and last bytes are kept in memory; other reads go through.
 pub struct EdgeCached {

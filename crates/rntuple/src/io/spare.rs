@@ -11,7 +11,7 @@ const LIMIT_BYTES: usize = 192 << 20;
 
 /// A bounded set of empty buffers with capacity.
 #[derive(Debug, Default)]
-pub struct SpareBuffers {
+pub(super) struct SpareBuffers {
     buffers: Mutex<Vec<Vec<u8>>>,
 }
 
@@ -22,7 +22,7 @@ impl SpareBuffers {
     }
 
     /// Keeps `buffer` for reuse, unless the set is full.
-    pub fn put(&self, mut buffer: Vec<u8>) {
+    pub(super) fn put(&self, mut buffer: Vec<u8>) {
         buffer.clear();
         let mut buffers = self.lock();
         let kept: usize = buffers.iter().map(Vec::capacity).sum();
@@ -33,7 +33,7 @@ impl SpareBuffers {
 
     /// An empty buffer with room for `len` bytes: the smallest kept one that fits, else
     /// a new one.
-    pub fn take(&self, len: usize) -> Vec<u8> {
+    pub(super) fn take(&self, len: usize) -> Vec<u8> {
         let mut buffers = self.lock();
         let fit = buffers
             .iter()
@@ -52,7 +52,7 @@ impl SpareBuffers {
 
     /// `len` zero bytes, in a kept buffer when one fits.
     #[cfg(any(test, feature = "xrootd"))]
-    pub fn take_zeroed(&self, len: usize) -> Vec<u8> {
+    pub(super) fn take_zeroed(&self, len: usize) -> Vec<u8> {
         let mut buffer = self.take(len);
         buffer.resize(len, 0);
         buffer

@@ -9,7 +9,7 @@ use crate::format::{
 
 /// Deepest field nesting accepted; real schemas stay far below, and the recursive
 /// readers must not exhaust the stack on a hostile one.
-pub const MAX_FIELD_DEPTH: usize = 64;
+pub(super) const MAX_FIELD_DEPTH: usize = 64;
 
 /// The field at a dotted path (`a.b._0`) of a field tree: the top-level field named by
 /// the first part, then a child per part; fields named through `name` and `children`.

@@ -18,7 +18,7 @@ const MAX_PREAMBLE: usize = 8 << 10;
 
 /// Why a multipart body could not be used.
 #[derive(Debug)]
-pub enum MultipartError {
+pub(crate) enum MultipartError {
     /// Reading the body failed or it ended early (the connection may be at fault:
     /// worth retrying).
     Io(std::io::Error),
@@ -39,7 +39,7 @@ impl From<std::io::Error> for MultipartError {
 
 /// One part of the reply: the bytes `[start, start + data.len())` of the file.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Part {
+pub(crate) struct Part {
     /// Offset of the first byte in the file.
     pub start: u64,
     /// The part's bytes.
@@ -48,7 +48,7 @@ pub struct Part {
 
 /// What a reply may hold at most.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Parts in the body.
     pub max_parts: usize,
     /// Data bytes of all parts together.
@@ -59,7 +59,7 @@ impl Limits {
     /// The limits for a request of `wanted` ranges: a part per range, and the requested
     /// bytes plus a quarter (plus 64 KiB) for a server that coalesces ranges separated by
     /// small gaps, as RFC 9110 allows.
-    pub fn for_request(wanted: &[ByteRange]) -> Limits {
+    pub(crate) fn for_request(wanted: &[ByteRange]) -> Limits {
         let requested: u64 = wanted.iter().map(|r| r.len).sum();
         Limits {
             max_parts: wanted.len(),
@@ -72,7 +72,7 @@ impl Limits {
 
 /// The boundary named by a `Content-Type: multipart/byteranges; boundary=...` header, or
 /// `None` if the reply is not multipart.
-pub fn boundary_of(content_type: &str) -> Option<String> {
+pub(crate) fn boundary_of(content_type: &str) -> Option<String> {
     let mut params = content_type.split(';');
     let mime = params.next()?.trim();
     if !mime.eq_ignore_ascii_case("multipart/byteranges") {
@@ -95,7 +95,7 @@ pub fn boundary_of(content_type: &str) -> Option<String> {
 
 /// Parses `bytes FIRST-LAST/TOTAL` (a `Content-Range` value) into `(first, last, total)`;
 /// `total` is `None` for `*`.
-pub fn parse_content_range(value: &str) -> Option<(u64, u64, Option<u64>)> {
+pub(crate) fn parse_content_range(value: &str) -> Option<(u64, u64, Option<u64>)> {
     let rest = value.trim().strip_prefix("bytes")?.trim_start();
     let (range, total) = rest.split_once('/')?;
     let (first, last) = range.trim().split_once('-')?;
@@ -188,7 +188,7 @@ fn read_part_headers(body: &mut impl BufRead) -> Result<(u64, u64, u64), Multipa
 /// the sorted, disjoint ranges `wanted` of a file of `size` bytes. Parts that overlap no
 /// wanted range are skipped without being kept. Stops after the closing boundary. A
 /// part's bytes go in `buffer(len)`, an empty buffer with room for them.
-pub fn read_parts(
+pub(crate) fn read_parts(
     body: &mut impl BufRead,
     boundary: &str,
     wanted: &[ByteRange],
@@ -281,7 +281,7 @@ pub fn read_parts(
 /// The bytes of each range of `wanted` (sorted and disjoint), cut from the parts that
 /// cover them; a part that is exactly one wanted range is moved, not copied. A range no
 /// single part covers is an error naming it.
-pub fn assemble(wanted: &[ByteRange], parts: &mut [Part]) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn assemble(wanted: &[ByteRange], parts: &mut [Part]) -> Result<Vec<Vec<u8>>, String> {
     wanted
         .iter()
         .map(|w| {

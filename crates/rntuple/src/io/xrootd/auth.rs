@@ -8,7 +8,7 @@ const MAX_TOKEN_BYTES: u64 = 64 << 10;
 
 /// The credentials for `protocol`, or `None` (with the reason pushed to `failures`) if
 /// this client cannot offer them. `token`: the bearer token to use instead of searching.
-pub fn credentials(
+pub(super) fn credentials(
     protocol: &str,
     encrypted: bool,
     token: Option<&str>,
@@ -32,7 +32,7 @@ pub fn credentials(
 }
 
 /// `unix` credentials: `"unix\0" user [" " group] "\0"`.
-pub fn unix_credentials() -> Vec<u8> {
+pub(super) fn unix_credentials() -> Vec<u8> {
     let ids = effective_ids();
     let user = ids
         .and_then(|(uid, _)| name_of(Path::new("/etc/passwd"), uid))
@@ -50,7 +50,7 @@ pub fn unix_credentials() -> Vec<u8> {
 }
 
 /// The user name to log in with: the effective user's name, else `$USER`.
-pub fn login_name() -> String {
+pub(super) fn login_name() -> String {
     effective_ids()
         .and_then(|(uid, _)| name_of(Path::new("/etc/passwd"), uid))
         .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
@@ -59,7 +59,7 @@ pub fn login_name() -> String {
 
 /// `ztn` credentials: header `"ztn\0"`, version 0, `'T'`, 2 reserved bytes, the token
 /// length (with its NUL) as a big-endian u16, then the token and a NUL.
-pub fn ztn_credentials(token: &str) -> Vec<u8> {
+pub(super) fn ztn_credentials(token: &str) -> Vec<u8> {
     let mut out = b"ztn\0".to_vec();
     out.extend_from_slice(&[0, b'T', 0, 0]);
     let len = u16::try_from(token.len() + 1).unwrap_or(u16::MAX);
@@ -71,7 +71,7 @@ pub fn ztn_credentials(token: &str) -> Vec<u8> {
 
 /// The bearer token, found as WLCG specifies: `$BEARER_TOKEN`, the file
 /// `$BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<uid>`, `/tmp/bt_u<uid>`.
-pub fn find_token() -> Result<String, String> {
+pub(super) fn find_token() -> Result<String, String> {
     find_token_in(
         &|name| std::env::var(name).ok(),
         effective_ids().map(|(u, _)| u),

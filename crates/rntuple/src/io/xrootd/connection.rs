@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// The largest body accepted for a response that carries no file data (login, stat,
 /// error messages, redirects, ...).
-pub const CONTROL_BODY_MAX: u32 = 64 << 10;
+pub(crate) const CONTROL_BODY_MAX: u32 = 64 << 10;
 /// Requests kept in flight on one connection.
 const MAX_IN_FLIGHT: usize = 8;
 /// Request bytes kept unanswered on one connection: small enough that requests never
@@ -34,11 +34,11 @@ const MAX_IN_FLIGHT_REQUEST_BYTES: usize = 64 << 10;
 const WAIT_LIMIT_IN_TIMEOUTS: u32 = 10;
 
 /// The answer to a request sent along with another: its body, or why there is none.
-pub type Answer = Result<Vec<u8>, Fault>;
+pub(crate) type Answer = Result<Vec<u8>, Fault>;
 
 /// Why an exchange with the server did not succeed.
 #[derive(Debug)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The connection broke, timed out or was refused: reconnect and try again.
     Broken(String),
     /// The server broke the protocol (malformed or oversized frames): not retried.
@@ -65,7 +65,7 @@ fn broken(context: &str, e: &std::io::Error) -> Fault {
 
 /// How to reach a server and present ourselves.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Whether the connection must be encrypted (`roots://`).
     pub tls: bool,
     /// The user name sent at login.
@@ -137,7 +137,7 @@ impl Write for Transport {
 }
 
 /// Where the bytes of a response go.
-pub enum Sink<'a> {
+pub(crate) enum Sink<'a> {
     /// A control response, kept in memory (at most [`CONTROL_BODY_MAX`] bytes).
     Body(Vec<u8>),
     /// A `kXR_read`: the bytes land in `out`, in order.
@@ -152,7 +152,7 @@ pub enum Sink<'a> {
 }
 
 /// One segment of a vector read.
-pub struct Segment<'a> {
+pub(crate) struct Segment<'a> {
     /// Its offset in the file.
     pub offset: u64,
     /// The destination; its length is the length asked for.
@@ -189,7 +189,7 @@ enum CallState {
 }
 
 /// One request and where its response goes.
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     request: Request,
     /// The response's destination (and, for control requests, the response itself).
     pub sink: Sink<'a>,
@@ -202,7 +202,7 @@ pub struct Call<'a> {
 
 impl<'a> Call<'a> {
     /// A request whose response goes to `sink`.
-    pub fn new(request: Request, sink: Sink<'a>) -> Self {
+    pub(crate) fn new(request: Request, sink: Sink<'a>) -> Self {
         Call {
             request,
             sink,
@@ -215,7 +215,7 @@ impl<'a> Call<'a> {
     }
 
     /// Whether the full response arrived.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.state == CallState::Done
     }
 
@@ -236,7 +236,7 @@ fn login_request(settings: &Settings) -> Request {
 }
 
 /// An open connection (and, once [`Connection::open_file_and`] succeeded, an open file).
-pub struct Connection {
+pub(crate) struct Connection {
     io: BufReader<Transport>,
     peer: String,
     timeout: Duration,
@@ -255,7 +255,7 @@ impl Connection {
     /// With `early_open` (a path, for a server known to need no authentication) the
     /// `kXR_open` goes out with the login, and its answer is returned: a session in one
     /// round trip.
-    pub fn connect(
+    pub(crate) fn connect(
         host: &str,
         port: u16,
         settings: &Settings,
@@ -318,7 +318,7 @@ impl Connection {
 
     /// The session set-up on a connected transport: handshake, `kXR_protocol`, login and
     /// authentication (see [`Connection::connect`]); the early open's answer, if any.
-    pub fn set_up(
+    pub(crate) fn set_up(
         &mut self,
         host: &str,
         settings: &Settings,
@@ -503,7 +503,7 @@ impl Connection {
     }
 
     /// Whether the connection is encrypted.
-    pub fn is_encrypted(&self) -> bool {
+    pub(crate) fn is_encrypted(&self) -> bool {
         matches!(self.io.get_ref(), Transport::Tls(_))
     }
 
@@ -511,7 +511,7 @@ impl Connection {
     /// `also` (a request that needs no open file, such as a configuration query) goes
     /// out in the same write, a round trip saved; its answer is returned (`Err` if the
     /// server refused it, `None` if it was not answered).
-    pub fn open_file_and(
+    pub(crate) fn open_file_and(
         &mut self,
         path: &str,
         also: Option<Request>,
@@ -546,7 +546,7 @@ impl Connection {
     }
 
     /// Takes the file handle and stat from an open's answer `body`.
-    pub fn opened(&mut self, body: &[u8]) -> Result<StatInfo, Fault> {
+    pub(crate) fn opened(&mut self, body: &[u8]) -> Result<StatInfo, Fault> {
         let (handle, stat) =
             decode_open(body).map_err(|e| Fault::Violation(format!("{}: {e}", self.peer)))?;
         self.handle = Some(handle);
@@ -559,14 +559,14 @@ impl Connection {
     }
 
     /// Sends one control request and returns its response body.
-    pub fn control(&mut self, request: Request) -> Result<Vec<u8>, Fault> {
+    pub(crate) fn control(&mut self, request: Request) -> Result<Vec<u8>, Fault> {
         let mut calls = [Call::new(request, Sink::Body(Vec::new()))];
         self.exchange(&mut calls, None)?;
         Ok(calls[0].take_body())
     }
 
     /// Closes the open file; faults are ignored (the connection is dropped anyway).
-    pub fn close_file(&mut self) {
+    pub(crate) fn close_file(&mut self) {
         if let Some(handle) = self.handle.take() {
             let short = Duration::from_secs(2).min(self.timeout);
             if let Some(tcp) = self.io.get_ref().tcp() {
@@ -588,7 +588,7 @@ impl Connection {
     /// redirect of one call lets the others finish before it is returned, so that the
     /// connection stays usable; a broken connection or protocol violation returns at
     /// once (the connection must then be dropped).
-    pub fn exchange(
+    pub(crate) fn exchange(
         &mut self,
         calls: &mut [Call<'_>],
         metrics: Option<&IoMetrics>,

@@ -7,99 +7,99 @@
 use std::fmt;
 
 /// The protocol version this client speaks (5.2.0).
-pub const PROTOCOL_VERSION: u32 = 0x0000_0520;
+pub(crate) const PROTOCOL_VERSION: u32 = 0x0000_0520;
 /// The port XRootD servers listen on unless the URL says otherwise.
-pub const DEFAULT_PORT: u16 = 1094;
+pub(crate) const DEFAULT_PORT: u16 = 1094;
 
 /// Bytes in a request header.
-pub const REQUEST_HEADER_LEN: usize = 24;
+pub(crate) const REQUEST_HEADER_LEN: usize = 24;
 /// Bytes in a response header.
-pub const RESPONSE_HEADER_LEN: usize = 8;
+pub(crate) const RESPONSE_HEADER_LEN: usize = 8;
 /// Bytes of one element of a vector-read list (file handle, length, offset), in the
 /// request and before every segment of the response.
-pub const READV_ELEMENT_LEN: usize = 16;
+pub(crate) const READV_ELEMENT_LEN: usize = 16;
 
 /// Request codes (`XRequestTypes`).
-pub mod request {
+pub(crate) mod request {
     /// Authentication credentials.
-    pub const AUTH: u16 = 3000;
+    pub(crate) const AUTH: u16 = 3000;
     /// Server queries (configuration values, checksums, ...).
-    pub const QUERY: u16 = 3001;
+    pub(crate) const QUERY: u16 = 3001;
     /// Closes a file handle.
-    pub const CLOSE: u16 = 3003;
+    pub(crate) const CLOSE: u16 = 3003;
     /// Protocol version and capabilities.
-    pub const PROTOCOL: u16 = 3006;
+    pub(crate) const PROTOCOL: u16 = 3006;
     /// Starts a session.
-    pub const LOGIN: u16 = 3007;
+    pub(crate) const LOGIN: u16 = 3007;
     /// Opens a file.
-    pub const OPEN: u16 = 3010;
+    pub(crate) const OPEN: u16 = 3010;
     /// Reads one range.
-    pub const READ: u16 = 3013;
+    pub(crate) const READ: u16 = 3013;
     /// Size and flags of a path or open file.
-    pub const STAT: u16 = 3017;
+    pub(crate) const STAT: u16 = 3017;
     /// Reads many ranges.
-    pub const READV: u16 = 3025;
+    pub(crate) const READV: u16 = 3025;
 }
 
 /// Response status codes (`XResponseType`).
-pub mod status {
+pub(crate) mod status {
     /// The final (or only) part of a successful response.
-    pub const OK: u16 = 0;
+    pub(crate) const OK: u16 = 0;
     /// A part of a successful response; more parts follow.
-    pub const OK_SO_FAR: u16 = 4000;
+    pub(crate) const OK_SO_FAR: u16 = 4000;
     /// An unsolicited message; `kXR_asynresp` carries a deferred response.
-    pub const ATTN: u16 = 4001;
+    pub(crate) const ATTN: u16 = 4001;
     /// The authentication needs another exchange.
-    pub const AUTH_MORE: u16 = 4002;
+    pub(crate) const AUTH_MORE: u16 = 4002;
     /// The request failed.
-    pub const ERROR: u16 = 4003;
+    pub(crate) const ERROR: u16 = 4003;
     /// Ask another server.
-    pub const REDIRECT: u16 = 4004;
+    pub(crate) const REDIRECT: u16 = 4004;
     /// Send the request again after some seconds.
-    pub const WAIT: u16 = 4005;
+    pub(crate) const WAIT: u16 = 4005;
     /// The response will come later as a `kXR_attn`/`kXR_asynresp` message.
-    pub const WAIT_RESP: u16 = 4006;
+    pub(crate) const WAIT_RESP: u16 = 4006;
 }
 
 /// The `kXR_attn` action carrying a deferred response.
-pub const ATTN_ASYNC_RESPONSE: u32 = 5008;
+pub(crate) const ATTN_ASYNC_RESPONSE: u32 = 5008;
 
 /// Error codes of `kXR_error` responses (`XErrorCode`) this client treats specially.
-pub mod error_code {
+pub(crate) mod error_code {
     /// I/O error on the server.
-    pub const IO_ERROR: u32 = 3007;
+    pub(crate) const IO_ERROR: u32 = 3007;
     /// No such file.
-    pub const NOT_FOUND: u32 = 3011;
+    pub(crate) const NOT_FOUND: u32 = 3011;
     /// Internal server error.
-    pub const SERVER_ERROR: u32 = 3012;
+    pub(crate) const SERVER_ERROR: u32 = 3012;
     /// No server is available to serve the file.
-    pub const NO_SERVER: u32 = 3014;
+    pub(crate) const NO_SERVER: u32 = 3014;
     /// The operation is in progress.
-    pub const IN_PROGRESS: u32 = 3020;
+    pub(crate) const IN_PROGRESS: u32 = 3020;
     /// The server is overloaded.
-    pub const OVERLOADED: u32 = 3024;
+    pub(crate) const OVERLOADED: u32 = 3024;
     /// The request timed out on the server.
-    pub const REQUEST_TIMED_OUT: u32 = 3034;
+    pub(crate) const REQUEST_TIMED_OUT: u32 = 3034;
     /// A server-side timer expired.
-    pub const TIMER_EXPIRED: u32 = 3035;
+    pub(crate) const TIMER_EXPIRED: u32 = 3035;
 }
 
 /// Flags of the `kXR_protocol` request.
-pub mod protocol_flags {
+pub(crate) mod protocol_flags {
     /// The client can switch to TLS.
-    pub const ABLE_TLS: u8 = 0x02;
+    pub(crate) const ABLE_TLS: u8 = 0x02;
     /// The client wants the connection to switch to TLS.
-    pub const WANT_TLS: u8 = 0x04;
+    pub(crate) const WANT_TLS: u8 = 0x04;
     /// `expect` value: a login follows.
-    pub const EXPECT_LOGIN: u8 = 0x03;
+    pub(crate) const EXPECT_LOGIN: u8 = 0x03;
 }
 
 /// Flags of the `kXR_protocol` response.
-pub mod server_flags {
+pub(crate) mod server_flags {
     /// The server is configured for TLS.
-    pub const HAVE_TLS: u32 = 0x8000_0000;
+    pub(crate) const HAVE_TLS: u32 = 0x8000_0000;
     /// The client must start TLS right after this response.
-    pub const GOTO_TLS: u32 = 0x4000_0000;
+    pub(crate) const GOTO_TLS: u32 = 0x4000_0000;
 }
 
 /// `kXR_open` option: read only.
@@ -115,11 +115,11 @@ const QUERY_CONFIG: u16 = 7;
 const LOGIN_CAPVER: u8 = 0x80 | 5;
 
 /// A 4-byte file handle the server returns from `kXR_open`.
-pub type FileHandle = [u8; 4];
+pub(crate) type FileHandle = [u8; 4];
 
 /// One request, before it is given a stream id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     /// `kXR_protocol`, with `kXR_ableTLS`/`kXR_wantTLS` flags.
     Protocol {
         /// The request flags ([`protocol_flags`]).
@@ -180,7 +180,7 @@ pub enum Request {
 
 impl Request {
     /// The request code.
-    pub fn code(&self) -> u16 {
+    pub(crate) fn code(&self) -> u16 {
         match self {
             Request::Protocol { .. } => request::PROTOCOL,
             Request::Login { .. } => request::LOGIN,
@@ -195,7 +195,7 @@ impl Request {
     }
 
     /// The bytes on the wire: header (with `stream_id`) and payload.
-    pub fn encode(&self, stream_id: [u8; 2]) -> Vec<u8> {
+    pub(crate) fn encode(&self, stream_id: [u8; 2]) -> Vec<u8> {
         let mut params = [0u8; 16];
         let mut payload: Vec<u8> = Vec::new();
         match self {
@@ -266,7 +266,7 @@ impl Request {
 }
 
 /// The first bytes a client sends: the initial handshake (`0, 0, 0, 4, 2012`).
-pub fn initial_handshake() -> [u8; 20] {
+pub(crate) fn initial_handshake() -> [u8; 20] {
     let mut out = [0u8; 20];
     out[12..16].copy_from_slice(&4u32.to_be_bytes());
     out[16..20].copy_from_slice(&2012u32.to_be_bytes());
@@ -275,7 +275,7 @@ pub fn initial_handshake() -> [u8; 20] {
 
 /// A decoded response header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponseHeader {
+pub(crate) struct ResponseHeader {
     /// The stream id of the request this answers (0, 0 for unsolicited messages).
     pub stream_id: [u8; 2],
     /// The status ([`status`]).
@@ -286,7 +286,7 @@ pub struct ResponseHeader {
 
 impl ResponseHeader {
     /// Decodes the 8 header bytes.
-    pub fn decode(bytes: &[u8; RESPONSE_HEADER_LEN]) -> Self {
+    pub(crate) fn decode(bytes: &[u8; RESPONSE_HEADER_LEN]) -> Self {
         ResponseHeader {
             stream_id: [bytes[0], bytes[1]],
             status: u16::from_be_bytes([bytes[2], bytes[3]]),
@@ -307,7 +307,7 @@ impl ResponseHeader {
 
 /// A malformed response body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Malformed(pub String);
+pub(crate) struct Malformed(pub String);
 
 impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -337,7 +337,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// A `kXR_error` response: the error code and the server's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerError {
+pub(crate) struct ServerError {
     /// The `XErrorCode`.
     pub code: u32,
     /// The server's message.
@@ -346,7 +346,7 @@ pub struct ServerError {
 
 impl ServerError {
     /// Decodes a `kXR_error` body.
-    pub fn decode(body: &[u8]) -> Result<Self, Malformed> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, Malformed> {
         Ok(ServerError {
             code: be_u32(body, 0, "kXR_error")?,
             message: text(&body[4..]),
@@ -354,7 +354,7 @@ impl ServerError {
     }
 
     /// The code's name, as XRootD spells it.
-    pub fn code_name(&self) -> &'static str {
+    pub(crate) fn code_name(&self) -> &'static str {
         const NAMES: [&str; 36] = [
             "kXR_ArgInvalid",
             "kXR_ArgMissing",
@@ -401,7 +401,7 @@ impl ServerError {
     }
 
     /// Whether the fault may pass (server busy, timed out, no server available yet).
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         use error_code::*;
         matches!(
             self.code,
@@ -424,7 +424,7 @@ impl fmt::Display for ServerError {
 
 /// Where a `kXR_redirect` sends the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
+pub(crate) struct Redirect {
     /// The new host.
     pub host: String,
     /// The new port.
@@ -436,7 +436,7 @@ pub struct Redirect {
 impl Redirect {
     /// Decodes a `kXR_redirect` body: a port, then `host[?opaque[?token]]` or, when the
     /// port is not positive, a URL `root://host:port/...[?opaque]`.
-    pub fn decode(body: &[u8]) -> Result<Self, Malformed> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, Malformed> {
         let port = be_u32(body, 0, "kXR_redirect")? as i32;
         let target = text(&body[4..]);
         let (location, opaque) = match target.split_once('?') {
@@ -471,13 +471,13 @@ impl Redirect {
 }
 
 /// A `kXR_wait` or `kXR_waitresp` body: the seconds to wait.
-pub fn decode_wait_seconds(body: &[u8]) -> Result<u32, Malformed> {
+pub(crate) fn decode_wait_seconds(body: &[u8]) -> Result<u32, Malformed> {
     be_u32(body, 0, "kXR_wait")
 }
 
 /// A decoded `kXR_protocol` response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProtocolInfo {
+pub(crate) struct ProtocolInfo {
     /// The server's protocol version.
     pub version: u32,
     /// The server's flags ([`server_flags`]).
@@ -487,7 +487,7 @@ pub struct ProtocolInfo {
 impl ProtocolInfo {
     /// Decodes a `kXR_protocol` response body (the optional security and bind parts
     /// after the first 8 bytes are not needed here).
-    pub fn decode(body: &[u8]) -> Result<Self, Malformed> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, Malformed> {
         Ok(ProtocolInfo {
             version: be_u32(body, 0, "kXR_protocol")?,
             flags: be_u32(body, 4, "kXR_protocol")?,
@@ -497,7 +497,7 @@ impl ProtocolInfo {
 
 /// A security protocol the server accepts, from the `kXR_login` response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecurityProtocol {
+pub(crate) struct SecurityProtocol {
     /// Its name ("unix", "ztn", "gsi", ...).
     pub name: String,
     /// Its parameters (after the comma), if any.
@@ -506,7 +506,7 @@ pub struct SecurityProtocol {
 
 /// Decodes a `kXR_login` response body: the 16-byte session id, then the security
 /// protocols the server wants (`&P=name[,params]...`); none means no authentication.
-pub fn decode_login(body: &[u8]) -> Result<Vec<SecurityProtocol>, Malformed> {
+pub(crate) fn decode_login(body: &[u8]) -> Result<Vec<SecurityProtocol>, Malformed> {
     if body.len() < 16 {
         return Err(Malformed(format!(
             "kXR_login response of {} bytes is too short",
@@ -530,7 +530,7 @@ pub fn decode_login(body: &[u8]) -> Result<Vec<SecurityProtocol>, Malformed> {
 
 /// The file handle of a `kXR_open` response and, if the server sent it (`kXR_retstat`),
 /// the file's stat information.
-pub fn decode_open(body: &[u8]) -> Result<(FileHandle, Option<StatInfo>), Malformed> {
+pub(crate) fn decode_open(body: &[u8]) -> Result<(FileHandle, Option<StatInfo>), Malformed> {
     let handle = body
         .get(0..4)
         .and_then(|b| b.try_into().ok())
@@ -549,7 +549,7 @@ pub fn decode_open(body: &[u8]) -> Result<(FileHandle, Option<StatInfo>), Malfor
 
 /// A decoded `kXR_stat` response: `"id size flags mtime"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatInfo {
+pub(crate) struct StatInfo {
     /// Size in bytes.
     pub size: u64,
     /// `XStatRespFlags`.
@@ -560,7 +560,7 @@ pub struct StatInfo {
 
 impl StatInfo {
     /// Decodes a `kXR_stat` body.
-    pub fn decode(body: &[u8]) -> Result<Self, Malformed> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, Malformed> {
         let t = text(body);
         let fields: Vec<&str> = t.split_ascii_whitespace().collect();
         let bad = || Malformed(format!("kXR_stat response \"{t}\" is invalid"));
@@ -575,14 +575,14 @@ impl StatInfo {
     }
 
     /// Whether the path is a directory or not a regular file.
-    pub fn is_directory_or_special(&self) -> bool {
+    pub(crate) fn is_directory_or_special(&self) -> bool {
         self.flags & (2 | 4) != 0
     }
 }
 
 /// The values of a `kXR_query` config response, one per line in the order asked;
 /// a server that does not know a name answers the name itself, read here as `None`.
-pub fn decode_query_config(body: &[u8]) -> Vec<Option<u64>> {
+pub(crate) fn decode_query_config(body: &[u8]) -> Vec<Option<u64>> {
     text(body)
         .lines()
         .map(|l| l.trim().parse::<u64>().ok())
@@ -591,7 +591,7 @@ pub fn decode_query_config(body: &[u8]) -> Vec<Option<u64>> {
 
 /// The header before each segment of a `kXR_readv` response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadvSegmentHeader {
+pub(crate) struct ReadvSegmentHeader {
     /// The segment's length.
     pub len: u32,
     /// The segment's offset in the file.
@@ -600,7 +600,7 @@ pub struct ReadvSegmentHeader {
 
 impl ReadvSegmentHeader {
     /// Decodes the 16 bytes (file handle, length, offset).
-    pub fn decode(bytes: &[u8; READV_ELEMENT_LEN]) -> Self {
+    pub(crate) fn decode(bytes: &[u8; READV_ELEMENT_LEN]) -> Self {
         ReadvSegmentHeader {
             len: u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
             offset: u64::from_be_bytes([
@@ -613,7 +613,7 @@ impl ReadvSegmentHeader {
 
 /// The parts of a `root://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct XrdUrl {
+pub(crate) struct XrdUrl {
     /// Whether TLS is asked for (`roots://`, `xroots://`).
     pub tls: bool,
     /// The user name, if given (`root://user@host/...`).
@@ -630,7 +630,7 @@ pub struct XrdUrl {
 
 impl XrdUrl {
     /// Parses `root[s]://[user[:password]@]host[:port]/path[?query]` (also `xroot[s]`).
-    pub fn parse(url: &str) -> Option<XrdUrl> {
+    pub(crate) fn parse(url: &str) -> Option<XrdUrl> {
         let (scheme, rest) = url.split_once("://")?;
         let tls = match scheme.to_ascii_lowercase().as_str() {
             "root" | "xroot" => false,
@@ -683,7 +683,7 @@ impl XrdUrl {
 
     /// The path with the query the server should see (`xrdcl.*` settings are the
     /// client's own and stay here).
-    pub fn path_with_opaque(&self) -> String {
+    pub(crate) fn path_with_opaque(&self) -> String {
         let opaque: Vec<&str> = self
             .opaque
             .as_deref()

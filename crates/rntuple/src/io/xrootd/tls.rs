@@ -11,11 +11,11 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// A TLS stream over TCP.
-pub type TlsStream = StreamOwned<ClientConnection, TcpStream>;
+pub(super) type TlsStream = StreamOwned<ClientConnection, TcpStream>;
 
 /// Why TLS could not be started.
 #[derive(Debug)]
-pub enum TlsError {
+pub(super) enum TlsError {
     /// The connection failed during the handshake (may pass).
     Io(std::io::Error),
     /// The server's certificate or TLS parameters were refused (will not pass).
@@ -27,7 +27,7 @@ pub enum TlsError {
 /// Starts TLS on `tcp` with the server `host`, and completes the handshake (so that a
 /// certificate problem is reported here, not at the first read). `config` replaces the
 /// default configuration (the system's CAs).
-pub fn connect(
+pub(super) fn connect(
     host: &str,
     mut tcp: TcpStream,
     config: Option<Arc<ClientConfig>>,

@@ -47,7 +47,7 @@ pub(crate) struct Bunch {
 impl Bunch {
     /// Every selected field over `entries`, with no pages fetched for it: the one bunch of
     /// a range read from a local file.
-    pub fn whole(entries: Range<u64>) -> Bunch {
+    pub(crate) fn whole(entries: Range<u64>) -> Bunch {
         Bunch {
             entries,
             fields: None,
@@ -57,7 +57,7 @@ impl Bunch {
     }
 
     /// Every page the bunch needs: those it fetches and those it reuses.
-    pub fn pages(&self) -> impl Iterator<Item = &PageKey> {
+    pub(crate) fn pages(&self) -> impl Iterator<Item = &PageKey> {
         self.requests
             .iter()
             .flatten()

@@ -33,7 +33,7 @@ pub(crate) enum PageBytes {
 
 impl PageBytes {
     /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             PageBytes::Owned(v) => v,
             PageBytes::Shared { buffer, start, len } => {
@@ -103,7 +103,7 @@ impl PageCache {
 
     /// The page at `key`: waits while its bunch is being fetched; `Ok(None)` when the
     /// plan did not include it (the caller reads it itself).
-    pub fn take(&self, key: PageKey) -> Result<Option<PageBytes>> {
+    pub(super) fn take(&self, key: PageKey) -> Result<Option<PageBytes>> {
         let mut state = self.lock();
         let Some(&bunch) = state.owner.get(&key) else {
             self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -135,7 +135,7 @@ impl PageCache {
 
     /// The decoder is done with bunch `k`: its pages are dropped and the fetcher may go
     /// further ahead.
-    pub fn finish_bunch(&self, k: usize, bunch: &Bunch) {
+    pub(super) fn finish_bunch(&self, k: usize, bunch: &Bunch) {
         let mut state = self.lock();
         let mut dropped: Vec<Arc<Vec<u8>>> = Vec::new();
         for key in bunch.pages() {
@@ -170,7 +170,7 @@ impl Prefetcher {
     /// at about one bunch (`bunch_bytes`) and grow by one bunch per bunch received, up to
     /// `window` bunches: at first the requests of the first bunch do not share the link
     /// with those of the next ones, so decoding starts as early as it can.
-    pub fn start(
+    pub(super) fn start(
         source: Source,
         bunches: Arc<Vec<Bunch>>,
         window: usize,
@@ -234,7 +234,7 @@ impl Prefetcher {
     }
 
     /// The cache the decoder reads from.
-    pub fn cache(&self) -> &Arc<PageCache> {
+    pub(super) fn cache(&self) -> &Arc<PageCache> {
         &self.cache
     }
 }
