@@ -305,6 +305,14 @@ pub(crate) fn u24(b: &[u8]) -> usize {
         .fold(0usize, |acc, &byte| (acc << 8) | byte as usize)
 }
 
+/// The three little-endian bytes of a chunk header size `n`, which callers have checked
+/// to be at most [`MAX_CHUNK_SIZE`] (the low three bytes of `n` are then all of it).
+pub(crate) fn u24_le(n: usize) -> [u8; 3] {
+    debug_assert!(n <= MAX_CHUNK_SIZE, "chunk size {n} exceeds 24 bits");
+    let [b0, b1, b2, ..] = n.to_le_bytes();
+    [b0, b1, b2]
+}
+
 fn decompression_error(what: &str, chunk: usize, codec: &str, detail: impl fmt::Display) -> Error {
     Error::Decompression {
         what: what.to_string(),
@@ -335,8 +343,9 @@ fn decompress_chunk(
     chunk: usize,
 ) -> Result<()> {
     let expected = target.len();
-    let check_len = |codec: &str, n: usize| -> Result<()> {
-        if n == expected {
+    // Output counts as the codecs report them (u64 for zlib and xz, no narrowing).
+    let check_len = |codec: &str, n: u64| -> Result<()> {
+        if n == expected as u64 {
             Ok(())
         } else {
             Err(decompression_error(
@@ -351,7 +360,7 @@ fn decompress_chunk(
         [b'Z', b'S', 1] => {
             let n = zstd::bulk::decompress_to_buffer(payload, target)
                 .map_err(|e| decompression_error(what, chunk, "zstd", e))?;
-            check_len("zstd", n)
+            check_len("zstd", n as u64)
         }
         [b'Z', b'L', 8] => {
             let mut z = flate2::Decompress::new(true);
@@ -367,7 +376,7 @@ fn decompress_chunk(
                 ));
             }
             check_trailing(what, chunk, "zlib", z.total_in(), payload.len())?;
-            check_len("zlib", z.total_out() as usize)
+            check_len("zlib", z.total_out())
         }
         [b'X', b'Z', 0] => {
             let mut s = liblzma::stream::Stream::new_stream_decoder(LZMA_MEMLIMIT, 0)
@@ -384,7 +393,7 @@ fn decompress_chunk(
                 ));
             }
             check_trailing(what, chunk, "lzma", s.total_in(), payload.len())?;
-            check_len("lzma", s.total_out() as usize)
+            check_len("lzma", s.total_out())
         }
         [b'L', b'4', _] => {
             if payload.len() < LZ4_CHECKSUM_SIZE {
@@ -412,7 +421,7 @@ fn decompress_chunk(
             }
             let n = lz4_flex::block::decompress_into(block, target)
                 .map_err(|e| decompression_error(what, chunk, "lz4", e))?;
-            check_len("lz4", n)
+            check_len("lz4", n as u64)
         }
         [b'C', b'S', 8] => Err(Error::Unsupported(format!(
             "{what}: chunk {chunk} uses ROOT's old deflate algorithm (\"CS\"), which is not supported"
@@ -508,8 +517,9 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
         }
         let header = &mut out[start..start + CHUNK_HEADER_SIZE];
         header[0..3].copy_from_slice(&magic);
-        header[3..6].copy_from_slice(&(csize as u32).to_le_bytes()[0..3]);
-        header[6..9].copy_from_slice(&(chunk.len() as u32).to_le_bytes()[0..3]);
+        // Both fit 24 bits: csize was checked above, chunks are at most MAX_CHUNK_SIZE.
+        header[3..6].copy_from_slice(&u24_le(csize));
+        header[6..9].copy_from_slice(&u24_le(chunk.len()));
     }
     Ok(out)
 }
@@ -540,7 +550,8 @@ fn compress_lzma(chunk: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
     };
     let mut opts = LzmaOptions::new_preset(level).map_err(err)?;
     // As ROOT: shrink the preset's dictionary to a quarter of the input (at least 4 KiB).
-    let dict_est = ((chunk.len() / 4) as u32).max(4096);
+    // (Saturating is exact here: the estimate only matters when below the preset's.)
+    let dict_est = u32::try_from(chunk.len() / 4).unwrap_or(u32::MAX).max(4096);
     // The preset's dictionary size is not readable through the safe API; presets 0-9 use
     // at least 256 KiB, so the estimate applies whenever it is the smaller one.
     let preset_dict: u32 = match level {
@@ -561,9 +572,11 @@ fn compress_lzma(chunk: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
     let bound = chunk.len() + chunk.len() / 2 + 1024;
     out.reserve(bound);
     loop {
-        let consumed = stream.total_in() as usize;
+        // The encoder never consumes more than `chunk`; clamp rather than narrow.
+        let consumed =
+            usize::try_from(stream.total_in()).map_or(chunk.len(), |n| n.min(chunk.len()));
         let status = stream
-            .process_vec(&chunk[consumed.min(chunk.len())..], out, Action::Finish)
+            .process_vec(&chunk[consumed..], out, Action::Finish)
             .map_err(err)?;
         if status == Status::StreamEnd {
             break;

@@ -178,3 +178,33 @@ impl Error {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Converts a size, count or offset held as u64 (read from a file or given by a caller)
+/// to `usize`, or fails with [`Error::Unsupported`] naming `what`. On a 32-bit target
+/// such a value can exceed the address space; truncating it would silently address the
+/// wrong bytes or build an array of the wrong length.
+pub(crate) fn to_usize(value: u64, what: &str) -> Result<usize> {
+    usize::try_from(value).map_err(|_| {
+        Error::Unsupported(format!(
+            "{what}: {value} exceeds the {}-bit address space of this platform",
+            usize::BITS
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn to_usize_converts_up_to_the_address_space_and_fails_past_it() {
+        let max = usize::MAX as u64;
+        assert_eq!(to_usize(max, "test").unwrap(), usize::MAX);
+        if let Some(past) = max.checked_add(1) {
+            // Only reachable on targets whose usize is narrower than 64 bits.
+            let err = to_usize(past, "page of column 3").unwrap_err();
+            assert!(matches!(err, Error::Unsupported(_)), "{err}");
+            assert!(err.to_string().contains("page of column 3"), "{err}");
+        }
+    }
+}

@@ -139,7 +139,10 @@ pub fn read_blob(
             ),
         ));
     }
-    let mut out = Vec::with_capacity(nbytes as usize);
+    let mut out = Vec::with_capacity(crate::error::to_usize(
+        nbytes,
+        &format!("multi-key blob at byte offset {offset}"),
+    )?);
     out.extend_from_slice(data);
     for (range, chunk) in ranges.iter().zip(source.read_ranges(&ranges)?) {
         if chunk.len() as u64 != range.len {
@@ -176,6 +179,8 @@ pub fn split_blob(
             chunk_offsets.len()
         )));
     }
+    // Several chunks: the first one's data is shorter than `payload`.
+    #[allow(clippy::cast_possible_truncation)]
     let first_len = layout.first_chunk_data as usize;
     let mut first = payload[..first_len].to_vec();
     for off in chunk_offsets {

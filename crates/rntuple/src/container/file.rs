@@ -425,7 +425,8 @@ impl RootFile {
             ));
         }
         let data = self.source.read_at(data_offset, stored)?;
-        crate::compression::decompress(&data, obj_len as usize, &what)
+        let obj_len = crate::error::to_usize(obj_len, &format!("object length of {what}"))?;
+        crate::compression::decompress(&data, obj_len, &what)
     }
 
     /// Reads an RNTuple payload (page or envelope) of `nbytes` at `offset`, split over

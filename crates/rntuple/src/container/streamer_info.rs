@@ -21,6 +21,7 @@
 //!   (i32), then a pointer to the `TObjArray` of its members' `TStreamerElement`s.
 
 use super::cursor::write_tstring;
+use crate::error::{Error, Result};
 
 /// Class version of `TList` that ROOT writes.
 const TLIST_VERSION: u16 = 5;
@@ -134,6 +135,24 @@ struct ObjectBuffer {
     displacement: u32,
     /// Classes seen so far and the map position of their first tag.
     classes: Vec<(&'static str, u32)>,
+    /// The first count, size or position that did not fit its field, if any: the
+    /// streamed bytes are then wrong and [`streamer_info_list`] refuses them.
+    overflow: Option<String>,
+}
+
+/// The byte count field of an object of `n` bytes: `n` must stay below the mask bit.
+fn byte_count(n: usize) -> Option<u32> {
+    u32::try_from(n).ok().filter(|&n| n < BYTE_COUNT_MASK)
+}
+
+/// The map tag of a class first seen at buffer position `pos`, if a reference
+/// (`CLASS_MASK | tag`) can hold it.
+fn class_tag(displacement: u32, pos: usize) -> Option<u32> {
+    u32::try_from(pos)
+        .ok()
+        .and_then(|p| p.checked_add(displacement))
+        .and_then(|p| p.checked_add(MAP_OFFSET))
+        .filter(|&t| t < CLASS_MASK)
 }
 
 impl ObjectBuffer {
@@ -149,6 +168,22 @@ impl ObjectBuffer {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
 
+    /// Records the first overflow (the bytes streamed from then on are not used).
+    fn fail(&mut self, why: String) {
+        self.overflow.get_or_insert(why);
+    }
+
+    /// An object count (i32 in ROOT's collections).
+    fn count(&mut self, n: usize, what: &str) {
+        match i32::try_from(n) {
+            Ok(n) => self.i32(n),
+            Err(_) => {
+                self.fail(format!("{n} {what}, more than a count holds (2^31 - 1)"));
+                self.i32(0);
+            }
+        }
+    }
+
     fn tstring(&mut self, s: &str) {
         write_tstring(&mut self.out, s);
     }
@@ -162,7 +197,13 @@ impl ObjectBuffer {
 
     /// Fills in the byte count reserved at `at`.
     fn end_count(&mut self, at: usize) {
-        let n = (self.out.len() - at - 4) as u32;
+        let len = self.out.len() - at - 4;
+        let n = byte_count(len).unwrap_or_else(|| {
+            self.fail(format!(
+                "an object of {len} bytes, more than a byte count holds (2^30 - 1)"
+            ));
+            0
+        });
         self.out[at..at + 4].copy_from_slice(&(BYTE_COUNT_MASK | n).to_be_bytes());
     }
 
@@ -194,7 +235,13 @@ impl ObjectBuffer {
         match self.classes.iter().find(|(name, _)| *name == class) {
             Some(&(_, tag)) => self.u32(CLASS_MASK | tag),
             None => {
-                let tag = self.displacement + self.out.len() as u32 + MAP_OFFSET;
+                let pos = self.out.len();
+                let tag = class_tag(self.displacement, pos).unwrap_or_else(|| {
+                    self.fail(format!(
+                        "class {class} first streamed at byte {pos}, past the 2^31 - 1 a class reference holds"
+                    ));
+                    0
+                });
                 self.classes.push((class, tag));
                 self.u32(NEW_CLASS_TAG);
                 self.out.extend_from_slice(class.as_bytes());
@@ -215,7 +262,7 @@ impl ObjectBuffer {
                     b.versioned(TOBJARRAY_VERSION, |b| {
                         b.tobject(0);
                         b.tstring("");
-                        b.i32(class.members.len() as i32);
+                        b.count(class.members.len(), "members");
                         b.i32(0); // lower bound
                         for m in &class.members {
                             b.basic_type(m);
@@ -248,20 +295,65 @@ impl ObjectBuffer {
 /// Streams the StreamerInfo record's object: a `TList` of one `TStreamerInfo` per class
 /// (uncompressed). `key_len` is the length of the header of the key that will hold it:
 /// class references inside the list count positions from the start of that header.
-pub fn streamer_info_list(classes: &[StreamerClass], key_len: u16) -> Vec<u8> {
+///
+/// An [`Error::InvalidArgument`] if a count, byte count or class position does not fit
+/// ROOT's streaming (an object of 2^30 bytes or more, 2^31 classes or members).
+pub fn streamer_info_list(classes: &[StreamerClass], key_len: u16) -> Result<Vec<u8>> {
     let mut b = ObjectBuffer {
         out: Vec::with_capacity(1300 * classes.len().max(1)),
         displacement: u32::from(key_len),
         classes: Vec::new(),
+        overflow: None,
     };
     b.versioned(TLIST_VERSION, |b| {
         b.tobject(0);
         b.tstring(""); // fName
-        b.i32(classes.len() as i32);
+        b.count(classes.len(), "classes");
         for class in classes {
             b.streamer_info(class);
             b.tstring(""); // option
         }
     });
-    b.out
+    match b.overflow {
+        None => Ok(b.out),
+        Some(why) => Err(Error::InvalidArgument(format!(
+            "cannot stream the StreamerInfo record: {why}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_stop_below_the_mask_bit() {
+        assert_eq!(byte_count(0x3FFF_FFFF), Some(0x3FFF_FFFF));
+        assert_eq!(byte_count(0x4000_0000), None);
+    }
+
+    #[test]
+    fn class_tags_stop_below_the_reference_bit() {
+        // The last position a reference can name, then one past it.
+        assert_eq!(class_tag(100, 0x7FFF_FFFF - 102), Some(0x7FFF_FFFF));
+        assert_eq!(class_tag(100, 0x7FFF_FFFF - 101), None);
+        assert_eq!(class_tag(u32::MAX, 0), None);
+    }
+
+    #[test]
+    fn too_many_members_is_an_error() {
+        let mut b = ObjectBuffer {
+            out: Vec::new(),
+            displacement: 0,
+            classes: Vec::new(),
+            overflow: None,
+        };
+        b.count(i32::MAX as usize, "members");
+        assert!(b.overflow.is_none());
+        b.count(i32::MAX as usize + 1, "members");
+        assert!(b
+            .overflow
+            .as_deref()
+            .is_some_and(|w| w.contains("2147483648 members")));
+    }
 }

@@ -218,7 +218,7 @@ mod writer_tests {
         assert_eq!(key.class_name, "TList");
         let start = 32819 + usize::from(key.key_len);
         let root = &data[start..start + key.obj_len as usize];
-        let ours = streamer_info_list(&[StreamerClass::rntuple_anchor()], key.key_len);
+        let ours = streamer_info_list(&[StreamerClass::rntuple_anchor()], key.key_len).unwrap();
         assert_eq!(ours.len(), root.len());
         assert_eq!(ours, root);
     }

@@ -36,13 +36,15 @@ use super::key::KeyHeader;
 use super::streamer_info::{streamer_info_list, StreamerClass};
 use super::{ANCHOR_CLASS_NAMES, BLOB_CLASS_NAME};
 use crate::compression::{
-    compress, Algorithm, CompressionSettings, CHUNK_HEADER_SIZE, MAX_CHUNK_SIZE,
+    compress, u24_le, Algorithm, CompressionSettings, CHUNK_HEADER_SIZE, MAX_CHUNK_SIZE,
 };
 use crate::error::{Error, Result};
 use crate::io::{AtomicFile, Existing};
 
-/// fBEGIN: where the first key (the top directory's) starts.
-const BEGIN: u64 = 100;
+/// fBEGIN: where the first key (the top directory's) starts, as the file header's u32.
+const BEGIN_U32: u32 = 100;
+/// fBEGIN as a file offset.
+const BEGIN: u64 = BEGIN_U32 as u64;
 /// The ROOT version this writer claims in the file header (6.40/00).
 pub const ROOT_VERSION_CODE: u32 = 64000;
 /// Key format version: 4, plus 1000 for 64-bit seek pointers (always used, as in ROOT).
@@ -134,9 +136,12 @@ pub fn datime_from_unix(secs: u64) -> u32 {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     let year = year.clamp(1995, 1995 + 63) as u32;
+    // The civil-date algorithm gives a month in 1..=12 and a day in 1..=31.
+    #[allow(clippy::cast_possible_truncation)]
+    let (month, day) = (month as u32, day as u32);
     ((year - 1995) << 26)
-        | ((month as u32) << 22)
-        | ((day as u32) << 17)
+        | (month << 22)
+        | (day << 17)
         | (((rem / 3600) as u32) << 12)
         | ((((rem / 60) % 60) as u32) << 6)
         | ((rem % 60) as u32)
@@ -161,8 +166,9 @@ fn compress_key_object(data: &[u8], settings: CompressionSettings) -> Result<Vec
                 Ok(n) if n + CHUNK_HEADER_SIZE < data.len() => {
                     let mut out = Vec::with_capacity(CHUNK_HEADER_SIZE + n);
                     out.extend_from_slice(b"ZS\x01");
-                    out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-                    out.extend_from_slice(&(data.len() as u32).to_le_bytes()[..3]);
+                    // n < data.len() <= MAX_CHUNK_SIZE: both fit 24 bits.
+                    out.extend_from_slice(&u24_le(n));
+                    out.extend_from_slice(&u24_le(data.len()));
                     out.extend_from_slice(&frame[..n]);
                     out
                 }
@@ -186,15 +192,20 @@ fn new_uuid() -> [u8; 16] {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    // 100 ns intervals since 1582-10-15.
-    let ts = (now / 100) as u64 + 0x01B2_1DD2_1381_4000;
+    // 100 ns intervals since 1582-10-15; a UUID keeps only the low 60 bits of them, so
+    // the narrowing keeps every bit that is used.
+    #[allow(clippy::cast_possible_truncation)]
+    let ts = (now / 100 + 0x01B2_1DD2_1381_4000) as u64;
     let mut h = RandomState::new().build_hasher();
     h.write_u128(now);
     h.write_u32(std::process::id());
     let random = h.finish();
     let mut u = [0u8; 16];
-    u[0..4].copy_from_slice(&(ts as u32).to_be_bytes());
-    u[4..6].copy_from_slice(&((ts >> 32) as u16).to_be_bytes());
+    // time_low and time_mid: the low 32 and the next 16 bits of the timestamp.
+    #[allow(clippy::cast_possible_truncation)]
+    let (time_low, time_mid) = (ts as u32, (ts >> 32) as u16);
+    u[0..4].copy_from_slice(&time_low.to_be_bytes());
+    u[4..6].copy_from_slice(&time_mid.to_be_bytes());
     u[6..8].copy_from_slice(&((((ts >> 48) as u16) & 0x0FFF) | 0x1000).to_be_bytes());
     u[8..16].copy_from_slice(&random.to_be_bytes());
     u[8] = (u[8] & 0x3F) | 0x80; // variant
@@ -277,7 +288,7 @@ impl<W: FileOutput> FileWriter<W> {
             classes: vec![StreamerClass::rntuple_anchor()],
         };
         let mut head = w.file_header(0, 0, 0, 0, 0)?;
-        head.resize(BEGIN as usize, 0);
+        head.resize(BEGIN_U32 as usize, 0);
         w.write_at(0, &head)?;
         let top = w.top_directory_bytes(0, 0)?;
         w.write_at(BEGIN, &top)?;
@@ -440,10 +451,15 @@ impl<W: FileOutput> FileWriter<W> {
         if layout.n_chunks == 1 {
             return self.write_rblob_chunk(payload, uncompressed_len);
         }
-        // Chunk sizes fit usize: they are slices of `payload`.
-        let first_len = layout.first_chunk_data as usize;
-        let step = max_key_size as usize;
-        let mut offsets = Vec::with_capacity((layout.n_chunks - 1) as usize);
+        // Several chunks, so max_key_size < payload.len(): the first chunk's data, the
+        // chunk size and the chunk count are all below a slice length.
+        #[allow(clippy::cast_possible_truncation)]
+        let (first_len, step, n_rest) = (
+            layout.first_chunk_data as usize,
+            max_key_size as usize,
+            (layout.n_chunks - 1) as usize,
+        );
+        let mut offsets = Vec::with_capacity(n_rest);
         for chunk in payload[first_len..].chunks(step) {
             offsets.push(self.write_rblob_chunk(chunk, chunk.len() as u64)?);
         }
@@ -496,8 +512,10 @@ impl<W: FileOutput> FileWriter<W> {
             if (1..4).contains(&(remaining - gap)) {
                 gap -= 4;
             }
-            // gap <= i32::MAX, so the negation fits.
-            self.write_at(at, &(-(gap as i32)).to_be_bytes())?;
+            // gap <= i32::MAX, so it fits an i32 and its negation too.
+            #[allow(clippy::cast_possible_truncation)]
+            let record = -(gap as i32);
+            self.write_at(at, &record.to_be_bytes())?;
             at += gap;
             remaining -= gap;
         }
@@ -546,12 +564,12 @@ impl<W: FileOutput> FileWriter<W> {
                 } else {
                     0
                 },
-            begin: BEGIN as u32,
+            begin: BEGIN_U32,
             end,
             seek_free,
             nbytes_free,
             nfree: 1,
-            nbytes_name: self.top_nbytes_name()? as u32,
+            nbytes_name: self.top_nbytes_name()?,
             units: if large { 8 } else { 4 },
             compress: self.compression.as_u32(),
             seek_info,
@@ -560,15 +578,21 @@ impl<W: FileOutput> FileWriter<W> {
             uuid_version: 0,
             uuid: [0; 16],
         };
-        let mut out = Vec::with_capacity(BEGIN as usize);
+        let mut out = Vec::with_capacity(BEGIN_U32 as usize);
         header.write(&mut out)?;
         Ok(out)
     }
 
     /// fNbytesName: the top directory key's header plus the TNamed name and title.
-    fn top_nbytes_name(&self) -> Result<u64> {
+    fn top_nbytes_name(&self) -> Result<u32> {
         let key = self.key("TFile", &self.file_name, "", BEGIN, 0, 0, 0)?;
-        Ok(u64::from(key.key_len) + tstring_len(&self.file_name) as u64 + 1)
+        let n = usize::from(key.key_len) + tstring_len(&self.file_name) + 1;
+        u32::try_from(n).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "file name of {} bytes: the top directory's name record takes more than 2^32 - 1",
+                self.file_name.len()
+            ))
+        })
     }
 
     /// The top directory's key and object (TNamed name and title, directory record).
@@ -584,7 +608,7 @@ impl<W: FileOutput> FileWriter<W> {
             ctime: self.datime,
             mtime: self.datime,
             nbytes_keys,
-            nbytes_name: nbytes_name as u32,
+            nbytes_name,
             seek_dir: BEGIN,
             seek_parent: 0,
             seek_keys,
@@ -640,7 +664,12 @@ impl<W: FileOutput> FileWriter<W> {
         let mut buf = Vec::new();
         write_keys_list(&mut buf, &list_key, &self.anchors)?;
         self.write_at(seek_keys, &buf)?;
-        let nbytes_keys = buf.len() as u32;
+        let nbytes_keys = u32::try_from(buf.len()).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "the keys list takes {} bytes, more than fNbytesKeys holds (2^32 - 1)",
+                buf.len()
+            ))
+        })?;
         self.pos = seek_keys + buf.len() as u64;
 
         // Streamer info.
@@ -656,7 +685,7 @@ impl<W: FileOutput> FileWriter<W> {
                 0,
             )?
             .key_len;
-        let list = streamer_info_list(&self.classes, key_len);
+        let list = streamer_info_list(&self.classes, key_len)?;
         let stored = compress_key_object(&list, self.compression)?;
         let info_key = self.key(
             "TList",
@@ -690,8 +719,11 @@ impl<W: FileOutput> FileWriter<W> {
             segment.extend_from_slice(&last.to_be_bytes());
         } else {
             segment.extend_from_slice(&FREE_SEGMENT_VERSION.to_be_bytes());
-            segment.extend_from_slice(&(first as u32).to_be_bytes());
-            segment.extend_from_slice(&(last as u32).to_be_bytes());
+            // Not large: first <= last <= MAX_SMALL_SEEK (2^31 - 1).
+            #[allow(clippy::cast_possible_truncation)]
+            let (first, last) = (first as u32, last as u32);
+            segment.extend_from_slice(&first.to_be_bytes());
+            segment.extend_from_slice(&last.to_be_bytes());
         }
         let free_key = self.key(
             "",

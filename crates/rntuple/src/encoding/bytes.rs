@@ -121,6 +121,8 @@ pub(crate) fn unpack_bits(data: &[u8], n: usize, nbits: u32) -> Vec<u32> {
             acc |= u64::from(bytes.next().copied().unwrap_or(0)) << have;
             have += 8;
         }
+        // Masked to nbits <= 32 bits.
+        #[allow(clippy::cast_possible_truncation)]
         out.push((acc & mask) as u32);
         acc >>= nbits;
         have -= nbits;
@@ -132,20 +134,25 @@ pub(crate) fn unpack_bits(data: &[u8], n: usize, nbits: u32) -> Vec<u32> {
 /// last byte is padded with zero bits. Bits above `nbits` in the values are ignored.
 pub(crate) fn pack_bits(values: impl ExactSizeIterator<Item = u32>, nbits: u32) -> Vec<u8> {
     let mask: u64 = (1u64 << nbits) - 1;
-    let total_bits = values.len() as u64 * u64::from(nbits);
-    let mut out = Vec::with_capacity(total_bits.div_ceil(8) as usize);
+    // A capacity hint: saturating is harmless.
+    let capacity = values.len().saturating_mul(nbits as usize).div_ceil(8);
+    let mut out = Vec::with_capacity(capacity);
     let mut acc: u64 = 0;
     let mut have: u32 = 0;
     for v in values {
         acc |= (u64::from(v) & mask) << have;
         have += nbits;
         while have >= 8 {
+            // The low byte of the accumulator is the next byte of the stream.
+            #[allow(clippy::cast_possible_truncation)]
             out.push(acc as u8);
             acc >>= 8;
             have -= 8;
         }
     }
     if have > 0 {
+        // Fewer than 8 bits are left in the accumulator.
+        #[allow(clippy::cast_possible_truncation)]
         out.push(acc as u8);
     }
     out

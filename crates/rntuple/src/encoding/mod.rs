@@ -29,6 +29,7 @@ mod unsplit;
 
 pub use column_type::ColumnType;
 pub use into::{decode_page_into, ValuesMut};
+pub(crate) use real::f64_to_f32;
 
 use bytes::{
     pack_bits, read_plain, read_split, unpack_bits, write_plain, write_split, zigzag_decode16,
@@ -543,7 +544,11 @@ pub fn encode_page(enc: &ColumnEncoding, values: &ColumnValues) -> Result<Vec<u8
         }
         (Real32Trunc, V::F64(v)) => {
             let bits = u32::from(enc.bits_on_storage);
-            pack_bits(v.iter().map(|&x| real::truncate_f32(x as f32, bits)), bits)
+            pack_bits(
+                v.iter()
+                    .map(|&x| real::truncate_f32(real::f64_to_f32(x), bits)),
+                bits,
+            )
         }
         (Real32Quant, V::F64(v)) => encode_quant(enc, v)?,
         (Real32Quant, V::F32(v)) => {

@@ -52,11 +52,23 @@ pub(crate) fn quantize(values: &[f64], bits: u32, min: f64, max: f64) -> Result<
             )));
         }
         let e = 0.5 + (x - min) * scale;
-        // `as` truncates toward zero like C++'s static_cast for in-range values; with min == max
-        // the scale is infinite or NaN and `as` saturates, which only happens for a degenerate range.
+        // `as` truncates toward zero like C++'s static_cast for in-range values (x in
+        // [min, max] puts e in [0.5, 2^bits - 0.5]); with min == max the scale is infinite
+        // or NaN and `as` saturates, which only happens for a degenerate range.
+        #[allow(clippy::cast_possible_truncation)]
         out.push(e as u32);
     }
     Ok(out)
+}
+
+/// A double rounded to the nearest float (infinite if out of float range), the intended
+/// lossy conversion when double values go to a float column or are read as `float`.
+#[inline]
+pub(crate) fn f64_to_f32(x: f64) -> f32 {
+    // The narrowing is the point: IEEE round-to-nearest, as C++'s static_cast<float>.
+    #[allow(clippy::cast_possible_truncation)]
+    let y = x as f32;
+    y
 }
 
 /// The packed Real32Trunc value of a float: its top `bits` bits.

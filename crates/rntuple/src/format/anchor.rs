@@ -152,6 +152,8 @@ impl Anchor {
         let sum = xxh3_64(&fields);
         let mut out = Vec::with_capacity(STREAMER_PREAMBLE_LEN + fields.len() + 8);
         // ROOT's byte count covers class version and fields; the checksum follows outside it.
+        // `fields` holds the anchor's fixed members: ANCHOR_FIELDS_LEN (64) bytes.
+        #[allow(clippy::cast_possible_truncation)]
         let count = (2 + fields.len()) as u32 | BYTE_COUNT_MASK;
         out.extend_from_slice(&count.to_be_bytes());
         out.extend_from_slice(&ANCHOR_CLASS_VERSION.to_be_bytes());

@@ -130,9 +130,10 @@ impl<'a> Cursor<'a> {
                 format!("frame at offset {start} states size {size}, smaller than its preamble"),
             ));
         }
-        let end = (start as u64)
-            .checked_add(size)
-            .filter(|&e| e <= self.data.len() as u64);
+        let end = usize::try_from(size)
+            .ok()
+            .and_then(|size| start.checked_add(size))
+            .filter(|&e| e <= self.data.len());
         let Some(end) = end else {
             return Err(Error::Truncated {
                 what: format!("{} (frame at offset {start})", self.what),
@@ -144,7 +145,7 @@ impl<'a> Cursor<'a> {
         Ok(Frame {
             kind,
             items,
-            end: end as usize,
+            end,
             start,
         })
     }
@@ -230,6 +231,17 @@ pub struct Frame {
     pub end: usize,
 }
 
+/// `len`, a string's length or a list's item count, as the u32 the format stores, or an
+/// [`Error::InvalidArgument`] naming `what`: nothing longer can be written.
+pub(crate) fn u32_len(len: usize, what: impl FnOnce() -> String) -> Result<u32> {
+    u32::try_from(len).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{}: {len} is more than the format's 32-bit lengths and counts hold",
+            what()
+        ))
+    })
+}
+
 /// Writes the spec's basic types, little-endian, into a growing buffer.
 #[derive(Debug, Default, Clone)]
 pub struct Writer {
@@ -277,8 +289,12 @@ impl Writer {
     pub fn f64(&mut self, v: f64) {
         self.bytes(&v.to_le_bytes());
     }
-    /// Appends a string: u32 length then the bytes.
+    /// Appends a string: u32 length then the bytes. A string of 4 GiB or more has no
+    /// representation: writers check theirs first (`Header::check_limits`).
     pub fn string(&mut self, s: &str) {
+        // Header::check_limits, run by Descriptor::build on every schema a writer starts
+        // from, refuses longer header and schema strings.
+        #[allow(clippy::cast_possible_truncation)]
         self.u32(s.len() as u32);
         self.bytes(s.as_bytes());
     }
@@ -344,6 +360,45 @@ mod tests {
         let bytes = w.into_bytes();
         let err = Cursor::new(&bytes, "test").frame().unwrap_err();
         assert!(matches!(err, Error::Truncated { .. }), "{err}");
+    }
+
+    #[test]
+    fn frame_ends_at_most_at_the_end_of_the_data() {
+        // A record frame of 12 bytes in 12 bytes of data, then one claiming 13.
+        for (size, fits) in [(12i64, true), (13, false), (i64::MAX, false)] {
+            let mut w = Writer::new();
+            w.i64(size);
+            w.u32(0);
+            let bytes = w.into_bytes();
+            let frame = Cursor::new(&bytes, "test").frame();
+            match frame {
+                Ok(f) => assert!(fits && f.end == 12, "size {size}: end {}", f.end),
+                Err(err) => assert!(!fits && matches!(err, Error::Truncated { .. }), "{err}"),
+            }
+        }
+        // A list frame of the largest size (2^63 bytes) is refused, not wrapped.
+        let mut w = Writer::new();
+        w.i64(i64::MIN);
+        w.u32(1);
+        let bytes = w.into_bytes();
+        let err = Cursor::new(&bytes, "test").frame().unwrap_err();
+        assert!(matches!(err, Error::Truncated { .. }), "{err}");
+    }
+
+    #[test]
+    fn lengths_and_counts_fit_32_bits() {
+        assert_eq!(
+            u32_len(u32::MAX as usize, || "list".into()).unwrap(),
+            u32::MAX
+        );
+        if let Some(past) = (u32::MAX as usize).checked_add(1) {
+            let err = u32_len(past, || "list of fields".into()).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+            assert!(
+                err.to_string().contains("list of fields: 4294967296"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -105,7 +105,14 @@ impl Footer {
         let frame = w.begin_record();
         self.extension.write(&mut w);
         w.end_frame(frame);
-        let list = w.begin_list(self.cluster_groups.len() as u32);
+        // Bounded by memory: 2^32 cluster groups (each with its page list) or attribute
+        // sets cannot be held.
+        #[allow(clippy::cast_possible_truncation)]
+        let (n_groups, n_sets) = (
+            self.cluster_groups.len() as u32,
+            self.attribute_sets.len() as u32,
+        );
+        let list = w.begin_list(n_groups);
         for g in &self.cluster_groups {
             let rec = w.begin_record();
             w.u64(g.min_entry);
@@ -115,7 +122,7 @@ impl Footer {
             w.end_frame(rec);
         }
         w.end_frame(list);
-        let list = w.begin_list(self.attribute_sets.len() as u32);
+        let list = w.begin_list(n_sets);
         for a in &self.attribute_sets {
             let rec = w.begin_record();
             w.u16(a.schema_version_major);

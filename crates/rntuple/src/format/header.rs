@@ -1,7 +1,7 @@
 //! The header envelope and the schema description records it shares with the footer's
 //! schema extension: fields, columns, alias columns, extra type information.
 
-use super::cursor::{Cursor, Writer};
+use super::cursor::{u32_len, Cursor, Writer};
 use crate::error::{Error, Result};
 
 /// Field flag: repetitive field (fixed-size array, bitset); the array size follows.
@@ -246,19 +246,60 @@ impl SchemaDescription {
         })
     }
 
-    /// Writes the four list frames.
+    /// Errors if a list or string is too long for the format's 32-bit counts and lengths
+    /// (a schema built in memory; one read from a file always fits).
+    pub fn check_limits(&self) -> Result<()> {
+        u32_len(self.fields.len(), || "schema description: fields".into())?;
+        u32_len(self.columns.len(), || "schema description: columns".into())?;
+        u32_len(self.alias_columns.len(), || {
+            "schema description: alias columns".into()
+        })?;
+        u32_len(self.extra_type_infos.len(), || {
+            "schema description: extra type information records".into()
+        })?;
+        for (id, f) in self.fields.iter().enumerate() {
+            for (what, s) in [
+                ("name", &f.name),
+                ("type name", &f.type_name),
+                ("type alias", &f.type_alias),
+                ("description", &f.description),
+            ] {
+                u32_len(s.len(), || {
+                    format!("schema description: {what} of field {id}")
+                })?;
+            }
+        }
+        for x in &self.extra_type_infos {
+            u32_len(x.type_name.len(), || {
+                "schema description: type name of extra type information".into()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes the four list frames. Counts and strings of 2^32 or more have no
+    /// representation: check them first with [`SchemaDescription::check_limits`].
     pub fn write(&self, w: &mut Writer) {
-        let list = w.begin_list(self.fields.len() as u32);
+        // The counts fit: check_limits (run by Descriptor::build, which every writer's
+        // schema goes through) refuses lists of 2^32 records or more.
+        #[allow(clippy::cast_possible_truncation)]
+        let (n_fields, n_columns, n_aliases, n_extra) = (
+            self.fields.len() as u32,
+            self.columns.len() as u32,
+            self.alias_columns.len() as u32,
+            self.extra_type_infos.len() as u32,
+        );
+        let list = w.begin_list(n_fields);
         for f in &self.fields {
             f.write(w);
         }
         w.end_frame(list);
-        let list = w.begin_list(self.columns.len() as u32);
+        let list = w.begin_list(n_columns);
         for col in &self.columns {
             col.write(w);
         }
         w.end_frame(list);
-        let list = w.begin_list(self.alias_columns.len() as u32);
+        let list = w.begin_list(n_aliases);
         for a in &self.alias_columns {
             let rec = w.begin_record();
             w.u32(a.physical_column_id);
@@ -266,7 +307,7 @@ impl SchemaDescription {
             w.end_frame(rec);
         }
         w.end_frame(list);
-        let list = w.begin_list(self.extra_type_infos.len() as u32);
+        let list = w.begin_list(n_extra);
         for x in &self.extra_type_infos {
             let rec = w.begin_record();
             w.u32(x.content_id);
@@ -328,7 +369,21 @@ impl Header {
         })
     }
 
-    /// Serializes the header payload (to be sealed into an envelope).
+    /// Errors if a string or list is too long for the format's 32-bit lengths and counts
+    /// (see [`SchemaDescription::check_limits`]).
+    pub fn check_limits(&self) -> Result<()> {
+        for (what, s) in [
+            ("name", &self.name),
+            ("description", &self.description),
+            ("writer", &self.writer),
+        ] {
+            u32_len(s.len(), || format!("header: RNTuple {what}"))?;
+        }
+        self.schema.check_limits()
+    }
+
+    /// Serializes the header payload (to be sealed into an envelope); check it first
+    /// with [`Header::check_limits`].
     pub fn write(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(0);

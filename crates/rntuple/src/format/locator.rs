@@ -63,8 +63,8 @@ impl Locator {
 
     /// Writes the locator: standard when the size fits 31 bits, large otherwise.
     pub fn write(&self, w: &mut Writer) {
-        if self.size <= i32::MAX as u64 {
-            w.i32(self.size as i32);
+        if let Ok(size) = i32::try_from(self.size) {
+            w.i32(size);
             w.u64(self.offset);
         } else {
             let own_size: u32 = 4 + 16;
@@ -121,6 +121,19 @@ mod tests {
             let mut c = Cursor::new(&bytes, "locator");
             assert_eq!(Locator::read(&mut c).unwrap(), loc);
             assert_eq!(c.remaining(), 0);
+        }
+    }
+
+    #[test]
+    fn standard_locators_stop_at_31_bits() {
+        // 2^31 - 1 bytes is the largest standard size; one more needs a large locator.
+        for (size, len) in [(i32::MAX as u64, 12), (1u64 << 31, 20)] {
+            let loc = Locator { size, offset: 9 };
+            let mut w = Writer::new();
+            loc.write(&mut w);
+            let bytes = w.into_bytes();
+            assert_eq!(bytes.len(), len, "size {size}");
+            assert_eq!(Locator::read(&mut Cursor::new(&bytes, "x")).unwrap(), loc);
         }
     }
 

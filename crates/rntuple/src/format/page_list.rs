@@ -1,6 +1,6 @@
 //! The page list envelope: cluster summaries and the location of every page.
 
-use super::cursor::{Cursor, Writer};
+use super::cursor::{u32_len, Cursor, Writer};
 use super::header::read_list;
 use super::locator::Locator;
 use crate::error::{Error, Result};
@@ -108,7 +108,9 @@ impl PageList {
     pub fn write(&self) -> Result<Vec<u8>> {
         let mut w = Writer::new();
         w.u64(self.header_checksum);
-        let list = w.begin_list(self.clusters.len() as u32);
+        let list = w.begin_list(u32_len(self.clusters.len(), || {
+            "page list clusters".into()
+        })?);
         for cl in &self.clusters {
             let rec = w.begin_record();
             w.u64(cl.first_entry);
@@ -116,11 +118,17 @@ impl PageList {
             w.end_frame(rec);
         }
         w.end_frame(list);
-        let top = w.begin_list(self.columns.len() as u32);
-        for cluster in &self.columns {
-            let outer = w.begin_list(cluster.len() as u32);
-            for col in cluster {
-                let inner = w.begin_list(col.pages.len() as u32);
+        let top = w.begin_list(u32_len(self.columns.len(), || {
+            "page list column lists".into()
+        })?);
+        for (k, cluster) in self.columns.iter().enumerate() {
+            let outer = w.begin_list(u32_len(cluster.len(), || {
+                format!("page list columns of cluster {k}")
+            })?);
+            for (c, col) in cluster.iter().enumerate() {
+                let inner = w.begin_list(u32_len(col.pages.len(), || {
+                    format!("page list pages of column {c} in cluster {k}")
+                })?);
                 for p in &col.pages {
                     let n = i32::try_from(p.n_elements).map_err(|_| {
                         Error::InvalidArgument(format!(

@@ -4,7 +4,7 @@
 use super::column::{ColumnPart, Decoder};
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use crate::encoding::ColumnValues;
-use crate::error::{Error, Location, Result};
+use crate::error::{to_usize, Error, Location, Result};
 use crate::schema::arrow_field_kept;
 use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
@@ -122,14 +122,14 @@ impl Decoder<'_> {
             .collect();
         let values = self.read_segs(&early, column, per_entry, 1)?;
         let all = to_offsets(values)?;
-        let n: usize = segs.iter().map(|(_, r)| (r.end - r.start) as usize).sum();
-        let mut offsets = Vec::with_capacity(n + 1);
+        // One offset per item and a leading 0: `all` has at least as many.
+        let mut offsets = Vec::with_capacity(all.len() + 1);
         offsets.push(0i64);
         let mut items = Vec::with_capacity(segs.len());
         let mut pos = 0usize;
         let mut base = 0u64;
         for ((c, r), (_, e)) in segs.iter().zip(&early) {
-            let len = (e.end - e.start) as usize;
+            let len = to_usize(e.end - e.start, "collection offsets of one cluster")?;
             let part = all
                 .get(pos..pos + len)
                 .ok_or_else(|| Error::corrupt("collection offsets", "offsets out of range"))?;
@@ -201,7 +201,11 @@ impl Decoder<'_> {
             let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
             return Ok(arrow_select::concat::concat(&refs)?);
         }
-        let len: usize = segs.iter().map(|(_, r)| (r.end - r.start) as usize).sum();
+        let len = segs
+            .iter()
+            .try_fold(0u64, |n, (_, r)| n.checked_add(r.end - r.start))
+            .ok_or_else(|| Error::corrupt("entry ranges", "more than 2^64 elements in one read"))?;
+        let len = to_usize(len, "elements of one read")?;
         Ok(match kind {
             FieldKind::Primitive(p) => {
                 self.expect_columns(id, &cols, 1)?;
@@ -447,14 +451,23 @@ impl Decoder<'_> {
             }
             arrays.push(array);
         }
+        // The invalid state points at the null appended to the first alternative.
+        let null_slot = match arrays.first() {
+            Some(a) if invalid > 0 => i32::try_from(a.len() - 1).map_err(|_| {
+                Error::Unsupported("a variant with more than 2^31 items in one read".into())
+            })?,
+            _ => 0,
+        };
         let mut type_ids = Vec::with_capacity(tag.len());
         let mut offsets = Vec::with_capacity(tag.len());
         for (&t, &i) in tag.iter().zip(index) {
             if t == 0 {
                 type_ids.push(0i8);
-                offsets.push(arrays.first().map_or(0, |a| a.len() as i32 - 1));
+                offsets.push(null_slot);
             } else {
                 let k = t as usize - 1;
+                // k < n_alt <= 125: arrow_field_kept refused larger variants above.
+                #[allow(clippy::cast_possible_truncation)]
                 type_ids.push(k as i8);
                 offsets.push(i32::try_from(i - lo[k]).map_err(|_| {
                     Error::Unsupported("a variant with more than 2^31 items in one read".into())
@@ -490,7 +503,9 @@ fn take_optional(values: ArrayRef, indices: &[Option<u64>]) -> Result<ArrayRef> 
     for (id, _) in fields.iter() {
         let child = union.child(id).clone();
         if id == first_id {
-            null_slot = child.len() as i32;
+            null_slot = i32::try_from(child.len()).map_err(|_| {
+                Error::Unsupported("a variant with more than 2^31 items in one read".into())
+            })?;
             let null = arrow_array::new_null_array(child.data_type(), 1);
             children.push(arrow_select::concat::concat(&[
                 child.as_ref(),
@@ -500,13 +515,20 @@ fn take_optional(values: ArrayRef, indices: &[Option<u64>]) -> Result<ArrayRef> 
             children.push(child);
         }
     }
+    let (child_types, child_offsets) = match union.offsets() {
+        Some(offsets) => (union.type_ids(), offsets),
+        None => return Err(Error::corrupt("variant", "dense union expected")),
+    };
     let mut type_ids = Vec::with_capacity(indices.len());
     let mut offsets = Vec::with_capacity(indices.len());
     for idx in indices {
         match idx {
             Some(i) => {
-                type_ids.push(union.type_id(*i as usize));
-                offsets.push(union.value_offset(*i as usize) as i32);
+                // An index below the length of `values` (made from its offsets).
+                #[allow(clippy::cast_possible_truncation)]
+                let i = *i as usize;
+                type_ids.push(child_types[i]);
+                offsets.push(child_offsets[i]);
             }
             None => {
                 type_ids.push(first_id);

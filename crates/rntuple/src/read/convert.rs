@@ -2,7 +2,7 @@
 //! field is stored in another (allowed) column type: integers are range-checked, reals
 //! widened or narrowed like a C++ cast.
 
-use crate::encoding::ColumnValues;
+use crate::encoding::{f64_to_f32, ColumnValues};
 use crate::error::{Error, Result};
 use arrow_array::BooleanArray;
 use arrow_buffer::BooleanBuffer;
@@ -73,7 +73,7 @@ pub(crate) fn bool_array(v: &[bool]) -> BooleanArray {
 pub(crate) fn to_f32(values: &ColumnValues) -> Result<Vec<f32>> {
     match values {
         ColumnValues::F32(v) => Ok(v.clone()),
-        ColumnValues::F64(v) => Ok(v.iter().map(|&x| x as f32).collect()),
+        ColumnValues::F64(v) => Ok(v.iter().map(|&x| f64_to_f32(x)).collect()),
         other => Err(mismatch("float", other)),
     }
 }

@@ -566,9 +566,19 @@ fn plan_batches(
             }
         }
         if weight > target as f64 {
-            // Equal parts, each about the step.
-            let parts = (weight as u64).div_ceil(target).max(1);
-            let bounds: Vec<u64> = (0..=parts).map(|k| lo + (hi - lo) * k / parts).collect();
+            // Equal parts, each about the step (float-to-int `as` saturates, an
+            // approximation is all that is wanted) and at least one entry each.
+            #[allow(clippy::cast_possible_truncation)]
+            let parts = (weight as u64).div_ceil(target).clamp(1, hi - lo);
+            // (hi - lo) * k can pass 2^64: multiply in 128 bits; the quotient is at most
+            // hi - lo, as k <= parts.
+            let span = u128::from(hi - lo);
+            let bounds: Vec<u64> = (0..=parts)
+                .map(|k| {
+                    let step = span * u128::from(k) / u128::from(parts);
+                    lo + u64::try_from(step).unwrap_or(hi - lo)
+                })
+                .collect();
             ranges.extend(
                 bounds
                     .windows(2)
@@ -626,4 +636,38 @@ fn decode_fields(
             decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ClusterDescriptor;
+
+    fn cluster(n_entries: u64) -> ClusterDescriptor {
+        ClusterDescriptor {
+            id: 0,
+            first_entry: 0,
+            n_entries,
+            group: 0,
+            columns: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn batch_bounds_of_a_huge_cluster_do_not_overflow() {
+        // 2^48 entries in steps of 2^32: 2^48 × 2^16 parts passes 2^64.
+        let n = 1u64 << 48;
+        let ranges = plan_batches(&[cluster(n)], &[], 0..n, 1 << 32);
+        assert_eq!(ranges.len(), 1 << 16);
+        assert_eq!(ranges.first(), Some(&(0..1 << 32)));
+        assert_eq!(ranges.last(), Some(&(n - (1 << 32)..n)));
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+    }
+
+    #[test]
+    fn batches_of_a_heavy_cluster_hold_at_least_one_entry() {
+        // 10 entries of 10^9 bytes in steps of 1 byte: 10 batches, not 10^9 bounds.
+        let ranges = plan_batches(&[cluster(10)], &[1_000_000_000], 0..10, 1);
+        assert_eq!(ranges, (0..10).map(|k| k..k + 1).collect::<Vec<_>>());
+    }
 }

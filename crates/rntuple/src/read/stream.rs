@@ -7,7 +7,7 @@
 use super::column::Decoder;
 use super::source::PlannedRead;
 use super::{decode_fields, elapsed_nanos, Projection, RNTupleReader};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use std::ops::Range;
 
@@ -114,8 +114,8 @@ impl Planned {
             if slots.iter().all(Option::is_some) {
                 let (entries, slots) = open.take().unwrap_or_default();
                 let columns: Vec<ArrayRef> = slots.into_iter().flatten().collect();
-                let options = RecordBatchOptions::new()
-                    .with_row_count(Some((entries.end - entries.start) as usize));
+                let rows = to_usize(entries.end - entries.start, "entries of one batch")?;
+                let options = RecordBatchOptions::new().with_row_count(Some(rows));
                 batches.push(RecordBatch::try_new_with_options(
                     self.projection.schema.clone(),
                     columns,

@@ -72,7 +72,14 @@ pub fn schema_tree(d: &Descriptor) -> String {
 pub fn uncompressed_bytes(d: &Descriptor) -> u64 {
     d.clusters
         .iter()
-        .flat_map(|c| (0..c.columns.len() as u32).map(move |col| d.column_bytes(c, col)))
+        .flat_map(|c| {
+            // The cluster's columns are the first ones of the schema (Descriptor::build
+            // checks), so their ids are those of d.columns.
+            d.columns
+                .iter()
+                .take(c.columns.len())
+                .map(move |col| d.column_bytes(c, col.id))
+        })
         .sum()
 }
 

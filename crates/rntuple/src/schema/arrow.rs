@@ -125,7 +125,8 @@ pub fn arrow_field_kept(
                     Ok(arrow_field_kept(desc, c, desc.field(c).name(), keep)?.with_nullable(true))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let ids: Vec<i8> = (0..fields.len() as i8).collect();
+            // At most 125 alternatives (checked above): the ids 0, 1, ... fit an i8.
+            let ids: Vec<i8> = (0..=i8::MAX).take(fields.len()).collect();
             let union_fields = UnionFields::try_new(ids, fields)?;
             // Nullable: a variant in the invalid state (no alternative) is a null.
             (DataType::Union(union_fields, UnionMode::Dense), true)

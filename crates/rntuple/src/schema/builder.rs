@@ -464,14 +464,18 @@ impl SchemaBuilder {
         let mut columns = Vec::new();
         let mut first_column = Vec::with_capacity(self.nodes.len());
         for (id, node) in self.nodes.iter().enumerate() {
-            first_column.push(columns.len() as u32);
+            // Field ids are u32 by construction (push_node); a field has at most two
+            // columns, so the column count is bounded by memory as the fields are.
+            #[allow(clippy::cast_possible_truncation)]
+            let (id, first) = (id as u32, columns.len() as u32);
+            first_column.push(first);
             for spec in &node.columns {
                 columns.push(ColumnRecord {
                     column_type: spec.column_type.as_u16(),
                     bits_on_storage: spec
                         .bits_on_storage
                         .unwrap_or_else(|| spec.column_type.default_bits()),
-                    field_id: id as u32,
+                    field_id: id,
                     flags: if spec.value_range.is_some() {
                         COLUMN_FLAG_RANGE
                     } else {
@@ -487,10 +491,13 @@ impl SchemaBuilder {
         for (id, node) in self.nodes.iter().enumerate() {
             if let Some(src) = node.alias_of {
                 let first = first_column[src as usize];
-                for k in 0..self.nodes[src as usize].columns.len() as u32 {
+                // A u32 field id (push_node) and a field's column count (at most two).
+                #[allow(clippy::cast_possible_truncation)]
+                let (id, n) = (id as u32, self.nodes[src as usize].columns.len() as u32);
+                for k in 0..n {
                     alias_columns.push(AliasColumnRecord {
                         physical_column_id: first + k,
-                        field_id: id as u32,
+                        field_id: id,
                     });
                 }
             }
@@ -557,6 +564,8 @@ impl SchemaBuilder {
         parent: Option<u32>,
         slot: Slot,
     ) -> u32 {
+        // Bounded by memory: 2^32 nodes of well over 100 bytes each cannot be held.
+        #[allow(clippy::cast_possible_truncation)]
         let id = self.nodes.len() as u32;
         let columns = self.default_columns(slot);
         self.nodes.push(Node {

@@ -193,6 +193,9 @@ impl Descriptor {
         footer: Footer,
         page_lists: Vec<PageList>,
     ) -> Result<Descriptor> {
+        // A schema built in memory for writing may hold what the format cannot store.
+        header.check_limits()?;
+        footer.extension.check_limits()?;
         let mut fields: Vec<FieldDescriptor> = Vec::new();
         let mut columns: Vec<ColumnDescriptor> = Vec::new();
         let n_header_fields = header.schema.fields.len();
@@ -204,7 +207,7 @@ impl Descriptor {
         let _ = n_header_fields;
         let mut top_level = Vec::new();
         for i in 0..fields.len() {
-            let id = i as u32;
+            let id = fields[i].id;
             match fields[i].parent {
                 None => top_level.push(id),
                 Some(parent) => fields[parent as usize].children.push(id),
@@ -412,6 +415,17 @@ impl Descriptor {
     }
 }
 
+/// The id of the field or column at position `index` (header and extension together):
+/// ids are u32, and the extension can add up to 2^32 - 1 to as many of the header's.
+fn next_id(index: usize, what: &str) -> Result<u32> {
+    u32::try_from(index).map_err(|_| {
+        Error::corrupt(
+            "schema description",
+            format!("{what} {index}: the header and its extension hold more than 2^32 {what}s"),
+        )
+    })
+}
+
 fn add_schema(
     schema: &SchemaDescription,
     from_extension: bool,
@@ -421,7 +435,7 @@ fn add_schema(
     let first_new_field = fields.len();
     let total_fields = first_new_field + schema.fields.len();
     for (i, rec) in schema.fields.iter().enumerate() {
-        let id = (first_new_field + i) as u32;
+        let id = next_id(first_new_field + i, "field")?;
         if rec.parent_id as usize >= total_fields {
             return Err(Error::corrupt(
                 "schema description",
@@ -450,7 +464,7 @@ fn add_schema(
         });
     }
     for rec in &schema.columns {
-        let id = columns.len() as u32;
+        let id = next_id(columns.len(), "column")?;
         let field = fields.get_mut(rec.field_id as usize).ok_or_else(|| {
             Error::corrupt(
                 "schema description",
@@ -489,4 +503,19 @@ fn add_schema(
         field.columns.push(alias.physical_column_id);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_stop_at_32_bits() {
+        assert_eq!(next_id(u32::MAX as usize, "field").unwrap(), u32::MAX);
+        if let Some(past) = (u32::MAX as usize).checked_add(1) {
+            let err = next_id(past, "field").unwrap_err();
+            assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+            assert!(err.to_string().contains("field 4294967296"), "{err}");
+        }
+    }
 }

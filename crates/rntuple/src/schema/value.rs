@@ -1,6 +1,7 @@
 //! One field's value in one entry, for reading and writing entry by entry, and its
 //! conversion to and from the Arrow arrays the reader and writer work with.
 
+use crate::encoding::f64_to_f32;
 use crate::error::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -135,7 +136,7 @@ pub fn values_to_array(field: &Field, values: &[&Value]) -> Result<ArrayRef> {
         DataType::Float32 => Arc::new(Float32Array::from(
             values
                 .iter()
-                .map(|v| float_of(field, v).map(|f| f as f32))
+                .map(|v| float_of(field, v).map(f64_to_f32))
                 .collect::<Result<Vec<_>>>()?,
         )),
         DataType::Float64 => Arc::new(Float64Array::from(
@@ -247,7 +248,12 @@ pub fn values_to_array(field: &Field, values: &[&Value]) -> Result<ArrayRef> {
                     other => return Err(wrong(field, other)),
                 };
                 type_ids.push(alternatives[k].0);
-                offsets.push(per_alt[k].len() as i32);
+                offsets.push(i32::try_from(per_alt[k].len()).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "field \"{}\": more than 2^31 - 1 values of variant alternative {k}",
+                        field.name()
+                    ))
+                })?);
                 per_alt[k].push(inner);
             }
             let children = alternatives

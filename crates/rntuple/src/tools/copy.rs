@@ -38,6 +38,8 @@ pub fn copy_rntuple<W: FileOutput>(
             size: object.len() as u64,
             offset,
         };
+        // An anchor object is 78 bytes.
+        #[allow(clippy::cast_possible_truncation)]
         links.push((link.clone(), locator, object.len() as u32));
     }
     let anchor = copy_entries(source, file, name, options, &mut progress, &links)?;

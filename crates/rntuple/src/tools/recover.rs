@@ -399,6 +399,8 @@ fn recover_one(
         footer.cluster_groups.push(ClusterGroupRecord {
             min_entry: next_entry,
             entry_span: entry - next_entry,
+            // Read from a list frame, whose item count is a u32.
+            #[allow(clippy::cast_possible_truncation)]
             n_clusters: list.clusters.len() as u32,
             page_list: EnvelopeLink {
                 length: e.length,

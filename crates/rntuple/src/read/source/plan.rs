@@ -194,6 +194,8 @@ fn make_bunch(
 /// read so far stay within `max_waste` of the needed bytes.
 pub(crate) fn merge_pages(pages: &[PageKey], hints: &ReadHints) -> Vec<MergedRange> {
     let needed: u64 = pages.iter().map(|p| p.len).sum();
+    // A budget: float-to-int `as` saturates (and maps NaN to 0), which is what it means.
+    #[allow(clippy::cast_possible_truncation)]
     let waste_budget = (needed as f64 * hints.max_waste.max(0.0)) as u64;
     let mut wasted = 0u64;
     let mut out: Vec<MergedRange> = Vec::new();

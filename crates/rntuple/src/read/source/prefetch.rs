@@ -350,11 +350,15 @@ fn file_pages(
     for (range, buffer) in request.iter().zip(buffers) {
         let buffer = Arc::new(buffer);
         for key in &range.pages {
-            let start = (key.offset - range.range.offset) as usize;
-            let len = key.len as usize;
-            // A source that returned fewer bytes than asked leaves the page unfiled: the
-            // decoder then reads it itself and reports what is wrong.
-            if start + len <= buffer.len() {
+            // A source that returned fewer bytes than asked (or a page beyond the address
+            // space) leaves the page unfiled: the decoder then reads it itself and
+            // reports what is wrong.
+            let within = |start: u64, len: u64| {
+                let start = usize::try_from(start).ok()?;
+                let len = usize::try_from(len).ok()?;
+                (start.checked_add(len)? <= buffer.len()).then_some((start, len))
+            };
+            if let Some((start, len)) = within(key.offset - range.range.offset, key.len) {
                 state.pages.insert(
                     *key,
                     PageBytes::Shared {
