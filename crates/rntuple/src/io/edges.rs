@@ -66,11 +66,14 @@ impl EdgeCached {
     fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
         let end = offset.checked_add(len)?;
         if end <= self.head.len() as u64 {
-            return self.head.get(offset as usize..end as usize);
+            let (start, end) = (usize::try_from(offset).ok()?, usize::try_from(end).ok()?);
+            return self.head.get(start..end);
         }
         if offset >= self.tail_offset && end <= self.tail_offset + self.tail.len() as u64 {
-            let at = (offset - self.tail_offset) as usize;
-            return self.tail.get(at..at + len as usize);
+            let at = usize::try_from(offset - self.tail_offset).ok()?;
+            return self
+                .tail
+                .get(at..at.checked_add(usize::try_from(len).ok()?)?);
         }
         None
     }

@@ -19,7 +19,7 @@ pub(crate) mod multipart;
 use super::retry::Failure;
 use super::spare::SpareBuffers;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use multipart::{Limits, MultipartError, Part};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{self, HeaderMap, HeaderValue};
@@ -583,7 +583,8 @@ impl HttpSource {
                     })?;
                 let len = last - first + 1;
                 // Bounded by `max`: one byte more tells a reply longer than it says.
-                let mut data = Vec::with_capacity(len as usize);
+                let mut data =
+                    Vec::with_capacity(to_usize(len, doing).map_err(Failure::Permanent)?);
                 response
                     .take(len + 1)
                     .read_to_end(&mut data)
@@ -818,7 +819,9 @@ impl HttpSource {
             Layout::Single { first, last } => {
                 let len = last - first + 1;
                 // Bounded by the requested bytes (checked above, or the whole file).
-                let mut data = self.spare.take(len as usize);
+                let mut data = self
+                    .spare
+                    .take(to_usize(len, doing).map_err(Failure::Permanent)?);
                 body.by_ref()
                     .take(len)
                     .read_to_end(&mut data)
@@ -1046,8 +1049,10 @@ impl ReadAt for HttpSource {
                 if uses[w] == 0 && *r == wire[w] {
                     std::mem::take(data)
                 } else {
-                    let from = (r.offset - wire[w].offset) as usize;
-                    data[from..from + r.len as usize].to_vec()
+                    // `r` lies inside the wire range whose bytes `data` holds in memory.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let (from, len) = ((r.offset - wire[w].offset) as usize, r.len as usize);
+                    data[from..from + len].to_vec()
                 }
             })
             .collect();

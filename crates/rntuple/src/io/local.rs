@@ -1,7 +1,7 @@
 //! Local files, read with positioned reads (`pread`), safe to share between threads.
 
 use super::{IoMetrics, IoMetricsSnapshot, ReadAt};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -56,7 +56,7 @@ impl ReadAt for LocalFile {
             }
         }
         let start = Instant::now();
-        let mut buf = vec![0u8; len as usize];
+        let mut buf = vec![0u8; to_usize(len, "a read")?];
         self.file
             .read_exact_at(&mut buf, offset)
             .map_err(|source| Error::Io {

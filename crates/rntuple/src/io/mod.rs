@@ -342,6 +342,8 @@ pub fn checked_slice<'a>(data: &'a [u8], offset: u64, len: u64, what: &str) -> R
     let size = data.len() as u64;
     let end = offset.checked_add(len);
     match end {
+        // `end` is within `data`, whose length is a usize: neither bound truncates.
+        #[allow(clippy::cast_possible_truncation)]
         Some(end) if end <= size => Ok(&data[offset as usize..end as usize]),
         _ => Err(crate::error::Error::Truncated {
             what: what.to_string(),

@@ -54,7 +54,7 @@
 
 use super::retry::Failure;
 use super::{redact_url, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use crate::io::ByteRange;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
@@ -355,7 +355,8 @@ impl Shared {
             return Err(Failure::Permanent(self.remote(&what(), detail)));
         }
         // The requested length bounds the buffer, whatever the server streams.
-        let mut bytes = Vec::with_capacity(len as usize);
+        let mut bytes =
+            Vec::with_capacity(to_usize(len, "an S3 read").map_err(Failure::Permanent)?);
         let mut body = result.into_stream();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| self.failure(e, &what()))?;

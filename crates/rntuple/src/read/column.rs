@@ -5,7 +5,7 @@
 
 use super::source::{PageBytes, PageSource};
 use crate::encoding::{ColumnEncoding, ColumnValues};
-use crate::error::{Error, Location, Result};
+use crate::error::{to_usize, Error, Location, Result};
 use crate::format::{open_page, unseal_page_into, PageInfo};
 use crate::schema::{ClusterDescriptor, Descriptor};
 use rayon::prelude::*;
@@ -114,15 +114,18 @@ impl<'a> Decoder<'a> {
                         page: p,
                         index: i,
                         cluster: cluster.id,
-                        first: to_usize(lo - first)?,
-                        len: to_usize(hi - lo)?,
-                        dest: to_usize(base + (lo - start))?,
+                        first: to_usize(lo - first, "elements of a page")?,
+                        len: to_usize(hi - lo, "elements of a page")?,
+                        dest: to_usize(base + (lo - start), "elements of a column read")?,
                     });
                 }
                 first += n;
             }
             total = total
-                .checked_add(to_usize(range.end - range.start)?)
+                .checked_add(to_usize(
+                    range.end - range.start,
+                    "elements of a column read",
+                )?)
                 .ok_or_else(|| Error::corrupt("page list", "too many elements"))?;
         }
         // Fetch and check every page first (checksums, and that the compressed chunks
@@ -195,8 +198,4 @@ fn decode_into(
     SCRATCH.with(|scratch| {
         unseal_page_into(data, page, encoding, first, out, &mut scratch.borrow_mut())
     })
-}
-
-fn to_usize(x: u64) -> Result<usize> {
-    usize::try_from(x).map_err(|_| Error::corrupt("page list", "too many elements for memory"))
 }

@@ -245,7 +245,9 @@ pub(crate) fn read_parts(
         let mut data_reader = body.by_ref().take(len);
         let read = if overlaps {
             // `len` is bounded by the requested bytes (max_data_bytes) above.
-            let mut data = buffer(len as usize);
+            let mut data = buffer(usize::try_from(len).map_err(|_| {
+                MultipartError::Malformed(format!("a part of {len} bytes does not fit in memory"))
+            })?);
             data_reader.read_to_end(&mut data)?;
             let n = data.len() as u64;
             parts.push(Part { start: first, data });
@@ -300,8 +302,10 @@ pub(crate) fn assemble(wanted: &[ByteRange], parts: &mut [Part]) -> Result<Vec<V
                 // Wanted ranges are disjoint: no other range needs this part.
                 Ok(std::mem::take(&mut part.data))
             } else {
-                let from = (w.offset - part.start) as usize;
-                Ok(part.data[from..from + w.len as usize].to_vec())
+                // `w` lies inside the part, whose bytes are in memory.
+                #[allow(clippy::cast_possible_truncation)]
+                let (from, len) = ((w.offset - part.start) as usize, w.len as usize);
+                Ok(part.data[from..from + len].to_vec())
             }
         })
         .collect()

@@ -717,7 +717,7 @@ impl Connection {
                 self.discard(head.body_len - 4)?;
                 return Ok(None);
             }
-            if head.body_len < 4 + 4 + RESPONSE_HEADER_LEN as u32 {
+            if u64::from(head.body_len) < 4 + 4 + RESPONSE_HEADER_LEN as u64 {
                 return Err(self.violation("sent a kXR_asynresp message that is too short"));
             }
             let mut inner = [0u8; 4 + RESPONSE_HEADER_LEN];

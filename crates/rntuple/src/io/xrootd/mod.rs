@@ -25,7 +25,7 @@ use self::connection::{Answer, Call, Connection, Fault, Segment, Settings, Sink}
 use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl};
 use super::retry::Failure;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use crate::io::spare::SpareBuffers;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -390,9 +390,9 @@ impl ReadAt for XRootDSource {
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         // Checked against the size the server reported before anything is allocated.
         self.check_range(offset, len)?;
-        let mut out = vec![0u8; len as usize];
+        let mut out = vec![0u8; to_usize(len, "an XRootD read")?];
         let units: Vec<Unit<'_>> = out
-            .chunks_mut(READ_CHUNK_BYTES as usize)
+            .chunks_mut(to_usize(READ_CHUNK_BYTES, "an XRootD read chunk")?)
             .scan(offset, |at, chunk| {
                 let start = *at;
                 *at += chunk.len() as u64;
@@ -413,10 +413,10 @@ impl ReadAt for XRootDSource {
         }
         let mut outs: Vec<Vec<u8>> = ranges
             .iter()
-            .map(|r| self.spare.take_zeroed(r.len as usize))
-            .collect();
+            .map(|r| Ok(self.spare.take_zeroed(to_usize(r.len, "an XRootD read")?)))
+            .collect::<Result<_>>()?;
         // Every range in pieces of at most the server's segment size...
-        let piece_len = self.readv_segment_bytes.max(1) as usize;
+        let piece_len = to_usize(self.readv_segment_bytes.max(1), "an XRootD segment")?;
         let mut pieces: Vec<(u64, &mut [u8])> = Vec::new();
         for (r, out) in ranges.iter().zip(outs.iter_mut()) {
             let mut at = r.offset;
@@ -667,7 +667,8 @@ impl Unit<'_> {
                 Request::Read {
                     handle,
                     offset: *offset,
-                    // At most READ_CHUNK_BYTES.
+                    // At most READ_CHUNK_BYTES (a few MiB).
+                    #[allow(clippy::cast_possible_truncation)]
                     len: out.len() as u32,
                 },
                 Sink::Read {
@@ -679,6 +680,7 @@ impl Unit<'_> {
                 Request::ReadV {
                     handle,
                     // Each piece is at most the server's segment size (< 4 GiB).
+                    #[allow(clippy::cast_possible_truncation)]
                     segments: pieces.iter().map(|(o, b)| (*o, b.len() as u32)).collect(),
                 },
                 Sink::ReadV(

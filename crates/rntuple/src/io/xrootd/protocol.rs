@@ -259,7 +259,9 @@ impl Request {
         out.extend_from_slice(&self.code().to_be_bytes());
         out.extend_from_slice(&params);
         // Payloads are at most a few kB (a path, 1024 vector elements): always fit.
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        #[allow(clippy::cast_possible_truncation)]
+        let payload_len = payload.len() as u32;
+        out.extend_from_slice(&payload_len.to_be_bytes());
         out.extend_from_slice(&payload);
         out
     }
