@@ -1,16 +1,39 @@
 //! Writing: a model (the header's schema), buffering values into column pages, sealing
 //! pages (encode, compress, checksum) in parallel, committing clusters and cluster
 //! groups, page lists, footer and the anchor.
+//!
+//! [`RNTupleWriter`] (`writer`) is the public face; each of its jobs has a module:
+//! `sink` (where payloads go), `page_plan` (ROOT's page-size policy), `size` (what each
+//! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
+//! (pages sealed on the thread pool and written in runs) and `cluster` (clusters,
+//! cluster groups, footer and anchor).
 
+mod cluster;
 mod model;
 mod options;
-mod root_file;
+mod page_plan;
 mod row;
+mod sealing;
 mod shred;
+mod sink;
 mod size;
 mod writer;
 
 pub use model::schema_for_copy;
 pub use options::{WriteOptions, DEFAULT_CHECKPOINT_EVERY};
 pub use row::EntryWriter;
-pub use writer::{BlobSink, RNTupleWriter};
+pub use sink::BlobSink;
+pub use writer::RNTupleWriter;
+
+/// Pseudo-random numbers below `m` from a fixed seed (xorshift), for tests that need
+/// varied but reproducible data.
+#[cfg(test)]
+pub(crate) fn pseudo_random(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed | 1;
+    move |m| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m.max(1)
+    }
+}

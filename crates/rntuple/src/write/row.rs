@@ -1,6 +1,7 @@
 //! Writing entry by entry: rows of [`Value`]s gathered into Arrow batches for the writer.
 
-use super::writer::{BlobSink, RNTupleWriter};
+use super::sink::BlobSink;
+use super::writer::RNTupleWriter;
 use crate::error::{Error, Result};
 use crate::format::Anchor;
 use crate::schema::{arrow_field, values_to_array, Value};

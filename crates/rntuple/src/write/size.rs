@@ -2,9 +2,8 @@
 //! commits a cluster when that sum reaches its estimate of the cluster's size.
 
 use super::shred::{item_span, list_values, offsets_of};
-use super::writer::{BlobSink, RNTupleWriter};
 use crate::error::{Error, Result};
-use crate::schema::FieldKind;
+use crate::schema::{Descriptor, FieldKind};
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::DataType;
@@ -13,16 +12,23 @@ fn mismatch(field: &str) -> Error {
     Error::InvalidArgument(format!("field \"{field}\" does not match its Arrow array"))
 }
 
-/// Adds to `sizes[i]` the bytes item `i` of `array` (field `id`) adds to the columns.
-pub(crate) fn add_item_sizes<S: BlobSink>(
-    w: &RNTupleWriter<S>,
+/// Bytes one element of column `id` takes packed on disk (`packed_sizes[id]`), as ROOT
+/// counts a cluster's uncompressed size.
+fn packed_size(packed_sizes: &[u64], id: u32) -> u64 {
+    packed_sizes.get(id as usize).copied().unwrap_or(8)
+}
+
+/// Adds to `sizes[i]` the bytes item `i` of `array` (field `id`) adds to the columns,
+/// whose elements take `packed_sizes` bytes each.
+pub(crate) fn add_item_sizes(
+    desc: &Descriptor,
+    packed_sizes: &[u64],
     id: u32,
     array: &dyn Array,
     sizes: &mut [u64],
 ) -> Result<()> {
-    let desc = w.descriptor();
     let cols = desc.written_columns(id);
-    let own: u64 = cols.iter().map(|&c| w.column_packed_size(c)).sum();
+    let own: u64 = cols.iter().map(|&c| packed_size(packed_sizes, c)).sum();
     let name = || desc.qualified_name(id);
     match desc.field_kind(id) {
         FieldKind::Primitive(_) | FieldKind::Bitset(_) => {
@@ -35,7 +41,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
         FieldKind::String | FieldKind::Streamer => {
             let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             // Index element plus one byte per character.
-            let index = cols.first().map_or(0, |&c| w.column_packed_size(c));
+            let index = cols.first().map_or(0, |&c| packed_size(packed_sizes, c));
             for (s, (a, b)) in sizes.iter_mut().zip(r) {
                 *s += index + (b - a) as u64;
             }
@@ -46,7 +52,8 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             let (first, last) = item_span(&r);
             let mut child_sizes = vec![0u64; last - first];
             add_item_sizes(
-                w,
+                desc,
+                packed_sizes,
                 child,
                 values.slice(first, last - first).as_ref(),
                 &mut child_sizes,
@@ -57,7 +64,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
         }
         FieldKind::Optional(child) => {
             let mut child_sizes = vec![0u64; array.len()];
-            add_item_sizes(w, child, array, &mut child_sizes)?;
+            add_item_sizes(desc, packed_sizes, child, array, &mut child_sizes)?;
             let nulls = array.logical_nulls();
             for (i, (s, c)) in sizes.iter_mut().zip(child_sizes).enumerate() {
                 let present = nulls.as_ref().is_none_or(|n| n.is_valid(i));
@@ -72,7 +79,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             let s = array.as_struct();
             for (k, &c) in children.iter().enumerate() {
                 let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
-                add_item_sizes(w, c, column.as_ref(), sizes)?;
+                add_item_sizes(desc, packed_sizes, c, column.as_ref(), sizes)?;
             }
         }
         FieldKind::Array(child, n) => {
@@ -83,7 +90,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             let n = n as usize;
             let items = list.values().slice(list.offset() * n, list.len() * n);
             let mut child_sizes = vec![0u64; items.len()];
-            add_item_sizes(w, child, items.as_ref(), &mut child_sizes)?;
+            add_item_sizes(desc, packed_sizes, child, items.as_ref(), &mut child_sizes)?;
             for (s, chunk) in sizes.iter_mut().zip(child_sizes.chunks(n.max(1))) {
                 *s += chunk.iter().sum::<u64>();
             }
@@ -97,7 +104,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
             for ((type_id, _), &c) in fields.iter().zip(&children) {
                 let child = union.child(type_id);
                 let mut cs = vec![0u64; child.len()];
-                add_item_sizes(w, c, child.as_ref(), &mut cs)?;
+                add_item_sizes(desc, packed_sizes, c, child.as_ref(), &mut cs)?;
                 per_alt.push((type_id, cs));
             }
             for (i, s) in sizes.iter_mut().enumerate() {
@@ -115,7 +122,7 @@ pub(crate) fn add_item_sizes<S: BlobSink>(
                 *s += 16 + alt;
             }
         }
-        FieldKind::Wrapper(child) => add_item_sizes(w, child, array, sizes)?,
+        FieldKind::Wrapper(child) => add_item_sizes(desc, packed_sizes, child, array, sizes)?,
         FieldKind::Cardinality(_) => {}
         FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
     }
@@ -172,12 +179,7 @@ impl ItemOps {
 }
 
 /// The column appends of each item of `array` (field `id`).
-pub(crate) fn item_ops<S: BlobSink>(
-    w: &RNTupleWriter<S>,
-    id: u32,
-    array: &dyn Array,
-) -> Result<ItemOps> {
-    let desc = w.descriptor();
+pub(crate) fn item_ops(desc: &Descriptor, id: u32, array: &dyn Array) -> Result<ItemOps> {
     let cols = desc.written_columns(id);
     let name = || desc.qualified_name(id);
     let n = array.len();
@@ -212,7 +214,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             let r = offsets_of(array).ok_or_else(|| mismatch(&name()))?;
             let values = list_values(array).ok_or_else(|| mismatch(&name()))?;
             let (first, last) = item_span(&r);
-            let items = item_ops(w, child, values.slice(first, last - first).as_ref())?;
+            let items = item_ops(desc, child, values.slice(first, last - first).as_ref())?;
             for (a, b) in r {
                 out.extend_items(&items, a - first, b - first);
                 if let Some(c) = own {
@@ -222,7 +224,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             }
         }
         FieldKind::Optional(child) => {
-            let items = item_ops(w, child, array)?;
+            let items = item_ops(desc, child, array)?;
             let nulls = array.logical_nulls();
             for i in 0..n {
                 if nulls.as_ref().is_none_or(|v| v.is_valid(i)) {
@@ -242,7 +244,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             let mut per_child = Vec::with_capacity(children.len());
             for (k, &c) in children.iter().enumerate() {
                 let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
-                per_child.push(item_ops(w, c, column.as_ref())?);
+                per_child.push(item_ops(desc, c, column.as_ref())?);
             }
             for i in 0..n {
                 for items in &per_child {
@@ -258,7 +260,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             let list = array.as_fixed_size_list();
             let len = len as usize;
             let values = list.values().slice(list.offset() * len, n * len);
-            let items = item_ops(w, child, values.as_ref())?;
+            let items = item_ops(desc, child, values.as_ref())?;
             for i in 0..n {
                 out.extend_items(&items, i * len, (i + 1) * len);
                 out.end_item();
@@ -271,7 +273,7 @@ pub(crate) fn item_ops<S: BlobSink>(
             let union = array.as_union();
             let mut per_alt = Vec::new();
             for ((type_id, _), &c) in fields.iter().zip(&children) {
-                per_alt.push((type_id, item_ops(w, c, union.child(type_id).as_ref())?));
+                per_alt.push((type_id, item_ops(desc, c, union.child(type_id).as_ref())?));
             }
             for i in 0..n {
                 let t = union.type_id(i);
@@ -288,7 +290,7 @@ pub(crate) fn item_ops<S: BlobSink>(
                 out.end_item();
             }
         }
-        FieldKind::Wrapper(child) => return item_ops(w, child, array),
+        FieldKind::Wrapper(child) => return item_ops(desc, child, array),
         FieldKind::Cardinality(_) => {
             for _ in 0..n {
                 out.end_item();
@@ -343,13 +345,12 @@ impl Counts {
 /// Per column of field `id` and its subfields, the elements each item of `array` appends
 /// (the totals of [`item_ops`], without their order); `None` for fields whose counts are
 /// not computed in bulk (variants), which take the entry-by-entry plan.
-pub(crate) fn item_counts<S: BlobSink>(
-    w: &RNTupleWriter<S>,
+pub(crate) fn item_counts(
+    desc: &Descriptor,
     id: u32,
     array: &dyn Array,
     out: &mut Vec<(u32, Counts)>,
 ) -> Result<Option<()>> {
-    let desc = w.descriptor();
     let cols = desc.written_columns(id);
     let name = || desc.qualified_name(id);
     let own = cols.first().copied();
@@ -371,7 +372,7 @@ pub(crate) fn item_counts<S: BlobSink>(
             let (first, last) = item_span(&r);
             let mut inner = Vec::new();
             let items = values.slice(first, last - first);
-            if item_counts(w, child, items.as_ref(), &mut inner)?.is_none() {
+            if item_counts(desc, child, items.as_ref(), &mut inner)?.is_none() {
                 return Ok(None);
             }
             out.extend(own.map(|c| (c, Counts::Const(1))));
@@ -382,7 +383,7 @@ pub(crate) fn item_counts<S: BlobSink>(
         }
         FieldKind::Optional(child) => {
             let mut inner = Vec::new();
-            if item_counts(w, child, array, &mut inner)?.is_none() {
+            if item_counts(desc, child, array, &mut inner)?.is_none() {
                 return Ok(None);
             }
             out.extend(own.map(|c| (c, Counts::Const(1))));
@@ -406,7 +407,7 @@ pub(crate) fn item_counts<S: BlobSink>(
             let s = array.as_struct();
             for (k, &c) in children.iter().enumerate() {
                 let column = s.columns().get(k).ok_or_else(|| mismatch(&name()))?;
-                if item_counts(w, c, column.as_ref(), out)?.is_none() {
+                if item_counts(desc, c, column.as_ref(), out)?.is_none() {
                     return Ok(None);
                 }
             }
@@ -419,7 +420,7 @@ pub(crate) fn item_counts<S: BlobSink>(
             let len = len as usize;
             let values = list.values().slice(list.offset() * len, n * len);
             let mut inner = Vec::new();
-            if item_counts(w, child, values.as_ref(), &mut inner)?.is_none() {
+            if item_counts(desc, child, values.as_ref(), &mut inner)?.is_none() {
                 return Ok(None);
             }
             for (c, counts) in inner {
@@ -430,10 +431,148 @@ pub(crate) fn item_counts<S: BlobSink>(
                 out.push((c, per));
             }
         }
-        FieldKind::Wrapper(child) => return item_counts(w, child, array, out),
+        FieldKind::Wrapper(child) => return item_counts(desc, child, array, out),
         FieldKind::Cardinality(_) => {}
         FieldKind::Variant(_) => return Ok(None),
         FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
     }
     Ok(Some(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{Footer, Header};
+    use crate::schema::{arrow_field, values_to_array, ColumnDefaults, SchemaBuilder, Value};
+    use arrow_array::ArrayRef;
+    use std::collections::HashSet;
+
+    /// A schema of every kind of field the walks know, and `n` entries of pseudo-random
+    /// values for it: the descriptor, its top-level fields and their arrays.
+    fn sample(n: usize) -> (Descriptor, Vec<u32>, Vec<ArrayRef>) {
+        let types = [
+            ("i", "std::int32_t"),
+            ("v", "std::vector<float>"),
+            ("s", "std::string"),
+            ("vv", "std::vector<std::vector<std::uint8_t>>"),
+            ("o", "std::optional<double>"),
+            ("a", "std::array<float,3>"),
+            ("b", "std::bitset<5>"),
+            ("p", "std::pair<std::int16_t,std::vector<std::string>>"),
+            ("m", "std::map<std::string,std::int32_t>"),
+            ("ov", "std::optional<std::vector<std::int64_t>>"),
+        ];
+        let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
+        for (name, type_name) in types {
+            builder
+                .add_cpp_field(name, type_name)
+                .expect("a supported type");
+        }
+        let header = Header {
+            name: "t".into(),
+            description: String::new(),
+            writer: String::new(),
+            schema: builder.finish(),
+        };
+        let desc = Descriptor::build(
+            super::super::cluster::FORMAT_VERSION,
+            header,
+            Footer::default(),
+            Vec::new(),
+        )
+        .expect("a descriptor");
+        let mut state = 7u64;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let text = |next: &mut dyn FnMut(u64) -> u64| Value::String("x".repeat(next(12) as usize));
+        let mut rows: Vec<Vec<Value>> = Vec::new();
+        for i in 0..n {
+            let floats = |k: u64| Value::List((0..k).map(|x| Value::Float(x as f64)).collect());
+            let row = vec![
+                Value::Int(i as i64),
+                floats(next(7)),
+                text(&mut next),
+                Value::List(
+                    (0..next(4))
+                        .map(|_| Value::List((0..next(9)).map(Value::UInt).collect()))
+                        .collect(),
+                ),
+                if next(3) == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(1.5)
+                },
+                floats(3),
+                Value::List((0..5).map(|b| Value::Bool(b % 2 == 0)).collect()),
+                Value::Record(vec![
+                    Value::Int(-3),
+                    Value::List((0..next(3)).map(|_| text(&mut next)).collect()),
+                ]),
+                Value::Map(
+                    (0..next(4))
+                        .map(|k| (Value::String(format!("k{k}")), Value::Int(k as i64)))
+                        .collect(),
+                ),
+                if next(2) == 0 {
+                    Value::Null
+                } else {
+                    Value::List((0..next(5)).map(|x| Value::Int(x as i64)).collect())
+                },
+            ];
+            rows.push(row);
+        }
+        let fields = desc.top_level.clone();
+        let arrays = fields
+            .iter()
+            .enumerate()
+            .map(|(k, &id)| {
+                let field = arrow_field(&desc, id, desc.field(id).name()).expect("a field");
+                let values: Vec<&Value> = rows.iter().map(|r| &r[k]).collect();
+                values_to_array(&field, &values).expect("an array")
+            })
+            .collect();
+        (desc, fields, arrays)
+    }
+
+    #[test]
+    fn counts_are_the_totals_of_each_entrys_appends() {
+        let (desc, fields, arrays) = sample(300);
+        let mut total = 0u64;
+        for (&id, array) in fields.iter().zip(&arrays) {
+            let name = desc.field(id).name();
+            let ops = item_ops(&desc, id, array.as_ref()).expect("appends");
+            let mut counts = Vec::new();
+            item_counts(&desc, id, array.as_ref(), &mut counts)
+                .expect("counts")
+                .expect("counted in bulk");
+            let counted: HashSet<u32> = counts.iter().map(|(c, _)| *c).collect();
+            for (column, _) in &ops.ops {
+                assert!(
+                    counted.contains(column),
+                    "field {name}: column {column} uncounted"
+                );
+            }
+            for (column, per_entry) in &counts {
+                for i in 0..array.len() {
+                    let appends = &ops.ops[ops.bounds[i]..ops.bounds[i + 1]];
+                    let expected: u64 = appends
+                        .iter()
+                        .filter(|(c, _)| c == column)
+                        .map(|(_, k)| k)
+                        .sum();
+                    assert_eq!(
+                        per_entry.get(i),
+                        expected,
+                        "field {name}, column {column}, entry {i}"
+                    );
+                    total += expected;
+                }
+            }
+        }
+        assert!(total > 10_000, "{total} elements: too few to test");
+    }
 }

@@ -1,0 +1,241 @@
+//! Cluster and cluster-group bookkeeping: when a cluster is due (ROOT's size estimate),
+//! what each committed cluster holds (entries, the pages of each column), the page list
+//! of each cluster group, and at the end the footer and the anchor.
+
+use super::options::WriteOptions;
+use super::sink::{write_envelope, BlobSink};
+use crate::error::Result;
+use crate::format::{
+    Anchor, ClusterGroupRecord, ClusterSummary, ColumnPages, EnvelopeLink, EnvelopeType, Footer,
+    LinkedAttributeSet, Locator, PageInfo, PageList, SchemaDescription,
+};
+
+/// The format version written in the anchor: 1.0.2.0, as ROOT 6.40.
+pub(crate) const FORMAT_VERSION: (u16, u16, u16, u16) = (1, 0, 2, 0);
+
+/// Where a column's elements stand.
+struct ColumnElements {
+    /// Global index of the open cluster's first element.
+    first: u64,
+    /// Elements appended to the open cluster.
+    in_cluster: u64,
+}
+
+/// The entries, clusters and cluster groups of the RNTuple being written.
+pub(crate) struct ClusterBook {
+    /// Where the header envelope went.
+    header_link: EnvelopeLink,
+    header_checksum: u64,
+    n_entries: u64,
+    cluster_first_entry: u64,
+    /// Uncompressed bytes of the open cluster, as ROOT's fields count them.
+    unzipped_cluster_bytes: u64,
+    /// The size at which the open cluster is committed: the zipped target size times
+    /// the compression factor so far (2 before the first cluster when compressing).
+    unzipped_cluster_estimate: u64,
+    /// Uncompressed bytes of all committed clusters.
+    bytes_filled: u64,
+    /// Bytes written for all committed clusters (pages with checksums, merged pages once).
+    bytes_flushed: u64,
+    columns: Vec<ColumnElements>,
+    open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
+    groups: Vec<ClusterGroupRecord>,
+    attribute_sets: Vec<LinkedAttributeSet>,
+}
+
+impl ClusterBook {
+    /// No entries yet, after the header written to `header_link`.
+    pub(crate) fn new(
+        header_link: EnvelopeLink,
+        header_checksum: u64,
+        options: &WriteOptions,
+    ) -> Self {
+        ClusterBook {
+            header_link,
+            header_checksum,
+            n_entries: 0,
+            cluster_first_entry: 0,
+            unzipped_cluster_bytes: 0,
+            unzipped_cluster_estimate: options.initial_cluster_size_estimate(),
+            bytes_filled: 0,
+            bytes_flushed: 0,
+            columns: Vec::new(),
+            open_group: Vec::new(),
+            groups: Vec::new(),
+            attribute_sets: Vec::new(),
+        }
+    }
+
+    /// Adds a column whose first element has global index `first_element` (not 0 for a
+    /// deferred column of a late model extension).
+    pub(crate) fn add_column(&mut self, first_element: u64) {
+        self.columns.push(ColumnElements {
+            first: first_element,
+            in_cluster: 0,
+        });
+    }
+
+    /// Entries written so far.
+    pub(crate) fn num_entries(&self) -> u64 {
+        self.n_entries
+    }
+
+    /// Uncompressed bytes of the open cluster so far.
+    pub(crate) fn unzipped_cluster_bytes(&self) -> u64 {
+        self.unzipped_cluster_bytes
+    }
+
+    /// The uncompressed size at which the open cluster is committed.
+    pub(crate) fn cluster_threshold(&self, options: &WriteOptions) -> u64 {
+        self.unzipped_cluster_estimate
+            .min(options.max_unzipped_cluster_size)
+    }
+
+    /// `n` entries of `unzipped_bytes` uncompressed bytes were added to the open cluster.
+    pub(crate) fn add_entries(&mut self, n: u64, unzipped_bytes: u64) {
+        self.n_entries += n;
+        self.unzipped_cluster_bytes += unzipped_bytes;
+    }
+
+    /// `n` elements were appended to column `id` in the open cluster.
+    pub(crate) fn add_elements(&mut self, id: usize, n: u64) {
+        if let Some(c) = self.columns.get_mut(id) {
+            c.in_cluster += n;
+        }
+    }
+
+    /// Whether the open cluster has entries.
+    pub(crate) fn has_open_cluster(&self) -> bool {
+        self.n_entries > self.cluster_first_entry
+    }
+
+    /// Records the open cluster as committed, its pages written at `pages` (per column,
+    /// in order) in `zipped_bytes` bytes, and estimates the next cluster's size. Commits
+    /// the cluster group when a checkpoint is due.
+    pub(crate) fn commit_cluster<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        pages: Vec<Vec<PageInfo>>,
+        zipped_bytes: u64,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let compression = Some(options.compression.as_u32());
+        let cluster_columns = self
+            .columns
+            .iter_mut()
+            .zip(pages)
+            .map(|(c, pages)| {
+                let column = ColumnPages {
+                    pages,
+                    element_offset: Some(c.first),
+                    compression,
+                };
+                c.first += std::mem::take(&mut c.in_cluster);
+                column
+            })
+            .collect();
+        self.open_group.push((
+            ClusterSummary {
+                first_entry: self.cluster_first_entry,
+                n_entries: self.n_entries - self.cluster_first_entry,
+            },
+            cluster_columns,
+        ));
+        // The next cluster's size estimate follows the compression factor of all clusters
+        // so far (in single precision, capped at 1000, as ROOT's fill context).
+        self.bytes_filled += std::mem::take(&mut self.unzipped_cluster_bytes);
+        self.bytes_flushed += zipped_bytes;
+        let factor = (self.bytes_filled as f32 / self.bytes_flushed as f32).min(1000.0);
+        self.unzipped_cluster_estimate =
+            (factor * options.approx_zipped_cluster_size as f32) as u64;
+        self.cluster_first_entry = self.n_entries;
+        if let Some(per_group) = options.checkpoint_every {
+            if self.open_group.len() as u64 >= per_group {
+                self.commit_cluster_group(sink, options)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits the open cluster group: writes the page list of its clusters, then hands
+    /// the file's bytes to the operating system (a checkpoint).
+    pub(crate) fn commit_cluster_group<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        if self.open_group.is_empty() {
+            return Ok(());
+        }
+        let (clusters, columns): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.open_group).into_iter().unzip();
+        let min_entry = clusters
+            .first()
+            .map_or(0, |c: &ClusterSummary| c.first_entry);
+        let span = clusters.iter().map(|c| c.n_entries).sum();
+        let list = PageList {
+            header_checksum: self.header_checksum,
+            clusters,
+            columns,
+        };
+        let n_clusters = list.clusters.len() as u32;
+        let (page_list, _) = write_envelope(sink, EnvelopeType::PageList, &list.write()?, options)?;
+        // The group is committed once its page list is out of this process.
+        sink.checkpoint()?;
+        self.groups.push(ClusterGroupRecord {
+            min_entry,
+            entry_span: span,
+            n_clusters,
+            page_list,
+        });
+        Ok(())
+    }
+
+    /// Links an attribute set (see [`super::RNTupleWriter::link_attribute_set`]).
+    pub(crate) fn link_attribute_set(
+        &mut self,
+        name: &str,
+        schema_version: (u16, u16),
+        anchor_locator: Locator,
+        anchor_length: u32,
+    ) {
+        self.attribute_sets.push(LinkedAttributeSet {
+            schema_version_major: schema_version.0,
+            schema_version_minor: schema_version.1,
+            anchor_length,
+            anchor_locator,
+            name: name.to_string(),
+        });
+    }
+
+    /// Writes the footer (with the late model `extension`) and returns the anchor. The
+    /// last cluster and cluster group must be committed before.
+    pub(crate) fn finish<S: BlobSink>(
+        self,
+        sink: &mut S,
+        extension: SchemaDescription,
+        options: &WriteOptions,
+    ) -> Result<Anchor> {
+        let footer = Footer {
+            header_checksum: self.header_checksum,
+            extension,
+            cluster_groups: self.groups,
+            attribute_sets: self.attribute_sets,
+        };
+        let (footer_link, _) =
+            write_envelope(sink, EnvelopeType::Footer, &footer.write(), options)?;
+        Ok(Anchor {
+            version_epoch: FORMAT_VERSION.0,
+            version_major: FORMAT_VERSION.1,
+            version_minor: FORMAT_VERSION.2,
+            version_patch: FORMAT_VERSION.3,
+            seek_header: self.header_link.locator.offset,
+            nbytes_header: self.header_link.locator.size,
+            len_header: self.header_link.length,
+            seek_footer: footer_link.locator.offset,
+            nbytes_footer: footer_link.locator.size,
+            len_footer: footer_link.length,
+            max_key_size: options.max_key_size,
+        })
+    }
+}

@@ -1,0 +1,458 @@
+//! The sealing pipeline: full pages are sealed (encoded, compressed, checksummed) by
+//! jobs on the rayon pool while the caller goes on filling; sealed pages are written in
+//! runs (every column's pages sealed from about `page_run_size` bytes of values, column
+//! by column), identical pages of a cluster once (same-page merging), in blobs of at
+//! most one key each.
+
+use super::options::WriteOptions;
+use super::sink::BlobSink;
+use crate::encoding::{ColumnEncoding, ColumnValues};
+use crate::error::{Error, Result};
+use crate::format::{seal_page, Locator, PageInfo, SealedPage};
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+/// Written pages up to this size (compressed) stay candidates for same-page merging with
+/// the later runs of their cluster. Identical pages are, in practice, pages of constant
+/// values, which compress to a few bytes.
+const MERGE_ACROSS_RUNS_BYTES: usize = 4096;
+
+/// A column's values as the chunks they were appended in: a page grows without
+/// reallocating and copying, and is joined into one buffer only when it is sealed.
+#[derive(Default)]
+pub(crate) struct ChunkedValues {
+    chunks: VecDeque<ColumnValues>,
+    len: usize,
+}
+
+impl ChunkedValues {
+    /// The number of values.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends values (without copying them).
+    pub(crate) fn push(&mut self, values: ColumnValues) {
+        if !values.is_empty() {
+            self.len += values.len();
+            self.chunks.push_back(values);
+        }
+    }
+
+    /// Splits off the first `n` values.
+    pub(crate) fn take_front(&mut self, n: usize) -> Result<ChunkedValues> {
+        let beyond = || Error::InvalidArgument("page plan beyond the values".into());
+        if n > self.len {
+            return Err(beyond());
+        }
+        let mut front = ChunkedValues::default();
+        while front.len < n {
+            let Some(chunk) = self.chunks.pop_front() else {
+                break;
+            };
+            let want = n - front.len;
+            if chunk.len() <= want {
+                self.len -= chunk.len();
+                front.push(chunk);
+            } else {
+                let head = chunk.slice(0, want).ok_or_else(beyond)?;
+                let tail = chunk.slice(want, chunk.len() - want).ok_or_else(beyond)?;
+                self.chunks.push_front(tail);
+                self.len -= want;
+                front.push(head);
+            }
+        }
+        Ok(front)
+    }
+
+    /// The values as one buffer (of the first chunk's variant: a quantized column takes
+    /// the field's floats or doubles).
+    fn join(mut self) -> Result<ColumnValues> {
+        let Some(mut joined) = self.chunks.pop_front() else {
+            return Err(Error::InvalidArgument("an empty page to seal".into()));
+        };
+        joined.reserve(self.len - joined.len());
+        for chunk in self.chunks {
+            joined.append(chunk)?;
+        }
+        Ok(joined)
+    }
+}
+
+/// A sealing job's result.
+struct Sealed {
+    column: usize,
+    job: usize,
+    /// The bytes its values took in memory.
+    bytes: u64,
+    pages: Result<Vec<SealedPage>>,
+}
+
+/// One column's pages in the pipeline, within the open cluster.
+struct ColumnQueue {
+    encoding: ColumnEncoding,
+    /// The sealing jobs started and not yet moved to `sealed`, in the order they were
+    /// started: their pages once sealed.
+    jobs: VecDeque<Option<Vec<SealedPage>>>,
+    /// Jobs moved out of `jobs` so far: job number `k` is at `jobs[k - jobs_taken]`.
+    jobs_taken: usize,
+    /// Sealed pages waiting to be written (the next run).
+    sealed: Vec<SealedPage>,
+    /// Pages already written (in earlier runs), in order.
+    placed: Vec<PageInfo>,
+}
+
+impl ColumnQueue {
+    /// Jobs started so far (the number the next one gets).
+    fn jobs_started(&self) -> usize {
+        self.jobs_taken + self.jobs.len()
+    }
+
+    /// Moves the pages of the first `n` jobs to `sealed`; all of them must be done.
+    fn take_jobs(&mut self, n: usize) -> Result<()> {
+        let n = n.min(self.jobs.len());
+        self.jobs_taken += n;
+        for job in self.jobs.drain(..n) {
+            let pages =
+                job.ok_or_else(|| Error::InvalidArgument("a page sealing job lost".into()))?;
+            self.sealed.extend(pages);
+        }
+        Ok(())
+    }
+}
+
+/// Where a sealed page goes in a run: written, or pointing to an identical page written
+/// before (`Earlier`) or in this run (`InRun`, its column and index).
+enum Place {
+    Write,
+    Earlier(Locator),
+    InRun(usize, usize),
+}
+
+/// The pages being sealed and written, for all columns.
+pub(crate) struct SealingPipeline {
+    tx: mpsc::Sender<Sealed>,
+    /// Behind a mutex only so that the writer is `Sync`; only the writer receives.
+    rx: Mutex<mpsc::Receiver<Sealed>>,
+    /// Jobs started and not yet received.
+    outstanding: usize,
+    /// The bytes in memory of their values.
+    in_flight_bytes: u64,
+    columns: Vec<ColumnQueue>,
+    /// Uncompressed bytes of the pages sent for sealing since the last run mark.
+    run_bytes: u64,
+    /// The last run mark: per column, the number of its sealing jobs started before it.
+    /// The pages of the jobs before a mark are written (as a run) at the next mark, by
+    /// when they are sealed.
+    run_mark: Option<Vec<usize>>,
+    /// Bytes written for the open cluster so far.
+    cluster_zipped_bytes: u64,
+    /// Small pages of the open cluster already written, by checksum: their locator and
+    /// bytes, so that identical pages of later runs point to them.
+    written_pages: HashMap<u64, (Locator, Vec<u8>)>,
+}
+
+impl SealingPipeline {
+    /// An empty pipeline (no columns yet).
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = mpsc::channel();
+        SealingPipeline {
+            tx,
+            rx: Mutex::new(rx),
+            outstanding: 0,
+            in_flight_bytes: 0,
+            columns: Vec::new(),
+            run_bytes: 0,
+            run_mark: None,
+            cluster_zipped_bytes: 0,
+            written_pages: HashMap::new(),
+        }
+    }
+
+    /// Adds a column written with `encoding`.
+    pub(crate) fn add_column(&mut self, encoding: ColumnEncoding) {
+        self.columns.push(ColumnQueue {
+            encoding,
+            jobs: VecDeque::new(),
+            jobs_taken: 0,
+            sealed: Vec::new(),
+            placed: Vec::new(),
+        });
+    }
+
+    /// Starts sealing `pages` of column `column` (whose values take `bytes` in memory) as
+    /// one job on the thread pool, without waiting for it.
+    pub(crate) fn submit(
+        &mut self,
+        column: usize,
+        pages: Vec<ChunkedValues>,
+        bytes: u64,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let queue = self
+            .columns
+            .get_mut(column)
+            .ok_or_else(|| Error::InvalidArgument(format!("pages of no column ({column})")))?;
+        let job = queue.jobs_started();
+        queue.jobs.push_back(None);
+        let encoding = queue.encoding;
+        let (compression, checksums) = (options.compression, options.enable_page_checksums);
+        let tx = self.tx.clone();
+        self.outstanding += 1;
+        self.in_flight_bytes += bytes;
+        self.run_bytes += bytes;
+        rayon::spawn(move || {
+            let sealed = pages
+                .into_iter()
+                .map(|p| seal_page(&encoding, &p.join()?, compression, checksums))
+                .collect::<Result<Vec<_>>>();
+            // The writer may be gone (dropped after an error): nobody waits then.
+            let _ = tx.send(Sealed {
+                column,
+                job,
+                bytes,
+                pages: sealed,
+            });
+        });
+        Ok(())
+    }
+
+    /// After a round of [`SealingPipeline::submit`]: waits until the values being sealed
+    /// are back under the page buffer budget, and writes a run when the pages sent since
+    /// the last run mark reach the run size.
+    pub(crate) fn pace<S: BlobSink>(&mut self, sink: &mut S, options: &WriteOptions) -> Result<()> {
+        // Enough values in flight to keep every thread busy, and no more: the rest of the
+        // page buffer budget is the caller's.
+        let busy = (4 * rayon::current_num_threads() as u64)
+            .saturating_mul(options.max_unzipped_page_size)
+            .max(4 << 20);
+        let limit = options.effective_page_buffer_budget().min(busy);
+        while self.outstanding > 0 && self.in_flight_bytes > limit {
+            self.receive_sealed()?;
+        }
+        // Runs are cut by the bytes sent for sealing, never by what happens to be sealed
+        // already, so that the file's layout does not depend on thread timing.
+        if let Some(run) = options.page_run_size {
+            if self.run_bytes >= run {
+                self.run_bytes = 0;
+                let mark = self.columns.iter().map(ColumnQueue::jobs_started).collect();
+                if let Some(previous) = self.run_mark.replace(mark) {
+                    self.write_run_before(sink, &previous, options)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every sealing job and writes the open cluster's last pages. Returns,
+    /// per column, where its pages of the cluster are (in order), and the bytes written
+    /// for the cluster.
+    pub(crate) fn finish_cluster<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        options: &WriteOptions,
+    ) -> Result<(Vec<Vec<PageInfo>>, u64)> {
+        while self.outstanding > 0 {
+            self.receive_sealed()?;
+        }
+        for c in &mut self.columns {
+            c.take_jobs(c.jobs.len())?;
+        }
+        self.write_sealed_run(sink, options)?;
+        self.run_mark = None;
+        self.run_bytes = 0;
+        self.written_pages.clear();
+        let placed = self
+            .columns
+            .iter_mut()
+            .map(|c| std::mem::take(&mut c.placed))
+            .collect();
+        Ok((placed, std::mem::take(&mut self.cluster_zipped_bytes)))
+    }
+
+    /// Waits for one sealing job and files its pages.
+    fn receive_sealed(&mut self) -> Result<()> {
+        let done = self
+            .rx
+            .lock()
+            .map_err(|_| Error::InvalidArgument("a page sealing job panicked".into()))?
+            .recv()
+            .map_err(|_| Error::InvalidArgument("a page sealing job was lost".into()))?;
+        self.outstanding -= 1;
+        self.in_flight_bytes -= done.bytes;
+        let pages = done.pages?;
+        let slot = self
+            .columns
+            .get_mut(done.column)
+            .and_then(|c| c.jobs.get_mut(done.job.checked_sub(c.jobs_taken)?))
+            .ok_or_else(|| Error::InvalidArgument("a page sealing job of no column".into()))?;
+        *slot = Some(pages);
+        Ok(())
+    }
+
+    /// Writes the pages of the sealing jobs started before `mark` (per column, a job
+    /// count) as one run, waiting for those still being sealed.
+    fn write_run_before<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        mark: &[usize],
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let pending = |c: &ColumnQueue, before: usize| {
+            c.jobs
+                .iter()
+                .take(before.saturating_sub(c.jobs_taken))
+                .any(Option::is_none)
+        };
+        while self.outstanding > 0
+            && self
+                .columns
+                .iter()
+                .zip(mark)
+                .any(|(c, &before)| pending(c, before))
+        {
+            self.receive_sealed()?;
+        }
+        for (c, &before) in self.columns.iter_mut().zip(mark) {
+            c.take_jobs(before.saturating_sub(c.jobs_taken))?;
+        }
+        self.write_sealed_run(sink, options)
+    }
+
+    /// Where each sealed page goes: identical pages of the cluster (same checksum, same
+    /// bytes) are written once; across runs only small ones, whose bytes are kept for the
+    /// comparison.
+    fn places(&self, merge: bool) -> Vec<Vec<Place>> {
+        let mut first_seen: HashMap<u64, (usize, usize)> = HashMap::new();
+        let mut places = Vec::with_capacity(self.columns.len());
+        for (ci, c) in self.columns.iter().enumerate() {
+            let mut column_places = Vec::with_capacity(c.sealed.len());
+            for (pi, p) in c.sealed.iter().enumerate() {
+                let key = if merge { p.checksum() } else { None };
+                let place = match key {
+                    None => Place::Write,
+                    Some(key) => match (self.written_pages.get(&key), first_seen.get(&key)) {
+                        (Some((loc, bytes)), _) if *bytes == p.bytes => Place::Earlier(*loc),
+                        (_, Some(&(cj, pj))) if self.columns[cj].sealed[pj].bytes == p.bytes => {
+                            Place::InRun(cj, pj)
+                        }
+                        (_, Some(_)) => Place::Write,
+                        (_, None) => {
+                            first_seen.insert(key, (ci, pi));
+                            Place::Write
+                        }
+                    },
+                };
+                column_places.push(place);
+            }
+            places.push(column_places);
+        }
+        places
+    }
+
+    /// Writes the columns' sealed pages as one run: column by column, each column's pages
+    /// in order, in blobs of at most one key each, identical pages once.
+    fn write_sealed_run<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let merge = options.enable_same_page_merging && options.enable_page_checksums;
+        let places = self.places(merge);
+        // Lay the pages out in blobs of at most one key each.
+        let max_blob = options.max_key_size;
+        let mut blob_len = 0usize;
+        let mut pending: Vec<PendingPage> = Vec::new();
+        let mut locators: Vec<Vec<Locator>> = self
+            .columns
+            .iter()
+            .map(|c| vec![Locator::default(); c.sealed.len()])
+            .collect();
+        for (ci, column_places) in places.iter().enumerate() {
+            for (pi, place) in column_places.iter().enumerate() {
+                if !matches!(place, Place::Write) {
+                    continue;
+                }
+                let len = self.columns[ci].sealed[pi].bytes.len();
+                if blob_len > 0 && (blob_len + len) as u64 > max_blob {
+                    self.flush_blob(sink, &mut pending, &mut locators, options)?;
+                    blob_len = 0;
+                }
+                pending.push(PendingPage {
+                    column: ci,
+                    page: pi,
+                    at: blob_len,
+                    len,
+                });
+                blob_len += len;
+                self.cluster_zipped_bytes += len as u64;
+            }
+        }
+        self.flush_blob(sink, &mut pending, &mut locators, options)?;
+        for (ci, column_places) in places.into_iter().enumerate() {
+            for (pi, place) in column_places.into_iter().enumerate() {
+                let locator = match place {
+                    Place::Write => locators[ci][pi],
+                    Place::Earlier(loc) => loc,
+                    Place::InRun(cj, pj) => locators[cj][pj],
+                };
+                let page = &mut self.columns[ci].sealed[pi];
+                let key = page.checksum();
+                let bytes = std::mem::take(&mut page.bytes);
+                let info = PageInfo {
+                    n_elements: page.n_elements,
+                    has_checksum: page.has_checksum,
+                    locator,
+                };
+                if merge && matches!(place, Place::Write) && bytes.len() <= MERGE_ACROSS_RUNS_BYTES
+                {
+                    if let Some(key) = key {
+                        self.written_pages.entry(key).or_insert((locator, bytes));
+                    }
+                }
+                self.columns[ci].placed.push(info);
+            }
+            self.columns[ci].sealed.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the pending pages as one blob and records their locators.
+    fn flush_blob<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        pending: &mut Vec<PendingPage>,
+        locators: &mut [Vec<Locator>],
+        options: &WriteOptions,
+    ) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let parts: Vec<&[u8]> = pending
+            .iter()
+            .map(|p| self.columns[p.column].sealed[p.page].bytes.as_slice())
+            .collect();
+        let offset = sink.write_blob_parts(&parts, options.max_key_size)?;
+        for p in pending.iter() {
+            let page = &self.columns[p.column].sealed[p.page];
+            // A locator covers the page without its checksum.
+            let checksum = if page.has_checksum { 8 } else { 0 };
+            locators[p.column][p.page] = Locator {
+                size: (p.len - checksum) as u64,
+                offset: offset + p.at as u64,
+            };
+        }
+        pending.clear();
+        Ok(())
+    }
+}
+
+/// A page laid out in the blob being assembled: its column and index among the column's
+/// sealed pages, its offset in the blob and its length.
+struct PendingPage {
+    column: usize,
+    page: usize,
+    at: usize,
+    len: usize,
+}

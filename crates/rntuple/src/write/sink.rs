@@ -1,0 +1,86 @@
+//! Where the writer's payloads go: the [`BlobSink`] trait, with memory and ROOT files
+//! (their RBlob keys) as sinks, and envelopes packed and stored into a sink.
+
+use super::options::WriteOptions;
+use crate::container::{FileOutput, FileWriter};
+use crate::error::Result;
+use crate::format::{pack_envelope, EnvelopeLink, EnvelopeType, Locator};
+
+/// Where the writer puts its payloads: a ROOT file's RBlob keys, or memory in tests.
+pub trait BlobSink {
+    /// Stores `payload` (split over several keys when longer than `max_key_size`) and
+    /// returns the offset of its first byte, as locators record it.
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64>;
+
+    /// Stores the concatenation of `parts` as [`BlobSink::write_blob`] does; a sink that
+    /// can write them one after the other need not concatenate them.
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        self.write_blob(&parts.concat(), max_key_size)
+    }
+
+    /// Hands what was stored so far to the operating system (called after each page
+    /// list, so that a committed cluster group survives the process being killed).
+    fn checkpoint(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Memory as a sink: payloads appended to the bytes, offsets counted from the start (for
+/// tests and in-memory RNTuples read back through a `MemorySource`).
+impl BlobSink for Vec<u8> {
+    fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
+        let at = self.len() as u64;
+        self.extend_from_slice(payload);
+        Ok(at)
+    }
+}
+
+/// A writer may borrow its sink (the usual case: several RNTuples into one file, one
+/// after the other) or own it.
+impl<S: BlobSink + ?Sized> BlobSink for &mut S {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
+        (**self).write_blob(payload, max_key_size)
+    }
+
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        (**self).write_blob_parts(parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        (**self).checkpoint()
+    }
+}
+
+/// A ROOT file as a sink: payloads become RBlob keys.
+impl<W: FileOutput> BlobSink for FileWriter<W> {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
+        FileWriter::write_blob(self, payload, max_key_size)
+    }
+
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        FileWriter::write_blob_parts(self, parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        FileWriter::checkpoint(self)
+    }
+}
+
+/// Packs an envelope and stores it: its link, and its checksum.
+pub(crate) fn write_envelope<S: BlobSink>(
+    sink: &mut S,
+    kind: EnvelopeType,
+    payload: &[u8],
+    options: &WriteOptions,
+) -> Result<(EnvelopeLink, u64)> {
+    let packed = pack_envelope(kind, payload, options.compression)?;
+    let offset = sink.write_blob(&packed.stored, options.max_key_size)?;
+    let link = EnvelopeLink {
+        length: packed.length,
+        locator: Locator {
+            size: packed.stored.len() as u64,
+            offset,
+        },
+    };
+    Ok((link, packed.checksum))
+}
