@@ -11,6 +11,7 @@ use super::page_plan::{memory_size, PagePlanner};
 use super::sealing::{ChunkedValues, SealingPipeline};
 use super::shred::{shred, ColumnSink};
 use super::sink::{write_envelope, BlobSink};
+use super::size::{count_entries, item_ops, EntryCounts};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -21,6 +22,9 @@ use arrow_array::{ArrayRef, RecordBatch};
 
 /// Entries are shredded a slice of about this many uncompressed bytes at a time.
 const SHRED_SLICE_BYTES: u64 = 4 << 20;
+
+/// Entries counted at first, before their size is known.
+const FIRST_WINDOW_ENTRIES: usize = 1024;
 
 /// A column's values not yet sealed.
 struct ColumnBuffer {
@@ -101,6 +105,9 @@ pub struct RNTupleWriter<S: BlobSink> {
     sealing: SealingPipeline,
     /// Entries, clusters and cluster groups so far.
     clusters: ClusterBook,
+    /// The average uncompressed bytes of the entries counted last (to size the next
+    /// count), `None` before any.
+    entry_bytes: Option<u64>,
 }
 
 impl<S: BlobSink> RNTupleWriter<S> {
@@ -149,6 +156,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
             alternatives: vec![0; n_fields],
             planner,
             sealing: SealingPipeline::new(),
+            entry_bytes: None,
         };
         for column in new_columns {
             writer.add_column(column, 0);
@@ -258,6 +266,11 @@ impl<S: BlobSink> RNTupleWriter<S> {
 
     /// Appends the entries of `batch`, whose columns are the top-level data fields in
     /// schema order (by name). Clusters are committed as they reach their size.
+    ///
+    /// The batch is walked twice: once to count what each entry appends to each column
+    /// (the slices and the page plan need it before the values exist), once to shred
+    /// the values. Counting goes ahead of shredding a window at a time, so that only a
+    /// few slices' counts are held.
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         let arrays = self
             .data_fields
@@ -270,7 +283,10 @@ impl<S: BlobSink> RNTupleWriter<S> {
             })
             .collect::<Result<Vec<_>>>()?;
         let rows = batch.num_rows();
-        let sizes = self.entry_sizes(&arrays, 0, rows)?;
+        // What entries `start..start + counted.len()` append; counting even no entries
+        // checks that the arrays match the fields.
+        let first_window = self.window_entries(SHRED_SLICE_BYTES, rows);
+        let mut counted = self.count_entries(&arrays, 0, first_window)?;
         let mut start = 0usize;
         while start < rows {
             // Write entries up to the one that brings the cluster to its estimated size,
@@ -278,15 +294,29 @@ impl<S: BlobSink> RNTupleWriter<S> {
             // since shredding holds a slice's values twice for a moment.
             let threshold = self.clusters.cluster_threshold(&self.options);
             let filled = self.clusters.unzipped_cluster_bytes();
-            let mut end = rows;
             let mut acc = 0u64;
-            for (i, s) in sizes[start..].iter().enumerate() {
-                acc += s;
-                if filled + acc >= threshold || acc >= SHRED_SLICE_BYTES {
-                    end = start + i + 1;
-                    break;
+            let mut scanned = 0usize;
+            let end = loop {
+                let reached = counted.sizes()[scanned..].iter().position(|s| {
+                    acc += s;
+                    filled + acc >= threshold || acc >= SHRED_SLICE_BYTES
+                });
+                if let Some(i) = reached {
+                    break start + scanned + i + 1;
                 }
-            }
+                scanned = counted.len();
+                let next = start + scanned;
+                if next >= rows {
+                    break rows;
+                }
+                let wanted = threshold
+                    .saturating_sub(filled + acc)
+                    .min(SHRED_SLICE_BYTES - acc);
+                let window = self.window_entries(wanted, rows - next);
+                counted.append(self.count_entries(&arrays, next, window)?)?;
+            };
+            let later = counted.split_off(end - start);
+            let slice = std::mem::replace(&mut counted, later);
             self.shred_slice(&arrays, start, end).map_err(|e| {
                 if start == 0 {
                     e
@@ -296,7 +326,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
                     ))
                 }
             })?;
-            self.plan_pages(&arrays, start, end)?;
+            self.plan_pages(&arrays, start, &slice)?;
             self.clusters.add_entries((end - start) as u64, acc);
             self.cut_pages()?;
             self.seal_full_pages()?;
@@ -308,69 +338,62 @@ impl<S: BlobSink> RNTupleWriter<S> {
         Ok(())
     }
 
-    /// Runs the page plan over the column appends of rows `start..end`.
-    fn plan_pages(&mut self, arrays: &[ArrayRef], start: usize, end: usize) -> Result<()> {
-        let n = end - start;
-        let mut counts = Vec::new();
-        for (&id, array) in self.data_fields.iter().zip(arrays) {
-            let part = array.slice(start, n);
-            if super::size::item_counts(&self.descriptor, id, part.as_ref(), &mut counts)?.is_none()
-            {
-                return self.plan_pages_per_entry(arrays, start, end);
-            }
+    /// What entries `start..start + len` append to each column.
+    fn count_entries(
+        &mut self,
+        arrays: &[ArrayRef],
+        start: usize,
+        len: usize,
+    ) -> Result<EntryCounts> {
+        let counts = count_entries(
+            &self.descriptor,
+            &self.packed_sizes,
+            &self.data_fields,
+            arrays,
+            start,
+            len,
+        )?;
+        if len > 0 {
+            self.entry_bytes = Some(counts.sizes().iter().sum::<u64>() / len as u64);
         }
+        Ok(counts)
+    }
+
+    /// How many of the `available` entries to count next, for about `bytes` bytes: by
+    /// the size of the entries counted last, with a margin (entries counted beyond the
+    /// slice are kept for the next one); a first guess when none were counted yet.
+    fn window_entries(&self, bytes: u64, available: usize) -> usize {
+        let entries = match self.entry_bytes {
+            None => FIRST_WINDOW_ENTRIES,
+            // Entries that add no bytes never end a slice.
+            Some(0) => available,
+            Some(per_entry) => {
+                let entries = bytes.div_ceil(per_entry).saturating_mul(5) / 4 + 16;
+                usize::try_from(entries).unwrap_or(usize::MAX)
+            }
+        };
+        entries.max(1).min(available)
+    }
+
+    /// Runs the page plan over the column appends of the entries from row `start` on
+    /// that `counts` counted.
+    fn plan_pages(
+        &mut self,
+        arrays: &[ArrayRef],
+        start: usize,
+        counts: &EntryCounts,
+    ) -> Result<()> {
         let (desc, fields) = (&self.descriptor, &self.data_fields);
+        // The appends of an entry where a page overflows, in order.
         let entry_ops = |e: usize| -> Result<Vec<(u32, u64)>> {
             let mut ops = Vec::new();
             for (&id, array) in fields.iter().zip(arrays) {
                 let part = array.slice(start + e, 1);
-                ops.extend(super::size::item_ops(desc, id, part.as_ref())?.ops);
+                ops.extend(item_ops(desc, id, part.as_ref())?.ops);
             }
             Ok(ops)
         };
-        self.planner
-            .plan(counts.iter().map(|(c, k)| (*c, k)), n, entry_ops)
-    }
-
-    /// Runs the page plan over the column appends of rows `start..end`, entry by entry.
-    fn plan_pages_per_entry(
-        &mut self,
-        arrays: &[ArrayRef],
-        start: usize,
-        end: usize,
-    ) -> Result<()> {
-        let mut per_field = Vec::with_capacity(arrays.len());
-        for (&id, array) in self.data_fields.iter().zip(arrays) {
-            let part = array.slice(start, end - start);
-            per_field.push(super::size::item_ops(&self.descriptor, id, part.as_ref())?);
-        }
-        for i in 0..end - start {
-            for f in &per_field {
-                let (Some(&a), Some(&b)) = (f.bounds.get(i), f.bounds.get(i + 1)) else {
-                    continue;
-                };
-                for &(column, count) in f.ops.get(a..b).unwrap_or_default() {
-                    self.planner.append(column as usize, count);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Uncompressed bytes each entry of rows `start..end` adds, summed over all columns.
-    fn entry_sizes(&self, arrays: &[ArrayRef], start: usize, end: usize) -> Result<Vec<u64>> {
-        let mut sizes = vec![0u64; end - start];
-        for (&id, array) in self.data_fields.iter().zip(arrays) {
-            let part = array.slice(start, end - start);
-            super::size::add_item_sizes(
-                &self.descriptor,
-                &self.packed_sizes,
-                id,
-                part.as_ref(),
-                &mut sizes,
-            )?;
-        }
-        Ok(sizes)
+        self.planner.plan(counts.columns(), counts.len(), entry_ops)
     }
 
     /// Cuts the pages the plan sealed off the values appended, into `full`.
