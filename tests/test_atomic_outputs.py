@@ -179,3 +179,28 @@ def test_checkpoint_every_is_validated(tmp_path: Path) -> None:
         with pytest.raises(rntuple.InvalidArgumentError, match="checkpoint_every"):
             rntuple.recreate(tmp_path / "h.root", checkpoint_every=bad)  # type: ignore[arg-type]
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "keyword", "value"),
+    [
+        ("--page-size", "page_size", 0),
+        ("--page-size", "page_size", 7),
+        ("--cluster-size", "cluster_size", 0),
+    ],
+)
+def test_bad_write_option_gives_the_same_message_from_cli_and_python(
+    rntuple_bin: Callable[[], Path], tmp_path: Path, flag: str, keyword: str, value: int
+) -> None:
+    """One validation of write options: the command line and Python refuse the same bad
+    value with the same message, naming the option and its range, and write nothing."""
+    out = tmp_path / "c.root"
+    result = run(rntuple_bin(), "copy", str(EXAMPLE), str(out), flag, str(value), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    with pytest.raises(rntuple.InvalidArgumentError) as python_error:
+        rntuple.recreate(tmp_path / "p.root", **{keyword: value})
+    message = str(python_error.value)
+    assert message.startswith(f"invalid argument: {keyword} must be between "), message
+    assert f"not {value}" in message
+    assert result.stderr.strip() == f"rntuple: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

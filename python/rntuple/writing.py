@@ -13,6 +13,16 @@ from .errors import InvalidArgumentError
 from .reading import parse_size
 
 
+def _size_option(size: int | str) -> int:
+    """Bytes for a size option. A non-negative integer passes as it is: the core checks
+    every option's range and names the option, with the same message as the command line
+    (``rntuple copy --page-size 0``); a string such as ``"64 MiB"`` is read by
+    :func:`parse_size`."""
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+        return size
+    return parse_size(size)
+
+
 class WritableRNTuple:
     """An RNTuple being written; :meth:`extend` appends entries."""
 
@@ -73,8 +83,8 @@ class WritableFile:
         self._handle = _core.FileWriterHandle(
             self._path,
             str(compression),
-            None if cluster_size is None else parse_size(cluster_size),
-            None if page_size is None else parse_size(page_size),
+            None if cluster_size is None else _size_option(cluster_size),
+            None if page_size is None else _size_option(page_size),
             page_checksums,
             checkpoint_every,
         )
@@ -165,8 +175,10 @@ def recreate(
     """Creates (or overwrites) a ROOT file for writing RNTuples; use it as a context
     manager. ``compression`` is ``"zstd:5"`` (ROOT's default), ``"lz4:4"``, ``"zlib:1"``,
     ``"lzma:7"``, ``"none"`` or ROOT's number (505); ``cluster_size`` is the compressed
-    cluster size to aim at (ROOT's default 128 MiB) and ``page_size`` the largest
-    uncompressed page (1 MiB), in bytes or as ``"64 MiB"``.
+    cluster size to aim at (ROOT's default 128 MiB; at least 1 byte, at most 1280 MiB)
+    and ``page_size`` the largest uncompressed page (1 MiB; at least 8 bytes, at most
+    1280 MiB), in bytes or as ``"64 MiB"``. A value out of range raises
+    :class:`InvalidArgumentError` naming the option and its range.
 
     The file is written under a temporary name beside ``path`` (``NAME.XXXXXX.partial``)
     and renamed over ``path`` when closed, complete: an error, an exception inside the

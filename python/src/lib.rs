@@ -6,7 +6,6 @@
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
 use arrow_schema::{ArrowError, SchemaRef};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
@@ -451,31 +450,24 @@ impl FileWriterHandle {
         checkpoint_every: Option<u64>,
     ) -> PyResult<Self> {
         let compression = CompressionSettings::parse(compression).map_err(to_py_err)?;
-        let mut options = WriteOptions {
-            compression,
-            enable_page_checksums: page_checksums,
-            enable_same_page_merging: page_checksums,
-            ..WriteOptions::default()
-        };
-        if let Some(size) = cluster_size {
-            if size == 0 {
-                return Err(PyValueError::new_err("cluster_size must be positive"));
-            }
-            options.approx_zipped_cluster_size = size;
-        }
-        if let Some(size) = page_size {
-            if size == 0 {
-                return Err(PyValueError::new_err("page_size must be positive"));
-            }
-            options.max_unzipped_page_size = size;
-            options.initial_unzipped_page_size = options.initial_unzipped_page_size.min(size);
-        }
+        // Python spells "one cluster group at the end" None (the command line spells it
+        // 0); every other value is the core's to check.
         if checkpoint_every == Some(0) {
             return Err(to_py_err(Error::InvalidArgument(
                 "checkpoint_every must be a positive number of clusters, or None".into(),
             )));
         }
-        options.checkpoint_every = checkpoint_every;
+        let mut options = WriteOptions::builder()
+            .compression(compression)
+            .page_checksums(page_checksums)
+            .checkpoint_every(checkpoint_every.unwrap_or(0));
+        if let Some(size) = cluster_size {
+            options = options.cluster_size(size);
+        }
+        if let Some(size) = page_size {
+            options = options.page_size(size);
+        }
+        let options = options.build().map_err(to_py_err)?;
         let file =
             FileWriter::create(std::path::Path::new(&path), compression).map_err(to_py_err)?;
         Ok(FileWriterHandle {
@@ -523,7 +515,7 @@ impl FileWriterHandle {
         let sink = SharedSink(self.file.clone());
         let writer = py.detach(move || -> rntuple::Result<RNTupleWriter<SharedSink>> {
             let mut builder = SchemaBuilder::new(ColumnDefaults {
-                compressed: options.compression.is_compressed(),
+                compressed: options.compression().is_compressed(),
             })
             .nullable_as_optional(true);
             for field in schema.fields() {

@@ -34,10 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     builder.add_cpp_field("v", "std::vector<float>")?;
     let schema = builder.finish();
     let mut file = FileWriter::create(std::path::Path::new(&path), compression)?;
-    let options = WriteOptions {
-        compression,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default().with_compression(compression);
     let anchor = {
         let mut writer = RNTupleWriter::new(&mut file, "big", schema, options)?;
         let fields = {

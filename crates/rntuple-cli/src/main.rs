@@ -67,10 +67,12 @@ enum Command {
         /// default: the source's.
         #[arg(long)]
         compression: Option<String>,
-        /// Approximate compressed cluster size in bytes (default 128 MiB, as ROOT).
+        /// Approximate compressed cluster size in bytes (default 128 MiB, as ROOT): at
+        /// least 1, at most 1280 MiB (the maximum uncompressed cluster size).
         #[arg(long)]
         cluster_size: Option<u64>,
-        /// Maximum uncompressed page size in bytes (default 1 MiB, as ROOT).
+        /// Maximum uncompressed page size in bytes (default 1 MiB, as ROOT): at least 8,
+        /// at most 1280 MiB.
         #[arg(long)]
         page_size: Option<u64>,
         /// Commit a cluster group every N clusters, so that a killed copy can be
@@ -326,11 +328,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         .map_err(|e| Failure::Usage(format!("--compression: {e}")))
                 })
                 .transpose()?;
-            if page_size.is_some_and(|b| b < 8) {
-                return Err(Failure::Usage(
-                    "--page-size must be at least 8 bytes".into(),
-                ));
+            // The options are checked before anything is opened; the compression follows
+            // the source unless asked for.
+            let mut options = WriteOptions::builder().checkpoint_every(checkpoint_every);
+            if let Some(bytes) = cluster_size {
+                options = options.cluster_size(bytes);
             }
+            if let Some(bytes) = page_size {
+                options = options.page_size(bytes);
+            }
+            let options = options.build().map_err(|e| Failure::Usage(e.to_string()))?;
             let (file, name) = split_target(&source);
             let out = open_output(&output, &[&file], force)?;
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
@@ -341,29 +348,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     None => CompressionSettings::DEFAULT_RNTUPLE,
                 },
             };
-            let mut options = WriteOptions {
-                compression,
-                checkpoint_every: (checkpoint_every > 0).then_some(checkpoint_every),
-                ..WriteOptions::default()
-            };
-            if let Some(bytes) = cluster_size {
-                options.approx_zipped_cluster_size = bytes;
-            }
-            if let Some(bytes) = page_size {
-                if bytes < 8 {
-                    return Err(Failure::Usage(format!(
-                        "--page-size {bytes} is below 8 bytes"
-                    )));
-                }
-                options.max_unzipped_page_size = bytes;
-            }
+            let options = options.with_compression(compression);
             let out_name = reader
                 .path()
                 .rsplit('/')
                 .next()
                 .unwrap_or("ntuple")
                 .to_string();
-            let mut out_file = FileWriter::create_atomic(out, options.compression)?;
+            let mut out_file = FileWriter::create_atomic(out, options.compression())?;
             let bar = progress(reader.num_entries(), false);
             copy_rntuple(&reader, &mut out_file, &out_name, options, |done| {
                 bar.set_position(done)
@@ -388,7 +380,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 recover::FileState::Recoverable(recovery) => recovery,
             };
             let options = WriteOptions::default();
-            let mut out_file = FileWriter::create_atomic(out, options.compression)?;
+            let mut out_file = FileWriter::create_atomic(out, options.compression())?;
             let total = recovery.rntuples.iter().map(|r| r.entries).sum();
             let bar = progress(total, false);
             recover::write_recovered(&recovery, &mut out_file, &options, |done| {

@@ -71,10 +71,7 @@ fn main() -> rntuple::Result<()> {
     let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
     let spec = args.get(5).map_or("zstd:5", String::as_str);
     let compression = CompressionSettings::parse(spec)?;
-    let options = WriteOptions {
-        compression,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default().with_compression(compression);
     // Peak memory of the writing alone: reset the high-water mark (Linux), note the base.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let rss0 = status_kb("VmRSS:");

@@ -64,10 +64,8 @@ pub fn recover(data: &[u8]) {
     ) else {
         return;
     };
-    let options = crate::write::WriteOptions {
-        compression: CompressionSettings::UNCOMPRESSED,
-        ..crate::write::WriteOptions::default()
-    };
+    let options =
+        crate::write::WriteOptions::default().with_compression(CompressionSettings::UNCOMPRESSED);
     if write_recovered(&recovery, &mut file, &options, |_| {}).is_ok() {
         let _ = file.finish();
     }
@@ -84,10 +82,12 @@ fn recover_seeds(name: &str, file: &[u8], out: &mut Vec<Seed>) {
     let Ok(reader) = RNTupleReader::open(&root, None) else {
         return;
     };
-    let options = crate::write::WriteOptions {
-        approx_zipped_cluster_size: 4096,
-        checkpoint_every: Some(1),
-        ..crate::write::WriteOptions::default()
+    let Ok(options) = crate::write::WriteOptions::builder()
+        .cluster_size(4096)
+        .checkpoint_every(1)
+        .build()
+    else {
+        return;
     };
     let Ok(mut copy) = crate::container::FileWriter::new(
         std::io::Cursor::new(Vec::new()),

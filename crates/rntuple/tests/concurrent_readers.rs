@@ -110,12 +110,12 @@ fn write_file(path: &Path) {
     for (name, ty) in FIELDS {
         b.add_cpp_field(name, ty).unwrap();
     }
-    let options = WriteOptions {
-        approx_zipped_cluster_size: 6 << 10,
-        max_unzipped_page_size: 2 << 10,
-        initial_unzipped_page_size: 256,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::builder()
+        .cluster_size(6 << 10)
+        .page_size(2 << 10)
+        .initial_page_size(256)
+        .build()
+        .unwrap();
     let mut file = FileWriter::create(path, CompressionSettings::DEFAULT_RNTUPLE).unwrap();
     let anchor = {
         let writer = RNTupleWriter::new(&mut file, "events", b.finish(), options).unwrap();

@@ -77,11 +77,11 @@ fn written() -> (Vec<u8>, rntuple::format::Anchor) {
     for f in batch.schema().fields() {
         builder.add_arrow_field(f).unwrap();
     }
-    let options = WriteOptions {
-        approx_zipped_cluster_size: 256 << 10,
-        max_unzipped_page_size: 16 << 10,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::builder()
+        .cluster_size(256 << 10)
+        .page_size(16 << 10)
+        .build()
+        .unwrap();
     let mut sink: Vec<u8> = Vec::new();
     let anchor = {
         let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();

@@ -90,31 +90,23 @@ fn check(case: &Case) -> String {
     let ours_path = dir.join(format!("{}.ours.root", case.name));
     write_with_root(case, &root_path);
     let source = RNTupleReader::open_path(root_path.to_str().unwrap(), None).unwrap();
-    let defaults = WriteOptions::default();
-    let options = WriteOptions {
-        compression: CompressionSettings::from_u32(case.compression).unwrap(),
-        approx_zipped_cluster_size: if case.cluster > 0 {
-            case.cluster
-        } else {
-            defaults.approx_zipped_cluster_size
-        },
-        max_unzipped_page_size: if case.max_page > 0 {
-            case.max_page
-        } else {
-            defaults.max_unzipped_page_size
-        },
-        initial_unzipped_page_size: if case.initial_page > 0 {
-            case.initial_page
-        } else {
-            defaults.initial_unzipped_page_size
-        },
-        // ROOT commits one cluster group at the end; a checkpoint per cluster would add a
-        // page list (about 170 bytes) per cluster to the size compared.
-        checkpoint_every: None,
-        ..defaults
-    };
+    // ROOT commits one cluster group at the end; a checkpoint per cluster would add a
+    // page list (about 170 bytes) per cluster to the size compared.
+    let mut options = WriteOptions::builder()
+        .compression(CompressionSettings::from_u32(case.compression).unwrap())
+        .checkpoint_every(0);
+    if case.cluster > 0 {
+        options = options.cluster_size(case.cluster);
+    }
+    if case.max_page > 0 {
+        options = options.page_size(case.max_page);
+    }
+    if case.initial_page > 0 {
+        options = options.initial_page_size(case.initial_page);
+    }
+    let options = options.build().unwrap();
     {
-        let mut file = FileWriter::create(&ours_path, options.compression).unwrap();
+        let mut file = FileWriter::create(&ours_path, options.compression()).unwrap();
         copy_rntuple(&source, &mut file, "Events", options, |_| {}).unwrap();
         file.finish().unwrap();
     }

@@ -56,12 +56,12 @@ fn assert_same(source: &RNTupleReader, copy: &RNTupleReader) {
 #[test]
 fn example_round_trips_with_small_pages_and_clusters() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/events.root");
-    let options = WriteOptions {
-        max_unzipped_page_size: 128,
-        approx_zipped_cluster_size: 4096,
-        checkpoint_every: Some(3),
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::builder()
+        .page_size(128)
+        .cluster_size(4096)
+        .checkpoint_every(3)
+        .build()
+        .unwrap();
     let (source, copy) = copy_in_memory(path.to_str().unwrap(), options);
     let d = copy.descriptor();
     assert!(d.clusters.len() > 10, "{} clusters", d.clusters.len());
@@ -105,10 +105,7 @@ fn late_model_extension_defers_new_columns() {
     let source = RNTupleReader::open_path(path.to_str().unwrap(), None).unwrap();
     let n = source.num_entries();
     let all = source.read(None, 0..n).unwrap();
-    let options = WriteOptions {
-        approx_zipped_cluster_size: 4096,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::builder().cluster_size(4096).build().unwrap();
     let extra = SchemaDescription {
         fields: vec![
             FieldRecord {

@@ -113,20 +113,16 @@ fn pages_written_in_runs_read_back_and_merge_across_runs() {
         columns.push(("zeros", zeros));
         *b = RecordBatch::try_from_iter(columns).expect("a valid batch");
     }
-    let base = WriteOptions {
-        initial_unzipped_page_size: 64,
-        max_unzipped_page_size: 2048,
-        approx_zipped_cluster_size: 64 << 10,
-        ..WriteOptions::default()
-    };
-    let in_runs = WriteOptions {
-        page_run_size: Some(4096),
-        ..base.clone()
-    };
-    let one_run = WriteOptions {
-        page_run_size: None,
-        ..base
-    };
+    let base = WriteOptions::builder()
+        .initial_page_size(64)
+        .page_size(2048)
+        .cluster_size(64 << 10);
+    let in_runs = base
+        .clone()
+        .page_run_size(Some(4096))
+        .build()
+        .expect("valid");
+    let one_run = base.page_run_size(None).build().expect("valid");
     let (bytes, anchor) = write_batches(&batches, &in_runs);
     let (again, _) = write_batches(&batches, &in_runs);
     assert!(
@@ -240,13 +236,13 @@ fn bulk_page_plan_matches_the_entry_by_entry_plan() {
         (256, 1 << 20, None, 128 << 20),
         (8, 512, Some(4 * 1024), 7_000),
     ] {
-        let options = WriteOptions {
-            initial_unzipped_page_size: initial,
-            max_unzipped_page_size: max,
-            page_buffer_budget: budget,
-            approx_zipped_cluster_size: cluster,
-            ..WriteOptions::default()
-        };
+        let options = WriteOptions::builder()
+            .initial_page_size(initial)
+            .page_size(max)
+            .page_buffer_budget(budget)
+            .cluster_size(cluster)
+            .build()
+            .expect("valid");
         let (bulk, _) = write_batches(&batches, &options);
         let (per_entry, _) = write_in_slices(&batches, &options, 1);
         assert!(

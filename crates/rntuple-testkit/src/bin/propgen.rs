@@ -838,41 +838,51 @@ fn random_options(rng: &mut Rng) -> (WriteOptions, Value) {
     // stay what they were before this option existed.
     let page_run_size =
         Rng(rng.0 ^ 0x5EED_0F20_2500).pick(&[None, Some(256u64), Some(4096), Some(8 << 20)]);
-    let options = WriteOptions {
-        compression,
-        approx_zipped_cluster_size: cluster,
-        max_unzipped_cluster_size: if rng.chance(0.2) {
-            cluster * 4
+    // Drawn in the order they always were, so that every seed's draws stay the same.
+    let quarter_cluster_limit = rng.chance(0.2);
+    let page_buffer_budget = rng.chance(0.15).then(|| rng.pick(&[256u64, 4096, 65536]));
+    let page_checksums = rng.chance(0.6);
+    let same_page_merging = rng.chance(0.5);
+    let max_key_size = if rng.chance(0.2) {
+        // Not smaller: the first key must hold the offsets of all the others.
+        rng.pick(&[4096u64, 65536])
+    } else {
+        1 << 30
+    };
+    let checkpoint_every = rng.chance(0.5).then(|| rng.range(1, 5) as u64);
+    let options = WriteOptions::builder()
+        .compression(compression)
+        .cluster_size(cluster)
+        // Never below the page size, as ROOT requires.
+        .max_unzipped_cluster_size(if quarter_cluster_limit {
+            (cluster * 4).max(page)
         } else {
             1280 << 20
-        },
-        initial_unzipped_page_size: initial,
-        max_unzipped_page_size: page,
-        page_buffer_budget: rng.chance(0.15).then(|| rng.pick(&[256u64, 4096, 65536])),
-        page_run_size,
-        enable_page_checksums: rng.chance(0.6),
-        enable_same_page_merging: rng.chance(0.5),
-        max_key_size: if rng.chance(0.2) {
-            // Not smaller: the first key must hold the offsets of all the others.
-            rng.pick(&[4096u64, 65536])
-        } else {
-            1 << 30
-        },
-        checkpoint_every: rng.chance(0.5).then(|| rng.range(1, 5) as u64),
-    };
+        })
+        .initial_page_size(initial)
+        .page_size(page)
+        .page_buffer_budget(page_buffer_budget)
+        .page_run_size(page_run_size)
+        .page_checksums(page_checksums)
+        // Merging needs checksums (without them, it was off all along).
+        .same_page_merging(same_page_merging && page_checksums)
+        .max_key_size(max_key_size)
+        .checkpoint_every(checkpoint_every.unwrap_or(0))
+        .build()
+        .expect("valid write options");
     let manifest = json!({
         "compression": algo,
         "compression_settings": if algo == "none" { 0 } else { compression.algorithm as u32 * 100 + compression.level },
-        "approx_zipped_cluster_size": options.approx_zipped_cluster_size,
-        "max_unzipped_cluster_size": options.max_unzipped_cluster_size,
-        "initial_unzipped_page_size": options.initial_unzipped_page_size,
-        "max_unzipped_page_size": options.max_unzipped_page_size,
-        "page_buffer_budget": options.page_buffer_budget,
-        "page_run_size": options.page_run_size,
-        "enable_page_checksums": options.enable_page_checksums,
-        "enable_same_page_merging": options.enable_same_page_merging,
-        "max_key_size": options.max_key_size,
-        "checkpoint_every": options.checkpoint_every,
+        "approx_zipped_cluster_size": options.cluster_size(),
+        "max_unzipped_cluster_size": options.max_unzipped_cluster_size(),
+        "initial_unzipped_page_size": options.initial_page_size(),
+        "max_unzipped_page_size": options.page_size(),
+        "page_buffer_budget": options.page_buffer_budget(),
+        "page_run_size": options.page_run_size(),
+        "enable_page_checksums": options.page_checksums(),
+        "enable_same_page_merging": options.same_page_merging(),
+        "max_key_size": options.max_key_size(),
+        "checkpoint_every": options.checkpoint_every(),
     });
     (options, manifest)
 }
@@ -948,7 +958,7 @@ fn main() {
     let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
 
     let (mut options, mut options_json) = random_options(&mut rng);
-    let compressed = options.compression.level != 0;
+    let compressed = options.compression().level != 0;
     let n_fields = rng.range(3, 8) as usize;
     let late = rng.chance(0.35) && n_fields >= 2;
     let n_late = if late {
@@ -1007,10 +1017,14 @@ fn main() {
     // column: raise a too small one (it still limits tiny-cluster files).
     let n_columns =
         early_schema.columns.len() + late_schema.as_ref().map_or(0, |s| s.columns.len());
-    let need = 2 * n_columns as u64 * options.initial_unzipped_page_size.max(16);
+    let need = 2 * n_columns as u64 * options.initial_page_size().max(16);
     if options.effective_page_buffer_budget() < need {
         let budget = need * rng.pick(&[1u64, 2, 8]);
-        options.page_buffer_budget = Some(budget);
+        options = options
+            .to_builder()
+            .page_buffer_budget(Some(budget))
+            .build()
+            .expect("valid write options");
         options_json["page_buffer_budget"] = Value::from(budget);
         options_json["page_buffer_budget_raised"] = Value::from(true);
     }
@@ -1098,7 +1112,7 @@ fn main() {
     let path = out.join("data.root");
     let name = "ntpl";
     let mut sink = CountingSink {
-        file: FileWriter::create(&path, options.compression).expect("create file"),
+        file: FileWriter::create(&path, options.compression()).expect("create file"),
         split_blobs: 0,
     };
     let mut log = Vec::new();

@@ -33,7 +33,7 @@ pub fn copy_rntuple<W: FileOutput>(
         let attributes = source.attribute_set(&link.name)?;
         let anchor = copy_entries(&attributes, file, &link.name, options.clone(), |_| {}, &[])?;
         let object = anchor.to_object();
-        let offset = BlobSink::write_blob(file, &object, options.max_key_size)?;
+        let offset = BlobSink::write_blob(file, &object, options.max_key_size())?;
         let locator = Locator {
             size: object.len() as u64,
             offset,

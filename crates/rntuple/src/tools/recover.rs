@@ -459,7 +459,7 @@ pub fn write_recovered<W: FileOutput>(
     for r in &recovery.rntuples {
         let mut options = options.clone();
         if let Some(code) = source_compression(&r.reader) {
-            options.compression = compression::CompressionSettings::from_u32(code)?;
+            options = options.with_compression(compression::CompressionSettings::from_u32(code)?);
         }
         copy_rntuple(&r.reader, file, &r.name, options, |n| progress(done + n))?;
         done += r.entries;
@@ -479,11 +479,11 @@ mod tests {
     fn checkpointed_copy() -> (RNTupleReader, Vec<u8>, Vec<(u64, u64)>) {
         let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/events.root");
         let source = RNTupleReader::open_path(example, None).unwrap();
-        let options = WriteOptions {
-            approx_zipped_cluster_size: 12_000,
-            checkpoint_every: Some(1),
-            ..WriteOptions::default()
-        };
+        let options = WriteOptions::builder()
+            .cluster_size(12_000)
+            .checkpoint_every(1)
+            .build()
+            .unwrap();
         let mut file = FileWriter::new(
             std::io::Cursor::new(Vec::new()),
             "mem.root",

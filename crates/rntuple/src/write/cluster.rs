@@ -88,7 +88,7 @@ impl ClusterBook {
     /// The uncompressed size at which the open cluster is committed.
     pub(crate) fn cluster_threshold(&self, options: &WriteOptions) -> u64 {
         self.unzipped_cluster_estimate
-            .min(options.max_unzipped_cluster_size)
+            .min(options.max_unzipped_cluster_size())
     }
 
     /// `n` entries of `unzipped_bytes` uncompressed bytes were added to the open cluster.
@@ -119,7 +119,7 @@ impl ClusterBook {
         zipped_bytes: u64,
         options: &WriteOptions,
     ) -> Result<()> {
-        let compression = Some(options.compression.as_u32());
+        let compression = Some(options.compression().as_u32());
         let cluster_columns = self
             .columns
             .iter_mut()
@@ -146,10 +146,9 @@ impl ClusterBook {
         self.bytes_filled += std::mem::take(&mut self.unzipped_cluster_bytes);
         self.bytes_flushed += zipped_bytes;
         let factor = (self.bytes_filled as f32 / self.bytes_flushed as f32).min(1000.0);
-        self.unzipped_cluster_estimate =
-            (factor * options.approx_zipped_cluster_size as f32) as u64;
+        self.unzipped_cluster_estimate = (factor * options.cluster_size() as f32) as u64;
         self.cluster_first_entry = self.n_entries;
-        if let Some(per_group) = options.checkpoint_every {
+        if let Some(per_group) = options.checkpoint_every() {
             if self.open_group.len() as u64 >= per_group {
                 self.commit_cluster_group(sink, options)?;
             }
@@ -235,7 +234,7 @@ impl ClusterBook {
             seek_footer: footer_link.locator.offset,
             nbytes_footer: footer_link.locator.size,
             len_footer: footer_link.length,
-            max_key_size: options.max_key_size,
+            max_key_size: options.max_key_size(),
         })
     }
 }

@@ -20,7 +20,7 @@ mod size;
 mod writer;
 
 pub use model::schema_for_copy;
-pub use options::{WriteOptions, DEFAULT_CHECKPOINT_EVERY};
+pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use row::EntryWriter;
 pub use sink::BlobSink;
 pub use writer::RNTupleWriter;

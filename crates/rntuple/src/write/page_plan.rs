@@ -122,7 +122,10 @@ impl PlannedColumn {
 }
 
 /// The error for a page buffer budget that cannot hold the first pages of all columns,
-/// in the user's terms: the cluster size it comes from, and the smallest that works.
+/// in the user's terms and in the style of [`WriteOptions`]' own checks: the option it
+/// comes from (the budget, or the cluster size it defaults to), and the smallest value
+/// that works. It depends on the schema, so it is found here, not when the options are
+/// built.
 fn budget_too_small(options: &WriteOptions, planner: &PagePlanner, element_sizes: &[u64]) -> Error {
     // Each column takes its first page from the budget twice (see `add_column`).
     let needed: u64 = element_sizes
@@ -130,15 +133,15 @@ fn budget_too_small(options: &WriteOptions, planner: &PagePlanner, element_sizes
         .map(|&size| 2 * planner.initial_page_bytes(size))
         .sum();
     let n = element_sizes.len();
-    match options.page_buffer_budget {
+    match options.page_buffer_budget() {
         Some(budget) => Error::InvalidArgument(format!(
-            "the page buffer budget of {budget} bytes is too small for the {n} columns of this schema: their first pages need {needed} bytes"
+            "the page buffer budget of {budget} bytes is too small for the {n} columns of this schema: page_buffer_budget must be at least {needed} bytes (their first pages need that much)"
         )),
         None => {
-            let factor = if options.compression.as_u32() != 0 { 2 } else { 1 };
+            let factor = if options.compression().as_u32() != 0 { 2 } else { 1 };
             Error::InvalidArgument(format!(
-                "the cluster size of {} bytes is too small for the {n} columns of this schema: the cluster size must be at least {} bytes (their first pages need {needed} bytes of page buffers, {factor}x the cluster size)",
-                options.approx_zipped_cluster_size,
+                "the cluster size of {} bytes is too small for the {n} columns of this schema: cluster_size must be at least {} bytes (their first pages need {needed} bytes of page buffers, {factor}x the cluster size)",
+                options.cluster_size(),
                 needed.div_ceil(factor)
             ))
         }
@@ -156,8 +159,8 @@ impl PagePlanner {
     pub(crate) fn new(options: &WriteOptions) -> Self {
         PagePlanner {
             budget: options.effective_page_buffer_budget(),
-            initial_page_size: options.initial_unzipped_page_size,
-            max_page_size: options.max_unzipped_page_size,
+            initial_page_size: options.initial_page_size(),
+            max_page_size: options.page_size(),
             allocated: 0,
             columns: Vec::new(),
             by_size: BTreeSet::new(),
@@ -458,13 +461,13 @@ mod tests {
             (256, 1 << 20, None),
             (8, 512, Some(4 * 1024)),
         ] {
-            let options = WriteOptions {
-                initial_unzipped_page_size: initial,
-                max_unzipped_page_size: max,
-                page_buffer_budget: budget,
-                approx_zipped_cluster_size: 20_000,
-                ..WriteOptions::default()
-            };
+            let options = WriteOptions::builder()
+                .initial_page_size(initial)
+                .page_size(max)
+                .page_buffer_budget(budget)
+                .cluster_size(20_000)
+                .build()
+                .expect("valid options");
             let mut bulk = PagePlanner::new(&options);
             bulk.add_columns(&element_sizes, &options).expect("room");
             let mut reference = bulk.clone();
@@ -495,5 +498,41 @@ mod tests {
                 "pages {initial}..{max}, budget {budget:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_budget_too_small_for_the_first_pages_is_refused_in_the_users_terms() {
+        // Three columns of 8-byte elements take their 256-byte first pages twice: 1536
+        // bytes. Compressed, the budget is twice the cluster size: 1400 bytes.
+        let small_cluster = WriteOptions::builder()
+            .cluster_size(700)
+            .build()
+            .expect("valid options");
+        let mut planner = PagePlanner::new(&small_cluster);
+        let err = planner.add_columns(&[8, 8, 8], &small_cluster).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid argument: the cluster size of 700 bytes is too small for the 3 columns \
+             of this schema: cluster_size must be at least 768 bytes (their first pages need \
+             1536 bytes of page buffers, 2x the cluster size)"
+        );
+        // Refused columns leave the planner as it was: one column fits.
+        planner
+            .add_columns(&[8], &small_cluster)
+            .expect("room for one");
+        assert_eq!(planner.columns.len(), 1);
+        let small_budget = WriteOptions::builder()
+            .page_buffer_budget(Some(1000))
+            .build()
+            .expect("valid options");
+        let err = PagePlanner::new(&small_budget)
+            .add_columns(&[8, 8, 8], &small_budget)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid argument: the page buffer budget of 1000 bytes is too small for the 3 \
+             columns of this schema: page_buffer_budget must be at least 1536 bytes (their \
+             first pages need that much)"
+        );
     }
 }

@@ -197,7 +197,7 @@ impl SealingPipeline {
         let job = queue.jobs_started();
         queue.jobs.push_back(None);
         let encoding = queue.encoding;
-        let (compression, checksums) = (options.compression, options.enable_page_checksums);
+        let (compression, checksums) = (options.compression(), options.page_checksums());
         let tx = self.tx.clone();
         self.outstanding += 1;
         self.in_flight_bytes += bytes;
@@ -225,7 +225,7 @@ impl SealingPipeline {
         // Enough values in flight to keep every thread busy, and no more: the rest of the
         // page buffer budget is the caller's.
         let busy = (4 * rayon::current_num_threads() as u64)
-            .saturating_mul(options.max_unzipped_page_size)
+            .saturating_mul(options.page_size())
             .max(4 << 20);
         let limit = options.effective_page_buffer_budget().min(busy);
         while self.outstanding > 0 && self.in_flight_bytes > limit {
@@ -233,7 +233,7 @@ impl SealingPipeline {
         }
         // Runs are cut by the bytes sent for sealing, never by what happens to be sealed
         // already, so that the file's layout does not depend on thread timing.
-        if let Some(run) = options.page_run_size {
+        if let Some(run) = options.page_run_size() {
             if self.run_bytes >= run {
                 self.run_bytes = 0;
                 let mark = self.columns.iter().map(ColumnQueue::jobs_started).collect();
@@ -358,10 +358,10 @@ impl SealingPipeline {
         sink: &mut S,
         options: &WriteOptions,
     ) -> Result<()> {
-        let merge = options.enable_same_page_merging && options.enable_page_checksums;
+        let merge = options.same_page_merging() && options.page_checksums();
         let places = self.places(merge);
         // Lay the pages out in blobs of at most one key each.
-        let max_blob = options.max_key_size;
+        let max_blob = options.max_key_size();
         let mut blob_len = 0usize;
         let mut pending: Vec<PendingPage> = Vec::new();
         let mut locators: Vec<Vec<Locator>> = self
@@ -433,7 +433,7 @@ impl SealingPipeline {
             .iter()
             .map(|p| self.columns[p.column].sealed[p.page].bytes.as_slice())
             .collect();
-        let offset = sink.write_blob_parts(&parts, options.max_key_size)?;
+        let offset = sink.write_blob_parts(&parts, options.max_key_size())?;
         for p in pending.iter() {
             let page = &self.columns[p.column].sealed[p.page];
             // A locator covers the page without its checksum.

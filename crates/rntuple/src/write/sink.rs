@@ -73,8 +73,8 @@ pub(crate) fn write_envelope<S: BlobSink>(
     payload: &[u8],
     options: &WriteOptions,
 ) -> Result<(EnvelopeLink, u64)> {
-    let packed = pack_envelope(kind, payload, options.compression)?;
-    let offset = sink.write_blob(&packed.stored, options.max_key_size)?;
+    let packed = pack_envelope(kind, payload, options.compression())?;
+    let offset = sink.write_blob(&packed.stored, options.max_key_size())?;
     let link = EnvelopeLink {
         length: packed.length,
         locator: Locator {
