@@ -11,13 +11,14 @@ use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::io::open_source;
+use rntuple::io::AtomicFile;
 use rntuple::read::{Projection, RNTupleReader, RangeBatches, RecordPaths, StepSize};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, WriteOptions};
+use rntuple::write::{RNTupleWriter, SharedFile, SharedSink, WriteOptions};
 use rntuple::Error;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Raises the `rntuple.errors` class that fits a library error; I/O errors become
 /// `OSError` (`FileNotFoundError` for a missing file).
@@ -361,59 +362,30 @@ impl Reader {
     }
 }
 
-/// The file being written, shared by the RNTuples written into it.
-type SharedFile = Arc<Mutex<Option<FileWriter>>>;
-
-/// Writes payloads into the shared file (RNTuples may be filled in turns).
-struct SharedSink(SharedFile);
-
-impl SharedSink {
-    /// Runs `write` on the file, unless it is closed.
-    fn with_file(
-        &self,
-        write: impl FnOnce(&mut FileWriter) -> rntuple::Result<u64>,
-    ) -> rntuple::Result<u64> {
-        let mut guard = self
-            .0
-            .lock()
-            .map_err(|_| Error::InvalidArgument("the file writer was poisoned".into()))?;
-        let file = guard
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("the file is already closed".into()))?;
-        write(file)
-    }
-}
-
-impl rntuple::write::BlobSink for SharedSink {
-    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> rntuple::Result<u64> {
-        self.with_file(|file| file.write_blob(payload, max_key_size))
-    }
-
-    // The pages of a run go to the file one after the other, not concatenated first.
-    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> rntuple::Result<u64> {
-        self.with_file(|file| file.write_blob_parts(parts, max_key_size))
-    }
-
-    fn checkpoint(&mut self) -> rntuple::Result<()> {
-        self.with_file(|file| file.checkpoint().map(|()| 0))
-            .map(|_| ())
-    }
-}
+/// The file being written and the RNTuples written into it, filled in turns.
+type SharedRootFile = SharedFile<AtomicFile>;
 
 /// A ROOT file being written: RNTuples are created from Arrow streams, extended with
 /// more entries, and completed (anchors, keys list, streamer info) on `close`.
 #[pyclass(module = "rntuple._core")]
 struct FileWriterHandle {
-    file: SharedFile,
+    /// `None` once closed or aborted.
+    file: Option<SharedRootFile>,
     options: WriteOptions,
-    writers: BTreeMap<String, RNTupleWriter<SharedSink>>,
-    /// Names in creation order, for anchors written in that order.
-    order: Vec<String>,
+}
+
+impl FileWriterHandle {
+    /// The file, unless it is closed.
+    fn open_file(&mut self) -> PyResult<&mut SharedRootFile> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| to_py_err(Error::InvalidArgument("the file is already closed".into())))
+    }
 }
 
 /// Writes every batch of an Arrow stream.
 fn write_stream(
-    writer: &mut RNTupleWriter<SharedSink>,
+    writer: &mut RNTupleWriter<SharedSink<AtomicFile>>,
     stream: &mut dyn Iterator<Item = Result<RecordBatch, ArrowError>>,
 ) -> rntuple::Result<u64> {
     let mut n = 0u64;
@@ -471,10 +443,8 @@ impl FileWriterHandle {
         let file =
             FileWriter::create(std::path::Path::new(&path), compression).map_err(to_py_err)?;
         Ok(FileWriterHandle {
-            file: Arc::new(Mutex::new(Some(file))),
+            file: Some(SharedFile::new(file)),
             options,
-            writers: BTreeMap::new(),
-            order: Vec::new(),
         })
     }
 
@@ -491,7 +461,7 @@ impl FileWriterHandle {
         data: &Bound<'_, PyAny>,
         types: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
-        if self.writers.contains_key(&name) {
+        if self.open_file()?.writer(&name).is_some() {
             return Err(to_py_err(Error::InvalidArgument(format!(
                 "the file already has an RNTuple named \"{name}\"; use extend() to add entries"
             ))));
@@ -512,8 +482,8 @@ impl FileWriterHandle {
             }
         }
         let options = self.options.clone();
-        let sink = SharedSink(self.file.clone());
-        let writer = py.detach(move || -> rntuple::Result<RNTupleWriter<SharedSink>> {
+        let file = self.open_file()?;
+        py.detach(move || -> rntuple::Result<u64> {
             let mut builder = SchemaBuilder::new(ColumnDefaults {
                 compressed: options.compression().is_compressed(),
             })
@@ -532,23 +502,24 @@ impl FileWriterHandle {
                     None => builder.add_arrow_field(field).map_err(located)?,
                 };
             }
-            let mut writer = RNTupleWriter::new(sink, &name, builder.finish(), options)?;
-            write_stream(&mut writer, &mut stream)?;
-            Ok(writer)
-        });
-        let writer = writer.map_err(to_py_err)?;
-        let n = writer.num_entries();
-        let name = writer.descriptor().name.clone();
-        self.order.push(name.clone());
-        self.writers.insert(name, writer);
-        Ok(n)
+            let writer = file.create(&name, builder.finish(), options)?;
+            match write_stream(writer, &mut stream) {
+                Ok(_) => Ok(writer.num_entries()),
+                Err(e) => {
+                    // An RNTuple whose data failed is left out of the file.
+                    file.discard(&name);
+                    Err(e)
+                }
+            }
+        })
+        .map_err(to_py_err)
     }
 
     /// Appends the entries of `data` (same fields as when created) to RNTuple `name`.
     /// Returns the RNTuple's entries so far.
     fn extend(&mut self, py: Python<'_>, name: String, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
-        let writer = self.writers.get_mut(&name).ok_or_else(|| {
+        let writer = self.open_file()?.writer_mut(&name).ok_or_else(|| {
             to_py_err(Error::NotFound(format!(
                 "no RNTuple named \"{name}\" is being written in this file"
             )))
@@ -560,8 +531,9 @@ impl FileWriterHandle {
 
     /// Entries written so far into RNTuple `name`.
     fn num_entries(&self, name: &str) -> PyResult<u64> {
-        self.writers
-            .get(name)
+        self.file
+            .as_ref()
+            .and_then(|f| f.writer(name))
             .map(|w| w.num_entries())
             .ok_or_else(|| {
                 to_py_err(Error::NotFound(format!(
@@ -572,57 +544,30 @@ impl FileWriterHandle {
 
     /// The names of the RNTuples being written, in creation order.
     fn names(&self) -> Vec<String> {
-        self.order.clone()
+        self.file
+            .as_ref()
+            .map(|f| f.names().map(str::to_string).collect())
+            .unwrap_or_default()
     }
 
     /// Abandons the file: nothing is written at its path (the temporary file is removed
     /// and an existing file there stays as it was). Closing or aborting afterwards does
     /// nothing.
     fn abort(&mut self) -> PyResult<()> {
-        self.writers.clear();
-        self.order.clear();
-        let mut guard = self.file.lock().map_err(|_| {
-            to_py_err(Error::InvalidArgument(
-                "the file writer was poisoned".into(),
-            ))
-        })?;
-        guard.take();
+        self.file.take();
         Ok(())
     }
 
     /// Commits every RNTuple (last cluster, page lists, footer, anchor) and completes
     /// the file: it appears at its path only now, complete. Closing twice does nothing.
+    /// If completing fails, the file is abandoned and whatever was at the path stays.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let writers = std::mem::take(&mut self.writers);
-        let order = std::mem::take(&mut self.order);
-        let file = self.file.clone();
-        let result = py.detach(move || -> rntuple::Result<()> {
-            let mut writers = writers;
-            let mut anchors = Vec::new();
-            for name in &order {
-                if let Some(w) = writers.remove(name) {
-                    anchors.push((name.clone(), w.finish()?));
-                }
-            }
-            let mut guard = file
-                .lock()
-                .map_err(|_| Error::InvalidArgument("the file writer was poisoned".into()))?;
-            if let Some(mut f) = guard.take() {
-                for (name, anchor) in anchors {
-                    f.write_anchor(&name, &anchor.to_object())?;
-                }
-                f.finish()?;
-            }
-            Ok(())
-        });
-        if result.is_err() {
-            // A file that could not be completed is not left behind: dropping it removes
-            // the temporary file, and whatever was at the path stays.
-            if let Ok(mut guard) = self.file.lock() {
-                guard.take();
-            }
+        match self.file.take() {
+            Some(file) => py
+                .detach(move || file.close().map(|_| ()))
+                .map_err(to_py_err),
+            None => Ok(()),
         }
-        result.map_err(to_py_err)
     }
 }
 

@@ -6,7 +6,8 @@
 //! `sink` (where payloads go), `page_plan` (ROOT's page-size policy), `size` (what each
 //! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
 //! (pages sealed on the thread pool and written in runs) and `cluster` (clusters,
-//! cluster groups, footer and anchor).
+//! cluster groups, footer and anchor). [`SharedFile`] writes several RNTuples into one
+//! file, filled in turns.
 
 mod cluster;
 mod model;
@@ -14,6 +15,7 @@ mod options;
 mod page_plan;
 mod row;
 mod sealing;
+mod shared_file;
 mod shred;
 mod sink;
 mod size;
@@ -22,6 +24,7 @@ mod writer;
 pub use model::schema_for_copy;
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use row::EntryWriter;
+pub use shared_file::{SharedFile, SharedSink};
 pub use sink::BlobSink;
 pub use writer::RNTupleWriter;
 
