@@ -22,6 +22,8 @@ ruff format --check .
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# Public items documented, doc links resolve.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo build --release -p rntuple-cli
 # Test tools: byte-range probe of any source.
 cargo build --release -p rntuple --example io_probe

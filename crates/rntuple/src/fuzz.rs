@@ -11,6 +11,15 @@
 //! [`seeds`] builds the seed corpus from the conformance files, the test data and the
 //! crate's own writer and compressor.
 
+// Fuzz harnesses (test support, behind the `fuzzing` feature): a panic here is a
+// finding, and the inputs are small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
 use crate::compression::{self, Algorithm, CompressionSettings};
 use crate::container::RootFile;
 use crate::format::{
@@ -331,7 +340,7 @@ pub fn envelopes(data: &[u8]) {
                     }
                 }
             }
-            let _ = crate::format::header::read_feature_flags(&mut Cursor::new(rest, "fuzz"));
+            let _ = crate::format::read_feature_flags(&mut Cursor::new(rest, "fuzz"));
         }
         _ => {
             let Some((header, footer, lists, _)) = split_parts(rest) else {

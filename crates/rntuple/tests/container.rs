@@ -1,6 +1,15 @@
 //! Tests of the container layer (the ROOT file around RNTuples) against files written by
 //! ROOT and against uproot's reading of them.
 
+// Test code: a failed unwrap, expect or assertion is a failed test, and test data
+// is small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
 use rntuple::container::{read_blob, split_blob, BlobLayout, RootFile};
 use rntuple::io::{open_source, IoMetricsSnapshot, MemorySource, ReadAt, Source};
 use rntuple::Error;

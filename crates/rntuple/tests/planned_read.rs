@@ -1,6 +1,15 @@
 //! Planned reads (what remote sources get): the same values as page-by-page reads, only
 //! the pages of the selection fetched, in few vectored requests.
 
+// Test code: a failed unwrap, expect or assertion is a failed test, and test data
+// is small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
 use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};

@@ -1,6 +1,15 @@
 //! Several RNTuples written into one file through `SharedFile`, filled in turns: each
 //! reads back with its own values, and the anchors come in creation order.
 
+// Test code: a failed unwrap, expect or assertion is a failed test, and test data
+// is small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;

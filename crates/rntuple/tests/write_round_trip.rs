@@ -1,5 +1,14 @@
 //! Writing what the reader read gives back the same values (in memory, no TFile).
 
+// Test code: a failed unwrap, expect or assertion is a failed test, and test data
+// is small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
 use rntuple::format::Anchor;
 use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;

@@ -1,26 +1,31 @@
 //! The specification's byte structures: anchor, envelopes, frames, locators, header,
 //! footer and page lists. Pure: bytes in, structs out, and back.
 
-pub mod anchor;
-pub mod cursor;
-pub mod envelope;
-pub mod footer;
-pub mod header;
-pub mod locator;
-pub mod page;
-pub mod page_list;
+mod anchor;
+mod cursor;
+mod envelope;
+mod footer;
+mod header;
+mod locator;
+mod page;
+mod page_list;
 
-pub use anchor::Anchor;
+pub use anchor::{Anchor, ANCHOR_CLASS_VERSION};
+pub(crate) use cursor::u32_len;
 pub use cursor::{Cursor, Writer};
 pub use envelope::{
     open_envelope, pack_envelope, seal_envelope, unpack_envelope, EnvelopeType, PackedEnvelope,
 };
 pub use footer::{ClusterGroupRecord, Footer, LinkedAttributeSet};
 pub use header::{
-    AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header, SchemaDescription,
+    read_feature_flags, AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header,
+    SchemaDescription, COLUMN_FLAG_DEFERRED, COLUMN_FLAG_RANGE, FIELD_FLAG_PROJECTED,
+    FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
 pub use locator::{EnvelopeLink, Locator};
-pub use page::{open_page, seal_page, stored_page_len, unseal_page_into, SealedPage};
+pub use page::{
+    open_page, seal_page, stored_page_len, unseal_page_into, SealedPage, PAGE_CHECKSUM_BYTES,
+};
 pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};
 
 #[cfg(test)]

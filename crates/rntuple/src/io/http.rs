@@ -71,8 +71,9 @@ impl std::fmt::Debug for HttpOptions {
 }
 
 impl HttpOptions {
-    /// The defaults, with the bearer token found as WLCG tools find it
-    /// ([`bearer_token_from_env`]).
+    /// The defaults, with the bearer token found as WLCG tools find it: `BEARER_TOKEN`,
+    /// the file `BEARER_TOKEN_FILE` names, or `$XDG_RUNTIME_DIR/bt_u<uid>` (else
+    /// `/tmp/bt_u<uid>`).
     pub fn from_env() -> Result<HttpOptions> {
         Ok(HttpOptions {
             bearer_token: bearer_token_from_env()?,
@@ -85,7 +86,7 @@ impl HttpOptions {
 /// says: `$BEARER_TOKEN`, else the file named by `$BEARER_TOKEN_FILE`, else
 /// `$XDG_RUNTIME_DIR/bt_u<uid>`, else `/tmp/bt_u<uid>`. Surrounding white space is
 /// removed; an empty token counts as none.
-pub fn bearer_token_from_env() -> Result<Option<String>> {
+pub(crate) fn bearer_token_from_env() -> Result<Option<String>> {
     discover_bearer_token(|name| std::env::var_os(name), current_uid())
 }
 

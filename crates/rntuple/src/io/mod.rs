@@ -14,12 +14,12 @@
 
 mod edges;
 #[cfg(feature = "http")]
-pub mod http;
+pub(crate) mod http;
 mod local;
-pub mod output;
-pub mod retry;
+mod output;
+mod retry;
 #[cfg(feature = "s3")]
-pub mod s3;
+mod s3;
 #[cfg(any(feature = "http", feature = "xrootd"))]
 mod spare;
 #[cfg(feature = "xrootd")]

@@ -82,7 +82,7 @@ const MAX_DETAIL_CHARS: usize = 400;
 /// selective). S3 has no multi-range `GET`, so a planned request is one range: up to 16
 /// MiB (AWS's advice for ranged reads), with 8 in flight, which fills a typical link
 /// without meeting S3's request-rate limits (thousands per second per prefix).
-pub const S3_HINTS: ReadHints = ReadHints {
+pub(crate) const S3_HINTS: ReadHints = ReadHints {
     merge_gap: 1 << 20,
     max_waste: 0.05,
     max_range_bytes: 16 << 20,

@@ -11,10 +11,10 @@ use super::type_name::{parse_type_name, CppType};
 use super::TYPE_NAME_KEY;
 use crate::encoding::ColumnType;
 use crate::error::{Error, Result};
-use crate::format::header::{
+use crate::format::{AliasColumnRecord, ColumnRecord, FieldRecord, SchemaDescription};
+use crate::format::{
     COLUMN_FLAG_RANGE, FIELD_FLAG_PROJECTED, FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
-use crate::format::{AliasColumnRecord, ColumnRecord, FieldRecord, SchemaDescription};
 use arrow_schema::{DataType, Field};
 use std::collections::HashMap;
 

@@ -146,7 +146,10 @@ impl ClusterBook {
         self.bytes_filled += std::mem::take(&mut self.unzipped_cluster_bytes);
         self.bytes_flushed += zipped_bytes;
         let factor = (self.bytes_filled as f32 / self.bytes_flushed as f32).min(1000.0);
-        self.unzipped_cluster_estimate = (factor * options.cluster_size() as f32) as u64;
+        // A float-to-int cast saturates; the factor is at most 1000 and the size a u64.
+        #[allow(clippy::cast_possible_truncation)]
+        let estimate = (factor * options.cluster_size() as f32) as u64;
+        self.unzipped_cluster_estimate = estimate;
         self.cluster_first_entry = self.n_entries;
         if let Some(per_group) = options.checkpoint_every() {
             if self.open_group.len() as u64 >= per_group {
@@ -177,7 +180,9 @@ impl ClusterBook {
             clusters,
             columns,
         };
-        let n_clusters = list.clusters.len() as u32;
+        let n_clusters = crate::format::u32_len(list.clusters.len(), || {
+            "clusters of a cluster group".to_string()
+        })?;
         let (page_list, _) = write_envelope(sink, EnvelopeType::PageList, &list.write()?, options)?;
         // The group is committed once its page list is out of this process.
         sink.checkpoint()?;

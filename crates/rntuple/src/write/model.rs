@@ -1,7 +1,7 @@
 //! The schema a copy writes: the source's fields with the same types and column types.
 
 use crate::error::Result;
-use crate::format::header::COLUMN_FLAG_DEFERRED;
+use crate::format::COLUMN_FLAG_DEFERRED;
 use crate::format::{AliasColumnRecord, SchemaDescription};
 use crate::schema::Descriptor;
 use std::collections::HashMap;
@@ -35,6 +35,8 @@ pub fn schema_for_copy(desc: &Descriptor) -> Result<SchemaDescription> {
         .flat_map(|f| chosen(f.id))
         .collect();
     keep.sort_unstable();
+    // Fewer columns kept than the u32 ids they come from: the new ids fit too.
+    #[allow(clippy::cast_possible_truncation)]
     let renumber: HashMap<u32, u32> = keep
         .iter()
         .enumerate()

@@ -2,7 +2,7 @@
 //! inverse of the reader's assembly. Collection offsets become cluster-local end indices.
 
 use crate::encoding::{ColumnType, ColumnValues};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use crate::schema::{Descriptor, FieldKind};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -148,6 +148,8 @@ pub(crate) fn leaf_values(
         C::Char => ints(array)?
             .into_iter()
             .map(|v| match v {
+                // In range by the match: the byte of a signed or unsigned char.
+                #[allow(clippy::cast_possible_truncation)]
                 -128..=255 => Ok(v as u8),
                 _ => Err(Error::InvalidArgument(format!(
                     "value {v} does not fit the Char column"
@@ -163,9 +165,14 @@ pub(crate) fn leaf_values(
         C::UInt32 | C::SplitUInt32 => narrow(ints(array)?, name).map(ColumnValues::U32),
         C::Int64 | C::SplitInt64 => narrow(ints(array)?, name).map(ColumnValues::I64),
         C::UInt64 | C::SplitUInt64 => narrow(ints(array)?, name).map(ColumnValues::U64),
-        C::Real16 | C::SplitReal16 | C::Real32 | C::SplitReal32 | C::Real32Trunc => Ok(
-            ColumnValues::F32(reals(array)?.into_iter().map(|v| v as f32).collect()),
-        ),
+        C::Real16 | C::SplitReal16 | C::Real32 | C::SplitReal32 | C::Real32Trunc => {
+            Ok(ColumnValues::F32(
+                reals(array)?
+                    .into_iter()
+                    .map(crate::encoding::f64_to_f32)
+                    .collect(),
+            ))
+        }
         // Quantization works on the field's own precision: a float field's values are
         // floats, a double field's doubles.
         C::Real32Quant => Ok(match array.data_type() {
@@ -349,7 +356,7 @@ pub(crate) fn shred(
                 return Err(unsupported(desc, id, array));
             }
             let list = array.as_fixed_size_list();
-            let n = n as usize;
+            let n = to_usize(n, "items of a fixed-size array")?;
             let items = list.values().slice(list.offset() * n, list.len() * n);
             shred(desc, columns_of, sink, child, items.as_ref())
         }
@@ -361,7 +368,7 @@ pub(crate) fn shred(
                 return Err(unsupported(desc, id, array));
             }
             let list = array.as_fixed_size_list();
-            let n = n as usize;
+            let n = to_usize(n, "bits of a bitset")?;
             let bits = list.values().slice(list.offset() * n, list.len() * n);
             let values = leaf_values(ColumnType::Bit, bits.as_ref())
                 .ok_or_else(|| unsupported(desc, id, array))??;
@@ -411,6 +418,8 @@ fn shred_variant(
             continue;
         }
         index.push(picks[k].len() as u64);
+        // `k` indexes the alternatives: at most 125 (MAX_VARIANT_ALTERNATIVES).
+        #[allow(clippy::cast_possible_truncation)]
         tag.push(k as u32 + 1);
         picks[k].push(offset as u64);
     }

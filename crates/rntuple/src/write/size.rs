@@ -6,7 +6,7 @@
 //! the order of the entry's appends: [`item_ops`] walks just those entries.
 
 use super::shred::{item_span, list_values, offsets_of};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use crate::schema::{Descriptor, FieldKind};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, UnionArray};
@@ -304,7 +304,7 @@ impl CountWalk<'_> {
                 }
             }
             FieldKind::Array(child, len) => {
-                let len = len as usize;
+                let len = to_usize(len, "items of a fixed-size array")?;
                 let values = fixed_size_items(array, len).ok_or_else(|| mismatch(&name()))?;
                 let mut inner = Vec::new();
                 self.count(child, values.as_ref(), &mut inner)?;
@@ -512,7 +512,7 @@ pub(crate) fn item_ops(desc: &Descriptor, id: u32, array: &dyn Array) -> Result<
             }
         }
         FieldKind::Array(child, len) => {
-            let len = len as usize;
+            let len = to_usize(len, "items of a fixed-size array")?;
             let values = fixed_size_items(array, len).ok_or_else(|| mismatch(&name()))?;
             let items = item_ops(desc, child, values.as_ref())?;
             for i in 0..n {

@@ -13,9 +13,9 @@ use super::shred::{shred, ColumnSink};
 use super::sink::{write_envelope, BlobSink};
 use super::size::{count_entries, item_ops, EntryCounts};
 use crate::encoding::{ColumnEncoding, ColumnValues};
-use crate::error::{Error, Result};
+use crate::error::{to_usize, Error, Result};
 use crate::format::{
-    Anchor, ColumnRecord, EnvelopeType, Footer, Header, Locator, SchemaDescription,
+    u32_len, Anchor, ColumnRecord, EnvelopeType, Footer, Header, Locator, SchemaDescription,
 };
 use crate::schema::Descriptor;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -191,12 +191,12 @@ impl<S: BlobSink> RNTupleWriter<S> {
     /// The new fields' entry-level columns are deferred: the entries written so far read
     /// as zero values. Batches written afterwards must carry the new fields too.
     pub fn extend_schema(&mut self, extra: SchemaDescription) -> Result<()> {
-        use crate::format::header::COLUMN_FLAG_DEFERRED;
-        let field_base = self.descriptor.fields.len() as u32;
-        let column_base = self.descriptor.columns.len() as u32;
+        use crate::format::COLUMN_FLAG_DEFERRED;
+        let field_base = u32_len(self.descriptor.fields.len(), || "fields".to_string())?;
+        let column_base = u32_len(self.descriptor.columns.len(), || "columns".to_string())?;
         let mut extra = extra;
         for (i, f) in extra.fields.iter_mut().enumerate() {
-            let own = i as u32;
+            let own = u32_len(i, || "fields".to_string())?;
             f.parent_id = if f.parent_id == own {
                 own + field_base
             } else {
@@ -231,7 +231,9 @@ impl<S: BlobSink> RNTupleWriter<S> {
         let first_ext_column = self.extension.columns.len();
         let mut new_columns = Vec::new();
         for (k, rec) in extension.columns[first_ext_column..].iter_mut().enumerate() {
-            let id = column_base + k as u32;
+            let id = column_base
+                .checked_add(u32_len(k, || "columns".to_string())?)
+                .ok_or_else(|| Error::InvalidArgument("more than 2^32 columns".into()))?;
             // Only a field's principal column counts elements per entry; the others (a
             // string's characters, a streamer field's bytes) belong to its items, which
             // start empty: ROOT defers just the principal column.
@@ -400,7 +402,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
     fn cut_pages(&mut self) -> Result<()> {
         for (i, c) in self.columns.iter_mut().enumerate() {
             for n in self.planner.take_cuts(i) {
-                let page = c.page.take_front(n as usize)?;
+                let page = c.page.take_front(to_usize(n, "elements of a page")?)?;
                 c.full.push(page);
             }
         }

@@ -5,18 +5,26 @@
 //! relative to the repository, or where `$RNTUPLE_CONFORMANCE_DIR` says. A test that
 //! needs it and does not find it FAILS, naming the path it looked at: it never skips.
 
+// Test code: a failed unwrap, expect or assertion is a failed test, and test data
+// is small enough for any cast.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 /// The environment variable that overrides where the conformance data is.
-pub const CONFORMANCE_ENV: &str = "RNTUPLE_CONFORMANCE_DIR";
+pub(crate) const CONFORMANCE_ENV: &str = "RNTUPLE_CONFORMANCE_DIR";
 
 /// Where the conformance data is expected: `$RNTUPLE_CONFORMANCE_DIR`, else
 /// `../shared/conformance/rntuple-validation-1.0` beside the repository (found from this
 /// crate's manifest directory, never from an absolute path).
-pub fn conformance_root() -> PathBuf {
+pub(crate) fn conformance_root() -> PathBuf {
     match std::env::var_os(CONFORMANCE_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,7 +34,7 @@ pub fn conformance_root() -> PathBuf {
 
 /// The conformance data's `write/` folder (the `.root` files); panics with a clear
 /// message when it is missing or holds no `.root` files.
-pub fn conformance_write_dir() -> PathBuf {
+pub(crate) fn conformance_write_dir() -> PathBuf {
     let dir = conformance_root().join("write");
     conformance_files_in(&dir);
     dir
@@ -34,26 +42,26 @@ pub fn conformance_write_dir() -> PathBuf {
 
 /// The conformance data's `read/` folder (ROOT's reading, one `.json` per case); panics
 /// when it is missing or holds no `.json` files.
-pub fn conformance_read_dir() -> PathBuf {
+pub(crate) fn conformance_read_dir() -> PathBuf {
     let dir = conformance_root().join("read");
     files_with_extension(&dir, "json");
     dir
 }
 
 /// Every conformance `.root` file, sorted; panics when there are none.
-pub fn conformance_files() -> Vec<PathBuf> {
+pub(crate) fn conformance_files() -> Vec<PathBuf> {
     conformance_files_in(&conformance_root().join("write"))
 }
 
 /// The `.root` files of `dir`, sorted; panics with a message naming `dir` when it is
 /// missing or holds none.
-pub fn conformance_files_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn conformance_files_in(dir: &Path) -> Vec<PathBuf> {
     files_with_extension(dir, "root")
 }
 
 /// The conformance file of `case` (e.g. `"types.string"`); panics when the data is
 /// missing or the case is not there.
-pub fn conformance_file(case: &str) -> PathBuf {
+pub(crate) fn conformance_file(case: &str) -> PathBuf {
     let path = conformance_write_dir().join(format!("{case}.root"));
     assert!(
         path.is_file(),

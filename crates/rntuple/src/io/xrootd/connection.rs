@@ -305,7 +305,7 @@ impl Connection {
     /// the client sends is dropped (the response handling, without sockets, for fuzzing).
     /// Its timeout is zero: a `kXR_wait` of more than 0 s breaks it at once.
     #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
-    pub fn replaying(reply: Vec<u8>) -> Connection {
+    pub(crate) fn replaying(reply: Vec<u8>) -> Connection {
         Connection {
             io: BufReader::new(Transport::Replay(std::io::Cursor::new(reply))),
             peer: "recorded server".to_string(),

@@ -298,7 +298,7 @@ impl ResponseHeader {
 
     /// Encodes the header (for tests and fake servers).
     #[cfg(test)]
-    pub fn encode(&self) -> [u8; RESPONSE_HEADER_LEN] {
+    pub(crate) fn encode(&self) -> [u8; RESPONSE_HEADER_LEN] {
         let mut out = [0u8; RESPONSE_HEADER_LEN];
         out[0..2].copy_from_slice(&self.stream_id);
         out[2..4].copy_from_slice(&self.status.to_be_bytes());
