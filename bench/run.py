@@ -132,8 +132,8 @@ def uncompressed_mb(data: Path, fields: list[str] | None) -> float:
     events = rntuple.open(str(data / "nanoaod_root.root"))["Events"]
     if fields is None:
         return events.uncompressed_bytes / 1e6
-    to_read, _ = events._read_plan(events.resolve_fields(fields))
-    return sum(events._reader.cluster_bytes(to_read)) / 1e6
+    names = events._qualified(events.resolve_fields(fields))
+    return sum(events._reader.cluster_bytes(names)) / 1e6
 
 
 def machine_info() -> list[str]:
