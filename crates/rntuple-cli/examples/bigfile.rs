@@ -4,14 +4,9 @@
 //! Entry `i` holds `i: std::uint64_t = i` and `v: std::vector<float>` of 64 elements,
 //! element `j` = `(i + j) % 1000`, so any reader can check exact sums.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::{RecordBatch, UInt64Array};

@@ -1,14 +1,9 @@
 //! Reads fields of an RNTuple into memory and reports the throughput in uncompressed
 //! bytes: `readbench FILE [REPEATS] [FIELD,FIELD,...]`.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use std::time::Instant;
 

@@ -1,14 +1,9 @@
 //! The RNTuple Validation Suite: for each of its 51 cases, `rntuple dump --json` of the
 //! file ROOT 6.40 wrote must equal ROOT's own reading of it (shared/conformance).
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use serde_json::Value;
 use std::path::PathBuf;

@@ -3,14 +3,9 @@
 //! bit unpacking, each over one 64 Ki-element page, reported in bytes of output per
 //! second (of output). `cargo bench -p rntuple --bench kernels`.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use divan::counter::BytesCount;
 use divan::{black_box, Bencher};

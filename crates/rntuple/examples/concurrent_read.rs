@@ -39,14 +39,9 @@
 //! `refused_paths`. Exits 1 on any mismatch or error, 2 on bad arguments or a failed
 //! serial read.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::RecordBatch;
 use rntuple::container::RootFile;

@@ -2,14 +2,9 @@
 //! `cargo run -p rntuple --features fuzzing --example fuzz_seeds -- OUT [REPO]`
 //! (`fuzz/seed.sh` runs it, then minimizes the seeds into `fuzz/corpus/`).
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use std::path::PathBuf;
 

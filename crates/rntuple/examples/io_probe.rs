@@ -8,14 +8,9 @@
 //! Without `--vectored` every range is one `read_at` call; with it, all ranges go in one
 //! `read_ranges` call.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::io::{open_source, ByteRange};
 use xxhash_rust::xxh3::xxh3_64;

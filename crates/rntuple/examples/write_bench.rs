@@ -3,14 +3,9 @@
 //!
 //! `cargo run --release --example write_bench -- IN.root OUT.root [BATCH] [THREADS] [COMPRESSION]`
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;

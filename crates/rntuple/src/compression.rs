@@ -356,6 +356,20 @@ fn decompress_chunk(
             ))
         }
     };
+    // A streaming codec's end: the stream ended, used the whole payload, and filled the
+    // target exactly.
+    let check_stream_end = |codec: &str, ended: bool, total_in: u64, total_out: u64| {
+        if !ended {
+            return Err(decompression_error(
+                what,
+                chunk,
+                codec,
+                "stream does not end within the announced sizes",
+            ));
+        }
+        check_trailing(what, chunk, codec, total_in, payload.len())?;
+        check_len(codec, total_out)
+    };
     match magic {
         [b'Z', b'S', 1] => {
             let n = zstd::bulk::decompress_to_buffer(payload, target)
@@ -367,16 +381,8 @@ fn decompress_chunk(
             let status = z
                 .decompress(payload, target, flate2::FlushDecompress::Finish)
                 .map_err(|e| decompression_error(what, chunk, "zlib", e))?;
-            if status != flate2::Status::StreamEnd {
-                return Err(decompression_error(
-                    what,
-                    chunk,
-                    "zlib",
-                    "stream does not end within the announced sizes",
-                ));
-            }
-            check_trailing(what, chunk, "zlib", z.total_in(), payload.len())?;
-            check_len("zlib", z.total_out())
+            let ended = status == flate2::Status::StreamEnd;
+            check_stream_end("zlib", ended, z.total_in(), z.total_out())
         }
         [b'X', b'Z', 0] => {
             let mut s = liblzma::stream::Stream::new_stream_decoder(LZMA_MEMLIMIT, 0)
@@ -384,16 +390,8 @@ fn decompress_chunk(
             let status = s
                 .process(payload, target, liblzma::stream::Action::Finish)
                 .map_err(|e| decompression_error(what, chunk, "lzma", e))?;
-            if status != liblzma::stream::Status::StreamEnd {
-                return Err(decompression_error(
-                    what,
-                    chunk,
-                    "lzma",
-                    "stream does not end within the announced sizes",
-                ));
-            }
-            check_trailing(what, chunk, "lzma", s.total_in(), payload.len())?;
-            check_len("lzma", s.total_out())
+            let ended = status == liblzma::stream::Status::StreamEnd;
+            check_stream_end("lzma", ended, s.total_in(), s.total_out())
         }
         [b'L', b'4', _] => {
             if payload.len() < LZ4_CHECKSUM_SIZE {

@@ -11,14 +11,9 @@
 //! [`seeds`] builds the seed corpus from the conformance files, the test data and the
 //! crate's own writer and compressor.
 
-// Fuzz harnesses (test support, behind the `fuzzing` feature): a panic here is a
-// finding, and the inputs are small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Fuzz harnesses (test support): a panic is a finding; inputs are small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use crate::compression::{self, Algorithm, CompressionSettings};
 use crate::container::RootFile;

@@ -3,14 +3,9 @@
 //! of untyped structs as untyped collections, and nulls refused where no optional can
 //! hold them.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::builder::{Float32Builder, LargeListBuilder, StructBuilder};
 use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch};

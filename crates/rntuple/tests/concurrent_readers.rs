@@ -12,14 +12,9 @@
 //! The example `concurrent_read` does the same for any file or URL (over http:// and
 //! root:// in `tests/test_concurrent_readers.py`).
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::RecordBatch;
 use rntuple::compression::CompressionSettings;

@@ -2,14 +2,9 @@
 //! `$RNTUPLE_CONFORMANCE_DIR`, and a missing or empty folder makes the tests that need it
 //! FAIL with a message naming the folder (see `common/mod.rs`), never skip.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 mod common;
 

@@ -1,14 +1,9 @@
 //! Tests of the container layer (the ROOT file around RNTuples) against files written by
 //! ROOT and against uproot's reading of them.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::container::{read_blob, split_blob, BlobLayout, RootFile};
 use rntuple::io::{open_source, IoMetricsSnapshot, MemorySource, ReadAt, Source};

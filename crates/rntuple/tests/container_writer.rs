@@ -6,14 +6,9 @@
 //! `python3 -c "import ROOT"` to work; when it does not, the tests FAIL, unless the
 //! environment variable `RNTUPLE_NO_ROOT` is set (then only the Rust-side checks run).
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::compression::{compress, decompress, CompressionSettings};
 use rntuple::container::{read_blob, FileHeader, FileWriter, KeyHeader, RootFile};

@@ -4,14 +4,9 @@
 //! bodies) and what the source must make of it. Bytes are checked against the served
 //! file itself.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::io::{ByteRange, HttpOptions, HttpSource, ReadAt, ReadHints, RetryPolicy};
 use rntuple::Error;

@@ -3,14 +3,9 @@
 //! `container`), the writer does not read (nothing under `write/` names `read`), and the
 //! bottom layers name nothing above them.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use std::path::{Path, PathBuf};
 

@@ -7,14 +7,9 @@
 //! path now keeps the whole (key, value) pair, as an Arrow map needs both.
 //! By hand: `rntuple dump types.map.fundamental.root:ntpl --json --fields Index32._0._0`.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 mod common;
 

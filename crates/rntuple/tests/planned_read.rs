@@ -1,14 +1,9 @@
 //! Planned reads (what remote sources get): the same values as page-by-page reads, only
 //! the pages of the selection fetched, in few vectored requests.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};

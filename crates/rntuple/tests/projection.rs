@@ -2,14 +2,9 @@
 //! become output columns) and the batch ranges of an iteration, on an RNTuple of three
 //! clusters (10, 20 and 30 entries) written in memory.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StructArray,

@@ -2,14 +2,9 @@
 //! must end in a clean error or in values equal to the original, never a panic, a hang,
 //! or an allocation out of proportion to the file.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::RecordBatch;
 use rntuple::container::RootFile;

@@ -7,14 +7,9 @@
 //! zlib (flate2) and lz4 (lz4_flex, no LZ4-HC) give other sizes than ROOT's libraries
 //! (2.8% and 0.35-3.7% larger), so clusters after the first differ with them.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;

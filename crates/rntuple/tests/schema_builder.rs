@@ -4,14 +4,9 @@
 //! `root_regenerated_ground_truth` reruns); and Arrow fields the reader produces from
 //! the conformance files must map back to the same records.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
 use rntuple::read::{arrow_field, RNTupleReader};

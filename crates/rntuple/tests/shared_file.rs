@@ -1,14 +1,9 @@
 //! Several RNTuples written into one file through `SharedFile`, filled in turns: each
 //! reads back with its own values, and the anchors come in creation order.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::cast::AsArray;

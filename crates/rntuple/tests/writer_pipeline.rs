@@ -1,14 +1,9 @@
 //! The writer's pipeline seen from outside: pages planned in bulk as ROOT plans them
 //! entry by entry, pages written in runs and merged across runs, all read back.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::builder::{
     Float32Builder, Float64Builder, Int32Builder, LargeListBuilder, StringBuilder, UInt8Builder,

@@ -11,14 +11,9 @@
 //! moves bytes with `splice(2)` through pipes (no copies through its own memory): each
 //! chunk waits in a pipe of its own until it is due.
 
-// A test tool, example or benchmark, not library code: it stops at the first failure,
-// and its data is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Not library code: stops at the first failure; its data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

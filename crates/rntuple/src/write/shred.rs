@@ -235,6 +235,19 @@ fn byte_values(array: &dyn Array) -> Option<&[u8]> {
 }
 
 /// Appends the index column values of a collection with these per-entry item counts.
+/// Appends the index column of items spanning `offsets` (start, end per entry) and
+/// returns the span of items they cover.
+fn append_items(
+    sink: &mut dyn ColumnSink,
+    index_column: u32,
+    counter_field: u32,
+    offsets: &[(usize, usize)],
+) -> Result<(usize, usize)> {
+    let counts = offsets.iter().map(|&(a, b)| (b - a) as u64);
+    append_index(sink, index_column, counter_field, counts)?;
+    Ok(item_span(offsets))
+}
+
 fn append_index(
     sink: &mut dyn ColumnSink,
     index_column: u32,
@@ -303,25 +316,13 @@ pub(crate) fn shred(
         FieldKind::String | FieldKind::Streamer => {
             let offsets = offsets_of(array).ok_or_else(|| unsupported(desc, id, array))?;
             let bytes = byte_values(array).ok_or_else(|| unsupported(desc, id, array))?;
-            append_index(
-                sink,
-                col(0)?,
-                id,
-                offsets.iter().map(|&(a, b)| (b - a) as u64),
-            )?;
-            let (first, last) = item_span(&offsets);
+            let (first, last) = append_items(sink, col(0)?, id, &offsets)?;
             sink.append(col(1)?, ColumnValues::U8(bytes[first..last].to_vec()))
         }
         FieldKind::List(child) | FieldKind::Map(child) => {
             let offsets = offsets_of(array).ok_or_else(|| unsupported(desc, id, array))?;
             let values = list_values(array).ok_or_else(|| unsupported(desc, id, array))?;
-            append_index(
-                sink,
-                col(0)?,
-                id,
-                offsets.iter().map(|&(a, b)| (b - a) as u64),
-            )?;
-            let (first, last) = item_span(&offsets);
+            let (first, last) = append_items(sink, col(0)?, id, &offsets)?;
             let items = values.slice(first, last - first);
             shred(desc, columns_of, sink, child, items.as_ref())
         }

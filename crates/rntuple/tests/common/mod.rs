@@ -5,14 +5,9 @@
 //! relative to the repository, or where `$RNTUPLE_CONFORMANCE_DIR` says. A test that
 //! needs it and does not find it FAILS, naming the path it looked at: it never skips.
 
-// Test code: a failed unwrap, expect or assertion is a failed test, and test data
-// is small enough for any cast.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
