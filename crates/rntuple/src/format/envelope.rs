@@ -93,13 +93,18 @@ pub fn open_envelope<'a>(
 
 /// Wraps a payload into an envelope of the given type, with preamble and checksum.
 pub fn seal_envelope(kind: EnvelopeType, payload: &[u8]) -> Vec<u8> {
+    seal_with_checksum(kind, payload).0
+}
+
+/// The sealed envelope and its checksum.
+fn seal_with_checksum(kind: EnvelopeType, payload: &[u8]) -> (Vec<u8>, u64) {
     let length = payload.len() as u64 + 16;
     let mut w = Writer::new();
     w.u64((length << 16) | kind as u64);
     w.bytes(payload);
     let sum = xxh3_64(w.as_bytes());
     w.u64(sum);
-    w.into_bytes()
+    (w.into_bytes(), sum)
 }
 
 /// An envelope ready to store: what [`pack_envelope`] returns.
@@ -120,13 +125,11 @@ pub fn pack_envelope(
     payload: &[u8],
     compression: CompressionSettings,
 ) -> Result<PackedEnvelope> {
-    let envelope = seal_envelope(kind, payload);
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&envelope[envelope.len() - 8..]);
+    let (envelope, checksum) = seal_with_checksum(kind, payload);
     Ok(PackedEnvelope {
         stored: compress(&envelope, compression)?,
         length: envelope.len() as u64,
-        checksum: u64::from_le_bytes(sum),
+        checksum,
     })
 }
 

@@ -143,9 +143,9 @@ impl RNTupleReader {
         })
     }
 
-    /// The linked attribute set `name` and its anchor's length, checked to be of a
-    /// schema version this reader understands.
-    fn attribute_link(&self, name: &str) -> Result<(&LinkedAttributeSet, u32)> {
+    /// The linked attribute set `name`, checked to be of a schema version this reader
+    /// understands.
+    fn attribute_link(&self, name: &str) -> Result<&LinkedAttributeSet> {
         let link = self
             .descriptor
             .attribute_sets
@@ -174,7 +174,7 @@ impl RNTupleReader {
                 link.schema_version_major, link.schema_version_minor
             )));
         }
-        Ok((link, link.anchor_length))
+        Ok(link)
     }
 
     /// The descriptor: schema, columns, clusters.

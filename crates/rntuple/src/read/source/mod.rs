@@ -114,17 +114,12 @@ impl Storage {
         let hints = self.source.hints();
         let direct = direct::DirectPages::new(self.clone());
         if !hints.remote {
-            let bunches: Vec<Bunch> = ranges
-                .iter()
-                .filter(|r| r.start < r.end)
-                .map(|r| Bunch::whole(r.clone()))
-                .collect();
-            let range_of = ranges
+            let (range_of, bunches): (Vec<usize>, Vec<Bunch>) = ranges
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| r.start < r.end)
-                .map(|(i, _)| i)
-                .collect();
+                .map(|(i, r)| (i, Bunch::whole(r.clone())))
+                .unzip();
             return PlannedRead {
                 bunches: Arc::new(bunches),
                 range_of,
@@ -346,14 +341,14 @@ impl RNTupleReader {
     /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
     /// found through the anchor the footer links to.
     pub fn attribute_set(&self, name: &str) -> Result<RNTupleReader> {
-        let (link, anchor_length) = self.attribute_link(name)?;
+        let link = self.attribute_link(name)?;
         let what = format!("anchor of attribute set \"{name}\"");
         let loc = link.anchor_locator;
         let raw = self.storage.read_blob(loc.offset, loc.size)?;
-        let object = if loc.size == u64::from(anchor_length) {
+        let object = if loc.size == u64::from(link.anchor_length) {
             raw
         } else {
-            compression::decompress(&raw, anchor_length as usize, &what)?
+            compression::decompress(&raw, link.anchor_length as usize, &what)?
         };
         let anchor = Anchor::from_object(&object, &what)?;
         Self::from_anchor(
