@@ -83,6 +83,43 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Convert a TTree to an RNTuple, as ROOT's RNTupleImporter does (same fields, types
+    /// and projections), without ROOT. With --out-dir, INPUT is a glob pattern of files
+    /// (quote it) and each is converted to DIR/<its file name>.
+    Convert {
+        /// FILE or FILE:TREE (TREE may be omitted when the file holds one TTree); with
+        /// --out-dir a pattern such as 'in/*.root' (or 'in/*.root:TREE').
+        input: String,
+        /// The ROOT file to create (not with --out-dir).
+        output: Option<String>,
+        /// Write one output per input file into this directory.
+        #[arg(long)]
+        out_dir: Option<String>,
+        /// Files converted at once with --out-dir.
+        #[arg(short = 'j', long, default_value_t = 1)]
+        jobs: usize,
+        /// The RNTuple's name (default: the tree's).
+        #[arg(long)]
+        name: Option<String>,
+        /// Comma-separated glob patterns of the top-level branches to convert (default:
+        /// all); an array brings its count leaf.
+        #[arg(long, value_delimiter = ',')]
+        branches: Option<Vec<String>>,
+        /// Compression ALG[:LEVEL] (zstd, lz4, zlib, lzma, none) or ROOT's number;
+        /// default 505 (zstd level 5), as ROOT's importer.
+        #[arg(long)]
+        compression: Option<String>,
+        /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+        #[arg(long)]
+        entries: Option<String>,
+        /// Leave out (with a warning) branches of a type that cannot be converted,
+        /// instead of failing.
+        #[arg(long)]
+        skip_unsupported: bool,
+        /// Replace outputs that exist (each is replaced only once complete).
+        #[arg(long)]
+        force: bool,
+    },
     /// Recover the RNTuples of a file whose writer died before completing it (killed,
     /// out of memory or time): every entry of every committed cluster group is written
     /// into a new, complete file.
@@ -212,6 +249,8 @@ impl ReadBenchReport {
         )
     }
 }
+
+mod convert;
 
 enum Failure {
     Usage(String),
@@ -362,6 +401,43 @@ fn run(cli: Cli) -> Result<(), Failure> {
             })?;
             out_file.finish()?;
             bar.finish_and_clear();
+        }
+        Command::Convert {
+            input,
+            output,
+            out_dir,
+            jobs,
+            name,
+            branches,
+            compression,
+            entries,
+            skip_unsupported,
+            force,
+        } => {
+            let mut write = WriteOptions::builder();
+            if let Some(spec) = compression {
+                let settings = CompressionSettings::parse(&spec)
+                    .map_err(|e| Failure::Usage(format!("--compression: {e}")))?;
+                write = write.compression(settings);
+            }
+            let write = write.build().map_err(|e| Failure::Usage(e.to_string()))?;
+            let job = convert::Job {
+                name,
+                branches: branches.unwrap_or_default(),
+                entries,
+                skip_unsupported,
+                force,
+                write,
+            };
+            match (output, out_dir) {
+                (Some(output), None) => convert::one(&input, &output, &job, &mut out)?,
+                (None, Some(dir)) => convert::many(&input, &dir, jobs, &job, &mut out)?,
+                _ => {
+                    return Err(Failure::Usage(
+                        "convert takes INPUT OUTPUT, or INPUT --out-dir DIR".into(),
+                    ))
+                }
+            }
         }
         Command::Recover {
             broken,

@@ -46,6 +46,7 @@ pub mod io;
 pub mod read;
 pub mod schema;
 pub mod tools;
+pub mod ttree;
 pub mod write;
 
 pub use error::{Error, Location, Result};

@@ -1,7 +1,8 @@
 //! The layering of `docs/architecture.md`, checked on the sources: the decoder does no
 //! I/O (under `read/`, only the page sources in `read/source/` name `io` or
-//! `container`), the writer does not read (nothing under `write/` names `read`), and the
-//! bottom layers name nothing above them.
+//! `container`), the writer does not read (nothing under `write/` names `read`), the
+//! bottom layers name nothing above them, and the TTree reader stands beside the RNTuple
+//! reader (on the container, below the tools).
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -79,7 +80,7 @@ fn the_writer_does_not_read() {
 
 #[test]
 fn the_bottom_layers_name_nothing_above_them() {
-    let above = ["container", "schema", "read", "write", "tools"];
+    let above = ["container", "schema", "read", "write", "tools", "ttree"];
     for layer in ["format", "encoding", "io"] {
         let hits = naming(layer, &[], &above);
         assert!(
@@ -91,11 +92,28 @@ fn the_bottom_layers_name_nothing_above_them() {
     let hits = naming(
         "schema",
         &[],
-        &["read", "write", "tools", "io", "container"],
+        &["read", "write", "tools", "io", "container", "ttree"],
     );
     assert!(
         hits.is_empty(),
         "schema names a layer above it:\n{}",
         hits.join("\n")
     );
+}
+
+#[test]
+fn the_ttree_reader_stands_beside_the_rntuple_reader() {
+    // It reads the container, and knows nothing of RNTuple's reader, writer or tools.
+    let hits = naming("ttree", &[], &["read", "write", "tools", "format", "schema"]);
+    assert!(
+        hits.is_empty(),
+        "the TTree reader names a layer it must not:\n{}",
+        hits.join("\n")
+    );
+    assert!(!naming("ttree", &[], &["container"]).is_empty());
+    // And neither RNTuple reader nor writer names it: only the tools compose the two.
+    for layer in ["read", "write", "container"] {
+        let hits = naming(layer, &[], &["ttree"]);
+        assert!(hits.is_empty(), "{layer} names ttree:\n{}", hits.join("\n"));
+    }
 }

@@ -38,13 +38,14 @@ pub struct AnchorKey {
     pub object: Vec<u8>,
 }
 
-/// Where an RNTuple anchor key sits, before its object is read: see
-/// [`RootFile::anchor_entries`] and [`RootFile::load_anchor`].
+/// Where a key of a wanted class sits (an RNTuple anchor, a TTree), before its object is
+/// read: see [`RootFile::anchor_entries`], [`RootFile::entries_of_class`] and
+/// [`RootFile::load_anchor`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnchorEntry {
-    /// The RNTuple's path in the file, as in [`AnchorKey::path`].
+pub struct KeyEntry {
+    /// The object's path in the file, as in [`AnchorKey::path`].
     pub path: String,
-    /// The anchor's key header, from its directory's keys list.
+    /// The key header, from its directory's keys list.
     pub key: KeyHeader,
 }
 
@@ -245,14 +246,15 @@ impl RootFile {
     }
 
     /// Visits every directory below `dir` (depth-first, in keys-list order) and collects
-    /// the anchor keys (highest cycle per name) with their paths.
-    fn collect_anchor_keys(
+    /// the keys whose class is `wanted` (highest cycle per name) with their paths.
+    fn collect_keys(
         &self,
         keys: &[KeyHeader],
         prefix: &str,
         depth: usize,
+        wanted: &dyn Fn(&str) -> bool,
         visited: &mut HashSet<u64>,
-        out: &mut Vec<AnchorEntry>,
+        out: &mut Vec<KeyEntry>,
     ) -> Result<()> {
         if depth > MAX_DIRECTORY_DEPTH {
             return Err(Error::corrupt(
@@ -261,11 +263,11 @@ impl RootFile {
             ));
         }
         // The highest cycle of each anchor name and of each directory name here.
-        let mut best_anchor: HashMap<&str, &KeyHeader> = HashMap::new();
+        let mut best_wanted: HashMap<&str, &KeyHeader> = HashMap::new();
         let mut best_dir: HashMap<&str, &KeyHeader> = HashMap::new();
         for k in keys {
-            let best = if is_anchor_class(&k.class_name) {
-                &mut best_anchor
+            let best = if wanted(&k.class_name) {
+                &mut best_wanted
             } else if is_directory_class(&k.class_name) {
                 &mut best_dir
             } else {
@@ -288,8 +290,8 @@ impl RootFile {
                 best.get(k.name.as_str())
                     .is_some_and(|b| std::ptr::eq(*b, k))
             };
-            if is_anchor_class(&k.class_name) && is_best(&best_anchor) {
-                out.push(AnchorEntry {
+            if wanted(&k.class_name) && is_best(&best_wanted) {
+                out.push(KeyEntry {
                     path: join(&k.name),
                     key: k.clone(),
                 });
@@ -306,7 +308,7 @@ impl RootFile {
                     ));
                 }
                 let sub_keys = self.read_keys_list(&dir, &format!("directory \"{path}\""))?;
-                self.collect_anchor_keys(&sub_keys, &path, depth + 1, visited, out)?;
+                self.collect_keys(&sub_keys, &path, depth + 1, wanted, visited, out)?;
             }
         }
         Ok(())
@@ -315,16 +317,26 @@ impl RootFile {
     /// Every RNTuple anchor key (class `ROOT::RNTuple` or `ROOT::Experimental::RNTuple`) in
     /// all directories, the highest cycle of each name, without reading the anchor
     /// objects. Depth-first, in keys-list order.
-    pub fn anchor_entries(&self) -> Result<Vec<AnchorEntry>> {
+    pub fn anchor_entries(&self) -> Result<Vec<KeyEntry>> {
+        self.entries_where(&is_anchor_class)
+    }
+
+    /// Every key whose class is one of `class_names`, in all directories, the highest
+    /// cycle of each name. Depth-first, in keys-list order.
+    pub fn entries_of_class(&self, class_names: &[&str]) -> Result<Vec<KeyEntry>> {
+        self.entries_where(&|c: &str| class_names.contains(&c))
+    }
+
+    fn entries_where(&self, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<KeyEntry>> {
         let mut visited = HashSet::new();
         visited.insert(self.top.seek_keys);
         let mut out = Vec::new();
-        self.collect_anchor_keys(&self.top_keys, "", 0, &mut visited, &mut out)?;
+        self.collect_keys(&self.top_keys, "", 0, wanted, &mut visited, &mut out)?;
         Ok(out)
     }
 
     /// Reads the anchor object of `entry`.
-    pub fn load_anchor(&self, entry: &AnchorEntry) -> Result<AnchorKey> {
+    pub fn load_anchor(&self, entry: &KeyEntry) -> Result<AnchorKey> {
         Ok(AnchorKey {
             path: entry.path.clone(),
             class_name: entry.key.class_name.clone(),
@@ -346,14 +358,14 @@ impl RootFile {
 
     /// The anchor entry at `name_or_path`: a path such as `"dir/sub/name"` (a leading `/`
     /// is ignored), or a bare name that is unique among all directories.
-    pub fn find_anchor_entry(&self, name_or_path: &str) -> Result<AnchorEntry> {
+    pub fn find_anchor_entry(&self, name_or_path: &str) -> Result<KeyEntry> {
         let wanted = name_or_path.trim_start_matches('/');
         let all = self.anchor_entries()?;
         if let Some(e) = all.iter().find(|e| e.path == wanted) {
             return Ok(e.clone());
         }
         if !wanted.contains('/') {
-            let matches: Vec<&AnchorEntry> = all
+            let matches: Vec<&KeyEntry> = all
                 .iter()
                 .filter(|e| e.path.rsplit('/').next() == Some(wanted))
                 .collect();
@@ -385,6 +397,23 @@ impl RootFile {
     /// The anchor at `name_or_path` (see [`RootFile::find_anchor_entry`]) with its object.
     pub fn find_anchor(&self, name_or_path: &str) -> Result<AnchorKey> {
         self.load_anchor(&self.find_anchor_entry(name_or_path)?)
+    }
+
+    /// The key header at file offset `offset` (a key not listed in any directory, such as
+    /// the streamer infos' at `fSeekInfo`).
+    pub fn key_at(&self, offset: u64) -> Result<KeyHeader> {
+        let size = self.source.size();
+        if offset >= size {
+            return Err(Error::Truncated {
+                what: format!("key in {}", self.source.name()),
+                offset,
+                needed: KeyHeader::SMALL_FIXED_LEN as u64,
+                available: 0,
+            });
+        }
+        // A key header is its fixed part and three TStrings of at most 255 + 5 bytes each.
+        let len = (size - offset).min(KeyHeader::LARGE_FIXED_LEN as u64 + 3 * 260);
+        KeyHeader::parse(&self.source.read_at(offset, len)?, offset)
     }
 
     /// The object payload of `key` (a key from a keys list), uncompressed. The key header

@@ -25,7 +25,7 @@ mod writer;
 
 pub use blob::{read_blob, split_blob, BlobLayout};
 pub use directory::{parse_keys_list, write_keys_list, DirectoryRecord};
-pub use file::{AnchorEntry, AnchorKey, RootFile, MAX_DIRECTORY_DEPTH};
+pub use file::{AnchorKey, KeyEntry, RootFile, MAX_DIRECTORY_DEPTH};
 pub use file_header::FileHeader;
 pub use key::KeyHeader;
 pub use streamer_info::{

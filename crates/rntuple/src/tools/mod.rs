@@ -1,7 +1,9 @@
 //! Tools above reading and writing: each composes the layers below (container, format,
 //! read, write) rather than re-implementing any of them.
 
+pub mod convert;
 pub mod copy;
 pub mod recover;
 
+pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
 pub use copy::{copy_rntuple, source_compression};

@@ -1,0 +1,200 @@
+//! `rntuple convert`: one TTree file to an RNTuple file, or many files into a directory.
+
+use super::{parse_entries, progress, Failure};
+use rntuple::io::split_target;
+use rntuple::tools::convert::{convert_file, ConvertOptions, ConvertSummary};
+use rntuple::ttree::TreeFile;
+use rntuple::write::WriteOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What every conversion of one command shares.
+pub(crate) struct Job {
+    pub(crate) name: Option<String>,
+    pub(crate) branches: Vec<String>,
+    pub(crate) entries: Option<String>,
+    pub(crate) skip_unsupported: bool,
+    pub(crate) force: bool,
+    pub(crate) write: WriteOptions,
+}
+
+/// Converts `input` (FILE[:TREE]) into `output`, with a progress bar on a terminal and a
+/// summary line when done.
+pub(crate) fn one(
+    input: &str,
+    output: &str,
+    job: &Job,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let (file, tree) = split_target(input);
+    let start = Instant::now();
+    let (options, entries) = options_for(&file, tree.as_deref(), job)?;
+    let bar = progress(entries, false);
+    let summary = convert_file(
+        &file,
+        tree.as_deref(),
+        Path::new(output),
+        &options,
+        job.write.clone(),
+        job.force,
+        |done| bar.set_position(done),
+    )
+    .map_err(usage_or_input)?;
+    bar.finish_and_clear();
+    report(&file, output, &summary, start.elapsed().as_secs_f64(), out)
+}
+
+/// Converts every file matching the pattern `input` into `dir`, `jobs` at a time; each
+/// output is named like its input. Fails (after trying all) if any conversion failed.
+pub(crate) fn many(
+    input: &str,
+    dir: &str,
+    jobs: usize,
+    job: &Job,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let (pattern, tree) = split_target(input);
+    let files: Vec<PathBuf> = glob::glob(&pattern)
+        .map_err(|e| Failure::Usage(format!("input pattern \"{pattern}\": {e}")))?
+        .filter_map(std::result::Result::ok)
+        .filter(|p| p.is_file())
+        .collect();
+    if files.is_empty() {
+        return Err(Failure::Usage(format!("no file matches \"{pattern}\"")));
+    }
+    let dir = Path::new(dir);
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out-dir {}: not a directory",
+            dir.display()
+        )));
+    }
+    let mut outputs = std::collections::HashSet::new();
+    for f in &files {
+        if !outputs.insert(f.file_name()) {
+            return Err(Failure::Usage(format!(
+                "two inputs are named {:?}: their outputs in {} would collide",
+                f.file_name().unwrap_or_default(),
+                dir.display()
+            )));
+        }
+    }
+    let bar = progress(files.len() as u64, false);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, files.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(i) else { break };
+                let output = dir.join(file.file_name().unwrap_or_default());
+                let start = Instant::now();
+                let input = file.display().to_string();
+                let result = options_for(&input, tree.as_deref(), job).and_then(|(options, _)| {
+                    convert_file(
+                        &input,
+                        tree.as_deref(),
+                        &output,
+                        &options,
+                        job.write.clone(),
+                        job.force,
+                        |_| {},
+                    )
+                    .map_err(usage_or_input)
+                });
+                bar.inc(1);
+                if let Ok(mut r) = results.lock() {
+                    r.push((i, input, output, result, start.elapsed().as_secs_f64()));
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by_key(|r| r.0);
+    let mut failed = 0;
+    for (_, input, output, result, seconds) in results {
+        match result {
+            Ok(summary) => report(
+                &input,
+                &output.display().to_string(),
+                &summary,
+                seconds,
+                out,
+            )?,
+            Err(e) => {
+                failed += 1;
+                let message = match e {
+                    Failure::Usage(m) => m,
+                    Failure::Input(e) => e.to_string(),
+                    Failure::Output(e) => e.to_string(),
+                };
+                eprintln!("rntuple: {input}: {message}");
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(Failure::Input(rntuple::Error::InvalidArgument(format!(
+            "{failed} of {} conversions failed",
+            files.len()
+        ))));
+    }
+    Ok(())
+}
+
+/// The conversion options for one input (the entry range is checked against its tree)
+/// and the number of entries it converts.
+fn options_for(
+    file: &str,
+    tree: Option<&str>,
+    job: &Job,
+) -> Result<(ConvertOptions, u64), Failure> {
+    let (_, t) = TreeFile::open_path(file)?.tree(tree)?;
+    let range = match &job.entries {
+        Some(spec) => parse_entries(spec, t.entries).map_err(Failure::Usage)?,
+        None => 0..t.entries,
+    };
+    Ok((
+        ConvertOptions {
+            name: job.name.clone(),
+            branches: job.branches.clone(),
+            entries: Some((range.start, range.end)),
+            skip_unsupported: job.skip_unsupported,
+        },
+        range.end - range.start,
+    ))
+}
+
+fn usage_or_input(e: rntuple::Error) -> Failure {
+    match e {
+        rntuple::Error::InvalidArgument(m) => Failure::Usage(m),
+        other => Failure::Input(other),
+    }
+}
+
+/// The summary line: entries, sizes, time and throughput; then the branches left out.
+fn report(
+    input: &str,
+    output: &str,
+    summary: &ConvertSummary,
+    seconds: f64,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    for skipped in &summary.skipped {
+        eprintln!("rntuple: warning: left out {skipped}");
+    }
+    let in_mb = std::fs::metadata(input)
+        .map(|m| m.len())
+        .unwrap_or(summary.input_bytes) as f64
+        / 1e6;
+    let out_mb = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    writeln!(
+        out,
+        "converted {} entries: {input} ({in_mb:.1} MB) -> {output} ({out_mb:.1} MB) in {seconds:.2} s ({:.1} MB/s, {:.4} s/MB)",
+        summary.entries,
+        in_mb / seconds.max(1e-9),
+        seconds / in_mb.max(1e-9)
+    )?;
+    Ok(())
+}

@@ -1,0 +1,879 @@
+//! Converting a TTree to an RNTuple: the RNTuple ROOT 6.40's `RNTupleImporter` writes
+//! (same fields, names, C++ types, column types and projections), without ROOT.
+//!
+//! The importer's mapping, top-level branch by branch in order:
+//! - a branch of one leaf becomes a field named after the branch, of the leaf's type
+//!   (`Char_t` is `char`, `Double32_t` keeps its alias); a fixed array `x[3]/F` becomes
+//!   `std::array<float,3>` (nested for more dimensions); a C string `/C` a `std::string`;
+//! - a leaf list `a/F:b/I` becomes an untyped record named after the branch;
+//! - arrays sized by a count leaf (`x[n]/F`) are grouped per count leaf into untyped
+//!   collections `_collection0`, `_collection1`, ... (numbered in the count leaves'
+//!   lexicographic order, after the other fields), each holding an untyped record `_0` of
+//!   the arrays; every array is then projected as `ROOT::VecOps::RVec<T>` named after its
+//!   branch, and the count leaf as `ROOT::RNTupleCardinality<std::uint32_t>`;
+//! - the count branches themselves become no field.
+//!
+//! Reading runs ahead of writing: a thread gathers the next chunk of entries from the
+//! baskets (decompressing branches in parallel) while the writer encodes and compresses
+//! the current one.
+
+use crate::container::{FileOutput, FileWriter};
+use crate::error::{Error, Result};
+use crate::schema::{arrow_field, ColumnDefaults, Descriptor, SchemaBuilder};
+use crate::ttree::{Branch, BranchChunk, ChunkReader, LeafType, Tree, TreeFile};
+use crate::write::{RNTupleWriter, WriteOptions};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, LargeBinaryArray, LargeListArray, RecordBatch, StructArray,
+};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, FieldRef, Schema};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Uncompressed bytes of branch data gathered per chunk of entries.
+const CHUNK_BYTES: u64 = 48 << 20;
+
+/// What to convert and how.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// The RNTuple's name; the tree's name when `None`.
+    pub name: Option<String>,
+    /// Glob patterns of the top-level branches to convert (all when empty). Arrays pull
+    /// in their count leaves.
+    pub branches: Vec<String>,
+    /// The entries to convert (`start..end`); all when `None`.
+    pub entries: Option<(u64, u64)>,
+    /// Leave out branches of a type that cannot be converted (reported in
+    /// [`ConversionPlan::skipped`]) instead of failing.
+    pub skip_unsupported: bool,
+}
+
+/// How one array member of a leaf list or collection is laid out.
+#[derive(Debug, Clone)]
+struct Values {
+    ty: LeafType,
+    /// Fixed dimensions of each value (`[3]` for `x[3]/F`, `[2, 3]` for `x[2][3]/F`).
+    dims: Vec<usize>,
+}
+
+impl Values {
+    fn per_value(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    fn bytes(&self) -> usize {
+        self.per_value() * self.ty.disk_size()
+    }
+
+    fn cpp_type(&self) -> String {
+        self.dims
+            .iter()
+            .rev()
+            .fold(self.ty.cpp_type().to_string(), |inner, n| {
+                format!("std::array<{inner},{n}>")
+            })
+    }
+}
+
+/// How a top-level data field is filled from branches (indices into the plan's branches).
+#[derive(Debug, Clone)]
+enum Filler {
+    /// One value (or fixed array) per entry.
+    Leaf { branch: usize, values: Values },
+    /// A C string per entry.
+    CString { branch: usize },
+    /// A leaf list: a record of fixed-size members, back to back in each entry.
+    LeafList {
+        branch: usize,
+        members: Vec<(String, Values)>,
+    },
+    /// Arrays sharing a count leaf.
+    Collection {
+        count: usize,
+        count_type: LeafType,
+        arrays: Vec<(String, usize, Values)>,
+    },
+}
+
+/// A collection's name, its arrays (name, C++ element type) and its count leaf's name.
+type CollectionProjections = (String, Vec<(String, String)>, String);
+
+/// The conversion of a tree, planned: the branches to read and the fields they fill.
+#[derive(Debug, Clone)]
+pub struct ConversionPlan {
+    tree_name: String,
+    entries: (u64, u64),
+    branches: Vec<Branch>,
+    fields: Vec<(String, Filler)>,
+    builder: SchemaBuilder,
+    /// Branches left out (with `skip_unsupported`), each with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvertSummary {
+    /// Entries written.
+    pub entries: u64,
+    /// Bytes of the baskets read (as stored in the file).
+    pub input_bytes: u64,
+    /// Branches left out, each with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// The dimensions in a leaf title after the leaf's name: `x[3][2]` gives
+/// `["3", "2"]`, `x[n]` gives `["n"]`.
+fn title_dims(title: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = title;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']') else {
+            break;
+        };
+        out.push(&rest[open + 1..open + close]);
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
+/// The fixed dimensions of a leaf (after the count dimension for a variable array).
+fn fixed_dims(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<Vec<usize>> {
+    let dims = title_dims(&leaf.title);
+    let fixed = if leaf.count.is_some() {
+        dims.get(1..).unwrap_or(&[])
+    } else {
+        &dims[..]
+    };
+    let parsed = fixed
+        .iter()
+        .map(|d| d.trim().parse::<usize>())
+        .collect::<std::result::Result<Vec<usize>, _>>()
+        .map_err(|_| {
+            Error::Unsupported(format!(
+                "branch \"{}\": leaf \"{}\" has dimensions ROOT's importer cannot map: {}",
+                branch.name, leaf.name, leaf.title
+            ))
+        })?;
+    let product: usize = parsed.iter().product();
+    if product != leaf.len.max(1) as usize {
+        return Err(Error::corrupt(
+            format!("branch \"{}\"", branch.name),
+            format!(
+                "leaf \"{}\" declares {} values per entry, its length is {}",
+                leaf.title, product, leaf.len
+            ),
+        ));
+    }
+    Ok(parsed)
+}
+
+fn leaf_type(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<LeafType> {
+    LeafType::of(leaf).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "branch \"{}\": leaves of class {} cannot be converted",
+            branch.name, leaf.class_name
+        ))
+    })
+}
+
+fn matches_any(patterns: &[glob::Pattern], name: &str) -> bool {
+    patterns.is_empty() || patterns.iter().any(|p| p.matches(name))
+}
+
+impl ConversionPlan {
+    /// Plans the conversion of `tree` (found at `tree_path`) under `options`.
+    pub fn new(tree: &Tree, options: &ConvertOptions) -> Result<ConversionPlan> {
+        let patterns = options
+            .branches
+            .iter()
+            .map(|p| {
+                glob::Pattern::new(p)
+                    .map_err(|e| Error::InvalidArgument(format!("branch pattern \"{p}\": {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (p, text) in patterns.iter().zip(&options.branches) {
+            if !tree.branches.iter().any(|b| p.matches(&b.name)) {
+                return Err(Error::InvalidArgument(format!(
+                    "branch pattern \"{text}\" matches no branch of TTree \"{}\"",
+                    tree.name
+                )));
+            }
+        }
+        let entries = match options.entries {
+            None => (0, tree.entries),
+            Some((a, b)) if a <= b && b <= tree.entries => (a, b),
+            Some((a, b)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "entries {a}:{b} are outside the TTree's {} entries",
+                    tree.entries
+                )))
+            }
+        };
+        let mut plan = ConversionPlan {
+            tree_name: tree.name.clone(),
+            entries,
+            branches: Vec::new(),
+            fields: Vec::new(),
+            builder: SchemaBuilder::new(ColumnDefaults::default()),
+            skipped: Vec::new(),
+        };
+        // Arrays by count leaf name (sorted: the importer numbers collections so).
+        let mut collections: BTreeMap<String, Vec<(String, usize, Values)>> = BTreeMap::new();
+        let count_leaves: std::collections::HashSet<&str> = tree
+            .branches
+            .iter()
+            .flat_map(|b| b.leaves.iter())
+            .filter_map(|l| l.count.as_deref())
+            .collect();
+        for branch in &tree.branches {
+            if !matches_any(&patterns, &branch.name) {
+                continue;
+            }
+            let result = plan.plan_branch(branch, &count_leaves, &mut collections);
+            match result {
+                Ok(()) => {}
+                Err(Error::Unsupported(why)) if options.skip_unsupported => plan.skipped.push(why),
+                Err(e) => return Err(e),
+            }
+        }
+        for (index, (count_name, arrays)) in collections.into_iter().enumerate() {
+            let (count_branch, count_leaf) = tree
+                .branches
+                .iter()
+                .find_map(|b| {
+                    b.leaves
+                        .iter()
+                        .find(|l| l.name == count_name)
+                        .filter(|_| b.leaves.len() == 1 && b.class_name == "TBranch")
+                        .map(|l| (b, l))
+                })
+                .ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "branch \"{}\": its count leaf \"{count_name}\" is not a top-level \
+                         branch of one leaf",
+                        arrays[0].0
+                    ))
+                })?;
+            let count_type = leaf_type(count_branch, count_leaf)?;
+            if !matches!(
+                count_type,
+                LeafType::Int
+                    | LeafType::UInt
+                    | LeafType::Short
+                    | LeafType::UShort
+                    | LeafType::Char
+                    | LeafType::UChar
+                    | LeafType::Long64
+                    | LeafType::ULong64
+            ) {
+                return Err(Error::corrupt(
+                    format!("branch \"{}\"", count_branch.name),
+                    "a count leaf that is not an integer",
+                ));
+            }
+            let count = plan.add_branch(count_branch);
+            let name = format!("_collection{index}");
+            let members: Vec<(String, String)> = arrays
+                .iter()
+                .map(|(n, _, v)| (n.clone(), v.cpp_type()))
+                .collect();
+            let refs: Vec<(&str, &str)> = members
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.as_str()))
+                .collect();
+            plan.builder.add_untyped_collection(&name, &refs)?;
+            plan.fields.push((
+                name,
+                Filler::Collection {
+                    count,
+                    count_type,
+                    arrays,
+                },
+            ));
+        }
+        // The projections: per collection, each array as an RVec, then the count leaf.
+        let collection_fields: Vec<CollectionProjections> = plan
+            .fields
+            .iter()
+            .filter_map(|(name, f)| match f {
+                Filler::Collection { count, arrays, .. } => Some((
+                    name.clone(),
+                    arrays
+                        .iter()
+                        .map(|(n, _, v)| (n.clone(), v.cpp_type()))
+                        .collect(),
+                    plan.branches[*count].leaves[0].name.clone(),
+                )),
+                _ => None,
+            })
+            .collect();
+        for (collection, arrays, count_leaf) in collection_fields {
+            for (array, cpp) in &arrays {
+                let (col, arr) = (collection.clone(), array.clone());
+                plan.builder.add_projected_field_mapped(
+                    array,
+                    &format!("ROOT::VecOps::RVec<{cpp}>"),
+                    &move |p: &str| match p.split_once('.') {
+                        None => col.clone(),
+                        Some((_, rest)) => {
+                            let tail = rest.strip_prefix("_0").unwrap_or(rest);
+                            format!("{col}._0.{arr}{tail}")
+                        }
+                    },
+                )?;
+            }
+            plan.builder.add_projected_field(
+                &count_leaf,
+                "ROOT::RNTupleCardinality<std::uint32_t>",
+                &collection,
+            )?;
+        }
+        Ok(plan)
+    }
+
+    /// Adds `branch` to the branches read (once) and returns its index.
+    fn add_branch(&mut self, branch: &Branch) -> usize {
+        if let Some(i) = self.branches.iter().position(|b| b.name == branch.name) {
+            return i;
+        }
+        self.branches.push(branch.clone());
+        self.branches.len() - 1
+    }
+
+    fn plan_branch(
+        &mut self,
+        branch: &Branch,
+        count_leaves: &std::collections::HashSet<&str>,
+        collections: &mut BTreeMap<String, Vec<(String, usize, Values)>>,
+    ) -> Result<()> {
+        if branch.class_name != "TBranch" {
+            return Err(Error::Unsupported(format!(
+                "branch \"{}\" of class {} ({}) cannot be converted yet",
+                branch.name,
+                branch.class_name,
+                branch
+                    .element
+                    .as_ref()
+                    .map(|e| e.class_name.as_str())
+                    .unwrap_or("")
+            )));
+        }
+        if branch.name.contains('.') {
+            return Err(Error::Unsupported(format!(
+                "branch \"{}\": a name with a dot cannot be a field name",
+                branch.name
+            )));
+        }
+        match branch.leaves.as_slice() {
+            [] => Err(Error::Unsupported(format!(
+                "branch \"{}\" has no leaves",
+                branch.name
+            ))),
+            [leaf] => {
+                let ty = leaf_type(branch, leaf)?;
+                if let Some(count) = &leaf.count {
+                    if ty == LeafType::CString {
+                        return Err(Error::Unsupported(format!(
+                            "branch \"{}\": an array of C strings",
+                            branch.name
+                        )));
+                    }
+                    let values = Values {
+                        ty,
+                        dims: fixed_dims(branch, leaf)?,
+                    };
+                    let index = self.add_branch(branch);
+                    collections.entry(count.clone()).or_default().push((
+                        branch.name.clone(),
+                        index,
+                        values,
+                    ));
+                    return Ok(());
+                }
+                if leaf.is_range || count_leaves.contains(leaf.name.as_str()) {
+                    // A count leaf: shown as its collection's cardinality.
+                    return Ok(());
+                }
+                let index = self.add_branch(branch);
+                if ty == LeafType::CString {
+                    self.builder.add_cpp_field(&branch.name, "std::string")?;
+                    self.fields
+                        .push((branch.name.clone(), Filler::CString { branch: index }));
+                    return Ok(());
+                }
+                let values = Values {
+                    ty,
+                    dims: fixed_dims(branch, leaf)?,
+                };
+                self.builder
+                    .add_cpp_field(&branch.name, &values.cpp_type())?;
+                self.fields.push((
+                    branch.name.clone(),
+                    Filler::Leaf {
+                        branch: index,
+                        values,
+                    },
+                ));
+                Ok(())
+            }
+            leaves => {
+                let mut members = Vec::new();
+                for leaf in leaves {
+                    let ty = leaf_type(branch, leaf)?;
+                    if leaf.count.is_some() || ty == LeafType::CString {
+                        return Err(Error::Unsupported(format!(
+                            "branch \"{}\": leaf \"{}\" of a leaf list is a variable array \
+                             or a string",
+                            branch.name, leaf.title
+                        )));
+                    }
+                    members.push((
+                        leaf.name.clone(),
+                        Values {
+                            ty,
+                            dims: fixed_dims(branch, leaf)?,
+                        },
+                    ));
+                }
+                let types: Vec<(String, String)> = members
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.cpp_type()))
+                    .collect();
+                let refs: Vec<(&str, &str)> = types
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .collect();
+                self.builder.add_untyped_record(&branch.name, &refs)?;
+                let index = self.add_branch(branch);
+                self.fields.push((
+                    branch.name.clone(),
+                    Filler::LeafList {
+                        branch: index,
+                        members,
+                    },
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    /// The name of the RNTuple written by default: the tree's name.
+    pub fn tree_name(&self) -> &str {
+        &self.tree_name
+    }
+
+    /// The entries converted.
+    pub fn entries(&self) -> (u64, u64) {
+        self.entries
+    }
+
+    /// Bytes on disk of the baskets this plan reads.
+    pub fn input_bytes(&self) -> u64 {
+        self.branches.iter().map(|b| b.zip_bytes).sum()
+    }
+
+    /// The top-level data fields, in order.
+    pub fn field_names(&self) -> Vec<&str> {
+        self.fields.iter().map(|(n, _)| n.as_str()).collect()
+    }
+}
+
+/// Converts the tree of `plan` from `file` into `out` as an RNTuple named `name`;
+/// `progress` gets the entries written so far.
+pub fn convert_tree<W: FileOutput>(
+    file: &TreeFile,
+    plan: &ConversionPlan,
+    out: &mut FileWriter<W>,
+    name: &str,
+    options: WriteOptions,
+    mut progress: impl FnMut(u64),
+) -> Result<ConvertSummary> {
+    let schema = plan.builder.clone().finish();
+    let (start, end) = plan.entries;
+    let total_bytes: u64 = plan.branches.iter().map(|b| b.tot_bytes).sum();
+    let all_entries = plan
+        .branches
+        .iter()
+        .map(|b| b.entries)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let per_entry = (total_bytes / all_entries).max(1);
+    let step = (CHUNK_BYTES / per_entry).max(1);
+    let mut readers = plan
+        .branches
+        .iter()
+        .map(|b| ChunkReader::new(file.source().clone(), b))
+        .collect::<Result<Vec<_>>>()?;
+    for b in &plan.branches {
+        if b.entries < end {
+            return Err(Error::corrupt(
+                format!("branch \"{}\"", b.name),
+                format!("it has {} entries, the tree {end}", b.entries),
+            ));
+        }
+    }
+    let anchor = {
+        let mut writer = RNTupleWriter::new(&mut *out, name, schema, options)?;
+        let targets = target_fields(writer.descriptor(), plan)?;
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(1);
+        let written = std::thread::scope(|scope| -> Result<u64> {
+            let targets = &targets;
+            let readers = &mut readers;
+            scope.spawn(move || {
+                let mut at = start;
+                while at < end {
+                    let stop = (at + step).min(end);
+                    let batch = read_chunk(plan, readers, targets, at, stop);
+                    let failed = batch.is_err();
+                    if sender.send(batch).is_err() || failed {
+                        return;
+                    }
+                    at = stop;
+                }
+            });
+            let mut written = start;
+            for batch in receiver {
+                let batch = batch?;
+                writer.write_batch(&batch)?;
+                written += batch.num_rows() as u64;
+                progress(written - start);
+            }
+            Ok(written)
+        })?;
+        if written != end {
+            return Err(Error::InvalidArgument(format!(
+                "the conversion stopped at entry {written} of {end}"
+            )));
+        }
+        writer.finish()?
+    };
+    out.write_anchor(name, &anchor.to_object())?;
+    Ok(ConvertSummary {
+        entries: end - start,
+        input_bytes: plan.input_bytes(),
+        skipped: plan.skipped.clone(),
+    })
+}
+
+/// The Arrow field the writer expects for each data field of the plan.
+fn target_fields(desc: &Descriptor, plan: &ConversionPlan) -> Result<Vec<FieldRef>> {
+    plan.fields
+        .iter()
+        .map(|(name, _)| {
+            let id = desc
+                .find_field(name)
+                .ok_or_else(|| Error::InvalidArgument(format!("no field \"{name}\"")))?;
+            Ok(Arc::new(arrow_field(desc, id, name)?))
+        })
+        .collect()
+}
+
+/// Reads entries `start..stop` of every branch (in parallel) and builds the batch.
+fn read_chunk(
+    plan: &ConversionPlan,
+    readers: &mut [ChunkReader],
+    targets: &[FieldRef],
+    start: u64,
+    stop: u64,
+) -> Result<RecordBatch> {
+    let chunks = readers
+        .par_iter_mut()
+        .map(|r| r.read(start, stop))
+        .collect::<Result<Vec<BranchChunk>>>()?;
+    let columns = plan
+        .fields
+        .par_iter()
+        .zip(targets.par_iter())
+        .map(|((name, filler), target)| {
+            fill(filler, &chunks, plan, target)
+                .map_err(|e| e.at(branch_location(name, start, stop)))
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    // Strings are built as bytes (C strings need not be UTF-8): the batch's fields take
+    // their columns' types.
+    let fields: Vec<Field> = targets
+        .iter()
+        .zip(&columns)
+        .map(|(t, c)| t.as_ref().clone().with_data_type(c.data_type().clone()))
+        .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+fn branch_location(field: &str, start: u64, stop: u64) -> crate::error::Location {
+    crate::error::Location {
+        field: Some(field.to_string()),
+        structure: Some(format!("TTree entries {start}..{stop}")),
+        ..Default::default()
+    }
+}
+
+/// Builds one field's array from the chunks read.
+fn fill(
+    filler: &Filler,
+    chunks: &[BranchChunk],
+    plan: &ConversionPlan,
+    target: &Field,
+) -> Result<ArrayRef> {
+    let what = |branch: usize| format!("branch \"{}\"", plan.branches[branch].name);
+    match filler {
+        Filler::Leaf { branch, values } => {
+            let chunk = &chunks[*branch];
+            if chunk.offsets.is_some() || chunk.data.len() != chunk.entries * values.bytes() {
+                return Err(Error::corrupt(
+                    what(*branch),
+                    format!(
+                        "{} bytes for {} entries of {} bytes",
+                        chunk.data.len(),
+                        chunk.entries,
+                        values.bytes()
+                    ),
+                ));
+            }
+            shape(values.ty.decode(&chunk.data, &what(*branch))?, target)
+        }
+        Filler::CString { branch } => c_strings(&chunks[*branch], &what(*branch)),
+        Filler::LeafList { branch, members } => {
+            let chunk = &chunks[*branch];
+            let entry_bytes: usize = members.iter().map(|(_, v)| v.bytes()).sum();
+            if chunk.offsets.is_some() || chunk.data.len() != chunk.entries * entry_bytes {
+                return Err(Error::corrupt(
+                    what(*branch),
+                    format!(
+                        "{} bytes for {} entries of {entry_bytes} bytes",
+                        chunk.data.len(),
+                        chunk.entries
+                    ),
+                ));
+            }
+            let DataType::Struct(fields) = target.data_type() else {
+                return Err(Error::InvalidArgument("a leaf list is not a record".into()));
+            };
+            let mut at = 0;
+            let mut arrays = Vec::with_capacity(members.len());
+            for ((_, values), field) in members.iter().zip(fields.iter()) {
+                let size = values.bytes();
+                let mut bytes = Vec::with_capacity(chunk.entries * size);
+                for entry in chunk.data.chunks_exact(entry_bytes) {
+                    bytes.extend_from_slice(&entry[at..at + size]);
+                }
+                at += size;
+                arrays.push(shape(values.ty.decode(&bytes, &what(*branch))?, field)?);
+            }
+            Ok(Arc::new(StructArray::try_new(
+                fields.clone(),
+                arrays,
+                None,
+            )?))
+        }
+        Filler::Collection {
+            count,
+            count_type,
+            arrays,
+        } => {
+            let counts = decode_counts(&chunks[*count], *count_type, &what(*count))?;
+            let mut offsets = Vec::with_capacity(counts.len() + 1);
+            offsets.push(0i64);
+            let mut total = 0u64;
+            for &c in &counts {
+                total += c;
+                offsets.push(
+                    i64::try_from(total)
+                        .map_err(|_| Error::corrupt(what(*count), "counts add up past 2^63"))?,
+                );
+            }
+            let DataType::LargeList(item) = target.data_type() else {
+                return Err(Error::InvalidArgument("a collection is not a list".into()));
+            };
+            let DataType::Struct(fields) = item.data_type() else {
+                return Err(Error::InvalidArgument(
+                    "a collection item is not a record".into(),
+                ));
+            };
+            let mut members = Vec::with_capacity(arrays.len());
+            for ((_, branch, values), field) in arrays.iter().zip(fields.iter()) {
+                let chunk = &chunks[*branch];
+                check_array_sizes(chunk, &counts, values.bytes(), &what(*branch))?;
+                members.push(shape(
+                    values.ty.decode(&chunk.data, &what(*branch))?,
+                    field,
+                )?);
+            }
+            let items = StructArray::try_new(fields.clone(), members, None)?;
+            Ok(Arc::new(LargeListArray::try_new(
+                item.clone(),
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                Arc::new(items),
+                None,
+            )?))
+        }
+    }
+}
+
+/// Wraps flat values into the fixed-size lists `target` has (`std::array` fields).
+fn shape(values: ArrayRef, target: &Field) -> Result<ArrayRef> {
+    match target.data_type() {
+        DataType::FixedSizeList(item, n) => {
+            let inner = shape(values, item)?;
+            let n_usize = usize::try_from(*n).unwrap_or(0).max(1);
+            if inner.len() % n_usize != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{} values do not fill arrays of {n}",
+                    inner.len()
+                )));
+            }
+            Ok(Arc::new(FixedSizeListArray::try_new(
+                item.clone(),
+                *n,
+                inner,
+                None,
+            )?))
+        }
+        _ => {
+            if !values.is_empty() && values.data_type() != target.data_type() {
+                return Err(Error::InvalidArgument(format!(
+                    "values of type {} for a field of type {}",
+                    values.data_type(),
+                    target.data_type()
+                )));
+            }
+            Ok(values)
+        }
+    }
+}
+
+/// Element counts from a count leaf's values.
+fn decode_counts(chunk: &BranchChunk, ty: LeafType, what: &str) -> Result<Vec<u64>> {
+    let size = ty.disk_size();
+    if chunk.offsets.is_some() || chunk.data.len() != chunk.entries * size {
+        return Err(Error::corrupt(
+            what.to_string(),
+            format!("{} bytes for {} counts", chunk.data.len(), chunk.entries),
+        ));
+    }
+    let signed = matches!(
+        ty,
+        LeafType::Char | LeafType::Short | LeafType::Int | LeafType::Long64
+    );
+    chunk
+        .data
+        .chunks_exact(size)
+        .map(|c| {
+            let mut v: i128 = 0;
+            for &b in c {
+                v = (v << 8) | i128::from(b);
+            }
+            if signed && c[0] & 0x80 != 0 {
+                v -= 1i128 << (8 * size);
+            }
+            u64::try_from(v)
+                .ok()
+                .filter(|&n| n <= u64::from(u32::MAX))
+                .ok_or_else(|| Error::corrupt(what.to_string(), format!("a count of {v}")))
+        })
+        .collect()
+}
+
+/// Checks that each entry of an array branch holds `count × bytes` bytes.
+fn check_array_sizes(chunk: &BranchChunk, counts: &[u64], bytes: usize, what: &str) -> Result<()> {
+    let bytes = bytes as u64;
+    let sizes_match = match &chunk.offsets {
+        Some(o) => counts
+            .iter()
+            .enumerate()
+            .all(|(i, &c)| (o[i + 1] - o[i]) as u64 == c * bytes),
+        None => counts.iter().all(|&c| c * bytes == 0),
+    };
+    if !sizes_match || counts.len() != chunk.entries {
+        return Err(Error::corrupt(
+            what.to_string(),
+            "its entries' sizes disagree with its count leaf",
+        ));
+    }
+    Ok(())
+}
+
+/// C strings (`/C` leaves): per entry a one-byte length (or 255 and a four-byte length),
+/// then the characters.
+fn c_strings(chunk: &BranchChunk, what: &str) -> Result<ArrayRef> {
+    let mut offsets = Vec::with_capacity(chunk.entries + 1);
+    let mut values = Vec::with_capacity(chunk.data.len());
+    offsets.push(0i64);
+    for i in 0..chunk.entries {
+        let entry = chunk.entry(i);
+        let (len, body) = match entry.first() {
+            Some(255) if entry.len() >= 5 => (
+                u32::from_be_bytes([entry[1], entry[2], entry[3], entry[4]]) as usize,
+                &entry[5..],
+            ),
+            Some(&n) => (usize::from(n), &entry[1..]),
+            None => {
+                return Err(Error::corrupt(
+                    what.to_string(),
+                    format!("entry {i} of a C string branch is empty"),
+                ))
+            }
+        };
+        if len != body.len() {
+            return Err(Error::corrupt(
+                what.to_string(),
+                format!(
+                    "a string of {len} bytes in an entry of {} bytes",
+                    entry.len()
+                ),
+            ));
+        }
+        values.extend_from_slice(body);
+        offsets.push(values.len() as i64);
+    }
+    Ok(Arc::new(LargeBinaryArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        values.into(),
+        None,
+    )?))
+}
+
+/// Converts TTree `tree` (or the file's only tree) of the ROOT file at `input` (a path or
+/// URL) into a new ROOT file at `output`, written under a temporary name and renamed
+/// when complete: on any error nothing appears at `output` (and an existing file there
+/// is kept). An existing `output` is refused unless `replace`; `output` may never be
+/// the input, whatever the spelling of its path.
+pub fn convert_file(
+    input: &str,
+    tree: Option<&str>,
+    output: &std::path::Path,
+    options: &ConvertOptions,
+    write: WriteOptions,
+    replace: bool,
+    progress: impl FnMut(u64),
+) -> Result<ConvertSummary> {
+    use crate::io::{ensure_distinct, AtomicFile, Existing};
+    ensure_distinct(output, &[input])?;
+    if !replace && std::fs::symlink_metadata(output).is_ok() {
+        return Err(Error::InvalidArgument(format!(
+            "{} already exists (replace it with --force / overwrite=True)",
+            output.display()
+        )));
+    }
+    let file = TreeFile::open_path(input)?;
+    let (_, tree) = file.tree(tree)?;
+    let plan = ConversionPlan::new(&tree, options)?;
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| plan.tree_name().to_string());
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let mut out =
+        FileWriter::create_atomic(AtomicFile::create(output, existing)?, write.compression())?;
+    let summary = convert_tree(&file, &plan, &mut out, &name, write, progress)?;
+    out.finish()?;
+    Ok(summary)
+}
