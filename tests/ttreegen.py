@@ -61,8 +61,9 @@ class Case:
 CASES: dict[str, Case] = {
     "fundamentals": Case(
         "one branch per leaf type: /O /B /b /S /s /I /i /L /l /F /D, Double32_t /d plain and "
-        "d[0,1,16], Float16_t /f plain and f[0,1,12], Long_t /G, ULong_t /g"
+        "d32r/d[0,1,16], Long_t /G, ULong_t /g"
     ),
+    "float16": Case("Float16_t /f plain and f16r/f[0,1,12] next to I/I (the importer rejects Float16_t)"),
     "fixed_arrays": Case("x[3]/F, c[4]/B, i[2][3]/I (two dimensions), d[5]/D"),
     "count_arrays": Case(
         "count leaves nB/I, zN/b, nA/I, mS/s (branch order) with arrays b1[nB]/I, z1[zN]/S, "
@@ -72,8 +73,9 @@ CASES: dict[str, Case] = {
     "cstring": Case("/C branches s1 (empty strings, strings > 255 characters) and s2, scalar k/I"),
     "stl": Case(
         "TBranchElement branches: vector<float>, vector<int>, vector<double>, vector<bool>, "
-        "vector<vector<float>>, std::string, vector<string>, TString"
+        "vector<vector<float>>, std::string, vector<string>"
     ),
+    "tstring": Case("a TString branch ts next to k/I (the importer rejects TString)"),
     "stl_array": Case(
         "a top-level std::array<float,3> branch arr (ROOT writes it with an InitializeOffsets error; "
         "RDataFrame cannot read it) and k/I"
@@ -197,6 +199,8 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "cstring": "WriteCString",
         "stl": "WriteStl",
         "stl_array": "WriteStlArray",
+        "tstring": "WriteTString",
+        "float16": "WriteFloat16",
         "clonesarray": "WriteClonesArray",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
