@@ -1,0 +1,628 @@
+// Writes TTree test files with ROOT 6.40 for the TTree -> RNTuple converter tests.
+// Declared into cling by tests/ttreegen.py (after tests/cxx/ttreegen_classes.hxx).
+//
+// Every value is a deterministic function of (entry number, salt), mirrored in Python by
+// ttreegen.mix / int_value / float_value / double_value / length so tests can recompute them.
+// Baskets are kept small (a few hundred bytes) so that every branch has several baskets;
+// auto-flush every few hundred entries makes baskets of different sizes (the last basket of
+// each cluster is partial, and ROOT's OptimizeBaskets resizes them after the first cluster).
+#include <TBranch.h>
+#include <TClonesArray.h>
+#include <TDirectory.h>
+#include <TFile.h>
+#include <TString.h>
+#include <TTree.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ttreegen {
+
+/// splitmix64 of (entry, salt): the source of every value.
+inline std::uint64_t Mix(std::uint64_t i, std::uint64_t salt)
+{
+   std::uint64_t z = i * 0x9E3779B97F4A7C15ULL + salt * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL;
+   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+   return z ^ (z >> 31);
+}
+
+/// An integer of type T: min, max, 0 every 61 entries, else the low bits of Mix (two's complement).
+template <typename T>
+T IntValue(std::uint64_t i, std::uint64_t salt)
+{
+   switch (i % 61) {
+   case 0: return std::numeric_limits<T>::min();
+   case 1: return std::numeric_limits<T>::max();
+   case 2: return T(0);
+   default: return static_cast<T>(Mix(i, salt));
+   }
+}
+
+inline bool BoolValue(std::uint64_t i, std::uint64_t salt) { return (Mix(i, salt) >> 7) & 1; }
+
+/// A float exactly representable: a 24-bit signed integer / 1024, with -0, FLT_MAX and a subnormal recurring.
+inline float FloatValue(std::uint64_t i, std::uint64_t salt)
+{
+   switch (i % 61) {
+   case 0: return -0.0f;
+   case 1: return std::numeric_limits<float>::max();
+   case 2: return std::numeric_limits<float>::denorm_min();
+   default: return static_cast<float>(static_cast<std::int64_t>(Mix(i, salt) >> 40) - (1LL << 23)) / 1024.0f;
+   }
+}
+
+/// A double in (-5e5, 5e5) from 53 random bits, with -0, DBL_MAX and a subnormal recurring.
+inline double DoubleValue(std::uint64_t i, std::uint64_t salt)
+{
+   switch (i % 61) {
+   case 0: return -0.0;
+   case 1: return std::numeric_limits<double>::max();
+   case 2: return std::numeric_limits<double>::denorm_min();
+   default: return (static_cast<double>(Mix(i, salt) >> 11) * 0x1p-53 - 0.5) * 1e6;
+   }
+}
+
+/// A value in [0, 1] (for Double32_t / Float16_t with a range).
+inline double UnitValue(std::uint64_t i, std::uint64_t salt)
+{
+   return static_cast<double>(Mix(i, salt) >> 11) * 0x1p-53;
+}
+
+/// A collection length in [0, max]; 0 every 7 entries.
+inline int Length(std::uint64_t i, std::uint64_t salt, int max)
+{
+   if (i % 7 == 0)
+      return 0;
+   return static_cast<int>(Mix(i, salt + 1000) % static_cast<std::uint64_t>(max + 1));
+}
+
+/// A printable ASCII string of Length(i, salt, maxLen) characters (long ones every 50 entries).
+inline std::string StringValue(std::uint64_t i, std::uint64_t salt, int maxLen = 12)
+{
+   static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+/.,;:";
+   int n = Length(i, salt, maxLen);
+   if (i % 50 == 3)
+      n = 300 + static_cast<int>(i % 17); // longer than 255 characters
+   std::string s;
+   for (int k = 0; k < n; ++k)
+      s += kAlphabet[Mix(i * 1000 + k, salt + 77) % (sizeof(kAlphabet) - 1)];
+   return s;
+}
+
+/// A new TTree `name` in `dir` with small baskets, flushed every `autoflush` entries.
+inline TTree *NewTree(TDirectory *dir, const char *name, Long64_t autoflush)
+{
+   dir->cd();
+   auto *t = new TTree(name, name);
+   t->SetAutoFlush(autoflush);
+   t->SetAutoSave(0);
+   return t;
+}
+
+inline std::unique_ptr<TFile> Open(const char *path, int compression)
+{
+   std::unique_ptr<TFile> f(TFile::Open(path, "RECREATE", "", compression));
+   if (!f || f->IsZombie())
+      throw std::runtime_error(std::string("cannot create ") + path);
+   return f;
+}
+
+inline void Finish(std::unique_ptr<TFile> &f, TTree *t)
+{
+   f->cd();
+   t->Write();
+   f->Close();
+}
+
+constexpr int kBasket = 512; ///< bytes: small baskets -> several per branch
+
+// --- fundamentals ------------------------------------------------------------------------
+
+struct Fundamentals {
+   Bool_t o;
+   Char_t B;
+   UChar_t b;
+   Short_t S;
+   UShort_t s;
+   Int_t I;
+   UInt_t i;
+   Long64_t L;
+   ULong64_t l;
+   Float_t F;
+   Double_t D;
+   Double32_t d32;
+   Double32_t d32r;
+   Float16_t f16;
+   Float16_t f16r;
+   Long_t G;
+   ULong_t g;
+};
+
+inline void FillFundamentals(Fundamentals &v, std::uint64_t e)
+{
+   v.o = BoolValue(e, 1);
+   v.B = IntValue<Char_t>(e, 2);
+   v.b = IntValue<UChar_t>(e, 3);
+   v.S = IntValue<Short_t>(e, 4);
+   v.s = IntValue<UShort_t>(e, 5);
+   v.I = IntValue<Int_t>(e, 6);
+   v.i = IntValue<UInt_t>(e, 7);
+   v.L = IntValue<Long64_t>(e, 8);
+   v.l = IntValue<ULong64_t>(e, 9);
+   v.F = FloatValue(e, 10);
+   v.D = DoubleValue(e, 11);
+   v.d32 = (e % 61 == 1) ? 1.5 : DoubleValue(e, 12); // (DBL_MAX does not fit a float)
+   v.d32r = UnitValue(e, 13);
+   v.f16 = FloatValue(e, 14);
+   v.f16r = static_cast<float>(UnitValue(e, 15));
+   v.G = IntValue<Long_t>(e, 16);
+   v.g = IntValue<ULong_t>(e, 17);
+}
+
+void WriteFundamentals(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   Fundamentals v{};
+   t->Branch("o", &v.o, "o/O", kBasket);
+   t->Branch("B", &v.B, "B/B", kBasket);
+   t->Branch("b", &v.b, "b/b", kBasket);
+   t->Branch("S", &v.S, "S/S", kBasket);
+   t->Branch("s", &v.s, "s/s", kBasket);
+   t->Branch("I", &v.I, "I/I", kBasket);
+   t->Branch("i", &v.i, "i/i", kBasket);
+   t->Branch("L", &v.L, "L/L", kBasket);
+   t->Branch("l", &v.l, "l/l", kBasket);
+   t->Branch("F", &v.F, "F/F", kBasket);
+   t->Branch("D", &v.D, "D/D", kBasket);
+   t->Branch("d32", &v.d32, "d32/d", kBasket);
+   t->Branch("d32r", &v.d32r, "d32r/d[0,1,16]", kBasket);
+   t->Branch("G", &v.G, "G/G", kBasket);
+   t->Branch("g", &v.g, "g/g", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillFundamentals(v, e);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// Float16_t branches (the importer rejects them: "unknown type: Float16_t"), apart from `fundamentals`.
+void WriteFloat16(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   Fundamentals v{};
+   t->Branch("I", &v.I, "I/I", kBasket);
+   t->Branch("f16", &v.f16, "f16/f", kBasket);
+   t->Branch("f16r", &v.f16r, "f16r/f[0,1,12]", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillFundamentals(v, e);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- fixed-size arrays ---------------------------------------------------------------------
+
+void WriteFixedArrays(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   Float_t x[3];
+   Char_t c[4];
+   Int_t i2[2][3];
+   Double_t d[5];
+   t->Branch("x", x, "x[3]/F", kBasket);
+   t->Branch("c", c, "c[4]/B", kBasket);
+   t->Branch("i", i2, "i[2][3]/I", kBasket);
+   t->Branch("d", d, "d[5]/D", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      for (int k = 0; k < 3; ++k)
+         x[k] = FloatValue(e, 100 + k);
+      for (int k = 0; k < 4; ++k)
+         c[k] = IntValue<Char_t>(e, 110 + k);
+      for (int r = 0; r < 2; ++r)
+         for (int k = 0; k < 3; ++k)
+            i2[r][k] = IntValue<Int_t>(e, 120 + 3 * r + k);
+      for (int k = 0; k < 5; ++k)
+         d[k] = DoubleValue(e, 130 + k);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- variable-size arrays with count leaves -------------------------------------------------
+
+/// Branch order: nB, b1, zN (UChar_t count), z1, nA, a1, a2, mS (UShort_t count), m1, a3.
+/// Count leaves in branch order nB, zN, nA, mS; in lexicographic order (the importer's) mS, nA, nB, zN.
+void WriteCountArrays(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   constexpr int kMaxA = 6, kMaxB = 4, kMaxZ = 5, kMaxM = 3;
+   Int_t nA = 0, nB = 0;
+   UChar_t zN = 0;
+   UShort_t mS = 0;
+   Float_t a1[kMaxA];
+   Double_t a2[kMaxA];
+   Long64_t a3[kMaxA];
+   Int_t b1[kMaxB];
+   Short_t z1[kMaxZ];
+   Bool_t m1[kMaxM];
+   t->Branch("nB", &nB, "nB/I", kBasket);
+   t->Branch("b1", b1, "b1[nB]/I", kBasket);
+   t->Branch("zN", &zN, "zN/b", kBasket);
+   t->Branch("z1", z1, "z1[zN]/S", kBasket);
+   t->Branch("nA", &nA, "nA/I", kBasket);
+   t->Branch("a1", a1, "a1[nA]/F", kBasket);
+   t->Branch("a2", a2, "a2[nA]/D", kBasket);
+   t->Branch("mS", &mS, "mS/s", kBasket);
+   t->Branch("m1", m1, "m1[mS]/O", kBasket);
+   t->Branch("a3", a3, "a3[nA]/L", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      nA = Length(e, 200, kMaxA);
+      nB = Length(e, 201, kMaxB);
+      zN = static_cast<UChar_t>(Length(e, 202, kMaxZ));
+      mS = static_cast<UShort_t>(Length(e, 203, kMaxM));
+      for (int k = 0; k < nA; ++k) {
+         a1[k] = FloatValue(e * 16 + k, 210);
+         a2[k] = DoubleValue(e * 16 + k, 211);
+         a3[k] = IntValue<Long64_t>(e * 16 + k, 212);
+      }
+      for (int k = 0; k < nB; ++k)
+         b1[k] = IntValue<Int_t>(e * 16 + k, 213);
+      for (int k = 0; k < zN; ++k)
+         z1[k] = IntValue<Short_t>(e * 16 + k, 214);
+      for (int k = 0; k < mS; ++k)
+         m1[k] = BoolValue(e * 16 + k, 215);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- leaf lists -------------------------------------------------------------------------------
+
+struct LeafList1 {
+   Float_t a;
+   Int_t b;
+   Double_t c;
+};
+struct LeafList2 {
+   Int_t a;
+   Int_t b[2];
+};
+
+void WriteLeafList(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   LeafList1 ll{};
+   LeafList2 lm{};
+   Int_t x = 0;
+   t->Branch("ll", &ll, "a/F:b/I:c/D", kBasket);
+   t->Branch("x", &x, "x/I", kBasket);
+   t->Branch("lm", &lm, "a/I:b[2]/I", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      ll.a = FloatValue(e, 300);
+      ll.b = IntValue<Int_t>(e, 301);
+      ll.c = DoubleValue(e, 302);
+      x = IntValue<Int_t>(e, 303);
+      lm.a = IntValue<Int_t>(e, 304);
+      lm.b[0] = IntValue<Int_t>(e, 305);
+      lm.b[1] = IntValue<Int_t>(e, 306);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- C strings --------------------------------------------------------------------------------
+
+void WriteCString(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   char s1[512];
+   char s2[512];
+   Int_t k = 0;
+   t->Branch("s1", s1, "s1/C", kBasket);
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("s2", s2, "s2/C", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      std::strcpy(s1, StringValue(e, 400).c_str());
+      std::strcpy(s2, StringValue(e, 401, 3).c_str());
+      k = IntValue<Int_t>(e, 402);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- STL / TBranchElement branches ----------------------------------------------------------
+
+void WriteStl(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   auto *vf = new std::vector<float>;
+   auto *vi = new std::vector<int>;
+   auto *vd = new std::vector<double>;
+   auto *vb = new std::vector<bool>;
+   auto *vvf = new std::vector<std::vector<float>>;
+   auto *str = new std::string;
+   auto *vs = new std::vector<std::string>;
+   t->Branch("vf", &vf, kBasket);
+   t->Branch("vi", &vi, kBasket);
+   t->Branch("vd", &vd, kBasket);
+   t->Branch("vb", &vb, kBasket);
+   t->Branch("vvf", &vvf, kBasket);
+   t->Branch("str", &str, kBasket);
+   t->Branch("vs", &vs, kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      vf->resize(Length(e, 500, 5));
+      for (std::size_t k = 0; k < vf->size(); ++k)
+         (*vf)[k] = FloatValue(e * 16 + k, 501);
+      vi->resize(Length(e, 502, 5));
+      for (std::size_t k = 0; k < vi->size(); ++k)
+         (*vi)[k] = IntValue<int>(e * 16 + k, 503);
+      vd->resize(Length(e, 504, 4));
+      for (std::size_t k = 0; k < vd->size(); ++k)
+         (*vd)[k] = DoubleValue(e * 16 + k, 505);
+      vb->resize(Length(e, 506, 9));
+      for (std::size_t k = 0; k < vb->size(); ++k)
+         (*vb)[k] = BoolValue(e * 16 + k, 507);
+      vvf->resize(Length(e, 508, 3));
+      for (std::size_t k = 0; k < vvf->size(); ++k) {
+         (*vvf)[k].resize(Length(e * 16 + k, 509, 3));
+         for (std::size_t m = 0; m < (*vvf)[k].size(); ++m)
+            (*vvf)[k][m] = FloatValue(e * 256 + k * 16 + m, 510);
+      }
+      *str = StringValue(e, 511);
+      vs->resize(Length(e, 512, 3));
+      for (std::size_t k = 0; k < vs->size(); ++k)
+         (*vs)[k] = StringValue(e * 16 + k, 513, 6);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// A TString branch (the importer rejects it: "TString cannot be stored natively in RNTuple") and k/I.
+void WriteTString(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   auto *ts = new TString;
+   Int_t k = 0;
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("ts", &ts, kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      k = IntValue<Int_t>(e, 520);
+      *ts = StringValue(e, 514).c_str();
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// A top-level std::array<float,3> branch (ROOT 6.40 writes it with "Could not find the real data member
+/// '_M_elems[3]'" and RDataFrame cannot read it back) next to a scalar k/I.
+void WriteStlArray(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 700);
+   auto *arr = new std::array<float, 3>;
+   Int_t k = 0;
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("arr", &arr, kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      k = IntValue<Int_t>(e, 520);
+      for (int m = 0; m < 3; ++m)
+         (*arr)[m] = FloatValue(e, 515 + m);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- user classes (declared in ttreegen_classes.hxx) -----------------------------------------
+
+inline void FillNested(TGNested &n, std::uint64_t e, std::uint64_t salt)
+{
+   n.a = IntValue<Int_t>(e, salt);
+   n.b = DoubleValue(e, salt + 1);
+   n.v.resize(Length(e, salt + 2, 3));
+   for (std::size_t k = 0; k < n.v.size(); ++k)
+      n.v[k] = IntValue<Short_t>(e * 16 + k, salt + 3);
+}
+
+template <typename C>
+void FillClass(C &c, std::uint64_t e, std::uint64_t salt)
+{
+   c.i = IntValue<Int_t>(e, salt);
+   c.u = IntValue<UInt_t>(e, salt + 1);
+   c.l = IntValue<Long64_t>(e, salt + 2);
+   c.x = FloatValue(e, salt + 3);
+   c.d = DoubleValue(e, salt + 4);
+   c.flag = BoolValue(e, salt + 5);
+   c.c = IntValue<Char_t>(e, salt + 6);
+   c.vf.resize(Length(e, salt + 7, 4));
+   for (std::size_t k = 0; k < c.vf.size(); ++k)
+      c.vf[k] = FloatValue(e * 16 + k, salt + 8);
+   c.s = StringValue(e, salt + 9);
+   c.vs.resize(Length(e, salt + 10, 3));
+   for (std::size_t k = 0; k < c.vs.size(); ++k)
+      c.vs[k] = StringValue(e * 16 + k, salt + 11, 5);
+   for (int k = 0; k < 3; ++k)
+      c.f[k] = FloatValue(e, salt + 12 + k);
+   FillNested(c.nested, e, salt + 20);
+}
+
+/// Branches "ev" (TGEvent, with ClassDef), "pl" (TGPlain, no ClassDef), "vec" (std::vector<TGPlain>) and a
+/// scalar "n"; all class branches with the given split level.
+void WriteClasses(const char *path, Long64_t n, int compression, int splitlevel)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *ev = new TGEvent;
+   auto *pl = new TGPlain;
+   auto *vec = new std::vector<TGPlain>;
+   Int_t k = 0;
+   t->Branch("ev", &ev, kBasket, splitlevel);
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("pl", &pl, kBasket, splitlevel);
+   t->Branch("vec", &vec, kBasket, splitlevel);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillClass(*ev, e, 600);
+      FillClass(*pl, e, 650);
+      k = IntValue<Int_t>(e, 640);
+      vec->resize(Length(e, 700, 3));
+      for (std::size_t m = 0; m < vec->size(); ++m)
+         FillClass((*vec)[m], e * 16 + m, 710);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// A TClonesArray of TGHit (a TObject) next to a scalar.
+void WriteClonesArray(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *ca = new TClonesArray("TGHit", 8);
+   Int_t k = 0;
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("hits", &ca, kBasket, 99);
+   for (Long64_t e = 0; e < n; ++e) {
+      k = IntValue<Int_t>(e, 800);
+      ca->Clear();
+      const int m = Length(e, 801, 4);
+      for (int j = 0; j < m; ++j) {
+         auto *h = static_cast<TGHit *>(ca->ConstructedAt(j));
+         h->x = FloatValue(e * 16 + j, 802);
+         h->id = IntValue<Int_t>(e * 16 + j, 803);
+      }
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+// --- file layout cases ------------------------------------------------------------------------
+
+/// A small tree with fundamentals, a count array and a vector (compression and layout cases).
+struct Small {
+   Int_t i;
+   Float_t x;
+   Double_t d;
+   Int_t n;
+   Float_t arr[8];
+   std::vector<double> *v = nullptr;
+};
+
+inline TTree *SmallTree(TDirectory *dir, const char *name, Small &s, Long64_t autoflush)
+{
+   auto *t = NewTree(dir, name, autoflush);
+   t->Branch("i", &s.i, "i/I", kBasket);
+   t->Branch("x", &s.x, "x/F", kBasket);
+   t->Branch("d", &s.d, "d/D", kBasket);
+   t->Branch("n", &s.n, "n/I", kBasket);
+   t->Branch("arr", s.arr, "arr[n]/F", kBasket);
+   t->Branch("v", &s.v, kBasket);
+   return t;
+}
+
+inline void FillSmall(Small &s, std::uint64_t e)
+{
+   s.i = IntValue<Int_t>(e, 900);
+   s.x = FloatValue(e, 901);
+   s.d = DoubleValue(e, 902);
+   s.n = Length(e, 903, 8);
+   for (int k = 0; k < s.n; ++k)
+      s.arr[k] = FloatValue(e * 16 + k, 904);
+   s.v->resize(Length(e, 905, 4));
+   for (std::size_t k = 0; k < s.v->size(); ++k)
+      (*s.v)[k] = DoubleValue(e * 16 + k, 906);
+}
+
+void WriteSmall(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   Small s{};
+   s.v = new std::vector<double>;
+   auto *t = SmallTree(f.get(), "t", s, 700);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillSmall(s, e);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// The small tree "t" in directory a/b (and nothing at the top level but the directory).
+void WriteSubdir(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *dir = f->mkdir("a/b");
+   if (!dir)
+      throw std::runtime_error("mkdir a/b failed");
+   Small s{};
+   s.v = new std::vector<double>;
+   auto *t = SmallTree(dir, "t", s, 700);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillSmall(s, e);
+      t->Fill();
+   }
+   dir->cd();
+   t->Write();
+   f->Close();
+}
+
+/// The small tree written to the file `nWrites` times while filling (keys t;1 ... t;N, kOverwrite not used, so
+/// older cycles stay as keys; TTree::Write keeps the two most recent cycles) and at the end.
+void WriteCycles(const char *path, Long64_t n, int compression, int nWrites)
+{
+   auto f = Open(path, compression);
+   Small s{};
+   s.v = new std::vector<double>;
+   auto *t = SmallTree(f.get(), "t", s, 400);
+   const Long64_t every = n / (nWrites + 1);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillSmall(s, e);
+      t->Fill();
+      if (every > 0 && (e + 1) % every == 0 && (e + 1) / every <= nWrites) {
+         f->cd();
+         t->Write();
+      }
+   }
+   f->cd();
+   t->Write();
+   f->Close();
+}
+
+/// One branch "x" (double) and one "y" (int) with hundreds of baskets whose size changes mid-fill.
+void WriteManyBaskets(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 0); // no auto-flush, no OptimizeBaskets: the sizes below stay
+   Double_t x = 0;
+   Int_t y = 0;
+   auto *bx = t->Branch("x", &x, "x/D", 128);
+   auto *by = t->Branch("y", &y, "y/I", 2000);
+   for (Long64_t e = 0; e < n; ++e) {
+      if (e == n / 3) {
+         bx->SetBasketSize(400);
+         by->SetBasketSize(150);
+      }
+      if (e == 2 * n / 3) {
+         bx->SetBasketSize(1000);
+         by->SetBasketSize(600);
+      }
+      x = DoubleValue(e, 1000);
+      y = IntValue<Int_t>(e, 1001);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+} // namespace ttreegen

@@ -1,0 +1,70 @@
+// User classes of the ttreegen TTree fixtures (split_class, unsplit_class, clonesarray).
+// Compiled with ACLiC into a dictionary library (tests/ttreegen.py: load_user_classes) that the writers, the
+// importer and the oracle load: interpreted classes are not enough (a member struct without ClassDef is not
+// streamed, std::vector<TGPlain> needs a compiled collection proxy).
+#ifndef TTREEGEN_CLASSES_HXX
+#define TTREEGEN_CLASSES_HXX
+#include <Rtypes.h>
+#include <TObject.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+struct TGNested {
+   Int_t a = 0;
+   Double_t b = 0;
+   std::vector<Short_t> v;
+};
+
+/// With ClassDef (class version 3).
+class TGEvent {
+public:
+   Int_t i = 0;
+   UInt_t u = 0;
+   Long64_t l = 0;
+   Float_t x = 0;
+   Double_t d = 0;
+   Bool_t flag = false;
+   Char_t c = 0;
+   std::vector<float> vf;
+   std::string s;
+   std::vector<std::string> vs;
+   Float_t f[3] = {0, 0, 0};
+   TGNested nested;
+   virtual ~TGEvent() = default;
+   ClassDef(TGEvent, 3)
+};
+
+/// The same members without ClassDef.
+struct TGPlain {
+   Int_t i = 0;
+   UInt_t u = 0;
+   Long64_t l = 0;
+   Float_t x = 0;
+   Double_t d = 0;
+   Bool_t flag = false;
+   Char_t c = 0;
+   std::vector<float> vf;
+   std::string s;
+   std::vector<std::string> vs;
+   Float_t f[3] = {0, 0, 0};
+   TGNested nested;
+};
+
+/// A TObject for the TClonesArray case.
+class TGHit : public TObject {
+public:
+   Float_t x = 0;
+   Int_t id = 0;
+   ClassDefOverride(TGHit, 1)
+};
+
+#ifdef __ROOTCLING__
+#pragma link C++ class TGNested+;
+#pragma link C++ class TGEvent+;
+#pragma link C++ class TGPlain+;
+#pragma link C++ class TGHit+;
+#pragma link C++ class std::vector<TGPlain>+;
+#endif
+#endif
