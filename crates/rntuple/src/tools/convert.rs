@@ -49,30 +49,26 @@ pub struct ConvertOptions {
     pub skip_unsupported: bool,
 }
 
-/// How one array member of a leaf list or collection is laid out.
+/// How the values of one leaf are laid out in an entry (or a collection item).
 #[derive(Debug, Clone)]
 struct Values {
     ty: LeafType,
-    /// Fixed dimensions of each value (`[3]` for `x[3]/F`, `[2, 3]` for `x[2][3]/F`).
-    dims: Vec<usize>,
+    /// Values per item: 1, or N for a fixed array (the importer flattens `x[2][3]/F` to
+    /// `std::array<float,6>`).
+    len: usize,
 }
 
 impl Values {
-    fn per_value(&self) -> usize {
-        self.dims.iter().product()
-    }
-
     fn bytes(&self) -> usize {
-        self.per_value() * self.ty.disk_size()
+        self.len * self.ty.disk_size()
     }
 
     fn cpp_type(&self) -> String {
-        self.dims
-            .iter()
-            .rev()
-            .fold(self.ty.cpp_type().to_string(), |inner, n| {
-                format!("std::array<{inner},{n}>")
-            })
+        if self.len == 1 {
+            self.ty.cpp_type().to_string()
+        } else {
+            format!("std::array<{},{}>", self.ty.cpp_type(), self.len)
+        }
     }
 }
 
@@ -126,7 +122,9 @@ pub struct ConvertSummary {
 /// `["3", "2"]`, `x[n]` gives `["n"]`.
 fn title_dims(title: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut rest = title;
+    // A `Double32_t`/`Float16_t` leaf's title carries its type and range after a slash
+    // (`x[3]/d[0,1,16]`): those brackets are no dimensions.
+    let mut rest = title.split('/').next().unwrap_or(title);
     while let Some(open) = rest.find('[') {
         let Some(close) = rest[open..].find(']') else {
             break;
@@ -137,35 +135,43 @@ fn title_dims(title: &str) -> Vec<&str> {
     out
 }
 
-/// The fixed dimensions of a leaf (after the count dimension for a variable array).
-fn fixed_dims(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<Vec<usize>> {
+/// The values per item of a leaf: the product of its fixed dimensions (those after the
+/// count dimension for a variable array), which must agree with its stored length.
+fn values_of(branch: &Branch, leaf: &crate::ttree::Leaf, ty: LeafType) -> Result<Values> {
     let dims = title_dims(&leaf.title);
     let fixed = if leaf.count.is_some() {
         dims.get(1..).unwrap_or(&[])
     } else {
         &dims[..]
     };
-    let parsed = fixed
-        .iter()
-        .map(|d| d.trim().parse::<usize>())
-        .collect::<std::result::Result<Vec<usize>, _>>()
-        .map_err(|_| {
+    let mut len = 1usize;
+    for d in fixed {
+        let n = d.trim().parse::<usize>().map_err(|_| {
             Error::Unsupported(format!(
-                "branch \"{}\": leaf \"{}\" has dimensions ROOT's importer cannot map: {}",
-                branch.name, leaf.name, leaf.title
+                "branch \"{}\": leaf \"{}\" has a dimension that is not a number",
+                branch.name, leaf.title
             ))
         })?;
-    let product: usize = parsed.iter().product();
-    if product != leaf.len.max(1) as usize {
+        len = len.checked_mul(n).ok_or_else(|| {
+            Error::corrupt(format!("branch \"{}\"", branch.name), "huge dimensions")
+        })?;
+    }
+    if len != leaf.len.max(1) as usize {
         return Err(Error::corrupt(
             format!("branch \"{}\"", branch.name),
             format!(
-                "leaf \"{}\" declares {} values per entry, its length is {}",
-                leaf.title, product, leaf.len
+                "leaf \"{}\" declares {len} values per entry, its length is {}",
+                leaf.title, leaf.len
             ),
         ));
     }
-    Ok(parsed)
+    if len == 0 {
+        return Err(Error::Unsupported(format!(
+            "branch \"{}\": leaf \"{}\" is an array of no values",
+            branch.name, leaf.title
+        )));
+    }
+    Ok(Values { ty, len })
 }
 
 fn leaf_type(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<LeafType> {
@@ -379,10 +385,7 @@ impl ConversionPlan {
                             branch.name
                         )));
                     }
-                    let values = Values {
-                        ty,
-                        dims: fixed_dims(branch, leaf)?,
-                    };
+                    let values = values_of(branch, leaf, ty)?;
                     let index = self.add_branch(branch);
                     collections.entry(count.clone()).or_default().push((
                         branch.name.clone(),
@@ -402,10 +405,7 @@ impl ConversionPlan {
                         .push((branch.name.clone(), Filler::CString { branch: index }));
                     return Ok(());
                 }
-                let values = Values {
-                    ty,
-                    dims: fixed_dims(branch, leaf)?,
-                };
+                let values = values_of(branch, leaf, ty)?;
                 self.builder
                     .add_cpp_field(&branch.name, &values.cpp_type())?;
                 self.fields.push((
@@ -428,13 +428,7 @@ impl ConversionPlan {
                             branch.name, leaf.title
                         )));
                     }
-                    members.push((
-                        leaf.name.clone(),
-                        Values {
-                            ty,
-                            dims: fixed_dims(branch, leaf)?,
-                        },
-                    ));
+                    members.push((leaf.name.clone(), values_of(branch, leaf, ty)?));
                 }
                 let types: Vec<(String, String)> = members
                     .iter()
@@ -798,7 +792,7 @@ fn check_array_sizes(chunk: &BranchChunk, counts: &[u64], bytes: usize, what: &s
 }
 
 /// C strings (`/C` leaves): per entry a one-byte length (or 255 and a four-byte length),
-/// then the characters.
+/// then the characters; nothing for an empty string.
 fn c_strings(chunk: &BranchChunk, what: &str) -> Result<ArrayRef> {
     let mut offsets = Vec::with_capacity(chunk.entries + 1);
     let mut values = Vec::with_capacity(chunk.data.len());
@@ -811,12 +805,8 @@ fn c_strings(chunk: &BranchChunk, what: &str) -> Result<ArrayRef> {
                 &entry[5..],
             ),
             Some(&n) => (usize::from(n), &entry[1..]),
-            None => {
-                return Err(Error::corrupt(
-                    what.to_string(),
-                    format!("entry {i} of a C string branch is empty"),
-                ))
-            }
+            // ROOT stores an empty string as no bytes at all.
+            None => (0, entry),
         };
         if len != body.len() {
             return Err(Error::corrupt(

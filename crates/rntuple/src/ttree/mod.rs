@@ -18,7 +18,7 @@ pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
 pub use streamer_info::{parse_streamer_infos, StreamerElement, StreamerInfo};
-pub use values::LeafType;
+pub use values::{LeafType, RealPacking};
 
 use crate::container::{KeyEntry, RootFile};
 use crate::error::{Error, Result};

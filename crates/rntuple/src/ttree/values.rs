@@ -10,8 +10,165 @@ use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray};
 use arrow_buffer::ScalarBuffer;
 use std::sync::Arc;
 
+/// How a `Double32_t` or `Float16_t` value is packed on disk, from the `[min,max,bits]`
+/// in its title (ROOT's `TStreamerElement` range rules).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RealPacking {
+    /// A 32-bit float (`Double32_t` without a range).
+    Float,
+    /// A float with its mantissa cut to `nbits` bits: a byte of exponent and two bytes of
+    /// sign and mantissa (`Float16_t` without a range: 12 bits; `[0,0,n]` with n < 15).
+    Truncated(u32),
+    /// An unsigned 32-bit integer `i`, the value being `i / factor + min`.
+    Ranged {
+        /// The range's lower end.
+        min: f64,
+        /// `2^bits / (max - min)`.
+        factor: f64,
+    },
+}
+
+impl RealPacking {
+    /// The packing a leaf title or member comment gives (`x[0,1,16]`, `[-pi,pi]`), with
+    /// `default_bits` (12 for `Float16_t`, 0 for `Double32_t`) when it has no range.
+    pub fn from_title(title: &str, default_bits: u32) -> RealPacking {
+        let (min, max, factor) = title_range(title);
+        if factor > 0.0 {
+            RealPacking::Ranged { min, factor }
+        } else if min > 0.0 {
+            // ROOT keeps the number of bits in `min` (as bits + 0.1).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            RealPacking::Truncated(min as u32)
+        } else if default_bits > 0 {
+            let _ = max;
+            RealPacking::Truncated(default_bits)
+        } else {
+            RealPacking::Float
+        }
+    }
+
+    /// Bytes per value on disk.
+    pub fn disk_size(self) -> usize {
+        match self {
+            RealPacking::Float | RealPacking::Ranged { .. } => 4,
+            RealPacking::Truncated(_) => 3,
+        }
+    }
+
+    /// Decodes one value from its `disk_size()` bytes.
+    fn decode(self, b: &[u8]) -> f64 {
+        match self {
+            RealPacking::Float => f64::from(f32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+            RealPacking::Ranged { min, factor } => {
+                f64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])) / factor + min
+            }
+            RealPacking::Truncated(nbits) => {
+                let exponent = u32::from(b[0]);
+                let mantissa = u32::from(u16::from_be_bytes([b[1], b[2]]));
+                let mask = (1u32 << (nbits + 1)) - 1;
+                let bits = (exponent << 23) | ((mantissa & mask) << (23 - nbits));
+                let value = f32::from_bits(bits);
+                f64::from(if mantissa & (1 << (nbits + 1)) != 0 {
+                    -value
+                } else {
+                    value
+                })
+            }
+        }
+    }
+}
+
+/// ROOT's reading of `[min,max(,bits)]` in a title: `(min, max, factor)`, where factor is
+/// `2^bits / (max - min)` when `min < max`, else 0 and `min` is `bits + 0.1` when bits <
+/// 15. The first bracket may be a dimension (`x[3][0,1,8]`); `pi`, `2pi`, `pi/2`, `pi/4`
+/// and a minus sign are understood.
+fn title_range(title: &str) -> (f64, f64, f64) {
+    let Some(left) = title.find('[') else {
+        return (0.0, 0.0, 0.0);
+    };
+    let mut group = &title[left + 1..];
+    let Some(right) = group.find(']') else {
+        return (0.0, 0.0, 0.0);
+    };
+    if !group[..right].contains(',') {
+        // The first bracket was a dimension: the range is in the next one.
+        let rest = &group[right + 1..];
+        let Some(l2) = rest.find('[') else {
+            return (0.0, 0.0, 0.0);
+        };
+        group = &rest[l2 + 1..];
+        match group.find(']') {
+            Some(r2) if group[..r2].contains(',') => {}
+            _ => return (0.0, 0.0, 0.0),
+        }
+    }
+    let inside = &group[..group.find(']').unwrap_or(group.len())];
+    let parts: Vec<&str> = inside.splitn(3, ',').collect();
+    let mut nbits: u32 = 32;
+    if let Some(bits) = parts.get(2) {
+        nbits = bits.trim().parse::<u32>().unwrap_or(32);
+        if !(2..=32).contains(&nbits) {
+            nbits = 32;
+        }
+    }
+    let number = |s: &str| -> f64 {
+        let s: String = s.to_lowercase().chars().filter(|c| *c != ' ').collect();
+        if s.contains("pi") {
+            let pi = std::f64::consts::PI;
+            let v = if s.contains("2pi") || s.contains("2*pi") || s.contains("twopi") {
+                2.0 * pi
+            } else if s.contains("pi/2") {
+                pi / 2.0
+            } else if s.contains("pi/4") {
+                pi / 4.0
+            } else {
+                pi
+            };
+            if s.contains('-') {
+                -v
+            } else {
+                v
+            }
+        } else {
+            leading_float(&s)
+        }
+    };
+    let mut min = number(parts.first().copied().unwrap_or(""));
+    let max = number(parts.get(1).copied().unwrap_or(""));
+    let bigint = if nbits < 32 {
+        f64::from(1u32 << nbits)
+    } else {
+        f64::from(u32::MAX)
+    };
+    let factor = if min < max { bigint / (max - min) } else { 0.0 };
+    if min >= max && nbits < 15 {
+        min = f64::from(nbits) + 0.1;
+    }
+    (min, max, factor)
+}
+
+/// The number at the start of `s`, as C's `sscanf("%lg")` reads it (0 when none).
+fn leading_float(s: &str) -> f64 {
+    let end = s
+        .char_indices()
+        .take_while(|&(i, c)| {
+            c.is_ascii_digit()
+                || c == '.'
+                || ((c == '-' || c == '+')
+                    && (i == 0 || matches!(s.as_bytes()[i - 1], b'e' | b'E')))
+                || ((c == 'e' || c == 'E') && i > 0)
+        })
+        .map(|(i, c)| i + c.len_utf8())
+        .last()
+        .unwrap_or(0);
+    (0..=end)
+        .rev()
+        .find_map(|e| s[..e].parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
 /// The type of a leaf's values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LeafType {
     /// `Bool_t` (`/O`).
     Bool,
@@ -35,8 +192,10 @@ pub enum LeafType {
     Float,
     /// `Double_t` (`/D`).
     Double,
-    /// `Double32_t` (`/d`) without a range: a float on disk, a double in memory.
-    Double32,
+    /// `Double32_t` (`/d`): a double in memory, packed on disk.
+    Double32(RealPacking),
+    /// `Float16_t` (`/f`): a float in memory, packed on disk.
+    Float16(RealPacking),
     /// A C string (`/C`).
     CString,
 }
@@ -57,7 +216,8 @@ impl LeafType {
             "TLeafL" | "TLeafG" => LeafType::Long64,
             "TLeafF" => LeafType::Float,
             "TLeafD" => LeafType::Double,
-            "TLeafD32" => LeafType::Double32,
+            "TLeafD32" => LeafType::Double32(RealPacking::from_title(&leaf.title, 0)),
+            "TLeafF16" => LeafType::Float16(RealPacking::from_title(&leaf.title, 12)),
             "TLeafC" => LeafType::CString,
             _ => return None,
         })
@@ -68,7 +228,8 @@ impl LeafType {
         match self {
             LeafType::Bool | LeafType::Char | LeafType::UChar => 1,
             LeafType::Short | LeafType::UShort => 2,
-            LeafType::Int | LeafType::UInt | LeafType::Float | LeafType::Double32 => 4,
+            LeafType::Int | LeafType::UInt | LeafType::Float => 4,
+            LeafType::Double32(p) | LeafType::Float16(p) => p.disk_size(),
             LeafType::Long64 | LeafType::ULong64 | LeafType::Double => 8,
             LeafType::CString => 0,
         }
@@ -88,7 +249,9 @@ impl LeafType {
             LeafType::ULong64 => "std::uint64_t",
             LeafType::Float => "float",
             LeafType::Double => "double",
-            LeafType::Double32 => "Double32_t",
+            LeafType::Double32(_) => "Double32_t",
+            // ROOT's RNTuple has no Float16_t (its importer refuses it): a float.
+            LeafType::Float16(_) => "float",
             LeafType::CString => "std::string",
         }
     }
@@ -132,12 +295,21 @@ impl LeafType {
             LeafType::ULong64 => be!(UInt64Type, u64, 8),
             LeafType::Float => be!(Float32Type, f32, 4),
             LeafType::Double => be!(Float64Type, f64, 8),
-            LeafType::Double32 => {
-                let values: Vec<f64> = bytes
-                    .chunks_exact(4)
-                    .map(|c| f64::from(f32::from_be_bytes([c[0], c[1], c[2], c[3]])))
-                    .collect();
+            LeafType::Double32(p) => {
+                let values: Vec<f64> = bytes.chunks_exact(size).map(|c| p.decode(c)).collect();
                 Arc::new(PrimitiveArray::<Float64Type>::new(
+                    ScalarBuffer::from(values),
+                    None,
+                ))
+            }
+            LeafType::Float16(p) => {
+                // Values are floats: ROOT computes them in float.
+                #[allow(clippy::cast_possible_truncation)]
+                let values: Vec<f32> = bytes
+                    .chunks_exact(size)
+                    .map(|c| p.decode(c) as f32)
+                    .collect();
+                Arc::new(PrimitiveArray::<Float32Type>::new(
                     ScalarBuffer::from(values),
                     None,
                 ))
@@ -164,11 +336,48 @@ mod tests {
             .decode(&[0, 0, 1, 2, 0xFF, 0xFF, 0xFF, 0xFE], "x")
             .unwrap();
         assert_eq!(a.as_primitive::<Int32Type>().values(), &[258, -2]);
-        let a = LeafType::Double32
+        let a = LeafType::Double32(RealPacking::Float)
             .decode(&1.5f32.to_be_bytes(), "x")
             .unwrap();
         assert_eq!(a.as_primitive::<Float64Type>().values(), &[1.5]);
         let err = LeafType::Short.decode(&[1, 2, 3], "x").unwrap_err();
         assert!(err.to_string().contains("whole values"), "{err}");
+    }
+
+    #[test]
+    fn ranges_follow_root_rules() {
+        assert_eq!(RealPacking::from_title("x", 0), RealPacking::Float);
+        assert_eq!(RealPacking::from_title("x", 12), RealPacking::Truncated(12));
+        assert_eq!(
+            RealPacking::from_title("x/d[0,0,10]", 0),
+            RealPacking::Truncated(10)
+        );
+        // 16 bits over [0, 1]: factor 65536.
+        assert_eq!(
+            RealPacking::from_title("d32r/d[0,1,16]", 0),
+            RealPacking::Ranged {
+                min: 0.0,
+                factor: 65536.0
+            }
+        );
+        // A dimension first, then the range; pi understood.
+        match RealPacking::from_title("a[3][-pi,pi,8]", 0) {
+            RealPacking::Ranged { min, factor } => {
+                assert_eq!(min, -std::f64::consts::PI);
+                assert_eq!(factor, 256.0 / (2.0 * std::f64::consts::PI));
+            }
+            other => panic!("{other:?}"),
+        }
+        // [0,0,16]: 16 bits is not < 15, so no truncation: a plain float.
+        assert_eq!(RealPacking::from_title("x[0,0,16]", 0), RealPacking::Float);
+        // 32768 / 65536 + 0 = 0.5
+        let r = RealPacking::Ranged {
+            min: 0.0,
+            factor: 65536.0,
+        };
+        assert_eq!(r.decode(&32768u32.to_be_bytes()), 0.5);
+        // Truncated: 1.5f = 0x3FC00000: exponent byte 0x7F, mantissa 0x400000 >> 11 = 0x800.
+        assert_eq!(RealPacking::Truncated(12).decode(&[0x7F, 0x08, 0x00]), 1.5);
+        assert_eq!(RealPacking::Truncated(12).decode(&[0x7F, 0x28, 0x00]), -1.5);
     }
 }
