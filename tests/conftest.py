@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+import ttree_oracle  # noqa: E402
+import ttreegen  # noqa: E402
 
 import rootdump  # noqa: E402
 import rootgen  # noqa: E402
@@ -151,3 +155,31 @@ def extra_structures(generated_extra: dict[str, Path]) -> dict[str, dict[str, An
         fname: rootgen.describe_columns(path, rootgen.EXTRA_FILES[fname][0])
         for fname, path in generated_extra.items()
     }
+
+
+@pytest.fixture(scope="session")
+def ttrees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every ttreegen case, written once (``RNTUPLE_TTREE_KEEP=DIR`` keeps them in DIR)."""
+    keep = os.environ.get("RNTUPLE_TTREE_KEEP")
+    outdir = Path(keep) if keep else tmp_path_factory.mktemp("ttreegen")
+    t0 = time.perf_counter()
+    paths = ttreegen.generate(outdir)
+    print(f"\n[ttreegen] wrote {len(paths)} files to {outdir} in {time.perf_counter() - t0:.1f}s")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def imported(ttrees: dict[str, Path]) -> dict[str, tuple[Path, ttree_oracle.ImportResult]]:
+    """ROOT's importer run on every case (two at a time): ``{case: (output, result)}``."""
+    outdir = next(iter(ttrees.values())).parent / "imported"
+    outdir.mkdir(exist_ok=True)
+
+    def run(name: str) -> tuple[str, tuple[Path, ttree_oracle.ImportResult]]:
+        dst = outdir / f"{name}.root"
+        return name, (dst, ttree_oracle.root_import(ttrees[name], ttreegen.CASES[name].tree, dst))
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(pool.map(run, ttreegen.CASES))
+    print(f"\n[importer] {len(out)} cases in {time.perf_counter() - t0:.1f}s")
+    return out

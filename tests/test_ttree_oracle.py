@@ -17,10 +17,7 @@ Nothing is skipped: without ROOT or a fixture the tests fail.
 
 from __future__ import annotations
 
-import os
 import struct
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,34 +34,6 @@ REJECTED = {
 #: Accepted, but RDataFrame cannot read the TTree's column (a top-level std::array branch).
 UNREADABLE = {"stl_array": ["arr"]}
 ACCEPTED = [c for c in ttreegen.CASES if c not in REJECTED]
-
-
-@pytest.fixture(scope="session")
-def ttrees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every ttreegen case, written once (``RNTUPLE_TTREE_KEEP=DIR`` keeps them in DIR)."""
-    keep = os.environ.get("RNTUPLE_TTREE_KEEP")
-    outdir = Path(keep) if keep else tmp_path_factory.mktemp("ttreegen")
-    t0 = time.perf_counter()
-    paths = ttreegen.generate(outdir)
-    print(f"\n[ttreegen] wrote {len(paths)} files to {outdir} in {time.perf_counter() - t0:.1f}s")
-    return paths
-
-
-@pytest.fixture(scope="session")
-def imported(ttrees: dict[str, Path]) -> dict[str, tuple[Path, ttree_oracle.ImportResult]]:
-    """ROOT's importer run on every case (two at a time): ``{case: (output, result)}``."""
-    outdir = next(iter(ttrees.values())).parent / "imported"
-    outdir.mkdir(exist_ok=True)
-
-    def run(name: str) -> tuple[str, tuple[Path, ttree_oracle.ImportResult]]:
-        dst = outdir / f"{name}.root"
-        return name, (dst, ttree_oracle.root_import(ttrees[name], ttreegen.CASES[name].tree, dst))
-
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        out = dict(pool.map(run, ttreegen.CASES))
-    print(f"\n[importer] {len(out)} cases in {time.perf_counter() - t0:.1f}s")
-    return out
 
 
 def _bits(value: Any) -> Any:

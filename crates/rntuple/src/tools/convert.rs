@@ -19,8 +19,11 @@
 
 use crate::container::{FileOutput, FileWriter};
 use crate::error::{Error, Result};
-use crate::schema::{arrow_field, ColumnDefaults, Descriptor, SchemaBuilder};
-use crate::ttree::{Branch, BranchChunk, ChunkReader, LeafType, Tree, TreeFile};
+use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
+use crate::ttree::{
+    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, StreamCursor, Streamed,
+    Tree, TreeFile, TypeResolver,
+};
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, LargeBinaryArray, LargeListArray, RecordBatch, StructArray,
@@ -84,12 +87,34 @@ enum Filler {
         branch: usize,
         members: Vec<(String, Values)>,
     },
+    /// A `TBranchElement` whose entries each stream one value (an STL collection, a
+    /// string, an unsplit object).
+    Streamed {
+        branch: usize,
+        ty: Streamed,
+        header: bool,
+    },
+    /// An object split into one branch per member.
+    Split(SplitNode),
+    /// A split collection of objects (`std::vector<T>` split): the branch holding the
+    /// counts, and the members (each member branch's entry holds one value per item).
+    SplitCollection { count: usize, items: SplitNode },
     /// Arrays sharing a count leaf.
     Collection {
         count: usize,
         count_type: LeafType,
         arrays: Vec<(String, usize, Values)>,
     },
+}
+
+/// Where a split object's members are: a branch per member, or a member object split
+/// further.
+#[derive(Debug, Clone)]
+enum SplitNode {
+    /// A member's own branch and the member's type.
+    Leaf { branch: usize, ty: Streamed },
+    /// A member object (or the top object) whose members are split further.
+    Object(Vec<SplitNode>),
 }
 
 /// A collection's name, its arrays (name, C++ element type) and its count leaf's name.
@@ -188,8 +213,13 @@ fn matches_any(patterns: &[glob::Pattern], name: &str) -> bool {
 }
 
 impl ConversionPlan {
-    /// Plans the conversion of `tree` (found at `tree_path`) under `options`.
-    pub fn new(tree: &Tree, options: &ConvertOptions) -> Result<ConversionPlan> {
+    /// Plans the conversion of `tree` under `options`; `resolver` knows the classes of
+    /// the file (its streamer infos), for `TBranchElement` branches.
+    pub fn new(
+        tree: &Tree,
+        resolver: &mut TypeResolver,
+        options: &ConvertOptions,
+    ) -> Result<ConversionPlan> {
         let patterns = options
             .branches
             .iter()
@@ -236,7 +266,11 @@ impl ConversionPlan {
             if !matches_any(&patterns, &branch.name) {
                 continue;
             }
-            let result = plan.plan_branch(branch, &count_leaves, &mut collections);
+            let result = if branch.element.is_some() {
+                plan.plan_element(branch, resolver)
+            } else {
+                plan.plan_branch(branch, &count_leaves, &mut collections)
+            };
             match result {
                 Ok(()) => {}
                 Err(Error::Unsupported(why)) if options.skip_unsupported => plan.skipped.push(why),
@@ -340,11 +374,149 @@ impl ConversionPlan {
 
     /// Adds `branch` to the branches read (once) and returns its index.
     fn add_branch(&mut self, branch: &Branch) -> usize {
-        if let Some(i) = self.branches.iter().position(|b| b.name == branch.name) {
+        // Sub-branches of different split objects may share a name ("i" of "ev" and of
+        // "pl"): the same branch is the same name at the same baskets.
+        if let Some(i) = self.branches.iter().position(|b| {
+            b.name == branch.name && b.basket_seek == branch.basket_seek
+        }) {
             return i;
         }
         self.branches.push(branch.clone());
         self.branches.len() - 1
+    }
+
+    /// Plans a top-level `TBranchElement`: STL collections, strings and objects, whole
+    /// or split.
+    fn plan_element(&mut self, branch: &Branch, resolver: &mut TypeResolver) -> Result<()> {
+        let Some(e) = &branch.element else {
+            return Err(Error::InvalidArgument("not a TBranchElement".into()));
+        };
+        let unsupported = |why: &str| {
+            Error::Unsupported(format!(
+                "branch \"{}\" of class {} ({why})",
+                branch.name, e.class_name
+            ))
+        };
+        if branch.name.contains('.') {
+            return Err(unsupported("a name with a dot cannot be a field name"));
+        }
+        let ty = resolver
+            .type_of(&e.class_name)
+            .map_err(|err| unsupported(&err.to_string()))?;
+        let filler = match (e.branch_type, branch.branches.is_empty()) {
+            // A whole value per entry: a string (-1), a collection or an unsplit object (0).
+            (-1 | 0, true) => {
+                let header = matches!(ty, Streamed::Vector(_));
+                Filler::Streamed {
+                    branch: self.add_branch(branch),
+                    ty: ty.clone(),
+                    header,
+                }
+            }
+            (0, false) => {
+                let Streamed::Object(class) = &ty else {
+                    return Err(unsupported("a split branch of a type that is no class"));
+                };
+                Filler::Split(self.split_node(class, branch, "")?)
+            }
+            (4, false) => {
+                let Streamed::Vector(item) = &ty else {
+                    return Err(unsupported("a split collection that is no vector"));
+                };
+                let Streamed::Object(class) = item.as_ref() else {
+                    return Err(unsupported("a split collection of no class"));
+                };
+                let count = self.add_branch(branch);
+                Filler::SplitCollection {
+                    count,
+                    items: self.split_node(class, branch, "")?,
+                }
+            }
+            (t, _) => return Err(unsupported(&format!("branch type {t}"))),
+        };
+        self.register_classes(&ty)?;
+        self.builder.add_cpp_field(&branch.name, &ty.cpp_type())?;
+        self.fields.push((branch.name.clone(), filler));
+        Ok(())
+    }
+
+    /// Registers every class `ty` uses with the schema builder (version and checksum
+    /// from the streamer infos; a class of version 1 is taken for one without `ClassDef`,
+    /// which ROOT records as version -1).
+    fn register_classes(&mut self, ty: &Streamed) -> Result<()> {
+        let mut classes = Vec::new();
+        ty.classes(&mut classes);
+        for c in classes {
+            let members: Vec<(String, String)> = c
+                .members
+                .iter()
+                .map(|(n, t)| (n.clone(), t.cpp_type()))
+                .collect();
+            let mut spec = ClassSpec::new(
+                &c.name,
+                &members
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .collect::<Vec<_>>(),
+                &c.bases.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
+            );
+            spec.type_version = if c.version == 1 || c.version < 0 {
+                u32::MAX
+            } else {
+                u32::try_from(c.version).unwrap_or(u32::MAX)
+            };
+            spec.checksum = Some(c.checksum);
+            self.builder.register_class(spec)?;
+        }
+        Ok(())
+    }
+
+    /// Maps the members of a split `class` to the sub-branches of `top` that hold them:
+    /// the branch named `[top.]path` (`path` is `prefix` + the member's name, with `[N]`
+    /// for arrays), or, for a member object split further, its members' branches.
+    fn split_node(
+        &mut self,
+        class: &ClassLayout,
+        top: &Branch,
+        prefix: &str,
+    ) -> Result<SplitNode> {
+        if !class.bases.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "branch \"{}\": split class {} has base classes",
+                top.name, class.name
+            )));
+        }
+        let all = top.walk();
+        let mut members = Vec::with_capacity(class.members.len());
+        for (name, ty) in &class.members {
+            let path = format!("{prefix}{name}");
+            let dotted = format!("{}.{path}", top.name);
+            let matches = |b: &&&Branch| {
+                let n = b.name.as_str();
+                [path.as_str(), dotted.as_str()].iter().any(|p| {
+                    n == *p || n.strip_prefix(p).is_some_and(|rest| rest.starts_with('['))
+                })
+            };
+            let found = all.iter().skip(1).find(matches);
+            match (found, ty) {
+                (Some(b), _) if b.basket_count() > 0 || b.entries == 0 => {
+                    members.push(SplitNode::Leaf {
+                        branch: self.add_branch(b),
+                        ty: ty.clone(),
+                    });
+                }
+                (_, Streamed::Object(inner)) => {
+                    members.push(self.split_node(inner, top, &format!("{path}."))?);
+                }
+                _ => {
+                    return Err(Error::Unsupported(format!(
+                        "branch \"{}\": no sub-branch holds member \"{path}\" of class {}",
+                        top.name, class.name
+                    )))
+                }
+            }
+        }
+        Ok(SplitNode::Object(members))
     }
 
     fn plan_branch(
@@ -355,14 +527,8 @@ impl ConversionPlan {
     ) -> Result<()> {
         if branch.class_name != "TBranch" {
             return Err(Error::Unsupported(format!(
-                "branch \"{}\" of class {} ({}) cannot be converted yet",
-                branch.name,
-                branch.class_name,
-                branch
-                    .element
-                    .as_ref()
-                    .map(|e| e.class_name.as_str())
-                    .unwrap_or("")
+                "branch \"{}\" of class {} cannot be converted",
+                branch.name, branch.class_name
             )));
         }
         if branch.name.contains('.') {
@@ -631,6 +797,37 @@ fn fill(
             shape(values.ty.decode(&chunk.data, &what(*branch))?, target)
         }
         Filler::CString { branch } => c_strings(&chunks[*branch], &what(*branch)),
+        Filler::Streamed { branch, ty, header } => {
+            let chunk = &chunks[*branch];
+            let mut out = Builder::new(ty);
+            for i in 0..chunk.entries {
+                let mut cursor = StreamCursor::new(chunk.entry(i));
+                cursor
+                    .decode(ty, &mut out, *header)
+                    .and_then(|()| entry_consumed(&cursor))
+                    .map_err(|e| e.at(entry_location(&what(*branch), i)))?;
+            }
+            out.finish(target)
+        }
+        Filler::Split(node) => {
+            let entries = chunks.first().map_or(0, |c| c.entries);
+            split_values(node, chunks, plan, None, entries)?.finish(target)
+        }
+        Filler::SplitCollection { count, items } => {
+            let counts = decode_counts(&chunks[*count], LeafType::Int, &what(*count))?;
+            let mut offsets = Vec::with_capacity(counts.len() + 1);
+            offsets.push(0i64);
+            let mut total = 0u64;
+            for &c in &counts {
+                total += c;
+                offsets.push(i64::try_from(total).map_err(|_| {
+                    Error::corrupt(what(*count), "counts add up past 2^63")
+                })?);
+            }
+            let total = crate::error::to_usize(total, "items of a split collection")?;
+            let items = split_values(items, chunks, plan, Some(&counts), total)?;
+            Builder::List(offsets, Box::new(items)).finish(target)
+        }
         Filler::LeafList { branch, members } => {
             let chunk = &chunks[*branch];
             let entry_bytes: usize = members.iter().map(|(_, v)| v.bytes()).sum();
@@ -708,6 +905,75 @@ fn fill(
     }
 }
 
+/// The values of a split object (or of the items of a split collection, `counts` per
+/// entry): one builder per member branch.
+fn split_values(
+    node: &SplitNode,
+    chunks: &[BranchChunk],
+    plan: &ConversionPlan,
+    counts: Option<&[u64]>,
+    len: usize,
+) -> Result<Builder> {
+    match node {
+        SplitNode::Object(members) => Ok(Builder::Struct(
+            members
+                .iter()
+                .map(|m| split_values(m, chunks, plan, counts, len))
+                .collect::<Result<Vec<_>>>()?,
+            len,
+        )),
+        SplitNode::Leaf { branch, ty } => {
+            let chunk = &chunks[*branch];
+            let what = format!("branch \"{}\"", plan.branches[*branch].name);
+            let mut out = Builder::new(ty);
+            let is_prim = matches!(ty, Streamed::Prim(_) | Streamed::Array(..));
+            for i in 0..chunk.entries {
+                let mut cursor = StreamCursor::new(chunk.entry(i));
+                let result = match counts {
+                    None => cursor.decode(ty, &mut out, true),
+                    Some(c) => {
+                        let n = crate::error::to_usize(c[i], "items")?;
+                        if is_prim {
+                            cursor.items(ty, n, &mut out)
+                        } else if n == 0 && cursor.remaining() == 0 {
+                            Ok(())
+                        } else {
+                            cursor.items_with_header(ty, n, &mut out)
+                        }
+                    }
+                };
+                result
+                    .and_then(|()| entry_consumed(&cursor))
+                    .map_err(|e| e.at(entry_location(&what, i)))?;
+            }
+            if out.len() != len {
+                return Err(Error::corrupt(
+                    what,
+                    format!("{} values where {len} were expected", out.len()),
+                ));
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn entry_consumed(cursor: &StreamCursor<'_>) -> Result<()> {
+    if cursor.remaining() != 0 {
+        return Err(Error::corrupt(
+            "streamed value",
+            format!("{} bytes are left after the value", cursor.remaining()),
+        ));
+    }
+    Ok(())
+}
+
+fn entry_location(what: &str, entry: usize) -> crate::error::Location {
+    crate::error::Location {
+        structure: Some(format!("{what}, entry {entry} of the chunk")),
+        ..Default::default()
+    }
+}
+
 /// Wraps flat values into the fixed-size lists `target` has (`std::array` fields).
 fn shape(values: ArrayRef, target: &Field) -> Result<ArrayRef> {
     match target.data_type() {
@@ -743,7 +1009,8 @@ fn shape(values: ArrayRef, target: &Field) -> Result<ArrayRef> {
 /// Element counts from a count leaf's values.
 fn decode_counts(chunk: &BranchChunk, ty: LeafType, what: &str) -> Result<Vec<u64>> {
     let size = ty.disk_size();
-    if chunk.offsets.is_some() || chunk.data.len() != chunk.entries * size {
+    // (A split collection's count branch has an entry-offset table, of equal entries.)
+    if chunk.data.len() != chunk.entries * size {
         return Err(Error::corrupt(
             what.to_string(),
             format!("{} bytes for {} counts", chunk.data.len(), chunk.entries),
@@ -851,7 +1118,12 @@ pub fn convert_file(
     }
     let file = TreeFile::open_path(input)?;
     let (_, tree) = file.tree(tree)?;
-    let plan = ConversionPlan::new(&tree, options)?;
+    let mut resolver = if tree.all_branches().iter().any(|b| b.element.is_some()) {
+        TypeResolver::new(file.streamer_infos()?)
+    } else {
+        TypeResolver::default()
+    };
+    let plan = ConversionPlan::new(&tree, &mut resolver, options)?;
     let name = options
         .name
         .clone()

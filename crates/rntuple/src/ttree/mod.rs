@@ -11,12 +11,14 @@ mod basket;
 mod chunk;
 mod meta;
 mod stream;
+mod streamed;
 mod streamer_info;
 mod values;
 
 pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
+pub use streamed::{Builder, ClassLayout, StreamCursor, Streamed, TypeResolver};
 pub use streamer_info::{parse_streamer_infos, StreamerElement, StreamerInfo};
 pub use values::{LeafType, RealPacking};
 

@@ -109,6 +109,12 @@ fn parse_info(r: &mut ObjectReader<'_>) -> Result<StreamerInfo> {
 
 fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElement> {
     let outer = r.version()?;
+    // A TStreamerSTLstring is a TStreamerSTL, itself a TStreamerElement.
+    let stl = if class == "TStreamerSTLstring" {
+        Some(r.version()?)
+    } else {
+        None
+    };
     let base = r.version_of("TStreamerElement", 2..=4)?;
     let (name, title) = r.tnamed()?;
     let type_code = r.i32()?;
@@ -148,16 +154,12 @@ fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElemen
             e.count_name = r.tstring()?;
             r.tstring()?; // fCountClass
         }
-        "TStreamerSTL" => {
+        "TStreamerSTL" | "TStreamerSTLstring" => {
             e.stl_type = r.i32()?;
             e.content_type = r.i32()?;
-        }
-        "TStreamerSTLstring" => {
-            let stl = r.version()?;
-            r.skip_object("TStreamerElement")?;
-            e.stl_type = r.i32()?;
-            e.content_type = r.i32()?;
-            r.finish(stl.end, "TStreamerSTL")?;
+            if let Some(stl) = stl {
+                r.finish(stl.end, "TStreamerSTL")?;
+            }
         }
         _ => {}
     }

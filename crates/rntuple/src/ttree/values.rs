@@ -265,56 +265,86 @@ impl LeafType {
                 format!("{} bytes are not whole values of {size} bytes", bytes.len()),
             ));
         }
-        macro_rules! be {
+        let mut native = Vec::with_capacity(bytes.len() / size * self.native_size());
+        self.append_native(bytes, &mut native);
+        self.native_array(&native)
+    }
+
+    /// Bytes per value in memory (booleans: one byte, 0 or 1).
+    pub fn native_size(self) -> usize {
+        match self {
+            LeafType::Double32(_) => 8,
+            LeafType::Float16(_) => 4,
+            other => other.disk_size(),
+        }
+    }
+
+    /// Appends whole big-endian values from `bytes` to `out` as native-endian values of
+    /// the in-memory type (`Double32_t` widened to double, packings unpacked).
+    pub fn append_native(self, bytes: &[u8], out: &mut Vec<u8>) {
+        let size = self.disk_size();
+        if size == 0 {
+            return;
+        }
+        match self {
+            LeafType::Bool => out.extend(bytes.iter().map(|&b| u8::from(b != 0))),
+            LeafType::Double32(p) => {
+                for c in bytes.chunks_exact(size) {
+                    out.extend_from_slice(&p.decode(c).to_ne_bytes());
+                }
+            }
+            LeafType::Float16(p) => {
+                for c in bytes.chunks_exact(size) {
+                    // Values are floats: ROOT computes them in float.
+                    #[allow(clippy::cast_possible_truncation)]
+                    out.extend_from_slice(&(p.decode(c) as f32).to_ne_bytes());
+                }
+            }
+            _ => {
+                let start = out.len();
+                out.extend_from_slice(&bytes[..bytes.len() / size * size]);
+                if cfg!(target_endian = "little") {
+                    for c in out[start..].chunks_exact_mut(size) {
+                        c.reverse();
+                    }
+                }
+            }
+        }
+    }
+
+    /// An Arrow array of native-endian values appended by [`append_native`].
+    ///
+    /// [`append_native`]: LeafType::append_native
+    pub fn native_array(self, native: &[u8]) -> Result<ArrayRef> {
+        macro_rules! ne {
             ($arrow:ty, $native:ty, $n:literal) => {{
-                let values: Vec<$native> = bytes
+                let values: Vec<$native> = native
                     .chunks_exact($n)
                     .map(|c| {
                         let mut a = [0u8; $n];
                         a.copy_from_slice(c);
-                        <$native>::from_be_bytes(a)
+                        <$native>::from_ne_bytes(a)
                     })
                     .collect();
-                Arc::new(PrimitiveArray::<$arrow>::new(
-                    ScalarBuffer::from(values),
-                    None,
-                )) as ArrayRef
+                Arc::new(PrimitiveArray::<$arrow>::new(ScalarBuffer::from(values), None))
+                    as ArrayRef
             }};
         }
         Ok(match self {
-            LeafType::Bool => {
-                Arc::new(BooleanArray::from_iter(bytes.iter().map(|&b| Some(b != 0))))
-            }
-            LeafType::Char => be!(Int8Type, i8, 1),
-            LeafType::UChar => be!(UInt8Type, u8, 1),
-            LeafType::Short => be!(Int16Type, i16, 2),
-            LeafType::UShort => be!(UInt16Type, u16, 2),
-            LeafType::Int => be!(Int32Type, i32, 4),
-            LeafType::UInt => be!(UInt32Type, u32, 4),
-            LeafType::Long64 => be!(Int64Type, i64, 8),
-            LeafType::ULong64 => be!(UInt64Type, u64, 8),
-            LeafType::Float => be!(Float32Type, f32, 4),
-            LeafType::Double => be!(Float64Type, f64, 8),
-            LeafType::Double32(p) => {
-                let values: Vec<f64> = bytes.chunks_exact(size).map(|c| p.decode(c)).collect();
-                Arc::new(PrimitiveArray::<Float64Type>::new(
-                    ScalarBuffer::from(values),
-                    None,
-                ))
-            }
-            LeafType::Float16(p) => {
-                // Values are floats: ROOT computes them in float.
-                #[allow(clippy::cast_possible_truncation)]
-                let values: Vec<f32> = bytes
-                    .chunks_exact(size)
-                    .map(|c| p.decode(c) as f32)
-                    .collect();
-                Arc::new(PrimitiveArray::<Float32Type>::new(
-                    ScalarBuffer::from(values),
-                    None,
-                ))
-            }
-            LeafType::CString => unreachable_c_string(what)?,
+            LeafType::Bool => Arc::new(BooleanArray::from_iter(
+                native.iter().map(|&b| Some(b != 0)),
+            )),
+            LeafType::Char => ne!(Int8Type, i8, 1),
+            LeafType::UChar => ne!(UInt8Type, u8, 1),
+            LeafType::Short => ne!(Int16Type, i16, 2),
+            LeafType::UShort => ne!(UInt16Type, u16, 2),
+            LeafType::Int => ne!(Int32Type, i32, 4),
+            LeafType::UInt => ne!(UInt32Type, u32, 4),
+            LeafType::Long64 => ne!(Int64Type, i64, 8),
+            LeafType::ULong64 => ne!(UInt64Type, u64, 8),
+            LeafType::Float | LeafType::Float16(_) => ne!(Float32Type, f32, 4),
+            LeafType::Double | LeafType::Double32(_) => ne!(Float64Type, f64, 8),
+            LeafType::CString => unreachable_c_string("a C string leaf")?,
         })
     }
 }

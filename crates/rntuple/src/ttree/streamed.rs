@@ -1,0 +1,681 @@
+//! Values that `TBranchElement` baskets hold in ROOT's object streaming: STL vectors,
+//! strings, fixed arrays and objects of classes described by the file's streamer infos.
+//!
+//! The layouts, all big-endian:
+//! * a fundamental is its bytes; `Double32_t`/`Float16_t` are packed ([`RealPacking`]);
+//! * a string (`std::string`, `TString`) is a one-byte length (or 255 and a four-byte
+//!   length) and the characters;
+//! * a vector is an i32 count and the items;
+//! * an object is its members (bases first, in streamer-info order);
+//! * "with header": a vector, string or object that is a class member or a whole branch
+//!   value starts with a byte count and a class version (and, for version 0, the class
+//!   checksum); items inside a vector and the members of a top-level unsplit object's own
+//!   level go without.
+
+use super::streamer_info::{StreamerElement, StreamerInfo};
+use super::values::{LeafType, RealPacking};
+use crate::error::{Error, Result};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, LargeListArray, LargeStringArray,
+    StructArray,
+};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How one value is streamed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Streamed {
+    /// A fundamental type.
+    Prim(LeafType),
+    /// `std::string` or `TString`.
+    String,
+    /// `std::vector<T>`.
+    Vector(Box<Streamed>),
+    /// A fixed-size array (`T x[N]`, `std::array<T,N>`), dimensions flattened.
+    Array(Box<Streamed>, usize),
+    /// An object of a class.
+    Object(Arc<ClassLayout>),
+}
+
+/// A class's streamed layout, from its streamer info.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassLayout {
+    /// The class name.
+    pub name: String,
+    /// The class version (`-1` when the class has no `ClassDef`: ROOT then writes version
+    /// 0 and the checksum).
+    pub version: i32,
+    /// The class's checksum.
+    pub checksum: u32,
+    /// Base classes, in order (streamed first).
+    pub bases: Vec<Arc<ClassLayout>>,
+    /// Data members in order.
+    pub members: Vec<(String, Streamed)>,
+}
+
+impl Streamed {
+    /// The C++ type of the RNTuple field for it (as ROOT's importer names it).
+    pub fn cpp_type(&self) -> String {
+        match self {
+            Streamed::Prim(t) => t.cpp_type().to_string(),
+            Streamed::String => "std::string".to_string(),
+            Streamed::Vector(item) => format!("std::vector<{}>", item.cpp_type()),
+            Streamed::Array(item, n) => format!("std::array<{},{n}>", item.cpp_type()),
+            Streamed::Object(c) => c.name.clone(),
+        }
+    }
+
+    /// Every class used, depth-first (members before the classes holding them).
+    pub fn classes(&self, out: &mut Vec<Arc<ClassLayout>>) {
+        match self {
+            Streamed::Vector(item) | Streamed::Array(item, _) => item.classes(out),
+            Streamed::Object(c) => {
+                for b in &c.bases {
+                    Streamed::Object(b.clone()).classes(out);
+                }
+                for (_, m) in &c.members {
+                    m.classes(out);
+                }
+                if !out.iter().any(|o| o.name == c.name) {
+                    out.push(c.clone());
+                }
+            }
+            Streamed::Prim(_) | Streamed::String => {}
+        }
+    }
+}
+
+/// Deepest nesting of types resolved (a hostile streamer info must not recurse forever).
+const MAX_DEPTH: usize = 32;
+
+/// Resolves type names and classes through the file's streamer infos.
+#[derive(Debug, Default)]
+pub struct TypeResolver {
+    infos: HashMap<String, StreamerInfo>,
+    done: HashMap<String, Arc<ClassLayout>>,
+}
+
+/// Splits `a<b,c<d>>`'s arguments at top-level commas.
+fn template_args(inner: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(inner[start..].trim());
+    out
+}
+
+/// The numeric type of a fundamental C++/ROOT type name.
+fn fundamental(name: &str) -> Option<LeafType> {
+    Some(match name {
+        "bool" | "Bool_t" => LeafType::Bool,
+        "char" | "Char_t" | "signed char" => LeafType::Char,
+        "unsigned char" | "UChar_t" | "Byte_t" | "uint8_t" | "std::uint8_t" => LeafType::UChar,
+        "short" | "Short_t" | "int16_t" | "std::int16_t" => LeafType::Short,
+        "unsigned short" | "UShort_t" | "uint16_t" | "std::uint16_t" => LeafType::UShort,
+        "int" | "Int_t" | "int32_t" | "std::int32_t" => LeafType::Int,
+        "unsigned int" | "unsigned" | "UInt_t" | "uint32_t" | "std::uint32_t" => LeafType::UInt,
+        "long" | "Long_t" | "long long" | "Long64_t" | "int64_t" | "std::int64_t" => {
+            LeafType::Long64
+        }
+        "unsigned long" | "ULong_t" | "unsigned long long" | "ULong64_t" | "uint64_t"
+        | "std::uint64_t" => LeafType::ULong64,
+        "float" | "Float_t" => LeafType::Float,
+        "double" | "Double_t" => LeafType::Double,
+        "Double32_t" => LeafType::Double32(RealPacking::Float),
+        "Float16_t" => LeafType::Float16(RealPacking::Truncated(12)),
+        _ => return None,
+    })
+}
+
+/// The numeric type of a streamer element type code (1-19).
+fn from_code(code: i32, title: &str) -> Option<LeafType> {
+    Some(match code {
+        1 => LeafType::Char,
+        2 => LeafType::Short,
+        3 | 6 => LeafType::Int,
+        4 | 16 => LeafType::Long64,
+        5 => LeafType::Float,
+        8 => LeafType::Double,
+        9 => LeafType::Double32(RealPacking::from_title(title, 0)),
+        11 => LeafType::UChar,
+        12 => LeafType::UShort,
+        13 | 15 => LeafType::UInt,
+        14 | 17 => LeafType::ULong64,
+        18 => LeafType::Bool,
+        19 => LeafType::Float16(RealPacking::from_title(title, 12)),
+        _ => return None,
+    })
+}
+
+impl TypeResolver {
+    /// A resolver over the file's streamer infos.
+    pub fn new(infos: Vec<StreamerInfo>) -> TypeResolver {
+        let mut map = HashMap::new();
+        for i in infos {
+            // Several versions of a class: the first listed is the one written last.
+            map.entry(i.class_name.clone()).or_insert(i);
+        }
+        TypeResolver {
+            infos: map,
+            done: HashMap::new(),
+        }
+    }
+
+    /// The streamed type of C++ type `name` (`vector<float>`, `string`, `MyClass`, ...).
+    pub fn type_of(&mut self, name: &str) -> Result<Streamed> {
+        self.resolve(name, 0)
+    }
+
+    fn resolve(&mut self, name: &str, depth: usize) -> Result<Streamed> {
+        if depth > MAX_DEPTH {
+            return Err(Error::Unsupported(format!(
+                "type \"{name}\" nests deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let name = name.trim().trim_start_matches("const ").trim();
+        if let Some(t) = fundamental(name) {
+            return Ok(Streamed::Prim(t));
+        }
+        if matches!(name, "string" | "std::string" | "TString") {
+            return Ok(Streamed::String);
+        }
+        let bare = name.strip_prefix("std::").unwrap_or(name);
+        if let Some(inner) = bare.strip_prefix("vector<").and_then(|r| r.strip_suffix('>')) {
+            let args = template_args(inner);
+            return Ok(Streamed::Vector(Box::new(self.resolve(args[0], depth + 1)?)));
+        }
+        if let Some(inner) = bare.strip_prefix("array<").and_then(|r| r.strip_suffix('>')) {
+            let args = template_args(inner);
+            let n = args
+                .get(1)
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .ok_or_else(|| Error::Unsupported(format!("array type \"{name}\"")))?;
+            return Ok(Streamed::Array(
+                Box::new(self.resolve(args[0], depth + 1)?),
+                n,
+            ));
+        }
+        if name.contains('<') || name.ends_with('*') {
+            return Err(Error::Unsupported(format!(
+                "type \"{name}\" (only std::vector, std::array, strings, fundamentals and \
+                 classes described in the file are converted)"
+            )));
+        }
+        Ok(Streamed::Object(self.class(name, depth)?))
+    }
+
+    /// The layout of class `name`.
+    pub fn class(&mut self, name: &str, depth: usize) -> Result<Arc<ClassLayout>> {
+        if let Some(c) = self.done.get(name) {
+            return Ok(c.clone());
+        }
+        let info = self.infos.get(name).cloned().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "class \"{name}\": the file holds no streamer info describing it"
+            ))
+        })?;
+        let mut bases = Vec::new();
+        let mut members = Vec::new();
+        for e in &info.elements {
+            if e.element_class == "TStreamerBase" {
+                if e.name == "TObject" {
+                    return Err(Error::Unsupported(format!(
+                        "class \"{name}\" derives from TObject"
+                    )));
+                }
+                bases.push(self.class(&e.name, depth + 1)?);
+                continue;
+            }
+            members.push((e.name.clone(), self.member(name, e, depth + 1)?));
+        }
+        let layout = Arc::new(ClassLayout {
+            name: name.to_string(),
+            version: info.class_version,
+            checksum: info.checksum,
+            bases,
+            members,
+        });
+        self.done.insert(name.to_string(), layout.clone());
+        Ok(layout)
+    }
+
+    fn member(&mut self, class: &str, e: &StreamerElement, depth: usize) -> Result<Streamed> {
+        let unsupported = || {
+            Error::Unsupported(format!(
+                "member \"{}\" of class \"{class}\" (type {}, {}) cannot be converted",
+                e.name, e.type_name, e.element_class
+            ))
+        };
+        let array = |s: Streamed| -> Result<Streamed> {
+            match usize::try_from(e.array_length) {
+                Ok(0) => Ok(s),
+                Ok(n) => Ok(Streamed::Array(Box::new(s), n)),
+                Err(_) => Err(Error::corrupt(
+                    format!("streamer info of class \"{class}\""),
+                    format!("member \"{}\" has a negative length", e.name),
+                )),
+            }
+        };
+        match e.element_class.as_str() {
+            "TStreamerBasicType" => {
+                let code = if (21..40).contains(&e.type_code) {
+                    e.type_code - 20
+                } else {
+                    e.type_code
+                };
+                let t = from_code(code, &e.title).ok_or_else(unsupported)?;
+                array(Streamed::Prim(t))
+            }
+            "TStreamerString" => array(Streamed::String),
+            "TStreamerSTLstring" => Ok(Streamed::String),
+            "TStreamerSTL" => self.resolve(&e.type_name, depth),
+            "TStreamerObjectAny" | "TStreamerObject" => {
+                let t = self.resolve(&e.type_name, depth)?;
+                array(t)
+            }
+            _ => Err(unsupported()),
+        }
+    }
+}
+
+/// Values decoded from streamed bytes, column by column, into Arrow-shaped buffers.
+#[derive(Debug, Clone)]
+pub enum Builder {
+    /// Booleans.
+    Bool(Vec<bool>),
+    /// Numbers: their type and native-endian bytes of the in-memory type.
+    Num(LeafType, Vec<u8>),
+    /// Strings: offsets (one more than strings) and bytes.
+    Str(Vec<i64>, Vec<u8>),
+    /// Variable-size lists: offsets (one more than lists) and items.
+    List(Vec<i64>, Box<Builder>),
+    /// Fixed-size lists of `n` items.
+    Fixed(usize, Box<Builder>),
+    /// Records: one builder per member, and the number of records.
+    Struct(Vec<Builder>, usize),
+}
+
+impl Builder {
+    /// An empty builder for values of type `t`.
+    pub fn new(t: &Streamed) -> Builder {
+        match t {
+            Streamed::Prim(LeafType::Bool) => Builder::Bool(Vec::new()),
+            Streamed::Prim(p) => Builder::Num(*p, Vec::new()),
+            Streamed::String => Builder::Str(vec![0], Vec::new()),
+            Streamed::Vector(item) => Builder::List(vec![0], Box::new(Builder::new(item))),
+            Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
+            Streamed::Object(c) => Builder::Struct(
+                c.bases
+                    .iter()
+                    .map(|b| Builder::new(&Streamed::Object(b.clone())))
+                    .chain(c.members.iter().map(|(_, m)| Builder::new(m)))
+                    .collect(),
+                0,
+            ),
+        }
+    }
+}
+
+/// A reader of streamed bytes (one entry's, or a basket's run of them).
+#[derive(Debug)]
+pub struct StreamCursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> StreamCursor<'a> {
+    /// A cursor at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        StreamCursor { data, pos: 0 }
+    }
+
+    /// Bytes left.
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| {
+                Error::corrupt(
+                    "streamed value",
+                    format!(
+                        "{n} bytes wanted at byte {} of an entry of {} bytes",
+                        self.pos,
+                        self.data.len()
+                    ),
+                )
+            })?;
+        let out = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn count(&mut self) -> Result<usize> {
+        let n = self.u32()?;
+        let n = i32::from_be_bytes(n.to_be_bytes());
+        usize::try_from(n).map_err(|_| {
+            Error::corrupt("streamed value", format!("a collection of {n} items"))
+        })
+    }
+
+    /// A header: byte count and version (and checksum after version 0). Returns where the
+    /// value ends, if the byte count said so. A collection streamed member-wise is refused.
+    fn header(&mut self) -> Result<Option<usize>> {
+        let (end, memberwise) = self.header_of_collection()?;
+        if memberwise {
+            return Err(Error::Unsupported(
+                "an object streamed member-wise outside a collection".to_string(),
+            ));
+        }
+        Ok(end)
+    }
+
+    /// Like [`header`](Self::header), also saying whether the collection that follows is
+    /// streamed member-wise (version bit 0x4000: its items' class version and checksum
+    /// follow, then the count, then each member for all items in turn).
+    fn header_of_collection(&mut self) -> Result<(Option<usize>, bool)> {
+        let first = self.u32()?;
+        if first & 0x4000_0000 == 0 {
+            // No byte count: a bare version.
+            self.pos -= 4;
+            let v = self.take(2)?;
+            if v == [0, 0] {
+                self.u32()?;
+            }
+            return Ok((None, false));
+        }
+        let count = (first & !0x4000_0000) as usize;
+        let end = self.pos + count;
+        if end > self.data.len() {
+            return Err(Error::corrupt(
+                "streamed value",
+                format!("a byte count of {count} runs past the entry's end"),
+            ));
+        }
+        let v = self.take(2)?;
+        let memberwise = v[0] & 0x40 != 0;
+        if v == [0, 0] {
+            self.u32()?;
+        }
+        Ok((Some(end), memberwise))
+    }
+
+    fn check_end(&self, end: Option<usize>) -> Result<()> {
+        match end {
+            Some(e) if e != self.pos => Err(Error::corrupt(
+                "streamed value",
+                format!("its byte count ends at {e}, its content at {}", self.pos),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Decodes one value of type `t` into `out` (see the module documentation for when a
+    /// header is present).
+    pub fn decode(&mut self, t: &Streamed, out: &mut Builder, header: bool) -> Result<()> {
+        match (t, out) {
+            (Streamed::Prim(p), out) => self.prims(*p, 1, out),
+            (Streamed::String, Builder::Str(offsets, bytes)) => {
+                let end = if header { self.header()? } else { None };
+                let short = self.take(1)?[0];
+                let len = if short == 255 {
+                    self.u32()? as usize
+                } else {
+                    usize::from(short)
+                };
+                bytes.extend_from_slice(self.take(len)?);
+                offsets.push(bytes.len() as i64);
+                self.check_end(end)
+            }
+            (Streamed::Vector(item), Builder::List(offsets, items)) => {
+                let (end, memberwise) = if header {
+                    self.header_of_collection()?
+                } else {
+                    (None, false)
+                };
+                let n = if memberwise {
+                    self.memberwise(item, items)?
+                } else {
+                    let n = self.count()?;
+                    self.items(item, n, items)?;
+                    n
+                };
+                let last = offsets.last().copied().unwrap_or(0);
+                offsets.push(last + n as i64);
+                self.check_end(end)
+            }
+            (Streamed::Array(item, n), Builder::Fixed(_, items)) => self.items(item, *n, items),
+            (Streamed::Object(c), Builder::Struct(fields, len)) => {
+                let end = if header { self.header()? } else { None };
+                let mut i = 0;
+                for b in &c.bases {
+                    self.decode(&Streamed::Object(b.clone()), &mut fields[i], true)?;
+                    i += 1;
+                }
+                for (_, m) in &c.members {
+                    self.decode(m, &mut fields[i], true)?;
+                    i += 1;
+                }
+                *len += 1;
+                self.check_end(end)
+            }
+            _ => Err(Error::InvalidArgument(
+                "a builder of another shape than its type".to_string(),
+            )),
+        }
+    }
+
+    /// The items of a collection of objects streamed member-wise: the items' class version
+    /// (and checksum after version 0), the count, then each member of every item in turn
+    /// (fundamentals back to back; strings and collections behind one header; objects each
+    /// with its header).
+    fn memberwise(&mut self, item: &Streamed, out: &mut Builder) -> Result<usize> {
+        let (Streamed::Object(c), Builder::Struct(fields, len)) = (item, out) else {
+            return Err(Error::corrupt(
+                "streamed value",
+                "a collection of no objects streamed member-wise",
+            ));
+        };
+        if self.take(2)? == [0, 0] {
+            self.u32()?;
+        }
+        let n = self.count()?;
+        if n == 0 {
+            // No items: no members follow (not even the collections' headers).
+            return Ok(0);
+        }
+        if n > self.remaining() {
+            return Err(Error::corrupt(
+                "streamed value",
+                format!("{n} items in {} bytes", self.remaining()),
+            ));
+        }
+        let mut i = 0;
+        for b in &c.bases {
+            let t = Streamed::Object(b.clone());
+            for _ in 0..n {
+                self.decode(&t, &mut fields[i], true)?;
+            }
+            i += 1;
+        }
+        for (_, m) in &c.members {
+            match m {
+                // Fundamentals and arrays of them: back to back.
+                Streamed::Prim(_) | Streamed::Array(..) => self.items(m, n, &mut fields[i])?,
+                // Strings and collections: one header, then the items' values.
+                Streamed::String | Streamed::Vector(_) => {
+                    self.items_with_header(m, n, &mut fields[i])?;
+                }
+                // Objects: each with its header.
+                Streamed::Object(_) => {
+                    for _ in 0..n {
+                        self.decode(m, &mut fields[i], true)?;
+                    }
+                }
+            }
+            i += 1;
+        }
+        *len += n;
+        Ok(n)
+    }
+
+    /// `n` values of type `t` back to back without headers (vector items, array elements,
+    /// the elements of a split collection member).
+    pub fn items(&mut self, t: &Streamed, n: usize, out: &mut Builder) -> Result<()> {
+        if let Streamed::Prim(p) = t {
+            return self.prims(*p, n, out);
+        }
+        if n > self.remaining() {
+            return Err(Error::corrupt(
+                "streamed value",
+                format!("{n} items in {} bytes", self.remaining()),
+            ));
+        }
+        for _ in 0..n {
+            self.decode(t, out, false)?;
+        }
+        Ok(())
+    }
+
+    /// Like [`items`](Self::items) behind one header (a split collection's STL member).
+    pub fn items_with_header(&mut self, t: &Streamed, n: usize, out: &mut Builder) -> Result<()> {
+        let end = self.header()?;
+        self.items(t, n, out)?;
+        self.check_end(end)
+    }
+
+    fn prims(&mut self, p: LeafType, n: usize, out: &mut Builder) -> Result<()> {
+        let size = p.disk_size();
+        let bytes = self.take(
+            n.checked_mul(size)
+                .ok_or_else(|| Error::corrupt("streamed value", "a huge array"))?,
+        )?;
+        append_prims(p, bytes, out)
+    }
+}
+
+/// Appends big-endian values of `p` to a builder.
+fn append_prims(p: LeafType, bytes: &[u8], out: &mut Builder) -> Result<()> {
+    match out {
+        Builder::Bool(v) => {
+            v.extend(bytes.iter().map(|&b| b != 0));
+            Ok(())
+        }
+        Builder::Num(_, v) => {
+            p.append_native(bytes, v);
+            Ok(())
+        }
+        _ => Err(Error::InvalidArgument(
+            "numbers for a builder of another shape".to_string(),
+        )),
+    }
+}
+
+impl Builder {
+    /// The number of values built.
+    pub fn len(&self) -> usize {
+        match self {
+            Builder::Bool(v) => v.len(),
+            Builder::Num(t, v) => v.len() / t.native_size().max(1),
+            Builder::Str(o, _) | Builder::List(o, _) => o.len() - 1,
+            Builder::Fixed(n, items) => items.len() / (*n).max(1),
+            Builder::Struct(_, n) => *n,
+        }
+    }
+
+    /// Whether no value was built.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The Arrow array of the values, shaped like `target` (whose child fields name the
+    /// items and members).
+    pub fn finish(self, target: &Field) -> Result<ArrayRef> {
+        let mismatch = || {
+            Error::InvalidArgument(format!(
+                "values built for field \"{}\" do not have its type {}",
+                target.name(),
+                target.data_type()
+            ))
+        };
+        Ok(match (self, target.data_type()) {
+            (Builder::Bool(v), DataType::Boolean) => {
+                Arc::new(BooleanArray::from_iter(v.into_iter().map(Some)))
+            }
+            (Builder::Num(t, v), _) => {
+                let a = t.native_array(&v)?;
+                if a.data_type() != target.data_type() {
+                    return Err(mismatch());
+                }
+                a
+            }
+            (Builder::Str(offsets, bytes), DataType::LargeUtf8) => Arc::new(
+                LargeStringArray::try_new(
+                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                    bytes.into(),
+                    None,
+                )
+                .map_err(|e| {
+                    Error::Unsupported(format!(
+                        "strings of field \"{}\" that are not UTF-8: {e}",
+                        target.name()
+                    ))
+                })?,
+            ),
+            (Builder::List(offsets, items), DataType::LargeList(item)) => {
+                let values = items.finish(item)?;
+                Arc::new(LargeListArray::try_new(
+                    item.clone(),
+                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                    values,
+                    None,
+                )?)
+            }
+            (Builder::Fixed(n, items), DataType::FixedSizeList(item, size)) => {
+                if usize::try_from(*size).ok() != Some(n) {
+                    return Err(mismatch());
+                }
+                let values = items.finish(item)?;
+                Arc::new(FixedSizeListArray::try_new(item.clone(), *size, values, None)?)
+            }
+            (Builder::Struct(members, n), DataType::Struct(fields)) => {
+                if members.len() != fields.len() {
+                    return Err(mismatch());
+                }
+                let arrays = members
+                    .into_iter()
+                    .zip(fields.iter())
+                    .map(|(b, f)| b.finish(f))
+                    .collect::<Result<Vec<_>>>()?;
+                if arrays.is_empty() {
+                    Arc::new(StructArray::new_empty_fields(n, None))
+                } else {
+                    Arc::new(StructArray::try_new(fields.clone(), arrays, None)?)
+                }
+            }
+            _ => return Err(mismatch()),
+        })
+    }
+}
