@@ -12,7 +12,11 @@ an RNTuple and as a TTree:
 - ``DIR/nanoaod.parquet``: the same data as Parquet (zstd), read with our Arrow reader
   in batches of 100,000 entries, one row group per batch.
 
-``DIR/generate.json`` records the command, the wall time of each step and the file sizes.
+``--only KIND ...`` (``root``, ``ttree``, ``ours``, ``parquet``) writes just those files
+(``ours`` and ``parquet`` are made from the ROOT RNTuple, which they bring along): the
+``convert`` task needs only the TTree, ``--only ttree``. The event loop is the same, so a
+file is identical whichever others are written with it. ``DIR/generate.json`` records the
+command, the wall time of each step and the file sizes.
 Schema: ``bench/schema.py``. Distributions: exponential transverse momenta (jets sorted
 by pt as in NanoAOD), gaussian pseudorapidities, uniform azimuths, b-tag discriminants
 in [0, 1] correlated with the jet's hadron flavour, integer IDs and Poisson
@@ -344,8 +348,27 @@ def write_parquet(source: Path, out: Path, batch: int = 100_000) -> None:
     tmp.rename(out)
 
 
+# --only KIND -> the file it names; ``ours`` and ``parquet`` are derived from ``root``.
+KINDS = {
+    "root": "nanoaod_root.root",
+    "ttree": "nanoaod_ttree.root",
+    "ours": "nanoaod_ours.root",
+    "parquet": "nanoaod.parquet",
+}
+
+
+def kinds_needed(only: list[str] | None) -> set[str]:
+    """The kinds of file to have in the end for ``--only`` (all when None), with the ROOT
+    RNTuple that ``ours`` and ``parquet`` are made from."""
+    kinds = set(only) if only else set(KINDS)
+    if kinds & {"ours", "parquet"}:
+        kinds.add("root")
+    return kinds
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: generates the files missing in ``--out`` (all of them with ``--force``)."""
+    """Command line: generates the files missing in ``--out`` (all of them with ``--force``),
+    or only those of ``--only``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--out", type=Path, required=True)
@@ -353,7 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compression", type=int, default=505, help="ROOT compression setting")
     parser.add_argument("--force", action="store_true", help="regenerate existing files")
     parser.add_argument("--marker", action="store_true", help="create OUT/READY when all files exist")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(KINDS),
+        default=None,
+        help="write only these files (ours and parquet also need root); default: all",
+    )
     args = parser.parse_args(argv)
+    kinds = kinds_needed(args.only)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     command = shlex.join([sys.executable, *sys.argv])
@@ -371,8 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         meta["bytes"] = {p.name: p.stat().st_size for p in sorted(out.glob("nanoaod*")) if p.is_file()}
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
-    need_root = args.force or not root_file.exists()
-    need_ttree = args.force or not ttree_file.exists()
+    need_root = "root" in kinds and (args.force or not root_file.exists())
+    need_ttree = "ttree" in kinds and (args.force or not ttree_file.exists())
     if need_root or need_ttree:
         print(f"generating {args.events} events with ROOT ...", flush=True)
         tmp_r, tmp_t = out / "nanoaod_root.root.tmp", out / "nanoaod_ttree.root.tmp"
@@ -392,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         meta["seconds"]["root_total_incl_jit"] = round(total, 2)
         save()
         print(f"  ROOT: {total:.1f} s (filling {fill:.1f}, RNTuple {t_rntuple:.1f}, TTree {t_ttree:.1f})")
-    if args.force or not ours_file.exists():
+    if "ours" in kinds and (args.force or not ours_file.exists()):
         if not CLI.exists():
             raise SystemExit(f"{CLI} is missing: cargo build --release -p rntuple-cli")
         t0 = time.perf_counter()
@@ -404,14 +435,14 @@ def main(argv: list[str] | None = None) -> int:
         meta["seconds"]["nanoaod_ours.root"] = round(time.perf_counter() - t0, 2)
         save()
         print(f"  rntuple copy: {meta['seconds']['nanoaod_ours.root']:.1f} s")
-    if args.force or not parquet_file.exists():
+    if "parquet" in kinds and (args.force or not parquet_file.exists()):
         t0 = time.perf_counter()
         write_parquet(root_file, parquet_file)
         meta["seconds"]["nanoaod.parquet"] = round(time.perf_counter() - t0, 2)
         save()
         print(f"  parquet: {meta['seconds']['nanoaod.parquet']:.1f} s")
     save()
-    if args.marker:
+    if args.marker and all((out / KINDS[k]).exists() for k in KINDS):
         (out / "READY").write_text(command + "\n")
     print(json.dumps(meta, indent=1))
     return 0

@@ -7,6 +7,11 @@ task), its peak RSS (``os.wait4`` rusage) and its checksum. The checksums of all
 a task must agree or the run fails. Writes ``bench/RESULTS.md``: per task a table of
 tool, median and min seconds, ratio of the tool's median to ours, uncompressed MB/s and
 peak RSS, plus the machine, the versions and the command.
+
+Only the files the selected tasks read are generated (``convert`` reads only the TTree:
+``generate.py --only ttree``). The first output of every tool of a task in ``VERIFIED``
+is kept and checked by the task script's ``--verify`` in a separate process (not measured)
+before the next measurement, so that a broken output is never timed again.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ sys.path.insert(0, str(BENCH / "tasks"))
 sys.path.insert(0, str(BENCH))
 
 from common import checksums_agree  # noqa: E402
+from generate import KINDS  # noqa: E402
 from schema import ANALYSIS_FIELDS  # noqa: E402
 
 # task -> (script, [(label, tool, threads)]); the first entry is "ours", the reference of ratios.
@@ -82,14 +88,30 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("uproot", "uproot", 1),
         ],
     ),
+    "convert": (
+        "convert.py",
+        [
+            ("ours (rntuple convert, whole process)", "ours", 2),
+            ("ROOT RNTupleImporter, 1 thread", "root", 1),
+            ("ROOT RNTupleImporter, 2 threads (IMT)", "root", 2),
+        ],
+    ),
 }
 
+# The dataset files (kinds of ``generate.py --only``) each task reads; default: all of them.
+NEEDS: dict[str, list[str]] = {"convert": ["ttree"]}
 
-def run_measured(script: str, tool: str, threads: int, data: Path) -> dict[str, Any]:
-    """Runs one measurement process; returns its result line plus ``wall`` and ``rss_mb`` (its peak
-    RSS from ``os.wait4``)."""
+# Tasks whose first output of each tool is kept and checked with ``SCRIPT --verify OUT``.
+VERIFIED = {"convert"}
+
+
+def run_measured(
+    script: str, tool: str, threads: int, data: Path, extra: list[str] | None = None
+) -> dict[str, Any]:
+    """Runs one measurement process (with ``extra`` arguments); returns its result line plus
+    ``wall`` and ``rss_mb`` (its peak RSS from ``os.wait4``)."""
     cmd = [sys.executable, str(BENCH / "tasks" / script), "--tool", tool, "--data", str(data)]
-    cmd += ["--threads", str(threads)]
+    cmd += ["--threads", str(threads), *(extra or [])]
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     out_path = Path(f"/tmp/bench_run_{os.getpid()}.out")
     err_path = Path(f"/tmp/bench_run_{os.getpid()}.err")
@@ -111,6 +133,29 @@ def run_measured(script: str, tool: str, threads: int, data: Path) -> dict[str, 
     result["wall"] = wall
     result["rss_mb"] = usage.ru_maxrss / 1024.0  # Linux: kilobytes
     return result
+
+
+def measure_verified(script: str, tool: str, threads: int, data: Path, index: int) -> dict[str, Any]:
+    """One measurement whose output is kept, checked with ``SCRIPT --verify OUT`` in a process of
+    its own (which fails the run if the output is wrong), then removed."""
+    out = data / f"bench_verify_{Path(script).stem}_{index}_{os.getpid()}.root"
+    try:
+        result = run_measured(script, tool, threads, data, ["--out", str(out), "--keep"])
+        cmd = [sys.executable, str(BENCH / "tasks" / script), "--verify", str(out), "--data", str(data)]
+        env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+        check = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if check.returncode != 0:
+            tail = check.stdout[-2000:] + check.stderr[-4000:]
+            raise SystemExit(f"OUTPUT CHECK FAILED: {shlex.join(cmd)}\n{tail}")
+        print("  " + (check.stdout.strip().splitlines() or ["verified"])[-1], flush=True)
+    finally:
+        out.unlink(missing_ok=True)
+    return result
+
+
+def needed_kinds(tasks: list[str]) -> set[str]:
+    """The dataset files (``generate.py`` kinds) the tasks read."""
+    return {kind for task in tasks for kind in NEEDS.get(task, list(KINDS))}
 
 
 def default_data(events: int) -> Path:
@@ -175,8 +220,50 @@ def versions() -> list[str]:
     return [f"- {k}: {v}" for k, v in info.items()]
 
 
+def summarize_convert(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The Markdown table of ``convert``: times, speed-ups by median and by minimum, s/MB and MB/s
+    of the input file, memory, output size."""
+    ours_med = statistics.median(r["seconds"] for r in rows[0][1])
+    ours_min = min(r["seconds"] for r in rows[0][1])
+    ours_size = rows[0][1][0]["file_bytes"]
+    lines = [
+        "| tool | median s | min s | ours/tool speed-up (median) | speed-up (min) | s/MB input | "
+        "MB/s input | peak RSS MB | memory the conversion needed MB | file MB | size vs ours |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, results in rows:
+        secs = [r["seconds"] for r in results]
+        med, lo = statistics.median(secs), min(secs)
+        mb_in = results[0]["input_bytes"] / 1e6
+        rss = statistics.median(r["rss_mb"] for r in results)
+        needed = statistics.median(r["convert_memory_mb"] for r in results)
+        size = results[0]["file_bytes"]
+        cells = [
+            label, f"{med:.4g}", f"{lo:.4g}", f"{med / ours_med:.2f}x", f"{lo / ours_min:.2f}x",
+            f"{med / mb_in:.4f}", f"{mb_in / med:.1f}", f"{rss:.0f}", f"{needed:.0f}",
+            f"{size / 1e6:.1f}", f"{size / ours_size:.4f}",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+CONVERT_NOTE = (
+    "Input: the dataset's TTree `nanoaod_ttree.root` ({mb:.0f} MB); output: RNTuple `Events`, "
+    "compression 505 for both. s/MB and MB/s are of the input file's size. Ours is timed as a whole "
+    "`rntuple convert` process; ROOT's `RNTupleImporter` (Create, SetIsQuiet, write options, Import, "
+    "closing the file) is timed in JIT-compiled C++ after `import ROOT`, as the other tasks' ROOT "
+    "peers. Peak RSS is the whole measurement process (os.wait4); *memory the conversion needed* is for "
+    "ours the `rntuple convert` process's peak RSS (all of it), for ROOT the resident high-water "
+    "mark over the import (reset just before it) minus the resident memory before it (ROOT's "
+    "libraries not counted). The first output of each tool was checked with ROOT (entries, fields, "
+    "RDataFrame sums of Jet_pt, Muon_pt, nJet equal to the TTree's) before the other repetitions."
+)
+
+
 def summarize(task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float | None) -> list[str]:
     """The Markdown table of one task."""
+    if task == "convert":
+        return summarize_convert(rows)
     ours = statistics.median(r["seconds"] for r in rows[0][1])
     head = "| tool | median s | min s | ours/tool speed-up | MB/s uncompressed | peak RSS MB |"
     lines = [head, "|---|---:|---:|---:|---:|---:|"]
@@ -218,17 +305,19 @@ def main() -> int:
     args = parser.parse_args()
     data: Path = args.data or default_data(args.events)
     command = shlex.join(["python3", *sys.argv])
-    if not (data / "nanoaod.parquet").exists() or not (data / "nanoaod_ours.root").exists():
-        subprocess.run(
-            [sys.executable, str(BENCH / "generate.py"), "--events", str(args.events), "--out", str(data)],
-            check=True,
-        )
+    kinds = needed_kinds(args.tasks)
+    if any(not (data / KINDS[k]).exists() for k in kinds):
+        only = [] if kinds == set(KINDS) else ["--only", *sorted(kinds)]
+        generate = [sys.executable, str(BENCH / "generate.py"), "--events", str(args.events)]
+        subprocess.run([*generate, "--out", str(data), *only], check=True)
     gen = json.loads((data / "generate.json").read_text())
     if gen["events"] != args.events:
         raise SystemExit(f"{data} holds {gen['events']} events, not {args.events}")
 
-    total_mb = uncompressed_mb(data, None)
-    subset_mb = uncompressed_mb(data, list(ANALYSIS_FIELDS))
+    # Uncompressed sizes come from the ROOT RNTuple, which a convert-only run does not generate.
+    has_rntuple = (data / KINDS["root"]).exists()
+    total_mb = uncompressed_mb(data, None) if has_rntuple else None
+    subset_mb = uncompressed_mb(data, list(ANALYSIS_FIELDS)) if has_rntuple else None
     rate_mb = {"read_all": total_mb, "read_subset": subset_mb, "agc": subset_mb, "write": total_mb}
     sections: list[str] = []
     failures: list[str] = []
@@ -237,7 +326,10 @@ def main() -> int:
         results: list[list[dict[str, Any]]] = [[] for _ in tools]
         for rep in range(args.repeat):
             for i, (label, tool, threads) in enumerate(tools):
-                r = run_measured(script, tool, threads, data)
+                if rep == 0 and task in VERIFIED:
+                    r = measure_verified(script, tool, threads, data, i)
+                else:
+                    r = run_measured(script, tool, threads, data)
                 results[i].append(r)
                 print(f"[{task} {rep + 1}/{args.repeat}] {label}: {r['seconds']:.4g} s, "
                       f"{r['rss_mb']:.0f} MB", flush=True)  # fmt: skip
@@ -247,13 +339,23 @@ def main() -> int:
                 if not checksums_agree(reference, r["checksum"]):
                     failures.append(f"{task}: {label}: checksum {r['checksum']} != ours {reference}")
         rows = [(label, rs) for (label, _, _), rs in zip(tools, results, strict=True)]
-        sections += [f"## {task}", "", *summarize(task, rows, rate_mb.get(task)), ""]
+        sections += [f"## {task}", ""]
+        if task == "convert":
+            sections += [CONVERT_NOTE.format(mb=rows[0][1][0]["input_bytes"] / 1e6), ""]
+        sections += [*summarize(task, rows, rate_mb.get(task)), ""]
         sections += ["checksum (all tools agree): `" + json.dumps(reference) + "`", ""]
     if failures:
         print("\n".join(failures), file=sys.stderr)
         raise SystemExit("CHECKSUM MISMATCH: the tools did not do the same work")
 
     sizes = gen.get("bytes", {})
+    if total_mb is not None and subset_mb is not None:
+        volume = (
+            f"{total_mb:.0f} MB uncompressed ({total_mb * 1e6 / gen['events']:.0f} B/event); analysis "
+            f"fields {subset_mb:.0f} MB"
+        )
+    else:
+        volume = "only the files the tasks read were generated"
     text = [
         "# rntuple benchmark results",
         "",
@@ -261,8 +363,7 @@ def main() -> int:
         f"Command: `{command}`",
         "",
         f"Dataset: {gen['events']:,} events, {len(__import__('schema').field_names())} fields, "
-        f"{total_mb:.0f} MB uncompressed ({total_mb * 1e6 / gen['events']:.0f} B/event); analysis "
-        f"fields {subset_mb:.0f} MB. Files: "
+        f"{volume}. Files: "
         + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in sizes.items())
         + f". Generated by `{gen['command']}`.",
         "",
