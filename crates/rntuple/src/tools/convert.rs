@@ -21,8 +21,8 @@ use crate::container::{FileOutput, FileWriter};
 use crate::error::{Error, Result};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, StreamCursor, Streamed,
-    Tree, TreeFile, TypeResolver,
+    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, StreamCursor, Streamed, Tree,
+    TreeFile, TypeResolver,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
@@ -376,9 +376,11 @@ impl ConversionPlan {
     fn add_branch(&mut self, branch: &Branch) -> usize {
         // Sub-branches of different split objects may share a name ("i" of "ev" and of
         // "pl"): the same branch is the same name at the same baskets.
-        if let Some(i) = self.branches.iter().position(|b| {
-            b.name == branch.name && b.basket_seek == branch.basket_seek
-        }) {
+        if let Some(i) = self
+            .branches
+            .iter()
+            .position(|b| b.name == branch.name && b.basket_seek == branch.basket_seek)
+        {
             return i;
         }
         self.branches.push(branch.clone());
@@ -413,12 +415,15 @@ impl ConversionPlan {
                     header,
                 }
             }
-            (0, false) => {
-                let Streamed::Object(class) = &ty else {
-                    return Err(unsupported("a split branch of a type that is no class"));
-                };
-                Filler::Split(self.split_node(class, branch, "")?)
-            }
+            (0, false) => match (&ty, branch.branches.as_slice()) {
+                (Streamed::Object(class), _) => Filler::Split(self.split_node(class, branch, "")?),
+                // A std::array split into its one element array (`_M_elems[N]`).
+                (Streamed::Array(..), [elements]) => Filler::Split(SplitNode::Leaf {
+                    branch: self.add_branch(elements),
+                    ty: ty.clone(),
+                }),
+                _ => return Err(unsupported("a split branch of a type that is no class")),
+            },
             (4, false) => {
                 let Streamed::Vector(item) = &ty else {
                     return Err(unsupported("a split collection that is no vector"));
@@ -474,12 +479,7 @@ impl ConversionPlan {
     /// Maps the members of a split `class` to the sub-branches of `top` that hold them:
     /// the branch named `[top.]path` (`path` is `prefix` + the member's name, with `[N]`
     /// for arrays), or, for a member object split further, its members' branches.
-    fn split_node(
-        &mut self,
-        class: &ClassLayout,
-        top: &Branch,
-        prefix: &str,
-    ) -> Result<SplitNode> {
+    fn split_node(&mut self, class: &ClassLayout, top: &Branch, prefix: &str) -> Result<SplitNode> {
         if !class.bases.is_empty() {
             return Err(Error::Unsupported(format!(
                 "branch \"{}\": split class {} has base classes",
@@ -493,9 +493,9 @@ impl ConversionPlan {
             let dotted = format!("{}.{path}", top.name);
             let matches = |b: &&&Branch| {
                 let n = b.name.as_str();
-                [path.as_str(), dotted.as_str()].iter().any(|p| {
-                    n == *p || n.strip_prefix(p).is_some_and(|rest| rest.starts_with('['))
-                })
+                [path.as_str(), dotted.as_str()]
+                    .iter()
+                    .any(|p| n == *p || n.strip_prefix(p).is_some_and(|rest| rest.starts_with('[')))
             };
             let found = all.iter().skip(1).find(matches);
             match (found, ty) {
@@ -820,9 +820,10 @@ fn fill(
             let mut total = 0u64;
             for &c in &counts {
                 total += c;
-                offsets.push(i64::try_from(total).map_err(|_| {
-                    Error::corrupt(what(*count), "counts add up past 2^63")
-                })?);
+                offsets.push(
+                    i64::try_from(total)
+                        .map_err(|_| Error::corrupt(what(*count), "counts add up past 2^63"))?,
+                );
             }
             let total = crate::error::to_usize(total, "items of a split collection")?;
             let items = split_values(items, chunks, plan, Some(&counts), total)?;

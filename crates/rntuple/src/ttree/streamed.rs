@@ -193,11 +193,19 @@ impl TypeResolver {
             return Ok(Streamed::String);
         }
         let bare = name.strip_prefix("std::").unwrap_or(name);
-        if let Some(inner) = bare.strip_prefix("vector<").and_then(|r| r.strip_suffix('>')) {
+        if let Some(inner) = bare
+            .strip_prefix("vector<")
+            .and_then(|r| r.strip_suffix('>'))
+        {
             let args = template_args(inner);
-            return Ok(Streamed::Vector(Box::new(self.resolve(args[0], depth + 1)?)));
+            return Ok(Streamed::Vector(Box::new(
+                self.resolve(args[0], depth + 1)?,
+            )));
         }
-        if let Some(inner) = bare.strip_prefix("array<").and_then(|r| r.strip_suffix('>')) {
+        if let Some(inner) = bare
+            .strip_prefix("array<")
+            .and_then(|r| r.strip_suffix('>'))
+        {
             let args = template_args(inner);
             let n = args
                 .get(1)
@@ -375,9 +383,8 @@ impl<'a> StreamCursor<'a> {
     fn count(&mut self) -> Result<usize> {
         let n = self.u32()?;
         let n = i32::from_be_bytes(n.to_be_bytes());
-        usize::try_from(n).map_err(|_| {
-            Error::corrupt("streamed value", format!("a collection of {n} items"))
-        })
+        usize::try_from(n)
+            .map_err(|_| Error::corrupt("streamed value", format!("a collection of {n} items")))
     }
 
     /// A header: byte count and version (and checksum after version 0). Returns where the
@@ -658,7 +665,12 @@ impl Builder {
                     return Err(mismatch());
                 }
                 let values = items.finish(item)?;
-                Arc::new(FixedSizeListArray::try_new(item.clone(), *size, values, None)?)
+                Arc::new(FixedSizeListArray::try_new(
+                    item.clone(),
+                    *size,
+                    values,
+                    None,
+                )?)
             }
             (Builder::Struct(members, n), DataType::Struct(fields)) => {
                 if members.len() != fields.len() {

@@ -326,8 +326,10 @@ impl LeafType {
                         <$native>::from_ne_bytes(a)
                     })
                     .collect();
-                Arc::new(PrimitiveArray::<$arrow>::new(ScalarBuffer::from(values), None))
-                    as ArrayRef
+                Arc::new(PrimitiveArray::<$arrow>::new(
+                    ScalarBuffer::from(values),
+                    None,
+                )) as ArrayRef
             }};
         }
         Ok(match self {
