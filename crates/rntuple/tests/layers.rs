@@ -104,7 +104,11 @@ fn the_bottom_layers_name_nothing_above_them() {
 #[test]
 fn the_ttree_reader_stands_beside_the_rntuple_reader() {
     // It reads the container, and knows nothing of RNTuple's reader, writer or tools.
-    let hits = naming("ttree", &[], &["read", "write", "tools", "format", "schema"]);
+    let hits = naming(
+        "ttree",
+        &[],
+        &["read", "write", "tools", "format", "schema"],
+    );
     assert!(
         hits.is_empty(),
         "the TTree reader names a layer it must not:\n{}",
