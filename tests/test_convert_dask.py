@@ -51,11 +51,16 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, st
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    """A client of a local cluster of 2 worker processes, one thread each."""
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A client of a local cluster of 2 worker processes, one thread each (their scratch
+    space in the test's temporary directory)."""
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            local_directory=str(tmp_path_factory.mktemp("dask_workers")),
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
