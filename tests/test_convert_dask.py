@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import distributed
 import pytest
 import ttree_oracle
@@ -54,13 +55,15 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, st
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A client of a local cluster of 2 worker processes, one thread each (their scratch
     space in the test's temporary directory)."""
+    scratch = str(tmp_path_factory.mktemp("dask_workers"))
     with (
+        dask.config.set({"temporary-directory": scratch}),
         distributed.LocalCluster(
             n_workers=2,
             processes=True,
             threads_per_worker=1,
             dashboard_address=None,
-            local_directory=str(tmp_path_factory.mktemp("dask_workers")),
+            local_directory=scratch,
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
