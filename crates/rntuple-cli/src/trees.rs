@@ -132,7 +132,16 @@ fn element(e: &ElementInfo, infos: &[StreamerInfo]) -> String {
             .and_then(|i| i.elements.get(id))
     });
     let mut s = match (member, e.id) {
-        (Some(m), _) => format!("member {} {}::{}", m.type_name, e.class_name, m.name),
+        (Some(m), _) => {
+            let rank = usize::try_from(m.array_dim).unwrap_or(0);
+            let dims: String = m
+                .max_index
+                .iter()
+                .take(rank)
+                .map(|n| format!("[{n}]"))
+                .collect();
+            format!("member {} {}::{}{dims}", m.type_name, e.class_name, m.name)
+        }
         (None, id) if id >= 0 => format!("member of {}", e.class_name),
         (None, _) => format!("class {}", e.class_name),
     };
