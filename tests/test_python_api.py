@@ -17,6 +17,7 @@ import uproot
 from pysamples import EXAMPLE, SUBDIRS, write_events
 
 import rntuple
+from rntuple.convert import to_awkward
 
 #: The fields of ``examples/events.root`` and their C++ types, as make_example.py declares them.
 EXAMPLE_TYPES = {
@@ -214,7 +215,7 @@ def test_iterate_by_bytes(nt: rntuple.RNTuple, up: ak.Array) -> None:
         assert {a for a, _ in ranges} | {b for _, b in ranges} <= boundaries, step
         batches = list(nt.iterate(["Jet_pt", "Jet_eta", "MET_pt"], step_size=step, library="arrow"))
         assert [b.num_rows for b in batches] == [b - a for a, b in ranges]
-        merged = ak.concatenate([rntuple.convert.to_awkward(b) for b in batches])
+        merged = ak.concatenate([to_awkward(b) for b in batches])
         assert ak.to_list(merged.Jet_eta) == ak.to_list(up.Jet_eta)
     assert len(nt.batch_ranges(["MET_pt"], 0, 2000, "1 MB")) == 1
     assert len(nt.batch_ranges(["Jet_pt", "Jet_eta", "MET_pt"], 0, 2000, "30 kB")) >= 4

@@ -236,6 +236,18 @@ def generate(outdir: Path, names: list[str] | None = None) -> dict[str, Path]:
     return {name: write(name, Path(outdir)) for name in (names or list(CASES))}
 
 
+def write_variant(name: str, path: Path, entries: int, compression: int) -> Path:
+    """Write case ``name``'s tree with ``entries`` entries and ``compression`` (ROOT's
+    number) into ``path``: several distinct files of one case; return ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if name == "nanoaod":
+        _write_nanoaod(Path(path), entries, compression)
+    else:
+        ROOT = _declare()
+        _writer(name)(ROOT.ttreegen, str(path), entries, compression)
+    return Path(path)
+
+
 def describe(path: Path, tree: str) -> dict[str, Any]:
     """The tree's layout as ROOT reports it: entries, keys (name;cycle) of the file's top
     directory, and per top-level branch (and sub-branch) its number of baskets, the

@@ -16,15 +16,21 @@ The Rust core decodes pages on all cores with the GIL released and hands Arrow b
 to Awkward, NumPy, pyarrow, pandas and Polars without copies; an RNTuple also speaks the
 Arrow PyCapsule stream protocol (``pyarrow.table(nt)``, ``polars.from_arrow(nt)``,
 DuckDB).
+
+Converting TTrees::
+
+    rntuple.convert("nanoaod.root:Events", "events.root")          # one file
+    rntuple.convert_files("in/*.root", "out/", client=client)       # on a Dask cluster
 """
 
 from __future__ import annotations
 
 from ._core import __version__
 from .convert import JaggedArray
-from .dask import dask
+from .dask import convert_files, dask
 from .errors import (
     ChecksumError,
+    ConversionError,
     FormatError,
     InvalidArgumentError,
     NotFoundError,
@@ -33,10 +39,13 @@ from .errors import (
     UnsupportedError,
 )
 from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
+from .ttree import ConvertResult, convert
 from .writing import WritableFile, WritableRNTuple, recreate
 
 __all__ = [
     "ChecksumError",
+    "ConversionError",
+    "ConvertResult",
     "FormatError",
     "InvalidArgumentError",
     "JaggedArray",
@@ -50,6 +59,8 @@ __all__ = [
     "WritableRNTuple",
     "__version__",
     "concatenate",
+    "convert",
+    "convert_files",
     "dask",
     "iterate",
     "open",

@@ -87,3 +87,17 @@ class FileWriterHandle:
         """Commits every RNTuple and completes the file (renamed over its path)."""
     def abort(self) -> None:
         """Abandons the file: the temporary file is removed, the path left as it was."""
+
+def convert_ttree(
+    input: str,
+    output: str,
+    tree: str | None = None,
+    name: str | None = None,
+    branches: list[str] | None = None,
+    entries: tuple[int, int | None] | None = None,
+    compression: str | None = None,
+    skip_unsupported: bool = False,
+    overwrite: bool = False,
+) -> tuple[int, int, list[str]]:
+    """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
+    (GIL released); returns ``(entries, input_bytes, skipped)``."""

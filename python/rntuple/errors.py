@@ -8,6 +8,8 @@ Every error raised by the package for bad input, bad arguments or unsupported da
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RNTupleError(Exception):
     """Base class of the errors raised by :mod:`rntuple`."""
@@ -43,8 +45,24 @@ class RemoteError(RNTupleError, OSError):
     while being read. The message names the URL without credentials."""
 
 
+class ConversionError(RNTupleError):
+    """Some conversions of a batch failed (:func:`rntuple.dask.convert_files`): the
+    message names every failed input with its error. ``failures`` maps each failed input
+    to its exception; ``results`` holds the conversions that succeeded."""
+
+    def __init__(self, failures: dict[str, BaseException], results: list[Any], total: int) -> None:
+        lines = "\n".join(f"  {path}: {type(e).__name__}: {e}" for path, e in failures.items())
+        super().__init__(f"{len(failures)} of {total} conversions failed:\n{lines}")
+        self.failures = failures
+        self.results = results
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.failures, self.results, len(self.failures) + len(self.results)))
+
+
 __all__ = [
     "ChecksumError",
+    "ConversionError",
     "FormatError",
     "InvalidArgumentError",
     "NotFoundError",

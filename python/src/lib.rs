@@ -572,11 +572,80 @@ impl FileWriterHandle {
 }
 
 /// The `rntuple._core` module.
+/// Converts a TTree to an RNTuple (`rntuple convert`), with the GIL released: `input` is
+/// `FILE` or `FILE:TREE` (`tree` names the tree otherwise); `entries` is `(start, stop)`,
+/// a stop past the end meaning the end. Returns `(entries, input_bytes, skipped)`.
+#[pyfunction]
+#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false))]
+#[allow(clippy::too_many_arguments)]
+fn convert_ttree(
+    py: Python<'_>,
+    input: String,
+    output: String,
+    tree: Option<String>,
+    name: Option<String>,
+    branches: Option<Vec<String>>,
+    entries: Option<(u64, Option<u64>)>,
+    compression: Option<String>,
+    skip_unsupported: bool,
+    overwrite: bool,
+) -> PyResult<(u64, u64, Vec<String>)> {
+    let mut write = WriteOptions::builder();
+    if let Some(spec) = compression {
+        write = write.compression(CompressionSettings::parse(&spec).map_err(to_py_err)?);
+    }
+    let write = write.build().map_err(to_py_err)?;
+    let (file, spec_tree) = rntuple::io::split_target(&input);
+    let tree = match (spec_tree, tree) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "the input names TTree \"{a}\" but tree=\"{b}\""
+            ))))
+        }
+        (a, b) => a.or(b),
+    };
+    let summary = py
+        .detach(|| {
+            let entries = match entries {
+                None => None,
+                Some((start, stop)) => {
+                    let (_, t) = rntuple::ttree::TreeFile::open_path(&file)?.tree(tree.as_deref())?;
+                    let stop = stop.unwrap_or(t.entries).min(t.entries);
+                    if start > stop {
+                        return Err(Error::InvalidArgument(format!(
+                            "entries=({start}, {stop}): the start is after the stop (the TTree has {} entries)",
+                            t.entries
+                        )));
+                    }
+                    Some((start, stop))
+                }
+            };
+            let options = rntuple::tools::convert::ConvertOptions {
+                name,
+                branches: branches.unwrap_or_default(),
+                entries,
+                skip_unsupported,
+            };
+            rntuple::tools::convert::convert_file(
+                &file,
+                tree.as_deref(),
+                std::path::Path::new(&output),
+                &options,
+                write,
+                overwrite,
+                |_| {},
+            )
+        })
+        .map_err(to_py_err)?;
+    Ok((summary.entries, summary.input_bytes, summary.skipped))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
     m.add_class::<Reader>()?;
     m.add_class::<FileWriterHandle>()?;
+    m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

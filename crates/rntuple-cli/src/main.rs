@@ -251,6 +251,7 @@ impl ReadBenchReport {
 }
 
 mod convert;
+mod trees;
 
 enum Failure {
     Usage(String),
@@ -289,11 +290,35 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     names.join(", ")
                 )?;
             }
+            let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;
+            let trees = trees::all_trees(&tree_file)?;
+            for (path, tree) in &trees {
+                writeln!(out, "{}", trees::ls_line(path, tree))?;
+            }
+            if !trees.is_empty() {
+                out.flush()?;
+                let only = match trees.as_slice() {
+                    [(path, _)] => Some(path.as_str()),
+                    _ => None,
+                };
+                eprintln!("convert a TTree with: {}", trees::convert_hint(&file, only));
+            }
         }
         Command::Info { target, stats } => {
             let (file, name) = split_target(&target);
             let start = std::time::Instant::now();
-            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+            let reader = match RNTupleReader::open_path(&file, name.as_deref()) {
+                Ok(reader) => reader,
+                Err(e) if matches!(e.root_cause(), rntuple::Error::NotFound(_)) => {
+                    // A TTree of that name, or the file's TTrees when it holds no RNTuple.
+                    if trees::info(&file, name.as_deref(), &mut out)? {
+                        out.flush()?;
+                        return Ok(());
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
             let seconds = start.elapsed().as_secs_f64();
             out.write_all(rntuple::read::describe(&reader).as_bytes())?;
             if stats {

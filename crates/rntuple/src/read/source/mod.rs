@@ -5,6 +5,7 @@
 //! remote one ([`plan`], [`prefetch`]). The decoder above sees only the trait.
 
 mod direct;
+mod not_found;
 pub(crate) mod plan;
 mod prefetch;
 
@@ -273,21 +274,11 @@ impl RNTupleReader {
                 .find(|a| {
                     a.path == n || a.path.trim_start_matches('/') == n.trim_start_matches('/')
                 })
-                .ok_or_else(|| {
-                    Error::NotFound(format!(
-                        "no RNTuple named \"{n}\" in {}",
-                        file.source().name()
-                    ))
-                })?,
+                .ok_or_else(|| not_found::no_rntuple_named(file, n))?,
             None => {
                 let mut anchors = anchors;
                 match anchors.len() {
-                    0 => {
-                        return Err(Error::NotFound(format!(
-                            "{} holds no RNTuple",
-                            file.source().name()
-                        )))
-                    }
+                    0 => return Err(not_found::no_rntuple(file)),
                     1 => anchors.remove(0),
                     _ => {
                         let names: Vec<String> = anchors.iter().map(|a| a.path.clone()).collect();

@@ -1,0 +1,117 @@
+"""TTree to RNTuple: :func:`convert` writes the RNTuple that ROOT's ``RNTupleImporter``
+writes for a TTree (same fields, C++ types, column types and projections), without ROOT,
+in the Rust core with the GIL released (``rntuple convert`` on the command line).
+:func:`rntuple.dask.convert_files` converts many files on a ``dask.distributed`` cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from . import _core
+from .errors import InvalidArgumentError
+
+#: An entry range ``(start, stop)``: ``stop`` exclusive, ``None`` or past the end for
+#: the end of the tree.
+EntryRange = tuple[int, int | None]
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """What one conversion did."""
+
+    #: The input, as given (``"file.root"`` or ``"file.root:Tree"``).
+    input: str
+    #: The RNTuple file written.
+    output: str
+    #: Entries written.
+    entries: int
+    #: Bytes of the TTree's baskets read (as stored in the input file).
+    input_bytes: int
+    #: Size of the output file in bytes.
+    output_bytes: int
+    #: Wall-clock time of the conversion in seconds.
+    seconds: float
+    #: Branches left out with ``skip_unsupported=True``, each with the reason.
+    skipped: list[str] = field(default_factory=list)
+
+
+def convert(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    tree: str | None = None,
+    name: str | None = None,
+    branches: str | Sequence[str] | None = None,
+    entries: EntryRange | None = None,
+    compression: str | int | None = None,
+    skip_unsupported: bool = False,
+    overwrite: bool = False,
+) -> ConvertResult:
+    """Converts a TTree into a new ROOT file holding it as an RNTuple.
+
+    Args:
+        input: the TTree's file, a path or URL, optionally with the tree as
+            ``"file.root:Events"`` (or ``"file.root:dir/Events"``).
+        output: the ROOT file to write. It appears only when complete: on any error
+            nothing is left at ``output`` (an existing file there is kept).
+        tree: the TTree's name or path in the file, if ``input`` does not name it; may
+            be omitted when the file holds a single TTree.
+        name: the RNTuple's name (default: the tree's).
+        branches: glob patterns of the top-level branches to convert (``"Jet_*"``;
+            default all); an array brings its count leaf.
+        entries: ``(start, stop)``, the entries to convert (default all).
+        compression: ``"ALG[:LEVEL]"`` (``"zstd:5"``, ``"lz4"``, ``"lzma:7"``, ``"none"``)
+            or ROOT's number (``505``); default zstd level 5, as ROOT's importer.
+        skip_unsupported: leave out branches of a type that cannot be converted (listed
+            in :attr:`ConvertResult.skipped`) instead of failing.
+        overwrite: replace ``output`` if it exists (else an existing file is refused).
+
+    Returns:
+        :class:`ConvertResult`: entries, bytes read and written, time, skipped branches.
+
+    Raises:
+        NotFoundError: no such TTree (or file holding one).
+        InvalidArgumentError: a bad option, or ``output`` exists and ``overwrite`` is
+            false, or it is the input file.
+        UnsupportedError: a branch of a type that cannot be converted.
+        FormatError: a corrupt or truncated TTree.
+        OSError: the file system failed (``FileNotFoundError`` for a missing input).
+    """
+    source = os.fspath(input)
+    target = os.fspath(output)
+    patterns = [branches] if isinstance(branches, str) else (list(branches) if branches is not None else None)
+    span = None
+    if entries is not None:
+        first, stop = entries
+        if first < 0 or (stop is not None and stop < 0):
+            raise InvalidArgumentError(f"entries={entries!r}: entry numbers are not negative")
+        span = (int(first), None if stop is None else int(stop))
+    start = time.perf_counter()
+    n, input_bytes, skipped = _core.convert_ttree(
+        source,
+        target,
+        tree=tree,
+        name=name,
+        branches=patterns,
+        entries=span,
+        compression=None if compression is None else str(compression),
+        skip_unsupported=skip_unsupported,
+        overwrite=overwrite,
+    )
+    seconds = time.perf_counter() - start
+    return ConvertResult(
+        input=source,
+        output=target,
+        entries=n,
+        input_bytes=input_bytes,
+        output_bytes=os.stat(target).st_size,
+        seconds=seconds,
+        skipped=list(skipped),
+    )
+
+
+__all__ = ["ConvertResult", "EntryRange", "convert"]
