@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Uncompressed bytes of branch data gathered per chunk of entries.
-const CHUNK_BYTES: u64 = 48 << 20;
+const CHUNK_BYTES: u64 = 16 << 20;
 
 /// What to convert and how.
 #[derive(Debug, Clone, Default)]

@@ -1,10 +1,13 @@
 //! The TTree reader: ROOT's row-wise-then-columnar predecessor of RNTuple, read from the
 //! same container, without ROOT.
 //!
-//! A TTree is a key of class `TTree` whose object ([`meta`]) lists branches; each branch
-//! has leaves (typed values) and a table of baskets ([`basket`]), each basket a key of its
-//! own holding a range of entries, compressed like any key. [`chunk`] gathers a branch's
-//! entries over an entry range from its baskets; [`values`] turns them into Arrow.
+//! A TTree is a key of class `TTree` whose object ([`Tree`], [`parse_tree`]) lists
+//! branches; each branch has leaves (typed values) and a table of baskets
+//! ([`read_basket`]), each basket a key of its own holding a range of entries, compressed
+//! like any key. A [`ChunkReader`] gathers a branch's entries over an entry range from its
+//! baskets; [`LeafType`] turns plain leaves' values into Arrow, and [`Streamed`] with a
+//! [`StreamCursor`] the streamed values of `TBranchElement`s (STL collections, strings,
+//! objects, whose layouts a [`TypeResolver`] reads from the file's [`StreamerInfo`]s).
 //! Used by the conversion to RNTuple (`tools::convert`).
 
 mod basket;
