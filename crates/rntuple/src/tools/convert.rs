@@ -815,17 +815,7 @@ fn fill(
         }
         Filler::SplitCollection { count, items } => {
             let counts = decode_counts(&chunks[*count], LeafType::Int, &what(*count))?;
-            let mut offsets = Vec::with_capacity(counts.len() + 1);
-            offsets.push(0i64);
-            let mut total = 0u64;
-            for &c in &counts {
-                total += c;
-                offsets.push(
-                    i64::try_from(total)
-                        .map_err(|_| Error::corrupt(what(*count), "counts add up past 2^63"))?,
-                );
-            }
-            let total = crate::error::to_usize(total, "items of a split collection")?;
+            let (offsets, total) = offsets_of(&counts, &what(*count))?;
             let items = split_values(items, chunks, plan, Some(&counts), total)?;
             Builder::List(offsets, Box::new(items)).finish(target)
         }
@@ -868,16 +858,7 @@ fn fill(
             arrays,
         } => {
             let counts = decode_counts(&chunks[*count], *count_type, &what(*count))?;
-            let mut offsets = Vec::with_capacity(counts.len() + 1);
-            offsets.push(0i64);
-            let mut total = 0u64;
-            for &c in &counts {
-                total += c;
-                offsets.push(
-                    i64::try_from(total)
-                        .map_err(|_| Error::corrupt(what(*count), "counts add up past 2^63"))?,
-                );
-            }
+            let (offsets, _) = offsets_of(&counts, &what(*count))?;
             let DataType::LargeList(item) = target.data_type() else {
                 return Err(Error::InvalidArgument("a collection is not a list".into()));
             };
@@ -1005,6 +986,24 @@ fn shape(values: ArrayRef, target: &Field) -> Result<ArrayRef> {
             Ok(values)
         }
     }
+}
+
+/// List offsets (from 0) and the number of items of lists of `counts` items.
+fn offsets_of(counts: &[u64], what: &str) -> Result<(Vec<i64>, usize)> {
+    let mut offsets = Vec::with_capacity(counts.len() + 1);
+    offsets.push(0i64);
+    let mut total = 0u64;
+    for &c in counts {
+        total += c;
+        offsets.push(
+            i64::try_from(total)
+                .map_err(|_| Error::corrupt(what.to_string(), "counts add up past 2^63"))?,
+        );
+    }
+    Ok((
+        offsets,
+        crate::error::to_usize(total, "items of a collection")?,
+    ))
 }
 
 /// Element counts from a count leaf's values.

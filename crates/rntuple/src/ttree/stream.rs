@@ -190,6 +190,19 @@ impl<'a> ObjectReader<'a> {
         Ok(s)
     }
 
+    /// Where an object of `count` bytes starting here ends (within the data).
+    fn end_after(&self, count: usize) -> Result<usize> {
+        self.pos
+            .checked_add(count)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| {
+                self.corrupt(format!(
+                    "a byte count of {count} runs past the end ({} bytes)",
+                    self.data.len()
+                ))
+            })
+    }
+
     /// A version header: byte count (if present) and class version.
     pub(crate) fn version(&mut self) -> Result<Versioned> {
         let first = self.u32()?;
@@ -202,16 +215,7 @@ impl<'a> ObjectReader<'a> {
             });
         }
         let count = (first & !BYTE_COUNT_MASK) as usize;
-        let end = self
-            .pos
-            .checked_add(count)
-            .filter(|&e| e <= self.data.len())
-            .ok_or_else(|| {
-                self.corrupt(format!(
-                    "a byte count of {count} runs past the end ({} bytes)",
-                    self.data.len()
-                ))
-            })?;
+        let end = self.end_after(count)?;
         if count < 2 {
             return Err(self.corrupt(format!("a byte count of {count} holds no version")));
         }
@@ -293,15 +297,7 @@ impl<'a> ObjectReader<'a> {
             (first, None)
         } else {
             let count = (first & !BYTE_COUNT_MASK) as usize;
-            let end = self
-                .pos
-                .checked_add(count)
-                .filter(|&e| e <= self.data.len())
-                .ok_or_else(|| {
-                    self.corrupt(format!(
-                        "an object's byte count of {count} runs past the end"
-                    ))
-                })?;
+            let end = self.end_after(count)?;
             (self.u32()?, Some(end))
         };
         if tag & CLASS_MASK == 0 {
