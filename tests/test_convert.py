@@ -42,8 +42,9 @@ REST = {"clonesarray": "k", "stl_array": "k"}
 
 
 def _name(case: str) -> str:
-    """The RNTuple name ours writes: the tree's name (without its directory)."""
-    return ttreegen.CASES[case].tree.rsplit("/", 1)[-1]
+    """The RNTuple ours writes: the tree's path (``a/b/t``: RNTuple ``t`` in directory
+    ``a/b``, as ROOT's importer)."""
+    return ttreegen.CASES[case].tree
 
 
 def _convert(src: Path, tree: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -358,6 +358,68 @@ fn several_rntuples() {
     );
 }
 
+/// Anchors at paths go into sub-directories created as ROOT's `mkdir` does: keys of class
+/// `TDirectory` (what ROOT stores and its RNTuple reader looks for) whose records point to
+/// their parents and keys lists; ROOT reads them (`tests/test_convert.py`, the `subdir`
+/// case, through `RNTupleReader::Open("a/b/t", ...)`).
+#[test]
+fn anchors_in_sub_directories() {
+    let orig = original();
+    let new = out_dir().join("subdirs.root");
+    let mut w = FileWriter::create(&new, CompressionSettings::DEFAULT_RNTUPLE).unwrap();
+    embed(
+        &mut w,
+        &orig,
+        "Events",
+        "a/b/Events",
+        1 << 30,
+        &mut |_, _| {},
+    );
+    embed(&mut w, &orig, "Events", "Top", 1 << 30, &mut |_, _| {});
+    embed(&mut w, &orig, "Events", "a/Other", 1 << 30, &mut |_, _| {});
+    w.finish().unwrap();
+
+    let file = open(&new);
+    let names: Vec<String> = file
+        .rntuple_anchors()
+        .unwrap()
+        .into_iter()
+        .map(|a| a.path)
+        .collect();
+    assert_eq!(names, ["a/b/Events", "a/Other", "Top"]);
+    for name in ["a/b/Events", "a/Other", "Top"] {
+        assert_same_values(&new, name, &orig, "Events");
+    }
+    let top: Vec<(String, String)> = file
+        .keys("")
+        .unwrap()
+        .into_iter()
+        .map(|k| (k.class_name, k.name))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("TDirectory".to_string(), "a".to_string()),
+            ("ROOT::RNTuple".to_string(), "Top".to_string())
+        ]
+    );
+    let a_key = file.keys("").unwrap().remove(0);
+    let a = file.directory("a").unwrap();
+    let b = file.directory("a/b").unwrap();
+    assert_eq!((a.seek_dir, a.seek_parent), (a_key.seek_key, 100));
+    assert_eq!(b.seek_parent, a.seek_dir);
+    let in_a: Vec<String> = file
+        .keys("a")
+        .unwrap()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(in_a, ["b", "Other"]);
+    let in_b = file.keys("a/b").unwrap();
+    assert_eq!(in_b.len(), 1);
+    assert_eq!(in_b[0].seek_pdir, b.seek_dir);
+}
+
 /// A 20000-byte payload with MaxKeySize 4096 is split over several keys and reads back;
 /// an RNTuple written with MaxKeySize 4096 (multi-key envelopes and pages) is read by
 /// ROOT.

@@ -51,6 +51,9 @@ pub const ROOT_VERSION_CODE: u32 = 64000;
 const KEY_VERSION: u16 = 1004;
 /// Directory record class version (small variant; + 1000 for 64-bit pointers).
 const DIRECTORY_VERSION: u16 = 5;
+/// Class name of the keys of sub-directories as ROOT 6 stores them (it shows them as
+/// `TDirectoryFile`; its RNTuple reader looks for exactly `TDirectory`).
+const SUB_DIRECTORY_CLASS: &str = "TDirectory";
 /// Free-segment record version (small variant; + 1000 for 64-bit pointers).
 const FREE_SEGMENT_VERSION: u16 = 1;
 /// The largest value a 32-bit seek pointer holds.
@@ -235,10 +238,27 @@ pub struct FileWriter<W: FileOutput = AtomicFile> {
     pos: u64,
     /// Where the writer's cursor is in `out` (to avoid needless seeks).
     out_pos: u64,
-    /// The anchor keys, in the order written.
+    /// The keys of the top directory (anchors and sub-directories), in the order written.
     anchors: Vec<KeyHeader>,
+    /// Sub-directories created for anchors at a path (`"a/b/name"`), parents first.
+    directories: Vec<SubDirectory>,
     /// The classes described in the StreamerInfo record.
     classes: Vec<StreamerClass>,
+}
+
+/// A sub-directory (`TDirectoryFile`) being written: its key holds its directory record,
+/// rewritten at the end with the position of its keys list.
+#[derive(Debug, Clone)]
+struct SubDirectory {
+    /// Its path (`"a/b"`).
+    path: String,
+    /// Its key in its parent's keys list.
+    key: KeyHeader,
+    /// The file offset of its parent's key (100 for the top directory).
+    seek_parent: u64,
+    /// Its own keys (anchors and sub-directories).
+    keys: Vec<KeyHeader>,
+    uuid: [u8; 16],
 }
 
 impl FileWriter<AtomicFile> {
@@ -285,6 +305,7 @@ impl<W: FileOutput> FileWriter<W> {
             pos: 0,
             out_pos: u64::MAX,
             anchors: Vec::new(),
+            directories: Vec::new(),
             classes: vec![StreamerClass::rntuple_anchor()],
         };
         let mut head = w.file_header(0, 0, 0, 0, 0)?;
@@ -526,23 +547,161 @@ impl<W: FileOutput> FileWriter<W> {
     /// Adds a `ROOT::RNTuple` anchor key named `name` to the top directory.
     /// `anchor_object` is the anchor's streamed form ([`crate::format::Anchor::to_object`],
     /// 78 bytes); like ROOT, it is compressed with the file's settings when that makes it
-    /// smaller. Several anchors of the same name get increasing cycle numbers.
+    /// smaller. Several anchors of the same name get increasing cycle numbers. A `name`
+    /// with a path (`"a/b/name"`) puts the anchor into that sub-directory, creating it
+    /// (and its parents) as ROOT's `mkdir` does.
     pub fn write_anchor(&mut self, name: &str, anchor_object: &[u8]) -> Result<()> {
+        // "a/b/name": the anchor goes into sub-directory a/b, created as needed.
+        let (dir, base) = match name.trim_matches('/').rsplit_once('/') {
+            Some((dir, base)) => (dir, base),
+            None => ("", name.trim_matches('/')),
+        };
+        if base.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "\"{name}\" names no RNTuple"
+            )));
+        }
+        let seek_pdir = self.directory(dir)?;
         let stored = compress_key_object(anchor_object, self.compression)?;
         let mut key = self.key(
             ANCHOR_CLASS_NAMES[0],
-            name,
+            base,
             "",
             self.pos,
-            BEGIN,
+            seek_pdir,
             anchor_object.len() as u64,
             stored.len() as u64,
         )?;
-        let previous = self.anchors.iter().filter(|k| k.name == name).count();
+        let keys = self.keys_of(dir);
+        let previous = keys.iter().filter(|k| k.name == base).count();
         key.cycle = u16::try_from(previous + 1)
             .map_err(|_| Error::InvalidArgument(format!("too many anchors named \"{name}\"")))?;
         self.write_key(&key, &stored)?;
-        self.anchors.push(key);
+        self.keys_of(dir).push(key);
+        Ok(())
+    }
+
+    /// The keys of the directory at `path` (`""`: the top directory), which exists.
+    fn keys_of(&mut self, path: &str) -> &mut Vec<KeyHeader> {
+        match self.directories.iter().position(|d| d.path == path) {
+            Some(i) => &mut self.directories[i].keys,
+            None => &mut self.anchors,
+        }
+    }
+
+    /// The file offset of the key of directory `path` (`""`: the top directory, at 100),
+    /// creating it and its parents as ROOT's `mkdir` does: a `TDirectoryFile` key whose
+    /// object is the directory record (completed by [`FileWriter::finish`]).
+    fn directory(&mut self, path: &str) -> Result<u64> {
+        if path.is_empty() {
+            return Ok(BEGIN);
+        }
+        if let Some(d) = self.directories.iter().find(|d| d.path == path) {
+            return Ok(d.key.seek_key);
+        }
+        let (parent, name) = match path.rsplit_once('/') {
+            Some((parent, name)) => (parent, name),
+            None => ("", path),
+        };
+        if name.is_empty() || name == "." || name == ".." {
+            return Err(Error::InvalidArgument(format!(
+                "directory path \"{path}\" has an empty or relative component"
+            )));
+        }
+        let seek_parent = self.directory(parent)?;
+        if self
+            .keys_of(parent)
+            .iter()
+            .any(|k| k.name == name && k.class_name != SUB_DIRECTORY_CLASS)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "\"{path}\" is already the name of an object, not a directory"
+            )));
+        }
+        let key = self.key(
+            SUB_DIRECTORY_CLASS,
+            name,
+            name,
+            self.pos,
+            seek_parent,
+            DirectoryRecord::ENCODED_LEN as u64,
+            DirectoryRecord::ENCODED_LEN as u64,
+        )?;
+        let dir = SubDirectory {
+            path: path.to_string(),
+            key,
+            seek_parent,
+            keys: Vec::new(),
+            uuid: new_uuid(),
+        };
+        let record = self.sub_directory_record(&dir, 0, 0)?;
+        let key = dir.key.clone();
+        self.write_key(&key, &record)?;
+        self.keys_of(parent).push(key.clone());
+        self.directories.push(dir);
+        Ok(key.seek_key)
+    }
+
+    /// The directory record of a sub-directory, with its keys list at `seek_keys`.
+    fn sub_directory_record(
+        &self,
+        dir: &SubDirectory,
+        seek_keys: u64,
+        nbytes_keys: u32,
+    ) -> Result<Vec<u8>> {
+        let large = seek_keys.max(dir.key.seek_key) > MAX_SMALL_SEEK;
+        let record = DirectoryRecord {
+            version: DIRECTORY_VERSION
+                + if large {
+                    DirectoryRecord::LARGE_DIR_VERSION
+                } else {
+                    0
+                },
+            ctime: self.datime,
+            mtime: self.datime,
+            nbytes_keys,
+            nbytes_name: u32::from(dir.key.key_len),
+            seek_dir: dir.key.seek_key,
+            seek_parent: dir.seek_parent,
+            seek_keys,
+            uuid_version: 1,
+            uuid: dir.uuid,
+        };
+        let mut out = Vec::with_capacity(DirectoryRecord::ENCODED_LEN);
+        record.write(&mut out)?;
+        out.resize(DirectoryRecord::ENCODED_LEN, 0);
+        Ok(out)
+    }
+
+    /// Writes the keys list of every sub-directory and completes its record.
+    fn finish_directories(&mut self) -> Result<()> {
+        for i in 0..self.directories.len() {
+            let dir = self.directories[i].clone();
+            let seek_keys = self.pos;
+            let keys_len: u64 = dir.keys.iter().map(|k| u64::from(k.key_len)).sum();
+            let name = dir.key.name.clone();
+            let list_key = self.key(
+                "",
+                &name,
+                &name,
+                seek_keys,
+                dir.key.seek_key,
+                4 + keys_len,
+                4 + keys_len,
+            )?;
+            let mut buf = Vec::new();
+            write_keys_list(&mut buf, &list_key, &dir.keys)?;
+            self.write_at(seek_keys, &buf)?;
+            self.pos = seek_keys + buf.len() as u64;
+            let nbytes_keys = u32::try_from(buf.len()).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "the keys list of directory \"{}\" is too long",
+                    dir.path
+                ))
+            })?;
+            let record = self.sub_directory_record(&dir, seek_keys, nbytes_keys)?;
+            self.write_at(dir.key.seek_key + u64::from(dir.key.key_len), &record)?;
+        }
         Ok(())
     }
 
@@ -648,6 +807,7 @@ impl<W: FileOutput> FileWriter<W> {
     }
 
     fn finish_in_place(&mut self) -> Result<()> {
+        self.finish_directories()?;
         // Keys list.
         let seek_keys = self.pos;
         let anchors_len: u64 = self.anchors.iter().map(|k| u64::from(k.key_len)).sum();

@@ -639,8 +639,9 @@ impl ConversionPlan {
     }
 }
 
-/// Converts the tree of `plan` from `file` into `out` as an RNTuple named `name`;
-/// `progress` gets the entries written so far.
+/// Converts the tree of `plan` from `file` into `out` as an RNTuple named `name` (a path
+/// such as `a/b/t` puts RNTuple `t` into directory `a/b`); `progress` gets the entries
+/// written so far.
 pub fn convert_tree<W: FileOutput>(
     file: &TreeFile,
     plan: &ConversionPlan,
@@ -675,7 +676,9 @@ pub fn convert_tree<W: FileOutput>(
         }
     }
     let anchor = {
-        let mut writer = RNTupleWriter::new(&mut *out, name, schema, options)?;
+        // "a/b/t": RNTuple "t" (its header's name) in directory a/b (its anchor's path).
+        let base = name.trim_matches('/').rsplit('/').next().unwrap_or(name);
+        let mut writer = RNTupleWriter::new(&mut *out, base, schema, options)?;
         let targets = target_fields(writer.descriptor(), plan)?;
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(1);
         let written = std::thread::scope(|scope| -> Result<u64> {
@@ -1117,17 +1120,16 @@ pub fn convert_file(
         )));
     }
     let file = TreeFile::open_path(input)?;
-    let (_, tree) = file.tree(tree)?;
+    let (tree_path, tree) = file.tree(tree)?;
     let mut resolver = if tree.all_branches().iter().any(|b| b.element.is_some()) {
         TypeResolver::new(file.streamer_infos()?)
     } else {
         TypeResolver::default()
     };
     let plan = ConversionPlan::new(&tree, &mut resolver, options)?;
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| plan.tree_name().to_string());
+    // As the importer: the RNTuple takes the tree's path (a tree in directory a/b
+    // becomes an RNTuple in directory a/b of the output).
+    let name = options.name.clone().unwrap_or(tree_path);
     let existing = if replace {
         Existing::Replace
     } else {
