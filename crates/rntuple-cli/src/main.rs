@@ -132,6 +132,17 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Check files: every RNTuple opened, its structure checked, every page read, its
+    /// checksum checked and every value decoded. One line per file; exit status 1 if
+    /// any file is bad.
+    Verify {
+        /// The files (paths or URLs).
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Print one JSON object per file instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print entries as JSON (the conformance suite's conventions).
     Dump {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
@@ -507,6 +518,48 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             eprintln!("wrote {output}");
+        }
+        Command::Verify { files, json } => {
+            let checks = rntuple::tools::verify::verify_files(&files)?;
+            let bad = checks.iter().filter(|c| !c.is_good()).count();
+            for c in &checks {
+                if json {
+                    let value = serde_json::json!({
+                        "file": c.file,
+                        "good": c.is_good(),
+                        "problems": c.all_problems(),
+                        "rntuples": c.rntuples.iter().map(|r| serde_json::json!({
+                            "name": r.name,
+                            "entries": r.entries,
+                            "clusters": r.clusters,
+                            "pages": r.pages,
+                            "page_bytes": r.page_bytes,
+                            "problems": r.problems,
+                        })).collect::<Vec<_>>(),
+                    });
+                    writeln!(out, "{value}")?;
+                } else if c.is_good() {
+                    let entries: u64 = c.rntuples.iter().map(|r| r.entries).sum();
+                    let pages: u64 = c.rntuples.iter().map(|r| r.pages).sum();
+                    let bytes: u64 = c.rntuples.iter().map(|r| r.page_bytes).sum();
+                    writeln!(
+                        out,
+                        "OK   {}: {} RNTuple(s), {entries} entries, {pages} pages ({:.1} MB) read and checked",
+                        c.file,
+                        c.rntuples.len(),
+                        bytes as f64 / 1e6
+                    )?;
+                } else {
+                    writeln!(out, "BAD  {}: {}", c.file, c.all_problems().join("; "))?;
+                }
+            }
+            out.flush()?;
+            if bad > 0 {
+                return Err(Failure::Input(rntuple::Error::InvalidArgument(format!(
+                    "{bad} of {} files are bad",
+                    checks.len()
+                ))));
+            }
         }
         Command::Dump {
             target,

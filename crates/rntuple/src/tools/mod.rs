@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod copy;
 pub mod recover;
+pub mod verify;
 
 pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
 pub use copy::{copy_rntuple, source_compression};

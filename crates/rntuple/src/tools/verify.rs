@@ -1,0 +1,201 @@
+//! Verifying files: every RNTuple of a file opened (envelopes and their checksums), its
+//! structure checked against itself (clusters contiguous, column element ranges
+//! consistent from cluster to cluster, page locators inside the file), and every page
+//! read, its checksum checked and every value decoded.
+
+use crate::container::RootFile;
+use crate::error::Result;
+use crate::io::open_source;
+use crate::read::RNTupleReader;
+
+/// What verifying one RNTuple found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RNTupleCheck {
+    /// The RNTuple's path in the file.
+    pub name: String,
+    /// Entries (as the footer says).
+    pub entries: u64,
+    /// Clusters.
+    pub clusters: usize,
+    /// Pages read (suppressed columns excepted).
+    pub pages: u64,
+    /// Bytes of those pages on storage.
+    pub page_bytes: u64,
+    /// Problems found, each saying where; empty when the RNTuple is good.
+    pub problems: Vec<String>,
+}
+
+/// What verifying one file found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCheck {
+    /// The file (path or URL).
+    pub file: String,
+    /// Its RNTuples.
+    pub rntuples: Vec<RNTupleCheck>,
+    /// Problems of the file itself (unreadable, no RNTuple).
+    pub problems: Vec<String>,
+}
+
+impl FileCheck {
+    /// Whether nothing was found wrong.
+    pub fn is_good(&self) -> bool {
+        self.problems.is_empty() && self.rntuples.iter().all(|r| r.problems.is_empty())
+    }
+
+    /// Every problem, each prefixed with its RNTuple's name.
+    pub fn all_problems(&self) -> Vec<String> {
+        let mut out = self.problems.clone();
+        for r in &self.rntuples {
+            out.extend(
+                r.problems
+                    .iter()
+                    .map(|p| format!("RNTuple \"{}\": {p}", r.name)),
+            );
+        }
+        out
+    }
+}
+
+/// Verifies every RNTuple of the file at `location` (a path or URL). Never fails: what
+/// cannot be read is a problem of the report.
+pub fn verify_file(location: &str) -> FileCheck {
+    let mut check = FileCheck {
+        file: location.to_string(),
+        rntuples: Vec::new(),
+        problems: Vec::new(),
+    };
+    let file = match open_source(location).and_then(RootFile::open) {
+        Ok(f) => f,
+        Err(e) => {
+            check.problems.push(e.to_string());
+            return check;
+        }
+    };
+    let entries = match file.anchor_entries() {
+        Ok(e) => e,
+        Err(e) => {
+            check.problems.push(e.to_string());
+            return check;
+        }
+    };
+    if entries.is_empty() {
+        check.problems.push("the file holds no RNTuple".to_string());
+    }
+    for entry in entries {
+        check.rntuples.push(verify_rntuple(&file, &entry.path));
+    }
+    check
+}
+
+fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
+    let mut check = RNTupleCheck {
+        name: path.to_string(),
+        entries: 0,
+        clusters: 0,
+        pages: 0,
+        page_bytes: 0,
+        problems: Vec::new(),
+    };
+    let reader = match RNTupleReader::open(file, Some(path)) {
+        Ok(r) => r,
+        Err(e) => {
+            check.problems.push(e.to_string());
+            return check;
+        }
+    };
+    check
+        .problems
+        .extend(structure_problems(&reader, file.source().size()));
+    let d = reader.descriptor();
+    check.entries = d.n_entries;
+    check.clusters = d.clusters.len();
+    for c in &d.clusters {
+        for col in &c.columns {
+            check.pages += col.pages.len() as u64;
+            check.page_bytes += col.pages.iter().map(|p| p.locator.size).sum::<u64>();
+        }
+    }
+    if !check.problems.is_empty() {
+        return check;
+    }
+    // Every page of every column, cluster by cluster: checksums and decoding.
+    for c in &d.clusters {
+        let range = c.first_entry..c.first_entry + c.n_entries;
+        if let Err(e) = reader.read(None, range) {
+            check.problems.push(format!("cluster {}: {e}", c.id));
+        }
+    }
+    for set in &d.attribute_sets {
+        if let Err(e) = reader
+            .attribute_set(&set.name)
+            .and_then(|a| a.read(None, 0..a.num_entries()).map(|_| ()))
+        {
+            check
+                .problems
+                .push(format!("attribute set \"{}\": {e}", set.name));
+        }
+    }
+    check
+}
+
+/// Structure problems: clusters that do not follow each other, a column whose elements
+/// do not continue from one cluster to the next, pages outside the file.
+fn structure_problems(reader: &RNTupleReader, file_size: u64) -> Vec<String> {
+    let d = reader.descriptor();
+    let mut out = Vec::new();
+    let mut next_entry = 0u64;
+    let mut next_element: Vec<Option<u64>> = vec![None; d.columns.len()];
+    for c in &d.clusters {
+        if c.first_entry != next_entry {
+            out.push(format!(
+                "cluster {} starts at entry {}, the cluster before it ends at {next_entry}",
+                c.id, c.first_entry
+            ));
+        }
+        next_entry = c.first_entry.saturating_add(c.n_entries);
+        for (id, col) in c.columns.iter().enumerate() {
+            let Some(first) = col.element_offset else {
+                continue;
+            };
+            if let Some(Some(expected)) = next_element.get(id) {
+                if first != *expected {
+                    out.push(format!(
+                        "cluster {}, column {id}: elements start at {first}, the clusters \
+                         before end at {expected}",
+                        c.id
+                    ));
+                }
+            }
+            if let Some(slot) = next_element.get_mut(id) {
+                *slot = Some(first.saturating_add(col.n_elements()));
+            }
+            for (i, p) in col.pages.iter().enumerate() {
+                let end = p
+                    .locator
+                    .offset
+                    .checked_add(p.locator.size)
+                    .and_then(|e| e.checked_add(if p.has_checksum { 8 } else { 0 }));
+                if end.is_none_or(|e| e > file_size) {
+                    out.push(format!(
+                        "cluster {}, column {id}, page {i}: at byte offset {} with {} \
+                         bytes, past the end of the file ({file_size} bytes)",
+                        c.id, p.locator.offset, p.locator.size
+                    ));
+                }
+            }
+        }
+    }
+    if next_entry != d.n_entries {
+        out.push(format!(
+            "the clusters hold {next_entry} entries, the footer says {}",
+            d.n_entries
+        ));
+    }
+    out
+}
+
+/// Verifies every file, in parallel; the reports in the order of `locations`.
+pub fn verify_files(locations: &[String]) -> Result<Vec<FileCheck>> {
+    use rayon::prelude::*;
+    Ok(locations.par_iter().map(|l| verify_file(l)).collect())
+}
