@@ -3,6 +3,7 @@
 
 pub mod convert;
 pub mod copy;
+pub mod inspect;
 pub mod recover;
 pub mod verify;
 
