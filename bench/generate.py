@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -366,6 +367,13 @@ def kinds_needed(only: list[str] | None) -> set[str]:
     return kinds
 
 
+def _portable(arg: str, repo: Path) -> str:
+    """A command-line argument with an absolute path made relative to ``repo``."""
+    if not arg.startswith("/"):
+        return arg
+    return os.path.relpath(arg, repo)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: generates the files missing in ``--out`` (all of them with ``--force``),
     or only those of ``--only``."""
@@ -387,7 +395,10 @@ def main(argv: list[str] | None = None) -> int:
     kinds = kinds_needed(args.only)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join([sys.executable, *sys.argv])
+    # Recorded without this machine's paths: the interpreter by name, paths relative to
+    # the repository.
+    repo = Path(__file__).resolve().parent.parent
+    command = shlex.join(["python3", *(_portable(a, repo) for a in sys.argv)])
     meta_path = out / "generate.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() and not args.force else {}
     if meta and meta.get("events") != args.events:

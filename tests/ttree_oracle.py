@@ -50,6 +50,8 @@ from typing import Any
 
 import ttreegen
 
+import rootdump
+
 CXX_DIR = Path(__file__).resolve().parent / "cxx"
 
 _declared = False
@@ -58,9 +60,11 @@ _runners: dict[tuple[tuple[str, bool], ...], str] = {}
 
 
 def _prepare() -> Any:
-    """Load the user classes, JIT-compile ``ttree_oracle.hxx`` once; return ROOT."""
+    """Load the user classes, JIT-compile ``ttree_oracle.hxx`` (on top of
+    ``rootdump.hxx``, whose JSON helpers it uses) once; return ROOT."""
     global _declared
     ROOT = ttreegen.declare_user_classes()
+    rootdump._declare()
     if not _declared:
         if not ROOT.gInterpreter.Declare((CXX_DIR / "ttree_oracle.hxx").read_text()):
             raise RuntimeError("failed to declare tests/cxx/ttree_oracle.hxx in cling")

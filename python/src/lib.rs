@@ -606,20 +606,8 @@ fn convert_ttree(
     };
     let summary = py
         .detach(|| {
-            let entries = match entries {
-                None => None,
-                Some((start, stop)) => {
-                    let (_, t) = rntuple::ttree::TreeFile::open_path(&file)?.tree(tree.as_deref())?;
-                    let stop = stop.unwrap_or(t.entries).min(t.entries);
-                    if start > stop {
-                        return Err(Error::InvalidArgument(format!(
-                            "entries=({start}, {stop}): the start is after the stop (the TTree has {} entries)",
-                            t.entries
-                        )));
-                    }
-                    Some((start, stop))
-                }
-            };
+            // The library converts to the end when the stop lies past it.
+            let entries = entries.map(|(start, stop)| (start, stop.unwrap_or(u64::MAX)));
             let options = rntuple::tools::convert::ConvertOptions {
                 name,
                 branches: branches.unwrap_or_default(),
@@ -633,7 +621,7 @@ fn convert_ttree(
                 &options,
                 write,
                 overwrite,
-                |_| {},
+                |_, _| {},
             )
         })
         .map_err(to_py_err)?;

@@ -40,37 +40,13 @@
 
 namespace ttree_oracle {
 
+// JSON strings and hex floats as tests/cxx/rootdump.hxx writes them (declared first).
+using rntuple_interop::HexFloat;
+using rntuple_interop::JsonString;
+
 inline void JsonString(std::string &out, const char *s, std::size_t n)
 {
-   out += '"';
-   for (std::size_t k = 0; k < n; ++k) {
-      const unsigned char c = static_cast<unsigned char>(s[k]);
-      switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-         if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-         } else {
-            out += static_cast<char>(c);
-         }
-      }
-   }
-   out += '"';
-}
-
-inline void JsonString(std::string &out, const std::string &s) { JsonString(out, s.data(), s.size()); }
-
-inline void HexFloat(std::string &out, double v)
-{
-   char buf[64];
-   std::snprintf(buf, sizeof(buf), "\"%a\"", v);
-   out += buf;
+   rntuple_interop::JsonString(out, std::string(s, n));
 }
 
 /// A fundamental value at `p` of ROOT data type `t`.

@@ -3,7 +3,6 @@
 use super::{parse_entries, progress, Failure};
 use rntuple::io::split_target;
 use rntuple::tools::convert::{convert_file, ConvertOptions, ConvertSummary};
-use rntuple::ttree::TreeFile;
 use rntuple::write::WriteOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,8 +28,9 @@ pub(crate) fn one(
 ) -> Result<(), Failure> {
     let (file, tree) = split_target(input);
     let start = Instant::now();
-    let (options, entries) = options_for(&file, tree.as_deref(), job)?;
-    let bar = progress(entries, false);
+    let options = options_of(job)?;
+    // Its length is known once the tree is open: the first report sets it.
+    let bar = progress(0, false);
     let summary = convert_file(
         &file,
         tree.as_deref(),
@@ -38,7 +38,10 @@ pub(crate) fn one(
         &options,
         job.write.clone(),
         job.force,
-        |done| bar.set_position(done),
+        |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        },
     )
     .map_err(usage_or_input)?;
     bar.finish_and_clear();
@@ -55,6 +58,7 @@ pub(crate) fn many(
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let (pattern, tree) = split_target(input);
+    let options = options_of(job)?;
     let files: Vec<PathBuf> = glob::glob(&pattern)
         .map_err(|e| Failure::Usage(format!("input pattern \"{pattern}\": {e}")))?
         .filter_map(std::result::Result::ok)
@@ -91,18 +95,16 @@ pub(crate) fn many(
                 let output = dir.join(file.file_name().unwrap_or_default());
                 let start = Instant::now();
                 let input = file.display().to_string();
-                let result = options_for(&input, tree.as_deref(), job).and_then(|(options, _)| {
-                    convert_file(
-                        &input,
-                        tree.as_deref(),
-                        &output,
-                        &options,
-                        job.write.clone(),
-                        job.force,
-                        |_| {},
-                    )
-                    .map_err(usage_or_input)
-                });
+                let result = convert_file(
+                    &input,
+                    tree.as_deref(),
+                    &output,
+                    &options,
+                    job.write.clone(),
+                    job.force,
+                    |_, _| {},
+                )
+                .map_err(usage_or_input);
                 bar.inc(1);
                 if let Ok(mut r) = results.lock() {
                     r.push((i, input, output, result, start.elapsed().as_secs_f64()));
@@ -143,27 +145,22 @@ pub(crate) fn many(
     Ok(())
 }
 
-/// The conversion options for one input (the entry range is checked against its tree)
-/// and the number of entries it converts.
-fn options_for(
-    file: &str,
-    tree: Option<&str>,
-    job: &Job,
-) -> Result<(ConvertOptions, u64), Failure> {
-    let (_, t) = TreeFile::open_path(file)?.tree(tree)?;
-    let range = match &job.entries {
-        Some(spec) => parse_entries(spec, t.entries).map_err(Failure::Usage)?,
-        None => 0..t.entries,
+/// The conversion options of the command (the library checks the entry range against
+/// each tree, converting to the end when the stop lies past it).
+fn options_of(job: &Job) -> Result<ConvertOptions, Failure> {
+    let entries = match &job.entries {
+        Some(spec) => {
+            let range = parse_entries(spec, u64::MAX).map_err(Failure::Usage)?;
+            Some((range.start, range.end))
+        }
+        None => None,
     };
-    Ok((
-        ConvertOptions {
-            name: job.name.clone(),
-            branches: job.branches.clone(),
-            entries: Some((range.start, range.end)),
-            skip_unsupported: job.skip_unsupported,
-        },
-        range.end - range.start,
-    ))
+    Ok(ConvertOptions {
+        name: job.name.clone(),
+        branches: job.branches.clone(),
+        entries,
+        skip_unsupported: job.skip_unsupported,
+    })
 }
 
 fn usage_or_input(e: rntuple::Error) -> Failure {

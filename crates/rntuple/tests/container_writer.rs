@@ -192,6 +192,15 @@ fn embed(
     w.write_anchor(new_name, &new_anchor.to_object()).unwrap();
 }
 
+/// The paths of the file's RNTuple anchors, depth-first.
+fn anchor_paths(file: &RootFile) -> Vec<String> {
+    file.rntuple_anchors()
+        .unwrap()
+        .into_iter()
+        .map(|a| a.path)
+        .collect()
+}
+
 /// Our reader reads every value of `name` in `new` equal to `orig_name` in `orig`.
 fn assert_same_values(new: &Path, name: &str, orig: &Path, orig_name: &str) {
     let a = RNTupleReader::open(&open(new), Some(name)).unwrap();
@@ -337,12 +346,7 @@ fn several_rntuples() {
     w.finish().unwrap();
 
     let file = open(&new);
-    let names: Vec<String> = file
-        .rntuple_anchors()
-        .unwrap()
-        .into_iter()
-        .map(|a| a.path)
-        .collect();
+    let names = anchor_paths(&file);
     assert_eq!(names, ["Events", "Zipped", "Small_keys"]);
     assert_same_values(&new, "Events", &orig, "Events");
     assert_same_values(&new, "Zipped", &orig_z, "Events");
@@ -380,12 +384,7 @@ fn anchors_in_sub_directories() {
     w.finish().unwrap();
 
     let file = open(&new);
-    let names: Vec<String> = file
-        .rntuple_anchors()
-        .unwrap()
-        .into_iter()
-        .map(|a| a.path)
-        .collect();
+    let names = anchor_paths(&file);
     assert_eq!(names, ["a/b/Events", "a/Other", "Top"]);
     for name in ["a/b/Events", "a/Other", "Top"] {
         assert_same_values(&new, name, &orig, "Events");

@@ -6,9 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+mod common;
+
 use arrow_array::RecordBatch;
 use rntuple::container::RootFile;
-use rntuple::format::{Anchor, Footer};
 use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::Error;
@@ -108,49 +109,6 @@ impl Tally {
     }
 }
 
-/// Byte ranges of the header, footer and first page list envelopes and of the largest
-/// page of the first cluster, as (name, offset, size).
-fn regions(bytes: &[u8]) -> Vec<(String, u64, u64)> {
-    let file = RootFile::open(Arc::new(MemorySource::new("test.root", bytes.to_vec()))).unwrap();
-    let key = file.rntuple_anchors().unwrap().remove(0);
-    let anchor = Anchor::from_object(&key.object, "anchor").unwrap();
-    let reader = RNTupleReader::open(&file, None).unwrap();
-    let page = reader.descriptor().clusters[0]
-        .columns
-        .iter()
-        .flat_map(|c| c.pages.iter())
-        .max_by_key(|p| p.locator.size)
-        .unwrap()
-        .locator;
-    let footer_raw =
-        &bytes[anchor.seek_footer as usize..(anchor.seek_footer + anchor.nbytes_footer) as usize];
-    let footer_env = if anchor.nbytes_footer == anchor.len_footer {
-        footer_raw.to_vec()
-    } else {
-        rntuple::compression::decompress(footer_raw, anchor.len_footer as usize, "footer").unwrap()
-    };
-    let footer = Footer::read(&footer_env[8..footer_env.len() - 8]).unwrap();
-    let page_list = footer.cluster_groups[0].page_list.locator;
-    vec![
-        (
-            "header envelope".into(),
-            anchor.seek_header,
-            anchor.nbytes_header,
-        ),
-        (
-            "footer envelope".into(),
-            anchor.seek_footer,
-            anchor.nbytes_footer,
-        ),
-        (
-            "page list envelope".into(),
-            page_list.offset,
-            page_list.size,
-        ),
-        ("page".into(), page.offset, page.size),
-    ]
-}
-
 fn original(bytes: &[u8]) -> RecordBatch {
     let batch = read_all(bytes.to_vec()).unwrap();
     assert!(batch.num_rows() > 100 && batch.num_columns() >= 8);
@@ -188,7 +146,7 @@ fn flips(name: &str) {
     let bytes = data_file(name);
     let original = original(&bytes);
     let mut tally = Tally::default();
-    for (region, offset, size) in regions(&bytes) {
+    for (region, offset, size) in common::regions(&bytes) {
         for at in offset..offset + size {
             let mut bad = bytes.clone();
             bad[at as usize] ^= 0xff;
@@ -223,7 +181,7 @@ fn flipped_bytes_give_errors_or_the_same_values_uncompressed() {
 #[test]
 fn checksum_errors_name_the_envelope_or_page() {
     let bytes = data_file("tests/data/events_uncompressed.root");
-    for (region, offset, size) in regions(&bytes) {
+    for (region, offset, size) in common::regions(&bytes) {
         let mut bad = bytes.clone();
         bad[(offset + size / 2) as usize] ^= 0x01;
         let err = read_all(bad).unwrap_err();
@@ -250,7 +208,7 @@ fn corrupt_metadata_behind_valid_checksums_never_panics() {
     let original = original(&bytes);
     let mut panics = Vec::new();
     let mut mutations = 0usize;
-    for (region, offset, size) in regions(&bytes) {
+    for (region, offset, size) in common::regions(&bytes) {
         if region == "page" {
             continue;
         }

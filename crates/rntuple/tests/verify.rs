@@ -7,13 +7,8 @@
 
 mod common;
 
-use rntuple::container::RootFile;
-use rntuple::format::{Anchor, Footer};
-use rntuple::io::MemorySource;
-use rntuple::read::RNTupleReader;
 use rntuple::tools::verify::{verify_file, verify_files};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn data_file(name: &str) -> Vec<u8> {
     std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
@@ -32,7 +27,7 @@ fn every_conformance_file_passes_but_the_unknown_feature() {
         .map(|p| p.display().to_string())
         .collect();
     assert_eq!(files.len(), 51);
-    for check in verify_files(&files).unwrap() {
+    for check in verify_files(&files) {
         if check.file.contains("structure.feature_flag") {
             // Readers must refuse an RNTuple with a feature flag they do not know.
             let problems = check.all_problems().join("; ");
@@ -52,37 +47,6 @@ fn every_conformance_file_passes_but_the_unknown_feature() {
     }
 }
 
-/// The header, footer and first page list envelopes and the largest page of the first
-/// cluster, as (name, offset, size) (as in `robustness.rs`).
-fn regions(bytes: &[u8]) -> Vec<(String, u64, u64)> {
-    let file = RootFile::open(Arc::new(MemorySource::new("test.root", bytes.to_vec()))).unwrap();
-    let key = file.rntuple_anchors().unwrap().remove(0);
-    let anchor = Anchor::from_object(&key.object, "anchor").unwrap();
-    let reader = RNTupleReader::open(&file, None).unwrap();
-    let page = reader.descriptor().clusters[0]
-        .columns
-        .iter()
-        .flat_map(|c| c.pages.iter())
-        .max_by_key(|p| p.locator.size)
-        .unwrap()
-        .locator;
-    let footer_raw =
-        &bytes[anchor.seek_footer as usize..(anchor.seek_footer + anchor.nbytes_footer) as usize];
-    let footer_env = if anchor.nbytes_footer == anchor.len_footer {
-        footer_raw.to_vec()
-    } else {
-        rntuple::compression::decompress(footer_raw, anchor.len_footer as usize, "footer").unwrap()
-    };
-    let footer = Footer::read(&footer_env[8..footer_env.len() - 8]).unwrap();
-    let page_list = footer.cluster_groups[0].page_list.locator;
-    vec![
-        ("header".into(), anchor.seek_header, anchor.nbytes_header),
-        ("footer".into(), anchor.seek_footer, anchor.nbytes_footer),
-        ("page list".into(), page_list.offset, page_list.size),
-        ("page".into(), page.offset, page.size),
-    ]
-}
-
 fn sweep(name: &str) {
     let bytes = data_file(name);
     let good = scratch("good.root");
@@ -100,7 +64,7 @@ fn sweep(name: &str) {
             missed.push(format!("cut at {len}"));
         }
     }
-    for (region, offset, size) in regions(&bytes) {
+    for (region, offset, size) in common::regions(&bytes) {
         for at in offset..offset + size {
             let mut bad = bytes.clone();
             bad[at as usize] ^= 0xff;

@@ -28,6 +28,25 @@ impl<'a> BeReader<'a> {
         self.pos
     }
 
+    /// Moves to byte `pos` of the data (back, or ahead to the end at most).
+    pub(crate) fn set_pos(&mut self, pos: usize) -> Result<()> {
+        if pos > self.data.len() {
+            return Err(Error::Truncated {
+                what: self.what.to_string(),
+                offset: self.base.saturating_add(pos as u64),
+                needed: (pos - self.pos.min(pos)) as u64,
+                available: self.remaining() as u64,
+            });
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    /// The bytes not consumed yet.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
     /// Bytes left.
     pub(crate) fn remaining(&self) -> usize {
         self.data.len() - self.pos
@@ -116,13 +135,18 @@ impl<'a> BeReader<'a> {
     /// A ROOT TString: a 1-byte length, or 255 followed by a big-endian 4-byte length;
     /// then that many bytes (decoded as UTF-8, invalid sequences replaced).
     pub(crate) fn tstring(&mut self) -> Result<String> {
+        Ok(String::from_utf8_lossy(self.tstring_bytes()?).into_owned())
+    }
+
+    /// The bytes of a ROOT TString (the layout of [`tstring`](Self::tstring)), as stored.
+    pub(crate) fn tstring_bytes(&mut self) -> Result<&'a [u8]> {
         let short = self.u8()?;
         let len = if short == 255 {
             self.u32()? as usize
         } else {
             usize::from(short)
         };
-        Ok(String::from_utf8_lossy(self.bytes(len)?).into_owned())
+        self.bytes(len)
     }
 }
 

@@ -24,6 +24,7 @@ mod streamer_info;
 mod writer;
 
 pub use blob::{read_blob, split_blob, BlobLayout};
+pub(crate) use cursor::BeReader;
 pub use directory::{parse_keys_list, write_keys_list, DirectoryRecord};
 pub use file::{AnchorKey, KeyEntry, RootFile, MAX_DIRECTORY_DEPTH};
 pub use file_header::FileHeader;

@@ -21,8 +21,8 @@ use crate::container::{FileOutput, FileWriter};
 use crate::error::{Error, Result};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, StreamCursor, Streamed, Tree,
-    TreeFile, TypeResolver,
+    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, NativeValues, StreamCursor,
+    Streamed, Tree, TreeFile, TypeResolver,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
@@ -45,7 +45,8 @@ pub struct ConvertOptions {
     /// Glob patterns of the top-level branches to convert (all when empty). Arrays pull
     /// in their count leaves.
     pub branches: Vec<String>,
-    /// The entries to convert (`start..end`); all when `None`.
+    /// The entries to convert (`start..end`; an end past the tree's last entry converts
+    /// to the end); all when `None`.
     pub entries: Option<(u64, u64)>,
     /// Leave out branches of a type that cannot be converted (reported in
     /// [`ConversionPlan::skipped`]) instead of failing.
@@ -123,7 +124,6 @@ type CollectionProjections = (String, Vec<(String, String)>, String);
 /// The conversion of a tree, planned: the branches to read and the fields they fill.
 #[derive(Debug, Clone)]
 pub struct ConversionPlan {
-    tree_name: String,
     entries: (u64, u64),
     branches: Vec<Branch>,
     fields: Vec<(String, Filler)>,
@@ -236,18 +236,23 @@ impl ConversionPlan {
                 )));
             }
         }
+        // A stop past the end converts to the end, as a slice does.
         let entries = match options.entries {
             None => (0, tree.entries),
-            Some((a, b)) if a <= b && b <= tree.entries => (a, b),
-            Some((a, b)) => {
+            Some((a, b)) if a <= b && a <= tree.entries => (a, b.min(tree.entries)),
+            Some((a, b)) if a > b => {
                 return Err(Error::InvalidArgument(format!(
-                    "entries {a}:{b} are outside the TTree's {} entries",
+                    "entries {a}:{b}: the start is after the stop"
+                )))
+            }
+            Some((a, _)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "entries starting at {a} start past the end: the TTree has {} entries",
                     tree.entries
                 )))
             }
         };
         let mut plan = ConversionPlan {
-            tree_name: tree.name.clone(),
             entries,
             branches: Vec::new(),
             fields: Vec::new(),
@@ -618,37 +623,22 @@ impl ConversionPlan {
         }
     }
 
-    /// The name of the RNTuple written by default: the tree's name.
-    pub fn tree_name(&self) -> &str {
-        &self.tree_name
-    }
-
-    /// The entries converted.
-    pub fn entries(&self) -> (u64, u64) {
-        self.entries
-    }
-
     /// Bytes on disk of the baskets this plan reads.
     pub fn input_bytes(&self) -> u64 {
         self.branches.iter().map(|b| b.zip_bytes).sum()
-    }
-
-    /// The top-level data fields, in order.
-    pub fn field_names(&self) -> Vec<&str> {
-        self.fields.iter().map(|(n, _)| n.as_str()).collect()
     }
 }
 
 /// Converts the tree of `plan` from `file` into `out` as an RNTuple named `name` (a path
 /// such as `a/b/t` puts RNTuple `t` into directory `a/b`); `progress` gets the entries
-/// written so far.
+/// written so far and the entries to write.
 pub fn convert_tree<W: FileOutput>(
     file: &TreeFile,
     plan: &ConversionPlan,
     out: &mut FileWriter<W>,
     name: &str,
     options: WriteOptions,
-    mut progress: impl FnMut(u64),
+    mut progress: impl FnMut(u64, u64),
 ) -> Result<ConvertSummary> {
     let schema = plan.builder.clone().finish();
     let (start, end) = plan.entries;
@@ -701,7 +691,7 @@ pub fn convert_tree<W: FileOutput>(
                 let batch = batch?;
                 writer.write_batch(&batch)?;
                 written += batch.num_rows() as u64;
-                progress(written - start);
+                progress(written - start, end - start);
             }
             Ok(written)
         })?;
@@ -841,13 +831,14 @@ fn fill(
             let mut at = 0;
             let mut arrays = Vec::with_capacity(members.len());
             for ((_, values), field) in members.iter().zip(fields.iter()) {
+                // Each member decoded straight from its place in every entry.
                 let size = values.bytes();
-                let mut bytes = Vec::with_capacity(chunk.entries * size);
+                let mut decoded = NativeValues::new(values.ty, chunk.entries * values.len)?;
                 for entry in chunk.data.chunks_exact(entry_bytes) {
-                    bytes.extend_from_slice(&entry[at..at + size]);
+                    decoded.append_be(values.ty, &entry[at..at + size]);
                 }
                 at += size;
-                arrays.push(shape(values.ty.decode(&bytes, &what(*branch))?, field)?);
+                arrays.push(shape(decoded.into_array(), field)?);
             }
             Ok(Arc::new(StructArray::try_new(
                 fields.clone(),
@@ -1069,25 +1060,15 @@ fn c_strings(chunk: &BranchChunk, what: &str) -> Result<ArrayRef> {
     offsets.push(0i64);
     for i in 0..chunk.entries {
         let entry = chunk.entry(i);
-        let (len, body) = match entry.first() {
-            Some(255) if entry.len() >= 5 => (
-                u32::from_be_bytes([entry[1], entry[2], entry[3], entry[4]]) as usize,
-                &entry[5..],
-            ),
-            Some(&n) => (usize::from(n), &entry[1..]),
-            // ROOT stores an empty string as no bytes at all.
-            None => (0, entry),
-        };
-        if len != body.len() {
-            return Err(Error::corrupt(
-                what.to_string(),
-                format!(
-                    "a string of {len} bytes in an entry of {} bytes",
-                    entry.len()
-                ),
-            ));
+        // ROOT stores an empty string as no bytes at all.
+        if !entry.is_empty() {
+            let mut cursor = StreamCursor::new(entry);
+            let body = cursor
+                .string()
+                .and_then(|b| entry_consumed(&cursor).map(|()| b))
+                .map_err(|e| e.at(entry_location(what, i)))?;
+            values.extend_from_slice(body);
         }
-        values.extend_from_slice(body);
         offsets.push(values.len() as i64);
     }
     Ok(Arc::new(LargeBinaryArray::try_new(
@@ -1109,7 +1090,7 @@ pub fn convert_file(
     options: &ConvertOptions,
     write: WriteOptions,
     replace: bool,
-    progress: impl FnMut(u64),
+    progress: impl FnMut(u64, u64),
 ) -> Result<ConvertSummary> {
     use crate::io::{ensure_distinct, AtomicFile, Existing};
     ensure_distinct(output, &[input])?;

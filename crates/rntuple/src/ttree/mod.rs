@@ -23,7 +23,7 @@ pub use chunk::{BranchChunk, ChunkReader};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
 pub use streamed::{Builder, ClassLayout, StreamCursor, Streamed, TypeResolver};
 pub use streamer_info::{parse_streamer_infos, StreamerElement, StreamerInfo};
-pub use values::{LeafType, RealPacking};
+pub use values::{LeafType, NativeValues, RealPacking};
 
 use crate::container::{KeyEntry, RootFile};
 use crate::error::{Error, Result};

@@ -10,6 +10,7 @@
 //!   first seen at `position`, or the position of an object already read (a reference).
 //! * Positions count from the start of the key (its header included), plus 2.
 
+use crate::container::BeReader;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
@@ -68,8 +69,7 @@ pub(crate) enum ArrayItem<'c> {
 /// the key (its header), so that positions agree with the ones ROOT stored.
 #[derive(Debug)]
 pub(crate) struct ObjectReader<'a> {
-    data: &'a [u8],
-    pos: usize,
+    r: BeReader<'a>,
     origin: u32,
     what: &'a str,
     classes: HashMap<u32, String>,
@@ -80,8 +80,7 @@ impl<'a> ObjectReader<'a> {
     /// `what` names the object in errors.
     pub(crate) fn new(data: &'a [u8], origin: u32, what: &'a str) -> Self {
         ObjectReader {
-            data,
-            pos: 0,
+            r: BeReader::new(data, 0, what),
             origin,
             what,
             classes: HashMap::new(),
@@ -92,61 +91,38 @@ impl<'a> ObjectReader<'a> {
     pub(crate) fn corrupt(&self, detail: impl std::fmt::Display) -> Error {
         Error::corrupt(
             self.what.to_string(),
-            format!("{detail} (at byte {} of the object)", self.pos),
+            format!("{detail} (at byte {} of the object)", self.r.pos()),
         )
-    }
-
-    /// The next `n` bytes.
-    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.data.len())
-            .ok_or_else(|| Error::Truncated {
-                what: self.what.to_string(),
-                offset: self.pos as u64,
-                needed: n as u64,
-                available: (self.data.len() - self.pos) as u64,
-            })?;
-        let out = &self.data[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.bytes(N)?);
-        Ok(out)
     }
 
     /// One byte.
     pub(crate) fn u8(&mut self) -> Result<u8> {
-        Ok(self.array::<1>()?[0])
+        self.r.u8()
     }
 
     /// A big-endian u16.
     pub(crate) fn u16(&mut self) -> Result<u16> {
-        Ok(u16::from_be_bytes(self.array()?))
+        self.r.u16()
     }
 
     /// A big-endian i16.
     pub(crate) fn i16(&mut self) -> Result<i16> {
-        Ok(i16::from_be_bytes(self.array()?))
+        Ok(i16::from_be_bytes(self.r.u16()?.to_be_bytes()))
     }
 
     /// A big-endian u32.
     pub(crate) fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_be_bytes(self.array()?))
+        self.r.u32()
     }
 
     /// A big-endian i32.
     pub(crate) fn i32(&mut self) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.array()?))
+        self.r.i32()
     }
 
     /// A big-endian i64.
     pub(crate) fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.array()?))
+        Ok(i64::from_be_bytes(self.r.u64()?.to_be_bytes()))
     }
 
     /// A big-endian i32 that must not be negative, named `field` in errors.
@@ -163,42 +139,36 @@ impl<'a> ObjectReader<'a> {
 
     /// Skips `n` bytes.
     pub(crate) fn skip(&mut self, n: usize) -> Result<()> {
-        self.bytes(n).map(|_| ())
+        self.r.bytes(n).map(|_| ())
     }
 
-    /// A TString: a one-byte length, or 255 and a four-byte length; then the bytes.
+    /// A TString.
     pub(crate) fn tstring(&mut self) -> Result<String> {
-        let short = self.u8()?;
-        let len = if short == 255 {
-            self.u32()? as usize
-        } else {
-            usize::from(short)
-        };
-        Ok(String::from_utf8_lossy(self.bytes(len)?).into_owned())
+        self.r.tstring()
     }
 
     /// A NUL-terminated string (class names in class tags).
     fn c_string(&mut self) -> Result<String> {
-        let rest = &self.data[self.pos..];
+        let rest = self.r.rest();
         let len = rest
             .iter()
             .take(MAX_CLASS_NAME)
             .position(|&b| b == 0)
             .ok_or_else(|| self.corrupt("a class name is not NUL-terminated"))?;
         let s = String::from_utf8_lossy(&rest[..len]).into_owned();
-        self.pos += len + 1;
+        self.r.bytes(len + 1)?;
         Ok(s)
     }
 
     /// Where an object of `count` bytes starting here ends (within the data).
     fn end_after(&self, count: usize) -> Result<usize> {
-        self.pos
-            .checked_add(count)
-            .filter(|&e| e <= self.data.len())
+        let pos = self.r.pos();
+        pos.checked_add(count)
+            .filter(|_| count <= self.r.remaining())
             .ok_or_else(|| {
                 self.corrupt(format!(
                     "a byte count of {count} runs past the end ({} bytes)",
-                    self.data.len()
+                    pos + self.r.remaining()
                 ))
             })
     }
@@ -208,7 +178,7 @@ impl<'a> ObjectReader<'a> {
         let first = self.u32()?;
         if first & BYTE_COUNT_MASK == 0 {
             // No byte count: the first two bytes were the version.
-            self.pos -= 4;
+            self.r.set_pos(self.r.pos() - 4)?;
             return Ok(Versioned {
                 version: self.u16()?,
                 end: None,
@@ -247,13 +217,13 @@ impl<'a> ObjectReader<'a> {
     /// Moves to `end` (from a byte count), which must not lie before the position.
     pub(crate) fn finish(&mut self, end: Option<usize>, class: &str) -> Result<()> {
         if let Some(end) = end {
-            if end < self.pos {
+            if end < self.r.pos() {
                 return Err(self.corrupt(format!(
                     "a {class} ran {} bytes past its byte count",
-                    self.pos - end
+                    self.r.pos() - end
                 )));
             }
-            self.pos = end;
+            self.r.set_pos(end)?;
         }
         Ok(())
     }
@@ -291,7 +261,7 @@ impl<'a> ObjectReader<'a> {
     /// The header of an object pointer (see the module documentation). The caller reads a
     /// new object and then calls [`finish`](Self::finish) with its `end`.
     pub(crate) fn pointer(&mut self) -> Result<Pointer> {
-        let start = self.pos;
+        let start = self.r.pos();
         let first = self.u32()?;
         let (tag, end) = if first & BYTE_COUNT_MASK == 0 || first == NEW_CLASS_TAG {
             (first, None)
@@ -349,7 +319,7 @@ impl<'a> ObjectReader<'a> {
         let n = self.count("TObjArray size")?;
         self.i32()?; // lower bound
                      // Each element takes at least 4 bytes: a hostile size cannot allocate much.
-        if n > self.data.len().saturating_sub(self.pos) / 4 + 1 {
+        if n > self.r.remaining() / 4 + 1 {
             return Err(self.corrupt(format!("a TObjArray claims {n} elements")));
         }
         let mut out = Vec::with_capacity(n);
@@ -379,7 +349,9 @@ impl<'a> ObjectReader<'a> {
         if self.u8()? == 0 {
             return Ok(Vec::new());
         }
-        let bytes = self.bytes(n.checked_mul(8).ok_or_else(|| self.corrupt(field))?)?;
+        let bytes = self
+            .r
+            .bytes(n.checked_mul(8).ok_or_else(|| self.corrupt(field))?)?;
         Ok(bytes
             .chunks_exact(8)
             .map(|c| i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
@@ -391,7 +363,9 @@ impl<'a> ObjectReader<'a> {
         if self.u8()? == 0 {
             return Ok(Vec::new());
         }
-        let bytes = self.bytes(n.checked_mul(4).ok_or_else(|| self.corrupt(field))?)?;
+        let bytes = self
+            .r
+            .bytes(n.checked_mul(4).ok_or_else(|| self.corrupt(field))?)?;
         Ok(bytes
             .chunks_exact(4)
             .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))

@@ -13,11 +13,11 @@
 //!   level go without.
 
 use super::streamer_info::{StreamerElement, StreamerInfo};
-use super::values::{LeafType, RealPacking};
+use super::values::{LeafType, NativeValues, RealPacking};
+use crate::container::BeReader;
 use crate::error::{Error, Result};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, LargeListArray, LargeStringArray,
-    StructArray,
+    Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, StructArray,
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
@@ -302,10 +302,8 @@ impl TypeResolver {
 /// Values decoded from streamed bytes, column by column, into Arrow-shaped buffers.
 #[derive(Debug, Clone)]
 pub enum Builder {
-    /// Booleans.
-    Bool(Vec<bool>),
-    /// Numbers: their type and native-endian bytes of the in-memory type.
-    Num(LeafType, Vec<u8>),
+    /// Fundamentals: their type on disk and their values in memory.
+    Prim(LeafType, NativeValues),
     /// Strings: offsets (one more than strings) and bytes.
     Str(Vec<i64>, Vec<u8>),
     /// Variable-size lists: offsets (one more than lists) and items.
@@ -320,8 +318,10 @@ impl Builder {
     /// An empty builder for values of type `t`.
     pub fn new(t: &Streamed) -> Builder {
         match t {
-            Streamed::Prim(LeafType::Bool) => Builder::Bool(Vec::new()),
-            Streamed::Prim(p) => Builder::Num(*p, Vec::new()),
+            Streamed::Prim(p) => Builder::Prim(
+                *p,
+                NativeValues::new(*p, 0).unwrap_or(NativeValues::U8(Vec::new())),
+            ),
             Streamed::String => Builder::Str(vec![0], Vec::new()),
             Streamed::Vector(item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
@@ -340,44 +340,58 @@ impl Builder {
 /// A reader of streamed bytes (one entry's, or a basket's run of them).
 #[derive(Debug)]
 pub struct StreamCursor<'a> {
-    data: &'a [u8],
-    pos: usize,
+    r: BeReader<'a>,
 }
 
 impl<'a> StreamCursor<'a> {
     /// A cursor at the start of `data`.
     pub fn new(data: &'a [u8]) -> Self {
-        StreamCursor { data, pos: 0 }
+        StreamCursor {
+            r: BeReader::new(data, 0, "streamed value"),
+        }
     }
 
     /// Bytes left.
     pub fn remaining(&self) -> usize {
-        self.data.len() - self.pos
+        self.r.remaining()
+    }
+
+    /// A value running past the entry's end is corrupt data (the entry's size is known).
+    fn past_end(&self, n: usize) -> Error {
+        Error::corrupt(
+            "streamed value",
+            format!(
+                "{n} bytes wanted at byte {} of an entry of {} bytes",
+                self.r.pos(),
+                self.r.pos() + self.r.remaining()
+            ),
+        )
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.data.len())
-            .ok_or_else(|| {
-                Error::corrupt(
-                    "streamed value",
-                    format!(
-                        "{n} bytes wanted at byte {} of an entry of {} bytes",
-                        self.pos,
-                        self.data.len()
-                    ),
-                )
-            })?;
-        let out = &self.data[self.pos..end];
-        self.pos = end;
-        Ok(out)
+        if n > self.r.remaining() {
+            return Err(self.past_end(n));
+        }
+        self.r.bytes(n)
     }
 
     fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        if self.r.remaining() < 4 {
+            return Err(self.past_end(4));
+        }
+        self.r.u32()
+    }
+
+    /// A string's bytes: a one-byte length (or 255 and a four-byte length), then the
+    /// characters (`std::string`, `TString` and `/C` leaves share this layout).
+    pub fn string(&mut self) -> Result<&'a [u8]> {
+        let at = self.r.pos();
+        self.r.tstring_bytes().map_err(|_| {
+            Error::corrupt(
+                "streamed value",
+                format!("a string at byte {at} runs past the entry's end"),
+            )
+        })
     }
 
     fn count(&mut self) -> Result<usize> {
@@ -406,7 +420,7 @@ impl<'a> StreamCursor<'a> {
         let first = self.u32()?;
         if first & 0x4000_0000 == 0 {
             // No byte count: a bare version.
-            self.pos -= 4;
+            self.r.set_pos(self.r.pos() - 4)?;
             let v = self.take(2)?;
             if v == [0, 0] {
                 self.u32()?;
@@ -414,8 +428,8 @@ impl<'a> StreamCursor<'a> {
             return Ok((None, false));
         }
         let count = (first & !0x4000_0000) as usize;
-        let end = self.pos + count;
-        if end > self.data.len() {
+        let end = self.r.pos() + count;
+        if count > self.r.remaining() {
             return Err(Error::corrupt(
                 "streamed value",
                 format!("a byte count of {count} runs past the entry's end"),
@@ -431,9 +445,12 @@ impl<'a> StreamCursor<'a> {
 
     fn check_end(&self, end: Option<usize>) -> Result<()> {
         match end {
-            Some(e) if e != self.pos => Err(Error::corrupt(
+            Some(e) if e != self.r.pos() => Err(Error::corrupt(
                 "streamed value",
-                format!("its byte count ends at {e}, its content at {}", self.pos),
+                format!(
+                    "its byte count ends at {e}, its content at {}",
+                    self.r.pos()
+                ),
             )),
             _ => Ok(()),
         }
@@ -446,13 +463,7 @@ impl<'a> StreamCursor<'a> {
             (Streamed::Prim(p), out) => self.prims(*p, 1, out),
             (Streamed::String, Builder::Str(offsets, bytes)) => {
                 let end = if header { self.header()? } else { None };
-                let short = self.take(1)?[0];
-                let len = if short == 255 {
-                    self.u32()? as usize
-                } else {
-                    usize::from(short)
-                };
-                bytes.extend_from_slice(self.take(len)?);
+                bytes.extend_from_slice(self.string()?);
                 offsets.push(bytes.len() as i64);
                 self.check_end(end)
             }
@@ -586,12 +597,8 @@ impl<'a> StreamCursor<'a> {
 /// Appends big-endian values of `p` to a builder.
 fn append_prims(p: LeafType, bytes: &[u8], out: &mut Builder) -> Result<()> {
     match out {
-        Builder::Bool(v) => {
-            v.extend(bytes.iter().map(|&b| b != 0));
-            Ok(())
-        }
-        Builder::Num(_, v) => {
-            p.append_native(bytes, v);
+        Builder::Prim(_, v) => {
+            v.append_be(p, bytes);
             Ok(())
         }
         _ => Err(Error::InvalidArgument(
@@ -604,8 +611,7 @@ impl Builder {
     /// The number of values built.
     pub fn len(&self) -> usize {
         match self {
-            Builder::Bool(v) => v.len(),
-            Builder::Num(t, v) => v.len() / t.native_size().max(1),
+            Builder::Prim(_, v) => v.len(),
             Builder::Str(o, _) | Builder::List(o, _) => o.len() - 1,
             Builder::Fixed(n, items) => items.len() / (*n).max(1),
             Builder::Struct(_, n) => *n,
@@ -628,11 +634,8 @@ impl Builder {
             ))
         };
         Ok(match (self, target.data_type()) {
-            (Builder::Bool(v), DataType::Boolean) => {
-                Arc::new(BooleanArray::from_iter(v.into_iter().map(Some)))
-            }
-            (Builder::Num(t, v), _) => {
-                let a = t.native_array(&v)?;
+            (Builder::Prim(_, v), _) => {
+                let a = v.into_array();
                 if a.data_type() != target.data_type() {
                     return Err(mismatch());
                 }

@@ -265,96 +265,147 @@ impl LeafType {
                 format!("{} bytes are not whole values of {size} bytes", bytes.len()),
             ));
         }
-        let mut native = Vec::with_capacity(bytes.len() / size * self.native_size());
-        self.append_native(bytes, &mut native);
-        self.native_array(&native)
-    }
-
-    /// Bytes per value in memory (booleans: one byte, 0 or 1).
-    pub fn native_size(self) -> usize {
-        match self {
-            LeafType::Double32(_) => 8,
-            LeafType::Float16(_) => 4,
-            other => other.disk_size(),
-        }
-    }
-
-    /// Appends whole big-endian values from `bytes` to `out` as native-endian values of
-    /// the in-memory type (`Double32_t` widened to double, packings unpacked).
-    pub fn append_native(self, bytes: &[u8], out: &mut Vec<u8>) {
-        let size = self.disk_size();
-        if size == 0 {
-            return;
-        }
-        match self {
-            LeafType::Bool => out.extend(bytes.iter().map(|&b| u8::from(b != 0))),
-            LeafType::Double32(p) => {
-                for c in bytes.chunks_exact(size) {
-                    out.extend_from_slice(&p.decode(c).to_ne_bytes());
-                }
-            }
-            LeafType::Float16(p) => {
-                for c in bytes.chunks_exact(size) {
-                    // Values are floats: ROOT computes them in float.
-                    #[allow(clippy::cast_possible_truncation)]
-                    out.extend_from_slice(&(p.decode(c) as f32).to_ne_bytes());
-                }
-            }
-            _ => {
-                let start = out.len();
-                out.extend_from_slice(&bytes[..bytes.len() / size * size]);
-                if cfg!(target_endian = "little") {
-                    for c in out[start..].chunks_exact_mut(size) {
-                        c.reverse();
-                    }
-                }
-            }
-        }
-    }
-
-    /// An Arrow array of native-endian values appended by [`append_native`].
-    ///
-    /// [`append_native`]: LeafType::append_native
-    pub fn native_array(self, native: &[u8]) -> Result<ArrayRef> {
-        macro_rules! ne {
-            ($arrow:ty, $native:ty, $n:literal) => {{
-                let values: Vec<$native> = native
-                    .chunks_exact($n)
-                    .map(|c| {
-                        let mut a = [0u8; $n];
-                        a.copy_from_slice(c);
-                        <$native>::from_ne_bytes(a)
-                    })
-                    .collect();
-                Arc::new(PrimitiveArray::<$arrow>::new(
-                    ScalarBuffer::from(values),
-                    None,
-                )) as ArrayRef
-            }};
-        }
-        Ok(match self {
-            LeafType::Bool => Arc::new(BooleanArray::from_iter(
-                native.iter().map(|&b| Some(b != 0)),
-            )),
-            LeafType::Char => ne!(Int8Type, i8, 1),
-            LeafType::UChar => ne!(UInt8Type, u8, 1),
-            LeafType::Short => ne!(Int16Type, i16, 2),
-            LeafType::UShort => ne!(UInt16Type, u16, 2),
-            LeafType::Int => ne!(Int32Type, i32, 4),
-            LeafType::UInt => ne!(UInt32Type, u32, 4),
-            LeafType::Long64 => ne!(Int64Type, i64, 8),
-            LeafType::ULong64 => ne!(UInt64Type, u64, 8),
-            LeafType::Float | LeafType::Float16(_) => ne!(Float32Type, f32, 4),
-            LeafType::Double | LeafType::Double32(_) => ne!(Float64Type, f64, 8),
-            LeafType::CString => unreachable_c_string("a C string leaf")?,
-        })
+        let mut values = NativeValues::new(self, bytes.len() / size)?;
+        values.append_be(self, bytes);
+        Ok(values.into_array())
     }
 }
 
-fn unreachable_c_string(what: &str) -> Result<ArrayRef> {
-    Err(Error::InvalidArgument(format!(
-        "{what}: C strings are decoded entry by entry"
-    )))
+/// Values of one leaf type in memory, typed (so that Arrow takes the vector as it is).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NativeValues {
+    /// `bool`.
+    Bool(Vec<bool>),
+    /// `char` (`Char_t`).
+    I8(Vec<i8>),
+    /// `std::uint8_t`.
+    U8(Vec<u8>),
+    /// `std::int16_t`.
+    I16(Vec<i16>),
+    /// `std::uint16_t`.
+    U16(Vec<u16>),
+    /// `std::int32_t`.
+    I32(Vec<i32>),
+    /// `std::uint32_t`.
+    U32(Vec<u32>),
+    /// `std::int64_t`.
+    I64(Vec<i64>),
+    /// `std::uint64_t`.
+    U64(Vec<u64>),
+    /// `float` (also `Float16_t`).
+    F32(Vec<f32>),
+    /// `double` (also `Double32_t`).
+    F64(Vec<f64>),
+}
+
+impl NativeValues {
+    /// An empty vector for values of `t`, with room for `capacity` of them.
+    pub fn new(t: LeafType, capacity: usize) -> Result<NativeValues> {
+        Ok(match t {
+            LeafType::Bool => NativeValues::Bool(Vec::with_capacity(capacity)),
+            LeafType::Char => NativeValues::I8(Vec::with_capacity(capacity)),
+            LeafType::UChar => NativeValues::U8(Vec::with_capacity(capacity)),
+            LeafType::Short => NativeValues::I16(Vec::with_capacity(capacity)),
+            LeafType::UShort => NativeValues::U16(Vec::with_capacity(capacity)),
+            LeafType::Int => NativeValues::I32(Vec::with_capacity(capacity)),
+            LeafType::UInt => NativeValues::U32(Vec::with_capacity(capacity)),
+            LeafType::Long64 => NativeValues::I64(Vec::with_capacity(capacity)),
+            LeafType::ULong64 => NativeValues::U64(Vec::with_capacity(capacity)),
+            LeafType::Float | LeafType::Float16(_) => {
+                NativeValues::F32(Vec::with_capacity(capacity))
+            }
+            LeafType::Double | LeafType::Double32(_) => {
+                NativeValues::F64(Vec::with_capacity(capacity))
+            }
+            LeafType::CString => {
+                return Err(Error::InvalidArgument(
+                    "C strings are decoded entry by entry, not as values".to_string(),
+                ))
+            }
+        })
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            NativeValues::Bool(v) => v.len(),
+            NativeValues::I8(v) => v.len(),
+            NativeValues::U8(v) => v.len(),
+            NativeValues::I16(v) => v.len(),
+            NativeValues::U16(v) => v.len(),
+            NativeValues::I32(v) => v.len(),
+            NativeValues::U32(v) => v.len(),
+            NativeValues::I64(v) => v.len(),
+            NativeValues::U64(v) => v.len(),
+            NativeValues::F32(v) => v.len(),
+            NativeValues::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether there is no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the whole big-endian values of `t` in `bytes` (`Double32_t` and
+    /// `Float16_t` unpacked). Values of another type than the vector's are a caller's
+    /// mistake and are not appended.
+    pub fn append_be(&mut self, t: LeafType, bytes: &[u8]) {
+        macro_rules! be {
+            ($v:expr, $native:ty, $n:literal) => {
+                $v.extend(bytes.chunks_exact($n).map(|c| {
+                    let mut a = [0u8; $n];
+                    a.copy_from_slice(c);
+                    <$native>::from_be_bytes(a)
+                }))
+            };
+        }
+        let size = t.disk_size().max(1);
+        match (self, t) {
+            (NativeValues::Bool(v), LeafType::Bool) => v.extend(bytes.iter().map(|&b| b != 0)),
+            (NativeValues::I8(v), LeafType::Char) => be!(v, i8, 1),
+            (NativeValues::U8(v), LeafType::UChar) => v.extend_from_slice(bytes),
+            (NativeValues::I16(v), LeafType::Short) => be!(v, i16, 2),
+            (NativeValues::U16(v), LeafType::UShort) => be!(v, u16, 2),
+            (NativeValues::I32(v), LeafType::Int) => be!(v, i32, 4),
+            (NativeValues::U32(v), LeafType::UInt) => be!(v, u32, 4),
+            (NativeValues::I64(v), LeafType::Long64) => be!(v, i64, 8),
+            (NativeValues::U64(v), LeafType::ULong64) => be!(v, u64, 8),
+            (NativeValues::F32(v), LeafType::Float) => be!(v, f32, 4),
+            (NativeValues::F64(v), LeafType::Double) => be!(v, f64, 8),
+            (NativeValues::F64(v), LeafType::Double32(p)) => {
+                v.extend(bytes.chunks_exact(size).map(|c| p.decode(c)));
+            }
+            (NativeValues::F32(v), LeafType::Float16(p)) => {
+                // Values are floats: ROOT computes them in float.
+                #[allow(clippy::cast_possible_truncation)]
+                v.extend(bytes.chunks_exact(size).map(|c| p.decode(c) as f32));
+            }
+            _ => {}
+        }
+    }
+
+    /// The Arrow array of the values (the vector becomes its buffer, uncopied).
+    pub fn into_array(self) -> ArrayRef {
+        macro_rules! arr {
+            ($arrow:ty, $v:expr) => {
+                Arc::new(PrimitiveArray::<$arrow>::new(ScalarBuffer::from($v), None)) as ArrayRef
+            };
+        }
+        match self {
+            NativeValues::Bool(v) => Arc::new(BooleanArray::from(v)),
+            NativeValues::I8(v) => arr!(Int8Type, v),
+            NativeValues::U8(v) => arr!(UInt8Type, v),
+            NativeValues::I16(v) => arr!(Int16Type, v),
+            NativeValues::U16(v) => arr!(UInt16Type, v),
+            NativeValues::I32(v) => arr!(Int32Type, v),
+            NativeValues::U32(v) => arr!(UInt32Type, v),
+            NativeValues::I64(v) => arr!(Int64Type, v),
+            NativeValues::U64(v) => arr!(UInt64Type, v),
+            NativeValues::F32(v) => arr!(Float32Type, v),
+            NativeValues::F64(v) => arr!(Float64Type, v),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,12 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+use rntuple::container::RootFile;
+use rntuple::format::{Anchor, Footer};
+use rntuple::io::MemorySource;
+use rntuple::read::RNTupleReader;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The environment variable that overrides where the conformance data is.
 pub(crate) const CONFORMANCE_ENV: &str = "RNTUPLE_CONFORMANCE_DIR";
@@ -89,4 +94,47 @@ fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     );
     files.sort();
     files
+}
+
+/// Byte ranges of the header, footer and first page list envelopes and of the largest
+/// page of the first cluster, as (name, offset, size).
+pub(crate) fn regions(bytes: &[u8]) -> Vec<(String, u64, u64)> {
+    let file = RootFile::open(Arc::new(MemorySource::new("test.root", bytes.to_vec()))).unwrap();
+    let key = file.rntuple_anchors().unwrap().remove(0);
+    let anchor = Anchor::from_object(&key.object, "anchor").unwrap();
+    let reader = RNTupleReader::open(&file, None).unwrap();
+    let page = reader.descriptor().clusters[0]
+        .columns
+        .iter()
+        .flat_map(|c| c.pages.iter())
+        .max_by_key(|p| p.locator.size)
+        .unwrap()
+        .locator;
+    let footer_raw =
+        &bytes[anchor.seek_footer as usize..(anchor.seek_footer + anchor.nbytes_footer) as usize];
+    let footer_env = if anchor.nbytes_footer == anchor.len_footer {
+        footer_raw.to_vec()
+    } else {
+        rntuple::compression::decompress(footer_raw, anchor.len_footer as usize, "footer").unwrap()
+    };
+    let footer = Footer::read(&footer_env[8..footer_env.len() - 8]).unwrap();
+    let page_list = footer.cluster_groups[0].page_list.locator;
+    vec![
+        (
+            "header envelope".into(),
+            anchor.seek_header,
+            anchor.nbytes_header,
+        ),
+        (
+            "footer envelope".into(),
+            anchor.seek_footer,
+            anchor.nbytes_footer,
+        ),
+        (
+            "page list envelope".into(),
+            page_list.offset,
+            page_list.size,
+        ),
+        ("page".into(), page.offset, page.size),
+    ]
 }
