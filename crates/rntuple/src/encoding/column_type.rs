@@ -221,6 +221,26 @@ impl ColumnType {
         )
     }
 
+    /// The unsplit type of a split one (`SplitReal32` → `Real32`); any other type itself.
+    /// A split and an unsplit type of one kind store the same values.
+    pub fn unsplit(self) -> ColumnType {
+        use ColumnType::*;
+        match self {
+            SplitInt16 => Int16,
+            SplitUInt16 => UInt16,
+            SplitInt32 => Int32,
+            SplitUInt32 => UInt32,
+            SplitInt64 => Int64,
+            SplitUInt64 => UInt64,
+            SplitReal16 => Real16,
+            SplitReal32 => Real32,
+            SplitReal64 => Real64,
+            SplitIndex32 => Index32,
+            SplitIndex64 => Index64,
+            other => other,
+        }
+    }
+
     /// Whether this is an index (collection offset) column type.
     pub fn is_index(self) -> bool {
         use ColumnType::*;

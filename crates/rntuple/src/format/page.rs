@@ -56,19 +56,7 @@ pub fn seal_page(
     let raw = encode_page(encoding, values)?;
     let zipped = compress(&raw, compression)?;
     drop(raw);
-    // Exactly sized: sealed pages wait in memory until their cluster is committed, and
-    // the compressor's buffer has room for much more than it usually needs.
-    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
-    bytes.extend_from_slice(&zipped);
-    if checksum {
-        let sum = xxh3_64(&bytes);
-        bytes.extend_from_slice(&sum.to_le_bytes());
-    }
-    Ok(SealedPage {
-        bytes,
-        n_elements,
-        has_checksum: checksum,
-    })
+    finish_sealing(&zipped, n_elements, checksum)
 }
 
 /// The last eight bytes of a stored page, as the checksum they would be.
@@ -178,6 +166,91 @@ pub fn unseal_page_into(
     decode_page_into(encoding, buf, n, first, out)
 }
 
+/// Seals an opened page (`data`, as [`open_page`] returns it, of a column encoded as
+/// `from`) again as a page of a column encoded as `to`, compressed with `compression`:
+/// with the same encoding the encoded bytes are only recompressed, otherwise the values
+/// are decoded and encoded again (a split and an unsplit column type of one kind).
+pub fn reseal_page(
+    data: &[u8],
+    page: &PageInfo,
+    from: &ColumnEncoding,
+    to: &ColumnEncoding,
+    compression: CompressionSettings,
+    checksum: bool,
+) -> Result<SealedPage> {
+    let n = usize::try_from(page.n_elements)
+        .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
+    if from == to {
+        let unzipped = from
+            .page_bytes(u64::from(page.n_elements))
+            .and_then(|u| usize::try_from(u).ok())
+            .ok_or_else(|| {
+                Error::corrupt("page list", format!("page of {n} elements is too large"))
+            })?;
+        let raw;
+        let encoded = if data.len() == unzipped {
+            data
+        } else {
+            let mut buf = vec![0u8; unzipped];
+            compression::decompress_into(
+                data,
+                &mut buf,
+                &format!("page at byte offset {}", page.locator.offset),
+            )?;
+            raw = buf;
+            &raw
+        };
+        return finish_sealing(&compress(encoded, compression)?, page.n_elements, checksum);
+    }
+    let mut values = ColumnValues::zeros(from.column_type, n);
+    unseal_page_into(data, page, from, 0, values.as_values_mut(), &mut Vec::new())?;
+    seal_page(to, &values, compression, checksum)
+}
+
+/// A page of `n` zero values (false, 0, 0.0, empty collections) of a column encoded as
+/// `encoding`: what a reader sees for the entries of a merged input that lacks the
+/// column. A Real32Quant column whose range excludes 0 stores zero bits (its minimum).
+pub fn zero_page(
+    encoding: &ColumnEncoding,
+    n: u32,
+    compression: CompressionSettings,
+    checksum: bool,
+) -> Result<SealedPage> {
+    let len = usize::try_from(n).map_err(|_| Error::InvalidArgument("page too large".into()))?;
+    match seal_page(
+        encoding,
+        &ColumnValues::zeros(encoding.column_type, len),
+        compression,
+        checksum,
+    ) {
+        Ok(page) => Ok(page),
+        Err(_) => {
+            let bytes = encoding
+                .page_bytes(u64::from(n))
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| Error::InvalidArgument(format!("a page of {n} elements")))?;
+            finish_sealing(&compress(&vec![0u8; bytes], compression)?, n, checksum)
+        }
+    }
+}
+
+/// A sealed page of `zipped` bytes holding `n_elements`, with its checksum appended when
+/// `checksum`. Exactly sized: sealed pages wait in memory until their cluster is
+/// committed, and a compressor's buffer has room for much more than it usually needs.
+fn finish_sealing(zipped: &[u8], n_elements: u32, checksum: bool) -> Result<SealedPage> {
+    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
+    bytes.extend_from_slice(zipped);
+    if checksum {
+        let sum = xxh3_64(&bytes);
+        bytes.extend_from_slice(&sum.to_le_bytes());
+    }
+    Ok(SealedPage {
+        bytes,
+        n_elements,
+        has_checksum: checksum,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +336,46 @@ mod tests {
                 .contains("hold 512 bytes, 520 were expected"),
             "{err}"
         );
+    }
+
+    /// Opens `sealed` as a page at offset 0 and decodes all its values.
+    fn decode_all(sealed: &SealedPage, enc: &ColumnEncoding) -> ColumnValues {
+        let page = info(sealed, 0);
+        let data = open_page(&sealed.bytes, &page, enc).unwrap();
+        let mut out = ColumnValues::zeros(enc.column_type, sealed.n_elements as usize);
+        unseal_page_into(data, &page, enc, 0, out.as_values_mut(), &mut Vec::new()).unwrap();
+        out
+    }
+
+    #[test]
+    fn resealing_recompresses_or_reencodes_to_the_same_values() {
+        let values = ColumnValues::I32((0..5000).map(|i| (i * 7919) % 1001 - 500).collect());
+        let split = ColumnEncoding::of_type(ColumnType::SplitInt32);
+        let plain = ColumnEncoding::of_type(ColumnType::Int32);
+        let zstd = CompressionSettings::new(Algorithm::Zstd, 5);
+        let lz4 = CompressionSettings::new(Algorithm::Lz4, 4);
+        let source = seal_page(&split, &values, zstd, true).unwrap();
+        let page = info(&source, 0);
+        let data = open_page(&source.bytes, &page, &split).unwrap();
+        // Recompressed: the encoded bytes are those lz4 makes of the same page.
+        let recompressed = reseal_page(data, &page, &split, &split, lz4, true).unwrap();
+        assert_eq!(recompressed, seal_page(&split, &values, lz4, true).unwrap());
+        // Re-encoded to the unsplit type, uncompressed: the values stay.
+        let uncompressed = CompressionSettings::UNCOMPRESSED;
+        let plain_page = reseal_page(data, &page, &split, &plain, uncompressed, false).unwrap();
+        assert_eq!(plain_page.bytes.len(), 5000 * 4);
+        assert_eq!(decode_all(&plain_page, &plain), values);
+    }
+
+    #[test]
+    fn zero_pages_read_as_zeros() {
+        let zstd = CompressionSettings::new(Algorithm::Zstd, 5);
+        let index = ColumnEncoding::of_type(ColumnType::SplitIndex64);
+        let page = zero_page(&index, 300, zstd, true).unwrap();
+        assert_eq!(decode_all(&page, &index), ColumnValues::Index(vec![0; 300]));
+        // A quantized column whose range excludes 0 stores zero bits: its minimum.
+        let quant = ColumnEncoding::new(ColumnType::Real32Quant, 8, Some((1.0, 2.0))).unwrap();
+        let page = zero_page(&quant, 10, zstd, false).unwrap();
+        assert_eq!(decode_all(&page, &quant), ColumnValues::F64(vec![1.0; 10]));
     }
 }

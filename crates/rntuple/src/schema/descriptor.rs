@@ -3,8 +3,8 @@
 use crate::encoding::ColumnEncoding;
 use crate::error::{Error, Result};
 use crate::format::{
-    ColumnPages, ColumnRecord, FieldRecord, Footer, Header, LinkedAttributeSet, PageList,
-    SchemaDescription,
+    ColumnPages, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Footer, Header,
+    LinkedAttributeSet, PageList, SchemaDescription,
 };
 
 /// Deepest field nesting accepted; real schemas stay far below, and the recursive
@@ -180,6 +180,9 @@ pub struct Descriptor {
     pub n_entries: u64,
     /// Linked attribute sets.
     pub attribute_sets: Vec<LinkedAttributeSet>,
+    /// Extra type information (streamer infos of classes the schema stores), of the
+    /// header and then of the schema extension.
+    pub extra_type_infos: Vec<ExtraTypeInfoRecord>,
     /// Non-fatal problems found while building the descriptor.
     pub warnings: Vec<String>,
 }
@@ -322,6 +325,12 @@ impl Descriptor {
             clusters,
             n_entries,
             attribute_sets: footer.attribute_sets,
+            extra_type_infos: header_schema
+                .extra_type_infos
+                .iter()
+                .chain(&extension.extra_type_infos)
+                .cloned()
+                .collect(),
             warnings: Vec::new(),
         })
     }

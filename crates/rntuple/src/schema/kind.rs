@@ -190,6 +190,26 @@ impl Descriptor {
         }
     }
 
+    /// Elements each entry appends to field `id`'s principal column: `Some(k)` outside
+    /// collections and variants (the product of the array sizes above it, times the bits
+    /// of a bitset), `None` inside them (it depends on the items).
+    pub fn elements_per_entry(&self, id: u32) -> Option<u64> {
+        let mut mult = 1u64;
+        let mut cur = id;
+        while let Some(parent) = self.field(cur).parent {
+            match self.field_kind(parent) {
+                FieldKind::Record(..) | FieldKind::Wrapper(_) => {}
+                FieldKind::Array(_, n) => mult = mult.checked_mul(n)?,
+                _ => return None,
+            }
+            cur = parent;
+        }
+        if let FieldKind::Bitset(n) = self.field_kind(id) {
+            mult = mult.checked_mul(n)?;
+        }
+        Some(mult)
+    }
+
     /// Why field `id` or any of its subfields cannot be read, if so: an unknown role or
     /// type, or a column of a type this reader does not know.
     pub fn unreadable_reason(&self, id: u32) -> Option<String> {

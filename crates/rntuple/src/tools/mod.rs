@@ -4,8 +4,13 @@
 pub mod convert;
 pub mod copy;
 pub mod inspect;
+pub mod merge;
 pub mod recover;
 pub mod verify;
 
 pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
 pub use copy::{copy_rntuple, source_compression};
+pub use merge::{
+    merge_files, merge_into, MergeMode, MergeOptions, MergeProgress, MergeSummary,
+    OutputCompression,
+};

@@ -119,16 +119,30 @@ impl ClusterBook {
         zipped_bytes: u64,
         options: &WriteOptions,
     ) -> Result<()> {
-        let compression = Some(options.compression().as_u32());
+        let compression = options.compression().as_u32();
+        let columns = pages.into_iter().map(|p| (p, compression)).collect();
+        self.commit_cluster_columns(sink, columns, zipped_bytes, options)
+    }
+
+    /// As [`ClusterBook::commit_cluster`], with each column's compression settings
+    /// (pages copied from other files keep theirs). Columns past the end of `columns`
+    /// are not listed in this cluster (deferred columns before their first element).
+    pub(crate) fn commit_cluster_columns<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        columns: Vec<(Vec<PageInfo>, u32)>,
+        zipped_bytes: u64,
+        options: &WriteOptions,
+    ) -> Result<()> {
         let cluster_columns = self
             .columns
             .iter_mut()
-            .zip(pages)
-            .map(|(c, pages)| {
+            .zip(columns)
+            .map(|(c, (pages, compression))| {
                 let column = ColumnPages {
                     pages,
                     element_offset: Some(c.first),
-                    compression,
+                    compression: Some(compression),
                 };
                 c.first += std::mem::take(&mut c.in_cluster);
                 column

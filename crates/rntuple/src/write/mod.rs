@@ -7,11 +7,13 @@
 //! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
 //! (pages sealed on the thread pool and written in runs) and `cluster` (clusters,
 //! cluster groups, footer and anchor). [`SharedFile`] writes several RNTuples into one
-//! file, filled in turns.
+//! file, filled in turns. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
+//! sealed, as merging copies them.
 
 mod cluster;
 mod model;
 mod options;
+mod page_copy;
 mod page_plan;
 mod row;
 mod sealing;
@@ -21,8 +23,10 @@ mod sink;
 mod size;
 mod writer;
 
-pub use model::schema_for_copy;
+pub(crate) use model::extend_schema;
+pub use model::{schema_for_copy, schema_for_page_copy};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
+pub use page_copy::{PageBytes, PageCopyWriter, StoredCluster, StoredColumn, StoredPage};
 pub use row::EntryWriter;
 pub use shared_file::{SharedFile, SharedSink};
 pub use sink::BlobSink;

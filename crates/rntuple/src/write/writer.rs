@@ -6,6 +6,7 @@
 //! returns.
 
 use super::cluster::{ClusterBook, FORMAT_VERSION};
+use super::model::extend_schema;
 use super::options::WriteOptions;
 use super::page_plan::{memory_size, PagePlanner};
 use super::sealing::{ChunkedValues, SealingPipeline};
@@ -15,7 +16,7 @@ use super::size::{count_entries, item_ops, EntryCounts};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Result};
 use crate::format::{
-    u32_len, Anchor, ColumnRecord, EnvelopeType, Footer, Header, Locator, SchemaDescription,
+    Anchor, ColumnRecord, EnvelopeType, Footer, Header, Locator, SchemaDescription,
 };
 use crate::schema::Descriptor;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -191,75 +192,26 @@ impl<S: BlobSink> RNTupleWriter<S> {
     /// The new fields' entry-level columns are deferred: the entries written so far read
     /// as zero values. Batches written afterwards must carry the new fields too.
     pub fn extend_schema(&mut self, extra: SchemaDescription) -> Result<()> {
-        use crate::format::COLUMN_FLAG_DEFERRED;
-        let field_base = u32_len(self.descriptor.fields.len(), || "fields".to_string())?;
-        let column_base = u32_len(self.descriptor.columns.len(), || "columns".to_string())?;
-        let mut extra = extra;
-        for (i, f) in extra.fields.iter_mut().enumerate() {
-            let own = u32_len(i, || "fields".to_string())?;
-            f.parent_id = if f.parent_id == own {
-                own + field_base
-            } else {
-                f.parent_id + field_base
-            };
-            if let Some(src) = f.source_field_id.as_mut() {
-                *src += field_base;
-            }
-        }
-        for c in &mut extra.columns {
-            c.field_id += field_base;
-        }
-        for a in &mut extra.alias_columns {
-            a.field_id += field_base;
-            a.physical_column_id += column_base;
-        }
-        let mut extension = self.extension.clone();
-        extension.fields.extend(extra.fields.iter().cloned());
-        extension
-            .alias_columns
-            .extend(extra.alias_columns.iter().cloned());
-        extension.columns.extend(extra.columns.iter().cloned());
-        // Rebuild the descriptor to learn the new fields' kinds and places.
-        let footer = Footer {
-            extension: extension.clone(),
-            ..Footer::default()
-        };
-        let descriptor =
-            Descriptor::build(FORMAT_VERSION, self.header.clone(), footer, Vec::new())?;
-        check_writable(&descriptor)?;
-        // Deferred columns start at the element the current entry count corresponds to.
-        let first_ext_column = self.extension.columns.len();
-        let mut new_columns = Vec::new();
-        for (k, rec) in extension.columns[first_ext_column..].iter_mut().enumerate() {
-            let id = column_base
-                .checked_add(u32_len(k, || "columns".to_string())?)
-                .ok_or_else(|| Error::InvalidArgument("more than 2^32 columns".into()))?;
-            // Only a field's principal column counts elements per entry; the others (a
-            // string's characters, a streamer field's bytes) belong to its items, which
-            // start empty: ROOT defers just the principal column.
-            let principal = descriptor.field(rec.field_id).columns.first() == Some(&id);
-            let first = match per_entry(&descriptor, rec.field_id) {
-                Some(mult) if principal => self.num_entries() * mult,
-                _ => 0,
-            };
-            if first > 0 {
-                rec.flags |= COLUMN_FLAG_DEFERRED;
-                rec.first_element_index = Some(first as i64);
-            }
-            new_columns.push((NewColumn::of(&descriptor, rec)?, first));
-        }
-        let memory_sizes: Vec<u64> = new_columns.iter().map(|(c, _)| c.memory_size).collect();
+        let extended = extend_schema(
+            &self.header,
+            &self.extension,
+            &self.descriptor,
+            extra,
+            self.num_entries(),
+        )?;
+        check_writable(&extended.descriptor)?;
+        let first_new = self.descriptor.columns.len();
+        let new_columns = extended.descriptor.columns[first_new..]
+            .iter()
+            .map(|c| NewColumn::of(&extended.descriptor, &c.record))
+            .collect::<Result<Vec<_>>>()?;
+        let memory_sizes: Vec<u64> = new_columns.iter().map(|c| c.memory_size).collect();
         self.planner.add_columns(&memory_sizes, &self.options)?;
-        for (column, first) in new_columns {
+        for (column, first) in new_columns.into_iter().zip(extended.first_elements) {
             self.add_column(column, first);
         }
-        let footer = Footer {
-            extension: extension.clone(),
-            ..Footer::default()
-        };
-        self.descriptor =
-            Descriptor::build(FORMAT_VERSION, self.header.clone(), footer, Vec::new())?;
-        self.extension = extension;
+        self.descriptor = extended.descriptor;
+        self.extension = extended.extension;
         self.items.resize(self.descriptor.fields.len(), 0);
         self.alternatives.resize(self.descriptor.fields.len(), 0);
         self.data_fields = data_fields(&self.descriptor);
@@ -537,24 +489,4 @@ fn advance(counters: &mut [u64], id: u32, by: u64) -> u64 {
     let before = *slot;
     *slot += by;
     before
-}
-
-/// Elements per entry of field `id`: `Some(k)` outside collections and variants (the
-/// product of the array sizes above it), `None` inside them.
-fn per_entry(desc: &Descriptor, id: u32) -> Option<u64> {
-    use crate::schema::FieldKind;
-    let mut mult = 1u64;
-    let mut cur = id;
-    while let Some(parent) = desc.field(cur).parent {
-        match desc.field_kind(parent) {
-            FieldKind::Record(..) | FieldKind::Wrapper(_) => {}
-            FieldKind::Array(_, n) => mult = mult.checked_mul(n)?,
-            _ => return None,
-        }
-        cur = parent;
-    }
-    if let FieldKind::Bitset(n) = desc.field_kind(id) {
-        mult = mult.checked_mul(n)?;
-    }
-    Some(mult)
 }

@@ -1,0 +1,120 @@
+//! `rntuple merge`: many RNTuples into one file, pages copied where they can be.
+
+use super::Failure;
+use rntuple::compression::CompressionSettings;
+use rntuple::tools::merge::{
+    merge_files, MergeMode, MergeOptions, MergeSummary, OutputCompression,
+};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+/// What `rntuple merge` was asked.
+pub(crate) struct Job {
+    pub(crate) output: String,
+    pub(crate) inputs: Vec<String>,
+    pub(crate) mode: String,
+    pub(crate) compression: Option<String>,
+    pub(crate) keep_compression: bool,
+    pub(crate) name: Option<String>,
+    pub(crate) force: bool,
+}
+
+/// Merges the inputs, with a progress bar on a terminal and a summary when done.
+pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
+    let mode: MergeMode = job
+        .mode
+        .parse()
+        .map_err(|e: rntuple::Error| Failure::Usage(e.to_string()))?;
+    let compression = match (job.compression, job.keep_compression) {
+        (Some(spec), false) => OutputCompression::Fixed(
+            CompressionSettings::parse(&spec)
+                .map_err(|e| Failure::Usage(format!("--compression: {e}")))?,
+        ),
+        (None, true) => OutputCompression::Keep,
+        (None, false) => OutputCompression::FirstInput,
+        (Some(_), true) => {
+            return Err(Failure::Usage(
+                "--compression and --keep-compression exclude each other".into(),
+            ))
+        }
+    };
+    let options = MergeOptions {
+        mode,
+        compression,
+        name: job.name,
+    };
+    let start = Instant::now();
+    let bar = bar(job.inputs.len());
+    let summary = merge_files(
+        &job.inputs,
+        Path::new(&job.output),
+        &options,
+        job.force,
+        |at| {
+            let done = at.inputs_done as f64 + at.input_fraction;
+            // A progress position in thousandths of an input.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            bar.set_position((done * 1000.0) as u64);
+            bar.set_message(format!("{} entries", at.entries));
+        },
+    )
+    .map_err(|e| match e {
+        rntuple::Error::InvalidArgument(m) => Failure::Usage(m),
+        other => Failure::Input(other),
+    })?;
+    bar.finish_and_clear();
+    report(&job.output, &summary, start.elapsed().as_secs_f64(), out)
+}
+
+/// A progress bar over the inputs (hidden unless stderr is a terminal).
+fn bar(inputs: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(inputs as u64 * 1000);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:40} {percent}% of {len} ({msg}, {eta} left)")
+    {
+        let inputs = inputs as u64;
+        bar.set_style(style.with_key(
+            "len",
+            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{inputs} inputs");
+            },
+        ));
+    }
+    bar
+}
+
+/// The summary: what was written, how, and what was left out.
+fn report(
+    output: &str,
+    summary: &MergeSummary,
+    seconds: f64,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    for field in &summary.fields_dropped {
+        eprintln!("rntuple: warning: field \"{field}\" of a later input is not in the first input: left out (--mode union keeps it)");
+    }
+    for set in &summary.attribute_sets_dropped {
+        eprintln!("rntuple: warning: attribute set \"{set}\" is not merged (as ROOT)");
+    }
+    for field in &summary.fields_added {
+        eprintln!("rntuple: added field \"{field}\" (inputs without it read as zeros)");
+    }
+    let mb = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    writeln!(
+        out,
+        "merged {} inputs, {} entries, {} clusters -> {output} ({mb:.1} MB) in {seconds:.2} s ({:.1} MB/s); pages: {} copied, {} recompressed, {} of zeros",
+        summary.inputs,
+        summary.entries,
+        summary.clusters,
+        mb / seconds.max(1e-9),
+        summary.pages_copied,
+        summary.pages_resealed,
+        summary.zero_pages,
+    )?;
+    Ok(())
+}
