@@ -21,6 +21,10 @@ Converting TTrees::
 
     rntuple.convert("nanoaod.root:Events", "events.root")          # one file
     rntuple.convert_files("in/*.root", "out/", client=client)       # on a Dask cluster
+
+Merging RNTuples (as ``hadd``, pages copied where they can be)::
+
+    rntuple.merge(["job1.root", "job2.root"], "merged.root")
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .errors import (
     RNTupleError,
     UnsupportedError,
 )
+from .merge import MergeResult, merge
 from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
 from .writing import WritableFile, WritableRNTuple, recreate
@@ -49,6 +54,7 @@ __all__ = [
     "FormatError",
     "InvalidArgumentError",
     "JaggedArray",
+    "MergeResult",
     "NotFoundError",
     "RNTuple",
     "RNTupleError",
@@ -63,6 +69,7 @@ __all__ = [
     "convert_files",
     "dask",
     "iterate",
+    "merge",
     "open",
     "recreate",
 ]

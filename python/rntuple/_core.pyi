@@ -101,3 +101,17 @@ def convert_ttree(
 ) -> tuple[int, int, list[str]]:
     """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
     (GIL released); returns ``(entries, input_bytes, skipped)``."""
+
+def merge_rntuples(
+    inputs: list[str],
+    output: str,
+    mode: str = "filter",
+    compression: str | None = None,
+    keep_compression: bool = False,
+    name: str | None = None,
+    overwrite: bool = False,
+) -> tuple[int, int, int, int, int, int, int, int, int, list[str], list[str], list[str]]:
+    """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file (GIL released);
+    returns ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages,
+    bytes_read, bytes_written, compression, fields_added, fields_dropped,
+    attribute_sets_dropped)``."""

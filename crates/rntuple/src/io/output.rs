@@ -6,11 +6,45 @@
 //! the destination; dropped without a commit (an error, a panic unwinding), it removes
 //! the temporary file, so the destination is exactly as it was. A process killed while
 //! writing leaves the `.partial` file, which `rntuple recover` can read.
+//!
+//! Checkpoints ([`AtomicFile::flush_to_os`]) also start writing the bytes back to disk in
+//! the background once enough have accumulated: the disk then works while the writer
+//! goes on, the final sync at the commit has little left to do, and committed clusters
+//! reach the disk early.
 
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+/// A checkpoint starts a background write-back once this many bytes were written since
+/// the last one was started.
+const BACKGROUND_SYNC_BYTES: u64 = 64 << 20;
+
+/// A thread that syncs the file's data to disk whenever asked; its result is the first
+/// error it met.
+#[derive(Debug)]
+struct BackgroundSync {
+    requests: SyncSender<()>,
+    thread: JoinHandle<std::io::Result<()>>,
+}
+
+impl BackgroundSync {
+    fn start(file: File) -> BackgroundSync {
+        // One request waiting is enough: a sync started later covers every byte written
+        // before it.
+        let (requests, rx) = sync_channel::<()>(1);
+        let thread = std::thread::spawn(move || {
+            for () in rx {
+                file.sync_data()?;
+            }
+            Ok(())
+        });
+        BackgroundSync { requests, thread }
+    }
+}
 
 /// What to do when the destination of an [`AtomicFile`] already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +69,10 @@ pub struct AtomicFile {
     /// The destination as the caller named it, for messages.
     shown: PathBuf,
     existing: Existing,
+    /// Bytes written since the last background write-back was started.
+    unsynced: u64,
+    /// The background write-back, started at the first checkpoint that needs it.
+    syncer: Option<BackgroundSync>,
 }
 
 /// The file a path names, with symbolic links followed as far as they exist: a dangling
@@ -104,6 +142,8 @@ impl AtomicFile {
             target,
             shown,
             existing,
+            unsynced: 0,
+            syncer: None,
         })
     }
 
@@ -128,12 +168,27 @@ impl AtomicFile {
     /// are (no rename): the temporary file is flushed to the operating system.
     pub fn flush_to_os(&mut self) -> Result<()> {
         let shown = self.shown.display().to_string();
-        self.file()
-            .and_then(|f| f.flush())
-            .map_err(|e| Error::Write {
-                what: shown,
-                source: e,
-            })
+        let write_err = |e| Error::Write {
+            what: shown.clone(),
+            source: e,
+        };
+        self.file().and_then(|f| f.flush()).map_err(write_err)?;
+        if self.unsynced >= BACKGROUND_SYNC_BYTES {
+            self.unsynced = 0;
+            if self.syncer.is_none() {
+                let file = self.file().and_then(|f| f.try_clone()).map_err(write_err)?;
+                self.syncer = Some(BackgroundSync::start(file));
+            }
+            if let Some(syncer) = &self.syncer {
+                match syncer.requests.try_send(()) {
+                    // A request already waits: it will cover these bytes too.
+                    Ok(()) | Err(TrySendError::Full(())) => {}
+                    // The thread stopped on an error, reported at the commit.
+                    Err(TrySendError::Disconnected(())) => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Completes the file: syncs it to disk, renames it over the destination (or, with
@@ -141,6 +196,17 @@ impl AtomicFile {
     /// the directory so the rename itself survives a crash.
     pub fn commit(&mut self) -> Result<()> {
         let write_err = |what: String| move |e: std::io::Error| Error::Write { what, source: e };
+        if let Some(syncer) = self.syncer.take() {
+            drop(syncer.requests);
+            let synced = syncer
+                .thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the write-back thread panicked")));
+            synced.map_err(write_err(format!(
+                "{} (writing back to disk)",
+                self.temp_path.display()
+            )))?;
+        }
         let temp = self
             .temp
             .take()
@@ -190,11 +256,15 @@ impl AtomicFile {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file()?.write(buf)
+        let n = self.file()?.write(buf)?;
+        self.unsynced += n as u64;
+        Ok(n)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.file()?.write_all(buf)
+        self.file()?.write_all(buf)?;
+        self.unsynced += buf.len() as u64;
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -250,6 +320,26 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".partial"))
             .collect()
+    }
+
+    #[test]
+    fn checkpoints_write_back_in_the_background_and_the_commit_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.root");
+        let mut file = AtomicFile::create(&path, Existing::Refuse).unwrap();
+        let chunk: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+        for k in 0..(BACKGROUND_SYNC_BYTES >> 20) + 3 {
+            file.write_all(&chunk).unwrap();
+            file.flush_to_os().unwrap();
+            // The write-back starts at the first checkpoint past the threshold.
+            assert_eq!(file.syncer.is_some(), k + 1 >= BACKGROUND_SYNC_BYTES >> 20);
+        }
+        file.commit().unwrap();
+        assert!(file.syncer.is_none());
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len() as u64, BACKGROUND_SYNC_BYTES + (3 << 20));
+        assert!(written.chunks(1 << 20).all(|c| c == chunk.as_slice()));
+        assert!(partials(dir.path()).is_empty());
     }
 
     #[test]

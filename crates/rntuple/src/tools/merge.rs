@@ -278,8 +278,10 @@ fn consume<W: FileOutput>(
                     extension,
                     options,
                 } = *begin;
+                // The anchor's path may hold directories; the header holds the name.
+                let base = name.rsplit('/').next().unwrap_or(&name).to_string();
                 writer = Some((
-                    PageCopyWriter::new(&mut *file, &name, header, extension, options)?,
+                    PageCopyWriter::new(&mut *file, &base, header, extension, options)?,
                     name,
                 ));
             }

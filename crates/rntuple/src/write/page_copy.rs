@@ -13,6 +13,7 @@ use crate::format::{
     Anchor, EnvelopeType, Footer, Header, Locator, PageInfo, SchemaDescription, PAGE_CHECKSUM_BYTES,
 };
 use crate::schema::Descriptor;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -163,9 +164,27 @@ impl<S: BlobSink> PageCopyWriter<S> {
         let mut placed: Vec<(usize, usize, u64)> = Vec::new();
         let mut blob_len = 0u64;
         let mut zipped = 0u64;
+        // Pages that share their source bytes (an input's same-page merging: one stored
+        // page listed several times) are written once, at the first one's place.
+        let mut first_of: HashMap<(usize, usize, usize), (usize, usize)> = HashMap::new();
+        let mut repeats: Vec<(usize, usize, usize, usize)> = Vec::new();
         for (ci, column) in cluster.columns.iter().enumerate() {
             let mut column_infos = Vec::with_capacity(column.pages.len());
             for (pi, page) in column.pages.iter().enumerate() {
+                if let PageBytes::Shared(buffer, range) = &page.bytes {
+                    let key = (Arc::as_ptr(buffer) as usize, range.start, range.end);
+                    if let Some(&(cj, pj)) = first_of.get(&key) {
+                        repeats.push((ci, pi, cj, pj));
+                        column_infos.push(PageInfo {
+                            n_elements: page.n_elements,
+                            has_checksum: page.has_checksum,
+                            locator: Locator::default(),
+                        });
+                        self.clusters.add_elements(ci, u64::from(page.n_elements));
+                        continue;
+                    }
+                    first_of.insert(key, (ci, pi));
+                }
                 let bytes = page.bytes.as_slice();
                 let checksum = if page.has_checksum {
                     PAGE_CHECKSUM_BYTES
@@ -200,6 +219,10 @@ impl<S: BlobSink> PageCopyWriter<S> {
         }
         let mut no_open_column = Vec::new();
         self.flush_blob(&mut blob, &mut placed, &mut infos, &mut no_open_column)?;
+        for (ci, pi, cj, pj) in repeats {
+            let locator = infos[cj][pj].locator;
+            infos[ci][pi].locator = locator;
+        }
         self.clusters.add_entries(cluster.n_entries, 0);
         let columns = infos
             .into_iter()

@@ -1,0 +1,152 @@
+"""Merging RNTuples: :func:`merge` writes one file holding the entries of many RNTuples
+in order, as ROOT's ``hadd`` does, copying compressed pages byte for byte (their
+checksums verified) wherever encoding and compression match (``rntuple merge`` on the
+command line).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from . import _core
+from .errors import InvalidArgumentError
+
+#: The merge modes: what to do with fields the inputs do not all have.
+MODES = ("filter", "strict", "union")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What one merge did."""
+
+    #: The file written.
+    output: str
+    #: Inputs merged.
+    inputs: int
+    #: Entries written.
+    entries: int
+    #: Clusters written (one per input cluster).
+    clusters: int
+    #: Pages copied byte for byte (their checksums verified).
+    pages_copied: int
+    #: Pages decompressed and compressed again (or decoded and encoded again).
+    pages_resealed: int
+    #: Pages of zeros written for fields an input lacks (``mode="union"``).
+    zero_pages: int
+    #: Stored page bytes read from the inputs.
+    bytes_read: int
+    #: Stored page bytes written.
+    bytes_written: int
+    #: The output's compression (ROOT's number, e.g. 505).
+    compression: int
+    #: Size of the output file in bytes.
+    output_bytes: int
+    #: Wall-clock time in seconds.
+    seconds: float
+    #: Fields added by late model extension (``mode="union"``).
+    fields_added: list[str] = field(default_factory=list)
+    #: Fields of later inputs left out (``mode="filter"``).
+    fields_dropped: list[str] = field(default_factory=list)
+    #: Attribute sets of the inputs, not merged (as ROOT).
+    attribute_sets_dropped: list[str] = field(default_factory=list)
+
+
+def merge(
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    *,
+    mode: str = "filter",
+    compression: str | int | None = None,
+    keep_compression: bool = False,
+    name: str | None = None,
+    overwrite: bool = False,
+) -> MergeResult:
+    """Merges RNTuples into a new ROOT file, as ``hadd`` (ROOT's ``RNTupleMerger``) does.
+
+    The output holds every input's entries, in order, with the first input's schema; its
+    clusters are the inputs' clusters.
+
+    Args:
+        inputs: the RNTuples, ``"file.root"`` or ``"file.root:Events"`` each (paths or
+            URLs); a single string is one input.
+        output: the ROOT file to write. It appears only when complete: on any error
+            nothing is left at ``output`` (an existing file there is kept).
+        mode: ``"filter"`` (default, as ROOT: a later input's extra fields are left out,
+            a missing field is an error), ``"strict"`` (both are errors) or ``"union"``
+            (fields first seen in a later input are added; the entries of inputs that
+            lack a field read as zeros, empty collections or default values).
+        compression: ``"ALG[:LEVEL]"`` or ROOT's number for the output's pages; default:
+            the first input's. Pages compressed otherwise are compressed again.
+        keep_compression: keep every page's compression (nothing is recompressed).
+        name: the output RNTuple's name (default: the first input's).
+        overwrite: replace ``output`` if it exists.
+
+    Returns:
+        :class:`MergeResult`.
+
+    Raises:
+        InvalidArgumentError: bad options; schemas that do not merge in this ``mode``
+            (the message names the input and the field); ``output`` exists and
+            ``overwrite`` is false, or is one of the inputs.
+        NotFoundError: an input without the RNTuple.
+        ChecksumError: a page whose checksum does not match (the input is corrupt).
+        UnsupportedError: fields with several column representations; a streamer
+            field to add in ``"union"`` mode.
+        FormatError: a corrupt or truncated input.
+        OSError: the file system failed.
+    """
+    if isinstance(inputs, str | os.PathLike):
+        sources = [os.fspath(inputs)]
+    else:
+        sources = [os.fspath(i) for i in inputs]
+    if not sources:
+        raise InvalidArgumentError("inputs: no RNTuple to merge")
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
+    target = os.fspath(output)
+    start = time.perf_counter()
+    (
+        n_inputs,
+        entries,
+        clusters,
+        copied,
+        resealed,
+        zeros,
+        bytes_read,
+        bytes_written,
+        settings,
+        added,
+        dropped,
+        attribute_sets,
+    ) = _core.merge_rntuples(
+        sources,
+        target,
+        mode=mode,
+        compression=None if compression is None else str(compression),
+        keep_compression=keep_compression,
+        name=name,
+        overwrite=overwrite,
+    )
+    return MergeResult(
+        output=target,
+        inputs=n_inputs,
+        entries=entries,
+        clusters=clusters,
+        pages_copied=copied,
+        pages_resealed=resealed,
+        zero_pages=zeros,
+        bytes_read=bytes_read,
+        bytes_written=bytes_written,
+        compression=settings,
+        output_bytes=os.stat(target).st_size,
+        seconds=time.perf_counter() - start,
+        fields_added=list(added),
+        fields_dropped=list(dropped),
+        attribute_sets_dropped=list(attribute_sets),
+    )
+
+
+__all__ = ["MODES", "MergeResult", "merge"]
