@@ -33,6 +33,21 @@ impl LocalFile {
     }
 }
 
+impl LocalFile {
+    /// A read of `len` bytes at `offset` must lie inside the file.
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::Truncated {
+                what: format!("file {}", self.path),
+                offset,
+                needed: len,
+                available: self.size.saturating_sub(offset),
+            }),
+        }
+    }
+}
+
 impl ReadAt for LocalFile {
     fn name(&self) -> &str {
         &self.path
@@ -44,27 +59,24 @@ impl ReadAt for LocalFile {
 
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         // Bound the allocation by the file's real size before allocating.
-        match offset.checked_add(len) {
-            Some(end) if end <= self.size => {}
-            _ => {
-                return Err(Error::Truncated {
-                    what: format!("file {}", self.path),
-                    offset,
-                    needed: len,
-                    available: self.size.saturating_sub(offset),
-                })
-            }
-        }
-        let start = Instant::now();
+        self.check_range(offset, len)?;
         let mut buf = vec![0u8; to_usize(len, "a read")?];
+        self.read_at_into(offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let len = buf.len() as u64;
+        self.check_range(offset, len)?;
+        let start = Instant::now();
         self.file
-            .read_exact_at(&mut buf, offset)
+            .read_exact_at(buf, offset)
             .map_err(|source| Error::Io {
                 what: format!("{} ({len} bytes at offset {offset})", self.path),
                 source,
             })?;
         self.metrics.record(false, 1, len, start);
-        Ok(buf)
+        Ok(())
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {

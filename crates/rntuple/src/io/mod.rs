@@ -162,6 +162,13 @@ pub trait ReadAt: Send + Sync {
     fn size(&self) -> u64;
     /// Reads exactly `len` bytes at `offset`; reading past the end is an error.
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>>;
+    /// Reads exactly `buf.len()` bytes at `offset` into `buf` (a caller's buffer, reused
+    /// across reads: no fresh allocation and its page faults per read).
+    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bytes = self.read_at(offset, buf.len() as u64)?;
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
     /// Reads many ranges in one call; sources that can, do it in one request.
     fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         ranges

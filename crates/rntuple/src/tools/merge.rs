@@ -22,7 +22,8 @@
 //! **Memory.** Inputs are opened one after the other (one input's metadata in memory at
 //! a time), and one thread reads and checks the next cluster's pages while the caller's
 //! thread writes the previous one: at most three input clusters' pages are in memory
-//! (the one read, the one handed over, the one written), whatever the number of inputs.
+//! (the one read, the one handed over, the one written), plus at most four read buffers
+//! of up to 64 MiB kept for reuse, whatever the number of inputs.
 
 use crate::compression::CompressionSettings;
 use crate::container::{read_blob, FileOutput, FileWriter};
@@ -50,6 +51,52 @@ const READ_GAP_BYTES: u64 = 64 << 10;
 
 /// A read of nearby pages is cut at this size.
 const MAX_READ_BYTES: u64 = 64 << 20;
+
+/// Read buffers kept for reuse, at most this many (of at most `MAX_READ_BYTES` each).
+const POOLED_BUFFERS: usize = 4;
+
+/// Read buffers handed back by the writing side once their pages are written, reused
+/// by the reading side: each byte is read into memory the process already has, without
+/// the page faults of fresh allocations.
+#[derive(Default)]
+struct BufferPool {
+    free: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl BufferPool {
+    /// A buffer of `len` bytes (their content is overwritten by the read).
+    fn take(&self, len: usize) -> Vec<u8> {
+        let reused = self.free.lock().ok().and_then(|mut free| {
+            let best = (0..free.len()).max_by_key(|&i| free[i].capacity())?;
+            Some(free.swap_remove(best))
+        });
+        let mut buf = reused.unwrap_or_default();
+        buf.resize(len, 0);
+        buf
+    }
+
+    /// Takes back the buffers of a written cluster's pages (those nobody else holds).
+    fn give_back(&self, cluster: StoredCluster) {
+        let mut buffers: Vec<Arc<Vec<u8>>> = Vec::new();
+        for page in cluster.columns.into_iter().flat_map(|c| c.pages) {
+            if let PageBytes::Shared(buffer, _) = page.bytes {
+                if !buffers.iter().any(|b| Arc::ptr_eq(b, &buffer)) {
+                    buffers.push(buffer);
+                }
+            }
+        }
+        if let Ok(mut free) = self.free.lock() {
+            for buffer in buffers {
+                if let Ok(mut buffer) = Arc::try_unwrap(buffer) {
+                    if free.len() < POOLED_BUFFERS {
+                        buffer.clear();
+                        free.push(buffer);
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// ROOT's compression when a merge has nothing to take it from (hadd's default).
 const DEFAULT_COMPRESSION: u32 = 505;
@@ -235,17 +282,19 @@ pub fn merge_into<W: FileOutput>(
     options: &MergeOptions,
     mut progress: impl FnMut(MergeProgress),
 ) -> Result<MergeSummary> {
+    let pool = BufferPool::default();
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Result<Step>>(1);
+        let pool = &pool;
         let producer = scope.spawn(move || {
             let mut summary = MergeSummary::default();
-            if let Err(e) = produce(inputs, options, &tx, &mut summary) {
+            if let Err(e) = produce(inputs, options, &tx, pool, &mut summary) {
                 // The writer may be gone already (it failed): nobody listens then.
                 let _ = tx.send(Err(e));
             }
             summary
         });
-        let written = consume(rx, file, &mut progress);
+        let written = consume(rx, file, pool, &mut progress);
         let summary = producer
             .join()
             .map_err(|_| Error::InvalidArgument("the merge's reading thread panicked".into()))?;
@@ -264,6 +313,7 @@ pub fn merge_into<W: FileOutput>(
 fn consume<W: FileOutput>(
     rx: Receiver<Result<Step>>,
     file: &mut FileWriter<W>,
+    pool: &BufferPool,
     progress: &mut impl FnMut(MergeProgress),
 ) -> Result<(u64, u64, u64)> {
     let mut writer: Option<(PageCopyWriter<&mut FileWriter<W>>, String)> = None;
@@ -302,6 +352,7 @@ fn consume<W: FileOutput>(
                     .flat_map(|c| &c.pages)
                     .map(|p| p.bytes.as_slice().len() as u64)
                     .sum::<u64>();
+                pool.give_back(cluster);
                 progress(at);
             }
         }
@@ -375,6 +426,7 @@ fn produce(
     inputs: &[String],
     options: &MergeOptions,
     tx: &SyncSender<Result<Step>>,
+    pool: &BufferPool,
     summary: &mut MergeSummary,
 ) -> Result<()> {
     let gone = || Error::InvalidArgument("merge: the writing side stopped".into());
@@ -465,7 +517,9 @@ fn produce(
                 max_page_bytes,
             };
             let (stored, counts) = plan
-                .build(cluster, |pages| read_pages(&source, max_key_size, pages))
+                .build(cluster, |pages| {
+                    read_pages(&source, max_key_size, pages, pool)
+                })
                 .map_err(|e| {
                     e.at(Location {
                         file: Some(target.clone()),
@@ -1037,6 +1091,7 @@ fn read_pages(
     source: &crate::io::Source,
     max_key_size: u64,
     pages: &[PageInfo],
+    pool: &BufferPool,
 ) -> Result<Vec<PageBytes>> {
     let mut order: Vec<usize> = (0..pages.len()).collect();
     order.sort_by_key(|&k| pages[k].locator.offset);
@@ -1065,7 +1120,18 @@ fn read_pages(
         }
     }
     let requests: Vec<ByteRange> = ranges.iter().map(|(r, _)| *r).collect();
-    let buffers = source.read_ranges(&requests)?;
+    let buffers = if source.hints().remote {
+        // Remote: the ranges in as few requests as the source can.
+        source.read_ranges(&requests)?
+    } else {
+        requests
+            .iter()
+            .map(|r| {
+                let mut buf = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
+                source.read_at_into(r.offset, &mut buf).map(|()| buf)
+            })
+            .collect::<Result<_>>()?
+    };
     let mut out: Vec<Option<PageBytes>> = vec![None; pages.len()];
     for ((range, members), buffer) in ranges.into_iter().zip(buffers) {
         if buffer.len() as u64 != range.len {
