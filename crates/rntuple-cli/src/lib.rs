@@ -1,4 +1,5 @@
-//! The library half of the `rntuple` command: how `rntuple dump --json` renders values.
+//! The library half of the `rntuple` command: how `rntuple dump --json` renders values,
+//! and how `rntuple show` does.
 //!
 //! The command (`src/main.rs`) uses it, and so do the workspace's test tools
 //! (`rntuple-testkit`'s `propgen` writes the values it expects a reader to print with the
@@ -6,3 +7,4 @@
 
 pub mod hexfloat;
 pub mod render;
+pub mod show;

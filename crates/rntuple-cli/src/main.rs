@@ -1,5 +1,6 @@
 //! `rntuple`: inspect and dump RNTuple data without ROOT.
 
+use arrow_array::RecordBatch;
 use clap::{Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
@@ -9,7 +10,7 @@ use rntuple::read::RNTupleReader;
 use rntuple::tools::copy_rntuple;
 use rntuple::tools::recover;
 use rntuple::write::WriteOptions;
-use rntuple_cli::render;
+use rntuple_cli::{render, show};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -184,13 +185,30 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print entries for people, in the layout of ROOT's RNTupleReader::Show: one
+    /// {...} block an entry, records indented, collections on one line; floats with the
+    /// digits that read back exactly (ROOT keeps 6).
+    Show {
+        /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
+        target: String,
+        /// Comma-separated top-level fields to print (default: all).
+        #[arg(long, value_delimiter = ',')]
+        fields: Option<Vec<String>>,
+        /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+        #[arg(long)]
+        entries: Option<String>,
+    },
     /// Print entries as JSON (the conformance suite's conventions).
     Dump {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
         target: String,
-        /// Print JSON (the only format so far).
+        /// Print one JSON list of the entries.
         #[arg(long)]
         json: bool,
+        /// Print JSON Lines: one entry a line (compact JSON, the values --json prints),
+        /// written as they are read.
+        #[arg(long, conflicts_with = "json")]
+        jsonl: bool,
         /// Comma-separated top-level fields to print (default: all).
         #[arg(long, value_delimiter = ',')]
         fields: Option<Vec<String>>,
@@ -706,35 +724,56 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ))));
             }
         }
+        Command::Show {
+            target,
+            fields,
+            entries,
+        } => {
+            let (reader, range) = open_entries(&target, entries.as_deref())?;
+            let shower = show::Shower::new(reader.descriptor());
+            for_each_batch(&reader, fields.as_deref(), range, |batch| {
+                for row in 0..batch.num_rows() {
+                    shower.write_entry(&mut out, batch, row)?;
+                }
+                Ok(())
+            })?;
+        }
         Command::Dump {
             target,
             json,
+            jsonl,
             fields,
             entries,
             attributes,
         } => {
-            if !json {
-                return Err(Failure::Usage(
-                    "dump needs --json (the only output format so far)".into(),
-                ));
+            if !json && !jsonl {
+                return Err(Failure::Usage("dump needs --json or --jsonl".into()));
             }
-            let (file, name) = split_target(&target);
-            let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             if let Some(set) = attributes {
+                let (file, name) = split_target(&target);
+                let reader = RNTupleReader::open_path(&file, name.as_deref())?;
                 let attrs = reader.attribute_set(&set)?;
-                render::dump_attributes(&mut out, &attrs)?;
+                if jsonl {
+                    for entry in render::attribute_entries(&attrs)? {
+                        writeln!(out, "{entry}")?;
+                    }
+                } else {
+                    render::dump_attributes(&mut out, &attrs)?;
+                }
                 out.flush()?;
                 return Ok(());
             }
-            for w in &reader.descriptor().warnings {
-                eprintln!("warning: {w}");
+            let (reader, range) = open_entries(&target, entries.as_deref())?;
+            if jsonl {
+                for_each_batch(&reader, fields.as_deref(), range, |batch| {
+                    for row in 0..batch.num_rows() {
+                        writeln!(out, "{}", render::render_row(batch, row))?;
+                    }
+                    Ok(())
+                })?;
+            } else {
+                dump_json(&mut out, &reader, fields.as_deref(), range)?;
             }
-            let n = reader.num_entries();
-            let range = match entries {
-                Some(spec) => parse_entries(&spec, n).map_err(Failure::Usage)?,
-                None => 0..n,
-            };
-            dump_json(&mut out, &reader, fields.as_deref(), range)?;
         }
     }
     out.flush()?;
@@ -779,6 +818,53 @@ fn progress(entries: u64, to_stdout: bool) -> indicatif::ProgressBar {
     bar
 }
 
+/// Opens the RNTuple of `FILE[:NAME]` (its warnings on standard error) and the entry
+/// range `--entries` selects (all entries without it).
+fn open_entries(
+    target: &str,
+    entries: Option<&str>,
+) -> Result<(RNTupleReader, std::ops::Range<u64>), Failure> {
+    let (file, name) = split_target(target);
+    let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+    for w in &reader.descriptor().warnings {
+        eprintln!("warning: {w}");
+    }
+    let n = reader.num_entries();
+    let range = match entries {
+        Some(spec) => parse_entries(spec, n).map_err(Failure::Usage)?,
+        None => 0..n,
+    };
+    Ok((reader, range))
+}
+
+/// Reads the selected fields over `range` cluster by cluster and hands each cluster's
+/// batch to `each` as it comes, so memory stays bounded (from a remote source the pages
+/// of the next clusters are fetched meanwhile). The selection is checked before `each`
+/// is first called; a progress bar counts the entries on standard error.
+fn for_each_batch(
+    reader: &RNTupleReader,
+    fields: Option<&[String]>,
+    range: std::ops::Range<u64>,
+    mut each: impl FnMut(&RecordBatch) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let ranges: Vec<std::ops::Range<u64>> = reader
+        .descriptor()
+        .clusters
+        .iter()
+        .map(|c| range.start.max(c.first_entry)..range.end.min(c.first_entry + c.n_entries))
+        .filter(|r| r.start < r.end)
+        .collect();
+    let batches = reader.read_ranges(fields, ranges)?;
+    let bar = progress(range.end - range.start, true);
+    for batch in batches {
+        let batch = batch?;
+        each(&batch)?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
 /// Streams entries as a JSON list, cluster by cluster, so memory stays bounded.
 fn dump_json(
     out: &mut impl Write,
@@ -786,28 +872,20 @@ fn dump_json(
     fields: Option<&[String]>,
     range: std::ops::Range<u64>,
 ) -> Result<(), Failure> {
-    // Validate the selection before the first byte of output.
+    // The selection is checked before the first byte of output.
     reader.arrow_schema(fields)?;
     let mut first = true;
-    let bar = progress(range.end - range.start, true);
     write!(out, "[")?;
-    for cluster in &reader.descriptor().clusters {
-        let lo = range.start.max(cluster.first_entry);
-        let hi = range.end.min(cluster.first_entry + cluster.n_entries);
-        if lo >= hi {
-            continue;
-        }
-        let batch = reader.read(fields, lo..hi)?;
+    for_each_batch(reader, fields, range, |batch| {
         for row in 0..batch.num_rows() {
-            let value = render::render_row(&batch, row);
+            let value = render::render_row(batch, row);
             let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::from)?;
             let indented = text.replace('\n', "\n  ");
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;
         }
-        bar.inc(hi - lo);
-    }
-    bar.finish_and_clear();
+        Ok(())
+    })?;
     writeln!(out, "{}]", if first { "" } else { "\n" })?;
     Ok(())
 }
