@@ -124,32 +124,7 @@ enum Command {
     /// Merge RNTuples into one new file, as ROOT's hadd: the entries of every input in
     /// order, with the first input's schema; pages are copied byte for byte (checksums
     /// verified) where encoding and compression match, compressed again elsewhere.
-    Merge {
-        /// The ROOT file to create.
-        output: String,
-        /// The inputs, FILE or FILE:NAME each (paths or URLs).
-        #[arg(required = true)]
-        inputs: Vec<String>,
-        /// Fields the inputs do not all have: filter (drop a later input's extra fields;
-        /// a missing one is an error), strict (both are errors), union (add them; inputs
-        /// without them read as zeros).
-        #[arg(long, default_value = "filter", value_parser = ["filter", "union", "strict"])]
-        mode: String,
-        /// Compress the output with ALG[:LEVEL] (zstd, lz4, zlib, lzma, none) or ROOT's
-        /// number; default: as the first input (pages compressed otherwise are
-        /// compressed again).
-        #[arg(long, conflicts_with = "keep_compression")]
-        compression: Option<String>,
-        /// Keep every page's compression (never recompress).
-        #[arg(long)]
-        keep_compression: bool,
-        /// The output RNTuple's name (default: the first input's).
-        #[arg(long)]
-        name: Option<String>,
-        /// Replace OUTPUT if it exists (it is replaced only once the merge is complete).
-        #[arg(long)]
-        force: bool,
-    },
+    Merge(merge::Job),
     /// Recover the RNTuples of a file whose writer died before completing it (killed,
     /// out of memory or time): every entry of every committed cluster group is written
     /// into a new, complete file.
@@ -498,26 +473,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             out_file.finish()?;
             bar.finish_and_clear();
         }
-        Command::Merge {
-            output,
-            inputs,
-            mode,
-            compression,
-            keep_compression,
-            name,
-            force,
-        } => merge::run(
-            merge::Job {
-                output,
-                inputs,
-                mode,
-                compression,
-                keep_compression,
-                name,
-                force,
-            },
-            &mut out,
-        )?,
+        Command::Merge(job) => merge::run(job, &mut out)?,
         Command::Convert {
             input,
             output,

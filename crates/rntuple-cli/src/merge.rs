@@ -9,15 +9,35 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-/// What `rntuple merge` was asked.
+/// Merge RNTuples into one new file, as ROOT's hadd: the entries of every input in
+/// order, with the first input's schema; pages are copied byte for byte (checksums
+/// verified) where encoding and compression match, compressed again elsewhere.
+#[derive(clap::Args)]
 pub(crate) struct Job {
-    pub(crate) output: String,
-    pub(crate) inputs: Vec<String>,
-    pub(crate) mode: String,
-    pub(crate) compression: Option<String>,
-    pub(crate) keep_compression: bool,
-    pub(crate) name: Option<String>,
-    pub(crate) force: bool,
+    /// The ROOT file to create.
+    output: String,
+    /// The inputs, FILE or FILE:NAME each (paths or URLs).
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// Fields the inputs do not all have: filter (drop a later input's extra fields; a
+    /// missing one is an error), strict (both are errors), union (add them; inputs
+    /// without them read as zeros).
+    #[arg(long, default_value = "filter", value_parser = ["filter", "union", "strict"])]
+    mode: String,
+    /// Compress the output with ALG[:LEVEL] (zstd, lz4, zlib, lzma, none) or ROOT's
+    /// number; default: as the first input (pages compressed otherwise are compressed
+    /// again).
+    #[arg(long, conflicts_with = "keep_compression")]
+    compression: Option<String>,
+    /// Keep every page's compression (never recompress).
+    #[arg(long)]
+    keep_compression: bool,
+    /// The output RNTuple's name (default: the first input's).
+    #[arg(long)]
+    name: Option<String>,
+    /// Replace OUTPUT if it exists (it is replaced only once the merge is complete).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Merges the inputs, with a progress bar on a terminal and a summary when done.
