@@ -378,6 +378,32 @@ def test_hadd_merges_our_files_and_we_merge_hadds(schemas: dict[str, Path], tmp_
     assert_same(rootdump.load_json(dump.stdout), expected)
 
 
+# --- Remote inputs ------------------------------------------------------------------
+
+
+def test_remote_inputs_over_http(generated: dict[str, Path], schemas: dict[str, Path], tmp_path: Path) -> None:
+    """Inputs read from nginx on loopback (vectored range requests) merge as local ones."""
+    import server_http
+
+    served = tmp_path / "served"
+    served.mkdir()
+    late = generated["late_extension.root"]
+    shutil.copy(late, served / "late.root")
+    server = server_http.start(served)
+    try:
+        out = tmp_path / "remote.root"
+        url = server.url("late.root")
+        figures = merge_ok(out, f"{url}:ntpl", late, url)
+        assert figures["inputs"] == 3
+        once = root_reading(late)
+        assert_same(root_reading(out), once * 3)
+        assert any(r.get("status") == "206" for r in server.requests())
+    finally:
+        server.stop()
+        server.kill()
+        shutil.rmtree(server.workdir, ignore_errors=True)
+
+
 # --- Never losing data ------------------------------------------------------------
 
 
