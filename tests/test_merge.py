@@ -313,7 +313,8 @@ def test_filter_drops_extra_fields_as_root(schemas: dict[str, Path], tmp_path: P
         ("filter", "AC", r'input 2 \(.*C\.root\): the input lacks fields of the output: "s"'),
         ("strict", "AC", r'input 2 \(.*C\.root\): the input lacks fields of the output: "s"'),
         ("strict", "AB", r'input 2 \(.*B\.root\): fields the first input lacks \(mode strict\): "extra_f"'),
-        ("filter", "AD", r'input 2 \(.*D\.root\): field "x": the type differs \("std::int32_t" in the output, "float" in the input\)'),
+        ("filter", "AD", r'input 2 \(.*D\.root\): field "x": the type differs '
+                         r'\("std::int32_t" in the output, "float" in the input\)'),
         ("union", "AD", r'field "x": the type differs'),
     ],
 )  # fmt: skip
@@ -381,7 +382,7 @@ def test_hadd_merges_our_files_and_we_merge_hadds(schemas: dict[str, Path], tmp_
 # --- Remote inputs ------------------------------------------------------------------
 
 
-def test_remote_inputs_over_http(generated: dict[str, Path], schemas: dict[str, Path], tmp_path: Path) -> None:
+def test_remote_inputs_over_http(generated: dict[str, Path], tmp_path: Path) -> None:
     """Inputs read from nginx on loopback (vectored range requests) merge as local ones."""
     import server_http
 
