@@ -364,6 +364,10 @@ def test_hadd_merges_our_files_and_we_merge_hadds(schemas: dict[str, Path], tmp_
     assert proc.returncode == 0, proc.stderr
     a_rows, ours_rows = root_reading(a), root_reading(ours)
     assert_same(root_reading(hadded), ours_rows + a_rows)
+    # Ours of our own files (a merge output and a copy written by our writer).
+    own = tmp_path / "ours_of_ours.root"
+    merge_ok(own, ours, copied)
+    assert_same(root_reading(own), ours_rows + a_rows)
     # Ours of hadd's output and A again: read by ROOT and by us alike.
     again = tmp_path / "ours_of_hadd.root"
     merge_ok(again, hadded, a)
