@@ -215,6 +215,8 @@ def test_several_representations_are_refused(generated_extra: dict[str, Path], t
     assert proc.returncode != 0
     assert "several column representations" in proc.stderr
     assert not (tmp_path / "rep.root").exists()
+    # ROOT 6.40's merger refuses it too (its sources' columns must be representation 0).
+    assert not root_merge(tmp_path / "rep_root.root", [source, source], "Filter")
 
 
 # --- Modes against ROOT's TFileMerger ----------------------------------------------
