@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -158,7 +159,11 @@ def measure_verified(script: str, tool: str, threads: int, data: Path, index: in
             raise SystemExit(f"OUTPUT CHECK FAILED: {shlex.join(cmd)}\n{tail}")
         print("  " + (check.stdout.strip().splitlines() or ["verified"])[-1], flush=True)
     finally:
-        out.unlink(missing_ok=True)
+        # A tool's output may be a directory (merge's cp).
+        if out.is_dir():
+            shutil.rmtree(out)
+        else:
+            out.unlink(missing_ok=True)
     return result
 
 
