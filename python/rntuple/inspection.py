@@ -66,7 +66,13 @@ class Inspection:
     compression_factor: float
     #: Compressed bytes per page.
     average_page_size: float
-    #: Bytes of the pages' checksums.
+    #: Bytes of the pages on storage, each stored page once (ROOT's same-page merging
+    #: lets columns share a page, which the other figures count for each; zero pages
+    #: are not stored).
+    stored_page_bytes: int
+    #: Pages that are a page stored for another column or cluster.
+    shared_pages: int
+    #: Bytes of the stored pages' checksums.
     checksum_bytes: int
     #: Pages ROOT synthesizes for the zeros of columns added by a late model extension
     #: before they existed (counted, as ROOT's inspector counts them; not on storage).

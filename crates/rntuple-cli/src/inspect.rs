@@ -239,20 +239,29 @@ fn text_figures(out: &mut impl Write, path: &str, i: &Inspection) -> io::Result<
     )?;
     writeln!(
         out,
-        "data:     {} B compressed (and {} B of page checksums), {} B uncompressed, factor {:.2}, {:.0} B per page on average",
+        "data:     {} B compressed, {} B uncompressed, factor {:.2}, {:.0} B per page on average",
         i.compressed,
-        i.checksum_bytes,
         i.uncompressed,
         i.compression_factor(),
         i.average_page_size(),
     )?;
-    if i.zero_pages > 0 {
-        writeln!(
-            out,
-            "          of which {} B in {} zero pages of columns added by a late model extension, not on storage (ROOT counts them)",
-            i.zero_page_bytes, i.zero_pages
-        )?;
+    let mut stored = format!(
+        "          stored: {} B of pages and {} B of their checksums",
+        i.stored_page_bytes, i.checksum_bytes
+    );
+    if i.shared_pages > 0 {
+        stored.push_str(&format!(
+            "; {} pages are a page stored for another column (same-page merging), counted above for each",
+            i.shared_pages
+        ));
     }
+    if i.zero_pages > 0 {
+        stored.push_str(&format!(
+            "; {} B above are {} zero pages of columns added by a late model extension, not stored (ROOT counts them)",
+            i.zero_page_bytes, i.zero_pages
+        ));
+    }
+    writeln!(out, "{stored}")?;
     writeln!(
         out,
         "metadata: {} B: header {} B ({} B uncompressed), footer {} B ({} B uncompressed), {} {} B ({} B uncompressed); metadata / data {:.3}",
@@ -271,7 +280,7 @@ fn text_figures(out: &mut impl Write, path: &str, i: &Inspection) -> io::Result<
         out,
         "file:     {} B: pages {:.1}%, checksums {:.1}%, metadata {:.1}%, other {:.1}% (keys, directories, streamer info, other objects)",
         i.file_bytes,
-        pct(i.stored_page_bytes()),
+        pct(i.stored_page_bytes),
         pct(i.checksum_bytes),
         pct(i.metadata_bytes()),
         pct(i.other_bytes()),

@@ -168,7 +168,13 @@ pub struct Inspection {
     pub uncompressed: u64,
     /// Pages of all columns.
     pub pages: u64,
-    /// Bytes of the pages' checksums (8 after each page that has one).
+    /// Bytes of the pages on storage: each stored page once (ROOT's same-page merging
+    /// lets columns share a page, which the figures count for each), zero pages left
+    /// out.
+    pub stored_page_bytes: u64,
+    /// Pages that are a page stored for another column or cluster (same-page merging).
+    pub shared_pages: u64,
+    /// Bytes of the stored pages' checksums (8 after each page that has one).
     pub checksum_bytes: u64,
     /// Pages ROOT's descriptor synthesizes for the zeros of columns added by a late
     /// model extension, before they were added: counted in the figures as ROOT's
@@ -218,17 +224,12 @@ impl Inspection {
         }
     }
 
-    /// The pages' bytes on storage: the compressed bytes but those of zero pages.
-    pub fn stored_page_bytes(&self) -> u64 {
-        self.compressed.saturating_sub(self.zero_page_bytes)
-    }
-
     /// The file's bytes that are neither pages, their checksums nor this RNTuple's
     /// envelopes: the container's keys, directories and streamer info, and any other
     /// object in the file.
     pub fn other_bytes(&self) -> u64 {
         self.file_bytes
-            .saturating_sub(self.stored_page_bytes() + self.checksum_bytes + self.metadata_bytes())
+            .saturating_sub(self.stored_page_bytes + self.checksum_bytes + self.metadata_bytes())
     }
 
     /// `bytes` as a fraction of the file (0 for an empty file).
@@ -508,7 +509,8 @@ pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> R
         })
         .collect();
     let repetitions = column_repetitions(d);
-    let mut checksum_bytes = 0;
+    let mut stored_at = std::collections::HashSet::new();
+    let (mut stored_page_bytes, mut shared_pages, mut checksum_bytes) = (0u64, 0u64, 0u64);
     let (mut zero_pages, mut zero_page_bytes) = (0u64, 0u64);
     for cluster in &d.clusters {
         for (id, stats) in columns.iter_mut().enumerate() {
@@ -553,6 +555,11 @@ pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> R
             for p in &pages.pages {
                 stats.compressed = stats.compressed.saturating_add(p.locator.size);
                 stats.page_sizes.push(p.locator.size);
+                if !stored_at.insert(p.locator.offset) {
+                    shared_pages += 1;
+                    continue;
+                }
+                stored_page_bytes = stored_page_bytes.saturating_add(p.locator.size);
                 if p.has_checksum {
                     checksum_bytes += 8;
                 }
@@ -623,6 +630,8 @@ pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> R
         compressed: total(|c| c.compressed),
         uncompressed: total(|c| c.uncompressed),
         pages: total(|c| c.pages),
+        stored_page_bytes,
+        shared_pages,
         checksum_bytes,
         zero_pages,
         zero_page_bytes,
@@ -828,6 +837,8 @@ impl Inspection {
                 },
             ),
             ("average_page_size", Cell::Average(self.average_page_size())),
+            ("stored_page_bytes", Cell::Count(self.stored_page_bytes)),
+            ("shared_pages", Cell::Count(self.shared_pages)),
             ("checksum_bytes", Cell::Count(self.checksum_bytes)),
             ("zero_pages", Cell::Count(self.zero_pages)),
             ("zero_page_bytes", Cell::Count(self.zero_page_bytes)),
@@ -998,6 +1009,15 @@ mod tests {
         assert_eq!(s.median(), 2.5);
         assert!((s.quantiles[0] - 1.3).abs() < 1e-12);
         assert_eq!(Summary::of(&[]).median(), 0.0);
+    }
+
+    #[test]
+    fn zero_pages_hold_64_kib_in_memory() {
+        let z = zero_pages_of(ColumnType::SplitInt64.as_u16(), 10_000);
+        assert_eq!(z.sizes().collect::<Vec<_>>(), vec![8192, 1808]);
+        let bits = zero_pages_of(ColumnType::Bit.as_u16(), 65_536);
+        assert_eq!(bits.sizes().collect::<Vec<_>>(), vec![65_536]);
+        assert_eq!(zero_pages_of(ColumnType::Real32.as_u16(), 0).pages, 0);
     }
 
     #[test]
