@@ -42,6 +42,7 @@ from .errors import (
     RNTupleError,
     UnsupportedError,
 )
+from .inspection import Inspection, PageSizeHistogram
 from .merge import MergeResult, merge
 from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
@@ -52,10 +53,12 @@ __all__ = [
     "ConversionError",
     "ConvertResult",
     "FormatError",
+    "Inspection",
     "InvalidArgumentError",
     "JaggedArray",
     "MergeResult",
     "NotFoundError",
+    "PageSizeHistogram",
     "RNTuple",
     "RNTupleError",
     "ReadOnlyFile",

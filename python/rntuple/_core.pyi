@@ -53,10 +53,28 @@ class Reader:
         """The schema tree as text."""
     def describe(self) -> str:
         """The whole description, as ``rntuple info`` prints it."""
+    def inspect(self) -> InspectionHandle:
+        """Where the bytes go, from the page lists (GIL released)."""
     def read(self, fields: list[str] | None, start: int, stop: int) -> pa.RecordBatch:
         """Reads entries ``start..stop`` of the selected fields (GIL released)."""
     def stream(self, fields: list[str] | None, ranges: list[tuple[int, int]]) -> pa.RecordBatchReader:
         """A lazy stream of one record batch per entry range."""
+
+class InspectionHandle:
+    """The storage of an RNTuple (``rntuple inspect``)."""
+
+    def figures(self) -> dict[str, int | float]:
+        """The whole-RNTuple figures by name."""
+    def table(self, by: str) -> dict[str, list[Any]]:
+        """The table per ``by`` (``"field"``, ``"column"``, ``"type"``) as column lists."""
+    def page_sizes(self) -> tuple[list[int], list[int]]:
+        """Every page's physical column id and compressed size."""
+    def histogram(self, columns: list[int] | None, bins: int) -> dict[str, Any]:
+        """The pages of ``columns`` (all for ``None``) in ROOT's binning."""
+    def type_histograms(self, bins: int) -> list[tuple[str, dict[str, Any]]]:
+        """Per column type, its pages over bins common to all types."""
+    def summary(self, columns: list[int] | None = None) -> dict[str, int | float]:
+        """The page sizes of ``columns`` summarized (min, quantiles, max, mean)."""
 
 class FileWriterHandle:
     """A ROOT file being written."""

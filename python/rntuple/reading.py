@@ -16,6 +16,7 @@ import pyarrow as pa
 from . import _core
 from .convert import to_library
 from .errors import FormatError, InvalidArgumentError, NotFoundError
+from .inspection import BY, Inspection
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
@@ -163,6 +164,16 @@ class RNTuple:
     def describe(self) -> str:
         """Schema, cluster groups, clusters and sizes as text (``rntuple info``)."""
         return self._reader.describe()
+
+    def inspect(self, by: str = "field") -> Inspection:
+        """Where the bytes go (``rntuple inspect``), from the page lists: a table per
+        ``by`` (``"field"``, its subfields included; ``"column"``; or column ``"type"``)
+        with compressed and uncompressed bytes, compression factor, pages, average page
+        size and share of the file, equal to ROOT's ``RNTupleInspector``; the header,
+        footer and page-list sizes; the page sizes. See :class:`rntuple.Inspection`."""
+        if by not in BY:
+            raise InvalidArgumentError(f"by must be one of {', '.join(map(repr, BY))}, not {by!r}")
+        return Inspection(self._reader.inspect(), by=by, name=self.name)
 
     def __repr__(self) -> str:
         return f"<RNTuple {self.path!r} in {self.file_path!r}: {self.num_entries} entries>"

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+mod inspect;
+
 /// Raises the `rntuple.errors` class that fits a library error; I/O errors become
 /// `OSError` (`FileNotFoundError` for a missing file).
 fn to_py_err(err: Error) -> PyErr {
@@ -317,6 +319,15 @@ impl Reader {
     /// The whole description, as `rntuple info` prints it.
     fn describe(&self) -> String {
         rntuple::read::describe(&self.reader)
+    }
+
+    /// Where the bytes go (`rntuple inspect`), from the page lists (GIL released).
+    fn inspect(&self, py: Python<'_>) -> PyResult<inspect::InspectionHandle> {
+        let reader = &self.reader;
+        let inspection = py
+            .detach(|| rntuple::tools::inspect::inspect(reader))
+            .map_err(to_py_err)?;
+        Ok(inspect::InspectionHandle::new(inspection))
     }
 
     /// Reads the selected fields over entries `start..stop` into one
@@ -710,6 +721,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
     m.add_class::<Reader>()?;
     m.add_class::<FileWriterHandle>()?;
+    m.add_class::<inspect::InspectionHandle>()?;
     m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add_function(wrap_pyfunction!(merge_rntuples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

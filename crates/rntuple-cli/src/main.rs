@@ -137,17 +137,24 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Where the bytes go: per field (its subfields included) or per column, compressed
-    /// and uncompressed bytes, compression factor, elements, pages, share of the data.
+    /// Where the bytes go: per field (its subfields included), per column or per column
+    /// type, compressed and uncompressed bytes, compression factor, elements, pages,
+    /// average page size, share of the file (the figures of ROOT's RNTupleInspector);
+    /// the header, footer and page-list sizes; the distribution of page sizes.
     Inspect {
         /// FILE or FILE:NAME.
         target: String,
-        /// Rows per field (default) or per physical column.
-        #[arg(long, default_value = "field", value_parser = ["field", "column"])]
+        /// Rows per field (default), per physical column or per column type.
+        #[arg(long, default_value = "field", value_parser = ["field", "column", "type"])]
         by: String,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
+        /// Print one JSON object (every table, the figures and the page-size
+        /// distribution) instead of text.
+        #[arg(long, conflicts_with = "csv")]
         json: bool,
+        /// Print the table of --by as CSV (with --by type, as ROOT's
+        /// RNTupleInspector::PrintColumnTypeInfo prints it).
+        #[arg(long)]
+        csv: bool,
     },
     /// Check files: every RNTuple opened, its structure checked, every page read, its
     /// checksum checked and every value decoded. One line per file; exit status 1 if
@@ -296,6 +303,7 @@ impl ReadBenchReport {
 }
 
 mod convert;
+mod inspect;
 mod merge;
 mod trees;
 
@@ -555,88 +563,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             eprintln!("wrote {output}");
         }
-        Command::Inspect { target, by, json } => {
+        Command::Inspect {
+            target,
+            by,
+            json,
+            csv,
+        } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
-            let i = rntuple::tools::inspect::inspect(&reader);
-            let share = |b: u64| 100.0 * b as f64 / i.compressed.max(1) as f64;
-            let factor = |u: u64, c: u64| if c == 0 { 0.0 } else { u as f64 / c as f64 };
-            if json {
-                let value = serde_json::json!({
-                    "rntuple": reader.path(),
-                    "compressed": i.compressed,
-                    "uncompressed": i.uncompressed,
-                    "compression_factor": i.compression_factor(),
-                    "fields": i.fields.iter().map(|f| serde_json::json!({
-                        "name": f.name, "type": f.type_name, "columns": f.columns,
-                        "pages": f.pages, "compressed": f.compressed,
-                        "uncompressed": f.uncompressed,
-                    })).collect::<Vec<_>>(),
-                    "columns": i.columns.iter().map(|c| serde_json::json!({
-                        "id": c.id, "field": c.field, "type": c.column_type,
-                        "elements": c.elements, "pages": c.pages,
-                        "compressed": c.compressed, "uncompressed": c.uncompressed,
-                    })).collect::<Vec<_>>(),
-                });
-                writeln!(out, "{value}")?;
-            } else if by == "column" {
-                writeln!(
-                    out,
-                    "{:>5}  {:<40} {:<14} {:>12} {:>7} {:>14} {:>14} {:>7} {:>7}",
-                    "id",
-                    "field",
-                    "type",
-                    "elements",
-                    "pages",
-                    "compressed B",
-                    "uncompressed B",
-                    "factor",
-                    "share"
-                )?;
-                for c in &i.columns {
-                    writeln!(
-                        out,
-                        "{:>5}  {:<40} {:<14} {:>12} {:>7} {:>14} {:>14} {:>7.2} {:>6.1}%",
-                        c.id,
-                        c.field,
-                        c.column_type,
-                        c.elements,
-                        c.pages,
-                        c.compressed,
-                        c.uncompressed,
-                        factor(c.uncompressed, c.compressed),
-                        share(c.compressed)
-                    )?;
-                }
-            } else {
-                writeln!(
-                    out,
-                    "{:<40} {:<30} {:>7} {:>14} {:>14} {:>7} {:>7}",
-                    "field", "type", "pages", "compressed B", "uncompressed B", "factor", "share"
-                )?;
-                for f in &i.fields {
-                    writeln!(
-                        out,
-                        "{:<40} {:<30} {:>7} {:>14} {:>14} {:>7.2} {:>6.1}%",
-                        f.name,
-                        f.type_name,
-                        f.pages,
-                        f.compressed,
-                        f.uncompressed,
-                        factor(f.uncompressed, f.compressed),
-                        share(f.compressed)
-                    )?;
-                }
-            }
-            if !json {
-                writeln!(
-                    out,
-                    "total: {} B compressed, {} B uncompressed, factor {:.2}",
-                    i.compressed,
-                    i.uncompressed,
-                    i.compression_factor()
-                )?;
-            }
+            let by = rntuple::tools::inspect::By::from_name(&by)
+                .ok_or_else(|| Failure::Usage(format!("--by {by}: not field, column or type")))?;
+            let format = match (json, csv) {
+                (true, _) => inspect::Format::Json,
+                (_, true) => inspect::Format::Csv,
+                _ => inspect::Format::Text,
+            };
+            let i = rntuple::tools::inspect::inspect(&reader)?;
+            inspect::print(&mut out, reader.path(), &i, by, format)?;
         }
         Command::Verify { files, json } => {
             let checks = rntuple::tools::verify::verify_files(&files);

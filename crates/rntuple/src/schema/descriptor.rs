@@ -130,6 +130,8 @@ pub struct ClusterGroupDescriptor {
     pub n_clusters: u64,
     /// Compressed size of its page list envelope.
     pub page_list_bytes: u64,
+    /// Uncompressed size of its page list envelope.
+    pub page_list_length: u64,
 }
 
 /// A cluster: its entry range and, per physical column, its pages.
@@ -260,6 +262,7 @@ impl Descriptor {
                 first_cluster: clusters.len() as u64,
                 n_clusters: group.n_clusters as u64,
                 page_list_bytes: group.page_list.locator.size,
+                page_list_length: group.page_list.length,
             });
             for (summary, cols) in page_list.clusters.into_iter().zip(page_list.columns) {
                 if cols.len() > columns.len() {

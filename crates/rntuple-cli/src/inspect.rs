@@ -1,0 +1,324 @@
+//! `rntuple inspect`: the storage of an RNTuple as a text table, CSV or JSON.
+
+use rntuple::tools::inspect::{
+    root_compression_factor, By, Cell, Histogram, Inspection, Summary, Table, ROOT_PAGE_SIZE_BINS,
+};
+use std::io::{self, Write};
+
+/// How `inspect` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// A table and the whole-RNTuple figures, for people.
+    Text,
+    /// The table of `--by` as CSV (for `--by type` exactly ROOT's `PrintColumnTypeInfo`).
+    Csv,
+    /// Everything as one JSON object.
+    Json,
+}
+
+/// Bins of the small page-size table of the text output.
+const TEXT_BINS: usize = 8;
+
+/// Prints the inspection `i` of the RNTuple at `path`.
+pub(crate) fn print(
+    out: &mut impl Write,
+    path: &str,
+    i: &Inspection,
+    by: By,
+    format: Format,
+) -> io::Result<()> {
+    match format {
+        Format::Json => writeln!(out, "{}", json(path, i)),
+        Format::Csv => csv(out, &i.table(by)),
+        Format::Text => {
+            text_table(out, &i.table(by))?;
+            writeln!(out)?;
+            text_figures(out, path, i)
+        }
+    }
+}
+
+/// A cell as JSON.
+fn json_cell(cell: &Cell) -> serde_json::Value {
+    match cell {
+        Cell::Text(s) => s.as_str().into(),
+        Cell::Count(n) => (*n).into(),
+        other => other.number().unwrap_or(0.0).into(),
+    }
+}
+
+/// The rows of a table as JSON objects.
+fn json_rows(table: &Table) -> serde_json::Value {
+    table
+        .rows
+        .iter()
+        .map(|row| {
+            table
+                .columns
+                .iter()
+                .zip(row)
+                .map(|(c, cell)| (c.name.to_string(), json_cell(cell)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        })
+        .collect::<Vec<serde_json::Value>>()
+        .into()
+}
+
+/// A histogram as JSON.
+fn json_histogram(h: &Histogram) -> serde_json::Value {
+    serde_json::json!({
+        "bins": h.counts.len(), "low": h.low, "high": h.high, "counts": h.counts,
+        "underflow": h.underflow, "overflow": h.overflow,
+    })
+}
+
+/// Everything: the figures, the three tables and the page-size distribution (overall,
+/// and per column type over the same bins, as ROOT's `GetPageSizeDistribution()`).
+fn json(path: &str, i: &Inspection) -> serde_json::Value {
+    let mut top = serde_json::Map::new();
+    top.insert("rntuple".into(), path.into());
+    for (name, cell) in i.figures() {
+        top.insert(name.into(), json_cell(&cell));
+    }
+    top.insert("fields".into(), json_rows(&i.table(By::Field)));
+    top.insert("columns".into(), json_rows(&i.table(By::Column)));
+    top.insert("types".into(), json_rows(&i.table(By::Type)));
+    let sizes = i.page_sizes(None);
+    let summary = Summary::of(&sizes);
+    let mut dist = serde_json::Map::new();
+    dist.insert("pages".into(), summary.pages.into());
+    dist.insert("min".into(), summary.min.into());
+    dist.insert("max".into(), summary.max.into());
+    dist.insert("mean".into(), summary.mean.into());
+    for (name, q) in Summary::QUANTILE_NAMES.iter().zip(&summary.quantiles) {
+        dist.insert((*name).into(), (*q).into());
+    }
+    dist.insert(
+        "histogram".into(),
+        json_histogram(&Histogram::root_binning(&sizes, ROOT_PAGE_SIZE_BINS)),
+    );
+    dist.insert(
+        "by_type".into(),
+        i.type_histograms(ROOT_PAGE_SIZE_BINS)
+            .iter()
+            .map(|(t, h)| {
+                serde_json::json!({
+                    "type": t, "counts": h.counts, "underflow": h.underflow,
+                    "overflow": h.overflow,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    top.insert("page_sizes".into(), dist.into());
+    top.into()
+}
+
+/// A text value quoted for CSV when it holds a comma, a quote or a line break.
+fn csv_text(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The columns of `table` that CSV has, with ROOT's headings; factors as ROOT prints
+/// them (single precision, three decimals).
+fn csv(out: &mut impl Write, table: &Table) -> io::Result<()> {
+    let keep: Vec<usize> = (0..table.columns.len())
+        .filter(|&k| table.columns[k].csv.is_some())
+        .collect();
+    let header: Vec<&str> = keep.iter().filter_map(|&k| table.columns[k].csv).collect();
+    writeln!(out, "{}", header.join(","))?;
+    for row in &table.rows {
+        let cells: Vec<String> = keep
+            .iter()
+            .filter_map(|&k| row.get(k))
+            .map(|cell| match cell {
+                Cell::Text(s) => csv_text(s),
+                Cell::Count(n) => n.to_string(),
+                Cell::Factor {
+                    uncompressed,
+                    compressed,
+                } => format!("{:.3}", root_compression_factor(*uncompressed, *compressed)),
+                Cell::Average(x) => format!("{x:.1}"),
+                Cell::Fraction(x) => format!("{x:.6}"),
+            })
+            .collect();
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    Ok(())
+}
+
+/// A cell as the text table shows it.
+fn text_cell(cell: &Cell) -> String {
+    match cell {
+        Cell::Text(s) => s.clone(),
+        Cell::Count(n) => n.to_string(),
+        Cell::Factor { .. } => format!("{:.2}", cell.number().unwrap_or(0.0)),
+        Cell::Average(x) => format!("{x:.0}"),
+        Cell::Fraction(x) => format!("{:.1}%", 100.0 * x),
+    }
+}
+
+/// The table with columns as wide as their contents, names left and numbers right.
+fn text_table(out: &mut impl Write, table: &Table) -> io::Result<()> {
+    let cells: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| row.iter().map(text_cell).collect())
+        .collect();
+    let widths: Vec<usize> = table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            cells
+                .iter()
+                .filter_map(|row| row.get(k))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.label.len())
+        })
+        .collect();
+    let left: Vec<bool> = (0..table.columns.len())
+        .map(|k| {
+            table
+                .rows
+                .first()
+                .is_none_or(|row| matches!(row.get(k), Some(Cell::Text(_))))
+        })
+        .collect();
+    let line = |values: Vec<&str>| -> String {
+        let parts: Vec<String> = values
+            .iter()
+            .zip(widths.iter().zip(&left))
+            .map(|(v, (&w, &l))| {
+                if l {
+                    format!("{v:<w$}")
+                } else {
+                    format!("{v:>w$}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    writeln!(
+        out,
+        "{}",
+        line(table.columns.iter().map(|c| c.label).collect())
+    )?;
+    for row in &cells {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    Ok(())
+}
+
+/// `n` with the singular or plural of `word`.
+fn count(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// The whole-RNTuple figures and a compact page-size distribution.
+fn text_figures(out: &mut impl Write, path: &str, i: &Inspection) -> io::Result<()> {
+    writeln!(
+        out,
+        "RNTuple \"{path}\": {} entries, {} in {}, {}, {}",
+        i.entries,
+        count(i.clusters, "cluster"),
+        count(i.cluster_groups, "cluster group"),
+        count(i.columns.len() as u64, "column"),
+        count(i.pages, "page"),
+    )?;
+    writeln!(
+        out,
+        "data:     {} B compressed, {} B uncompressed, factor {:.2}, {:.0} B per page on average",
+        i.compressed,
+        i.uncompressed,
+        i.compression_factor(),
+        i.average_page_size(),
+    )?;
+    let mut stored = format!(
+        "          stored: {} B of pages and {} B of their checksums",
+        i.stored_page_bytes, i.checksum_bytes
+    );
+    if i.shared_pages > 0 {
+        stored.push_str(&format!(
+            "; {} pages are a page stored for another column (same-page merging), counted above for each",
+            i.shared_pages
+        ));
+    }
+    if i.zero_pages > 0 {
+        stored.push_str(&format!(
+            "; {} B above are {} zero pages of columns added by a late model extension, not stored (ROOT counts them)",
+            i.zero_page_bytes, i.zero_pages
+        ));
+    }
+    writeln!(out, "{stored}")?;
+    writeln!(
+        out,
+        "metadata: {} B: header {} B ({} B uncompressed), footer {} B ({} B uncompressed), {} {} B ({} B uncompressed); metadata / data {:.3}",
+        i.metadata_bytes(),
+        i.header.on_disk,
+        i.header.uncompressed,
+        i.footer.on_disk,
+        i.footer.uncompressed,
+        if i.cluster_groups == 1 { "page list" } else { "page lists" },
+        i.page_lists.on_disk,
+        i.page_lists.uncompressed,
+        i.metadata_data_ratio(),
+    )?;
+    let pct = |b: u64| 100.0 * i.file_share(b);
+    writeln!(
+        out,
+        "file:     {} B: pages {:.1}%, checksums {:.1}%, metadata {:.1}%, other {:.1}% (keys, directories, streamer info, other objects)",
+        i.file_bytes,
+        pct(i.stored_page_bytes),
+        pct(i.checksum_bytes),
+        pct(i.metadata_bytes()),
+        pct(i.other_bytes()),
+    )?;
+    let sizes = i.page_sizes(None);
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    let s = Summary::of(&sizes);
+    let quantiles: Vec<String> = Summary::QUANTILE_NAMES
+        .iter()
+        .zip(&s.quantiles)
+        .map(|(name, q)| format!("{name} {q:.0} B"))
+        .collect();
+    writeln!(
+        out,
+        "page sizes (compressed): min {} B, {}, max {} B, mean {:.0} B",
+        s.min,
+        quantiles.join(", "),
+        s.max,
+        s.mean
+    )?;
+    let h = Histogram::root_binning(&sizes, TEXT_BINS);
+    if h.overflow > 0 {
+        // All pages have the same size.
+        return Ok(());
+    }
+    let most = h.counts.iter().copied().max().unwrap_or(0).max(1);
+    let digits = format!("{:.0}", h.high).len();
+    for (k, &n) in h.counts.iter().enumerate() {
+        let width = if n == 0 { 0 } else { (n * 40 / most).max(1) };
+        let bar = "#".repeat(usize::try_from(width).unwrap_or(40));
+        writeln!(
+            out,
+            "  {:>digits$.0} .. {:>digits$.0} B {n:>8} {bar}",
+            h.edge(k),
+            h.edge(k + 1),
+        )?;
+    }
+    Ok(())
+}
