@@ -8,7 +8,10 @@ TTree files to RNTuple, one task per file, on a ``dask.distributed`` cluster.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,53 +20,230 @@ from .errors import ConversionError, InvalidArgumentError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
 from .ttree import ConvertResult, EntryRange, convert
 
+_OPEN_LIMIT = 8
+_open: OrderedDict[tuple[str, str, str], tuple[Any, threading.Lock]] = OrderedDict()
+_open_lock = threading.Lock()
+
+
+def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lock, bool]:
+    """The RNTuple ``name`` of ``path`` as this process last opened it for the graph
+    ``token`` (its metadata is read once per process, not per partition), a lock for
+    exact metrics, and whether it was opened now. The few most recently used stay open;
+    a new graph opens its files anew (they may have been rewritten)."""
+    from .reading import ReadOnlyFile
+
+    key = (token, path, name)
+    with _open_lock:
+        hit = _open.get(key)
+        if hit is not None:
+            _open.move_to_end(key)
+            return hit[0], hit[1], False
+    nt = ReadOnlyFile(path)[name]
+    with _open_lock:
+        entry = _open.setdefault(key, (nt, threading.Lock()))
+        _open.move_to_end(key)
+        while len(_open) > _OPEN_LIMIT:
+            _open.popitem(last=False)
+    return entry[0], entry[1], entry[0] is nt
+
 
 class PartitionReader:
-    """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array
-    (the picklable function Dask calls on its workers)."""
+    """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
+    the picklable function Dask calls on its workers. It holds field names and the
+    Awkward form (computed once, when the graph is built), never an open file.
 
-    def __init__(self, fields: list[str] | None) -> None:
-        self.fields = fields
+    It implements dask-awkward's column projection (``mock``,
+    ``prepare_for_projection``, ``necessary_columns``, ``project``,
+    ``project_manually``): when a graph is optimized, dask-awkward traces it on a
+    data-less array of ``form`` and asks which buffers it touched; the reader then
+    reads only the top-level fields those buffers belong to (a touched subfield reads
+    its whole top-level field) and fills the others with placeholders, so the array
+    keeps ``form``'s structure. With ``report``, each call also returns a one-record
+    array of what the partition read (see :func:`dask`)."""
+
+    def __init__(
+        self,
+        selection: dict[str, list[str]],
+        form: Any,
+        *,
+        fields: list[str] | None = None,
+        report: bool = False,
+        token: str | None = None,
+    ) -> None:
+        #: each top-level field of the array: the field paths read for it (itself, or
+        #: the nested paths selected under it)
+        self.selection = dict(selection)
+        self.form = form
+        #: the top-level fields this reader reads
+        self.fields = list(selection) if fields is None else list(fields)
+        self.report = report
+        #: the graph's identity: a worker process keeps its files open for it
+        self.token = os.urandom(8).hex() if token is None else token
+        self.behavior: dict | None = None
+        self.attrs: dict | None = None
+
+    # -- dask-awkward's IO-function protocol -----------------------------------------
+
+    @property
+    def return_report(self) -> bool:
+        """Whether each call returns ``(array, report)`` (dask-awkward's ``from_map``
+        then returns the array and the report as two collections)."""
+        return self.report
+
+    @property
+    def use_optimization(self) -> bool:
+        """Column projection is always on (dask-awkward's configuration can skip it)."""
+        return True
+
+    def mock(self) -> Any:
+        """A data-less (typetracer) array of the full form."""
+        from awkward.typetracer import typetracer_from_form
+
+        return typetracer_from_form(self.form, behavior=self.behavior, attrs=self.attrs)
+
+    def mock_empty(self, backend: str = "cpu") -> Any:
+        """A length-0 array of the full form."""
+        import awkward as ak
+
+        layout = self.form.length_zero_array(highlevel=False)
+        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
+
+    def prepare_for_projection(self) -> Any:
+        """A typetracer with a report of touched buffers, and the form's structure."""
+        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
+
+        return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
+
+    def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
+        """The top-level fields whose buffers the traced graph touched (data, or the
+        offsets needed for shapes)."""
+        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
+
+        paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
+        return frozenset(p.split(".", 1)[0] for p in paths) & frozenset(self.selection)
+
+    def project(self, report: Any, state: Any) -> PartitionReader:
+        """The reader of only the fields the traced graph needs."""
+        return self.project_columns(self.necessary_columns(report, state))
+
+    def project_manually(self, columns: frozenset[str]) -> PartitionReader:
+        """The reader of the fields ``columns`` names (see :meth:`project_columns`)."""
+        return self.project_columns(columns)
+
+    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> PartitionReader:
+        """The reader of the top-level fields named (or holding the dotted paths named)
+        in ``columns``, in schema order; the form stays the full one."""
+        wanted = {c.split(".", 1)[0] for c in columns}
+        unknown = wanted - set(self.selection)
+        if unknown:
+            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
+        fields = [f for f in self.selection if f in wanted]
+        return PartitionReader(self.selection, self.form, fields=fields, report=self.report, token=self.token)
+
+    def __dask_tokenize__(self) -> Any:
+        """A deterministic token: equal readers, equal graph keys."""
+        return ("rntuple.PartitionReader", self.token, self.selection, self.fields, self.report)
+
+    # -- reading ---------------------------------------------------------------------
 
     def __call__(self, partition: tuple[str, str, int, int]) -> Any:
-        """The partition's entries of the selected fields."""
-        from .reading import ReadOnlyFile
+        """The partition's entries of the selected fields (and, with ``report``, what
+        reading them cost)."""
+        import time
+
+        import awkward as ak
 
         path, name, start, stop = partition
-        nt = ReadOnlyFile(path)[name]
-        return nt.arrays(self.fields, entry_start=start, entry_stop=stop, library="ak")
+        began = time.perf_counter()
+        nt, lock, opened = _cached_rntuple(self.token, path, name)
+        paths = [p for f in self.fields for p in self.selection[f]]
+        with lock if self.report else contextlib.nullcontext():
+            # (with a report, this file's reads in this process wait for each other, so
+            # the difference of the counters is this partition's)
+            before = {} if opened or not self.report else nt.metrics()
+            if paths:
+                array = nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak")
+                layout = array.layout
+            else:  # only the number of entries is needed: no field is read
+                layout = ak.contents.RecordArray([], [], length=stop - start)
+            after = nt.metrics() if self.report else {}
+        if len(self.fields) != len(self.selection):
+            from dask_awkward.lib.unproject_layout import unproject_layout
+
+            layout = unproject_layout(self.form, layout)
+        out = ak.Array(layout, behavior=self.behavior, attrs=self.attrs)
+        if not self.report:
+            return out
+        metrics = {k: after[k] - before.get(k, 0) for k in ("bytes_read", "bytes_used", "requests")}
+        record = {
+            "file": path,
+            "rntuple": name,
+            "entry_start": start,
+            "entry_stop": stop,
+            "fields": list(self.fields),
+            "bytes_read": int(metrics["bytes_read"]),
+            "bytes_used": int(metrics["bytes_used"]),
+            "requests": int(metrics["requests"]),
+            "seconds": time.perf_counter() - began,
+            "pid": os.getpid(),
+        }
+        return out, ak.Array([record])
+
+    def __repr__(self) -> str:
+        return f"PartitionReader(fields={self.fields!r}, of {len(self.selection)})"
 
 
-def dask(files: Any, fields: FieldSelection = None, *, step_size: StepSize = "100 MB") -> Any:
+def dask(
+    files: Any,
+    fields: FieldSelection = None,
+    *,
+    step_size: StepSize = "100 MB",
+    report: bool = False,
+) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). Each partition is a cluster-aligned entry
     range of at most ``step_size`` (entries, or uncompressed bytes as ``"100 MB"``);
-    nothing is read until the graph is computed, with any Dask scheduler."""
+    nothing is read until the graph is computed, with any Dask scheduler (a
+    ``dask.distributed`` cluster of processes too: a partition is a file path or URL,
+    an RNTuple name and an entry range).
+
+    The array's form is computed once, here, from the first file. When the graph is
+    computed, dask-awkward's column projection narrows each partition's read to the
+    top-level fields the graph uses (``dask_awkward.report_necessary_columns`` names
+    them); ``dask.config.set({"awkward.optimization.which": ["layer-chains"]})``
+    turns that off.
+
+    With ``report=True`` it returns ``(array, report)``: ``report`` is a
+    ``dask_awkward.Array`` with one record per partition read (computed with the
+    array, ``dask.compute(result, report)``): ``file``, ``rntuple``, ``entry_start``,
+    ``entry_stop``, ``fields`` (those read), ``bytes_read`` (bytes the source read,
+    opening the file included), ``bytes_used`` (stored page bytes decoded),
+    ``requests``, ``seconds`` and ``pid`` (the reading process). Errors are raised, not reported."""
     import dask_awkward as dak
 
     partitions: list[tuple[str, str, int, int]] = []
-    meta = None
+    form = None
     selected: list[str] | None = None
     for nt in open_rntuples(files):
         paths = nt.resolve_fields(fields)
         if selected is None:
             selected = paths
             empty = nt.arrays(paths, entry_start=0, entry_stop=0)
-            meta = empty.layout.to_typetracer(forget_length=True)
+            form = empty.layout.form
         for start, stop in nt.batch_ranges(paths, 0, nt.num_entries, step_size):
-            partitions.append((nt.file_path, nt.path, start, stop))
-    if not partitions:
+            partitions.append((_absolute(nt.file_path), nt.path, start, stop))
+    if not partitions or selected is None:
         raise ValueError("no entries to read: the files are empty or none were given")
     divisions = [0]
     for _, _, start, stop in partitions:
         divisions.append(divisions[-1] + stop - start)
-    import awkward as ak
-
+    selection: dict[str, list[str]] = {}
+    for path in selected:
+        selection.setdefault(path.split(".", 1)[0], []).append(path)
     return dak.from_map(
-        PartitionReader(selected),
+        PartitionReader(selection, form, report=report),
         partitions,
         label="rntuple",
-        meta=ak.Array(meta),
         divisions=tuple(divisions),
     )
 

@@ -1,0 +1,210 @@
+"""``rntuple.dask`` with dask-awkward's column projection: a graph reads only the
+top-level fields it uses.
+
+- ``dask_awkward.report_necessary_columns`` of a two-field histogram over
+  ``rntuple.dask(files)`` of four 40-field NanoAOD-like files names those two fields;
+  a subfield of a collection of records names its top-level field;
+- on a ``distributed.LocalCluster`` of 2 worker processes (one thread each) the
+  histograms (jet pt, muons per event) equal the eager ones, and the bytes the workers
+  read (the partitions' reports, opening included) are at most 1.1x the stored page
+  bytes of those two fields, against all pages without projection;
+- a partition's reader pickles (to worker processes) without an open file.
+
+Nothing is skipped: without ``distributed`` or the package, the tests fail.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import dask
+import dask_awkward as dak
+import distributed
+import numpy as np
+import pytest
+from pysamples import EXAMPLE
+from remote_data import nanoaod_like
+
+import rntuple
+from rntuple.dask import PartitionReader
+
+N_FILES = 4
+ENTRIES = 40_000
+PT_BINS = np.linspace(0, 100, 41)
+MAX_MUONS = 12
+NO_PROJECTION = {"awkward.optimization.which": ["layer-chains"]}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four 40-field NanoAOD-like files of ``ENTRIES`` entries, about ten clusters each."""
+    out = tmp_path_factory.mktemp("dask_projection")
+    paths = []
+    for i in range(N_FILES):
+        path = out / f"nano{i}.root"
+        with rntuple.recreate(path, cluster_size="1 MiB") as f:
+            f["Events"] = nanoaod_like(ENTRIES, seed=40 + i)
+        paths.append(f"{path}:Events")
+    return paths
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A client of a local cluster of 2 worker processes, one thread each."""
+    scratch = str(tmp_path_factory.mktemp("dask_workers"))
+    with (
+        dask.config.set({"temporary-directory": scratch}),
+        distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            local_directory=scratch,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def _histograms(pt: Any, muons: Any) -> Any:
+    """One partition's histograms, as a 1-entry array: jet pt, and muons per event.
+    On dask-awkward's data-less trace it only marks the inputs' data as needed."""
+    if ak.backend(pt) == "typetracer":
+        ak.typetracer.touch_data(pt)
+        ak.typetracer.touch_data(muons)
+        empty = ak.Array({"pt": np.zeros((1, len(PT_BINS) - 1)), "muons": np.zeros((1, MAX_MUONS + 1))})
+        return ak.Array(empty.layout.to_typetracer(forget_length=True))
+    counts, _ = np.histogram(ak.to_numpy(pt), bins=PT_BINS)
+    per_event = np.bincount(np.minimum(ak.to_numpy(muons), MAX_MUONS), minlength=MAX_MUONS + 1)
+    return ak.Array(
+        {"pt": counts[np.newaxis].astype(np.float64), "muons": per_event[np.newaxis].astype(np.float64)}
+    )
+
+
+def histogram_graph(events: Any) -> Any:
+    """The two-field analysis: per-partition histograms of jet pt and of the number of
+    muons per event (``Muon_pt``'s counts), computed on the workers."""
+    pt = ak.flatten(events.Jet_pt)
+    muons = ak.num(events.Muon_pt, axis=1)
+    return dak.map_partitions(_histograms, pt, muons, label="histograms")
+
+
+def eager_histograms(files: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The same histograms from every file read at once."""
+    events = ak.concatenate([rntuple.open(f).arrays(["Jet_pt", "Muon_pt"]) for f in files])
+    pt, _ = np.histogram(ak.to_numpy(ak.flatten(events.Jet_pt)), bins=PT_BINS)
+    muons = np.bincount(
+        np.minimum(ak.to_numpy(ak.num(events.Muon_pt, axis=1)), MAX_MUONS), minlength=MAX_MUONS + 1
+    )
+    return pt, muons
+
+
+def page_bytes(files: list[str], fields: list[str] | None) -> int:
+    """The stored page bytes of ``fields`` (all pages for ``None``) over ``files``, from
+    ``RNTuple.inspect()``."""
+    total = 0
+    for f in files:
+        inspection = rntuple.open(f).inspect()
+        if fields is None:
+            total += inspection.stored_page_bytes
+        else:
+            table = inspection.to_pandas().set_index("name")
+            total += int(table.loc[fields, "compressed"].sum())
+    return total
+
+
+def test_necessary_columns_are_the_two_fields(files: list[str]) -> None:
+    events = rntuple.dask(files, step_size="4 MB")
+    assert len(events.fields) == 40 and events.npartitions > N_FILES
+    columns = dak.report_necessary_columns(histogram_graph(events))
+    assert list(columns.values()) == [frozenset({"Jet_pt", "Muon_pt"})]
+    # A count alone still reads its field (its offsets); one scalar field, that one.
+    assert list(dak.report_necessary_columns(ak.num(events.Muon_pt, axis=1)).values()) == [
+        frozenset({"Muon_pt"})
+    ]
+    assert list(dak.report_necessary_columns(events.MET_pt * 2).values()) == [frozenset({"MET_pt"})]
+    # Selected at construction: only those fields are in the array at all.
+    narrowed = rntuple.dask(files, ["Jet_*", "MET_pt"])
+    assert len(narrowed.fields) == 9
+    assert list(dak.report_necessary_columns(narrowed.Jet_eta + 1).values()) == [frozenset({"Jet_eta"})]
+
+
+def test_subfields_project_to_their_top_level_field() -> None:
+    spec = f"{EXAMPLE}:Events"
+    events = rntuple.dask([spec, spec], step_size=500)
+    charges = events.Muon_pt_charge["1"]
+    assert list(dak.report_necessary_columns(charges).values()) == [frozenset({"Muon_pt_charge"})]
+    eager = rntuple.open(spec).arrays(["Muon_pt_charge"]).Muon_pt_charge["1"]
+    with dask.config.set(scheduler="sync"):
+        got = charges.compute()
+    assert ak.array_equal(got, ak.concatenate([eager, eager]))
+    assert ak.sum(ak.num(got, axis=1)) > 1000
+    # A nested path selected at construction: projection keeps that selection.
+    narrowed = rntuple.dask([spec], ["Muon_pt_charge._0", "MET_pt"], step_size=500)
+    assert narrowed.fields == ["Muon_pt_charge", "MET_pt"] and narrowed.Muon_pt_charge.fields == ["_0"]
+    pt = narrowed.Muon_pt_charge["_0"]
+    assert list(dak.report_necessary_columns(pt).values()) == [frozenset({"Muon_pt_charge"})]
+    with dask.config.set(scheduler="sync"):
+        got_pt = pt.compute()
+    eager_pt = rntuple.open(spec).arrays(["Muon_pt_charge._0"]).Muon_pt_charge["_0"]
+    assert ak.array_equal(got_pt, eager_pt) and ak.sum(ak.num(got_pt, axis=1)) > 500
+
+
+def test_histogram_on_two_worker_processes_reads_only_its_fields(files: list[str], client: Any) -> None:
+    eager_pt, eager_muons = eager_histograms(files)
+    assert eager_pt.sum() > 100_000 and eager_muons.sum() == N_FILES * ENTRIES
+    two_fields = page_bytes(files, ["Jet_pt", "Muon_pt"])
+    all_fields = page_bytes(files, None)
+    read: dict[str, int] = {}
+    for mode in ("projection", "no projection"):
+        events, report = rntuple.dask(files, step_size="4 MB", report=True)
+        with dask.config.set(NO_PROJECTION if mode == "no projection" else {}):
+            histograms, partitions = dask.compute(histogram_graph(events), report)
+        np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
+        np.testing.assert_array_equal(ak.to_numpy(histograms.muons).sum(axis=0), eager_muons)
+        # Every partition was read once, by the 2 worker processes (not this one).
+        assert len(partitions) == events.npartitions
+        assert sum(ak.to_numpy(partitions.entry_stop - partitions.entry_start)) == N_FILES * ENTRIES
+        pids = set(ak.to_list(partitions.pid))
+        assert pids == set(client.run(os.getpid).values()) and os.getpid() not in pids
+        fields_read = {tuple(f) for f in ak.to_list(partitions["fields"])}
+        read[mode] = int(ak.sum(partitions.bytes_read))
+        if mode == "projection":
+            assert fields_read == {("Jet_pt", "Muon_pt")}
+        else:
+            assert fields_read == {tuple(events.fields)}
+        print(
+            f"\n[dask projection] {mode}: {events.npartitions} partitions, workers read "
+            f"{read[mode]:,} bytes ({int(ak.sum(partitions.bytes_used)):,} page bytes decoded); "
+            f"pages of Jet_pt and Muon_pt {two_fields:,} bytes, of all 40 fields {all_fields:,}"
+        )
+    assert read["projection"] <= 1.1 * two_fields
+    assert read["projection"] >= two_fields
+    assert read["no projection"] >= all_fields
+    assert read["no projection"] > 8 * read["projection"]
+
+
+def test_partition_reader_pickles_without_an_open_file(files: list[str]) -> None:
+    events = rntuple.dask(files, step_size="4 MB")
+    layer = events.dask.layers[events.name]
+    reader = layer.io_func
+    assert isinstance(reader, PartitionReader)
+    # An open RNTuple cannot be pickled: a reader holding one would fail here.
+    with pytest.raises(TypeError):
+        pickle.dumps(rntuple.open(files[0]))
+    restored = pickle.loads(pickle.dumps(reader))
+    assert set(vars(restored)) == {"selection", "form", "fields", "report", "token", "behavior", "attrs"}
+    partition = layer.inputs[1]
+    path, name, start, stop = partition
+    assert Path(path).is_absolute() and name == "Events" and 0 < start < stop
+    projected = restored.project_columns(frozenset({"MET_pt"}))
+    assert projected.fields == ["MET_pt"] and pickle.loads(pickle.dumps(projected)).fields == ["MET_pt"]
+    got = projected(partition)
+    expected = rntuple.open(f"{path}:{name}").arrays(["MET_pt"], entry_start=start, entry_stop=stop)
+    assert got.fields == events.fields and len(got) == stop - start
+    np.testing.assert_array_equal(ak.to_numpy(got.MET_pt), ak.to_numpy(expected.MET_pt))
