@@ -8,6 +8,10 @@ top-level fields it uses.
   histograms (jet pt, muons per event) equal the eager ones, and the bytes the workers
   read (the partitions' reports, opening included) are at most 1.1x the stored page
   bytes of those two fields, against all pages without projection;
+- the same over HTTP (nginx on loopback): the partitions carry the URLs to the
+  workers, nginx served exactly the bytes the workers counted, and those less the
+  file openings (one per worker process and file) are at most 1.1x the pages of the
+  two fields;
 - a partition's reader pickles (to worker processes) without an open file.
 
 Nothing is skipped: without ``distributed`` or the package, the tests fail.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,7 @@ import dask_awkward as dak
 import distributed
 import numpy as np
 import pytest
+import server_http
 from pysamples import EXAMPLE
 from remote_data import nanoaod_like
 
@@ -51,6 +57,18 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             f["Events"] = nanoaod_like(ENTRIES, seed=40 + i)
         paths.append(f"{path}:Events")
     return paths
+
+
+@pytest.fixture(scope="module")
+def nginx(files: list[str]) -> Iterator[server_http.Server]:
+    """nginx on loopback serving the four files' directory over HTTP."""
+    server = server_http.start(Path(files[0].rsplit(":", 1)[0]).parent)
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.kill()
+        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +226,32 @@ def test_partition_reader_pickles_without_an_open_file(files: list[str]) -> None
     expected = rntuple.open(f"{path}:{name}").arrays(["MET_pt"], entry_start=start, entry_stop=stop)
     assert got.fields == events.fields and len(got) == stop - start
     np.testing.assert_array_equal(ak.to_numpy(got.MET_pt), ak.to_numpy(expected.MET_pt))
+
+
+def test_workers_read_urls_over_http(files: list[str], client: Any, nginx: server_http.Server) -> None:
+    urls = [f"{nginx.url(Path(f.rsplit(':', 1)[0]).name)}:Events" for f in files]
+    events, report = rntuple.dask(urls, step_size="4 MB", report=True)
+    nginx.clear_log()  # what the graph's computation reads, not its construction
+    histograms, partitions = dask.compute(histogram_graph(events), report)
+    eager_pt, eager_muons = eager_histograms(files)
+    np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
+    np.testing.assert_array_equal(ak.to_numpy(histograms.muons).sum(axis=0), eager_muons)
+    assert set(ak.to_list(partitions.file)) == {u.rsplit(":", 1)[0] for u in urls}
+    assert set(ak.to_list(partitions.pid)) == set(client.run(os.getpid).values())
+    two_fields = page_bytes(files, ["Jet_pt", "Muon_pt"])
+    served = sum(int(r["body_bytes"]) for r in nginx.requests() if r["status"] in ("200", "206"))
+    workers = int(ak.sum(partitions.bytes_read))
+    # A remote open reads the file's head and tail at once (about 200 kB here), once per
+    # worker process and file: with small files that is most of what is not pages.
+    opens = len(set(zip(ak.to_list(partitions.pid), ak.to_list(partitions.file), strict=True)))
+    assert N_FILES <= opens <= 2 * N_FILES
+    opening = rntuple.open(urls[0]).metrics()["bytes_read"]
+    assert 1000 < opening < 10 * 1024 * 1024
+    print(
+        f"\n[dask projection] over HTTP: nginx served {served:,} bytes, the workers counted "
+        f"{workers:,} ({opens} opens of {opening:,} bytes each); pages of Jet_pt and Muon_pt "
+        f"{two_fields:,} bytes"
+    )
+    assert served == workers
+    # (an open's head and tail reads may hold pages too, so this bounds from above only)
+    assert two_fields <= served and served - opens * opening <= 1.1 * two_fields
