@@ -3,7 +3,8 @@ top-level fields it uses.
 
 - ``dask_awkward.report_necessary_columns`` of a two-field histogram over
   ``rntuple.dask(files)`` of four 40-field NanoAOD-like files names those two fields;
-  a subfield of a collection of records names its top-level field;
+  a subfield of a collection of records names its top-level field; an event selection
+  reads the fields it cuts on and uses, and equals the eager result;
 - on a ``distributed.LocalCluster`` of 2 worker processes (one thread each) the
   histograms (jet pt, muons per event) equal the eager ones, and the bytes the workers
   read (the partitions' reports, opening included) are at most 1.1x the stored page
@@ -150,6 +151,21 @@ def test_necessary_columns_are_the_two_fields(files: list[str]) -> None:
     narrowed = rntuple.dask(files, ["Jet_*", "MET_pt"])
     assert len(narrowed.fields) == 9
     assert list(dak.report_necessary_columns(narrowed.Jet_eta + 1).values()) == [frozenset({"Jet_eta"})]
+
+
+def test_event_selection_reads_the_fields_it_uses(files: list[str]) -> None:
+    events = rntuple.dask(files[:2], step_size="4 MB")
+    selected = events[events.MET_pt > 30]
+    jets = ak.zip({"pt": selected.Jet_pt, "eta": selected.Jet_eta})
+    result = ak.sum(jets.pt[abs(jets.eta) < 20], axis=1)
+    assert list(dak.report_necessary_columns(result).values()) == [frozenset({"MET_pt", "Jet_pt", "Jet_eta"})]
+    with dask.config.set(scheduler="sync"):
+        got = result.compute()
+        count = dak.num(events[events.MET_pt > 50], axis=0).compute()
+    eager = rntuple.concatenate(files[:2], ["MET_pt", "Jet_pt", "Jet_eta"])
+    kept = eager[eager.MET_pt > 30]
+    assert ak.array_equal(got, ak.sum(kept.Jet_pt[abs(kept.Jet_eta) < 20], axis=1))
+    assert len(got) > 10_000 and count == int(ak.sum(eager.MET_pt > 50)) > 5000
 
 
 def test_subfields_project_to_their_top_level_field() -> None:
