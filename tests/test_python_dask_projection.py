@@ -12,7 +12,8 @@ top-level fields it uses.
 - the same over HTTP (nginx on loopback): the partitions carry the URLs to the
   workers, nginx served exactly the bytes the workers counted, and those less the
   file openings (one per worker process and file) are at most 1.1x the pages of the
-  two fields;
+  two fields; with 4 threads in one process each file is opened once and the
+  partitions' counts sum to what nginx served;
 - a partition's reader pickles (to worker processes) without an open file.
 
 Nothing is skipped: without ``distributed`` or the package, the tests fail.
@@ -187,6 +188,25 @@ def test_subfields_project_to_their_top_level_field() -> None:
         got_pt = pt.compute()
     eager_pt = rntuple.open(spec).arrays(["Muon_pt_charge._0"]).Muon_pt_charge["_0"]
     assert ak.array_equal(got_pt, eager_pt) and ak.sum(ak.num(got_pt, axis=1)) > 500
+
+
+def test_threads_share_each_open_file_and_count_exactly(files: list[str], nginx: server_http.Server) -> None:
+    """4 threads of this process (no cluster yet): each file is opened once, and each
+    partition's counts are its own (they sum to what nginx served)."""
+    urls = [f"{nginx.url(Path(f.rsplit(':', 1)[0]).name)}:Events" for f in files]
+    events, report = rntuple.dask(urls, step_size="4 MB", report=True)
+    nginx.clear_log()
+    with dask.config.set(scheduler="threads", num_workers=4):
+        histograms, partitions = dask.compute(histogram_graph(events), report)
+    eager_pt, eager_muons = eager_histograms(files)
+    np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
+    np.testing.assert_array_equal(ak.to_numpy(histograms.muons).sum(axis=0), eager_muons)
+    served = sum(int(r["body_bytes"]) for r in nginx.requests() if r["status"] in ("200", "206"))
+    assert set(ak.to_list(partitions.pid)) == {os.getpid()}
+    assert int(ak.sum(partitions.bytes_read)) == served
+    opening = rntuple.open(urls[0]).metrics()["bytes_read"]
+    two_fields = page_bytes(files, ["Jet_pt", "Muon_pt"])
+    assert two_fields <= served and served - N_FILES * opening <= 1.1 * two_fields
 
 
 def test_histogram_on_two_worker_processes_reads_only_its_fields(files: list[str], client: Any) -> None:

@@ -23,13 +23,15 @@ from .ttree import ConvertResult, EntryRange, convert
 _OPEN_LIMIT = 8
 _open: OrderedDict[tuple[str, str, str], tuple[Any, threading.Lock]] = OrderedDict()
 _open_lock = threading.Lock()
+_opening: dict[tuple[str, str, str], threading.Lock] = {}
 
 
-def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lock, bool]:
+def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lock, dict[str, Any]]:
     """The RNTuple ``name`` of ``path`` as this process last opened it for the graph
     ``token`` (its metadata is read once per process, not per partition), a lock for
-    exact metrics, and whether it was opened now. The few most recently used stay open;
-    a new graph opens its files anew (they may have been rewritten)."""
+    exact metrics, and what opening it cost if this call opened it (empty otherwise).
+    The few most recently used stay open; a new graph opens its files anew (they may
+    have been rewritten)."""
     from .reading import ReadOnlyFile
 
     key = (token, path, name)
@@ -37,14 +39,22 @@ def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lo
         hit = _open.get(key)
         if hit is not None:
             _open.move_to_end(key)
-            return hit[0], hit[1], False
-    nt = ReadOnlyFile(path)[name]
-    with _open_lock:
-        entry = _open.setdefault(key, (nt, threading.Lock()))
-        _open.move_to_end(key)
-        while len(_open) > _OPEN_LIMIT:
-            _open.popitem(last=False)
-    return entry[0], entry[1], entry[0] is nt
+            return hit[0], hit[1], {}
+        opening_lock = _opening.setdefault(key, threading.Lock())
+    with opening_lock:  # one thread opens a file; the others wait and share it
+        with _open_lock:
+            hit = _open.get(key)
+            if hit is not None:
+                _open.move_to_end(key)
+                return hit[0], hit[1], {}
+        nt = ReadOnlyFile(path)[name]
+        opening = nt.metrics()  # before any other thread can use it
+        with _open_lock:
+            entry = _open[key] = (nt, threading.Lock())
+            _opening.pop(key, None)
+            while len(_open) > _OPEN_LIMIT:
+                _open.popitem(last=False)
+        return entry[0], entry[1], opening
 
 
 class PartitionReader:
@@ -155,12 +165,12 @@ class PartitionReader:
 
         path, name, start, stop = partition
         began = time.perf_counter()
-        nt, lock, opened = _cached_rntuple(self.token, path, name)
+        nt, lock, opening = _cached_rntuple(self.token, path, name)
         paths = [p for f in self.fields for p in self.selection[f]]
         with lock if self.report else contextlib.nullcontext():
             # (with a report, this file's reads in this process wait for each other, so
             # the difference of the counters is this partition's)
-            before = {} if opened or not self.report else nt.metrics()
+            before = nt.metrics() if self.report else {}
             if paths:
                 array = nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak")
                 layout = array.layout
@@ -174,7 +184,9 @@ class PartitionReader:
         out = ak.Array(layout, behavior=self.behavior, attrs=self.attrs)
         if not self.report:
             return out
-        metrics = {k: after[k] - before.get(k, 0) for k in ("bytes_read", "bytes_used", "requests")}
+        metrics = {
+            k: after[k] - before[k] + opening.get(k, 0) for k in ("bytes_read", "bytes_used", "requests")
+        }
         record = {
             "file": path,
             "rntuple": name,
