@@ -183,3 +183,32 @@ def imported(ttrees: dict[str, Path]) -> dict[str, tuple[Path, ttree_oracle.Impo
         out = dict(pool.map(run, ttreegen.CASES))
     print(f"\n[importer] {len(out)} cases in {time.perf_counter() - t0:.1f}s")
     return out
+
+
+NANOAOD_EVENTS = 20_000
+
+
+@pytest.fixture(scope="session")
+def nanoaod_like(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The benchmark's NanoAOD-like dataset (``bench/generate.py``: 105 fields, run,
+    luminosityBlock, event, ``Jet_pt`` and ``nJet`` ...), ``NANOAOD_EVENTS`` events,
+    written once per session by ROOT: ``{"rntuple": RNTuple Events by ROOT's
+    RNTupleWriter, "ttree": TTree Events with NanoAOD branches}``."""
+    out = tmp_path_factory.mktemp("nanoaod_like")
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "generate.py"),
+            "--events",
+            str(NANOAOD_EVENTS),
+            "--out",
+            str(out),
+            "--only",
+            "root",
+            "ttree",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return {"rntuple": out / "nanoaod_root.root", "ttree": out / "nanoaod_ttree.root"}
