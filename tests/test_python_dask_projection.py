@@ -2,7 +2,8 @@
 top-level fields it uses.
 
 - ``dask_awkward.report_necessary_columns`` of a two-field histogram over
-  ``rntuple.dask(files)`` of four 40-field NanoAOD-like files names those two fields;
+  ``rntuple.dask(files)`` of four copies of the benchmark's 105-field NanoAOD-like file
+  (written by ROOT, ``bench/generate.py``) names those two fields;
   a subfield of a collection of records names its top-level field; an event selection
   reads the fields it cuts on and uses, and equals the eager result;
 - on a ``distributed.LocalCluster`` of 2 worker processes (one thread each) the
@@ -36,27 +37,26 @@ import numpy as np
 import pytest
 import server_http
 from pysamples import EXAMPLE
-from remote_data import nanoaod_like
 
 import rntuple
 from rntuple.dask import PartitionReader
 
 N_FILES = 4
-ENTRIES = 40_000
+ENTRIES = 20_000  # the events of conftest.py's nanoaod_like files
 PT_BINS = np.linspace(0, 100, 41)
 MAX_MUONS = 12
 NO_PROJECTION = {"awkward.optimization.which": ["layer-chains"]}
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """Four 40-field NanoAOD-like files of ``ENTRIES`` entries, about ten clusters each."""
+def files(nanoaod_like: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four copies of the benchmark's NanoAOD-like RNTuple (105 fields, ``ENTRIES``
+    entries each, written by ROOT's ``RNTupleWriter`` with its default settings)."""
     out = tmp_path_factory.mktemp("dask_projection")
     paths = []
     for i in range(N_FILES):
         path = out / f"nano{i}.root"
-        with rntuple.recreate(path, cluster_size="1 MiB") as f:
-            f["Events"] = nanoaod_like(ENTRIES, seed=40 + i)
+        shutil.copyfile(nanoaod_like["rntuple"], path)
         paths.append(f"{path}:Events")
     return paths
 
@@ -140,7 +140,7 @@ def page_bytes(files: list[str], fields: list[str] | None) -> int:
 
 def test_necessary_columns_are_the_two_fields(files: list[str]) -> None:
     events = rntuple.dask(files, step_size="4 MB")
-    assert len(events.fields) == 40 and events.npartitions > N_FILES
+    assert len(events.fields) == 105 and events.npartitions > N_FILES
     columns = dak.report_necessary_columns(histogram_graph(events))
     assert list(columns.values()) == [frozenset({"Jet_pt", "Muon_pt"})]
     # A count alone still reads its field (its offsets); one scalar field, that one.
@@ -150,7 +150,7 @@ def test_necessary_columns_are_the_two_fields(files: list[str]) -> None:
     assert list(dak.report_necessary_columns(events.MET_pt * 2).values()) == [frozenset({"MET_pt"})]
     # Selected at construction: only those fields are in the array at all.
     narrowed = rntuple.dask(files, ["Jet_*", "MET_pt"])
-    assert len(narrowed.fields) == 9
+    assert len(narrowed.fields) == 17  # the 16 Jet_ members of bench/schema.py, and MET_pt
     assert list(dak.report_necessary_columns(narrowed.Jet_eta + 1).values()) == [frozenset({"Jet_eta"})]
 
 
@@ -194,7 +194,7 @@ def test_threads_share_each_open_file_and_count_exactly(files: list[str], nginx:
     """4 threads of this process (no cluster yet): each file is opened once, and each
     partition's counts are its own (they sum to what nginx served)."""
     urls = [f"{nginx.url(Path(f.rsplit(':', 1)[0]).name)}:Events" for f in files]
-    events, report = rntuple.dask(urls, step_size="4 MB", report=True)
+    events, report = rntuple.dask(urls, report=True)
     nginx.clear_log()
     with dask.config.set(scheduler="threads", num_workers=4):
         histograms, partitions = dask.compute(histogram_graph(events), report)
@@ -216,7 +216,7 @@ def test_histogram_on_two_worker_processes_reads_only_its_fields(files: list[str
     all_fields = page_bytes(files, None)
     read: dict[str, int] = {}
     for mode in ("projection", "no projection"):
-        events, report = rntuple.dask(files, step_size="4 MB", report=True)
+        events, report = rntuple.dask(files, report=True)
         with dask.config.set(NO_PROJECTION if mode == "no projection" else {}):
             histograms, partitions = dask.compute(histogram_graph(events), report)
         np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
@@ -235,7 +235,7 @@ def test_histogram_on_two_worker_processes_reads_only_its_fields(files: list[str
         print(
             f"\n[dask projection] {mode}: {events.npartitions} partitions, workers read "
             f"{read[mode]:,} bytes ({int(ak.sum(partitions.bytes_used)):,} page bytes decoded); "
-            f"pages of Jet_pt and Muon_pt {two_fields:,} bytes, of all 40 fields {all_fields:,}"
+            f"pages of Jet_pt and Muon_pt {two_fields:,} bytes, of all 105 fields {all_fields:,}"
         )
     assert read["projection"] <= 1.1 * two_fields
     assert read["projection"] >= two_fields
@@ -266,7 +266,7 @@ def test_partition_reader_pickles_without_an_open_file(files: list[str]) -> None
 
 def test_workers_read_urls_over_http(files: list[str], client: Any, nginx: server_http.Server) -> None:
     urls = [f"{nginx.url(Path(f.rsplit(':', 1)[0]).name)}:Events" for f in files]
-    events, report = rntuple.dask(urls, step_size="4 MB", report=True)
+    events, report = rntuple.dask(urls, report=True)
     nginx.clear_log()  # what the graph's computation reads, not its construction
     histograms, partitions = dask.compute(histogram_graph(events), report)
     eager_pt, eager_muons = eager_histograms(files)
