@@ -38,4 +38,4 @@ cargo clippy -p rntuple --no-default-features --all-targets -- -D warnings
 cargo test -p rntuple --no-default-features --lib
 
 export RNTUPLE_BIN="$PWD/target/release/rntuple"
-python3 -m pytest -q tests
+python3 -m pytest -q --durations=30 tests
