@@ -470,10 +470,18 @@ class RNTuple:
                     continue
                 try:
                     plan.compute(text, compile_text("expressions", text))
-                except (InvalidArgumentError, NotFoundError):
+                except (InvalidArgumentError, NotFoundError) as err:
                     if not is_glob(text):
                         raise
-                    plan.select(self.resolve_fields([text]))
+                    # Not an expression of known names: a glob pattern ("Muon_*"); if
+                    # it matches nothing either, the expression's error says why.
+                    try:
+                        matched = self.resolve_fields([text])
+                    except NotFoundError:
+                        if isinstance(err, NotFoundError):
+                            raise err from None
+                        raise
+                    plan.select(matched)
         if cut is not None:
             plan.cut = compile_text("cut", cut)
         # The aliases the expressions use, compiled once each (an unused one is not).

@@ -459,9 +459,24 @@ def to_numpy_like_uproot(array: Any) -> Any:
         counts = ak.to_numpy(ak.num(array, axis=1))
         content = to_numpy_like_uproot(ak.flatten(array, axis=1))
         pieces = np.split(content, np.cumsum(counts)[:-1])
+        # uproot converts each entry on its own: an empty entry has no inner extent
+        # (shape (0, 0) of the leaf type), and an entry whose items have one shape is
+        # one n-D array even where other entries' items differ.
+        pieces = [_per_entry(piece, array, i) for i, piece in enumerate(pieces)]
     else:
         pieces = [_item_to_numpy(item) for item in array]
     return _stack(pieces)
+
+
+def _per_entry(piece: np.ndarray, array: ak.Array, entry: int) -> np.ndarray:
+    if len(piece) == 0 and (piece.ndim > 1 or piece.dtype == object):
+        try:
+            return ak.to_numpy(array[entry])
+        except (TypeError, ValueError):
+            return piece
+    if piece.dtype == object and piece.ndim == 1:
+        return _stack(list(piece))
+    return piece
 
 
 def _item_to_numpy(item: Any) -> Any:
