@@ -433,5 +433,9 @@ def test_python_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     inspection = rntuple.open(f"{REPO_ROOT / EXAMPLE}:Events").inspect()
-    with pytest.raises(ImportError, match="pip install matplotlib"):
+    with pytest.raises(rntuple.MissingDependencyError, match=r"pip install 'rntuple\[plot\]'") as raised:
         inspection.plot()
+    assert isinstance(raised.value, ImportError)
+    assert str(raised.value) == (
+        "Inspection.plot() needs matplotlib, which is not installed: pip install 'rntuple[plot]'"
+    )

@@ -30,13 +30,13 @@ Merging RNTuples (as ``hadd``, pages copied where they can be)::
 from __future__ import annotations
 
 from ._core import __version__
-from .convert import JaggedArray
 from .dask import convert_files, dask
 from .errors import (
     ChecksumError,
     ConversionError,
     FormatError,
     InvalidArgumentError,
+    MissingDependencyError,
     NotFoundError,
     RemoteError,
     RNTupleError,
@@ -44,7 +44,7 @@ from .errors import (
 )
 from .inspection import Inspection, PageSizeHistogram
 from .merge import MergeResult, merge
-from .reading import ReadOnlyFile, RNTuple, concatenate, iterate, open
+from .reading import Field, ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
 from .writing import WritableFile, WritableRNTuple, recreate
 
@@ -52,11 +52,12 @@ __all__ = [
     "ChecksumError",
     "ConversionError",
     "ConvertResult",
+    "Field",
     "FormatError",
     "Inspection",
     "InvalidArgumentError",
-    "JaggedArray",
     "MergeResult",
+    "MissingDependencyError",
     "NotFoundError",
     "PageSizeHistogram",
     "RNTuple",

@@ -13,28 +13,17 @@ field nullable), the fields that hold nulls in any chunk.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import awkward as ak
 import numpy as np
 import pyarrow as pa
 
+from ._extras import require
 from .errors import InvalidArgumentError, UnsupportedError
+from .selection import check_library, to_numpy_like_uproot
 
 TYPE_NAME_KEY = b"rntuple.type"
-
-
-class JaggedArray(NamedTuple):
-    """A jagged (variable-length) field as plain NumPy arrays, for ``library="np"``:
-    entry ``i`` holds ``values[offsets[i]:offsets[i + 1]]``; ``offsets`` starts at 0 and
-    has one element more than there are entries. ``values`` is itself a
-    :class:`JaggedArray` for collections of collections."""
-
-    offsets: np.ndarray
-    values: np.ndarray | JaggedArray
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
 
 
 # --- Arrow -> Awkward ---------------------------------------------------------------
@@ -186,91 +175,40 @@ def to_awkward(table: pa.Table | pa.RecordBatch) -> ak.Array:
     return ak.Array(layout)
 
 
-# --- Arrow -> NumPy -----------------------------------------------------------------
-
-
-def _numpy_column(name: str, arr: pa.Array, field: pa.Field, out: dict[str, Any]) -> None:
-    t = arr.type
-    if pa.types.is_struct(t) and arr.null_count == 0:
-        for i in range(t.num_fields):
-            child = t.field(i)
-            _numpy_column(f"{name}.{child.name}", arr.field(i), child, out)
-        return
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False))
-        values = (
-            arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])) if len(offsets) else arr.values
-        )
-        offsets = offsets - offsets[0] if len(offsets) else np.zeros(1, dtype=np.int64)
-        if arr.null_count:
-            raise UnsupportedError(
-                f"field {name!r} has missing collections, which NumPy cannot show; "
-                "use library='ak' or 'arrow'"
-            )
-        if pa.types.is_struct(values.type):
-            inner: dict[str, Any] = {}
-            _numpy_column(name, values, t.value_field, inner)
-            for key, value in inner.items():
-                out[key] = JaggedArray(offsets, value)
-            return
-        inner = {}
-        _numpy_column(name, values, t.value_field, inner)
-        out[name] = JaggedArray(offsets, inner[name])
-        return
-    if pa.types.is_fixed_size_list(t) and arr.null_count == 0:
-        size = t.list_size
-        inner = {}
-        _numpy_column(name, arr.values.slice(arr.offset * size, len(arr) * size), t.value_field, inner)
-        values = inner[name]
-        if isinstance(values, np.ndarray):
-            out[name] = values.reshape((len(arr), size, *values.shape[1:]))
-            return
-    if (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-    ):
-        values = arr.to_numpy(zero_copy_only=False)
-        if arr.null_count:
-            mask = np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
-            filled = arr.fill_null(pa.scalar(0 if not pa.types.is_string(t) else "", t))
-            values = np.ma.masked_array(filled.to_numpy(zero_copy_only=False), mask=mask)
-        out[name] = values
-        return
-    raise UnsupportedError(
-        f"field {name!r} of Arrow type {t} has no NumPy form (maps, variants and missing "
-        "records need library='ak' or 'arrow')"
-    )
+# --- Arrow -> NumPy, pandas, Polars ------------------------------------------------
 
 
 def to_numpy(table: pa.Table | pa.RecordBatch) -> dict[str, Any]:
-    """A dict of NumPy arrays, one per leaf: records are flattened to ``a.b`` keys,
-    fixed-size arrays become 2-D arrays, jagged fields :class:`JaggedArray`, strings
-    object arrays, optional leaves masked arrays."""
-    out: dict[str, Any] = {}
-    for i in range(table.num_columns):
-        field = table.schema.field(i)
-        _numpy_column(field.name, _single_chunk(table.column(i)), field, out)
-    return out
+    """A dict of NumPy arrays, one per top-level field, in the form uproot 5.7 gives for
+    ``library="np"`` (see :func:`rntuple.selection.to_numpy_like_uproot`): flat fields
+    as arrays over the read buffers, jagged fields as object arrays of per-entry views."""
+    records = to_awkward(table)
+    return {name: to_numpy_like_uproot(records[name]) for name in records.fields}
 
 
-def to_library(table: pa.Table, library: str) -> Any:
-    """``table`` in the form ``library`` names: ``ak``, ``np``, ``pd``, ``pl``, ``arrow``."""
-    if library in ("ak", "awkward"):
+def to_pandas(columns: dict[str, Any], index: Any) -> Any:
+    """A pandas DataFrame of NumPy columns (as :func:`to_numpy` makes them) with the
+    given index (entry numbers, as uproot)."""
+    pd = require("pandas", "library='pd'")
+    return pd.DataFrame(columns, index=index)
+
+
+def to_library(table: pa.Table, library: str, entry_start: int = 0) -> Any:
+    """``table`` in the form ``library`` names: ``ak``, ``np``, ``pd``, ``pl``, ``arrow``
+    (a pandas DataFrame is indexed by entry number from ``entry_start``)."""
+    library = check_library(library)
+    if library == "ak":
         return to_awkward(table)
-    if library in ("np", "numpy"):
+    if library == "np":
         return to_numpy(table)
-    if library in ("arrow", "pa", "pyarrow"):
+    if library == "arrow":
         return table
-    if library in ("pd", "pandas"):
-        return table.to_pandas()
-    if library in ("pl", "polars"):
-        import polars as pl
-
-        return pl.from_arrow(table)
-    raise InvalidArgumentError(f"unknown library {library!r}: use 'ak', 'np', 'pd', 'pl' or 'arrow'")
+    if library == "pd":
+        pd = require("pandas", "library='pd'")
+        index = pd.RangeIndex(entry_start, entry_start + table.num_rows)
+        return to_pandas(to_numpy(table), index)
+    pl = require("polars", "library='pl'")
+    return pl.from_arrow(table)
 
 
 # --- inputs -> Arrow (writing) ------------------------------------------------------
@@ -307,7 +245,7 @@ def to_arrow_input(data: Any) -> pa.Table:
     if module == "pandas":
         return _table_where_nulls(_pandas_table(data))
     if module == "polars":
-        import polars as pl
+        pl = require("polars", "writing a Polars DataFrame")
 
         return _table_where_nulls(data.to_arrow(compat_level=pl.CompatLevel.oldest()))
     if hasattr(data, "__arrow_c_stream__"):

@@ -40,6 +40,12 @@ class InvalidArgumentError(RNTupleError, ValueError):
     does not fit the declared types."""
 
 
+class MissingDependencyError(RNTupleError, ImportError):
+    """An optional dependency is not installed (pandas, Polars, Dask, coffea,
+    matplotlib): the message names it and the command that installs it, such as
+    ``pip install 'rntuple[pandas]'``."""
+
+
 class RemoteError(RNTupleError, OSError):
     """A remote source (HTTP, XRootD, S3) failed after its retries, or the object changed
     while being read. The message names the URL without credentials."""
@@ -65,6 +71,7 @@ __all__ = [
     "ConversionError",
     "FormatError",
     "InvalidArgumentError",
+    "MissingDependencyError",
     "NotFoundError",
     "RNTupleError",
     "RemoteError",

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from . import _core
+from ._extras import require
 from .errors import InvalidArgumentError
 
 #: The tables an inspection has: rows per field (subfields included), per physical
@@ -132,6 +133,7 @@ class Inspection:
 
     def to_pandas(self) -> Any:
         """The table as a ``pandas.DataFrame`` (pandas must be installed)."""
+        require("pandas", "Inspection.to_pandas()")
         return self.table().to_pandas()
 
     @property
@@ -198,10 +200,7 @@ class Inspection:
         """Draws the compressed bytes of the ``n`` largest top-level fields as a
         horizontal bar chart, the largest on top, with matplotlib (on ``ax``, or on a
         new figure); returns the axes."""
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as err:
-            raise ImportError("Inspection.plot needs matplotlib: pip install matplotlib") from err
+        plt = require("matplotlib.pyplot", "Inspection.plot()")
         fields = self.table("field")
         rows = [
             (name, size, share)

@@ -11,12 +11,32 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
+import awkward as ak
+import numpy as np
 import pyarrow as pa
 
 from . import _core
-from .convert import to_library
+from ._extras import require
+from .convert import to_awkward, to_library
 from .errors import FormatError, InvalidArgumentError, NotFoundError
 from .inspection import BY, Inspection
+from .selection import (
+    Compiled,
+    Evaluator,
+    NameFilter,
+    check_aliases,
+    check_cut,
+    check_entry,
+    check_expressions,
+    check_how,
+    check_library,
+    check_step_size,
+    compile_expression,
+    is_glob,
+    make_filter,
+    to_numpy_like_uproot,
+    zip_jagged,
+)
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
@@ -36,6 +56,10 @@ _UNITS = {
 
 def parse_size(size: int | str) -> int:
     """Bytes from an integer or a string such as ``"100 MB"``, ``"1.5 GiB"``, ``"512kB"``."""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        raise InvalidArgumentError(
+            f"a size must be a number of bytes (an integer) or a string such as '100 MB', not {size!r}"
+        )
     if isinstance(size, int):
         if size <= 0:
             raise InvalidArgumentError(f"a size must be positive, not {size}")
@@ -53,10 +77,13 @@ def parse_size(size: int | str) -> int:
     return value
 
 
-def _entry_range(num_entries: int, start: int | None, stop: int | None) -> tuple[int, int]:
-    """Python-style bounds (negative counts from the end), clipped to the RNTuple."""
-    start = 0 if start is None else int(start)
-    stop = num_entries if stop is None else int(stop)
+def _entry_range(num_entries: int, start: Any, stop: Any) -> tuple[int, int]:
+    """Python-style bounds (negative counts from the end), clipped to the RNTuple;
+    anything but an integer or None is an :class:`InvalidArgumentError`."""
+    start = check_entry("entry_start", start)
+    stop = check_entry("entry_stop", stop)
+    start = 0 if start is None else start
+    stop = num_entries if stop is None else stop
     if start < 0:
         start += num_entries
     if stop < 0:
@@ -107,14 +134,112 @@ class RNTuple:
         """The names of the top-level fields that can be read, in schema order."""
         return self._reader.field_names()
 
-    def keys(self) -> list[str]:
-        """Every selectable field path: top-level fields and their record members
-        (``"Jet.pt"``), as accepted by :meth:`arrays`."""
-        return list(self._field_paths())
+    def keys(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        recursive: bool = True,
+        full_paths: bool = True,
+    ) -> list[str]:
+        """The selectable field paths: top-level fields and their members (``"Jet.pt"``)
+        as :meth:`arrays` takes them, in schema order. As uproot: ``filter_name`` (a name,
+        glob, regex ``"/pattern/flags"``, function or list of these) matches a field's
+        name, its path or ``"." + path``; ``filter_typename`` its C++ type;
+        ``recursive=False`` lists top-level fields only; ``full_paths=False`` gives
+        names without their parents."""
+        return [
+            self._shown(p, full_paths) for p in self._select_keys(filter_name, filter_typename, recursive)
+        ]
 
-    def typenames(self) -> dict[str, str]:
-        """The C++ type of every selectable field path."""
-        return {p: t for p, (t, _, _) in self._field_paths().items()}
+    def typenames(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        recursive: bool = True,
+        full_paths: bool = True,
+    ) -> dict[str, str]:
+        """The C++ type of every selectable field path (filters as :meth:`keys`)."""
+        paths = self._select_keys(filter_name, filter_typename, recursive)
+        info = self._field_paths()
+        return {self._shown(p, full_paths): info[p][0] for p in paths}
+
+    def values(
+        self, *, filter_name: NameFilter = None, filter_typename: NameFilter = None, recursive: bool = True
+    ) -> list[Field]:
+        """The :class:`Field` of every selected path (filters as :meth:`keys`)."""
+        return [Field(self, p) for p in self._select_keys(filter_name, filter_typename, recursive)]
+
+    def items(
+        self, *, filter_name: NameFilter = None, filter_typename: NameFilter = None, recursive: bool = True
+    ) -> list[tuple[str, Field]]:
+        """``(path, Field)`` pairs of the selected paths (filters as :meth:`keys`)."""
+        return [(p, Field(self, p)) for p in self._select_keys(filter_name, filter_typename, recursive)]
+
+    def __getitem__(self, where: str | int) -> Field:
+        """The field at a path (``nt["Jet_pt"]``, ``nt["Jet.pt"]``, ``nt["Jet/pt"]``; a
+        tuple member as ``"pair.0"`` or ``"pair._0"``), or the ``where``-th top-level
+        field; a bare member name (``nt["pt"]``) finds the first field of that name."""
+        if isinstance(where, (int, np.integer)) and not isinstance(where, bool):
+            top = self.fields
+            if not -len(top) <= where < len(top):
+                raise NotFoundError(
+                    f"RNTuple {self.path!r} has {len(top)} top-level fields, no field {where}"
+                )
+            return Field(self, top[where])
+        if not isinstance(where, str):
+            raise InvalidArgumentError(f"a field is named by a string or an integer, not {where!r}")
+        path = self._lookup(where)
+        if path is None:
+            bare = where.replace("/", ".").replace("\\", ".")
+            path = next((p for p in self._field_paths() if p.rsplit(".", 1)[-1] == bare), None)
+        if path is None:
+            self.resolve_fields([where])  # raises NotFoundError with close matches
+        assert path is not None
+        return Field(self, path)
+
+    def __contains__(self, where: object) -> bool:
+        return isinstance(where, str) and self._lookup(where) is not None
+
+    def _lookup(self, where: str) -> str | None:
+        """The field path ``where`` names (``/`` or ``\\`` as separators, tuple members
+        ``0`` for ``_0`` as uproot spells them), or None."""
+        paths = self._field_paths()
+        if where in paths:
+            return where
+        spelled = where.replace("/", ".").replace("\\", ".").strip(".")
+        if spelled in paths:
+            return spelled
+        segments = spelled.split(".")
+        for i in range(1, len(segments)):
+            if segments[i].isdigit() and f"{'.'.join(segments[:i])}._{segments[i]}" in paths:
+                segments[i] = f"_{segments[i]}"
+        candidate = ".".join(segments)
+        return candidate if candidate in paths else None
+
+    def _select_keys(self, filter_name: Any, filter_typename: Any, recursive: Any = True) -> list[str]:
+        if not isinstance(recursive, bool):
+            raise InvalidArgumentError(f"recursive must be True or False, not {recursive!r}")
+        by_name = make_filter("filter_name", filter_name)
+        by_type = make_filter("filter_typename", filter_typename)
+        out = []
+        for path, (typename, _, _) in self._field_paths().items():
+            if not recursive and "." in path:
+                continue
+            name = path.rsplit(".", 1)[-1]
+            if by_name is not None and not (by_name(name) or by_name(path) or by_name("." + path)):
+                continue
+            if by_type is not None and not by_type(typename):
+                continue
+            out.append(path)
+        return out
+
+    @staticmethod
+    def _shown(path: str, full_paths: Any) -> str:
+        if not isinstance(full_paths, bool):
+            raise InvalidArgumentError(f"full_paths must be True or False, not {full_paths!r}")
+        return path if full_paths else path.rsplit(".", 1)[-1]
 
     @property
     def schema(self) -> pa.Schema:
@@ -224,47 +349,151 @@ class RNTuple:
 
     def arrays(
         self,
-        fields: FieldSelection = None,
+        expressions: str | Sequence[str] | None = None,
+        cut: str | None = None,
         *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        aliases: dict[str, str] | None = None,
         entry_start: int | None = None,
         entry_stop: int | None = None,
         library: str = "ak",
+        how: Any = None,
     ) -> Any:
-        """Reads the selected fields over ``entry_start:entry_stop`` (Python slice
-        semantics, clipped) in the form ``library`` names:
+        """Reads fields or expressions of them over ``entry_start:entry_stop`` (Python
+        slice semantics, clipped), as uproot's ``arrays``:
 
-        - ``"ak"``: an ``awkward.Array`` of records (the default);
-        - ``"np"``: a dict of NumPy arrays (records flattened to ``a.b`` keys, jagged
-          fields as :class:`rntuple.JaggedArray` offsets and values);
-        - ``"arrow"``: a ``pyarrow.Table``; ``"pd"``: a pandas DataFrame;
-          ``"pl"``: a Polars DataFrame.
-
-        ``fields`` takes top-level names, nested paths (``"Jet.pt"``) and glob patterns
-        (``"Muon_*"``); ``None`` reads every field."""
-        names = self._qualified(self.resolve_fields(fields))
+        - ``expressions``: field names, nested paths (``"Jet.pt"``, read as the
+          top-level record holding the path), glob patterns (``"Muon_*"``), aliases, or
+          Python expressions of them (``"Jet_pt * 2"``, ``"sqrt(MET_pt)"``, NumPy's
+          functions; a result is named by its expression); ``None`` reads every field
+          the filters select (every field without filters);
+        - ``cut``: an expression; only the entries (or list items) where it is true are
+          returned; ``aliases``: ``{name: expression}`` usable in both;
+        - ``filter_name``, ``filter_typename``: as :meth:`keys`, when ``expressions`` is
+          None (as uproot's TTree reading, they select nothing with expressions);
+        - ``library``: ``"ak"`` (an ``awkward.Array`` of records), ``"np"`` (a dict of
+          NumPy arrays as uproot gives them: jagged fields as object arrays of per-entry
+          arrays), ``"pd"`` (a DataFrame indexed by entry number), ``"pl"``, ``"arrow"``;
+        - ``how``: ``dict``, ``tuple`` or ``list`` of the results, or ``"zip"`` (for
+          ``"ak"``: jagged fields with equal counts zipped by their common prefix).
+        """
+        plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
+        library = check_library(library)
+        how = check_how(how, library)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        batch = self._reader.read(names, start, stop)
-        return to_library(pa.Table.from_batches([batch]), library)
+        return plan.read(self, start, stop, library, how)
 
     def iterate(
         self,
-        fields: FieldSelection = None,
+        expressions: str | Sequence[str] | None = None,
+        cut: str | None = None,
         *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        aliases: dict[str, str] | None = None,
         step_size: StepSize = "100 MB",
         entry_start: int | None = None,
         entry_stop: int | None = None,
         library: str = "ak",
+        how: Any = None,
     ) -> Iterator[Any]:
-        """Yields the selected fields in batches aligned to cluster boundaries:
-        ``step_size`` is a number of entries or a memory size (``"100 MB"``) of the
-        selected fields, uncompressed. See :meth:`arrays` for the other arguments."""
-        paths = self.resolve_fields(fields)
+        """Yields :meth:`arrays` in batches aligned to cluster boundaries: ``step_size``
+        is a number of entries or a memory size (``"100 MB"``) of the fields read,
+        uncompressed. A batch holds whole clusters (or equal parts of one larger than
+        the step), so its length may differ from uproot's ``step_size`` entries."""
+        plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
+        library = check_library(library)
+        how = check_how(how, library)
+        step_size = check_step_size(step_size)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        ranges = self.batch_ranges(paths, start, stop, step_size)
-        # One stream over all the batches: from a remote file, the next batches' pages
-        # are fetched while the current one is decoded and used.
-        for batch in self._reader.stream(self._qualified(paths), ranges):
-            yield to_library(pa.Table.from_batches([batch]), library)
+        ranges = self.batch_ranges(plan.read_paths or self.fields, start, stop, step_size)
+        if not plan.computes:
+            # One stream over all the batches: from a remote file, the next batches'
+            # pages are fetched while the current one is decoded and used.
+            batches = self._reader.stream(self._qualified(plan.selection), ranges)
+            for (first, _), batch in zip(ranges, batches, strict=True):
+                yield plan.convert(pa.Table.from_batches([batch]), first, library, how)
+            return
+        for first, last in ranges:
+            yield plan.read(self, first, last, library, how)
+
+    def _read_table(self, paths: list[str], start: int, stop: int) -> pa.Table:
+        batch = self._reader.read(self._qualified(paths), start, stop)
+        return pa.Table.from_batches([batch])
+
+    def _plan(
+        self, expressions: Any, cut: Any, filter_name: Any, filter_typename: Any, aliases: Any
+    ) -> ReadPlan:
+        """What :meth:`arrays` reads and computes for uproot's selection arguments."""
+        exprs = check_expressions(expressions)
+        cut = check_cut(cut)
+        alias_texts = check_aliases(aliases)
+        filtered = (
+            self._select_keys(filter_name, filter_typename)
+            if filter_name is not None or filter_typename is not None
+            else None
+        )
+        plan = ReadPlan()
+
+        def is_name(name: str) -> bool:
+            return name in alias_texts or self._lookup(name) is not None
+
+        def unknown_in(text: str, argument: str) -> Any:
+            def error(name: str) -> Exception:
+                close = difflib.get_close_matches(name, [*self._field_paths(), *alias_texts], n=3)
+                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+                return NotFoundError(
+                    f"RNTuple {self.path!r} has no field or alias {name!r} (in {argument} {text!r}){hint}"
+                )
+
+            return error
+
+        def compile_text(argument: str, text: str) -> Compiled:
+            return compile_expression(argument, text, is_name, unknown_in(text, argument))
+
+        if exprs is None:
+            if filtered is None:
+                plan.select(self.fields)
+            else:
+                # A selected field comes with its subfields: keep the outermost paths.
+                outer = [p for p in filtered if not any(p.startswith(f"{q}.") for q in filtered)]
+                plan.select(outer)
+        else:
+            for text in exprs:
+                if text in alias_texts:
+                    plan.compute(text, compile_text("aliases", alias_texts[text]))
+                    continue
+                path = self._lookup(text)
+                if path is not None:
+                    plan.select([path])
+                    continue
+                try:
+                    plan.compute(text, compile_text("expressions", text))
+                except (InvalidArgumentError, NotFoundError) as err:
+                    if not is_glob(text):
+                        raise
+                    # Not an expression of known names: a glob pattern ("Muon_*"); if
+                    # it matches nothing either, the expression's error says why.
+                    try:
+                        matched = self.resolve_fields([text])
+                    except NotFoundError:
+                        if isinstance(err, NotFoundError):
+                            raise err from None
+                        raise
+                    plan.select(matched)
+        if cut is not None:
+            plan.cut = compile_text("cut", cut)
+        # The aliases the expressions use, compiled once each (an unused one is not).
+        pending = [n for c in plan.compiled() for n in c.used if n in alias_texts]
+        while pending:
+            name = pending.pop()
+            if name not in plan.aliases:
+                plan.aliases[name] = compile_text(f"alias {name!r}", alias_texts[name])
+                pending.extend(n for n in plan.aliases[name].used if n in alias_texts)
+        plan.inputs = [self._lookup(n) or n for c in plan.compiled() for n in c.used if n not in alias_texts]
+        plan.inputs = list(dict.fromkeys(plan.inputs))
+        return plan
 
     def batch_ranges(
         self, fields: FieldSelection, start: int, stop: int, step_size: StepSize
@@ -274,11 +503,14 @@ class RNTuple:
         integer, uncompressed bytes of the selected fields for a string), and a cluster
         larger than the step is cut into equal parts; at least one entry per batch."""
         names = self._qualified(self.resolve_fields(fields))
-        if isinstance(step_size, int) and not isinstance(step_size, bool):
-            if step_size <= 0:
-                raise InvalidArgumentError(f"step_size must be positive, not {step_size!r}")
+        step_size = check_step_size(step_size)
+        if isinstance(step_size, int):
             return self._reader.batch_ranges(names, start, stop, step_entries=step_size)
-        return self._reader.batch_ranges(names, start, stop, step_bytes=parse_size(step_size))
+        try:
+            step_bytes = parse_size(step_size)
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"step_size: {err}") from None
+        return self._reader.batch_ranges(names, start, stop, step_bytes=step_bytes)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The Arrow PyCapsule stream of every field, one record batch per cluster,
@@ -291,6 +523,316 @@ class RNTuple:
     def __arrow_c_schema__(self) -> Any:
         """The Arrow PyCapsule of the schema of every field."""
         return self.schema.__arrow_c_schema__()
+
+
+def _descend(records: ak.Array, path: str) -> ak.Array:
+    """The values at a field path of records read with that path (through lists)."""
+    value = records
+    for segment in path.split("."):
+        value = value[segment]
+    return value
+
+
+def _group(columns: dict[str, Any], how: Any) -> Any:
+    """``columns`` as ``how`` asks: a dict, tuple or list (None is handled by the caller)."""
+    if how is dict:
+        return dict(columns)
+    if how is tuple:
+        return tuple(columns.values())
+    return list(columns.values())
+
+
+def _awkward_records(columns: dict[str, Any], length: int) -> ak.Array:
+    if not columns:
+        return ak.Array(ak.contents.RecordArray([], [], length=length))
+    return ak.Array(columns)
+
+
+class ReadPlan:
+    """What one :meth:`RNTuple.arrays` call reads and computes: fields read as they are
+    (``selection``), results named by their expressions, the cut, the aliases used."""
+
+    def __init__(self) -> None:
+        #: Field paths read as they are, each output as its top-level record.
+        self.selection: list[str] = []
+        #: Output names in order, with the compiled expression (None for a selection).
+        self.outputs: dict[str, Compiled | None] = {}
+        self.cut: Compiled | None = None
+        self.aliases: dict[str, Compiled] = {}
+        #: The field paths the expressions, cut and aliases use.
+        self.inputs: list[str] = []
+
+    def select(self, paths: list[str]) -> None:
+        """Reads ``paths`` as they are; each is output as its top-level record."""
+        for path in paths:
+            if path not in self.selection:
+                self.selection.append(path)
+            self.outputs.setdefault(path.split(".")[0], None)
+
+    def compute(self, name: str, compiled: Compiled) -> None:
+        """Outputs the value of ``compiled`` as ``name``."""
+        self.outputs.setdefault(name, compiled)
+
+    def compiled(self) -> list[Compiled]:
+        """Every compiled expression: the outputs', the cut's and the aliases'."""
+        out = [c for c in self.outputs.values() if c is not None]
+        return [*out, *([self.cut] if self.cut is not None else []), *self.aliases.values()]
+
+    @property
+    def computes(self) -> bool:
+        """Whether anything is evaluated (an expression or a cut)."""
+        return self.cut is not None or any(c is not None for c in self.outputs.values())
+
+    @property
+    def read_paths(self) -> list[str]:
+        """Every field path read: the selection's and the expressions' inputs."""
+        return list(dict.fromkeys([*self.selection, *self.inputs]))
+
+    def read(self, nt: RNTuple, start: int, stop: int, library: str, how: Any) -> Any:
+        """The results over ``start:stop`` in ``library``'s form, grouped as ``how``."""
+        if not self.computes:
+            return self.convert(nt._read_table(self.selection, start, stop), start, library, how)
+        return self._finish(*self.evaluate(nt, start, stop), library, how)
+
+    def evaluate(self, nt: RNTuple, start: int, stop: int) -> tuple[dict[str, Any], np.ndarray]:
+        """The output columns over ``start:stop`` (Awkward or NumPy, the cut applied)
+        and the entry numbers they hold."""
+        selected = to_awkward(nt._read_table(self.selection, start, stop)) if self.selection else None
+        inputs = to_awkward(nt._read_table(self.inputs, start, stop)) if self.inputs else None
+        evaluator = Evaluator({p: _descend(inputs, p) for p in self.inputs}, self.aliases)
+        length = stop - start
+        columns: dict[str, Any] = {}
+        for name, compiled in self.outputs.items():
+            if compiled is None:
+                assert selected is not None
+                columns[name] = selected[name]
+                continue
+            value = evaluator.evaluate(compiled)
+            if not isinstance(value, ak.Array) and np.ndim(value) == 0:
+                value = np.full(length, value)  # a constant: one value per entry
+            columns[name] = value
+        index = np.arange(start, stop)
+        if self.cut is not None:
+            mask = evaluator.evaluate(self.cut)
+            if isinstance(mask, ak.Array):
+                mask = mask != 0
+                if mask.ndim == 1:
+                    mask = ak.to_numpy(ak.fill_none(mask, False))
+            else:
+                mask = np.asarray(mask) != 0
+            columns = {name: value[mask] for name, value in columns.items()}
+            if isinstance(mask, np.ndarray) and mask.ndim == 1:
+                index = index[mask]
+        return columns, index
+
+    def convert(self, table: pa.Table, start: int, library: str, how: Any) -> Any:
+        """A table read as it is in ``library``'s form, grouped as ``how``."""
+        if library == "arrow" and how is None:
+            return table
+        if library == "arrow":
+            return _group({n: table.column(n) for n in table.column_names}, how)
+        if library == "pl":
+            pl = to_library(table, "pl")
+            return pl if how is None else _group({n: pl[n] for n in pl.columns}, how)
+        if library == "ak" and how is None:
+            return to_awkward(table)
+        records = to_awkward(table)
+        columns = {name: records[name] for name in records.fields}
+        return self._finish(columns, np.arange(start, start + table.num_rows), library, how)
+
+    @staticmethod
+    def _finish(columns: dict[str, Any], index: np.ndarray, library: str, how: Any) -> Any:
+        length = len(index)
+        if library == "ak":
+            columns = {n: v if isinstance(v, ak.Array) else ak.Array(v) for n, v in columns.items()}
+            if how is None:
+                return _awkward_records(columns, length)
+            return zip_jagged(columns) if how == "zip" else _group(columns, how)
+        if library in ("arrow", "pl"):
+            table = ak.to_arrow_table(
+                _awkward_records(columns, length), extensionarray=False, list_to32=False, string_to32=False
+            )
+            converted = to_library(table, library)
+            if how is None:
+                return converted
+            if library == "arrow":
+                return _group({n: table.column(n) for n in table.column_names}, how)
+            return _group({n: converted[n] for n in converted.columns}, how)
+        arrays = {n: to_numpy_like_uproot(v) for n, v in columns.items()}
+        if library == "np":
+            return arrays if how is None else _group(arrays, how)
+        pandas = require("pandas", "library='pd'")
+        pandas_index = _pandas_index(pandas, index)
+        if how is None:
+            return pandas.DataFrame(arrays, index=pandas_index)
+        return _group({n: pandas.Series(v, index=pandas_index, name=n) for n, v in arrays.items()}, how)
+
+
+def _pandas_index(pandas: Any, entries: np.ndarray) -> Any:
+    """Entry numbers as a pandas index (a ``RangeIndex`` when contiguous, as uproot)."""
+    if len(entries) == 0:
+        return pandas.RangeIndex(0, 0)
+    if entries[-1] - entries[0] == len(entries) - 1:
+        return pandas.RangeIndex(int(entries[0]), int(entries[-1]) + 1)
+    return pandas.Index(entries)
+
+
+class Field:
+    """One field of an RNTuple, as uproot's ``RField``: ``nt["Jet_pt"]``,
+    ``nt["Jet.pt"]``. ``array()`` reads its values, ``arrays()`` the record holding it,
+    ``fields`` are its direct subfields, ``typename`` its C++ type."""
+
+    def __init__(self, ntuple: RNTuple, path: str) -> None:
+        self._ntuple = ntuple
+        self._path = path
+
+    @property
+    def ntuple(self) -> RNTuple:
+        """The RNTuple the field is part of."""
+        return self._ntuple
+
+    @property
+    def path(self) -> str:
+        """The field's path from the top (``"Jet.pt"``)."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The field's own name (the last segment of its path)."""
+        return self._path.rsplit(".", 1)[-1]
+
+    @property
+    def typename(self) -> str:
+        """The field's C++ type."""
+        return self._ntuple._field_paths()[self._path][0]
+
+    @property
+    def num_entries(self) -> int:
+        """The number of entries of the RNTuple."""
+        return self._ntuple.num_entries
+
+    @property
+    def fields(self) -> list[Field]:
+        """The direct subfields (record members, tuple elements, a collection's item
+        members), in schema order."""
+        prefix = f"{self._path}."
+        return [
+            Field(self._ntuple, p)
+            for p in self._ntuple._field_paths()
+            if p.startswith(prefix) and "." not in p[len(prefix) :]
+        ]
+
+    def keys(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        recursive: bool = True,
+        full_paths: bool = True,
+    ) -> list[str]:
+        """The paths of the subfields relative to this field (filters as
+        :meth:`RNTuple.keys`, matched on the relative path)."""
+        return list(
+            self.typenames(
+                filter_name=filter_name,
+                filter_typename=filter_typename,
+                recursive=recursive,
+                full_paths=full_paths,
+            )
+        )
+
+    def typenames(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        recursive: bool = True,
+        full_paths: bool = True,
+    ) -> dict[str, str]:
+        """The C++ types of the subfields, by relative path (filters as :meth:`keys`)."""
+        if not isinstance(recursive, bool):
+            raise InvalidArgumentError(f"recursive must be True or False, not {recursive!r}")
+        by_name = make_filter("filter_name", filter_name)
+        by_type = make_filter("filter_typename", filter_typename)
+        prefix = f"{self._path}."
+        out = {}
+        for path, (typename, _, _) in self._ntuple._field_paths().items():
+            if not path.startswith(prefix):
+                continue
+            relative = path[len(prefix) :]
+            name = relative.rsplit(".", 1)[-1]
+            if not recursive and "." in relative:
+                continue
+            if by_name is not None and not (by_name(name) or by_name(relative) or by_name("." + relative)):
+                continue
+            if by_type is not None and not by_type(typename):
+                continue
+            out[RNTuple._shown(relative, full_paths)] = typename
+        return out
+
+    def __getitem__(self, where: str | int) -> Field:
+        if isinstance(where, (int, np.integer)) and not isinstance(where, bool):
+            return self.fields[where]
+        if not isinstance(where, str):
+            raise InvalidArgumentError(f"a subfield is named by a string or an integer, not {where!r}")
+        return self._ntuple[f"{self._path}.{where.lstrip('./')}"]
+
+    def _values(self, paths: list[str], entry_start: Any, entry_stop: Any) -> tuple[ak.Array, int]:
+        start, stop = _entry_range(self._ntuple.num_entries, entry_start, entry_stop)
+        records = to_awkward(self._ntuple._read_table(paths, start, stop))
+        return _descend(records, self._path), start
+
+    def array(
+        self, *, entry_start: int | None = None, entry_stop: int | None = None, library: str = "ak"
+    ) -> Any:
+        """The field's values over ``entry_start:entry_stop``: an ``awkward.Array``
+        (``"ak"``), a NumPy array as uproot gives it (``"np"``), a pandas Series indexed
+        by entry (``"pd"``), a pyarrow Array (``"arrow"``) or a Polars Series (``"pl"``)."""
+        library = check_library(library)
+        values, start = self._values([self._path], entry_start, entry_stop)
+        index = np.arange(start, start + len(values))
+        if library == "ak":
+            return values
+        if library == "np":
+            return to_numpy_like_uproot(values)
+        if library == "pd":
+            frame = ReadPlan._finish({self.name: values}, index, "pd", None)
+            return frame[self.name]
+        table = ak.to_arrow_table(
+            ak.Array({self.name: values}), extensionarray=False, list_to32=False, string_to32=False
+        )
+        if library == "arrow":
+            return table.column(self.name).combine_chunks()
+        return to_library(table, "pl")[self.name]
+
+    def arrays(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        entry_start: int | None = None,
+        entry_stop: int | None = None,
+        library: str = "ak",
+        how: Any = None,
+    ) -> Any:
+        """The record ``{name: values}`` of this field (as uproot's ``RField.arrays``),
+        restricted to the subfields the filters select (as :meth:`keys`)."""
+        library = check_library(library)
+        how = check_how(how, library)
+        if filter_name is None and filter_typename is None:
+            paths = [self._path]
+        else:
+            relative = self.keys(filter_name=filter_name, filter_typename=filter_typename)
+            paths = [f"{self._path}.{r}" for r in relative]
+            paths = [p for p in paths if not any(p.startswith(f"{q}.") for q in paths)]
+        if not paths:
+            start, stop = _entry_range(self._ntuple.num_entries, entry_start, entry_stop)
+            return ReadPlan._finish({}, np.arange(start, stop), library, how)
+        values, start = self._values(paths, entry_start, entry_stop)
+        return ReadPlan._finish({self.name: values}, np.arange(start, start + len(values)), library, how)
+
+    def __repr__(self) -> str:
+        return f"<Field {self._path!r} ({self.typename}) of RNTuple {self._ntuple.path!r}>"
 
 
 class ReadOnlyFile:
@@ -359,11 +901,37 @@ def split_object_path(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def open(path: str | os.PathLike) -> ReadOnlyFile | RNTuple:
-    """Opens a ROOT file: ``rntuple.open("f.root")`` gives a :class:`ReadOnlyFile`
-    (a context manager), ``rntuple.open("f.root:Events")`` the RNTuple directly."""
+def open(path: str | os.PathLike | dict[str, str]) -> ReadOnlyFile | RNTuple:
+    """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
+    :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
+    ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. Many
+    files (lists, glob patterns) are read with :func:`iterate`, :func:`concatenate` or
+    :func:`rntuple.dask`."""
+    if isinstance(path, dict):
+        if len(path) != 1:
+            raise InvalidArgumentError(
+                f"open takes one file: a dict spec must have one entry, not {len(path)}; "
+                "read many files with rntuple.iterate or rntuple.concatenate"
+            )
+        ((file_path, object_path),) = path.items()
+        if not isinstance(object_path, (str, type(None))):
+            raise InvalidArgumentError(
+                f"the RNTuple of {file_path!r} must be named by a string, not {object_path!r}"
+            )
+        f = ReadOnlyFile(os.fspath(file_path))
+        return f if object_path is None else f[object_path]
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(
+            f"open takes a path, URL or {{path: name}} dict, not {type(path).__name__}; "
+            "read many files with rntuple.iterate or rntuple.concatenate"
+        )
     spec = os.fspath(path)
     file_path, object_path = split_object_path(spec)
+    if "://" not in file_path and is_glob(file_path) and not os.path.exists(file_path):
+        raise InvalidArgumentError(
+            f"open takes one file, not the pattern {spec!r}: read many files with "
+            "rntuple.iterate or rntuple.concatenate"
+        )
     f = ReadOnlyFile(file_path)
     if object_path is None:
         return f
@@ -405,27 +973,70 @@ def open_rntuples(files: Any) -> Iterator[RNTuple]:
 
 def iterate(
     files: Any,
-    fields: FieldSelection = None,
+    expressions: str | Sequence[str] | None = None,
+    cut: str | None = None,
     *,
+    filter_name: NameFilter = None,
+    filter_typename: NameFilter = None,
+    aliases: dict[str, str] | None = None,
     step_size: StepSize = "100 MB",
     library: str = "ak",
+    how: Any = None,
 ) -> Iterator[Any]:
-    """Yields cluster-aligned batches of the selected fields over many files, in order.
-    ``files`` is a spec ``"file.root:Events"`` (glob patterns allowed in the file name;
-    the RNTuple path may be omitted when a file holds one), a list of specs, or a dict
-    ``{file: rntuple_name}``."""
+    """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
+    order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
+    (glob patterns allowed in the file name; the RNTuple path may be omitted when a file
+    holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``."""
+    library = check_library(library)
+    how = check_how(how, library)
+    step_size = check_step_size(step_size)
     for nt in open_rntuples(files):
-        yield from nt.iterate(fields, step_size=step_size, library=library)
+        yield from nt.iterate(
+            expressions,
+            cut,
+            filter_name=filter_name,
+            filter_typename=filter_typename,
+            aliases=aliases,
+            step_size=step_size,
+            library=library,
+            how=how,
+        )
 
 
-def concatenate(files: Any, fields: FieldSelection = None, *, library: str = "ak") -> Any:
-    """Reads the selected fields of every file (see :func:`iterate`) into one array or
-    table, entries in file order."""
-    tables = [nt.arrays(fields, library="arrow") for nt in open_rntuples(files)]
-    if not tables:
+def concatenate(
+    files: Any,
+    expressions: str | Sequence[str] | None = None,
+    cut: str | None = None,
+    *,
+    filter_name: NameFilter = None,
+    filter_typename: NameFilter = None,
+    aliases: dict[str, str] | None = None,
+    library: str = "ak",
+    how: Any = None,
+) -> Any:
+    """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
+    entries in file order (a pandas index counts entries over all files)."""
+    library = check_library(library)
+    how = check_how(how, library)
+    tables = []
+    parts = []
+    offset = 0
+    for nt in open_rntuples(files):
+        plan = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
+        if plan.computes:
+            columns, entries = plan.evaluate(nt, 0, nt.num_entries)
+            parts.append((_awkward_records(columns, len(entries)), entries + offset))
+        else:
+            tables.append(nt._read_table(plan.selection, 0, nt.num_entries))
+        offset += nt.num_entries
+    if not tables and not parts:
         raise InvalidArgumentError("no files to concatenate")
+    if parts:
+        records = ak.concatenate([r for r, _ in parts]) if len(parts) > 1 else parts[0][0]
+        columns = {name: records[name] for name in records.fields}
+        return ReadPlan._finish(columns, np.concatenate([i for _, i in parts]), library, how)
     try:
         table = pa.concat_tables(tables)
     except pa.ArrowInvalid as err:
         raise InvalidArgumentError(f"the files' schemas differ: {err}") from None
-    return to_library(table, library)
+    return ReadPlan().convert(table, 0, library, how)
