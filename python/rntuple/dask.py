@@ -308,9 +308,8 @@ def _documented_form(form: Any, typenames: dict[str, str], name: str) -> Any:
 
     contents = []
     for field, content in zip(form.fields, form.contents, strict=True):
-        parameters = dict(content.parameters)
-        parameters.setdefault("typename", typenames.get(field, ""))
-        parameters.setdefault("__doc__", parameters["typename"])
+        # __doc__: the field's description (ROOT writes none)
+        parameters = {"__doc__": "", "typename": typenames.get(field, ""), **content.parameters}
         contents.append(content.copy(parameters=parameters))
     parameters = dict(form.parameters)
     parameters.setdefault("__doc__", name)
