@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from .dask import RNTupleTreeView, canonical_column
+from .dask import canonical_column
 from .dask import dask as _dask_array
 from .errors import InvalidArgumentError, NotFoundError
 from .reading import StepSize, open_rntuples
@@ -337,7 +337,3 @@ def _dask_factory(
     )
     opener = partial(_dask_array, files, chosen, step_size=step_size, report=report)
     return NanoEventsFactory(map_schema, opener, None, mode="dask")
-
-
-# the view load_buffers reads through, for users of rntuple.dask(form_mapping=...)
-TreeView = RNTupleTreeView

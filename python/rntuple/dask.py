@@ -517,6 +517,10 @@ def dask(
     for path in selected:
         selection.setdefault(path.split(".", 1)[0], []).append(path)
     if form_mapping is not None:
+        if not callable(form_mapping):
+            raise InvalidArgumentError(
+                f"form_mapping must be callable (form -> (form, info)), not {type(form_mapping).__name__}"
+            )
         if any(len(paths) != 1 or paths[0] != top for top, paths in selection.items()):
             raise InvalidArgumentError(
                 "a form mapping reads whole top-level fields: select top-level fields, not subfields"
