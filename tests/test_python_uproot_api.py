@@ -13,6 +13,7 @@ naming the exception class and its message.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import sys
 from collections.abc import Iterator
@@ -757,6 +758,33 @@ def test_missing_optional_module_names_the_extra(
     assert (
         str(raised.value)
         == f"the feature needs {top}, which is not installed: pip install 'rntuple[{extra}]'"
+    )
+
+
+def test_entry_points_name_their_missing_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """rntuple.dask, rntuple.convert_files and rntuple.coffea themselves raise it."""
+    files = [str(conformance_data.write_file("types.fundamental.integer"))]
+    monkeypatch.setitem(sys.modules, "dask_awkward", None)
+    with pytest.raises(MissingDependencyError) as raised:
+        rntuple.dask(files)
+    assert str(raised.value) == (
+        "rntuple.dask needs dask_awkward, which is not installed: pip install 'rntuple[dask]'"
+    )
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingDependencyError) as raised:
+        rntuple.convert_files(files, tmp_path)
+    assert str(raised.value) == (
+        "rntuple.convert_files needs distributed, which is not installed:"
+        " pip install 'rntuple[dask]'"
+    )
+    monkeypatch.delitem(sys.modules, "rntuple.coffea", raising=False)
+    monkeypatch.setitem(sys.modules, "coffea", None)
+    with pytest.raises(MissingDependencyError) as raised:
+        importlib.import_module("rntuple.coffea")
+    assert str(raised.value) == (
+        "rntuple.coffea needs coffea, which is not installed: pip install 'rntuple[coffea]'"
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._extras import require
 from .errors import ConversionError, InvalidArgumentError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
 from .ttree import ConvertResult, EntryRange, convert
@@ -159,50 +160,297 @@ class PartitionReader:
     def __call__(self, partition: tuple[str, str, int, int]) -> Any:
         """The partition's entries of the selected fields (and, with ``report``, what
         reading them cost)."""
-        import time
-
         import awkward as ak
 
-        path, name, start, stop = partition
-        began = time.perf_counter()
-        nt, lock, opening = _cached_rntuple(self.token, path, name)
+        _, _, start, stop = partition
         paths = [p for f in self.fields for p in self.selection[f]]
-        with lock if self.report else contextlib.nullcontext():
-            # (with a report, this file's reads in this process wait for each other, so
-            # the difference of the counters is this partition's)
-            before = nt.metrics() if self.report else {}
+
+        def read(nt: Any) -> Any:
             if paths:
-                array = nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak")
-                layout = array.layout
-            else:  # only the number of entries is needed: no field is read
-                layout = ak.contents.RecordArray([], [], length=stop - start)
-            after = nt.metrics() if self.report else {}
+                return nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak").layout
+            # only the number of entries is needed: no field is read
+            return ak.contents.RecordArray([], [], length=stop - start)
+
+        layout, record = _read_partition(self.token, partition, self.fields, self.report, read)
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
             layout = unproject_layout(self.form, layout)
         out = ak.Array(layout, behavior=self.behavior, attrs=self.attrs)
-        if not self.report:
-            return out
-        metrics = {
-            k: after[k] - before[k] + opening.get(k, 0) for k in ("bytes_read", "bytes_used", "requests")
-        }
-        record = {
-            "file": path,
-            "rntuple": name,
-            "entry_start": start,
-            "entry_stop": stop,
-            "fields": list(self.fields),
-            "bytes_read": int(metrics["bytes_read"]),
-            "bytes_used": int(metrics["bytes_used"]),
-            "requests": int(metrics["requests"]),
-            "seconds": time.perf_counter() - began,
-            "pid": os.getpid(),
-        }
-        return out, ak.Array([record])
+        return (out, record) if self.report else out
 
     def __repr__(self) -> str:
         return f"PartitionReader(fields={self.fields!r}, of {len(self.selection)})"
+
+
+def _read_partition(
+    token: str,
+    partition: tuple[str, str, int, int],
+    fields: list[str],
+    report: bool,
+    read: Any,
+) -> tuple[Any, Any]:
+    """``read(nt)`` on the partition's RNTuple (opened once per process and graph), and,
+    with ``report``, the one-record array of what it cost (else ``None``)."""
+    import time
+
+    import awkward as ak
+
+    path, name, start, stop = partition
+    began = time.perf_counter()
+    nt, lock, opening = _cached_rntuple(token, path, name)
+    with lock if report else contextlib.nullcontext():
+        # (with a report, this file's reads in this process wait for each other, so the
+        # difference of the counters is this partition's)
+        before = nt.metrics() if report else {}
+        out = read(nt)
+        after = nt.metrics() if report else {}
+    if not report:
+        return out, None
+    metrics = {k: after[k] - before[k] + opening.get(k, 0) for k in ("bytes_read", "bytes_used", "requests")}
+    record = {
+        "file": path,
+        "rntuple": name,
+        "entry_start": start,
+        "entry_stop": stop,
+        "fields": list(fields),
+        "bytes_read": int(metrics["bytes_read"]),
+        "bytes_used": int(metrics["bytes_used"]),
+        "requests": int(metrics["requests"]),
+        "seconds": time.perf_counter() - began,
+        "pid": os.getpid(),
+    }
+    return out, ak.Array([record])
+
+
+def canonical_column(array: Any) -> Any:
+    """``array`` with its lists' offsets 64-bit, starting at 0 and ending at the end of
+    their content (the layout consumers that take a list's ``offsets`` and ``content``
+    apart, as coffea's NanoEvents, expect)."""
+    import awkward as ak
+
+    def canonical(layout: Any) -> Any:
+        if layout.is_list and not layout.is_regular:
+            packed = layout.to_ListOffsetArray64(True)
+            end = int(packed.offsets[-1])
+            content = packed.content[:end] if packed.content.length != end else packed.content
+            offsets = packed.offsets
+            return ak.contents.ListOffsetArray(offsets, canonical(content), parameters=packed.parameters)
+        if layout.is_record:
+            return ak.contents.RecordArray(
+                [canonical(c) for c in layout.contents],
+                None if layout.is_tuple else layout.fields,
+                length=layout.length,
+                parameters=layout.parameters,
+            )
+        return layout
+
+    layout = ak.to_layout(array)
+    return ak.Array(canonical(layout), behavior=getattr(array, "behavior", None))
+
+
+class RNTupleTreeView:
+    """A partition's RNTuple as a form mapping's ``load_buffers`` sees uproot's tree:
+    ``arrays(keys, entry_start=, entry_stop=, how=dict)`` reads the top-level fields
+    ``keys`` through this package's reader (other uproot options are ignored),
+    ``key in view``, ``num_entries``, ``object_path`` and ``file`` (``uuid``, an
+    identifier of the file and RNTuple, and ``file_path``)."""
+
+    class _File:
+        def __init__(self, uuid: str, file_path: str) -> None:
+            self.uuid = uuid
+            self.file_path = file_path
+
+    def __init__(self, nt: Any, file_path: str, name: str) -> None:
+        import hashlib
+
+        self._nt = nt
+        self._fields = set(nt.fields)
+        self.object_path = name
+        self.num_entries = nt.num_entries
+        digest = hashlib.sha1(f"{file_path}\0{name}".encode()).hexdigest()[:32]
+        self.file = RNTupleTreeView._File(digest, file_path)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._fields
+
+    def keys(self) -> list[str]:
+        """The top-level fields."""
+        return list(self._nt.fields)
+
+    def arrays(
+        self,
+        keys: Sequence[str],
+        *,
+        entry_start: int | None = None,
+        entry_stop: int | None = None,
+        how: Any = dict,
+        **_ignored: Any,
+    ) -> dict[str, Any]:
+        """``{field: awkward.Array}`` of the entries ``[entry_start, entry_stop)``, read in
+        one call (the reader decodes the fields' pages in parallel)."""
+        if how is not dict:
+            raise InvalidArgumentError(f"RNTupleTreeView.arrays gives how=dict only, not {how!r}")
+        keys = list(keys)
+        unknown = [k for k in keys if k not in self._fields]
+        if unknown:
+            raise InvalidArgumentError(f"no such top-level fields in {self.object_path!r}: {unknown}")
+        if not keys:
+            return {}
+        array = self._nt.arrays(keys, entry_start=entry_start, entry_stop=entry_stop, library="ak")
+        return {k: canonical_column(array[k]) for k in keys}
+
+
+def _documented_form(form: Any, typenames: dict[str, str], name: str) -> Any:
+    """The record form of the selected fields as a form mapping gets it (as uproot's,
+    with ``ak_add_doc``): each field's ``typename`` and ``__doc__`` parameters, the
+    record's ``__doc__`` and ``typenames``."""
+    import awkward as ak
+
+    contents = []
+    for field, content in zip(form.fields, form.contents, strict=True):
+        # __doc__: the field's description (ROOT writes none)
+        parameters = {"__doc__": "", "typename": typenames.get(field, ""), **content.parameters}
+        contents.append(content.copy(parameters=parameters))
+    parameters = dict(form.parameters)
+    parameters.setdefault("__doc__", name)
+    parameters["typenames"] = {f: typenames.get(f, "") for f in form.fields}
+    return ak.forms.RecordForm(contents, list(form.fields), parameters=parameters)
+
+
+class MappedPartitionReader:
+    """Reads one partition through a form mapping (see :func:`dask`): the mapping's
+    ``load_buffers`` gets the top-level fields the graph needs and builds the buffers of
+    the mapped form; buffers of fields not read are placeholders. The picklable
+    function Dask calls, with dask-awkward's column-projection protocol."""
+
+    def __init__(
+        self,
+        keys: list[str],
+        form: Any,
+        info: Any,
+        *,
+        fields: list[str] | None = None,
+        report: bool = False,
+        token: str | None = None,
+    ) -> None:
+        #: every top-level field the mapping may read
+        self.keys = list(keys)
+        self.form = form
+        self.info = info
+        #: the top-level fields this reader reads
+        self.fields = list(keys) if fields is None else list(fields)
+        self.report = report
+        self.token = os.urandom(8).hex() if token is None else token
+
+    @property
+    def return_report(self) -> bool:
+        """Whether each call returns ``(array, report)``."""
+        return self.report
+
+    @property
+    def use_optimization(self) -> bool:
+        """Column projection is always on."""
+        return True
+
+    @property
+    def behavior(self) -> Any:
+        """The mapping's behaviors (coffea's schema methods)."""
+        return self.info.behavior
+
+    def mock(self) -> Any:
+        """A data-less (typetracer) array of the mapped form."""
+        from awkward.typetracer import typetracer_from_form
+
+        return typetracer_from_form(self.form, highlevel=True, behavior=self.behavior)
+
+    def mock_empty(self, backend: str = "cpu") -> Any:
+        """A length-0 array of the mapped form."""
+        import awkward as ak
+
+        layout = self.form.length_zero_array(highlevel=False)
+        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
+
+    def prepare_for_projection(self) -> Any:
+        """A typetracer reporting the buffers (named by the mapping) a graph touches, and
+        the form's structure."""
+        from awkward.typetracer import typetracer_with_report
+        from dask_awkward.lib.utils import trace_form_structure
+
+        meta, report = typetracer_with_report(
+            self.form, highlevel=True, behavior=self.behavior, buffer_key=self.info.buffer_key
+        )
+        return meta, report, {"trace": trace_form_structure(self.form, buffer_key=self.info.buffer_key)}
+
+    def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
+        """The top-level fields behind the touched buffers (data, and the buffers above
+        a shape-only touch)."""
+        from dask_awkward.lib.utils import buffer_keys_required_to_compute_shapes
+
+        trace = state["trace"]
+        touched = set(report.data_touched)
+        touched.update(
+            buffer_keys_required_to_compute_shapes(
+                self.info.parse_buffer_key,
+                report.shape_touched,
+                trace["form_key_to_parent_form_key"],
+                trace["form_key_to_buffer_keys"],
+            )
+        )
+        return frozenset(self.info.keys_for_buffer_keys(frozenset(touched))) & frozenset(self.keys)
+
+    def project(self, report: Any, state: Any) -> MappedPartitionReader:
+        """The reader of only the fields the traced graph needs."""
+        return self.project_columns(self.necessary_columns(report, state))
+
+    def project_manually(self, columns: frozenset[str]) -> MappedPartitionReader:
+        """The reader of the top-level fields ``columns``."""
+        return self.project_columns(columns)
+
+    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> MappedPartitionReader:
+        """The reader of the top-level fields ``columns`` (in schema order)."""
+        unknown = set(columns) - set(self.keys)
+        if unknown:
+            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
+        fields = [f for f in self.keys if f in columns]
+        return MappedPartitionReader(
+            self.keys, self.form, self.info, fields=fields, report=self.report, token=self.token
+        )
+
+    def __dask_tokenize__(self) -> Any:
+        """A deterministic token: equal readers, equal graph keys."""
+        return ("rntuple.MappedPartitionReader", self.token, self.keys, self.fields, self.report)
+
+    def __call__(self, partition: tuple[str, str, int, int]) -> Any:
+        """The partition as an array of the mapped form (and, with ``report``, what
+        reading it cost)."""
+        import awkward as ak
+        from awkward._nplikes.numpy import Numpy
+        from awkward.typetracer import PlaceholderArray, unknown_length
+
+        path, name, start, stop = partition
+        keys = frozenset(self.fields)
+
+        def read(nt: Any) -> Any:
+            view = RNTupleTreeView(nt, path, name)
+            return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
+
+        buffers, record = _read_partition(self.token, partition, self.fields, self.report, read)
+        container: dict[str, Any] = {}
+        nplike = Numpy.instance()
+        for key, dtype in self.form.expected_from_buffers(buffer_key=self.info.buffer_key).items():
+            needed = self.info.keys_for_buffer_keys(frozenset({key}))
+            if all(k in keys for k in needed):
+                container[key] = buffers[key]
+            else:  # a field the graph does not use: never read, never touched
+                container[key] = PlaceholderArray(nplike=nplike, shape=(unknown_length,), dtype=dtype)
+        out = ak.from_buffers(
+            self.form, stop - start, container, buffer_key=self.info.buffer_key, behavior=self.behavior
+        )
+        return (out, record) if self.report else out
+
+    def __repr__(self) -> str:
+        return f"MappedPartitionReader(fields={self.fields!r}, of {len(self.keys)})"
 
 
 def dask(
@@ -211,6 +459,7 @@ def dask(
     *,
     step_size: StepSize = "100 MB",
     report: bool = False,
+    form_mapping: Any = None,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). Each partition is a cluster-aligned entry
@@ -230,18 +479,34 @@ def dask(
     array, ``dask.compute(result, report)``): ``file``, ``rntuple``, ``entry_start``,
     ``entry_stop``, ``fields`` (those read), ``bytes_read`` (bytes the source read,
     opening the file included), ``bytes_used`` (stored page bytes decoded),
-    ``requests``, ``seconds`` and ``pid`` (the reading process). Errors are raised, not reported."""
-    import dask_awkward as dak
+    ``requests``, ``seconds`` and ``pid`` (the reading process). Errors are raised, not reported.
+
+    ``form_mapping`` is the hook ``uproot.dask(..., form_mapping=)`` offers (coffea's
+    NanoEvents use it, see :mod:`rntuple.coffea`): a callable taking the base form (a
+    record of the selected top-level fields; each field's form carries the parameters
+    ``typename`` and ``__doc__``, the record ``__doc__`` and ``typenames``) and returning
+    ``(form, info)``. The array then has ``form``; ``info`` names its buffers
+    (``buffer_key``, ``parse_buffer_key``), says which top-level fields a buffer needs
+    (``keys_for_buffer_keys``), and builds them (``load_buffers(tree, keys, start, stop,
+    decompression_executor, interpretation_executor, options)``, where ``tree`` is a
+    view of the partition's RNTuple with uproot's ``arrays(keys, entry_start=,
+    entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
+    ``key in tree``). Column projection reads only the fields the touched buffers need."""
+    dak = require("dask_awkward", "rntuple.dask")
 
     partitions: list[tuple[str, str, int, int]] = []
     form = None
     selected: list[str] | None = None
+    first_typenames: dict[str, str] = {}
+    first_name = ""
     for nt in open_rntuples(files):
         paths = nt.resolve_fields(fields)
         if selected is None:
             selected = paths
             empty = nt.arrays(paths, entry_start=0, entry_stop=0)
             form = empty.layout.form
+            first_typenames = nt.typenames()
+            first_name = nt.name
         for start, stop in nt.batch_ranges(paths, 0, nt.num_entries, step_size):
             partitions.append((_absolute(nt.file_path), nt.path, start, stop))
     if not partitions or selected is None:
@@ -252,8 +517,22 @@ def dask(
     selection: dict[str, list[str]] = {}
     for path in selected:
         selection.setdefault(path.split(".", 1)[0], []).append(path)
+    if form_mapping is not None:
+        if not callable(form_mapping):
+            raise InvalidArgumentError(
+                f"form_mapping must be callable (form -> (form, info)), not {type(form_mapping).__name__}"
+            )
+        if any(len(paths) != 1 or paths[0] != top for top, paths in selection.items()):
+            raise InvalidArgumentError(
+                "a form mapping reads whole top-level fields: select top-level fields, not subfields"
+            )
+        base_form = _documented_form(form, first_typenames, first_name)
+        mapped_form, info = form_mapping(base_form)
+        reader: Any = MappedPartitionReader(list(selection), mapped_form, info, report=report)
+    else:
+        reader = PartitionReader(selection, form, report=report)
     return dak.from_map(
-        PartitionReader(selection, form, report=report),
+        reader,
         partitions,
         label="rntuple",
         divisions=tuple(divisions),
@@ -307,7 +586,7 @@ def convert_files(
             outputs are complete; a failed one leaves no output).
         InvalidArgumentError: no inputs, or two inputs whose outputs would collide.
     """
-    import distributed
+    distributed = require("distributed", "rntuple.convert_files")
 
     pairs = _expand_files(inputs)
     if not pairs:
