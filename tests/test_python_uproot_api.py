@@ -761,9 +761,7 @@ def test_missing_optional_module_names_the_extra(
     )
 
 
-def test_entry_points_name_their_missing_extra(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_entry_points_name_their_missing_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """rntuple.dask, rntuple.convert_files and rntuple.coffea themselves raise it."""
     files = [str(conformance_data.write_file("types.fundamental.integer"))]
     monkeypatch.setitem(sys.modules, "dask_awkward", None)
@@ -776,8 +774,7 @@ def test_entry_points_name_their_missing_extra(
     with pytest.raises(MissingDependencyError) as raised:
         rntuple.convert_files(files, tmp_path)
     assert str(raised.value) == (
-        "rntuple.convert_files needs distributed, which is not installed:"
-        " pip install 'rntuple[dask]'"
+        "rntuple.convert_files needs distributed, which is not installed: pip install 'rntuple[dask]'"
     )
     monkeypatch.delitem(sys.modules, "rntuple.coffea", raising=False)
     monkeypatch.setitem(sys.modules, "coffea", None)
