@@ -151,6 +151,28 @@ def test_dask_partitions(four_files: list[Path]) -> None:
     assert arr.fields == FIELDS
 
 
+def test_dask_default_partitions_are_whole_clusters(four_files: list[Path]) -> None:
+    """By default no partition begins or ends inside a cluster (uproot's cluster
+    summaries): these small files are one partition each (well under 100 MB)."""
+    arr = rntuple.dask([str(p) for p in four_files], FIELDS)
+    assert arr.npartitions == 4
+    assert arr.divisions == tuple(np.concatenate([[0], np.cumsum(SIZES)]))
+    assert ak.to_list(arr.compute().MET_pt) == ak.to_list(
+        ak.concatenate([uproot.open(p)["Events"].arrays(["MET_pt"]).MET_pt for p in four_files])
+    )
+
+
+def test_whole_clusters_merges_cuts_inside_clusters() -> None:
+    """Batches of 40 entries over clusters starting at 0, 100 and 130: the cuts at 40
+    and 80 fall inside the first cluster, the one at 120 inside the second."""
+    from rntuple.dask import _whole_clusters
+
+    batches = [(0, 40), (40, 80), (80, 100), (100, 120), (120, 130), (130, 150)]
+    assert _whole_clusters(batches, {0, 100, 130}) == [(0, 100), (100, 130), (130, 150)]
+    grouped = [(0, 130), (130, 150)]  # whole clusters grouped: kept as they are
+    assert _whole_clusters(grouped, {0, 100, 130}) == grouped
+
+
 def test_dask_histogram_equals_eager_and_uproot(four_files: list[Path]) -> None:
     specs = [f"{p}:Events" for p in four_files]
     lazy = rntuple.dask(specs, FIELDS, step_size="40 kB")

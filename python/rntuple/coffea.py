@@ -215,7 +215,7 @@ def from_rntuple(
     schemaclass: Any = NanoAODSchema,
     metadata: dict | None = None,
     fields: Sequence[str] | None = None,
-    step_size: StepSize = "100 MB",
+    step_size: StepSize | None = None,
     report: bool = False,
     access_log: list | None = None,
     buffer_cache: Any = None,
@@ -236,7 +236,8 @@ def from_rntuple(
         metadata: coffea's ``metadata`` of the events.
         fields: the top-level fields to build the events from (default
             :func:`nanoevents_fields`: all but the importer's ``_collectionN``).
-        step_size: dask mode: a partition's largest size (entries, or ``"100 MB"``).
+        step_size: dask mode: a partition's largest size (entries, or ``"100 MB"``);
+            by default partitions are whole clusters (see :func:`rntuple.dask`).
         report: dask mode: ``.events()`` returns ``(events, report)``, the report as
             :func:`rntuple.dask` gives (bytes each partition read).
         access_log: eager and virtual mode: a list coffea appends each field read to.
@@ -313,7 +314,7 @@ def _dask_factory(
     schemaclass: Any,
     metadata: dict | None,
     fields: Sequence[str] | None,
-    step_size: StepSize,
+    step_size: StepSize | None,
     report: bool,
 ) -> Any:
     """The dask-mode factory: coffea's own NanoEvents form mapping, handed to

@@ -457,14 +457,18 @@ def dask(
     files: Any,
     fields: FieldSelection = None,
     *,
-    step_size: StepSize = "100 MB",
+    step_size: StepSize | None = None,
     report: bool = False,
     form_mapping: Any = None,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
-    (the specs of :func:`rntuple.iterate`). Each partition is a cluster-aligned entry
-    range of at most ``step_size`` (entries, or uncompressed bytes as ``"100 MB"``);
-    nothing is read until the graph is computed, with any Dask scheduler (a
+    (the specs of :func:`rntuple.iterate`). By default each partition is one or more
+    whole clusters (grouped up to 100 MB of the selected fields, uncompressed; a larger
+    cluster is a partition of its own): a partition that began or ended inside a
+    cluster would decode the pages it shares with its neighbours again. With
+    ``step_size`` (entries, or uncompressed bytes as ``"20 MB"``) partitions are the
+    batches of :meth:`RNTuple.iterate`, a cluster larger than the step cut into parts.
+    Nothing is read until the graph is computed, with any Dask scheduler (a
     ``dask.distributed`` cluster of processes too: a partition is a file path or URL,
     an RNTuple name and an entry range).
 
@@ -507,8 +511,10 @@ def dask(
             form = empty.layout.form
             first_typenames = nt.typenames()
             first_name = nt.name
-        for start, stop in nt.batch_ranges(paths, 0, nt.num_entries, step_size):
-            partitions.append((_absolute(nt.file_path), nt.path, start, stop))
+        ranges = nt.batch_ranges(paths, 0, nt.num_entries, step_size or "100 MB")
+        if step_size is None:
+            ranges = _whole_clusters(ranges, {c.start for c in nt.clusters})
+        partitions.extend((_absolute(nt.file_path), nt.path, start, stop) for start, stop in ranges)
     if not partitions or selected is None:
         raise ValueError("no entries to read: the files are empty or none were given")
     divisions = [0]
@@ -537,6 +543,17 @@ def dask(
         label="rntuple",
         divisions=tuple(divisions),
     )
+
+
+def _whole_clusters(ranges: list[tuple[int, int]], cluster_starts: set[int]) -> list[tuple[int, int]]:
+    """``ranges`` (consecutive) merged where a boundary falls inside a cluster."""
+    merged: list[tuple[int, int]] = []
+    for start, stop in ranges:
+        if merged and start not in cluster_starts:
+            merged[-1] = (merged[-1][0], stop)
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def _convert_task(input: str, output: str, tree: str | None, options: dict[str, Any]) -> ConvertResult:
