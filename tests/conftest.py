@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -212,3 +212,26 @@ def nanoaod_like(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         timeout=600,
     )
     return {"rntuple": out / "nanoaod_root.root", "ttree": out / "nanoaod_ttree.root"}
+
+
+@pytest.fixture(scope="session")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A ``dask.distributed`` client of a local cluster of 2 worker processes, one thread
+    each, their scratch space in the session's temporary directory; shared by the tests
+    that run graphs on real worker processes (started once: about 5 s)."""
+    import dask
+    import distributed
+
+    scratch = str(tmp_path_factory.mktemp("dask_workers"))
+    with (
+        dask.config.set({"temporary-directory": scratch}),
+        distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            local_directory=scratch,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c

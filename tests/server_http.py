@@ -17,14 +17,17 @@ Command line (serves DIR until interrupted)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from netutil import accepts, free_port
 
@@ -257,6 +260,19 @@ def start(
     )
     server.launch()
     return server
+
+
+@contextlib.contextmanager
+def serving(root_dir: Path, **options: Any) -> Iterator[Server]:
+    """:func:`start` (same options) for a ``with`` block or a fixture; afterwards nginx is
+    stopped, its process group killed and its working directory removed."""
+    server = start(root_dir, **options)
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.kill()
+        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 def main() -> None:

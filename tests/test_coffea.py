@@ -76,20 +76,6 @@ def files(nanoaod_like: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     return {"flat": nanoaod_like["rntuple"], "convert": converted, "importer": imported}
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A client of a local cluster of 2 worker processes, one thread each."""
-    scratch = str(tmp_path_factory.mktemp("coffea_workers"))
-    with (
-        dask.config.set({"temporary-directory": scratch}),
-        distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, local_directory=scratch
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
-
-
 def physics(events: Any) -> dict[str, Any]:
     """What the tests compare: a collection, a cross reference, vector methods."""
     jets = events.Jet[ak.num(events.Jet) >= 2]

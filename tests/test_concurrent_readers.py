@@ -22,7 +22,6 @@ over http:// (nginx) and over root:// (xrootd), on loopback.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -80,13 +79,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def nginx(served: Path) -> Iterator[server_http.Server]:
-    server = server_http.start(served)
-    try:
+    with server_http.serving(served) as server:
         yield server
-    finally:
-        server.stop()
-        server.kill()
-        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import dask
-import distributed
 import pytest
 import ttree_oracle
 import ttreegen
@@ -49,25 +45,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, st
         stem: (ttreegen.write_variant(case, outdir / f"{stem}.root", n, c), ttreegen.CASES[case].tree, n)
         for stem, case, n, c in INPUTS
     }
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A client of a local cluster of 2 worker processes, one thread each (their scratch
-    space in the test's temporary directory)."""
-    scratch = str(tmp_path_factory.mktemp("dask_workers"))
-    with (
-        dask.config.set({"temporary-directory": scratch}),
-        distributed.LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            local_directory=scratch,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
 
 
 def test_dask_converts_8_files_on_2_worker_processes(inputs, client, tmp_path):

@@ -32,7 +32,6 @@ from typing import Any
 import awkward as ak
 import dask
 import dask_awkward as dak
-import distributed
 import numpy as np
 import pytest
 import server_http
@@ -64,31 +63,8 @@ def files(nanoaod_like: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture(scope="module")
 def nginx(files: list[str]) -> Iterator[server_http.Server]:
     """nginx on loopback serving the four files' directory over HTTP."""
-    server = server_http.start(Path(files[0].rsplit(":", 1)[0]).parent)
-    try:
+    with server_http.serving(Path(files[0].rsplit(":", 1)[0]).parent) as server:
         yield server
-    finally:
-        server.stop()
-        server.kill()
-        shutil.rmtree(server.workdir, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A client of a local cluster of 2 worker processes, one thread each."""
-    scratch = str(tmp_path_factory.mktemp("dask_workers"))
-    with (
-        dask.config.set({"temporary-directory": scratch}),
-        distributed.LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            local_directory=scratch,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
 
 
 def _histograms(pt: Any, muons: Any) -> Any:

@@ -498,13 +498,8 @@ def test_open_specs(paths: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def nginx(two_files: dict[str, list[str]]) -> Iterator[server_http.Server]:
-    server = server_http.start(Path(two_files["rntuple"][0]).parent)
-    try:
+    with server_http.serving(Path(two_files["rntuple"][0]).parent) as server:
         yield server
-    finally:
-        server.stop()
-        server.kill()
-        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 def test_open_url_over_http(nginx: server_http.Server, two_files: dict[str, list[str]]) -> None:

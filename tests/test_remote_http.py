@@ -87,13 +87,8 @@ def nginx_fixture(name: str, **options: Any) -> Callable[..., Iterator[server_ht
 
     @pytest.fixture(scope="module", name=name)
     def fixture(served: Path) -> Iterator[server_http.Server]:
-        server = server_http.start(served, **options)
-        try:
+        with server_http.serving(served, **options) as server:
             yield server
-        finally:
-            server.stop()
-            server.kill()
-            shutil.rmtree(server.workdir, ignore_errors=True)
 
     return fixture
 
