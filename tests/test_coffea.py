@@ -190,6 +190,10 @@ def test_bad_arguments_are_typed_errors(files: dict[str, Path]) -> None:
         rntuple.coffea.from_rntuple(path, mode="lazy")
     with pytest.raises(rntuple.InvalidArgumentError, match="entry_start"):
         rntuple.coffea.from_rntuple(path, mode="dask", entry_stop=10)
+    with pytest.raises(rntuple.InvalidArgumentError, match=r"^report must be True or False, not 1$"):
+        rntuple.coffea.from_rntuple(path, mode="dask", report=1)
+    with pytest.raises(rntuple.InvalidArgumentError, match=r"^step_size must be positive, not 0$"):
+        rntuple.coffea.from_rntuple(path, mode="dask", step_size=0)
     with pytest.raises(rntuple.InvalidArgumentError, match="one RNTuple"):
         rntuple.coffea.from_rntuple([path, path], mode="eager")
     with pytest.raises(rntuple.NotFoundError, match="Jet_nope"):

@@ -701,6 +701,16 @@ def test_bad_open_specs(paths: dict[str, str]) -> None:
         rntuple.open(f"{folder}/*.root:Events")
 
 
+def test_bad_dask_arguments(paths: dict[str, str]) -> None:
+    spec = f"{paths['rntuple']}:Events"
+    with pytest.raises(InvalidArgumentError) as raised:
+        rntuple.dask(spec, ["nJet"], step_size=1.5)
+    assert str(raised.value) == STEP_SIZE_TYPE + "1.5 (float)"
+    with pytest.raises(InvalidArgumentError) as raised:
+        rntuple.dask(spec, ["nJet"], report="yes")
+    assert str(raised.value) == "report must be True or False, not 'yes'"
+
+
 def test_bad_concatenate_arguments(paths: dict[str, str]) -> None:
     spec = f"{paths['rntuple']}:Events"
     with pytest.raises(InvalidArgumentError, match=r"^library must be one of .* not 'xy' \(str\)$"):

@@ -41,6 +41,7 @@ from .dask import canonical_column
 from .dask import dask as _dask_array
 from .errors import InvalidArgumentError, NotFoundError
 from .reading import StepSize, open_rntuples
+from .selection import check_flag, check_step_size
 
 require("coffea", "rntuple.coffea")
 
@@ -250,6 +251,9 @@ def from_rntuple(
     """
     if mode not in _MODES:
         raise InvalidArgumentError(f"mode must be one of {list(_MODES)}, not {mode!r}")
+    report = check_flag("report", report)
+    if step_size is not None:
+        step_size = check_step_size(step_size)
     if mode == "dask":
         if entry_start is not None or entry_stop is not None:
             raise InvalidArgumentError(

@@ -19,6 +19,7 @@ from typing import Any
 from ._extras import require
 from .errors import ConversionError, InvalidArgumentError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
+from .selection import check_flag, check_step_size
 from .ttree import ConvertResult, EntryRange, convert
 
 _OPEN_LIMIT = 8
@@ -497,6 +498,9 @@ def dask(
     entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
     ``key in tree``). Column projection reads only the fields the touched buffers need."""
     dak = require("dask_awkward", "rntuple.dask")
+    report = check_flag("report", report)
+    if step_size is not None:
+        step_size = check_step_size(step_size)
 
     partitions: list[tuple[str, str, int, int]] = []
     form = None

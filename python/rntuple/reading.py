@@ -28,6 +28,7 @@ from .selection import (
     check_cut,
     check_entry,
     check_expressions,
+    check_flag,
     check_how,
     check_library,
     check_step_size,
@@ -219,8 +220,7 @@ class RNTuple:
         return candidate if candidate in paths else None
 
     def _select_keys(self, filter_name: Any, filter_typename: Any, recursive: Any = True) -> list[str]:
-        if not isinstance(recursive, bool):
-            raise InvalidArgumentError(f"recursive must be True or False, not {recursive!r}")
+        recursive = check_flag("recursive", recursive)
         by_name = make_filter("filter_name", filter_name)
         by_type = make_filter("filter_typename", filter_typename)
         out = []
@@ -237,8 +237,7 @@ class RNTuple:
 
     @staticmethod
     def _shown(path: str, full_paths: Any) -> str:
-        if not isinstance(full_paths, bool):
-            raise InvalidArgumentError(f"full_paths must be True or False, not {full_paths!r}")
+        full_paths = check_flag("full_paths", full_paths)
         return path if full_paths else path.rsplit(".", 1)[-1]
 
     @property
@@ -750,8 +749,7 @@ class Field:
         full_paths: bool = True,
     ) -> dict[str, str]:
         """The C++ types of the subfields, by relative path (filters as :meth:`keys`)."""
-        if not isinstance(recursive, bool):
-            raise InvalidArgumentError(f"recursive must be True or False, not {recursive!r}")
+        recursive = check_flag("recursive", recursive)
         by_name = make_filter("filter_name", filter_name)
         by_type = make_filter("filter_typename", filter_typename)
         prefix = f"{self._path}."

@@ -59,6 +59,13 @@ def check_entry(name: str, value: Any) -> int | None:
     return int(value)
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a Boolean option: ``True`` or ``False`` only (not 1, not "yes")."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{name} must be True or False, not {value!r}")
+    return bool(value)
+
+
 def check_library(library: Any) -> str:
     """The canonical name (``ak``, ``np``, ``pd``, ``pl``, ``arrow``) of ``library``."""
     if isinstance(library, str) and library.lower() in LIBRARIES:
