@@ -218,7 +218,8 @@ def nanoaod_like(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A ``dask.distributed`` client of a local cluster of 2 worker processes, one thread
     each, their scratch space in the session's temporary directory; shared by the tests
-    that run graphs on real worker processes (started once: about 5 s)."""
+    that run graphs on real worker processes (started once: about 5 s). Not the default
+    scheduler: the tests that use it name it, the others keep dask's local one."""
     import dask
     import distributed
 
@@ -232,6 +233,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             dashboard_address=None,
             local_directory=scratch,
         ) as cluster,
-        distributed.Client(cluster) as c,
+        distributed.Client(cluster, set_as_default=False) as c,
     ):
         yield c

@@ -194,7 +194,7 @@ def test_histogram_on_two_worker_processes_reads_only_its_fields(files: list[str
     for mode in ("projection", "no projection"):
         events, report = rntuple.dask(files, report=True)
         with dask.config.set(NO_PROJECTION if mode == "no projection" else {}):
-            histograms, partitions = dask.compute(histogram_graph(events), report)
+            histograms, partitions = dask.compute(histogram_graph(events), report, scheduler=client)
         np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
         np.testing.assert_array_equal(ak.to_numpy(histograms.muons).sum(axis=0), eager_muons)
         # Every partition was read once, by the 2 worker processes (not this one).
@@ -244,7 +244,7 @@ def test_workers_read_urls_over_http(files: list[str], client: Any, nginx: serve
     urls = [f"{nginx.url(Path(f.rsplit(':', 1)[0]).name)}:Events" for f in files]
     events, report = rntuple.dask(urls, report=True)
     nginx.clear_log()  # what the graph's computation reads, not its construction
-    histograms, partitions = dask.compute(histogram_graph(events), report)
+    histograms, partitions = dask.compute(histogram_graph(events), report, scheduler=client)
     eager_pt, eager_muons = eager_histograms(files)
     np.testing.assert_array_equal(ak.to_numpy(histograms.pt).sum(axis=0), eager_pt)
     np.testing.assert_array_equal(ak.to_numpy(histograms.muons).sum(axis=0), eager_muons)

@@ -640,7 +640,8 @@ def convert_files(
         client.submit(_convert_task, src, dst, t, options, pure=False, key=f"rntuple-convert-{i}-{uuid}")
         for i, (src, dst, t) in enumerate(tasks)
     ]
-    distributed.wait(futures)
+    # Each future's own client (not the default one: `client` need not be it); the loop
+    # ends when the last task has, so failures are reported after all finished.
     results: list[ConvertResult] = []
     failures: dict[str, BaseException] = {}
     for (src, _, _), future in zip(tasks, futures, strict=True):
