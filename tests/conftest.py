@@ -71,18 +71,6 @@ def _rust_binary(env_var: str, relative: str, build: list[str]) -> Path:
     return path
 
 
-def rust_example(name: str, env_var: str) -> Path:
-    """A Rust example binary of the workspace: ``$ENV_VAR`` if set, else
-    ``target/release/examples/NAME`` (in ``$CARGO_TARGET_DIR`` if set), built with cargo
-    when missing. FAILS (not skips) the calling test if it cannot be had."""
-    package = (
-        "rntuple-cli"
-        if (REPO_ROOT / "crates" / "rntuple-cli" / "examples" / f"{name}.rs").exists()
-        else "rntuple"
-    )
-    return _rust_binary(env_var, f"examples/{name}", ["-p", package, "--example", name])
-
-
 def rust_tool(name: str, env_var: str) -> Path:
     """A test tool of the ``rntuple-testkit`` crate (``crates/rntuple-testkit/src/bin/``):
     ``$ENV_VAR`` if set, else ``target/release/NAME`` (in ``$CARGO_TARGET_DIR`` if set),

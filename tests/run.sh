@@ -24,13 +24,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Public items documented, doc links resolve.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-cargo build --release -p rntuple-cli
-# Test tools: byte-range probe of any source.
-cargo build --release -p rntuple --example io_probe
-# One reader shared by many threads vs serial reads (tests/test_concurrent_readers.py).
-cargo build --release -p rntuple --example concurrent_read
-# propgen (tests/test_writer_properties.py) and delay_proxy (tests/test_remote_acceptance.py).
-cargo build --release -p rntuple-testkit
+# The command and the test tools (crates/rntuple-testkit: propgen, delay_proxy, io_probe,
+# concurrent_read) in one release build, sharing the library built for the Python module.
+cargo build --release -p rntuple-cli -p rntuple-testkit
 cargo test --workspace
 # The library without its remote sources (no tokio, reqwest, object_store, rustls): it
 # builds, lints clean, and a URL of a left-out source is a clear error.

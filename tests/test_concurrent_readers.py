@@ -2,7 +2,7 @@
 ranges at once gives what serial reads give, 100 rounds, no deadlock; from a local file,
 over http:// (nginx) and over root:// (xrootd), on loopback.
 
-- Rust: the ``concurrent_read`` example (``crates/rntuple/examples/concurrent_read.rs``)
+- Rust: the ``concurrent_read`` test tool (``crates/rntuple-testkit/src/bin/concurrent_read.rs``)
   opens one ``RNTupleReader`` and runs 8 threads x 100 rounds of tasks mixing ``read``,
   ``read_entries`` (rows) and ``read_ranges`` (the stream) over field subsets (nested
   paths included) and entry ranges (inside a cluster, across cluster boundaries, ...),
@@ -35,7 +35,7 @@ import awkward as ak
 import pytest
 import server_http
 import server_xrootd
-from conftest import rust_example
+from conftest import rust_tool
 from remote_data import nanoaod_like
 
 import rntuple
@@ -55,8 +55,8 @@ FILES = {ROOT_FILE: rootgen.NTUPLE, NANO_FILE: "Events"}
 
 
 def concurrent_read_path() -> Path:
-    """The concurrent_read example (``$RNTUPLE_CONCURRENT_READ`` overrides it)."""
-    return rust_example("concurrent_read", "RNTUPLE_CONCURRENT_READ")
+    """The concurrent_read test tool (``$RNTUPLE_CONCURRENT_READ`` overrides it)."""
+    return rust_tool("concurrent_read", "RNTUPLE_CONCURRENT_READ")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 - ``rntuple dump --json http://...`` prints the same JSON as for the local file, for
   every conformance case and for ROOT-written multi-cluster, late-extension, multi-key
   and sub-directory files;
-- ``io_probe --vectored`` (``crates/rntuple/examples/io_probe.rs``) reads 1024 ranges in
+- ``io_probe --vectored`` (``crates/rntuple-testkit/src/bin/io_probe.rs``) reads 1024 ranges in
   ONE request (checked in the source's counters and in nginx's access log) with the same
   digests as locally; a server refusing multi-range requests (``max_ranges 1``) or
   refusing long Range headers (nginx's default header buffers) still gives the same
@@ -28,7 +28,7 @@ from typing import Any
 import conformance_data
 import pytest
 import server_http
-from conftest import rust_example
+from conftest import rust_tool
 
 #: The conformance cases (all but the one whose expected outcome is an error); without
 #: the conformance data, one pseudo-case whose test fails saying so.
@@ -53,8 +53,8 @@ def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Comple
 
 
 def io_probe_path() -> Path:
-    """The io_probe example (``$RNTUPLE_IO_PROBE`` overrides it)."""
-    return rust_example("io_probe", "RNTUPLE_IO_PROBE")
+    """The io_probe test tool (``$RNTUPLE_IO_PROBE`` overrides it)."""
+    return rust_tool("io_probe", "RNTUPLE_IO_PROBE")
 
 
 @pytest.fixture(scope="module")

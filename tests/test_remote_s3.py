@@ -23,7 +23,7 @@ from typing import Any
 import conformance_data
 import pytest
 import server_s3
-from conftest import require_rntuple_bin, rust_example
+from conftest import require_rntuple_bin, rust_tool
 
 import rootgen
 
@@ -62,8 +62,8 @@ EDGE_TAIL_BYTES = 128 << 10
 
 
 def _io_probe() -> Path:
-    """The io_probe example (``$IO_PROBE_BIN`` overrides it)."""
-    return rust_example("io_probe", "IO_PROBE_BIN")
+    """The io_probe test tool (``$IO_PROBE_BIN`` overrides it)."""
+    return rust_tool("io_probe", "IO_PROBE_BIN")
 
 
 def _client_env(extra: dict[str, str]) -> dict[str, str]:

@@ -33,7 +33,7 @@ from typing import Any
 import conformance_data
 import pytest
 import server_xrootd
-from conftest import require_rntuple_bin, rust_example
+from conftest import require_rntuple_bin, rust_tool
 
 import rootgen
 
@@ -59,8 +59,8 @@ EDGE_TAIL = 128 << 10
 
 
 def io_probe_bin() -> Path:
-    """The io_probe example (``$IO_PROBE_BIN`` overrides it)."""
-    return rust_example("io_probe", "IO_PROBE_BIN")
+    """The io_probe test tool (``$IO_PROBE_BIN`` overrides it)."""
+    return rust_tool("io_probe", "IO_PROBE_BIN")
 
 
 def run(

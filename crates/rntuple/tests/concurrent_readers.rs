@@ -9,7 +9,7 @@
 //! holding a vector), collections of records, optionals, variants and maps. The same
 //! file is also read through a source that behaves like a remote one (planned reads,
 //! pages fetched ahead by a prefetcher) to cover the planned path with shared readers.
-//! The example `concurrent_read` does the same for any file or URL (over http:// and
+//! The test tool `concurrent_read` (`crates/rntuple-testkit`) does the same for any file or URL (over http:// and
 //! root:// in `tests/test_concurrent_readers.py`).
 
 // Test code: a failed unwrap is a failed test; test data is small.

@@ -3,7 +3,7 @@
 //! `select_fields` and `arrow_schema`, so `read` must give its values (or the selection
 //! must be refused up front, as for an unknown field).
 //!
-//! Found by the `concurrent_read` example, which reads every nested path it finds; such a
+//! Found by the `concurrent_read` test tool, which reads every nested path it finds; such a
 //! path now keeps the whole (key, value) pair, as an Arrow map needs both.
 //! By hand: `rntuple dump types.map.fundamental.root:ntpl --json --fields Index32._0._0`.
 

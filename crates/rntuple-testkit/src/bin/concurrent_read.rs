@@ -3,7 +3,7 @@
 //! must give exactly what the same reads give one after the other.
 //!
 //! ```text
-//! cargo run --release -p rntuple --example concurrent_read -- \
+//! cargo run --release -p rntuple-testkit --bin concurrent_read -- \
 //!     FILE_OR_URL[:NAME] [--threads 8] [--repetitions 100] [--seed N] [--tasks K] [--timeout S] [--verbose]
 //! ```
 //!

@@ -3,7 +3,7 @@
 //! tests can compare a remote read with the same ranges of the local file and check how
 //! many requests it took.
 //!
-//! `cargo run --release -p rntuple --example io_probe -- LOCATION [--vectored] OFFSET:LEN...`
+//! `cargo run --release -p rntuple-testkit --bin io_probe -- LOCATION [--vectored] OFFSET:LEN...`
 //!
 //! Without `--vectored` every range is one `read_at` call; with it, all ranges go in one
 //! `read_ranges` call.
