@@ -77,7 +77,7 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
         [
             ("coffea on ours, eager", "ours-eager", 2),
             ("coffea on uproot, eager", "uproot-eager", 2),
-            ("coffea on ours, LocalCluster 2 workers", "ours-dask", 2),
+            ("coffea on ours, LocalCluster 2 workers, whole clusters", "ours-dask", 2),
             ("coffea on ours, LocalCluster 2 workers, 1 partition", "ours-dask-1", 2),
             ("coffea on uproot, LocalCluster 2 workers, 1 partition", "uproot-dask", 2),
         ],

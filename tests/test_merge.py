@@ -98,6 +98,20 @@ def hadd_bin() -> Path:
 # --- Every conformance case merged with itself --------------------------------------
 
 
+def assert_reads_as_twice(merged: Path, source: Path, entries: int, unordered: bool) -> None:
+    """ROOT reads ``merged``'s first and second ``entries`` entries each as it reads
+    ``source``, and nothing after them. Compared as ROOT's JSON text (the same renderer on
+    both sides: equal text is equal values), which keeps the 98 MB rendering of
+    compression.block.big fast; parsed on a difference (to name it) and for the unordered
+    cases (multisets)."""
+    once = rootdump.dump_text(str(source))
+    for start in (0, entries):
+        half = rootdump.dump_text(str(merged), start=start, stop=start + entries)
+        if unordered or half != once:
+            assert_same(rootdump.load_json(half), rootdump.load_json(once), unordered)
+    assert rootdump.load_json(rootdump.dump_text(str(merged), start=2 * entries)) == []
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_conformance_case_merged_with_itself(case: str, tmp_path: Path) -> None:
     source = conformance_data.write_file(case)
@@ -106,10 +120,11 @@ def test_conformance_case_merged_with_itself(case: str, tmp_path: Path) -> None:
     assert figures["inputs"] == 2
     # The same encoding and compression: every page copied, none sealed again.
     assert figures["resealed"] == 0 and figures["zeros"] == 0, figures
-    once = root_reading(source)
-    assert_same(root_reading(out), once + once, rootdump.is_unordered_case(case))
-    assert figures["entries"] == 2 * len(once)
-    if case not in ROOT_CANNOT_MERGE and once:
+    unordered = rootdump.is_unordered_case(case)
+    assert figures["entries"] % 2 == 0, figures
+    entries = figures["entries"] // 2
+    assert_reads_as_twice(out, source, entries, unordered)
+    if case not in ROOT_CANNOT_MERGE and entries:
         # What ROOT's hadd makes of the same merge reads the same.
         hadded = tmp_path / "hadd.root"
         proc = subprocess.run(
@@ -119,7 +134,7 @@ def test_conformance_case_merged_with_itself(case: str, tmp_path: Path) -> None:
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
-        assert_same(root_reading(hadded), once + once, rootdump.is_unordered_case(case))
+        assert_reads_as_twice(hadded, source, entries, unordered)
 
 
 def test_root_cannot_merge_what_we_merge(tmp_path: Path) -> None:

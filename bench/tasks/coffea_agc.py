@@ -4,7 +4,7 @@ and on a local ``dask.distributed`` cluster.
 
 Tools: ``ours-eager`` (``rntuple.coffea.from_rntuple(mode="eager")``),
 ``uproot-eager`` (``NanoEventsFactory.from_root(mode="eager")``), ``ours-dask`` (our
-partitions of ``--step-size`` entries, default 100 MB), ``ours-dask-1`` (one partition,
+default partitions, whole clusters grouped up to 100 MB, or of ``--step-size`` entries), ``ours-dask-1`` (one partition,
 as uproot's) and ``uproot-dask`` (coffea's form mapping on ``uproot.dask``, one partition
 per file: with more its results are wrong, see ``examples/agc/README.md``), the dask
 tools on a LocalCluster of ``--threads`` worker processes, one thread each.
