@@ -4,10 +4,11 @@ and on a local ``dask.distributed`` cluster.
 
 Tools: ``ours-eager`` (``rntuple.coffea.from_rntuple(mode="eager")``),
 ``uproot-eager`` (``NanoEventsFactory.from_root(mode="eager")``), ``ours-dask`` (our
-default partitions, whole clusters grouped up to 100 MB, or of ``--step-size`` entries), ``ours-dask-1`` (one partition,
-as uproot's) and ``uproot-dask`` (coffea's form mapping on ``uproot.dask``, one partition
-per file: with more its results are wrong, see ``examples/agc/README.md``), the dask
-tools on a LocalCluster of ``--threads`` worker processes, one thread each.
+default partitions, whole clusters grouped up to 100 MB, or of ``--step-size`` entries),
+``ours-dask-1`` (one partition, as uproot's) and ``uproot-dask`` (coffea's form mapping
+on ``uproot.dask``, one partition per file: with more its results are wrong, see
+``examples/agc/README.md``), the dask tools on a LocalCluster of ``--threads`` worker
+processes, one thread each.
 
 Timed: building the events, reading, selecting and filling the histogram (the cluster
 computing the observables). Not timed: imports, starting the cluster, and a warm-up of
