@@ -200,6 +200,10 @@ def test_bad_arguments_are_typed_errors(files: dict[str, Path]) -> None:
         rntuple.coffea.from_rntuple(path, mode="eager", fields=["run", "Jet_nope"])
     with pytest.raises(rntuple.InvalidArgumentError, match="entry range"):
         rntuple.coffea.from_rntuple(path, mode="virtual", entry_start=50, entry_stop=10)
+    with pytest.raises(
+        rntuple.InvalidArgumentError, match=r"^entry_start must be an integer or None, not 1.5 \(float\)$"
+    ):
+        rntuple.coffea.from_rntuple(path, mode="eager", entry_start=1.5)
     with pytest.raises(rntuple.InvalidArgumentError, match="form_mapping must be callable"):
         rntuple.dask(path, ["run"], form_mapping=42)
     with pytest.raises(rntuple.InvalidArgumentError, match="top-level fields"):

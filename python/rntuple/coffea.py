@@ -30,22 +30,21 @@ own form mapping (what ``NanoEventsFactory.from_root`` gives ``uproot.dask``) to
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from ._extras import require
-from .dask import canonical_column
+from .dask import canonical_column, rntuple_identifier
 from .dask import dask as _dask_array
 from .errors import InvalidArgumentError, NotFoundError
 from .reading import StepSize, open_rntuples
-from .selection import check_flag, check_step_size
+from .selection import check_entry, check_flag, check_step_size
 
 require("coffea", "rntuple.coffea")
 
 import awkward as ak  # noqa: E402  (after the check that names the extra)
+import numpy as np  # noqa: E402
 from coffea.nanoevents import NanoAODSchema, NanoEventsFactory  # noqa: E402
 from coffea.nanoevents.mapping.base import BaseSourceMapping, UUIDOpener  # noqa: E402
 from coffea.nanoevents.mapping.preloaded import PreloadedSourceMapping  # noqa: E402
@@ -138,8 +137,8 @@ class RNTupleSourceMapping(BaseSourceMapping):
         """The field's entries ``[start, stop)`` (``use_ak_forth`` is uproot's; unused)."""
         if columnhandle is None:  # a field allowed to miss: all None
             return ak.contents.IndexedOptionArray(
-                ak.index.Index64(_full(stop - start, -1)),
-                ak.contents.NumpyArray(_empty_bool()),
+                ak.index.Index64(np.full(stop - start, -1, dtype=np.int64)),
+                ak.contents.NumpyArray(np.zeros(0, dtype=np.bool_)),
             )
         nt, name = columnhandle
         if name in self._preloaded and (start, stop) == (self._start, self._stop):
@@ -150,7 +149,7 @@ class RNTupleSourceMapping(BaseSourceMapping):
             )
         if allow_missing:  # the form wraps the field in an option type
             return ak.contents.IndexedOptionArray(
-                ak.index.Index64(_arange(stop - start)), ak.to_layout(array)
+                ak.index.Index64(np.arange(stop - start, dtype=np.int64)), ak.to_layout(array)
             )
         return array
 
@@ -169,30 +168,6 @@ def _document(form: dict[str, Any], typename: str) -> None:
         form["parameters"] = {**form.get("parameters", {}), "__doc__": "", "typename": typename}
     for child in [form["content"]] if "content" in form else form.get("contents", []):
         _document(child, typename)
-
-
-def _full(n: int, value: int) -> Any:
-    import numpy as np
-
-    return np.full(n, value, dtype=np.int64)
-
-
-def _arange(n: int) -> Any:
-    import numpy as np
-
-    return np.arange(n, dtype=np.int64)
-
-
-def _empty_bool() -> Any:
-    import numpy as np
-
-    return np.zeros(0, dtype=np.bool_)
-
-
-def _identifier(nt: Any) -> str:
-    """A stable identifier of an RNTuple in a file (NanoEvents keys its buffers by it)."""
-    path = nt.file_path if "://" in nt.file_path else os.path.abspath(nt.file_path)
-    return hashlib.sha1(f"{path}\0{nt.path}".encode()).hexdigest()[:32]
 
 
 def _single_rntuple(files: Any) -> Any:
@@ -272,7 +247,7 @@ def from_rntuple(
         names = list(base_form["fields"])
         array = nt.arrays(names, entry_start=start, entry_stop=stop, library="ak") if names else {}
         preloaded = {name: canonical_column(array[name]) for name in names}
-    uuid = _identifier(nt)
+    uuid = rntuple_identifier(nt.file_path, nt.path)
     mapping = RNTupleSourceMapping(
         nt,
         uuid,
@@ -303,9 +278,12 @@ def _checked_fields(nt: Any, fields: Sequence[str] | None) -> list[str]:
 
 
 def _entry_range(num_entries: int, start: int | None, stop: int | None) -> tuple[int, int]:
-    """``[start, stop)`` clipped to the RNTuple (``None``: its start, its end)."""
-    start = 0 if start is None else int(start)
-    stop = num_entries if stop is None else min(int(stop), num_entries)
+    """``[start, stop)`` clipped to the RNTuple (``None``: its start, its end); integers
+    only (:func:`~rntuple.selection.check_entry`), a range that is not one refused."""
+    start = check_entry("entry_start", start)
+    stop = check_entry("entry_stop", stop)
+    start = 0 if start is None else start
+    stop = num_entries if stop is None else min(stop, num_entries)
     if start < 0 or start > stop:
         raise InvalidArgumentError(
             f"bad entry range [{start}, {stop}) of an RNTuple of {num_entries} entries"

@@ -263,14 +263,11 @@ class RNTupleTreeView:
             self.file_path = file_path
 
     def __init__(self, nt: Any, file_path: str, name: str) -> None:
-        import hashlib
-
         self._nt = nt
         self._fields = set(nt.fields)
         self.object_path = name
         self.num_entries = nt.num_entries
-        digest = hashlib.sha1(f"{file_path}\0{name}".encode()).hexdigest()[:32]
-        self.file = RNTupleTreeView._File(digest, file_path)
+        self.file = RNTupleTreeView._File(rntuple_identifier(file_path, name), file_path)
 
     def __contains__(self, key: object) -> bool:
         return key in self._fields
@@ -568,6 +565,15 @@ def _convert_task(input: str, output: str, tree: str | None, options: dict[str, 
 def _absolute(path: str) -> str:
     """A local path made absolute (workers may run elsewhere); URLs as they are."""
     return path if "://" in path else os.path.abspath(path)
+
+
+def rntuple_identifier(file_path: str, name: str) -> str:
+    """A stable identifier of the RNTuple ``name`` in the file ``file_path`` (the same
+    in every process; NanoEvents keys its buffers by it): a hash of the absolute path or
+    URL and the name."""
+    import hashlib
+
+    return hashlib.sha1(f"{_absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
 
 
 def convert_files(
