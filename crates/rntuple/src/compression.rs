@@ -372,7 +372,7 @@ fn decompress_chunk(
     };
     match magic {
         [b'Z', b'S', 1] => {
-            let n = zstd::bulk::decompress_to_buffer(payload, target)
+            let n = zstd_decompress_to(payload, target)
                 .map_err(|e| decompression_error(what, chunk, "zstd", e))?;
             check_len("zstd", n as u64)
         }
@@ -538,6 +538,24 @@ fn zstd_compress_into(chunk: &[u8], room: usize, level: i32, out: &mut Vec<u8>) 
         }
         _ => false,
     }
+}
+
+thread_local! {
+    /// A zstd decompression context per thread, reused across pages.
+    static ZSTD_DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses one zstd frame into `target` with the thread's context.
+fn zstd_decompress_to(payload: &[u8], target: &mut [u8]) -> std::io::Result<usize> {
+    ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        let decompressor = match cached.as_mut() {
+            Some(d) => d,
+            None => cached.insert(zstd::bulk::Decompressor::new()?),
+        };
+        decompressor.decompress_to_buffer(payload, target)
+    })
 }
 
 fn compress_lzma(chunk: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {

@@ -43,6 +43,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod io;
+mod memory;
 pub mod read;
 pub mod schema;
 pub mod tools;

@@ -187,6 +187,8 @@ macro_rules! each_variant {
     };
 }
 
+use crate::memory::filled_vec;
+
 impl ColumnValues {
     /// An empty value list of the kind `column_type` decodes to.
     pub fn empty(column_type: ColumnType) -> Self {
@@ -199,23 +201,25 @@ impl ColumnValues {
     pub fn zeros(column_type: ColumnType, n: usize) -> Self {
         use ColumnType::*;
         match column_type {
-            Bit => ColumnValues::Bool(vec![false; n]),
-            Byte | Char | UInt8 => ColumnValues::U8(vec![0; n]),
-            Int8 => ColumnValues::I8(vec![0; n]),
-            Int16 | SplitInt16 => ColumnValues::I16(vec![0; n]),
-            UInt16 | SplitUInt16 => ColumnValues::U16(vec![0; n]),
-            Int32 | SplitInt32 => ColumnValues::I32(vec![0; n]),
-            UInt32 | SplitUInt32 => ColumnValues::U32(vec![0; n]),
-            Int64 | SplitInt64 => ColumnValues::I64(vec![0; n]),
-            UInt64 | SplitUInt64 => ColumnValues::U64(vec![0; n]),
+            Bit => ColumnValues::Bool(filled_vec(false, n)),
+            Byte | Char | UInt8 => ColumnValues::U8(filled_vec(0, n)),
+            Int8 => ColumnValues::I8(filled_vec(0, n)),
+            Int16 | SplitInt16 => ColumnValues::I16(filled_vec(0, n)),
+            UInt16 | SplitUInt16 => ColumnValues::U16(filled_vec(0, n)),
+            Int32 | SplitInt32 => ColumnValues::I32(filled_vec(0, n)),
+            UInt32 | SplitUInt32 => ColumnValues::U32(filled_vec(0, n)),
+            Int64 | SplitInt64 => ColumnValues::I64(filled_vec(0, n)),
+            UInt64 | SplitUInt64 => ColumnValues::U64(filled_vec(0, n)),
             Real16 | SplitReal16 | Real32 | SplitReal32 | Real32Trunc => {
-                ColumnValues::F32(vec![0.0; n])
+                ColumnValues::F32(filled_vec(0.0, n))
             }
-            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(vec![0.0; n]),
-            Index32 | Index64 | SplitIndex32 | SplitIndex64 => ColumnValues::Index(vec![0; n]),
+            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(filled_vec(0.0, n)),
+            Index32 | Index64 | SplitIndex32 | SplitIndex64 => {
+                ColumnValues::Index(filled_vec(0, n))
+            }
             Switch => ColumnValues::Switch {
-                index: vec![0; n],
-                tag: vec![0; n],
+                index: filled_vec(0, n),
+                tag: filled_vec(0, n),
             },
         }
     }

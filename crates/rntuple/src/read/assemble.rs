@@ -93,6 +93,18 @@ impl Decoder<'_> {
         per_entry: PerEntry,
         scale: u64,
     ) -> Result<ColumnValues> {
+        self.read_segs_after(segs, column, per_entry, scale, 0)
+    }
+
+    /// As `read_segs`, with `lead` zero elements before the values.
+    fn read_segs_after(
+        &self,
+        segs: &[Seg<'_>],
+        column: u32,
+        per_entry: PerEntry,
+        scale: u64,
+        lead: usize,
+    ) -> Result<ColumnValues> {
         let parts = segs
             .iter()
             .map(|(c, r)| {
@@ -104,7 +116,7 @@ impl Decoder<'_> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        self.read_column_parts(column, &parts)
+        self.read_column_parts(column, &parts, lead)
     }
 
     /// Reads a collection's offsets for the entries of `segs`: the items' ranges in each
@@ -120,38 +132,43 @@ impl Decoder<'_> {
             .iter()
             .map(|(c, r)| (*c, r.start.saturating_sub(1)..r.end))
             .collect();
-        let values = self.read_segs(&early, column, per_entry, 1)?;
-        let all = to_offsets(values)?;
-        // One offset per item and a leading 0: `all` has at least as many.
-        let mut offsets = Vec::with_capacity(all.len() + 1);
-        offsets.push(0i64);
+        // Read after one leading 0 and turned into the Arrow offsets in place: every
+        // offset is written at or before the element it comes from (each cluster after
+        // a range's start drops one element), so no second buffer is needed.
+        let mut all = to_offsets(self.read_segs_after(&early, column, per_entry, 1, 1)?)?;
         let mut items = Vec::with_capacity(segs.len());
-        let mut pos = 0usize;
+        let mut read = 1usize;
+        let mut written = 1usize;
         let mut base = 0u64;
         for ((c, r), (_, e)) in segs.iter().zip(&early) {
             let len = to_usize(e.end - e.start, "collection offsets of one cluster")?;
-            let part = all
-                .get(pos..pos + len)
-                .ok_or_else(|| Error::corrupt("collection offsets", "offsets out of range"))?;
-            pos += len;
-            let (start, ends) = match (r.start, part) {
-                (0, _) => (0, part),
-                (_, [first, rest @ ..]) => (*first, rest),
+            if read.checked_add(len).is_none_or(|end| end > all.len()) {
+                return Err(Error::corrupt("collection offsets", "offsets out of range"));
+            }
+            let (start, first_end) = match r.start {
+                0 => (0, read),
+                _ if len > 0 => (all[read], read + 1),
                 _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
             };
+            let ends = first_end..read + len;
+            read += len;
             // Offsets never decrease (checked branch-free over the page, the culprit
             // looked up only on failure), so the last one is the largest: one range check.
             let shift = base.wrapping_sub(start);
             let mut prev = start;
             let mut bad = false;
-            offsets.extend(ends.iter().map(|&e| {
+            for i in ends.clone() {
+                let e = all[i];
                 bad |= e < prev;
                 prev = e;
-                e.wrapping_add(shift) as i64
-            }));
+                all[written] = e.wrapping_add(shift);
+                written += 1;
+            }
             if bad {
+                // The ends were overwritten in place: the wrapping shift gives them back.
                 let mut p = start;
-                for &e in ends {
+                for &shifted in &all[written - ends.len()..written] {
+                    let e = shifted.wrapping_sub(shift);
                     if e < p {
                         return Err(Error::corrupt(
                             "collection offsets",
@@ -169,6 +186,9 @@ impl Decoder<'_> {
                 })?;
             items.push((*c, start..prev));
         }
+        all.truncate(written);
+        // Checked above to stay within i64; the same allocation, reinterpreted.
+        let offsets: Vec<i64> = all.into_iter().map(|o| o as i64).collect();
         Ok((items, Offsets(offsets)))
     }
 

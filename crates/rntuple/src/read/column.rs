@@ -53,16 +53,20 @@ impl<'a> Decoder<'a> {
     /// size is known from the page lists up front, and every page (of every cluster, in
     /// parallel) decompresses into a per-thread scratch and decodes straight into its
     /// slice of the buffer.
+    ///
+    /// The buffer starts with `lead` zero elements (the leading 0 of offsets built in
+    /// place), then the values.
     pub(crate) fn read_column_parts(
         &self,
         id: u32,
         parts: &[ColumnPart<'_>],
+        lead: usize,
     ) -> Result<ColumnValues> {
         let encoding = self.descriptor.column_encoding(id)?;
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
         let mut jobs = Vec::new();
-        let mut total = 0usize;
+        let mut total = lead;
         for part in parts {
             let cluster = part.cluster;
             let range = part.range.clone();
