@@ -10,7 +10,8 @@
 //! ```
 //!
 //! - `decompress`: every page of the selected fields' columns (all columns without
-//!   `--fields`) is loaded into memory first, untimed; then the timed part decompresses
+//!   `--fields`; a page stored once for several columns counted once) is loaded into
+//!   memory first, untimed; then the timed part decompresses
 //!   every page on `N` threads, each into its own reused buffer with a reused zstd
 //!   context. No checksum, no decoding, no fresh memory: the codec's cost alone.
 //! - `compress`: every page of every column is decompressed first, untimed; the timed
@@ -162,6 +163,8 @@ fn load_pages(args: &Args) -> Result<Vec<LoadedPage>, String> {
     let bytes = std::fs::read(&args.file).map_err(|e| format!("{}: {e}", args.file))?;
     let d = reader.descriptor();
     let mut pages = Vec::new();
+    // A page stored once for several columns (ROOT's same-page merging) is one page.
+    let mut seen = std::collections::HashSet::new();
     for cluster in &d.clusters {
         for &col in &columns {
             let Some(cp) = cluster.column(col) else {
@@ -175,6 +178,9 @@ fn load_pages(args: &Args) -> Result<Vec<LoadedPage>, String> {
                 .map_err(|e| e.to_string())?
                 .unwrap_or(CompressionSettings::UNCOMPRESSED);
             for page in &cp.pages {
+                if !seen.insert((page.locator.offset, page.locator.size)) {
+                    continue;
+                }
                 let stored = stored_bytes(&bytes, page)?;
                 let data = open_page(stored, page, &encoding).map_err(|e| e.to_string())?;
                 let uncompressed = encoding

@@ -15,7 +15,17 @@ use std::ops::Range;
 pub(crate) struct Decoder<'a> {
     descriptor: &'a Descriptor,
     pages: &'a dyn PageSource,
+    /// Collection offsets decoded in this read, by what they were decoded from (see
+    /// `assemble.rs`): columns that store the same pages (ROOT's same-page merging, e.g.
+    /// every `Jet_*` vector's index column) are decoded once and share one buffer.
+    pub(super) offsets_cache: OffsetsCache,
 }
+
+/// Decoded offsets by the key of their pages (`assemble.rs`): the items' ranges and the
+/// Arrow offsets.
+pub(super) type OffsetsCache = std::sync::Mutex<
+    std::collections::HashMap<Vec<u64>, (Vec<Range<u64>>, super::assemble::Offsets)>,
+>;
 
 /// One cluster's part of a column read: the cluster, the elements wanted (local to the
 /// cluster), and the element count the column must have there when that follows from
@@ -41,7 +51,11 @@ struct PageJob<'a> {
 impl<'a> Decoder<'a> {
     /// A decoder of `descriptor`'s fields, from `pages`.
     pub(crate) fn new(descriptor: &'a Descriptor, pages: &'a dyn PageSource) -> Decoder<'a> {
-        Decoder { descriptor, pages }
+        Decoder {
+            descriptor,
+            pages,
+            offsets_cache: OffsetsCache::default(),
+        }
     }
 
     /// The descriptor of the fields it decodes.

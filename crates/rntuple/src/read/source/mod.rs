@@ -7,6 +7,7 @@
 mod direct;
 mod not_found;
 pub(crate) mod plan;
+mod pool;
 mod prefetch;
 
 use super::RNTupleReader;
@@ -231,17 +232,43 @@ impl Storage {
     /// blob if it is larger than a key).
     fn read_page(&self, page: &PageInfo) -> Result<Vec<u8>> {
         let offset = page.locator.offset;
-        let bytes = self.read_blob(offset, stored_page_len(page)).map_err(|e| {
-            e.at(Location {
-                offset: Some(offset),
-                ..Default::default()
-            })
-        })?;
+        let bytes = self
+            .read_blob(offset, stored_page_len(page))
+            .map_err(|e| at_offset(e, offset))?;
         self.counters
             .bytes_used
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(bytes)
     }
+
+    /// As [`Storage::read_page`], into a buffer of `pool` when the page is one key's
+    /// payload (the common case).
+    fn read_page_pooled(&self, page: &PageInfo, pool: &Arc<pool::BufferPool>) -> Result<PageBytes> {
+        let offset = page.locator.offset;
+        let len = stored_page_len(page);
+        let one_key = self.max_key_size == 0 || len <= self.max_key_size;
+        let fits = offset
+            .checked_add(len)
+            .is_some_and(|end| end <= self.source.size());
+        if !(one_key && fits) {
+            // Multi-key blobs, and the truncation error, as for any blob.
+            return self.read_page(page).map(PageBytes::Owned);
+        }
+        let mut buffer = pool.take(crate::error::to_usize(len, "a page")?);
+        self.source
+            .read_at_into(offset, buffer.as_mut_slice())
+            .map_err(|e| at_offset(e, offset))?;
+        self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
+        Ok(PageBytes::Pooled(buffer))
+    }
+}
+
+/// Wraps an error with the offset of the page it was found at.
+fn at_offset(e: Error, offset: u64) -> Error {
+    e.at(Location {
+        offset: Some(offset),
+        ..Default::default()
+    })
 }
 
 /// Wraps an error with the file and the RNTuple it was found in.

@@ -20,6 +20,8 @@ use std::time::Instant;
 pub(crate) enum PageBytes {
     /// Read for this page alone.
     Owned(Vec<u8>),
+    /// Read for this page alone, into a buffer that is reused once the page is dropped.
+    Pooled(super::pool::PooledBuffer),
     /// Bytes `start..start + len` of a fetched range.
     Shared {
         /// The range's bytes.
@@ -36,6 +38,7 @@ impl PageBytes {
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             PageBytes::Owned(v) => v,
+            PageBytes::Pooled(b) => b.as_slice(),
             PageBytes::Shared { buffer, start, len } => {
                 buffer.get(*start..start + len).unwrap_or_default()
             }
