@@ -157,7 +157,7 @@ impl Decoder<'_> {
             u64::from(record.bits_on_storage),
             record
                 .first_element_index
-                .map_or(u64::MAX, i64::cast_unsigned),
+                .map_or(u64::MAX, |i| u64::from_ne_bytes(i.to_ne_bytes())),
             per_entry.unwrap_or(u64::MAX),
         ];
         for (c, r) in segs {
