@@ -3,14 +3,16 @@
 //! groups, page lists, footer and the anchor.
 //!
 //! [`RNTupleWriter`] (`writer`) is the public face; each of its jobs has a module:
-//! `sink` (where payloads go), `page_plan` (ROOT's page-size policy), `size` (what each
+//! `sink` (where payloads go), `fill` (a filler: the entries not yet committed, from
+//! batches to sealed pages), `page_plan` (ROOT's page-size policy), `size` (what each
 //! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
-//! (pages sealed on the thread pool and written in runs) and `cluster` (clusters,
-//! cluster groups, footer and anchor). [`SharedFile`] writes several RNTuples into one
-//! file, filled in turns. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
-//! sealed, as merging copies them.
+//! (pages sealed on the thread pool and written in runs) and `cluster` (a filler's
+//! cluster size; committed clusters, cluster groups, footer and anchor). [`SharedFile`]
+//! writes several RNTuples into one file, filled in turns. [`PageCopyWriter`]
+//! (`page_copy`) writes pages that arrive sealed, as merging copies them.
 
 mod cluster;
+mod fill;
 mod model;
 mod options;
 mod page_copy;
