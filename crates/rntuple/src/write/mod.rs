@@ -8,8 +8,10 @@
 //! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
 //! (pages sealed on the thread pool and written in runs) and `cluster` (a filler's
 //! cluster size; committed clusters, cluster groups, footer and anchor). [`SharedFile`]
-//! writes several RNTuples into one file, filled in turns. [`PageCopyWriter`]
-//! (`page_copy`) writes pages that arrive sealed, as merging copies them.
+//! writes several RNTuples into one file, filled in turns. [`ParallelWriter`]
+//! (`parallel`) fills one RNTuple from several threads, a [`FillContext`] (a filler of
+//! its own) per thread. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
+//! sealed, as merging copies them.
 
 mod cluster;
 mod fill;
@@ -17,6 +19,7 @@ mod model;
 mod options;
 mod page_copy;
 mod page_plan;
+mod parallel;
 mod row;
 mod sealing;
 mod shared_file;
@@ -29,6 +32,7 @@ pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use page_copy::{PageBytes, PageCopyWriter, StoredCluster, StoredColumn, StoredPage};
+pub use parallel::{FillContext, ParallelWriter};
 pub use row::EntryWriter;
 pub use shared_file::{SharedFile, SharedSink};
 pub use sink::BlobSink;
