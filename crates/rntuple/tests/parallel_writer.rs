@@ -313,8 +313,9 @@ fn finishing_with_a_context_open_fails_and_leaves_no_file() {
     context.write_batch(&batch(0, 0, 100)).unwrap();
     let err = writer.finish().unwrap_err();
     assert!(err.to_string().contains("1 fill context(s)"), "{err}");
-    // The context goes on, but the file is abandoned with its last reference.
-    context.write_batch(&batch(0, 100, 100)).unwrap();
+    // The file is abandoned: the context's writes fail, and the file goes with it.
+    let err = context.flush_cluster().unwrap_err();
+    assert!(err.to_string().contains("still open"), "{err}");
     drop(context);
     assert_no_output(&path);
 }
@@ -327,8 +328,32 @@ fn an_abandoned_writer_leaves_no_file() {
     let mut context = writer.fill_context().unwrap();
     context.write_batch(&batch(0, 0, 100)).unwrap();
     context.finish().unwrap();
+    let mut open = writer.fill_context().unwrap();
+    open.write_batch(&batch(1, 0, 100)).unwrap();
     drop(writer);
+    // A context still open fails from then on; the file goes with it.
+    let err = open.flush_cluster().unwrap_err();
+    assert!(err.to_string().contains("dropped unfinished"), "{err}");
+    assert!(path.parent().unwrap().read_dir().unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".partial")));
+    drop(open);
     assert_no_output(&path);
+}
+
+#[test]
+fn an_abandoned_context_commits_nothing_more() {
+    let writer = memory_writer(WriteOptions::default());
+    let mut kept = writer.fill_context().unwrap();
+    kept.write_batch(&batch(0, 0, 10)).unwrap();
+    let mut dropped = writer.fill_context().unwrap();
+    dropped.write_batch(&batch(1, 0, 10)).unwrap();
+    dropped.abandon();
+    kept.finish().unwrap();
+    let reader = read_back(writer.finish().unwrap().into_inner());
+    check_sequence(&reader, 10);
 }
 
 #[test]

@@ -138,7 +138,8 @@ impl<W: FileOutput> FillTarget for ContextTarget<W> {
 /// # Ok::<(), rntuple::Error>(())
 /// ```
 pub struct ParallelWriter<W: FileOutput = AtomicFile> {
-    shared: Shared<W>,
+    /// `None` once finished.
+    shared: Option<Shared<W>>,
     name: String,
     descriptor: Descriptor,
     options: WriteOptions,
@@ -182,11 +183,11 @@ impl<W: FileOutput> ParallelWriter<W> {
             book.add_column(0);
         }
         Ok(ParallelWriter {
-            shared: Arc::new(Mutex::new(Committed {
+            shared: Some(Arc::new(Mutex::new(Committed {
                 file,
                 book,
                 failure: None,
-            })),
+            }))),
             name: name.to_string(),
             descriptor,
             options,
@@ -198,13 +199,20 @@ impl<W: FileOutput> ParallelWriter<W> {
         &self.descriptor
     }
 
+    /// The shared state (there until the writer is finished, which consumes it).
+    fn shared(&self) -> Result<&Shared<W>> {
+        self.shared
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("the parallel writer is finished".into()))
+    }
+
     /// A new fill context, to fill entries from one thread (it is `Send`; make one per
     /// thread).
     pub fn fill_context(&self) -> Result<FillContext<W>> {
         Ok(FillContext {
             filler: Filler::new(self.descriptor.clone(), self.options.clone())?,
             target: ContextTarget {
-                shared: Arc::clone(&self.shared),
+                shared: Arc::clone(self.shared()?),
             },
             finished: false,
         })
@@ -212,20 +220,28 @@ impl<W: FileOutput> ParallelWriter<W> {
 
     /// Entries in the clusters committed so far (by every context).
     pub fn num_entries(&self) -> Result<u64> {
-        Ok(lock(&self.shared)?.book.num_entries())
+        Ok(lock(self.shared()?)?.book.num_entries())
     }
 
     /// Commits the last cluster group, writes the footer and the anchor, and completes
     /// the file (an [`AtomicFile`] is renamed over its destination); returns the file's
     /// output. Every fill context must be finished or dropped before; an error if one
     /// is still alive, or if writing failed in one (the file is then abandoned).
-    pub fn finish(self) -> Result<W> {
-        let shared = Arc::try_unwrap(self.shared).map_err(|shared| {
+    pub fn finish(mut self) -> Result<W> {
+        let shared = self
+            .shared
+            .take()
+            .ok_or_else(|| Error::InvalidArgument("the parallel writer is finished".into()))?;
+        let shared = Arc::try_unwrap(shared).map_err(|shared| {
             let open = Arc::strong_count(&shared) - 1;
-            Error::InvalidArgument(format!(
+            let why = format!(
                 "{open} fill context(s) of RNTuple \"{}\" are still open: finish or drop them before the writer",
                 self.name
-            ))
+            );
+            if let Ok(mut guard) = shared.lock() {
+                guard.failure.get_or_insert_with(|| why.clone());
+            }
+            Error::InvalidArgument(why)
         })?;
         let Committed {
             mut file,
@@ -243,6 +259,20 @@ impl<W: FileOutput> ParallelWriter<W> {
         let anchor = book.finish(&mut file, SchemaDescription::default(), &self.options)?;
         file.write_anchor(&self.name, &anchor.to_object())?;
         file.finish_into_inner()
+    }
+}
+
+/// A writer dropped unfinished abandons the file: the contexts still open fail from
+/// then on, and the file goes with the last of them.
+impl<W: FileOutput> Drop for ParallelWriter<W> {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            if let Ok(mut guard) = shared.lock() {
+                guard
+                    .failure
+                    .get_or_insert_with(|| "the parallel writer was dropped unfinished".into());
+            }
+        }
     }
 }
 
@@ -282,6 +312,12 @@ impl<W: FileOutput> FillContext<W> {
     /// writes them and records the cluster after those committed so far.
     pub fn flush_cluster(&mut self) -> Result<()> {
         self.filler.commit_cluster(&mut self.target)
+    }
+
+    /// Ends the context without committing its open cluster: its entries since the last
+    /// committed cluster are not written.
+    pub fn abandon(mut self) {
+        self.finished = true;
     }
 
     /// Commits the open cluster and ends the context.
