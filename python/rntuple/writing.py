@@ -8,7 +8,7 @@ import contextlib
 import os
 import threading
 import warnings
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -36,6 +36,52 @@ def _check_checkpoint_every(checkpoint_every: int | None) -> None:
         raise InvalidArgumentError(
             f"checkpoint_every must be a positive number of clusters or None, got {checkpoint_every!r}"
         )
+
+
+class _AtomicOutput:
+    """A ROOT file written under a temporary name beside its path and renamed over it
+    only when closed, complete; the base of :class:`WritableFile` and
+    :class:`ParallelWriter`, which say how to :meth:`close` and :meth:`abort`."""
+
+    _path: str
+    _handle: Any
+
+    @property
+    def file_path(self) -> str:
+        """The path being written."""
+        return self._path
+
+    def close(self) -> None:
+        """Completes the file."""
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Abandons the file."""
+        raise NotImplementedError
+
+    def __enter__(self: _Output) -> _Output:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # An exception inside the block abandons the file rather than completing a file
+        # that holds only part of what was meant to be written.
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            warnings.warn(
+                f"rntuple file {self._path!r} was never closed: nothing was written "
+                "(call close() or use 'with')",
+                ResourceWarning,
+                stacklevel=2,
+            )
+            self.abort()
+
+
+_Output = TypeVar("_Output", bound=_AtomicOutput)
 
 
 class WritableRNTuple:
@@ -68,7 +114,7 @@ class WritableRNTuple:
         return f"<WritableRNTuple {self._name!r}: {self.num_entries} entries>"
 
 
-class WritableFile:
+class WritableFile(_AtomicOutput):
     """A new ROOT file, written on :meth:`close` (or at the end of a ``with`` block).
 
     ``f["Events"] = data`` creates the RNTuple ``Events`` from ``data``;
@@ -96,11 +142,6 @@ class WritableFile:
             page_checksums,
             checkpoint_every,
         )
-
-    @property
-    def file_path(self) -> str:
-        """The path being written."""
-        return self._path
 
     def _writer(self) -> _core.FileWriterHandle:
         if self._handle is None:
@@ -145,27 +186,6 @@ class WritableFile:
         if self._handle is not None:
             handle, self._handle = self._handle, None
             handle.abort()
-
-    def __enter__(self) -> WritableFile:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        # An exception inside the block abandons the file rather than completing a file
-        # that holds only part of what was meant to be written.
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            warnings.warn(
-                f"rntuple file {self._path!r} was never closed: nothing was written "
-                "(call close() or use 'with')",
-                ResourceWarning,
-                stacklevel=2,
-            )
-            self.abort()
 
     def __repr__(self) -> str:
         return f"<WritableFile {self._path!r}>"
@@ -266,7 +286,7 @@ class FillContext:
         return f"<FillContext: {state}>"
 
 
-class ParallelWriter:
+class ParallelWriter(_AtomicOutput):
     """One RNTuple in a new ROOT file, filled from several threads (ROOT's
     ``RNTupleParallelWriter``): each thread takes a :meth:`fill_context` and extends it.
     The file appears at its path only on :meth:`close` (or at the end of a ``with``
@@ -311,11 +331,6 @@ class ParallelWriter:
     def name(self) -> str:
         """The RNTuple's name."""
         return self._name
-
-    @property
-    def file_path(self) -> str:
-        """The path being written."""
-        return self._path
 
     def _writer(self) -> _core.ParallelWriterHandle:
         if self._handle is None:
@@ -366,26 +381,6 @@ class ParallelWriter:
                 # next write, the writer being gone.
                 with contextlib.suppress(RuntimeError):
                     context._abandon()
-
-    def __enter__(self) -> ParallelWriter:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        # An exception inside the block abandons the file, as for recreate().
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            warnings.warn(
-                f"rntuple file {self._path!r} was never closed: nothing was written "
-                "(call close() or use 'with')",
-                ResourceWarning,
-                stacklevel=2,
-            )
-            self.abort()
 
     def __repr__(self) -> str:
         return f"<ParallelWriter {self._name!r} in {self._path!r}>"

@@ -5,7 +5,7 @@
 //! [`ClusterSizer`]) hands the cluster's page locations to its [`FillTarget`], which
 //! records it.
 
-use super::cluster::ClusterSizer;
+use super::cluster::{new_header, ClusterBook, ClusterSizer, FORMAT_VERSION};
 use super::options::WriteOptions;
 use super::page_plan::{memory_size, PagePlanner};
 use super::sealing::{ChunkedValues, SealingPipeline};
@@ -14,7 +14,7 @@ use super::sink::BlobSink;
 use super::size::{count_entries, item_ops, EntryCounts};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Result};
-use crate::format::{ColumnRecord, PageInfo};
+use crate::format::{ColumnRecord, Footer, Header, PageInfo, SchemaDescription};
 use crate::schema::Descriptor;
 use arrow_array::{ArrayRef, RecordBatch};
 
@@ -137,6 +137,30 @@ impl Filler {
         };
         filler.add_new_columns()?;
         Ok(filler)
+    }
+
+    /// Starts the RNTuple `name` with `schema` in `sink`: checks that it can be filled,
+    /// writes its header, and returns the header, a filler for its entries and the book
+    /// of its clusters (its columns starting at element 0).
+    pub(crate) fn start<S: BlobSink>(
+        sink: &mut S,
+        name: &str,
+        schema: SchemaDescription,
+        options: &WriteOptions,
+    ) -> Result<(Header, Filler, ClusterBook)> {
+        let header = new_header(name, schema);
+        let descriptor = Descriptor::build(
+            FORMAT_VERSION,
+            header.clone(),
+            Footer::default(),
+            Vec::new(),
+        )?;
+        let filler = Filler::new(descriptor, options.clone())?;
+        let mut book = ClusterBook::start(sink, &header, options)?;
+        for _ in &filler.descriptor.columns {
+            book.add_column(0);
+        }
+        Ok((header, filler, book))
     }
 
     /// The schema as a descriptor (fields and columns, no clusters).

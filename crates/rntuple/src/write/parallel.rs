@@ -5,13 +5,13 @@
 //! writer's lock, so the clusters of different contexts interleave in the order they
 //! are finished, while the entries of one context keep their order.
 
-use super::cluster::{new_header, ClusterBook, FORMAT_VERSION};
+use super::cluster::ClusterBook;
 use super::fill::{FillTarget, Filler};
 use super::options::WriteOptions;
 use super::sink::BlobSink;
 use crate::container::{FileOutput, FileWriter};
 use crate::error::{Error, Result};
-use crate::format::{Footer, PageInfo, SchemaDescription};
+use crate::format::{PageInfo, SchemaDescription};
 use crate::io::AtomicFile;
 use crate::schema::Descriptor;
 use arrow_array::RecordBatch;
@@ -168,20 +168,10 @@ impl<W: FileOutput> ParallelWriter<W> {
         schema: SchemaDescription,
         options: WriteOptions,
     ) -> Result<Self> {
-        let header = new_header(name, schema);
-        let descriptor = Descriptor::build(
-            FORMAT_VERSION,
-            header.clone(),
-            Footer::default(),
-            Vec::new(),
-        )?;
-        // The checks every context would make (a field that cannot be written, a page
-        // buffer budget too small), made once before anything is written.
-        Filler::new(descriptor.clone(), options.clone())?;
-        let mut book = ClusterBook::start(&mut file, &header, &options)?;
-        for _ in &descriptor.columns {
-            book.add_column(0);
-        }
+        // The checks every context makes (a field that cannot be written, a page buffer
+        // budget too small) are made once here, before anything is written.
+        let (_, filler, book) = Filler::start(&mut file, name, schema, &options)?;
+        let descriptor = filler.descriptor().clone();
         Ok(ParallelWriter {
             shared: Some(Arc::new(Mutex::new(Committed {
                 file,

@@ -3,13 +3,13 @@
 //! and records clusters, cluster groups and finally the footer in its [`ClusterBook`];
 //! the caller's container writes the anchor it returns.
 
-use super::cluster::{new_header, ClusterBook, FORMAT_VERSION};
+use super::cluster::ClusterBook;
 use super::fill::{FillTarget, Filler};
 use super::model::extend_schema;
 use super::options::WriteOptions;
 use super::sink::BlobSink;
 use crate::error::Result;
-use crate::format::{Anchor, Footer, Header, Locator, PageInfo, SchemaDescription};
+use crate::format::{Anchor, Header, Locator, PageInfo, SchemaDescription};
 use crate::schema::Descriptor;
 use arrow_array::RecordBatch;
 
@@ -64,18 +64,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
         schema: SchemaDescription,
         options: WriteOptions,
     ) -> Result<Self> {
-        let header = new_header(name, schema);
-        let descriptor = Descriptor::build(
-            FORMAT_VERSION,
-            header.clone(),
-            Footer::default(),
-            Vec::new(),
-        )?;
-        let filler = Filler::new(descriptor, options.clone())?;
-        let mut book = ClusterBook::start(&mut sink, &header, &options)?;
-        for _ in &filler.descriptor().columns {
-            book.add_column(0);
-        }
+        let (header, filler, book) = Filler::start(&mut sink, name, schema, &options)?;
         Ok(RNTupleWriter {
             committer: Committer { sink, book },
             options,
