@@ -97,6 +97,7 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
         "write.py",
         [
             ("ours (Python, from Arrow)", "ours", 2),
+            ("ours, parallel writer, 2 threads", "ours-parallel", 2),
             ("ours (rntuple copy, whole process)", "ours-cli", 2),
             ("ROOT RNTupleWriter, 1 thread", "root", 1),
             ("ROOT RNTupleWriter, 2 threads (IMT)", "root", 2),

@@ -2,7 +2,9 @@
 
 The input is read into memory first (not timed); only the write is timed, up to a
 complete file on disk. Tools: ``ours`` (``rntuple.recreate(..., compression="zstd:5")``
-of the pyarrow Table our reader produced), ``ours-cli`` (``rntuple copy --compression
+of the pyarrow Table our reader produced), ``ours-parallel`` (``rntuple.recreate_parallel``
+of the same Table, split into one chunk of consecutive entries per thread, each thread
+extending a fill context of its own), ``ours-cli`` (``rntuple copy --compression
 zstd:5`` as a whole process: reading, decoding and writing), ``root`` (``RNTupleWriter``
 filled entry by entry from columnar C++ buffers; ``threads > 1`` enables implicit MT,
 which compresses pages in parallel). The checksum is the number of entries and fields of
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from common import REPO, Timer, emit, parse_args, root_file
 
-TOOLS = ["ours", "ours-cli", "root"]
+TOOLS = ["ours", "ours-parallel", "ours-cli", "root"]
 
 
 def _status_mb(key: str) -> float:
@@ -57,6 +59,29 @@ def main() -> None:
             rss_before = _start_memory_watch()
             with Timer() as t, rntuple.recreate(str(out), compression="zstd:5") as f:
                 f["Events"] = table
+            seconds = t.seconds
+            write_memory = _status_mb("VmHWM") - rss_before
+        elif args.tool == "ours-parallel":
+            import itertools
+            from concurrent.futures import ThreadPoolExecutor
+
+            import rntuple
+
+            table = rntuple.open(src)["Events"].arrays(library="arrow")
+            bounds = [len(table) * k // args.threads for k in range(args.threads + 1)]
+            chunks = [table.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+            rss_before = _start_memory_watch()
+            with (
+                Timer() as t,
+                rntuple.recreate_parallel(str(out), "Events", table.schema, compression="zstd:5") as w,
+            ):
+
+                def fill(chunk: object) -> None:
+                    with w.fill_context() as ctx:
+                        ctx.extend(chunk)
+
+                with ThreadPoolExecutor(args.threads) as pool:
+                    list(pool.map(fill, chunks))
             seconds = t.seconds
             write_memory = _status_mb("VmHWM") - rss_before
         elif args.tool == "ours-cli":

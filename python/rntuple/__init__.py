@@ -12,6 +12,9 @@ Writing::
         f["Events"] = {"x": numpy_array, "jets": awkward_array}
         f["Events"].extend(more)
 
+    with rntuple.recreate_parallel("out.root", "Events", schema) as w:
+        ...  # per thread: with w.fill_context() as ctx: ctx.extend(batch)
+
 The Rust core decodes pages on all cores with the GIL released and hands Arrow buffers
 to Awkward, NumPy, pyarrow, pandas and Polars without copies; an RNTuple also speaks the
 Arrow PyCapsule stream protocol (``pyarrow.table(nt)``, ``polars.from_arrow(nt)``,
@@ -46,13 +49,14 @@ from .inspection import Inspection, PageSizeHistogram
 from .merge import MergeResult, merge
 from .reading import Field, ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
-from .writing import WritableFile, WritableRNTuple, recreate
+from .writing import FillContext, ParallelWriter, WritableFile, WritableRNTuple, recreate, recreate_parallel
 
 __all__ = [
     "ChecksumError",
     "ConversionError",
     "ConvertResult",
     "Field",
+    "FillContext",
     "FormatError",
     "Inspection",
     "InvalidArgumentError",
@@ -60,6 +64,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "PageSizeHistogram",
+    "ParallelWriter",
     "RNTuple",
     "RNTupleError",
     "ReadOnlyFile",
@@ -76,4 +81,5 @@ __all__ = [
     "merge",
     "open",
     "recreate",
+    "recreate_parallel",
 ]

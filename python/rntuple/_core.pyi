@@ -106,6 +106,45 @@ class FileWriterHandle:
     def abort(self) -> None:
         """Abandons the file: the temporary file is removed, the path left as it was."""
 
+class ParallelWriterHandle:
+    """One RNTuple in a new ROOT file, filled from several threads."""
+
+    def __init__(
+        self,
+        path: str,
+        name: str,
+        schema: pa.Schema,
+        types: dict[str, str] | None = None,
+        compression: str = "zstd:5",
+        cluster_size: int | None = None,
+        page_size: int | None = None,
+        page_checksums: bool = True,
+        checkpoint_every: int | None = 1,
+    ) -> None: ...
+    def fill_context(self) -> FillContextHandle:
+        """A new fill context, for one thread."""
+    def num_entries(self) -> int:
+        """Entries in the clusters committed so far."""
+    def close(self) -> None:
+        """Completes the file (renamed over its path); every context must be closed."""
+    def abort(self) -> None:
+        """Abandons the file: the temporary file is removed, the path left as it was."""
+
+class FillContextHandle:
+    """One thread's fill context of a ``ParallelWriterHandle``."""
+
+    @property
+    def num_entries(self) -> int:
+        """Entries written through this context."""
+    def extend(self, data: Any) -> int:
+        """Appends the entries of an Arrow stream (GIL released); returns the context's entries."""
+    def flush_cluster(self) -> None:
+        """Commits the open cluster now."""
+    def close(self) -> None:
+        """Commits the open cluster and ends the context."""
+    def abandon(self) -> None:
+        """Ends the context without committing its open cluster."""
+
 def convert_ttree(
     input: str,
     output: str,

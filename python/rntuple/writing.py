@@ -1,11 +1,16 @@
 """Writing: create a ROOT file and fill RNTuples from Awkward Arrays, dicts of arrays,
-pyarrow tables, or pandas and Polars data frames."""
+pyarrow tables, or pandas and Polars data frames; or fill one RNTuple from several
+threads (:func:`recreate_parallel`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import warnings
-from typing import Any
+from typing import Any, TypeVar
+
+import pyarrow as pa
 
 from . import _core
 from .convert import to_arrow_input
@@ -21,6 +26,62 @@ def _size_option(size: int | str) -> int:
     if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
         return size
     return parse_size(size)
+
+
+def _check_checkpoint_every(checkpoint_every: int | None) -> None:
+    """Refuses a ``checkpoint_every`` that is neither a positive integer nor ``None``."""
+    if checkpoint_every is not None and (
+        isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1
+    ):
+        raise InvalidArgumentError(
+            f"checkpoint_every must be a positive number of clusters or None, got {checkpoint_every!r}"
+        )
+
+
+class _AtomicOutput:
+    """A ROOT file written under a temporary name beside its path and renamed over it
+    only when closed, complete; the base of :class:`WritableFile` and
+    :class:`ParallelWriter`, which say how to :meth:`close` and :meth:`abort`."""
+
+    _path: str
+    _handle: Any
+
+    @property
+    def file_path(self) -> str:
+        """The path being written."""
+        return self._path
+
+    def close(self) -> None:
+        """Completes the file."""
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Abandons the file."""
+        raise NotImplementedError
+
+    def __enter__(self: _Output) -> _Output:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # An exception inside the block abandons the file rather than completing a file
+        # that holds only part of what was meant to be written.
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            warnings.warn(
+                f"rntuple file {self._path!r} was never closed: nothing was written "
+                "(call close() or use 'with')",
+                ResourceWarning,
+                stacklevel=2,
+            )
+            self.abort()
+
+
+_Output = TypeVar("_Output", bound=_AtomicOutput)
 
 
 class WritableRNTuple:
@@ -53,7 +114,7 @@ class WritableRNTuple:
         return f"<WritableRNTuple {self._name!r}: {self.num_entries} entries>"
 
 
-class WritableFile:
+class WritableFile(_AtomicOutput):
     """A new ROOT file, written on :meth:`close` (or at the end of a ``with`` block).
 
     ``f["Events"] = data`` creates the RNTuple ``Events`` from ``data``;
@@ -70,14 +131,7 @@ class WritableFile:
         page_checksums: bool = True,
         checkpoint_every: int | None = 1,
     ) -> None:
-        if checkpoint_every is not None and (
-            isinstance(checkpoint_every, bool)
-            or not isinstance(checkpoint_every, int)
-            or checkpoint_every < 1
-        ):
-            raise InvalidArgumentError(
-                f"checkpoint_every must be a positive number of clusters or None, got {checkpoint_every!r}"
-            )
+        _check_checkpoint_every(checkpoint_every)
         self._path = os.fspath(path)
         self._handle: _core.FileWriterHandle | None = None
         self._handle = _core.FileWriterHandle(
@@ -88,11 +142,6 @@ class WritableFile:
             page_checksums,
             checkpoint_every,
         )
-
-    @property
-    def file_path(self) -> str:
-        """The path being written."""
-        return self._path
 
     def _writer(self) -> _core.FileWriterHandle:
         if self._handle is None:
@@ -138,27 +187,6 @@ class WritableFile:
             handle, self._handle = self._handle, None
             handle.abort()
 
-    def __enter__(self) -> WritableFile:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        # An exception inside the block abandons the file rather than completing a file
-        # that holds only part of what was meant to be written.
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            warnings.warn(
-                f"rntuple file {self._path!r} was never closed: nothing was written "
-                "(call close() or use 'with')",
-                ResourceWarning,
-                stacklevel=2,
-            )
-            self.abort()
-
     def __repr__(self) -> str:
         return f"<WritableFile {self._path!r}>"
 
@@ -189,6 +217,212 @@ def recreate(
     ``rntuple recover``; ``None`` commits one group at the end, as ROOT."""
     return WritableFile(
         path,
+        compression=compression,
+        cluster_size=cluster_size,
+        page_size=page_size,
+        page_checksums=page_checksums,
+        checkpoint_every=checkpoint_every,
+    )
+
+
+class FillContext:
+    """One thread's way of filling a :class:`ParallelWriter`'s RNTuple (ROOT's
+    ``RNTupleFillContext``): it buffers and compresses its own pages and commits a
+    cluster into the shared file whenever its cluster is full, so the clusters of the
+    threads interleave while the entries of one context keep their order. Use one
+    context per thread (a context is not meant to be shared); :meth:`close` (or the end
+    of a ``with`` block) commits its last cluster."""
+
+    def __init__(self, handle: _core.FillContextHandle) -> None:
+        self._handle: _core.FillContextHandle | None = handle
+
+    def _context(self) -> _core.FillContextHandle:
+        if self._handle is None:
+            raise InvalidArgumentError("the fill context is closed")
+        return self._handle
+
+    @property
+    def num_entries(self) -> int:
+        """Entries written through this context so far."""
+        return 0 if self._handle is None else self._handle.num_entries
+
+    @property
+    def closed(self) -> bool:
+        """Whether the context was closed."""
+        return self._handle is None
+
+    def extend(self, data: Any) -> None:
+        """Appends the entries of ``data``, which must have the fields of the writer's
+        schema (same input kinds as :meth:`WritableFile.write`). The GIL is released
+        while the entries are written, so that threads fill in parallel."""
+        table = to_arrow_input(data)
+        self._context().extend(table)
+
+    def flush_cluster(self) -> None:
+        """Commits the open cluster now (ROOT's ``FlushCluster``)."""
+        self._context().flush_cluster()
+
+    def close(self) -> None:
+        """Commits the last cluster and ends the context; closing twice does nothing."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.close()
+
+    def _abandon(self) -> None:
+        """Ends the context without committing its open cluster (the writer is being
+        abandoned)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.abandon()
+
+    def __enter__(self) -> FillContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._handle is None else f"{self.num_entries} entries"
+        return f"<FillContext: {state}>"
+
+
+class ParallelWriter(_AtomicOutput):
+    """One RNTuple in a new ROOT file, filled from several threads (ROOT's
+    ``RNTupleParallelWriter``): each thread takes a :meth:`fill_context` and extends it.
+    The file appears at its path only on :meth:`close` (or at the end of a ``with``
+    block), complete; an exception in the block, or :meth:`abort`, leaves the path as it
+    was."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        name: str,
+        schema: Any,
+        *,
+        types: dict[str, str] | None = None,
+        compression: str | int = "zstd:5",
+        cluster_size: int | str | None = None,
+        page_size: int | str | None = None,
+        page_checksums: bool = True,
+        checkpoint_every: int | None = 1,
+    ) -> None:
+        if not isinstance(name, str) or not name or "/" in name:
+            raise InvalidArgumentError(f"invalid RNTuple name {name!r}")
+        _check_checkpoint_every(checkpoint_every)
+        self._path = os.fspath(path)
+        self._name = name
+        self._contexts: list[FillContext] = []
+        self._lock = threading.Lock()
+        arrow_schema = schema if isinstance(schema, pa.Schema) else to_arrow_input(schema).schema
+        self._handle: _core.ParallelWriterHandle | None = None
+        self._handle = _core.ParallelWriterHandle(
+            self._path,
+            name,
+            arrow_schema,
+            types,
+            str(compression),
+            None if cluster_size is None else _size_option(cluster_size),
+            None if page_size is None else _size_option(page_size),
+            page_checksums,
+            checkpoint_every,
+        )
+
+    @property
+    def name(self) -> str:
+        """The RNTuple's name."""
+        return self._name
+
+    def _writer(self) -> _core.ParallelWriterHandle:
+        if self._handle is None:
+            raise InvalidArgumentError(f"file {self._path!r} is closed")
+        return self._handle
+
+    @property
+    def num_entries(self) -> int:
+        """Entries in the clusters committed so far (by every context)."""
+        return self._writer().num_entries()
+
+    def fill_context(self) -> FillContext:
+        """A new fill context, for one thread (safe to call from any thread)."""
+        context = FillContext(self._writer().fill_context())
+        with self._lock:
+            self._contexts.append(context)
+        return context
+
+    def close(self) -> None:
+        """Closes the contexts still open (committing their last clusters), writes the
+        page lists, footer and anchor, and completes the file, which appears at its path
+        only now; closing twice does nothing. Every thread must be done filling. If
+        completing fails, nothing is written and what was at the path stays."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        with self._lock:
+            contexts, self._contexts = self._contexts, []
+        try:
+            for context in contexts:
+                context.close()
+        except BaseException:
+            handle.abort()
+            raise
+        handle.close()
+
+    def abort(self) -> None:
+        """Abandons the file: nothing is written, and what was at the path stays. The
+        contexts are ended without committing; one still filling in another thread
+        fails from then on (the temporary file goes with it)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            with self._lock:
+                contexts, self._contexts = self._contexts, []
+            handle.abort()
+            for context in contexts:
+                # A context busy in another thread cannot be ended here; it fails on its
+                # next write, the writer being gone.
+                with contextlib.suppress(RuntimeError):
+                    context._abandon()
+
+    def __repr__(self) -> str:
+        return f"<ParallelWriter {self._name!r} in {self._path!r}>"
+
+
+def recreate_parallel(
+    path: str | os.PathLike,
+    name: str,
+    schema: Any,
+    *,
+    types: dict[str, str] | None = None,
+    compression: str | int = "zstd:5",
+    cluster_size: int | str | None = None,
+    page_size: int | str | None = None,
+    page_checksums: bool = True,
+    checkpoint_every: int | None = 1,
+) -> ParallelWriter:
+    """Creates (or overwrites) a ROOT file with one RNTuple ``name`` to fill from several
+    threads; use it as a context manager::
+
+        with rntuple.recreate_parallel("out.root", "Events", chunks[0]) as w:
+            def fill(chunk):
+                with w.fill_context() as ctx:
+                    ctx.extend(chunk)
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(fill, chunks))
+
+    ``schema`` gives the fields: a ``pyarrow.Schema`` (a nullable field becomes
+    ``std::optional``; pyarrow makes fields nullable unless told ``nullable=False``), or
+    data of any kind :meth:`WritableFile.write` takes, whose fields and types are taken
+    as they would be written (its entries are not written); ``types`` maps field names
+    to C++ type names that override them. Each thread fills through a
+    :meth:`ParallelWriter.fill_context` of its own, whose pages are compressed with the
+    GIL released; clusters are committed in the order the contexts fill them, and the
+    entries of one context keep their order. The options are those of :func:`recreate`
+    (``cluster_size`` is each context's cluster size); the file appears at ``path``
+    only when the writer is closed, complete."""
+    return ParallelWriter(
+        path,
+        name,
+        schema,
+        types=types,
         compression=compression,
         cluster_size=cluster_size,
         page_size=page_size,

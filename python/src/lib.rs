@@ -5,16 +5,17 @@
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
+use rntuple::format::SchemaDescription;
 use rntuple::io::open_source;
 use rntuple::io::AtomicFile;
 use rntuple::read::{Projection, RNTupleReader, RangeBatches, RecordPaths, StepSize};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, SharedFile, SharedSink, WriteOptions};
+use rntuple::write::{FillContext, ParallelWriter, SharedFile, WriteOptions};
 use rntuple::Error;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -394,10 +395,10 @@ impl FileWriterHandle {
     }
 }
 
-/// Writes every batch of an Arrow stream.
+/// Writes every batch of an Arrow stream with `write`; returns the entries written.
 fn write_stream(
-    writer: &mut RNTupleWriter<SharedSink<AtomicFile>>,
     stream: &mut dyn Iterator<Item = Result<RecordBatch, ArrowError>>,
+    mut write: impl FnMut(&RecordBatch) -> rntuple::Result<()>,
 ) -> rntuple::Result<u64> {
     let mut n = 0u64;
     for batch in stream {
@@ -408,7 +409,7 @@ fn write_stream(
         let mut start = 0;
         while start < batch.num_rows() {
             let len = WRITE_SLICE_ROWS.min(batch.num_rows() - start);
-            writer.write_batch(&batch.slice(start, len))?;
+            write(&batch.slice(start, len))?;
             start += len;
         }
     }
@@ -417,6 +418,87 @@ fn write_stream(
 
 /// Rows handed to the writer at a time.
 const WRITE_SLICE_ROWS: usize = 16384;
+
+/// The write options of the Python writers: `compression` is `ALG[:LEVEL]` or ROOT's
+/// number; sizes in bytes, `None` for ROOT's defaults; `checkpoint_every` `None` for one
+/// cluster group at the end.
+fn write_options(
+    compression: &str,
+    cluster_size: Option<u64>,
+    page_size: Option<u64>,
+    page_checksums: bool,
+    checkpoint_every: Option<u64>,
+) -> PyResult<WriteOptions> {
+    let compression = CompressionSettings::parse(compression).map_err(to_py_err)?;
+    // Python spells "one cluster group at the end" None (the command line spells it
+    // 0); every other value is the core's to check.
+    if checkpoint_every == Some(0) {
+        return Err(to_py_err(Error::InvalidArgument(
+            "checkpoint_every must be a positive number of clusters, or None".into(),
+        )));
+    }
+    let mut options = WriteOptions::builder()
+        .compression(compression)
+        .page_checksums(page_checksums)
+        .checkpoint_every(checkpoint_every.unwrap_or(0));
+    if let Some(size) = cluster_size {
+        options = options.cluster_size(size);
+    }
+    if let Some(size) = page_size {
+        options = options.page_size(size);
+    }
+    options.build().map_err(to_py_err)
+}
+
+/// The C++ type names `types` gives to top-level fields, each of which `schema` must have.
+fn type_overrides(
+    schema: &Schema,
+    types: Option<&Bound<'_, PyDict>>,
+) -> PyResult<BTreeMap<String, String>> {
+    let mut type_names: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(types) = types {
+        for (k, v) in types.iter() {
+            type_names.insert(k.extract()?, v.extract()?);
+        }
+    }
+    for field in type_names.keys() {
+        if schema.field_with_name(field).is_err() {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "types names field \"{field}\", which the data does not have"
+            ))));
+        }
+    }
+    Ok(type_names)
+}
+
+/// The RNTuple schema of an Arrow schema: a nullable Arrow field becomes `std::optional`
+/// (the Python layer marks nullable only the fields that are optional or hold nulls);
+/// `type_names` maps top-level field names to C++ type names that override the ones
+/// derived from Arrow.
+fn rntuple_schema(
+    schema: &Schema,
+    type_names: &BTreeMap<String, String>,
+    options: &WriteOptions,
+) -> rntuple::Result<SchemaDescription> {
+    let mut builder = SchemaBuilder::new(ColumnDefaults {
+        compressed: options.compression().is_compressed(),
+    })
+    .nullable_as_optional(true);
+    for field in schema.fields() {
+        // The error keeps its kind (unsupported type, bad type name) and names the column.
+        let located = |e: Error| {
+            e.at(rntuple::Location {
+                field: Some(field.name().to_string()),
+                ..Default::default()
+            })
+        };
+        match type_names.get(field.name()) {
+            Some(t) => builder.add_cpp_field(field.name(), t).map_err(located)?,
+            None => builder.add_arrow_field(field).map_err(located)?,
+        };
+    }
+    Ok(builder.finish())
+}
 
 #[pymethods]
 impl FileWriterHandle {
@@ -432,27 +514,15 @@ impl FileWriterHandle {
         page_checksums: bool,
         checkpoint_every: Option<u64>,
     ) -> PyResult<Self> {
-        let compression = CompressionSettings::parse(compression).map_err(to_py_err)?;
-        // Python spells "one cluster group at the end" None (the command line spells it
-        // 0); every other value is the core's to check.
-        if checkpoint_every == Some(0) {
-            return Err(to_py_err(Error::InvalidArgument(
-                "checkpoint_every must be a positive number of clusters, or None".into(),
-            )));
-        }
-        let mut options = WriteOptions::builder()
-            .compression(compression)
-            .page_checksums(page_checksums)
-            .checkpoint_every(checkpoint_every.unwrap_or(0));
-        if let Some(size) = cluster_size {
-            options = options.cluster_size(size);
-        }
-        if let Some(size) = page_size {
-            options = options.page_size(size);
-        }
-        let options = options.build().map_err(to_py_err)?;
-        let file =
-            FileWriter::create(std::path::Path::new(&path), compression).map_err(to_py_err)?;
+        let options = write_options(
+            compression,
+            cluster_size,
+            page_size,
+            page_checksums,
+            checkpoint_every,
+        )?;
+        let file = FileWriter::create(std::path::Path::new(&path), options.compression())
+            .map_err(to_py_err)?;
         Ok(FileWriterHandle {
             file: Some(SharedFile::new(file)),
             options,
@@ -479,42 +549,13 @@ impl FileWriterHandle {
         }
         let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
         let schema = stream.schema();
-        let mut type_names: BTreeMap<String, String> = BTreeMap::new();
-        if let Some(types) = types {
-            for (k, v) in types.iter() {
-                type_names.insert(k.extract()?, v.extract()?);
-            }
-        }
-        for field in type_names.keys() {
-            if schema.field_with_name(field).is_err() {
-                return Err(to_py_err(Error::InvalidArgument(format!(
-                    "types names field \"{field}\", which the data does not have"
-                ))));
-            }
-        }
+        let type_names = type_overrides(&schema, types)?;
         let options = self.options.clone();
         let file = self.open_file()?;
         py.detach(move || -> rntuple::Result<u64> {
-            let mut builder = SchemaBuilder::new(ColumnDefaults {
-                compressed: options.compression().is_compressed(),
-            })
-            .nullable_as_optional(true);
-            for field in schema.fields() {
-                // The error keeps its kind (unsupported type, bad type name) and names
-                // the column.
-                let located = |e: Error| {
-                    e.at(rntuple::Location {
-                        field: Some(field.name().to_string()),
-                        ..Default::default()
-                    })
-                };
-                match type_names.get(field.name()) {
-                    Some(t) => builder.add_cpp_field(field.name(), t).map_err(located)?,
-                    None => builder.add_arrow_field(field).map_err(located)?,
-                };
-            }
-            let writer = file.create(&name, builder.finish(), options)?;
-            match write_stream(writer, &mut stream) {
+            let schema = rntuple_schema(&schema, &type_names, &options)?;
+            let writer = file.create(&name, schema, options)?;
+            match write_stream(&mut stream, |b| writer.write_batch(b)) {
                 Ok(_) => Ok(writer.num_entries()),
                 Err(e) => {
                     // An RNTuple whose data failed is left out of the file.
@@ -535,7 +576,7 @@ impl FileWriterHandle {
                 "no RNTuple named \"{name}\" is being written in this file"
             )))
         })?;
-        py.detach(|| write_stream(writer, &mut stream))
+        py.detach(|| write_stream(&mut stream, |b| writer.write_batch(b)))
             .map_err(to_py_err)?;
         Ok(writer.num_entries())
     }
@@ -577,6 +618,170 @@ impl FileWriterHandle {
             Some(file) => py
                 .detach(move || file.close().map(|_| ()))
                 .map_err(to_py_err),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One RNTuple filled from several threads (`ParallelWriter`): each thread fills through
+/// a fill context of its own; the file appears at its path only on `close`.
+#[pyclass(module = "rntuple._core")]
+struct ParallelWriterHandle {
+    /// `None` once closed or aborted.
+    writer: Option<ParallelWriter<AtomicFile>>,
+}
+
+impl ParallelWriterHandle {
+    /// The writer, unless it is closed.
+    fn open_writer(&self) -> PyResult<&ParallelWriter<AtomicFile>> {
+        self.writer.as_ref().ok_or_else(|| {
+            to_py_err(Error::InvalidArgument(
+                "the writer is already closed".into(),
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl ParallelWriterHandle {
+    /// Creates (or truncates, once closed) the ROOT file at `path` with the RNTuple
+    /// `name` of the fields of `schema` (a `pyarrow.Schema`: a nullable field becomes
+    /// `std::optional`); `types` maps top-level field names to C++ type names; the
+    /// options as `FileWriterHandle`'s.
+    #[new]
+    #[pyo3(signature = (path, name, schema, types=None, compression="zstd:5", cluster_size=None, page_size=None, page_checksums=true, checkpoint_every=Some(rntuple::write::DEFAULT_CHECKPOINT_EVERY)))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        name: String,
+        schema: &Bound<'_, PyAny>,
+        types: Option<&Bound<'_, PyDict>>,
+        compression: &str,
+        cluster_size: Option<u64>,
+        page_size: Option<u64>,
+        page_checksums: bool,
+        checkpoint_every: Option<u64>,
+    ) -> PyResult<Self> {
+        let options = write_options(
+            compression,
+            cluster_size,
+            page_size,
+            page_checksums,
+            checkpoint_every,
+        )?;
+        let schema = Schema::from_pyarrow_bound(schema)?;
+        let type_names = type_overrides(&schema, types)?;
+        let writer = py
+            .detach(|| {
+                let schema = rntuple_schema(&schema, &type_names, &options)?;
+                ParallelWriter::recreate(std::path::Path::new(&path), &name, schema, options)
+            })
+            .map_err(to_py_err)?;
+        Ok(ParallelWriterHandle {
+            writer: Some(writer),
+        })
+    }
+
+    /// A new fill context, for one thread.
+    fn fill_context(&self) -> PyResult<FillContextHandle> {
+        let context = self.open_writer()?.fill_context().map_err(to_py_err)?;
+        Ok(FillContextHandle {
+            context: Some(context),
+            entries: 0,
+        })
+    }
+
+    /// Entries in the clusters committed so far.
+    fn num_entries(&self) -> PyResult<u64> {
+        self.open_writer()?.num_entries().map_err(to_py_err)
+    }
+
+    /// Abandons the file: nothing is written at its path. Closing or aborting afterwards
+    /// does nothing.
+    fn abort(&mut self) {
+        self.writer.take();
+    }
+
+    /// Writes the page lists, footer and anchor and completes the file, which appears at
+    /// its path only now; every fill context must be closed before. Closing twice does
+    /// nothing. On an error the file is abandoned.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.writer.take() {
+            Some(writer) => py
+                .detach(move || writer.finish().map(|_| ()))
+                .map_err(to_py_err),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One thread's fill context of a `ParallelWriterHandle`: its own pages and clusters,
+/// committed into the shared file as they fill.
+#[pyclass(module = "rntuple._core")]
+struct FillContextHandle {
+    /// `None` once closed.
+    context: Option<FillContext<AtomicFile>>,
+    /// Entries written through this context.
+    entries: u64,
+}
+
+impl FillContextHandle {
+    /// The context, unless it is closed.
+    fn open_context(&mut self) -> PyResult<&mut FillContext<AtomicFile>> {
+        self.context.as_mut().ok_or_else(|| {
+            to_py_err(Error::InvalidArgument(
+                "the fill context is already closed".into(),
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl FillContextHandle {
+    /// Appends the entries of `data` (anything with `__arrow_c_stream__`, with the fields
+    /// of the writer's schema), with the GIL released. Returns the entries written
+    /// through this context so far.
+    fn extend(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let context = self.open_context()?;
+        let mut written = 0u64;
+        let result = py.detach(|| {
+            write_stream(&mut stream, |b| {
+                context.write_batch(b)?;
+                written += b.num_rows() as u64;
+                Ok(())
+            })
+        });
+        self.entries += written;
+        result.map_err(to_py_err)?;
+        Ok(self.entries)
+    }
+
+    /// Commits the open cluster now.
+    fn flush_cluster(&mut self, py: Python<'_>) -> PyResult<()> {
+        let context = self.open_context()?;
+        py.detach(|| context.flush_cluster()).map_err(to_py_err)
+    }
+
+    /// Entries written through this context.
+    #[getter]
+    fn num_entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Ends the context without committing its open cluster (the writer is being
+    /// abandoned); closing or abandoning afterwards does nothing.
+    fn abandon(&mut self) {
+        if let Some(context) = self.context.take() {
+            context.abandon();
+        }
+    }
+
+    /// Commits the open cluster and ends the context; closing twice does nothing.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.context.take() {
+            Some(context) => py.detach(move || context.finish()).map_err(to_py_err),
             None => Ok(()),
         }
     }
@@ -721,6 +926,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
     m.add_class::<Reader>()?;
     m.add_class::<FileWriterHandle>()?;
+    m.add_class::<ParallelWriterHandle>()?;
+    m.add_class::<FillContextHandle>()?;
     m.add_class::<inspect::InspectionHandle>()?;
     m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add_function(wrap_pyfunction!(merge_rntuples, m)?)?;

@@ -1,33 +1,25 @@
-//! Cluster and cluster-group bookkeeping: when a cluster is due (ROOT's size estimate),
-//! what each committed cluster holds (entries, the pages of each column), the page list
-//! of each cluster group, and at the end the footer and the anchor.
+//! Cluster and cluster-group bookkeeping: when a filler's cluster is due (ROOT's size
+//! estimate, [`ClusterSizer`]), and what the committed clusters hold (entries, the pages
+//! of each column), the page list of each cluster group, and at the end the footer and
+//! the anchor ([`ClusterBook`]).
 
 use super::options::WriteOptions;
 use super::sink::{write_envelope, BlobSink};
 use crate::error::Result;
 use crate::format::{
     Anchor, ClusterGroupRecord, ClusterSummary, ColumnPages, EnvelopeLink, EnvelopeType, Footer,
-    LinkedAttributeSet, Locator, PageInfo, PageList, SchemaDescription,
+    Header, LinkedAttributeSet, Locator, PageInfo, PageList, SchemaDescription,
 };
 
 /// The format version written in the anchor: 1.0.2.0, as ROOT 6.40.
 pub(crate) const FORMAT_VERSION: (u16, u16, u16, u16) = (1, 0, 2, 0);
 
-/// Where a column's elements stand.
-struct ColumnElements {
-    /// Global index of the open cluster's first element.
-    first: u64,
-    /// Elements appended to the open cluster.
-    in_cluster: u64,
-}
-
-/// The entries, clusters and cluster groups of the RNTuple being written.
-pub(crate) struct ClusterBook {
-    /// Where the header envelope went.
-    header_link: EnvelopeLink,
-    header_checksum: u64,
-    n_entries: u64,
-    cluster_first_entry: u64,
+/// The open cluster of one filler (a writer, or a fill context of the parallel writer)
+/// and when it is due: ROOT's fill context estimates a cluster's uncompressed size from
+/// the compression factor of its clusters so far.
+pub(crate) struct ClusterSizer {
+    /// Entries of the open cluster.
+    open_entries: u64,
     /// Uncompressed bytes of the open cluster, as ROOT's fields count them.
     unzipped_cluster_bytes: u64,
     /// The size at which the open cluster is committed: the zipped target size times
@@ -37,47 +29,23 @@ pub(crate) struct ClusterBook {
     bytes_filled: u64,
     /// Bytes written for all committed clusters (pages with checksums, merged pages once).
     bytes_flushed: u64,
-    columns: Vec<ColumnElements>,
-    open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
-    groups: Vec<ClusterGroupRecord>,
-    attribute_sets: Vec<LinkedAttributeSet>,
 }
 
-impl ClusterBook {
-    /// No entries yet, after the header written to `header_link`.
-    pub(crate) fn new(
-        header_link: EnvelopeLink,
-        header_checksum: u64,
-        options: &WriteOptions,
-    ) -> Self {
-        ClusterBook {
-            header_link,
-            header_checksum,
-            n_entries: 0,
-            cluster_first_entry: 0,
+impl ClusterSizer {
+    /// No entries yet.
+    pub(crate) fn new(options: &WriteOptions) -> Self {
+        ClusterSizer {
+            open_entries: 0,
             unzipped_cluster_bytes: 0,
             unzipped_cluster_estimate: options.initial_cluster_size_estimate(),
             bytes_filled: 0,
             bytes_flushed: 0,
-            columns: Vec::new(),
-            open_group: Vec::new(),
-            groups: Vec::new(),
-            attribute_sets: Vec::new(),
         }
     }
 
-    /// Adds a column whose first element has global index `first_element` (not 0 for a
-    /// deferred column of a late model extension).
-    pub(crate) fn add_column(&mut self, first_element: u64) {
-        self.columns.push(ColumnElements {
-            first: first_element,
-            in_cluster: 0,
-        });
-    }
-
-    /// Entries written so far.
-    pub(crate) fn num_entries(&self) -> u64 {
-        self.n_entries
+    /// Entries of the open cluster.
+    pub(crate) fn open_entries(&self) -> u64 {
+        self.open_entries
     }
 
     /// Uncompressed bytes of the open cluster so far.
@@ -93,68 +61,13 @@ impl ClusterBook {
 
     /// `n` entries of `unzipped_bytes` uncompressed bytes were added to the open cluster.
     pub(crate) fn add_entries(&mut self, n: u64, unzipped_bytes: u64) {
-        self.n_entries += n;
+        self.open_entries += n;
         self.unzipped_cluster_bytes += unzipped_bytes;
     }
 
-    /// `n` elements were appended to column `id` in the open cluster.
-    pub(crate) fn add_elements(&mut self, id: usize, n: u64) {
-        if let Some(c) = self.columns.get_mut(id) {
-            c.in_cluster += n;
-        }
-    }
-
-    /// Whether the open cluster has entries.
-    pub(crate) fn has_open_cluster(&self) -> bool {
-        self.n_entries > self.cluster_first_entry
-    }
-
-    /// Records the open cluster as committed, its pages written at `pages` (per column,
-    /// in order) in `zipped_bytes` bytes, and estimates the next cluster's size. Commits
-    /// the cluster group when a checkpoint is due.
-    pub(crate) fn commit_cluster<S: BlobSink>(
-        &mut self,
-        sink: &mut S,
-        pages: Vec<Vec<PageInfo>>,
-        zipped_bytes: u64,
-        options: &WriteOptions,
-    ) -> Result<()> {
-        let compression = options.compression().as_u32();
-        let columns = pages.into_iter().map(|p| (p, compression)).collect();
-        self.commit_cluster_columns(sink, columns, zipped_bytes, options)
-    }
-
-    /// As [`ClusterBook::commit_cluster`], with each column's compression settings
-    /// (pages copied from other files keep theirs). Columns past the end of `columns`
-    /// are not listed in this cluster (deferred columns before their first element).
-    pub(crate) fn commit_cluster_columns<S: BlobSink>(
-        &mut self,
-        sink: &mut S,
-        columns: Vec<(Vec<PageInfo>, u32)>,
-        zipped_bytes: u64,
-        options: &WriteOptions,
-    ) -> Result<()> {
-        let cluster_columns = self
-            .columns
-            .iter_mut()
-            .zip(columns)
-            .map(|(c, (pages, compression))| {
-                let column = ColumnPages {
-                    pages,
-                    element_offset: Some(c.first),
-                    compression: Some(compression),
-                };
-                c.first += std::mem::take(&mut c.in_cluster);
-                column
-            })
-            .collect();
-        self.open_group.push((
-            ClusterSummary {
-                first_entry: self.cluster_first_entry,
-                n_entries: self.n_entries - self.cluster_first_entry,
-            },
-            cluster_columns,
-        ));
+    /// The open cluster was written in `zipped_bytes` bytes: estimates the next
+    /// cluster's size and starts it. Returns the entries of the cluster.
+    pub(crate) fn close_cluster(&mut self, zipped_bytes: u64, options: &WriteOptions) -> u64 {
         // The next cluster's size estimate follows the compression factor of all clusters
         // so far (in single precision, capped at 1000, as ROOT's fill context).
         self.bytes_filled += std::mem::take(&mut self.unzipped_cluster_bytes);
@@ -164,7 +77,114 @@ impl ClusterBook {
         #[allow(clippy::cast_possible_truncation)]
         let estimate = (factor * options.cluster_size() as f32) as u64;
         self.unzipped_cluster_estimate = estimate;
-        self.cluster_first_entry = self.n_entries;
+        std::mem::take(&mut self.open_entries)
+    }
+}
+
+/// The header of an RNTuple named `name` with `schema`, as this library writes it.
+pub(crate) fn new_header(name: &str, schema: SchemaDescription) -> Header {
+    Header {
+        name: name.to_string(),
+        description: String::new(),
+        writer: format!("rntuple v{}", env!("CARGO_PKG_VERSION")),
+        schema,
+    }
+}
+
+/// The committed clusters and cluster groups of the RNTuple being written.
+pub(crate) struct ClusterBook {
+    /// Where the header envelope went.
+    header_link: EnvelopeLink,
+    header_checksum: u64,
+    /// Entries of the committed clusters.
+    n_entries: u64,
+    /// Per column, the global index of the next cluster's first element.
+    columns: Vec<u64>,
+    open_group: Vec<(ClusterSummary, Vec<ColumnPages>)>,
+    groups: Vec<ClusterGroupRecord>,
+    attribute_sets: Vec<LinkedAttributeSet>,
+}
+
+impl ClusterBook {
+    /// Writes `header` into `sink`: no clusters yet, and no columns (see
+    /// [`ClusterBook::add_column`]).
+    pub(crate) fn start<S: BlobSink>(
+        sink: &mut S,
+        header: &Header,
+        options: &WriteOptions,
+    ) -> Result<Self> {
+        let (header_link, header_checksum) =
+            write_envelope(sink, EnvelopeType::Header, &header.write(), options)?;
+        Ok(ClusterBook {
+            header_link,
+            header_checksum,
+            n_entries: 0,
+            columns: Vec::new(),
+            open_group: Vec::new(),
+            groups: Vec::new(),
+            attribute_sets: Vec::new(),
+        })
+    }
+
+    /// Adds a column whose first element has global index `first_element` (not 0 for a
+    /// deferred column of a late model extension).
+    pub(crate) fn add_column(&mut self, first_element: u64) {
+        self.columns.push(first_element);
+    }
+
+    /// Entries of the committed clusters.
+    pub(crate) fn num_entries(&self) -> u64 {
+        self.n_entries
+    }
+
+    /// Records a cluster of `n_entries` entries whose pages were written at `pages` (per
+    /// column, in order), compressed with the options' settings. Commits the cluster
+    /// group when a checkpoint is due.
+    pub(crate) fn commit_cluster<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        n_entries: u64,
+        pages: Vec<Vec<PageInfo>>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let compression = options.compression().as_u32();
+        let columns = pages.into_iter().map(|p| (p, compression)).collect();
+        self.commit_cluster_columns(sink, n_entries, columns, options)
+    }
+
+    /// As [`ClusterBook::commit_cluster`], with each column's compression settings
+    /// (pages copied from other files keep theirs). Columns past the end of `columns`
+    /// are not listed in this cluster (deferred columns before their first element).
+    pub(crate) fn commit_cluster_columns<S: BlobSink>(
+        &mut self,
+        sink: &mut S,
+        n_entries: u64,
+        columns: Vec<(Vec<PageInfo>, u32)>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let cluster_columns = self
+            .columns
+            .iter_mut()
+            .zip(columns)
+            .map(|(first, (pages, compression))| {
+                let elements: u64 = pages.iter().map(|p| u64::from(p.n_elements)).sum();
+                let column = ColumnPages {
+                    pages,
+                    element_offset: Some(*first),
+                    compression: Some(compression),
+                };
+                *first += elements;
+                column
+            })
+            .collect();
+        self.open_group.push((
+            ClusterSummary {
+                first_entry: self.n_entries,
+                n_entries,
+            },
+            cluster_columns,
+        ));
+        self.n_entries += n_entries;
         if let Some(per_group) = options.checkpoint_every() {
             if self.open_group.len() as u64 >= per_group {
                 self.commit_cluster_group(sink, options)?;

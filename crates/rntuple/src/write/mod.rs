@@ -3,18 +3,23 @@
 //! groups, page lists, footer and the anchor.
 //!
 //! [`RNTupleWriter`] (`writer`) is the public face; each of its jobs has a module:
-//! `sink` (where payloads go), `page_plan` (ROOT's page-size policy), `size` (what each
+//! `sink` (where payloads go), `fill` (a filler: the entries not yet committed, from
+//! batches to sealed pages), `page_plan` (ROOT's page-size policy), `size` (what each
 //! entry appends to each column), `shred` (Arrow arrays into column values), `sealing`
-//! (pages sealed on the thread pool and written in runs) and `cluster` (clusters,
-//! cluster groups, footer and anchor). [`SharedFile`] writes several RNTuples into one
-//! file, filled in turns. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
+//! (pages sealed on the thread pool and written in runs) and `cluster` (a filler's
+//! cluster size; committed clusters, cluster groups, footer and anchor). [`SharedFile`]
+//! writes several RNTuples into one file, filled in turns. [`ParallelWriter`]
+//! (`parallel`) fills one RNTuple from several threads, a [`FillContext`] (a filler of
+//! its own) per thread. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
 //! sealed, as merging copies them.
 
 mod cluster;
+mod fill;
 mod model;
 mod options;
 mod page_copy;
 mod page_plan;
+mod parallel;
 mod row;
 mod sealing;
 mod shared_file;
@@ -27,6 +32,7 @@ pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use page_copy::{PageBytes, PageCopyWriter, StoredCluster, StoredColumn, StoredPage};
+pub use parallel::{FillContext, ParallelWriter};
 pub use row::EntryWriter;
 pub use shared_file::{SharedFile, SharedSink};
 pub use sink::BlobSink;

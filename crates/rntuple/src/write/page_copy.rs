@@ -4,13 +4,13 @@
 //! hands over pages sealed for the columns' encodings and says how each column range
 //! is compressed.
 
-use super::cluster::{ClusterBook, FORMAT_VERSION};
+use super::cluster::{new_header, ClusterBook, FORMAT_VERSION};
 use super::model::extend_schema;
 use super::options::WriteOptions;
-use super::sink::{write_envelope, BlobSink};
+use super::sink::BlobSink;
 use crate::error::{Error, Result};
 use crate::format::{
-    Anchor, EnvelopeType, Footer, Header, Locator, PageInfo, SchemaDescription, PAGE_CHECKSUM_BYTES,
+    Anchor, Footer, Header, Locator, PageInfo, SchemaDescription, PAGE_CHECKSUM_BYTES,
 };
 use crate::schema::Descriptor;
 use std::collections::HashMap;
@@ -89,20 +89,13 @@ impl<S: BlobSink> PageCopyWriter<S> {
         extension: SchemaDescription,
         options: WriteOptions,
     ) -> Result<Self> {
-        let header = Header {
-            name: name.to_string(),
-            description: String::new(),
-            writer: format!("rntuple v{}", env!("CARGO_PKG_VERSION")),
-            schema,
-        };
+        let header = new_header(name, schema);
         let footer = Footer {
             extension: extension.clone(),
             ..Footer::default()
         };
         let descriptor = Descriptor::build(FORMAT_VERSION, header.clone(), footer, Vec::new())?;
-        let (header_link, header_checksum) =
-            write_envelope(&mut sink, EnvelopeType::Header, &header.write(), &options)?;
-        let mut clusters = ClusterBook::new(header_link, header_checksum, &options);
+        let mut clusters = ClusterBook::start(&mut sink, &header, &options)?;
         for c in &descriptor.columns {
             // A deferred column's elements before its first are zeros nobody stores.
             let first = c.record.first_element_index.map_or(0, |f| f.unsigned_abs());
@@ -163,7 +156,6 @@ impl<S: BlobSink> PageCopyWriter<S> {
         // Per page of the blob being assembled: its column, index and offset in the blob.
         let mut placed: Vec<(usize, usize, u64)> = Vec::new();
         let mut blob_len = 0u64;
-        let mut zipped = 0u64;
         // Pages that share their source bytes (an input's same-page merging: one stored
         // page listed several times) are written once, at the first one's place.
         let mut first_of: HashMap<(usize, usize, usize), (usize, usize)> = HashMap::new();
@@ -180,7 +172,6 @@ impl<S: BlobSink> PageCopyWriter<S> {
                             has_checksum: page.has_checksum,
                             locator: Locator::default(),
                         });
-                        self.clusters.add_elements(ci, u64::from(page.n_elements));
                         continue;
                     }
                     first_of.insert(key, (ci, pi));
@@ -212,8 +203,6 @@ impl<S: BlobSink> PageCopyWriter<S> {
                     },
                 });
                 blob_len += len;
-                zipped += len;
-                self.clusters.add_elements(ci, u64::from(page.n_elements));
             }
             infos.push(column_infos);
         }
@@ -223,14 +212,17 @@ impl<S: BlobSink> PageCopyWriter<S> {
             let locator = infos[cj][pj].locator;
             infos[ci][pi].locator = locator;
         }
-        self.clusters.add_entries(cluster.n_entries, 0);
         let columns = infos
             .into_iter()
             .zip(&cluster.columns)
             .map(|(pages, c)| (pages, c.compression))
             .collect();
-        self.clusters
-            .commit_cluster_columns(&mut self.sink, columns, zipped, &self.options)
+        self.clusters.commit_cluster_columns(
+            &mut self.sink,
+            cluster.n_entries,
+            columns,
+            &self.options,
+        )
     }
 
     /// Writes the pages of `blob` as one blob and sets their locators' offsets: in

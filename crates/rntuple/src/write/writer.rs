@@ -1,114 +1,59 @@
 //! The RNTuple writer, the public face of writing: it keeps the schema (header and late
-//! model extension), shreds each batch's values into column buffers, cuts them into
-//! pages where the page plan says ([`super::page_plan`]), hands full pages to the
-//! sealing pipeline ([`super::sealing`]), and commits clusters, cluster groups and
-//! finally the footer ([`super::cluster`]); the caller's container writes the anchor it
-//! returns.
+//! model extension), fills entries through its [`Filler`] (shredding, pages, sealing),
+//! and records clusters, cluster groups and finally the footer in its [`ClusterBook`];
+//! the caller's container writes the anchor it returns.
 
-use super::cluster::{ClusterBook, FORMAT_VERSION};
+use super::cluster::ClusterBook;
+use super::fill::{FillTarget, Filler};
 use super::model::extend_schema;
 use super::options::WriteOptions;
-use super::page_plan::{memory_size, PagePlanner};
-use super::sealing::{ChunkedValues, SealingPipeline};
-use super::shred::{shred, ColumnSink};
-use super::sink::{write_envelope, BlobSink};
-use super::size::{count_entries, item_ops, EntryCounts};
-use crate::encoding::{ColumnEncoding, ColumnValues};
-use crate::error::{to_usize, Error, Result};
-use crate::format::{
-    Anchor, ColumnRecord, EnvelopeType, Footer, Header, Locator, SchemaDescription,
-};
+use super::sink::BlobSink;
+use crate::error::Result;
+use crate::format::{Anchor, Header, Locator, PageInfo, SchemaDescription};
 use crate::schema::Descriptor;
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::RecordBatch;
 
-/// Entries are shredded a slice of about this many uncompressed bytes at a time.
-const SHRED_SLICE_BYTES: u64 = 4 << 20;
-
-/// Entries counted at first, before their size is known.
-const FIRST_WINDOW_ENTRIES: usize = 1024;
-
-/// A column's values not yet sealed.
-struct ColumnBuffer {
-    /// Values appended but not yet cut into pages (the write page and, until the page
-    /// plan is applied, the values of the entries just shredded).
-    page: ChunkedValues,
-    /// Full pages not yet sent for sealing.
-    full: Vec<ChunkedValues>,
+/// The writer's sink and the clusters committed into it: the target of its filler.
+struct Committer<S> {
+    sink: S,
+    book: ClusterBook,
 }
 
-/// A new column: its encoding, and the bytes one element takes in memory (by which
-/// pages are sized) and packed on disk (by which ROOT counts a cluster's size).
-struct NewColumn {
-    encoding: ColumnEncoding,
-    memory_size: u64,
-    packed_size: u64,
-}
+impl<S: BlobSink> BlobSink for Committer<S> {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> Result<u64> {
+        self.sink.write_blob(payload, max_key_size)
+    }
 
-impl NewColumn {
-    fn of(descriptor: &Descriptor, rec: &ColumnRecord) -> Result<Self> {
-        let encoding =
-            ColumnEncoding::from_record(rec.column_type, rec.bits_on_storage, rec.value_range)?;
-        let is_double = matches!(
-            descriptor.field(rec.field_id).type_name(),
-            "double" | "Double32_t"
-        );
-        Ok(NewColumn {
-            encoding,
-            memory_size: memory_size(encoding.column_type, is_double),
-            packed_size: encoding.page_bytes(1).unwrap_or(8),
-        })
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
+        self.sink.write_blob_parts(parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        self.sink.checkpoint()
     }
 }
 
-/// Refuses a schema with a field this writer cannot write.
-fn check_writable(descriptor: &Descriptor) -> Result<()> {
-    match descriptor
-        .top_level
-        .iter()
-        .find_map(|&id| descriptor.unreadable_reason(id))
-    {
-        Some(why) => Err(Error::InvalidArgument(format!("cannot write {why}"))),
-        None => Ok(()),
+impl<S: BlobSink> FillTarget for Committer<S> {
+    fn commit_cluster(
+        &mut self,
+        n_entries: u64,
+        pages: Vec<Vec<PageInfo>>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        self.book
+            .commit_cluster(&mut self.sink, n_entries, pages, options)
     }
-}
-
-/// Top-level fields with data (projected fields have none), in schema order.
-fn data_fields(descriptor: &Descriptor) -> Vec<u32> {
-    descriptor
-        .top_level
-        .iter()
-        .copied()
-        .filter(|&id| !descriptor.field(id).is_projected())
-        .collect()
 }
 
 /// Writes one RNTuple into a [`BlobSink`].
 pub struct RNTupleWriter<S: BlobSink> {
-    sink: S,
+    committer: Committer<S>,
     options: WriteOptions,
     header: Header,
     /// Fields and columns added after the header (late model extension).
     extension: SchemaDescription,
-    descriptor: Descriptor,
-    /// Top-level fields with data (projected fields have none), in schema order.
-    data_fields: Vec<u32>,
-    columns: Vec<ColumnBuffer>,
-    /// Bytes one element of each column takes packed on disk.
-    packed_sizes: Vec<u64>,
-    /// Cluster-local item counters per collection field.
-    items: Vec<u64>,
-    /// Cluster-local entry counters per variant alternative field.
-    alternatives: Vec<u64>,
-    /// Where ROOT would cut pages.
-    planner: PagePlanner,
-    /// Pages being sealed on the thread pool while the caller goes on filling, and
-    /// written in runs.
-    sealing: SealingPipeline,
-    /// Entries, clusters and cluster groups so far.
-    clusters: ClusterBook,
-    /// The average uncompressed bytes of the entries counted last (to size the next
-    /// count), `None` before any.
-    entry_bytes: Option<u64>,
+    /// The entries not yet committed.
+    filler: Filler,
 }
 
 impl<S: BlobSink> RNTupleWriter<S> {
@@ -119,72 +64,24 @@ impl<S: BlobSink> RNTupleWriter<S> {
         schema: SchemaDescription,
         options: WriteOptions,
     ) -> Result<Self> {
-        let header = Header {
-            name: name.to_string(),
-            description: String::new(),
-            writer: format!("rntuple v{}", env!("CARGO_PKG_VERSION")),
-            schema,
-        };
-        let descriptor = Descriptor::build(
-            FORMAT_VERSION,
-            header.clone(),
-            Footer::default(),
-            Vec::new(),
-        )?;
-        check_writable(&descriptor)?;
-        let new_columns = descriptor
-            .columns
-            .iter()
-            .map(|c| NewColumn::of(&descriptor, &c.record))
-            .collect::<Result<Vec<_>>>()?;
-        let mut planner = PagePlanner::new(&options);
-        let memory_sizes: Vec<u64> = new_columns.iter().map(|c| c.memory_size).collect();
-        planner.add_columns(&memory_sizes, &options)?;
-        let (header_link, header_checksum) =
-            write_envelope(&mut sink, EnvelopeType::Header, &header.write(), &options)?;
-        let n_fields = descriptor.fields.len();
-        let mut writer = RNTupleWriter {
-            sink,
+        let (header, filler, book) = Filler::start(&mut sink, name, schema, &options)?;
+        Ok(RNTupleWriter {
+            committer: Committer { sink, book },
+            options,
             header,
             extension: SchemaDescription::default(),
-            clusters: ClusterBook::new(header_link, header_checksum, &options),
-            options,
-            data_fields: data_fields(&descriptor),
-            descriptor,
-            columns: Vec::new(),
-            packed_sizes: Vec::new(),
-            items: vec![0; n_fields],
-            alternatives: vec![0; n_fields],
-            planner,
-            sealing: SealingPipeline::new(),
-            entry_bytes: None,
-        };
-        for column in new_columns {
-            writer.add_column(column, 0);
-        }
-        Ok(writer)
-    }
-
-    /// Adds a column (already in the page plan) whose first element has global index
-    /// `first_element`.
-    fn add_column(&mut self, column: NewColumn, first_element: u64) {
-        self.columns.push(ColumnBuffer {
-            page: ChunkedValues::default(),
-            full: Vec::new(),
-        });
-        self.packed_sizes.push(column.packed_size);
-        self.sealing.add_column(column.encoding);
-        self.clusters.add_column(first_element);
+            filler,
+        })
     }
 
     /// The schema as a descriptor (fields and columns, no clusters).
     pub fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
+        self.filler.descriptor()
     }
 
     /// Entries written so far.
     pub fn num_entries(&self) -> u64 {
-        self.clusters.num_entries()
+        self.committer.book.num_entries() + self.filler.open_entries()
     }
 
     /// Adds fields after entries were written (late model extension, as ROOT's model
@@ -195,26 +92,15 @@ impl<S: BlobSink> RNTupleWriter<S> {
         let extended = extend_schema(
             &self.header,
             &self.extension,
-            &self.descriptor,
+            self.filler.descriptor(),
             extra,
             self.num_entries(),
         )?;
-        check_writable(&extended.descriptor)?;
-        let first_new = self.descriptor.columns.len();
-        let new_columns = extended.descriptor.columns[first_new..]
-            .iter()
-            .map(|c| NewColumn::of(&extended.descriptor, &c.record))
-            .collect::<Result<Vec<_>>>()?;
-        let memory_sizes: Vec<u64> = new_columns.iter().map(|c| c.memory_size).collect();
-        self.planner.add_columns(&memory_sizes, &self.options)?;
-        for (column, first) in new_columns.into_iter().zip(extended.first_elements) {
-            self.add_column(column, first);
+        self.filler.extend(extended.descriptor)?;
+        for first in extended.first_elements {
+            self.committer.book.add_column(first);
         }
-        self.descriptor = extended.descriptor;
         self.extension = extended.extension;
-        self.items.resize(self.descriptor.fields.len(), 0);
-        self.alternatives.resize(self.descriptor.fields.len(), 0);
-        self.data_fields = data_fields(&self.descriptor);
         Ok(())
     }
 
@@ -226,215 +112,19 @@ impl<S: BlobSink> RNTupleWriter<S> {
     /// the values. Counting goes ahead of shredding a window at a time, so that only a
     /// few slices' counts are held.
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        let arrays = self
-            .data_fields
-            .iter()
-            .map(|&id| {
-                let name = self.descriptor.field(id).name();
-                batch.column_by_name(name).cloned().ok_or_else(|| {
-                    Error::InvalidArgument(format!("the batch has no column \"{name}\""))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let rows = batch.num_rows();
-        // What entries `start..start + counted.len()` append; counting even no entries
-        // checks that the arrays match the fields.
-        let first_window = self.window_entries(SHRED_SLICE_BYTES, rows);
-        let mut counted = self.count_entries(&arrays, 0, first_window)?;
-        let mut start = 0usize;
-        while start < rows {
-            // Write entries up to the one that brings the cluster to its estimated size,
-            // as ROOT's fill context checks after every entry; at most a few MiB at a time,
-            // since shredding holds a slice's values twice for a moment.
-            let threshold = self.clusters.cluster_threshold(&self.options);
-            let filled = self.clusters.unzipped_cluster_bytes();
-            let mut acc = 0u64;
-            let mut scanned = 0usize;
-            let end = loop {
-                let reached = counted.sizes()[scanned..].iter().position(|s| {
-                    acc += s;
-                    filled + acc >= threshold || acc >= SHRED_SLICE_BYTES
-                });
-                if let Some(i) = reached {
-                    break start + scanned + i + 1;
-                }
-                scanned = counted.len();
-                let next = start + scanned;
-                if next >= rows {
-                    break rows;
-                }
-                let wanted = threshold
-                    .saturating_sub(filled + acc)
-                    .min(SHRED_SLICE_BYTES - acc);
-                let window = self.window_entries(wanted, rows - next);
-                counted.append(self.count_entries(&arrays, next, window)?)?;
-            };
-            let later = counted.split_off(end - start);
-            let slice = std::mem::replace(&mut counted, later);
-            self.shred_slice(&arrays, start, end).map_err(|e| {
-                if start == 0 {
-                    e
-                } else {
-                    Error::InvalidArgument(format!(
-                        "{e} (the batch's first {start} entries were written before)"
-                    ))
-                }
-            })?;
-            self.plan_pages(&arrays, start, &slice)?;
-            self.clusters.add_entries((end - start) as u64, acc);
-            self.cut_pages()?;
-            self.seal_full_pages()?;
-            if self.clusters.unzipped_cluster_bytes() >= threshold {
-                self.commit_cluster()?;
-            }
-            start = end;
-        }
-        Ok(())
-    }
-
-    /// What entries `start..start + len` append to each column.
-    fn count_entries(
-        &mut self,
-        arrays: &[ArrayRef],
-        start: usize,
-        len: usize,
-    ) -> Result<EntryCounts> {
-        let counts = count_entries(
-            &self.descriptor,
-            &self.packed_sizes,
-            &self.data_fields,
-            arrays,
-            start,
-            len,
-        )?;
-        if len > 0 {
-            self.entry_bytes = Some(counts.sizes().iter().sum::<u64>() / len as u64);
-        }
-        Ok(counts)
-    }
-
-    /// How many of the `available` entries to count next, for about `bytes` bytes: by
-    /// the size of the entries counted last, with a margin (entries counted beyond the
-    /// slice are kept for the next one); a first guess when none were counted yet.
-    fn window_entries(&self, bytes: u64, available: usize) -> usize {
-        let entries = match self.entry_bytes {
-            None => FIRST_WINDOW_ENTRIES,
-            // Entries that add no bytes never end a slice.
-            Some(0) => available,
-            Some(per_entry) => {
-                let entries = bytes.div_ceil(per_entry).saturating_mul(5) / 4 + 16;
-                usize::try_from(entries).unwrap_or(usize::MAX)
-            }
-        };
-        entries.max(1).min(available)
-    }
-
-    /// Runs the page plan over the column appends of the entries from row `start` on
-    /// that `counts` counted.
-    fn plan_pages(
-        &mut self,
-        arrays: &[ArrayRef],
-        start: usize,
-        counts: &EntryCounts,
-    ) -> Result<()> {
-        let (desc, fields) = (&self.descriptor, &self.data_fields);
-        // The appends of an entry where a page overflows, in order.
-        let entry_ops = |e: usize| -> Result<Vec<(u32, u64)>> {
-            let mut ops = Vec::new();
-            for (&id, array) in fields.iter().zip(arrays) {
-                let part = array.slice(start + e, 1);
-                ops.extend(item_ops(desc, id, part.as_ref())?.ops);
-            }
-            Ok(ops)
-        };
-        self.planner.plan(counts.columns(), counts.len(), entry_ops)
-    }
-
-    /// Cuts the pages the plan sealed off the values appended, into `full`.
-    fn cut_pages(&mut self) -> Result<()> {
-        for (i, c) in self.columns.iter_mut().enumerate() {
-            for n in self.planner.take_cuts(i) {
-                let page = c.page.take_front(to_usize(n, "elements of a page")?)?;
-                c.full.push(page);
-            }
-        }
-        Ok(())
-    }
-
-    /// Shreds entries `start..end` of every data field into the columns: all fields
-    /// first into a staging area, then into the columns only if every one succeeded, so
-    /// that refused data (nulls in a field that is not optional, a value out of range)
-    /// leaves the columns as they were and later entries stay aligned.
-    fn shred_slice(&mut self, arrays: &[ArrayRef], start: usize, end: usize) -> Result<()> {
-        let desc = &self.descriptor;
-        let columns_of = |f: u32| desc.written_columns(f);
-        let mut staged = StagedColumns {
-            items: self.items.clone(),
-            alternatives: self.alternatives.clone(),
-            appends: Vec::new(),
-        };
-        for (&id, array) in self.data_fields.iter().zip(arrays) {
-            let part = array.slice(start, end - start);
-            shred(desc, &columns_of, &mut staged, id, part.as_ref())?;
-        }
-        self.items = staged.items;
-        self.alternatives = staged.alternatives;
-        for (column, values) in staged.appends {
-            self.append_values(column, values)?;
-        }
-        Ok(())
-    }
-
-    /// Appends shredded values to column `id`'s write page (pages are cut later, where
-    /// the page plan says).
-    fn append_values(&mut self, id: u32, values: ColumnValues) -> Result<()> {
-        let c = self
-            .columns
-            .get_mut(id as usize)
-            .ok_or_else(|| Error::InvalidArgument(format!("no column {id}")))?;
-        self.clusters.add_elements(id as usize, values.len() as u64);
-        c.page.push(values);
-        Ok(())
-    }
-
-    /// Starts sealing the pages that filled up on the thread pool, one job per column,
-    /// and returns without waiting for them unless the values being sealed exceed the
-    /// page buffer budget: then it waits until they are back under it.
-    fn seal_full_pages(&mut self) -> Result<()> {
-        for (i, c) in self.columns.iter_mut().enumerate() {
-            if c.full.is_empty() {
-                continue;
-            }
-            let pages = std::mem::take(&mut c.full);
-            let elements: u64 = pages.iter().map(|p| p.len() as u64).sum();
-            let bytes = elements * self.planner.element_size(i);
-            self.sealing.submit(i, pages, bytes, &self.options)?;
-        }
-        self.sealing.pace(&mut self.sink, &self.options)
+        self.filler.write_batch(&mut self.committer, batch)
     }
 
     /// Commits the open cluster: seals the last pages, writes them, records the page
     /// locations; commits the cluster group too when a checkpoint is due.
     pub fn commit_cluster(&mut self) -> Result<()> {
-        if !self.clusters.has_open_cluster() {
-            return Ok(());
-        }
-        // Every column's write page is sealed, however full.
-        self.planner.flush_all();
-        self.cut_pages()?;
-        self.seal_full_pages()?;
-        let (pages, zipped_bytes) = self.sealing.finish_cluster(&mut self.sink, &self.options)?;
-        self.clusters
-            .commit_cluster(&mut self.sink, pages, zipped_bytes, &self.options)?;
-        self.items.iter_mut().for_each(|v| *v = 0);
-        self.alternatives.iter_mut().for_each(|v| *v = 0);
-        Ok(())
+        self.filler.commit_cluster(&mut self.committer)
     }
 
     /// Commits the open cluster group: writes the page list of its clusters.
     pub fn commit_cluster_group(&mut self) -> Result<()> {
-        self.clusters
-            .commit_cluster_group(&mut self.sink, &self.options)
+        let c = &mut self.committer;
+        c.book.commit_cluster_group(&mut c.sink, &self.options)
     }
 
     /// Links an attribute set (an RNTuple of its own, already written, whose anchor
@@ -446,7 +136,8 @@ impl<S: BlobSink> RNTupleWriter<S> {
         anchor_locator: Locator,
         anchor_length: u32,
     ) {
-        self.clusters
+        self.committer
+            .book
             .link_attribute_set(name, schema_version, anchor_locator, anchor_length);
     }
 
@@ -454,39 +145,7 @@ impl<S: BlobSink> RNTupleWriter<S> {
     pub fn finish(mut self) -> Result<Anchor> {
         self.commit_cluster()?;
         self.commit_cluster_group()?;
-        let extension = std::mem::take(&mut self.extension);
-        self.clusters
-            .finish(&mut self.sink, extension, &self.options)
+        let Committer { mut sink, book } = self.committer;
+        book.finish(&mut sink, self.extension, &self.options)
     }
-}
-
-/// The values and counters of a slice being shredded, applied to the writer's columns
-/// once the whole slice shredded without error.
-struct StagedColumns {
-    items: Vec<u64>,
-    alternatives: Vec<u64>,
-    appends: Vec<(u32, ColumnValues)>,
-}
-
-impl ColumnSink for StagedColumns {
-    fn append(&mut self, id: u32, values: ColumnValues) -> Result<()> {
-        self.appends.push((id, values));
-        Ok(())
-    }
-
-    fn advance_items(&mut self, id: u32, by: u64) -> u64 {
-        advance(&mut self.items, id, by)
-    }
-
-    fn advance_alternative(&mut self, id: u32, by: u64) -> u64 {
-        advance(&mut self.alternatives, id, by)
-    }
-}
-
-/// Adds `by` to counter `id`, returning its value before.
-fn advance(counters: &mut [u64], id: u32, by: u64) -> u64 {
-    let slot = &mut counters[id as usize];
-    let before = *slot;
-    *slot += by;
-    before
 }
