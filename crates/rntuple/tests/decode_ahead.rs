@@ -8,7 +8,7 @@
 
 use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
-use rntuple::io::{IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
+use rntuple::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
@@ -67,6 +67,8 @@ struct Recording {
     delay: Duration,
     panic_at: Option<u64>,
     remote: bool,
+    /// The ranges the reader said it will need (read-ahead hints).
+    asked: Mutex<Vec<ByteRange>>,
 }
 
 impl ReadAt for Recording {
@@ -92,6 +94,9 @@ impl ReadAt for Recording {
             self.inner.hints()
         }
     }
+    fn will_need(&self, ranges: &[ByteRange]) {
+        self.asked.lock().unwrap().extend_from_slice(ranges);
+    }
 }
 
 fn recording(bytes: &[u8]) -> Recording {
@@ -101,6 +106,7 @@ fn recording(bytes: &[u8]) -> Recording {
         delay: Duration::ZERO,
         panic_at: None,
         remote: false,
+        asked: Mutex::new(Vec::new()),
     }
 }
 
@@ -321,4 +327,63 @@ fn dropping_the_iterator_stops_its_thread() {
     assert_eq!(n, reader.num_entries());
     assert!(batches.next().is_none());
     assert_eq!(Arc::strong_count(&source), held);
+}
+
+/// Whether every page of cluster `k` lies inside the ranges asked for ahead.
+fn asked_all_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let asked = source.asked.lock().unwrap();
+    page_offsets(reader, k)
+        .iter()
+        .all(|&o| asked.iter().any(|r| r.offset <= o && o < r.offset + r.len))
+}
+
+/// Whether any page of cluster `k` lies inside the ranges asked for ahead.
+fn asked_any_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let asked = source.asked.lock().unwrap();
+    page_offsets(reader, k)
+        .iter()
+        .any(|&o| asked.iter().any(|r| r.offset <= o && o < r.offset + r.len))
+}
+
+#[test]
+fn a_local_read_asks_for_the_next_cluster_ahead() {
+    let (bytes, anchor) = written();
+    let source = Arc::new(recording(&bytes));
+    let reader = open(&source, &anchor);
+    let ranges = cluster_ranges(&reader);
+    let mut batches = reader.read_ranges(None, ranges.clone()).unwrap();
+    assert!(
+        source.asked.lock().unwrap().is_empty(),
+        "nothing before the first batch"
+    );
+    for k in 0..ranges.len() {
+        batches.next().unwrap().unwrap();
+        // Decoding cluster k, the reader asked for it and for the next one, no further.
+        for c in 0..=(k + 1).min(ranges.len() - 1) {
+            assert!(
+                asked_all_of(&source, &reader, c),
+                "cluster {c} at batch {k}"
+            );
+        }
+        if k + 2 < ranges.len() {
+            assert!(
+                !asked_any_of(&source, &reader, k + 2),
+                "cluster {} at batch {k}",
+                k + 2
+            );
+        }
+    }
+    // Each cluster is asked for once.
+    let asked = source.asked.lock().unwrap().len();
+    let again: Vec<_> = reader.read_ranges(None, ranges).unwrap().collect();
+    assert_eq!(again.len(), reader.descriptor().clusters.len());
+    assert_eq!(source.asked.lock().unwrap().len(), 2 * asked);
+    // A remote source plans its own requests: no hints.
+    let remote = Arc::new(Recording {
+        remote: true,
+        ..recording(&bytes)
+    });
+    let reader = open(&remote, &anchor);
+    reader.read(None, 0..reader.num_entries()).unwrap();
+    assert!(remote.asked.lock().unwrap().is_empty());
 }

@@ -93,6 +93,7 @@ impl Planned {
         let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
         for k in first..self.next_bunch {
             let bunch = &self.plan.bunches[k];
+            self.plan.pages.starting(k);
             let which = bunch.fields.as_deref().unwrap_or(&all);
             let arrays = decode_fields(
                 &decoder,
