@@ -107,6 +107,19 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("ROOT RNTupleImporter, 2 threads (IMT)", "root", 2),
         ],
     ),
+    "iterate_compute": (
+        "iterate_compute.py",
+        [
+            ("12 analysis fields, 20 MB steps: read only", "read-subset", 2),
+            ("12 analysis fields: compute only", "compute-subset", 2),
+            ("12 analysis fields: loop, decoding ahead", "loop-subset", 2),
+            ("12 analysis fields: loop, decode_ahead=False", "loop-subset-plain", 2),
+            ("all fields, 100 MB steps: read only", "read-all", 2),
+            ("all fields: compute only", "compute-all", 2),
+            ("all fields: loop, decoding ahead", "loop-all", 2),
+            ("all fields: loop, decode_ahead=False", "loop-all-plain", 2),
+        ],
+    ),
     "merge": (
         "merge.py",
         [
@@ -119,7 +132,12 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
 }
 
 # The dataset files (kinds of ``generate.py --only``) each task reads; default: all of them.
-NEEDS: dict[str, list[str]] = {"convert": ["ttree"], "merge": ["root"], "coffea_agc": ["root"]}
+NEEDS: dict[str, list[str]] = {
+    "convert": ["ttree"],
+    "merge": ["root"],
+    "coffea_agc": ["root"],
+    "iterate_compute": ["root"],
+}
 
 # Tasks whose first output of each tool is kept and checked with ``SCRIPT --verify OUT``.
 VERIFIED = {"convert", "merge"}
@@ -348,8 +366,66 @@ def summarize_coffea(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
     return [COFFEA_NOTE, "", *lines]
 
 
+ITERATE_COMPUTE_NOTE = (
+    "`for batch in nt.iterate(fields, step_size=...): compute(batch)` over `nanoaod_root.root`: "
+    "*read only* is the loop without the computation, *compute only* the computation over the same "
+    "batches read beforehand (not timed), *loop* the two together, decoding the next batch while "
+    "the computation runs (the default) or each batch when asked (`decode_ahead=False`). The "
+    "computation is NumPy on the jets (four-momenta and a histogram of their energies, "
+    "`bench/tasks/iterate_compute.py`), single-threaded; decoding uses both cores. *CPU floor* = "
+    "(CPU seconds of reading + of computing) / 2 cores: no schedule on this machine can beat it, so "
+    "the loop's best is max(read, compute, CPU floor). Times are medians; CPU seconds are the "
+    "process's (all threads)."
+)
+
+
+def summarize_iterate_compute(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The tables of ``iterate_compute``: every tool's times, then per field set the loop
+    against its parts (read, compute, their sum and max, the 2-core CPU floor)."""
+    by_tool = {r[0]["tool"]: (label, r) for label, r in rows}
+    lines = [
+        ITERATE_COMPUTE_NOTE,
+        "",
+        "| tool | median s | min s | CPU s | peak RSS MB |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, results in rows:
+        med = statistics.median(r["seconds"] for r in results)
+        cpu = statistics.median(r["cpu_seconds"] for r in results)
+        rss = statistics.median(r["rss_mb"] for r in results)
+        low = min(r["seconds"] for r in results)
+        lines.append(f"| {label} | {med:.3f} | {low:.3f} | {cpu:.2f} | {rss:.0f} |")
+    lines += [
+        "",
+        "| fields | read s | compute s | sum s | max s | CPU floor s | loop, decoding ahead s | "
+        "loop, when asked s | ahead / max(read, compute, floor) | ahead / sum |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fields in ("subset", "all"):
+        med = {
+            kind: statistics.median(r["seconds"] for r in by_tool[f"{kind}-{fields}"][1])
+            for kind in ("read", "compute", "loop", "loop-plain")
+        }
+        cpu = {
+            kind: statistics.median(r["cpu_seconds"] for r in by_tool[f"{kind}-{fields}"][1])
+            for kind in ("read", "compute")
+        }
+        floor = (cpu["read"] + cpu["compute"]) / 2
+        total, best = med["read"] + med["compute"], max(med["read"], med["compute"])
+        bound = max(best, floor)
+        cells = [
+            fields, f"{med['read']:.3f}", f"{med['compute']:.3f}", f"{total:.3f}", f"{best:.3f}",
+            f"{floor:.3f}", f"{med['loop']:.3f}", f"{med['loop-plain']:.3f}",
+            f"{med['loop'] / bound:.2f}", f"{med['loop'] / total:.2f}",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def summarize(task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float | None) -> list[str]:
     """The Markdown table of one task."""
+    if task == "iterate_compute":
+        return summarize_iterate_compute(rows)
     if task == "convert":
         return summarize_convert(rows)
     if task == "merge":
