@@ -119,6 +119,19 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("ROOT RNTupleImporter, 2 threads (IMT)", "root", 2),
         ],
     ),
+    "iterate_compute": (
+        "iterate_compute.py",
+        [
+            ("12 analysis fields, 20 MB steps: read only", "read-subset", 2),
+            ("12 analysis fields: compute only", "compute-subset", 2),
+            ("12 analysis fields: loop, decoding ahead", "loop-subset", 2),
+            ("12 analysis fields: loop, decode_ahead=False", "loop-subset-plain", 2),
+            ("all fields, 100 MB steps: read only", "read-all", 2),
+            ("all fields: compute only", "compute-all", 2),
+            ("all fields: loop, decoding ahead", "loop-all", 2),
+            ("all fields: loop, decode_ahead=False", "loop-all-plain", 2),
+        ],
+    ),
     "merge": (
         "merge.py",
         [
@@ -159,6 +172,7 @@ NEEDS: dict[str, list[str]] = {
     "convert": ["ttree"],
     "merge": ["root"],
     "coffea_agc": ["root"],
+    "iterate_compute": ["root"],
 }
 
 # Tasks whose first output of each tool is kept and checked with ``SCRIPT --verify OUT``.
@@ -400,10 +414,71 @@ def floor_cell(seconds: float, floor: float | None) -> str:
     return f"{seconds / floor:.2f}x" if floor else "-"
 
 
+ITERATE_COMPUTE_NOTE = (
+    "`for batch in nt.iterate(fields, step_size=...): compute(batch)` over `nanoaod_root.root`: "
+    "*read only* is the loop without the computation, *compute only* the computation over the same "
+    "batches read beforehand (not timed), *loop* the two together, decoding the next batch while "
+    "the computation runs (the default) or each batch when asked (`decode_ahead=False`). The "
+    "computation is NumPy on the jets (four-momenta and a histogram of their energies, "
+    "`bench/tasks/iterate_compute.py`), single-threaded; decoding uses both cores. *CPU floor* = "
+    "(CPU seconds of reading + of computing) / 2 cores: no schedule on this machine can beat it, so "
+    "the loop's best is max(read, compute, CPU floor). Times are medians; CPU seconds are the "
+    "process's (all threads)."
+)
+
+
+def summarize_iterate_compute(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The tables of ``iterate_compute``: every tool's times, then per field set the loop
+    against its parts (read, compute, their sum and max, the 2-core CPU floor), from the
+    medians and from the minima (the machine is shared: the minima are the runs least
+    disturbed)."""
+    by_tool = {r[0]["tool"]: r for _, r in rows}
+    lines = [
+        ITERATE_COMPUTE_NOTE,
+        "",
+        "| tool | median s | min s | CPU s (median) | peak RSS MB |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, results in rows:
+        med = statistics.median(r["seconds"] for r in results)
+        cpu = statistics.median(r["cpu_seconds"] for r in results)
+        rss = statistics.median(r["rss_mb"] for r in results)
+        low = min(r["seconds"] for r in results)
+        lines.append(f"| {label} | {med:.3f} | {low:.3f} | {cpu:.2f} | {rss:.0f} |")
+    lines += [
+        "",
+        "| fields | statistic | read s | compute s | sum s | max s | CPU floor s | loop, decoding ahead s | "
+        "loop, when asked s | ahead / max(read, compute, floor) | ahead / sum | when asked / sum |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fields in ("subset", "all"):
+        tools = {
+            "read": f"read-{fields}",
+            "compute": f"compute-{fields}",
+            "loop": f"loop-{fields}",
+            "plain": f"loop-{fields}-plain",
+        }
+        for name, stat in (("median", statistics.median), ("min", min)):
+            t = {k: stat([r["seconds"] for r in by_tool[tool]]) for k, tool in tools.items()}
+            cpu = {k: stat([r["cpu_seconds"] for r in by_tool[tools[k]]]) for k in ("read", "compute")}
+            floor = (cpu["read"] + cpu["compute"]) / 2
+            total, best = t["read"] + t["compute"], max(t["read"], t["compute"])
+            bound = max(best, floor)
+            cells = [
+                fields, name, f"{t['read']:.3f}", f"{t['compute']:.3f}", f"{total:.3f}", f"{best:.3f}",
+                f"{floor:.3f}", f"{t['loop']:.3f}", f"{t['plain']:.3f}", f"{t['loop'] / bound:.2f}",
+                f"{t['loop'] / total:.2f}", f"{t['plain'] / total:.2f}",
+            ]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def summarize(
     task: str, rows: list[tuple[str, list[dict[str, Any]]]], mb: float | None, floor: float | None
 ) -> list[str]:
     """The Markdown table of one task (``floor``: the median seconds of its floor, if any)."""
+    if task == "iterate_compute":
+        return summarize_iterate_compute(rows)
     if task == "convert":
         return summarize_convert(rows, floor)
     if task == "merge":

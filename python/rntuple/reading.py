@@ -396,26 +396,52 @@ class RNTuple:
         entry_stop: int | None = None,
         library: str = "ak",
         how: Any = None,
+        decode_ahead: bool = True,
     ) -> Iterator[Any]:
         """Yields :meth:`arrays` in batches aligned to cluster boundaries: ``step_size``
         is a number of entries or a memory size (``"100 MB"``) of the fields read,
         uncompressed. A batch holds whole clusters (or equal parts of one larger than
-        the step), so its length may differ from uproot's ``step_size`` entries."""
+        the step), so its length may differ from uproot's ``step_size`` entries.
+
+        With ``decode_ahead`` (the default) the next batch is read and decoded on a
+        thread of its own while the caller works on the current one, so that a loop
+        costs about the larger of reading and computing, not their sum; memory holds at
+        most one decoded batch beyond the caller's. ``decode_ahead=False`` reads each
+        batch only when the loop asks for it."""
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
         library = check_library(library)
         how = check_how(how, library)
         step_size = check_step_size(step_size)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
         ranges = self.batch_ranges(plan.read_paths or self.fields, start, stop, step_size)
+        # One stream over all the batches: the next batch is decoded while the current
+        # one is used (decode_ahead), and from a remote file the next batches' pages are
+        # fetched meanwhile.
         if not plan.computes:
-            # One stream over all the batches: from a remote file, the next batches'
-            # pages are fetched while the current one is decoded and used.
-            batches = self._reader.stream(self._qualified(plan.selection), ranges)
-            for (first, _), batch in zip(ranges, batches, strict=True):
-                yield plan.convert(pa.Table.from_batches([batch]), first, library, how)
-            return
-        for first, last in ranges:
-            yield plan.read(self, first, last, library, how)
+            streams = [self._stream(plan.selection, ranges, decode_ahead)]
+        else:
+            # The fields selected as they are and the expressions' inputs.
+            streams = [
+                self._stream(paths, ranges, decode_ahead) if paths else None
+                for paths in (plan.selection, plan.inputs)
+            ]
+        try:
+            for first, last in ranges:
+                tables = [None if s is None else pa.Table.from_batches([next(s)]) for s in streams]
+                if not plan.computes:
+                    yield plan.convert(tables[0], first, library, how)
+                else:
+                    yield plan._finish(*plan.evaluate_tables(tables[0], tables[1], first, last), library, how)
+        finally:
+            # Leaving the loop early stops the decoding threads now, not when collected.
+            for s in streams:
+                if s is not None:
+                    s.close()
+
+    def _stream(self, paths: list[str], ranges: list[tuple[int, int]], decode_ahead: bool) -> Any:
+        """An iterator of the ``pyarrow.RecordBatch`` of ``paths`` over each of
+        ``ranges``, in turn (``close()`` stops it)."""
+        return self._reader.batches(self._qualified(paths), ranges, decode_ahead)
 
     def _read_table(self, paths: list[str], start: int, stop: int) -> pa.Table:
         batch = self._reader.read(self._qualified(paths), start, stop)
@@ -596,8 +622,21 @@ class ReadPlan:
     def evaluate(self, nt: RNTuple, start: int, stop: int) -> tuple[dict[str, Any], np.ndarray]:
         """The output columns over ``start:stop`` (Awkward or NumPy, the cut applied)
         and the entry numbers they hold."""
-        selected = to_awkward(nt._read_table(self.selection, start, stop)) if self.selection else None
-        inputs = to_awkward(nt._read_table(self.inputs, start, stop)) if self.inputs else None
+        return self.evaluate_tables(
+            nt._read_table(self.selection, start, stop) if self.selection else None,
+            nt._read_table(self.inputs, start, stop) if self.inputs else None,
+            start,
+            stop,
+        )
+
+    def evaluate_tables(
+        self, selected_table: pa.Table | None, inputs_table: pa.Table | None, start: int, stop: int
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        """:meth:`evaluate` of tables already read over ``start:stop``: the selection's
+        (None when nothing is selected as it is) and the expressions' inputs' (None
+        when they use no field)."""
+        selected = to_awkward(selected_table) if selected_table is not None else None
+        inputs = to_awkward(inputs_table) if inputs_table is not None else None
         evaluator = Evaluator({p: _descend(inputs, p) for p in self.inputs}, self.aliases)
         length = stop - start
         columns: dict[str, Any] = {}
@@ -980,11 +1019,14 @@ def iterate(
     step_size: StepSize = "100 MB",
     library: str = "ak",
     how: Any = None,
+    decode_ahead: bool = True,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
     order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
     (glob patterns allowed in the file name; the RNTuple path may be omitted when a file
-    holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``."""
+    holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``.
+    ``decode_ahead``: as :meth:`RNTuple.iterate` (the next batch of a file is decoded
+    while the caller works on the current one)."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
@@ -998,6 +1040,7 @@ def iterate(
             step_size=step_size,
             library=library,
             how=how,
+            decode_ahead=decode_ahead,
         )
 
 

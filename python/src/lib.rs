@@ -13,13 +13,13 @@ use rntuple::container::{FileWriter, RootFile};
 use rntuple::format::SchemaDescription;
 use rntuple::io::open_source;
 use rntuple::io::AtomicFile;
-use rntuple::read::{Projection, RNTupleReader, RangeBatches, RecordPaths, StepSize};
+use rntuple::read::{Projection, RNTupleReader, RecordPaths, StepSize};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{FillContext, ParallelWriter, SharedFile, WriteOptions};
 use rntuple::Error;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 mod inspect;
 
@@ -119,9 +119,10 @@ fn entry_range(reader: &RNTupleReader, start: u64, stop: u64) -> PyResult<Range<
 
 /// Reads the selected fields over a list of entry ranges, one record batch per range,
 /// as the consumer asks for them (a lazy stream; from a remote source the pages of the
-/// next ranges are fetched while the current one decodes).
+/// next ranges are fetched while the current one decodes; decoding ahead, the next batch
+/// is decoded while the consumer uses the current one).
 struct RangeStream {
-    batches: RangeBatches,
+    batches: Batches,
     schema: SchemaRef,
 }
 
@@ -143,7 +144,80 @@ impl RecordBatchReader for RangeStream {
     }
 }
 
+/// The record batches of a read over entry ranges, one per range, as a Python iterator
+/// of `pyarrow.RecordBatch`: the GIL is released while it waits for a batch, and an error
+/// is raised as its `rntuple.errors` class (a `pyarrow.RecordBatchReader` would make it an
+/// `ArrowInvalid`).
+#[pyclass(module = "rntuple._core", frozen)]
+struct BatchIterator {
+    /// `None` once exhausted, failed or closed. Locked only with the GIL released (a
+    /// thread holding the GIL while it waits for the lock would keep the holder from
+    /// getting the GIL back).
+    batches: Mutex<Option<Batches>>,
+}
+
+impl BatchIterator {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Batches>> {
+        self.batches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl BatchIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let next = py.detach(|| {
+            let mut slot = self.slot();
+            let item = slot.as_mut()?.next();
+            if !matches!(item, Some(Ok(_))) {
+                // Exhausted or failed: nothing more is read.
+                *slot = None;
+            }
+            item
+        });
+        match next {
+            Some(Ok(batch)) => batch.to_pyarrow(py).map(Some),
+            Some(Err(e)) => Err(to_py_err(e)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stops reading: a thread decoding ahead is stopped (after the batch it is
+    /// decoding, if any) and joined. Iterating afterwards yields nothing.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| drop(self.slot().take()));
+    }
+}
+
+/// Record batches of a read, decoded when asked for or ahead.
+type Batches = Box<dyn Iterator<Item = rntuple::Result<RecordBatch>> + Send>;
+
 impl Reader {
+    /// The batches of `projection` over each of `ranges` (checked), decoded ahead or not.
+    fn range_batches(
+        &self,
+        projection: &Projection,
+        ranges: Vec<(u64, u64)>,
+        decode_ahead: bool,
+    ) -> PyResult<Batches> {
+        let ranges = ranges
+            .into_iter()
+            .map(|(a, b)| entry_range(&self.reader, a, b))
+            .collect::<PyResult<Vec<_>>>()?;
+        let batches = self
+            .reader
+            .read_projection_ranges(projection, ranges)
+            .map_err(to_py_err)?;
+        Ok(if decode_ahead {
+            Box::new(batches.decode_ahead())
+        } else {
+            Box::new(batches)
+        })
+    }
+
     /// The projection Python reads: field paths (qualified names) through records stay
     /// members of their top-level record, as uproot and Awkward users expect.
     fn projection(&self, fields: Option<Vec<String>>) -> PyResult<Projection> {
@@ -351,26 +425,40 @@ impl Reader {
     }
 
     /// A `pyarrow.RecordBatchReader` that reads the selected fields over each of
-    /// `ranges` in turn, one batch per range, when the consumer asks for it.
-    #[pyo3(signature = (fields, ranges))]
+    /// `ranges` in turn, one batch per range (see [`Reader::batches`]); pyarrow releases
+    /// the GIL while it waits for a batch.
+    #[pyo3(signature = (fields, ranges, decode_ahead=true))]
     fn stream<'py>(
         &self,
         py: Python<'py>,
         fields: Option<Vec<String>>,
         ranges: Vec<(u64, u64)>,
+        decode_ahead: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ranges = ranges
-            .into_iter()
-            .map(|(a, b)| entry_range(&self.reader, a, b))
-            .collect::<PyResult<Vec<_>>>()?;
         let projection = self.projection(fields)?;
         let schema = projection.schema().clone();
-        let batches = self
-            .reader
-            .read_projection_ranges(&projection, ranges)
-            .map_err(to_py_err)?;
+        let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)
+    }
+
+    /// An iterator of `pyarrow.RecordBatch`es of the selected fields over each of
+    /// `ranges` in turn, one batch per range. With `decode_ahead` (the default) the next
+    /// batch is decoded on a thread of its own while the consumer uses the current one
+    /// (at most one ahead); without it, each batch is decoded when the consumer asks for
+    /// it. The GIL is released while waiting for a batch; errors keep their class.
+    #[pyo3(signature = (fields, ranges, decode_ahead=true))]
+    fn batches(
+        &self,
+        fields: Option<Vec<String>>,
+        ranges: Vec<(u64, u64)>,
+        decode_ahead: bool,
+    ) -> PyResult<BatchIterator> {
+        let projection = self.projection(fields)?;
+        let batches = self.range_batches(&projection, ranges, decode_ahead)?;
+        Ok(BatchIterator {
+            batches: Mutex::new(Some(batches)),
+        })
     }
 }
 
@@ -925,6 +1013,7 @@ fn merge_rntuples(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
     m.add_class::<Reader>()?;
+    m.add_class::<BatchIterator>()?;
     m.add_class::<FileWriterHandle>()?;
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;

@@ -322,3 +322,70 @@ fn a_stream_of_ranges_equals_reading_each_range_and_plans_every_page() {
     assert!(remote.read_ranges(None, vec![0..1, 0..n + 1]).is_err());
     assert_eq!(remote.metrics().io.requests, opened);
 }
+
+#[test]
+fn consecutive_ranges_read_and_decompress_each_page_once() {
+    let (bytes, anchor) = written();
+    let local = open(&bytes, &anchor, false);
+    let n = local.num_entries();
+    let names: Option<Vec<String>> = Some(["s0", "v1", "s10", "v21"].map(String::from).to_vec());
+    for names in [None, names] {
+        // Steps of 997 entries: most end inside a page, which the next step goes on with.
+        let steps: Vec<std::ops::Range<u64>> =
+            (0..n).step_by(997).map(|a| a..(a + 997).min(n)).collect();
+        for remote in [false, true] {
+            let reader = open(&bytes, &anchor, remote);
+            let whole = open(&bytes, &anchor, remote);
+            let before = whole.metrics().bytes_used;
+            whole.read(names.as_deref(), 0..n).unwrap();
+            let once = whole.metrics().bytes_used - before;
+            let before = reader.metrics().bytes_used;
+            let got: Vec<RecordBatch> = reader
+                .read_ranges(names.as_deref(), steps.clone())
+                .unwrap()
+                .collect::<Result<_>>()
+                .unwrap();
+            for (batch, range) in got.iter().zip(&steps) {
+                let expected = local.read(names.as_deref(), range.clone()).unwrap();
+                assert_eq!(batch, &expected, "{range:?}, remote {remote}");
+            }
+            // A page across a step's end is decoded once, kept, and the next step takes
+            // its part from it: the stream uses each page's bytes once, as one read does
+            // (or less: index columns with equal pages within a step's clusters share
+            // their offsets, at most as much as equal pages within each cluster allow).
+            let used = reader.metrics().bytes_used - before;
+            let floor = local_page_bytes(&local, names.as_deref(), Sharing::PerCluster);
+            assert!(
+                (floor..=once).contains(&used),
+                "remote {remote}, fields {names:?}: {used} not in {floor}..={once}"
+            );
+        }
+        // Ranges out of order, overlapping, inside one page, repeated, jumping: each
+        // batch is still the read of its range.
+        let ranges = vec![
+            0..10,
+            5..50,
+            50..51,
+            51..52,
+            30_000..30_100,
+            30_100..31_000,
+            0..n,
+            10..20,
+            10..20,
+            n - 1..n,
+        ];
+        for remote in [false, true] {
+            let reader = open(&bytes, &anchor, remote);
+            let got: Vec<RecordBatch> = reader
+                .read_ranges(names.as_deref(), ranges.clone())
+                .unwrap()
+                .decode_ahead()
+                .collect::<Result<_>>()
+                .unwrap();
+            for (batch, range) in got.iter().zip(&ranges) {
+                let expected = local.read(names.as_deref(), range.clone()).unwrap();
+                assert_eq!(batch, &expected, "{range:?}, remote {remote}");
+            }
+        }
+    }
+}

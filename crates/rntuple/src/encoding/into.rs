@@ -111,7 +111,7 @@ impl<'a> ValuesMut<'a> {
     }
 
     /// Copies `src`'s elements `start..start + self.len()` into `self` (same kind).
-    fn copy_from(self, src: &ColumnValues, start: usize) -> Result<()> {
+    pub(crate) fn copy_from(self, src: &ColumnValues, start: usize) -> Result<()> {
         let n = self.len();
         let part = src
             .slice(start, n)
@@ -172,8 +172,9 @@ impl ColumnValues {
 /// Decodes elements `first..first + out.len()` of a page of `n_elements` elements stored
 /// with `enc` from its uncompressed bytes into `out`, which must be the kind
 /// [`decode_page`] yields for the column type. Same checks and errors as [`decode_page`];
-/// whole pages of the common types take the direct kernels, the rest go through
-/// [`decode_page`] and a copy.
+/// pages of the common types take the direct kernels (a part of a page: the whole page
+/// into a scratch buffer, then the part copied), the rest go through [`decode_page`] and
+/// a copy.
 pub fn decode_page_into(
     enc: &ColumnEncoding,
     data: &[u8],
@@ -182,14 +183,24 @@ pub fn decode_page_into(
     out: ValuesMut<'_>,
 ) -> Result<()> {
     enc.validate()?;
+    let sized = enc.page_bytes(n_elements) == Some(data.len() as u64);
     let whole = first == 0 && out.len() as u64 == n_elements;
-    if whole && enc.page_bytes(n_elements) == Some(data.len() as u64) {
+    if whole && sized {
         if let Some(out) = decode_direct(enc.column_type, data, out)? {
             // Not a direct kernel's type: decode, then copy.
             let values = decode_page(enc, data, n_elements)?;
             return out.copy_from(&values, 0);
         }
         return Ok(());
+    }
+    if sized {
+        // The element count is backed by the page's real bytes: at most 8 elements a
+        // byte, so the scratch is bounded by the input.
+        if let Ok(n) = usize::try_from(n_elements) {
+            let mut values = ColumnValues::zeros(enc.column_type, n);
+            decode_page_into(enc, data, n_elements, 0, values.as_values_mut())?;
+            return out.copy_from(&values, first);
+        }
     }
     let values = decode_page(enc, data, n_elements)?;
     out.copy_from(&values, first)

@@ -246,6 +246,36 @@ fn round_trip_every_type() {
 }
 
 #[test]
+fn parts_of_pages_decode_as_slices_of_the_whole_page() {
+    let mut rng = Rng(0x0dd_ba11_5eed);
+    let n = 1000;
+    for &t in &ColumnType::ALL {
+        for enc in encodings(t) {
+            let values = sample(t, n, &mut rng);
+            let bytes = encode_page(&enc, &values).unwrap();
+            let whole = decode_page(&enc, &bytes, n as u64).unwrap();
+            for (first, len) in [
+                (0, 1),
+                (0, 999),
+                (1, 999),
+                (7, 9),
+                (500, 500),
+                (999, 1),
+                (3, 0),
+            ] {
+                let mut part = ColumnValues::zeros(t, len);
+                decode_page_into(&enc, &bytes, n as u64, first, part.as_values_mut()).unwrap();
+                let expected = whole.slice(first, len).unwrap();
+                assert!(same(&part, &expected), "{t} {first}+{len}");
+            }
+            // A part past the page's end is an error, not a panic.
+            let mut past = ColumnValues::zeros(t, 2);
+            assert!(decode_page_into(&enc, &bytes, n as u64, 999, past.as_values_mut()).is_err());
+        }
+    }
+}
+
+#[test]
 fn lossy_precision() {
     // Real32Quant: error at most half a quantization step (plus rounding).
     let mut rng = Rng(42);

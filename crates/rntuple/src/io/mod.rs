@@ -188,6 +188,13 @@ pub trait ReadAt: Send + Sync {
     fn recycle(&self, buffer: Vec<u8>) {
         drop(buffer);
     }
+    /// Says that `ranges` will be read soon. A local file asks the kernel to read them
+    /// into the page cache in the background (`POSIX_FADV_WILLNEED`), so that reading
+    /// from the disk overlaps decoding; other sources ignore it (a remote read plans its
+    /// requests instead). A hint only: nothing fails.
+    fn will_need(&self, ranges: &[ByteRange]) {
+        let _ = ranges;
+    }
 }
 
 /// A shared byte source.

@@ -9,7 +9,9 @@ use crate::error::{to_usize, Error, Location, Result};
 use crate::format::{open_page, unseal_page_into, PageInfo};
 use crate::schema::{ClusterDescriptor, Descriptor};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Decodes fields of an RNTuple (its descriptor) from the pages a page source gives.
 pub(crate) struct Decoder<'a> {
@@ -19,6 +21,69 @@ pub(crate) struct Decoder<'a> {
     /// `assemble.rs`): columns that store the same pages (ROOT's same-page merging, e.g.
     /// every `Jet_*` vector's index column) are decoded once and share one buffer.
     pub(super) offsets_cache: OffsetsCache,
+    carry: Option<&'a PageCarry>,
+}
+
+/// A page: its column, its cluster and its index in the cluster's page list.
+type PageKey = (u32, u64, usize);
+
+/// The pages a read over consecutive entry ranges shares between neighbouring ranges: a
+/// page that goes on past the end of a range is decoded whole once, its part copied out,
+/// and kept for the next range, which copies its own part out of it instead of reading
+/// and decompressing the page again. Only the pages the last range kept or used are
+/// held: at most one page per column (the one across the range's end).
+#[derive(Default)]
+pub(crate) struct PageCarry {
+    state: Mutex<CarryState>,
+}
+
+#[derive(Default)]
+struct CarryState {
+    /// Decoded pages and the range that last kept or used each.
+    pages: HashMap<PageKey, (Arc<ColumnValues>, u64)>,
+    /// The range being decoded.
+    range: u64,
+}
+
+impl PageCarry {
+    fn state(&self) -> std::sync::MutexGuard<'_, CarryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The decoded page `key`, if kept; a range that reads the page to its end is its
+    /// last user.
+    fn get(&self, key: PageKey, to_the_end: bool) -> Option<Arc<ColumnValues>> {
+        let mut state = self.state();
+        let range = state.range;
+        if to_the_end {
+            return state.pages.remove(&key).map(|(values, _)| values);
+        }
+        let entry = state.pages.get_mut(&key)?;
+        entry.1 = range;
+        Some(entry.0.clone())
+    }
+
+    /// Keeps the decoded page `key` for the next range.
+    fn keep(&self, key: PageKey, values: Arc<ColumnValues>) {
+        let mut state = self.state();
+        let range = state.range;
+        state.pages.insert(key, (values, range));
+    }
+
+    /// A range is decoded: the pages it neither kept nor used are dropped.
+    pub(crate) fn end_range(&self) {
+        let mut state = self.state();
+        let range = state.range;
+        state.pages.retain(|_, (_, last)| *last == range);
+        state.range += 1;
+    }
+}
+
+/// A page's bytes as the decoder gets them: stored (checked), or already decoded whole
+/// by the previous range.
+enum Got {
+    Stored(PageBytes),
+    Carried(Arc<ColumnValues>),
 }
 
 /// Decoded offsets by the key of their pages (`assemble.rs`): the items' ranges and the
@@ -55,6 +120,16 @@ impl<'a> Decoder<'a> {
             descriptor,
             pages,
             offsets_cache: OffsetsCache::default(),
+            carry: None,
+        }
+    }
+
+    /// The same decoder, sharing the pages across the ends of consecutive ranges through
+    /// `carry`.
+    pub(crate) fn with_carry(self, carry: &'a PageCarry) -> Decoder<'a> {
+        Decoder {
+            carry: Some(carry),
+            ..self
         }
     }
 
@@ -148,18 +223,18 @@ impl<'a> Decoder<'a> {
         }
         // Fetch and check every page first (checksums, and that the compressed chunks
         // announce exactly the page's size): the output is allocated only for sizes the
-        // data backs, never for what a corrupt page list alone claims.
-        let raws: Vec<PageBytes> = jobs
+        // data backs, never for what a corrupt page list alone claims. A page the
+        // previous range decoded whole is not read again.
+        let at = |job: &PageJob<'_>| page_location(id, job.cluster, job.index);
+        let got: Vec<Got> = jobs
             .par_iter()
             .map(|job| {
-                self.fetch_page(job.page, &encoding).map_err(|e| {
-                    e.at(Location {
-                        column: Some(id as u64),
-                        cluster: Some(job.cluster),
-                        page: Some(job.index as u64),
-                        ..Default::default()
-                    })
-                })
+                if let Some(values) = self.carried(id, job) {
+                    return Ok(Got::Carried(values));
+                }
+                self.fetch_page(job.page, &encoding)
+                    .map(Got::Stored)
+                    .map_err(at(job))
             })
             .collect::<Result<_>>()?;
         let mut out = ColumnValues::zeros(encoding.column_type, total);
@@ -167,27 +242,60 @@ impl<'a> Decoder<'a> {
         let mut slices = Vec::with_capacity(jobs.len());
         let mut rest = out.as_values_mut();
         let mut cursor = 0usize;
-        for (job, raw) in jobs.iter().zip(&raws) {
+        for (job, got) in jobs.iter().zip(&got) {
             let (_, tail) = rest.split_at(job.dest - cursor)?;
             let (mine, tail) = tail.split_at(job.len)?;
-            // Checked when fetched: the page's data is what precedes its checksum.
-            let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
-            let data = raw.as_slice();
-            slices.push((job, data.get(..size).unwrap_or(data), mine));
+            slices.push((job, got, mine));
             rest = tail;
             cursor = job.dest + job.len;
         }
-        slices.into_par_iter().try_for_each(|(job, raw, slice)| {
-            decode_into(job.page, raw, &encoding, job.first, slice).map_err(|e| {
-                e.at(Location {
-                    column: Some(id as u64),
-                    cluster: Some(job.cluster),
-                    page: Some(job.index as u64),
-                    ..Default::default()
-                })
-            })
-        })?;
+        slices
+            .into_par_iter()
+            .try_for_each(|(job, got, slice)| match got {
+                Got::Carried(values) => slice.copy_from(values, job.first).map_err(at(job)),
+                Got::Stored(raw) => {
+                    // Checked when fetched: the page's data is what precedes its checksum.
+                    let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
+                    let data = raw.as_slice();
+                    let data = data.get(..size).unwrap_or(data);
+                    self.decode_job(id, job, data, &encoding, slice)
+                        .map_err(at(job))
+                }
+            })?;
         Ok(out)
+    }
+
+    /// The page of `job` as the previous range decoded it, if it was kept.
+    fn carried(&self, id: u32, job: &PageJob<'_>) -> Option<Arc<ColumnValues>> {
+        let carry = self.carry?;
+        let n = usize::try_from(job.page.n_elements).ok()?;
+        if job.first == 0 && job.len == n {
+            return None;
+        }
+        carry.get((id, job.cluster, job.index), job.first + job.len == n)
+    }
+
+    /// Decodes `job`'s part of its page (`data`, checked) into `slice`; a page that goes on
+    /// past the range is decoded whole and kept for the next range, when there is a carry.
+    fn decode_job(
+        &self,
+        id: u32,
+        job: &PageJob<'_>,
+        data: &[u8],
+        encoding: &ColumnEncoding,
+        slice: crate::encoding::ValuesMut<'_>,
+    ) -> Result<()> {
+        let n = usize::try_from(job.page.n_elements).unwrap_or(usize::MAX);
+        match self.carry {
+            Some(carry) if job.first + job.len < n => {
+                let mut values = ColumnValues::zeros(encoding.column_type, n);
+                decode_into(job.page, data, encoding, 0, values.as_values_mut())?;
+                slice.copy_from(&values, job.first)?;
+                carry.keep((id, job.cluster, job.index), Arc::new(values));
+                Ok(())
+            }
+            _ => decode_into(job.page, data, encoding, job.first, slice),
+        }
     }
 
     /// Gets one page's stored bytes from the page source and checks them (length,
@@ -196,6 +304,18 @@ impl<'a> Decoder<'a> {
         let stored = self.pages.page(page)?;
         open_page(stored.as_slice(), page, encoding)?;
         Ok(stored)
+    }
+}
+
+/// Wraps an error with the page it was found in.
+fn page_location(column: u32, cluster: u64, page: usize) -> impl Fn(Error) -> Error {
+    move |e: Error| {
+        e.at(Location {
+            column: Some(u64::from(column)),
+            cluster: Some(cluster),
+            page: Some(page as u64),
+            ..Default::default()
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 //! decode any selection of fields over any entry range into Arrow arrays, clusters and
 //! pages in parallel, reading only the pages the selection needs.
 
+mod ahead;
 mod assemble;
 mod column;
 mod convert;
@@ -9,6 +10,7 @@ pub(crate) mod source;
 mod stream;
 mod summary;
 
+pub use ahead::DecodeAhead;
 pub use source::ReadMetrics;
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
@@ -492,7 +494,8 @@ impl RNTupleReader {
     /// The selected fields over each of `ranges` in turn, one record batch per range,
     /// read as the iterator is advanced. From a remote source every range is planned up
     /// front and pages are fetched a window ahead across ranges, so a loop over batches
-    /// does not wait for each batch's first bytes.
+    /// does not wait for each batch's first bytes. [`RangeBatches::decode_ahead`] also
+    /// decodes the next batch while the caller uses the current one.
     pub fn read_ranges(
         &self,
         names: Option<&[String]>,

@@ -4,7 +4,7 @@
 //! remote source's latency once, not once per batch: the pages of the next ranges
 //! arrive while the current one decodes.
 
-use super::column::Decoder;
+use super::column::{Decoder, PageCarry};
 use super::source::PlannedRead;
 use super::{decode_fields, elapsed_nanos, Projection, RNTupleReader};
 use crate::error::{to_usize, Error, Result};
@@ -25,6 +25,8 @@ pub(super) struct Planned {
     next_range: usize,
     next_bunch: usize,
     projection: Projection,
+    /// The pages across the end of the last range, decoded whole.
+    carry: PageCarry,
     /// After an error nothing more is read.
     failed: bool,
 }
@@ -54,6 +56,7 @@ impl Planned {
             next_range: 0,
             next_bunch: 0,
             projection,
+            carry: PageCarry::default(),
             failed: false,
         })
     }
@@ -68,6 +71,7 @@ impl Planned {
         self.ranges.get(index)?;
         self.next_range += 1;
         let result = self.pieces_of(index).map_err(|e| self.reader.locate(e));
+        self.carry.end_range();
         self.failed = result.is_err();
         Some(result)
     }
@@ -81,13 +85,15 @@ impl Planned {
             // Nothing planned: an empty range.
             return Ok(vec![RecordBatch::new_empty(self.projection.schema.clone())]);
         }
-        let decoder = Decoder::new(&self.reader.descriptor, self.plan.pages.as_ref());
+        let decoder =
+            Decoder::new(&self.reader.descriptor, self.plan.pages.as_ref()).with_carry(&self.carry);
         let all: Vec<usize> = (0..self.projection.selection.len()).collect();
         let mut batches = Vec::new();
         // The arrays of a large cluster, filled group by group.
         let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
         for k in first..self.next_bunch {
             let bunch = &self.plan.bunches[k];
+            self.plan.pages.starting(k);
             let which = bunch.fields.as_deref().unwrap_or(&all);
             let arrays = decode_fields(
                 &decoder,

@@ -39,6 +39,10 @@ pub(crate) trait PageSource: Sync {
 
     /// The decoder is done with bunch `k` of the plan: its pages may be dropped.
     fn done_with(&self, _k: usize) {}
+
+    /// The decoder starts bunch `k` of the plan: a source may start reading what comes
+    /// next.
+    fn starting(&self, _k: usize) {}
 }
 
 /// What reading through an [`RNTupleReader`] has cost so far: the source's counters and
@@ -122,10 +126,16 @@ impl Storage {
                 .filter(|(_, r)| r.start < r.end)
                 .map(|(i, r)| (i, Bunch::whole(r.clone())))
                 .unzip();
+            let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
+            columns.sort_unstable();
+            columns.dedup();
+            let entries: Vec<Range<u64>> = bunches.iter().map(|b| b.entries.clone()).collect();
+            let pages =
+                direct::DirectPages::reading_ahead(self.clone(), descriptor, &columns, &entries);
             return PlannedRead {
                 bunches: Arc::new(bunches),
                 range_of,
-                pages: Box::new(direct),
+                pages: Box::new(pages),
             };
         }
         let mut bunches = Vec::new();
@@ -164,6 +174,11 @@ impl Storage {
     /// Wraps an error with the file and the RNTuple (at `path`) it was found in.
     pub(crate) fn locate_in(&self, path: &str) -> impl Fn(Error) -> Error {
         in_rntuple(&self.source, path)
+    }
+
+    /// Asks the source to read `ranges` ahead (a hint).
+    fn will_need(&self, ranges: &[crate::io::ByteRange]) {
+        self.source.will_need(ranges);
     }
 
     /// Adds `nanos` to the time spent in reads.

@@ -1,0 +1,104 @@
+"""``scaling``: one measurement of a streaming read of ``DATA/nanoaod_root.root``, defined the
+same way at every dataset size so that the time per event compares (``bench/scaling.py``
+runs it at 0.2M, 2M and 20M events, warm and cold):
+
+- ``read-all``: every page of every field decoded into Arrow, cluster by cluster (one
+  record batch per cluster, dropped once counted: at 20M events the decoded data, ~27 GB,
+  does not fit in memory), each batch decoded when asked (``decode_ahead=False``);
+- ``read-subset``: the same for the 12 analysis fields (``schema.ANALYSIS_FIELDS``);
+- ``iterate``: ``nt.iterate(step_size="100 MB")`` over every field into Awkward Arrays
+  (decoding ahead, the default) with a trivial reduction per batch (``MET_pt`` summed);
+- ``disk``: the file's bytes read front to back into one reused 16 MiB buffer: what
+  reading the file costs with nothing decoded (cold: the disk floor).
+
+``--cold`` drops the file's pages from the page cache first
+(``posix_fadvise(POSIX_FADV_DONTNEED)`` on the file: only this file, not the machine's
+whole cache), so the read comes from the disk. The result line has the wall time, the
+entries, the CPU time of the process (all threads), the time the decoder's threads
+waited in reads of the file (summed over threads) and the bytes of the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from common import emit, parse_args, root_file
+
+TOOLS = ["read-all", "read-subset", "iterate", "disk"]
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Evicts the (clean) pages of ``path`` from the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: Path) -> int:
+    """Reads the file front to back into one reused buffer; returns the bytes read."""
+    buffer = memoryview(bytearray(16 << 20))
+    total = 0
+    with path.open("rb", buffering=0) as f:
+        while n := f.readinto(buffer):
+            total += n
+    return total
+
+
+def main() -> None:
+    """One measurement."""
+
+    def extra(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--cold", action="store_true", help="drop the file from the page cache first")
+
+    args = parse_args(TOOLS, extra)
+    path = root_file(args.data)
+    if args.cold:
+        drop_from_page_cache(path)
+    entries = 0
+    checksum: dict[str, object] = {}
+    # Imports before the clock starts; opening the file is timed.
+    import numpy as np
+    from schema import ANALYSIS_FIELDS
+
+    import rntuple
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    if args.tool == "disk":
+        checksum["bytes"] = read_bytes(path)
+    else:
+        nt = rntuple.open(str(path))["Events"]
+        if args.tool == "iterate":
+            met = 0.0
+            for batch in nt.iterate(step_size="100 MB"):
+                entries += len(batch)
+                met += float(np.sum(batch.MET_pt))
+            checksum["sum_MET_pt"] = met
+        else:
+            fields = None if args.tool == "read-all" else nt._qualified(list(ANALYSIS_FIELDS))
+            ranges = [(c.start, c.stop) for c in nt.clusters]
+            for batch in nt._reader.batches(fields, ranges, False):
+                entries += batch.num_rows
+        checksum["entries"] = entries
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    io_wait = 0.0 if args.tool == "disk" else nt.metrics()["io_wait_seconds"]
+    emit(
+        "scaling",
+        args.tool,
+        seconds,
+        checksum,
+        cpu_seconds=cpu,
+        io_wait_seconds=io_wait,
+        entries=entries,
+        cold=args.cold,
+        file_bytes=path.stat().st_size,
+        threads=args.threads,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,389 @@
+//! Decoding ahead (`RangeBatches::decode_ahead`): the same batches and errors, in the
+//! same order, as decoding when asked; exactly one batch decoded ahead of the caller;
+//! dropping the iterator stops and joins its thread.
+
+// Test code: a failed unwrap is a failed test; test data is small.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
+
+use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use rntuple::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
+use rntuple::read::RNTupleReader;
+use rntuple::schema::{ColumnDefaults, SchemaBuilder};
+use rntuple::write::{RNTupleWriter, WriteOptions};
+use rntuple::Result;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// 12 fields (scalars and vectors), 40k entries in small clusters.
+fn written() -> (Vec<u8>, rntuple::format::Anchor) {
+    let n = 40_000usize;
+    let mut columns: Vec<(String, ArrayRef)> = Vec::new();
+    for f in 0..12 {
+        if f % 2 == 0 {
+            let mut b = Int64Builder::new();
+            for i in 0..n {
+                b.append_value((i * 7 + f) as i64 % 1000);
+            }
+            columns.push((format!("s{f}"), Arc::new(b.finish())));
+        } else {
+            let mut b = LargeListBuilder::new(Float32Builder::new());
+            for i in 0..n {
+                for k in 0..(i + f) % 5 {
+                    b.values().append_value((i * k + f) as f32 * 0.5);
+                }
+                b.append(true);
+            }
+            columns.push((format!("v{f}"), Arc::new(b.finish())));
+        }
+    }
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
+    for f in batch.schema().fields() {
+        builder.add_arrow_field(f).unwrap();
+    }
+    let options = WriteOptions::builder()
+        .cluster_size(64 << 10)
+        .page_size(8 << 10)
+        .build()
+        .unwrap();
+    let mut sink: Vec<u8> = Vec::new();
+    let anchor = {
+        let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();
+        w.write_batch(&batch).unwrap();
+        w.finish().unwrap()
+    };
+    (sink, anchor)
+}
+
+/// Memory that records the offset of every read, can wait before each read, panics on a
+/// read at `panic_at`, and says it is remote when asked to.
+struct Recording {
+    inner: MemorySource,
+    offsets: Mutex<Vec<u64>>,
+    delay: Duration,
+    panic_at: Option<u64>,
+    remote: bool,
+    /// The ranges the reader said it will need (read-ahead hints).
+    asked: Mutex<Vec<ByteRange>>,
+}
+
+impl ReadAt for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        assert_ne!(Some(offset), self.panic_at, "the source breaks down");
+        std::thread::sleep(self.delay);
+        self.offsets.lock().unwrap().push(offset);
+        self.inner.read_at(offset, len)
+    }
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.inner.metrics()
+    }
+    fn hints(&self) -> ReadHints {
+        if self.remote {
+            ReadHints::REMOTE
+        } else {
+            self.inner.hints()
+        }
+    }
+    fn will_need(&self, ranges: &[ByteRange]) {
+        self.asked.lock().unwrap().extend_from_slice(ranges);
+    }
+}
+
+fn recording(bytes: &[u8]) -> Recording {
+    Recording {
+        inner: MemorySource::new("mem", bytes.to_vec()),
+        offsets: Mutex::new(Vec::new()),
+        delay: Duration::ZERO,
+        panic_at: None,
+        remote: false,
+        asked: Mutex::new(Vec::new()),
+    }
+}
+
+fn open(source: &Arc<Recording>, anchor: &rntuple::format::Anchor) -> RNTupleReader {
+    let source: Source = source.clone();
+    RNTupleReader::from_anchor(source, *anchor, "t".into()).unwrap()
+}
+
+/// One entry range per cluster.
+fn cluster_ranges(reader: &RNTupleReader) -> Vec<Range<u64>> {
+    reader
+        .descriptor()
+        .clusters
+        .iter()
+        .map(|c| c.first_entry..c.first_entry + c.n_entries)
+        .collect()
+}
+
+/// The offsets of the pages of cluster `k` (every column).
+fn page_offsets(reader: &RNTupleReader, k: usize) -> HashSet<u64> {
+    let d = reader.descriptor();
+    let cluster = &d.clusters[k];
+    (0..d.columns.len() as u32)
+        .filter_map(|col| cluster.column(col))
+        .flat_map(|cp| cp.pages.iter().map(|p| p.locator.offset))
+        .collect()
+}
+
+/// Whether every page of cluster `k` has been read.
+fn read_all_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let read: HashSet<u64> = source.offsets.lock().unwrap().iter().copied().collect();
+    page_offsets(reader, k).is_subset(&read)
+}
+
+/// Whether any page of cluster `k` has been read.
+fn read_any_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let pages = page_offsets(reader, k);
+    source
+        .offsets
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|o| pages.contains(o))
+}
+
+/// Waits (up to 30 s) until `done` holds.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn decoding_ahead_gives_the_same_batches() {
+    let (bytes, anchor) = written();
+    for remote in [false, true] {
+        let source = Arc::new(Recording {
+            remote,
+            ..recording(&bytes)
+        });
+        let reader = open(&source, &anchor);
+        let n = reader.num_entries();
+        let mut ranges = cluster_ranges(&reader);
+        assert!(ranges.len() >= 6, "{} clusters", ranges.len());
+        // Ranges across cluster bounds, a repeated one, an empty one.
+        ranges.extend([17..n - 5, 0..n, 100..100, 17..n - 5]);
+        let names: Option<Vec<String>> = Some(["v1", "s4", "v9"].map(String::from).to_vec());
+        for names in [None, names] {
+            let plain: Vec<RecordBatch> = reader
+                .read_ranges(names.as_deref(), ranges.clone())
+                .unwrap()
+                .collect::<Result<_>>()
+                .unwrap();
+            let ahead: Vec<RecordBatch> = reader
+                .read_ranges(names.as_deref(), ranges.clone())
+                .unwrap()
+                .decode_ahead()
+                .collect::<Result<_>>()
+                .unwrap();
+            assert_eq!(plain.len(), ranges.len());
+            assert_eq!(ahead, plain, "remote {remote}, fields {names:?}");
+        }
+    }
+}
+
+#[test]
+fn an_error_comes_at_its_batch_after_the_batches_before_it() {
+    let (mut bytes, anchor) = written();
+    let reader = open(&Arc::new(recording(&bytes)), &anchor);
+    let broken = 3;
+    // A byte of a page of cluster 3 flipped: its checksum fails.
+    let offset = *page_offsets(&reader, broken).iter().min().unwrap() as usize;
+    bytes[offset + 2] ^= 0x5a;
+    let source = Arc::new(recording(&bytes));
+    let reader = open(&source, &anchor);
+    let ranges = cluster_ranges(&reader);
+    let plain: Vec<Result<RecordBatch>> =
+        reader.read_ranges(None, ranges.clone()).unwrap().collect();
+    let ahead: Vec<Result<RecordBatch>> = reader
+        .read_ranges(None, ranges)
+        .unwrap()
+        .decode_ahead()
+        .collect();
+    for got in [&plain, &ahead] {
+        // The batches before the broken one, then its error, then nothing.
+        assert_eq!(got.len(), broken + 1);
+        assert!(got[..broken].iter().all(Result::is_ok));
+        let message = got[broken].as_ref().unwrap_err().to_string();
+        assert!(message.contains("cluster 3"), "{message}");
+    }
+    for (a, b) in plain[..broken].iter().zip(&ahead[..broken]) {
+        assert_eq!(a.as_ref().unwrap(), b.as_ref().unwrap());
+    }
+}
+
+#[test]
+fn a_panic_while_decoding_ahead_is_an_error_at_its_batch() {
+    let (bytes, anchor) = written();
+    let probe = open(&Arc::new(recording(&bytes)), &anchor);
+    let source = Arc::new(Recording {
+        panic_at: page_offsets(&probe, 2).iter().min().copied(),
+        ..recording(&bytes)
+    });
+    let reader = open(&source, &anchor);
+    let got: Vec<Result<RecordBatch>> = reader
+        .read_ranges(None, cluster_ranges(&reader))
+        .unwrap()
+        .decode_ahead()
+        .collect();
+    assert_eq!(got.len(), 3);
+    assert!(got[0].is_ok() && got[1].is_ok());
+    let message = got[2].as_ref().unwrap_err().to_string();
+    assert!(message.contains("panicked"), "{message}");
+}
+
+#[test]
+fn exactly_one_batch_is_decoded_ahead() {
+    let (bytes, anchor) = written();
+    let source = Arc::new(recording(&bytes));
+    let reader = open(&source, &anchor);
+    let mut batches = reader
+        .read_ranges(None, cluster_ranges(&reader))
+        .unwrap()
+        .decode_ahead();
+    // Before anything is asked for, the first batch is decoded, and only it.
+    wait_for("batch 0 read", || read_all_of(&source, &reader, 0));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!read_any_of(&source, &reader, 1), "batch 1 started early");
+    for k in 0..4 {
+        let batch = batches.next().unwrap().unwrap();
+        assert_eq!(
+            batch.num_rows() as u64,
+            reader.descriptor().clusters[k].n_entries
+        );
+        // While the caller holds batch k, batch k + 1 is decoded; batch k + 2 is not
+        // started until k + 1 is taken.
+        wait_for("the next batch read", || {
+            read_all_of(&source, &reader, k + 1)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !read_any_of(&source, &reader, k + 2),
+            "batch {} started while {k} is held",
+            k + 2
+        );
+    }
+}
+
+#[test]
+fn dropping_the_iterator_stops_its_thread() {
+    let (bytes, anchor) = written();
+    // Slow reads: a batch takes a while to decode, and the drop comes in the middle.
+    let source = Arc::new(Recording {
+        delay: Duration::from_millis(3),
+        ..recording(&bytes)
+    });
+    let reader = open(&source, &anchor);
+    let held = Arc::strong_count(&source);
+    for taken in [0, 1, 2] {
+        let mut batches = reader
+            .read_ranges(None, cluster_ranges(&reader))
+            .unwrap()
+            .decode_ahead();
+        for _ in 0..taken {
+            batches.next().unwrap().unwrap();
+        }
+        assert!(
+            Arc::strong_count(&source) > held,
+            "the thread holds the reader"
+        );
+        let start = Instant::now();
+        drop(batches);
+        // The thread is joined: its reader (and the source it shares) is gone.
+        assert_eq!(Arc::strong_count(&source), held, "after {taken} batches");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let reads = source.offsets.lock().unwrap().len();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            source.offsets.lock().unwrap().len(),
+            reads,
+            "no read after the drop"
+        );
+    }
+    // Read to the end: the thread ends by itself, and the iterator stays at its end.
+    let mut batches = reader
+        .read_ranges(None, cluster_ranges(&reader))
+        .unwrap()
+        .decode_ahead();
+    let n = batches
+        .by_ref()
+        .map(|b| b.unwrap().num_rows() as u64)
+        .sum::<u64>();
+    assert_eq!(n, reader.num_entries());
+    assert!(batches.next().is_none());
+    assert_eq!(Arc::strong_count(&source), held);
+}
+
+/// Whether every page of cluster `k` lies inside the ranges asked for ahead.
+fn asked_all_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let asked = source.asked.lock().unwrap();
+    page_offsets(reader, k)
+        .iter()
+        .all(|&o| asked.iter().any(|r| r.offset <= o && o < r.offset + r.len))
+}
+
+/// Whether any page of cluster `k` lies inside the ranges asked for ahead.
+fn asked_any_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
+    let asked = source.asked.lock().unwrap();
+    page_offsets(reader, k)
+        .iter()
+        .any(|&o| asked.iter().any(|r| r.offset <= o && o < r.offset + r.len))
+}
+
+#[test]
+fn a_local_read_asks_for_the_next_cluster_ahead() {
+    let (bytes, anchor) = written();
+    let source = Arc::new(recording(&bytes));
+    let reader = open(&source, &anchor);
+    let ranges = cluster_ranges(&reader);
+    let mut batches = reader.read_ranges(None, ranges.clone()).unwrap();
+    assert!(
+        source.asked.lock().unwrap().is_empty(),
+        "nothing before the first batch"
+    );
+    for k in 0..ranges.len() {
+        batches.next().unwrap().unwrap();
+        // Decoding cluster k, the reader asked for it and for the next one, no further.
+        for c in 0..=(k + 1).min(ranges.len() - 1) {
+            assert!(
+                asked_all_of(&source, &reader, c),
+                "cluster {c} at batch {k}"
+            );
+        }
+        if k + 2 < ranges.len() {
+            assert!(
+                !asked_any_of(&source, &reader, k + 2),
+                "cluster {} at batch {k}",
+                k + 2
+            );
+        }
+    }
+    // Each cluster is asked for once.
+    let asked = source.asked.lock().unwrap().len();
+    let again: Vec<_> = reader.read_ranges(None, ranges).unwrap().collect();
+    assert_eq!(again.len(), reader.descriptor().clusters.len());
+    assert_eq!(source.asked.lock().unwrap().len(), 2 * asked);
+    // A remote source plans its own requests: no hints.
+    let remote = Arc::new(Recording {
+        remote: true,
+        ..recording(&bytes)
+    });
+    let reader = open(&remote, &anchor);
+    reader.read(None, 0..reader.num_entries()).unwrap();
+    assert!(remote.asked.lock().unwrap().is_empty());
+}
