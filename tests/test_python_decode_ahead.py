@@ -170,7 +170,8 @@ def test_the_process_exits_after_leaving_a_loop_early(tmp_path: Path) -> None:
         print("left", flush=True)
         """
     )
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    # The rntuple this test imports (the installed package in CI, python/ when developing).
+    env = dict(os.environ, PYTHONPATH=str(Path(rntuple.__file__).resolve().parent.parent))
     start = time.perf_counter()
     command = [sys.executable, "-c", script]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)

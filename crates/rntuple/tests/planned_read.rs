@@ -155,23 +155,8 @@ fn planned_reads_equal_direct_reads_and_fetch_only_the_selection() {
             assert_eq!(m.unplanned_pages, 0, "every page was planned");
             if range == (0..n) {
                 // Whole clusters: the needed pages are exactly what the decoder used.
-                // Index columns storing the same pages are decoded once per bunch: at most
-                // every page, at least one index column per cluster of equal ones.
-                let needed: u64 = local_page_bytes(&local, names.as_deref(), Sharing::None);
-                let shared_per_cluster =
-                    local_page_bytes(&local, names.as_deref(), Sharing::PerCluster);
-                assert!(
-                    (shared_per_cluster..=needed).contains(&m.bytes_used),
-                    "{} not in {shared_per_cluster}..={needed}",
-                    m.bytes_used
-                );
-                // A local read is one bunch: equal index columns over the whole range.
-                let local_before = local.metrics().bytes_used;
-                local.read(names.as_deref(), range.clone()).unwrap();
-                assert_eq!(
-                    local.metrics().bytes_used - local_before,
-                    local_page_bytes(&local, names.as_deref(), Sharing::WholeFile)
-                );
+                let needed: u64 = local_page_bytes(&local, names.as_deref());
+                assert_eq!(m.bytes_used, needed);
                 assert!(
                     io_bytes as f64 <= 1.1 * needed as f64,
                     "{io_bytes} bytes read for {needed} needed"
@@ -189,24 +174,7 @@ fn planned_reads_equal_direct_reads_and_fetch_only_the_selection() {
 }
 
 /// The stored bytes (with checksums) of the pages of the selection's columns.
-/// Which collection offsets the decoder is expected to make once for several index
-/// columns that store the same pages.
-#[derive(Clone, Copy, PartialEq)]
-enum Sharing {
-    /// None: every column's pages count.
-    None,
-    /// Columns with the same pages in every cluster (decoded together in one bunch).
-    WholeFile,
-    /// Columns with the same pages in a cluster (each cluster a bunch of its own).
-    PerCluster,
-}
-
-/// The stored bytes of the pages of the selected fields' columns. A page stored once for
-/// several columns (same-page merging) counts once per column (the decoder uses it for
-/// each), except for index columns shared as `sharing` says (the selection's collections
-/// are all top-level here, so equal pages are the whole condition).
-fn local_page_bytes(reader: &RNTupleReader, names: Option<&[String]>, sharing: Sharing) -> u64 {
-    use rntuple::encoding::ColumnType::{self, *};
+fn local_page_bytes(reader: &RNTupleReader, names: Option<&[String]>) -> u64 {
     let d = reader.descriptor();
     let selected: Vec<u32> = reader
         .select_fields(names)
@@ -221,33 +189,11 @@ fn local_page_bytes(reader: &RNTupleReader, names: Option<&[String]>, sharing: S
         columns.extend(f.columns.iter().copied());
         stack.extend(f.children.iter().copied());
     }
-    columns.sort_unstable();
-    let is_index = |col: u32| {
-        matches!(
-            ColumnType::from_u16(d.column(col).record.column_type),
-            Some(Index32 | Index64 | SplitIndex32 | SplitIndex64)
-        )
-    };
-    let key = |col: u32, clusters: &[rntuple::schema::ClusterDescriptor]| {
-        let record = &d.column(col).record;
-        let pages: Vec<_> = clusters.iter().map(|c| c.column(col).cloned()).collect();
-        (record.column_type, record.first_element_index, pages)
-    };
+    // A page stored once for several columns (same-page merging) counts once per column:
+    // the decoder uses it for each.
     let mut bytes = 0;
-    let mut seen = Vec::new();
-    for (i, c) in d.clusters.iter().enumerate() {
+    for c in &d.clusters {
         for &col in &columns {
-            let shared = match sharing {
-                Sharing::None => None,
-                Sharing::WholeFile => Some(key(col, &d.clusters)),
-                Sharing::PerCluster => Some(key(col, &d.clusters[i..=i])),
-            };
-            if let Some(k) = shared.filter(|_| is_index(col)) {
-                if seen.contains(&(i, k.clone())) {
-                    continue;
-                }
-                seen.push((i, k));
-            }
             if let Some(cp) = c.column(col) {
                 for p in &cp.pages {
                     bytes += p.locator.size + 8 * p.has_checksum as u64;
@@ -350,15 +296,9 @@ fn consecutive_ranges_read_and_decompress_each_page_once() {
                 assert_eq!(batch, &expected, "{range:?}, remote {remote}");
             }
             // A page across a step's end is decoded once, kept, and the next step takes
-            // its part from it: the stream uses each page's bytes once, as one read does
-            // (or less: index columns with equal pages within a step's clusters share
-            // their offsets, at most as much as equal pages within each cluster allow).
+            // its part from it: the stream uses each page's bytes once, as one read does.
             let used = reader.metrics().bytes_used - before;
-            let floor = local_page_bytes(&local, names.as_deref(), Sharing::PerCluster);
-            assert!(
-                (floor..=once).contains(&used),
-                "remote {remote}, fields {names:?}: {used} not in {floor}..={once}"
-            );
+            assert_eq!(used, once, "remote {remote}, fields {names:?}");
         }
         // Ranges out of order, overlapping, inside one page, repeated, jumping: each
         // batch is still the read of its range.

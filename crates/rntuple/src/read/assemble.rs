@@ -127,65 +127,6 @@ impl Decoder<'_> {
         column: u32,
         per_entry: PerEntry,
     ) -> Result<(Vec<Seg<'a>>, Offsets)> {
-        let key = self.offsets_key(segs, column, per_entry);
-        let cached = self
-            .offsets_cache
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(&key).cloned());
-        if let Some((ranges, offsets)) = cached {
-            let items = segs.iter().zip(ranges).map(|((c, _), r)| (*c, r)).collect();
-            return Ok((items, offsets));
-        }
-        // Two threads may decode the same offsets at once: rather that than one waiting
-        // inside rayon's pool for the other.
-        let (items, offsets) = self.decode_offsets(segs, column, per_entry)?;
-        if let Ok(mut cache) = self.offsets_cache.lock() {
-            let ranges = items.iter().map(|(_, r)| r.clone()).collect();
-            cache.insert(key, (ranges, offsets.clone()));
-        }
-        Ok((items, offsets))
-    }
-
-    /// What the offsets of `column` over `segs` follow from: the column's type and
-    /// deferral, the elements wanted and every page's location and element count. Equal
-    /// keys are equal stored bytes, hence equal offsets.
-    fn offsets_key(&self, segs: &[Seg<'_>], column: u32, per_entry: PerEntry) -> Vec<u64> {
-        let record = &self.descriptor().column(column).record;
-        let mut key = vec![
-            u64::from(record.column_type),
-            u64::from(record.bits_on_storage),
-            record
-                .first_element_index
-                .map_or(u64::MAX, |i| u64::from_ne_bytes(i.to_ne_bytes())),
-            per_entry.unwrap_or(u64::MAX),
-        ];
-        for (c, r) in segs {
-            key.extend([c.id, r.start, r.end]);
-            match c.column(column) {
-                Some(cp) => {
-                    key.push(cp.pages.len() as u64);
-                    for p in &cp.pages {
-                        key.extend([
-                            p.locator.offset,
-                            p.locator.size,
-                            u64::from(p.n_elements),
-                            u64::from(p.has_checksum),
-                        ]);
-                    }
-                }
-                None => key.push(u64::MAX),
-            }
-        }
-        key
-    }
-
-    fn decode_offsets<'a>(
-        &self,
-        segs: &[Seg<'a>],
-        column: u32,
-        per_entry: PerEntry,
-    ) -> Result<(Vec<Seg<'a>>, Offsets)> {
         // Each range starts one element early for the start of its first item.
         let early: Vec<Seg<'a>> = segs
             .iter()

@@ -17,10 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) struct Decoder<'a> {
     descriptor: &'a Descriptor,
     pages: &'a dyn PageSource,
-    /// Collection offsets decoded in this read, by what they were decoded from (see
-    /// `assemble.rs`): columns that store the same pages (ROOT's same-page merging, e.g.
-    /// every `Jet_*` vector's index column) are decoded once and share one buffer.
-    pub(super) offsets_cache: OffsetsCache,
     carry: Option<&'a PageCarry>,
 }
 
@@ -86,12 +82,6 @@ enum Got {
     Carried(Arc<ColumnValues>),
 }
 
-/// Decoded offsets by the key of their pages (`assemble.rs`): the items' ranges and the
-/// Arrow offsets.
-pub(super) type OffsetsCache = std::sync::Mutex<
-    std::collections::HashMap<Vec<u64>, (Vec<Range<u64>>, super::assemble::Offsets)>,
->;
-
 /// One cluster's part of a column read: the cluster, the elements wanted (local to the
 /// cluster), and the element count the column must have there when that follows from
 /// the entry count (fields outside collections), which tells the leading zeros of a
@@ -119,7 +109,6 @@ impl<'a> Decoder<'a> {
         Decoder {
             descriptor,
             pages,
-            offsets_cache: OffsetsCache::default(),
             carry: None,
         }
     }
