@@ -7,10 +7,13 @@ time against the larger of the disk floor and the warm time.
 
     python3 bench/scaling.py [--root ../bench-data] [--repeat 3] [--sizes 0.2M 2M 20M]
 
-The files (``ROOT`` defaults to ``../bench-data`` beside the repository):
+The files (``ROOT`` defaults to ``../bench-data`` beside the repository), made when
+missing:
 
-- 2M: ``ROOT/nanoaod_root.root`` (``python3 bench/generate.py --events 2000000 --out ROOT
-  --only root``, run when missing);
+- 2M: ``ROOT/n2m/nanoaod_root.root``, a copy of the suite's ``ROOT/nanoaod_root.root``
+  (``python3 bench/generate.py --events 2000000 --out ROOT --only root``): the cold
+  measurements drop the file from the page cache, which should not disturb other runs
+  reading the suite's file;
 - 0.2M: ``ROOT/n200k/nanoaod_root.root`` (``generate.py --events 200000 --out ROOT/n200k
   --only root``: the same events as the first 200,000 of the 2M file, written by ROOT);
 - 20M: ``ROOT/n20m/nanoaod_root.root``, ten copies of the 2M file merged
@@ -53,7 +56,16 @@ COPIES = 10
 
 def data_dir(root: Path, size: str) -> Path:
     """The directory holding the ``size`` dataset."""
-    return {"0.2M": root / "n200k", "2M": root, "20M": root / "n20m"}[size]
+    return {"0.2M": root / "n200k", "2M": root / "n2m", "20M": root / "n20m"}[size]
+
+
+def suite_file(root: Path) -> Path:
+    """The benchmark suite's 2M-event file, generated if missing."""
+    path = root / "nanoaod_root.root"
+    if not path.exists():
+        generate = [sys.executable, str(BENCH / "generate.py"), "--events", str(SIZES["2M"])]
+        subprocess.run([*generate, "--out", str(root), "--only", "root"], check=True)
+    return path
 
 
 def ensure(root: Path, size: str) -> Path:
@@ -62,14 +74,18 @@ def ensure(root: Path, size: str) -> Path:
     target = folder / "nanoaod_root.root"
     if target.exists():
         return folder
-    if size == "20M":
-        source = ensure(root, "2M") / "nanoaod_root.root"
-        folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    if size == "2M":
+        temporary = target.with_suffix(".tmp")
+        shutil.copyfile(suite_file(root), temporary)
+        temporary.rename(target)
+    elif size == "20M":
+        source = suite_file(root)
         binary = REPO / "target" / "release" / "rntuple"
         subprocess.run([str(binary), "merge", str(target), *[str(source)] * COPIES], check=True)
-        return folder
-    generate = [sys.executable, str(BENCH / "generate.py"), "--events", str(SIZES[size])]
-    subprocess.run([*generate, "--out", str(folder), "--only", "root"], check=True)
+    else:
+        generate = [sys.executable, str(BENCH / "generate.py"), "--events", str(SIZES[size])]
+        subprocess.run([*generate, "--out", str(folder), "--only", "root"], check=True)
     return folder
 
 
@@ -150,7 +166,8 @@ def report(
         "",
         "Data: the NanoAOD-like dataset written by ROOT (`bench/generate.py`, 105 fields, ~1,400 B/event "
         "uncompressed, zstd 505, clusters of ~285,000 entries); 0.2M is generated with the same seed "
-        "(the first 200,000 events), 20M is ten copies of the 2M file merged with `rntuple merge`. "
+        "(the first 200,000 events), 2M is a copy of the suite's file, 20M is ten copies of it merged with "
+        "`rntuple merge`. "
         "Files: "
         + ", ".join(
             f"{size} {(data_dir(args.root, size) / 'nanoaod_root.root').stat().st_size / 1e9:.2f} GB"

@@ -110,30 +110,33 @@ impl<'a> ValuesMut<'a> {
         ))
     }
 
-    /// Copies `src`'s elements `start..start + self.len()` into `self` (same kind).
+    /// Copies `src`'s elements `start..start + self.len()` into `self` (same kind),
+    /// straight from `src`'s buffer.
     pub(crate) fn copy_from(self, src: &ColumnValues, start: usize) -> Result<()> {
         let n = self.len();
-        let part = src
-            .slice(start, n)
+        let range = start
+            .checked_add(n)
+            .filter(|&end| end <= src.len())
+            .map(|end| start..end)
             .ok_or_else(|| Error::corrupt("page", "page slice out of range"))?;
         use ColumnValues as V;
         use ValuesMut as M;
-        match (self, part) {
-            (M::Bool(d), V::Bool(s)) => d.copy_from_slice(&s),
-            (M::I8(d), V::I8(s)) => d.copy_from_slice(&s),
-            (M::U8(d), V::U8(s)) => d.copy_from_slice(&s),
-            (M::I16(d), V::I16(s)) => d.copy_from_slice(&s),
-            (M::U16(d), V::U16(s)) => d.copy_from_slice(&s),
-            (M::I32(d), V::I32(s)) => d.copy_from_slice(&s),
-            (M::U32(d), V::U32(s)) => d.copy_from_slice(&s),
-            (M::I64(d), V::I64(s)) => d.copy_from_slice(&s),
-            (M::U64(d), V::U64(s)) => d.copy_from_slice(&s),
-            (M::F32(d), V::F32(s)) => d.copy_from_slice(&s),
-            (M::F64(d), V::F64(s)) => d.copy_from_slice(&s),
-            (M::Index(d), V::Index(s)) => d.copy_from_slice(&s),
+        match (self, src) {
+            (M::Bool(d), V::Bool(s)) => d.copy_from_slice(&s[range]),
+            (M::I8(d), V::I8(s)) => d.copy_from_slice(&s[range]),
+            (M::U8(d), V::U8(s)) => d.copy_from_slice(&s[range]),
+            (M::I16(d), V::I16(s)) => d.copy_from_slice(&s[range]),
+            (M::U16(d), V::U16(s)) => d.copy_from_slice(&s[range]),
+            (M::I32(d), V::I32(s)) => d.copy_from_slice(&s[range]),
+            (M::U32(d), V::U32(s)) => d.copy_from_slice(&s[range]),
+            (M::I64(d), V::I64(s)) => d.copy_from_slice(&s[range]),
+            (M::U64(d), V::U64(s)) => d.copy_from_slice(&s[range]),
+            (M::F32(d), V::F32(s)) => d.copy_from_slice(&s[range]),
+            (M::F64(d), V::F64(s)) => d.copy_from_slice(&s[range]),
+            (M::Index(d), V::Index(s)) => d.copy_from_slice(&s[range]),
             (M::Switch { index, tag }, V::Switch { index: i, tag: t }) => {
-                index.copy_from_slice(&i);
-                tag.copy_from_slice(&t);
+                index.copy_from_slice(&i[range.clone()]);
+                tag.copy_from_slice(&t[range]);
             }
             (_, other) => {
                 return Err(Error::InvalidArgument(format!(

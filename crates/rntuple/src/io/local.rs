@@ -65,9 +65,44 @@ impl ReadAt for LocalFile {
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         // Bound the allocation by the file's real size before allocating.
         self.check_range(offset, len)?;
-        let mut buf = vec![0u8; to_usize(len, "a read")?];
-        self.read_at_into(offset, &mut buf)?;
-        Ok(buf)
+        #[cfg(target_os = "linux")]
+        {
+            // Read into the buffer's spare capacity: its bytes are not zeroed first only
+            // to be overwritten (that cost as much as a copy of every page read).
+            let mut buf = Vec::with_capacity(to_usize(len, "a read")?);
+            let start = Instant::now();
+            while buf.len() < buf.capacity() {
+                let at = offset + buf.len() as u64;
+                let n = match rustix::io::pread(
+                    &self.file,
+                    rustix::buffer::spare_capacity(&mut buf),
+                    at,
+                ) {
+                    Ok(n) => n,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => {
+                        return Err(Error::Io {
+                            what: format!("{} ({len} bytes at offset {offset})", self.path),
+                            source: e.into(),
+                        })
+                    }
+                };
+                if n == 0 {
+                    return Err(Error::Io {
+                        what: format!("{} ({len} bytes at offset {offset})", self.path),
+                        source: std::io::ErrorKind::UnexpectedEof.into(),
+                    });
+                }
+            }
+            self.metrics.record(false, 1, len, start);
+            Ok(buf)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let mut buf = vec![0u8; to_usize(len, "a read")?];
+            self.read_at_into(offset, &mut buf)?;
+            Ok(buf)
+        }
     }
 
     fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -142,5 +177,28 @@ mod tests {
             },
         ]);
         assert_eq!(local.read_at(0, 100_000).unwrap(), data);
+    }
+
+    #[test]
+    fn reads_give_exactly_the_bytes_asked_for() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 253) as u8).collect();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        let local = LocalFile::open(file.path().to_str().unwrap()).unwrap();
+        for (offset, len) in [
+            (0u64, 1u64),
+            (1, 299_999),
+            (123_457, 65_536),
+            (299_999, 1),
+            (5, 0),
+        ] {
+            let got = local.read_at(offset, len).unwrap();
+            assert_eq!(got, data[offset as usize..(offset + len) as usize]);
+        }
+        assert!(local.read_at(299_999, 2).is_err(), "past the end");
+        assert!(local.read_at(u64::MAX, 2).is_err());
+        let before = local.metrics();
+        local.read_at(10, 100).unwrap();
+        assert_eq!(local.metrics().bytes_read - before.bytes_read, 100);
     }
 }

@@ -27,7 +27,9 @@ type PageKey = (u32, u64, usize);
 /// page that goes on past the end of a range is decoded whole once, its part copied out,
 /// and kept for the next range, which copies its own part out of it instead of reading
 /// and decompressing the page again. Only the pages the last range kept or used are
-/// held: at most one page per column (the one across the range's end).
+/// held: at most one page per column (the one across the range's end). A range sees only
+/// the pages earlier ranges kept, so what it reads does not depend on the order its
+/// fields run in (two fields of one collection read its offsets each, as without it).
 #[derive(Default)]
 pub(crate) struct PageCarry {
     state: Mutex<CarryState>,
@@ -35,10 +37,16 @@ pub(crate) struct PageCarry {
 
 #[derive(Default)]
 struct CarryState {
-    /// Decoded pages and the range that last kept or used each.
-    pages: HashMap<PageKey, (Arc<ColumnValues>, u64)>,
+    pages: HashMap<PageKey, Carried>,
     /// The range being decoded.
     range: u64,
+}
+
+/// A decoded page kept, with the ranges that kept it and that last needed it kept.
+struct Carried {
+    values: Arc<ColumnValues>,
+    kept_in: u64,
+    needed_in: u64,
 }
 
 impl PageCarry {
@@ -46,31 +54,37 @@ impl PageCarry {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The decoded page `key`, if kept; a range that reads the page to its end is its
-    /// last user.
+    /// The decoded page `key`, if an earlier range kept it; it is kept for the next
+    /// range unless this one reads it `to_the_end`.
     fn get(&self, key: PageKey, to_the_end: bool) -> Option<Arc<ColumnValues>> {
         let mut state = self.state();
         let range = state.range;
-        if to_the_end {
-            return state.pages.remove(&key).map(|(values, _)| values);
+        let page = state.pages.get_mut(&key).filter(|p| p.kept_in < range)?;
+        if !to_the_end {
+            page.needed_in = range;
         }
-        let entry = state.pages.get_mut(&key)?;
-        entry.1 = range;
-        Some(entry.0.clone())
+        Some(page.values.clone())
     }
 
     /// Keeps the decoded page `key` for the next range.
     fn keep(&self, key: PageKey, values: Arc<ColumnValues>) {
         let mut state = self.state();
         let range = state.range;
-        state.pages.insert(key, (values, range));
+        state.pages.insert(
+            key,
+            Carried {
+                values,
+                kept_in: range,
+                needed_in: range,
+            },
+        );
     }
 
-    /// A range is decoded: the pages it neither kept nor used are dropped.
+    /// A range is decoded: the pages the next range cannot need are dropped.
     pub(crate) fn end_range(&self) {
         let mut state = self.state();
         let range = state.range;
-        state.pages.retain(|_, (_, last)| *last == range);
+        state.pages.retain(|_, page| page.needed_in == range);
         state.range += 1;
     }
 }

@@ -1,7 +1,7 @@
 //! Pages read at their locators as the decoder asks for them: a local file, where a
-//! read costs no round trip and the decoder's threads read in parallel. The kernel is
-//! told which clusters come next (`ReadAt::will_need`), so that it reads them from the
-//! disk into the page cache while the current ones are decoded.
+//! read costs no round trip and the decoder's threads read in parallel. A thread of its
+//! own tells the kernel which clusters come next (`ReadAt::will_need`), so that it reads
+//! them from the disk into the page cache while the current ones are decoded.
 
 use super::pool::BufferPool;
 use super::{PageBytes, PageSource, Storage};
@@ -11,12 +11,22 @@ use crate::io::ByteRange;
 use crate::schema::Descriptor;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 /// Gaps between the selected pages up to this size are read ahead with them: one hint
 /// for a run of pages rather than one per page.
 const READ_AHEAD_GAP: u64 = 128 << 10;
+
+/// Clusters asked for beyond the last one of the bunch being decoded: enough that the
+/// disk's pace may vary without the decoder waiting.
+const READ_AHEAD_CLUSTERS: usize = 2;
+
+/// The piece of a run the read-ahead thread hands to the kernel at a time, checking
+/// between pieces whether the read is over.
+const READ_AHEAD_PIECE: u64 = 4 << 20;
 
 /// Every page read on demand from the storage, into buffers reused once the decoder has
 /// dropped their pages.
@@ -36,6 +46,62 @@ struct ReadAhead {
     through: Vec<usize>,
     /// The clusters asked for so far.
     asked: AtomicUsize,
+    /// The thread that asks the kernel, started with the first request. The hints run
+    /// on it, not on the decoder's threads: the kernel may hold a caller while its
+    /// request queue is full.
+    worker: Mutex<Option<Worker>>,
+}
+
+/// The read-ahead thread: it takes runs from `runs` and asks the kernel for them.
+struct Worker {
+    /// `None` once stopping.
+    runs: Option<Sender<Vec<ByteRange>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts the thread, or `None` if none can be started (no hints then).
+    fn start(storage: Storage) -> Option<Worker> {
+        let (runs, queue) = channel::<Vec<ByteRange>>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("rntuple-read-ahead".into())
+            .spawn(move || {
+                for cluster in queue {
+                    for run in cluster {
+                        let end = run.offset.saturating_add(run.len);
+                        let mut at = run.offset;
+                        while at < end {
+                            if stopped.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            let len = READ_AHEAD_PIECE.min(end - at);
+                            storage.will_need(&[ByteRange { offset: at, len }]);
+                            at += len;
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some(Worker {
+            runs: Some(runs),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.runs.take();
+        if let Some(thread) = self.thread.take() {
+            // The thread stops within one piece; it cannot panic (hints fail silently).
+            let _ = thread.join();
+        }
+    }
 }
 
 impl DirectPages {
@@ -71,7 +137,7 @@ impl DirectPages {
                     last = Some(last.map_or(p, |l: usize| l.max(p)));
                 }
             }
-            through.push(last.map_or(0, |l| l + 2));
+            through.push(last.map_or(0, |l| l + 1 + READ_AHEAD_CLUSTERS));
         }
         let clusters = order
             .iter()
@@ -94,6 +160,7 @@ impl DirectPages {
                 clusters,
                 through,
                 asked: AtomicUsize::new(0),
+                worker: Mutex::new(None),
             }),
         }
     }
@@ -133,8 +200,20 @@ impl PageSource for DirectPages {
         // One caller at a time decodes a plan; the swap keeps a cluster from being asked
         // for twice all the same.
         let from = ahead.asked.fetch_max(target, Ordering::Relaxed);
-        for runs in ahead.clusters.get(from..target).unwrap_or_default() {
-            self.storage.will_need(runs);
+        let wanted = ahead.clusters.get(from..target).unwrap_or_default();
+        if wanted.is_empty() {
+            return;
+        }
+        let mut worker = ahead.worker.lock().unwrap_or_else(PoisonError::into_inner);
+        if worker.is_none() {
+            *worker = Worker::start(self.storage.clone());
+        }
+        let Some(runs) = worker.as_ref().and_then(|w| w.runs.as_ref()) else {
+            return;
+        };
+        for cluster in wanted {
+            // The thread lives as long as the sender: a send cannot fail.
+            let _ = runs.send(cluster.clone());
         }
     }
 }
