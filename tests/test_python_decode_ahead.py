@@ -141,7 +141,9 @@ def test_leaving_a_loop_early_stops_the_thread_and_frees_the_file(many_clusters:
     baseline = threads()
     loop = nt.iterate(step_size=500)
     next(loop)
-    assert threads() == baseline + 1, "a thread decodes ahead"
+    # One thread decodes ahead; from a local file another asks the kernel for the next
+    # clusters.
+    assert threads() in (baseline + 1, baseline + 2), "a thread decodes ahead"
     loop.close()  # what leaving a for loop early does to the generator
     assert threads() == baseline, "the thread is gone once the loop is left"
     for batch in nt.iterate(step_size=500):
