@@ -6,12 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
+mod common;
+
+use arrow_array::RecordBatch;
 use rntuple::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
 use rntuple::read::RNTupleReader;
-use rntuple::schema::{ColumnDefaults, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Result;
 use std::collections::HashSet;
 use std::ops::Range;
@@ -20,43 +19,13 @@ use std::time::{Duration, Instant};
 
 /// 12 fields (scalars and vectors), 40k entries in small clusters.
 fn written() -> (Vec<u8>, rntuple::format::Anchor) {
-    let n = 40_000usize;
-    let mut columns: Vec<(String, ArrayRef)> = Vec::new();
-    for f in 0..12 {
-        if f % 2 == 0 {
-            let mut b = Int64Builder::new();
-            for i in 0..n {
-                b.append_value((i * 7 + f) as i64 % 1000);
-            }
-            columns.push((format!("s{f}"), Arc::new(b.finish())));
-        } else {
-            let mut b = LargeListBuilder::new(Float32Builder::new());
-            for i in 0..n {
-                for k in 0..(i + f) % 5 {
-                    b.values().append_value((i * k + f) as f32 * 0.5);
-                }
-                b.append(true);
-            }
-            columns.push((format!("v{f}"), Arc::new(b.finish())));
-        }
-    }
-    let batch = RecordBatch::try_from_iter(columns).unwrap();
-    let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
-    for f in batch.schema().fields() {
-        builder.add_arrow_field(f).unwrap();
-    }
-    let options = WriteOptions::builder()
-        .cluster_size(64 << 10)
-        .page_size(8 << 10)
-        .build()
-        .unwrap();
-    let mut sink: Vec<u8> = Vec::new();
-    let anchor = {
-        let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();
-        w.write_batch(&batch).unwrap();
-        w.finish().unwrap()
-    };
-    (sink, anchor)
+    let batch = common::scalars_and_vectors(40_000, 12);
+    common::write_in_memory(
+        common::schema_builder_of(&batch).finish(),
+        &batch,
+        64 << 10,
+        8 << 10,
+    )
 }
 
 /// Memory that records the offset of every read, can wait before each read, panics on a

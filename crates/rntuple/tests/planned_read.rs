@@ -5,12 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
+mod common;
+
+use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
 use rntuple::read::RNTupleReader;
-use rntuple::schema::{ColumnDefaults, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Result;
 use std::sync::Arc;
 use std::time::Instant;
@@ -56,43 +56,13 @@ impl ReadAt for RemoteLike {
 
 /// 40 fields (scalars and vectors), 60k entries, small clusters: many clusters and pages.
 fn written() -> (Vec<u8>, rntuple::format::Anchor) {
-    let n = 60_000usize;
-    let mut columns: Vec<(String, ArrayRef)> = Vec::new();
-    for f in 0..40 {
-        if f % 2 == 0 {
-            let mut b = Int64Builder::new();
-            for i in 0..n {
-                b.append_value((i * 7 + f) as i64 % 1000);
-            }
-            columns.push((format!("s{f}"), Arc::new(b.finish())));
-        } else {
-            let mut b = LargeListBuilder::new(Float32Builder::new());
-            for i in 0..n {
-                for k in 0..(i + f) % 5 {
-                    b.values().append_value((i * k + f) as f32 * 0.5);
-                }
-                b.append(true);
-            }
-            columns.push((format!("v{f}"), Arc::new(b.finish())));
-        }
-    }
-    let batch = RecordBatch::try_from_iter(columns).unwrap();
-    let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
-    for f in batch.schema().fields() {
-        builder.add_arrow_field(f).unwrap();
-    }
-    let options = WriteOptions::builder()
-        .cluster_size(256 << 10)
-        .page_size(16 << 10)
-        .build()
-        .unwrap();
-    let mut sink: Vec<u8> = Vec::new();
-    let anchor = {
-        let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();
-        w.write_batch(&batch).unwrap();
-        w.finish().unwrap()
-    };
-    (sink, anchor)
+    let batch = common::scalars_and_vectors(60_000, 40);
+    common::write_in_memory(
+        common::schema_builder_of(&batch).finish(),
+        &batch,
+        256 << 10,
+        16 << 10,
+    )
 }
 
 fn open(bytes: &[u8], anchor: &rntuple::format::Anchor, remote: bool) -> RNTupleReader {
@@ -345,25 +315,14 @@ fn fields_sharing_columns_read_them_each_in_a_range_whatever_their_order() {
     }
     let column: ArrayRef = Arc::new(b.finish());
     let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
-    let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
-    builder.add_arrow_field(batch.schema().field(0)).unwrap();
+    let mut builder = common::schema_builder_of(&batch);
     builder
         .add_projected_field("a", "std::vector<float>", "v")
         .unwrap();
     builder
         .add_projected_field("b", "std::vector<float>", "v")
         .unwrap();
-    let options = WriteOptions::builder()
-        .cluster_size(128 << 10)
-        .page_size(16 << 10)
-        .build()
-        .unwrap();
-    let mut sink: Vec<u8> = Vec::new();
-    let anchor = {
-        let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();
-        w.write_batch(&batch).unwrap();
-        w.finish().unwrap()
-    };
+    let (sink, anchor) = common::write_in_memory(builder.finish(), &batch, 128 << 10, 16 << 10);
     let steps: Vec<std::ops::Range<u64>> = (0..n as u64)
         .step_by(1999)
         .map(|a| a..(a + 1999).min(n as u64))

@@ -138,3 +138,66 @@ pub(crate) fn regions(bytes: &[u8]) -> Vec<(String, u64, u64)> {
         ("page".into(), page.offset, page.size),
     ]
 }
+
+/// `fields` fields of `entries` entries, alternating `Int64` scalars (`s0`, `s2`, ...)
+/// and `std::vector<float>` (`v1`, `v3`, ...) of 0 to 4 items: values that differ per
+/// field and entry, so that a page read for the wrong field or range shows.
+pub(crate) fn scalars_and_vectors(entries: usize, fields: usize) -> arrow_array::RecordBatch {
+    use arrow_array::builder::{Float32Builder, Int64Builder, LargeListBuilder};
+    use arrow_array::ArrayRef;
+    let mut columns: Vec<(String, ArrayRef)> = Vec::new();
+    for f in 0..fields {
+        if f % 2 == 0 {
+            let mut b = Int64Builder::new();
+            for i in 0..entries {
+                b.append_value((i * 7 + f) as i64 % 1000);
+            }
+            columns.push((format!("s{f}"), Arc::new(b.finish())));
+        } else {
+            let mut b = LargeListBuilder::new(Float32Builder::new());
+            for i in 0..entries {
+                for k in 0..(i + f) % 5 {
+                    b.values().append_value((i * k + f) as f32 * 0.5);
+                }
+                b.append(true);
+            }
+            columns.push((format!("v{f}"), Arc::new(b.finish())));
+        }
+    }
+    arrow_array::RecordBatch::try_from_iter(columns).unwrap()
+}
+
+/// The schema of `batch`'s fields, compressed columns.
+pub(crate) fn schema_builder_of(
+    batch: &arrow_array::RecordBatch,
+) -> rntuple::schema::SchemaBuilder {
+    use rntuple::schema::{ColumnDefaults, SchemaBuilder};
+    let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
+    for f in batch.schema().fields() {
+        builder.add_arrow_field(f).unwrap();
+    }
+    builder
+}
+
+/// `batch` written with `schema` as the RNTuple `t` into a ROOT file in memory, with
+/// clusters of `cluster_size` and pages of `page_size` bytes; the file and its anchor.
+pub(crate) fn write_in_memory(
+    schema: rntuple::format::SchemaDescription,
+    batch: &arrow_array::RecordBatch,
+    cluster_size: u64,
+    page_size: u64,
+) -> (Vec<u8>, Anchor) {
+    use rntuple::write::{RNTupleWriter, WriteOptions};
+    let options = WriteOptions::builder()
+        .cluster_size(cluster_size)
+        .page_size(page_size)
+        .build()
+        .unwrap();
+    let mut sink: Vec<u8> = Vec::new();
+    let anchor = {
+        let mut w = RNTupleWriter::new(&mut sink, "t", schema, options).unwrap();
+        w.write_batch(batch).unwrap();
+        w.finish().unwrap()
+    };
+    (sink, anchor)
+}
