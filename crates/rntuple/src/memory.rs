@@ -10,9 +10,11 @@ const POPULATE_MIN_BYTES: usize = 1 << 20;
 /// `n` copies of `zero` in a buffer whose pages are mapped in one system call when it is
 /// large (Linux; elsewhere an ordinary `vec!`).
 pub(crate) fn filled_vec<T: Copy>(zero: T, n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
-    populate(v.spare_capacity_mut());
-    v.resize(n, zero);
+    // `vec!` of an all-zero value asks the allocator for zeroed memory (calloc), which
+    // does not write pages fresh from the kernel: they come zeroed when populated. The
+    // decoder then writes each byte once, not after a memset of the whole buffer.
+    let mut v = vec![zero; n];
+    populate(&mut v);
     v
 }
 
