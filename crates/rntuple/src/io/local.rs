@@ -51,6 +51,14 @@ impl LocalFile {
             }),
         }
     }
+
+    /// The error of a failed read of `len` bytes at `offset`, naming the file and where.
+    fn read_error(&self, offset: u64, len: u64, source: std::io::Error) -> Error {
+        Error::Io {
+            what: format!("{} ({len} bytes at offset {offset})", self.path),
+            source,
+        }
+    }
 }
 
 impl ReadAt for LocalFile {
@@ -80,18 +88,11 @@ impl ReadAt for LocalFile {
                 ) {
                     Ok(n) => n,
                     Err(rustix::io::Errno::INTR) => continue,
-                    Err(e) => {
-                        return Err(Error::Io {
-                            what: format!("{} ({len} bytes at offset {offset})", self.path),
-                            source: e.into(),
-                        })
-                    }
+                    Err(e) => return Err(self.read_error(offset, len, e.into())),
                 };
                 if n == 0 {
-                    return Err(Error::Io {
-                        what: format!("{} ({len} bytes at offset {offset})", self.path),
-                        source: std::io::ErrorKind::UnexpectedEof.into(),
-                    });
+                    let eof = std::io::ErrorKind::UnexpectedEof.into();
+                    return Err(self.read_error(offset, len, eof));
                 }
             }
             self.metrics.record(false, 1, len, start);
@@ -111,10 +112,7 @@ impl ReadAt for LocalFile {
         let start = Instant::now();
         self.file
             .read_exact_at(buf, offset)
-            .map_err(|source| Error::Io {
-                what: format!("{} ({len} bytes at offset {offset})", self.path),
-                source,
-            })?;
+            .map_err(|source| self.read_error(offset, len, source))?;
         self.metrics.record(false, 1, len, start);
         Ok(())
     }
