@@ -16,12 +16,17 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+sys.path.insert(0, str(BENCH / "tasks"))
+
+from common import write_text_atomically  # noqa: E402
+
 BINARY = REPO / "target" / "release" / "rntuple"
 
 
@@ -104,7 +109,7 @@ def main() -> None:
             "",
         ]
     )
-    args.out.write_text(table)
+    write_text_atomically(args.out, table)
     print(table)
 
 

@@ -30,7 +30,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(REPO / "bench" / "tasks"))
 
+from common import write_text_atomically  # noqa: E402
 from remote_data import write_big  # noqa: E402
 
 CLI = REPO / "target" / "release" / "rntuple"
@@ -223,7 +225,7 @@ def main() -> int:
         *iterate_rows,
         "",
     ]
-    args.out.write_text("\n".join(text))
+    write_text_atomically(args.out, "\n".join(text))
     print(f"wrote {args.out}")
     return 0
 

@@ -34,7 +34,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH / "tasks"))
 sys.path.insert(0, str(BENCH))
 
-from common import checksums_agree  # noqa: E402
+from common import checksums_agree, write_text_atomically  # noqa: E402
 from generate import KINDS  # noqa: E402
 from schema import ANALYSIS_FIELDS  # noqa: E402
 
@@ -623,7 +623,7 @@ def main() -> int:
         "",
         *sections,
     ]
-    args.out.write_text("\n".join(text))
+    write_text_atomically(args.out, "\n".join(text))
     print(f"wrote {args.out}")
     return 0
 

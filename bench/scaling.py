@@ -40,7 +40,9 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH / "tasks"))
 
+from common import write_text_atomically  # noqa: E402
 from run import machine_info, run_measured, versions  # noqa: E402
 
 SIZES = {"0.2M": 200_000, "2M": 2_000_000, "20M": 20_000_000}
@@ -142,7 +144,7 @@ def main() -> int:
             expected = SIZES[size]
             assert all(r["entries"] == expected for r in rs), (size, tool, cold)
     text = report(args, results, resident, loads, command)
-    args.out.write_text(text)
+    write_text_atomically(args.out, text)
     print(f"wrote {args.out}")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,18 @@ BENCH = Path(__file__).resolve().parent.parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO / "python"))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file beside it, renamed over it
+    once complete: an interrupted run leaves the earlier results as they were."""
+    temporary = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        temporary.write_text(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
 
 # Checksum of values summed over one field (float sums compared with a tolerance).
 SUM_FIELDS = ("Jet_pt", "Muon_pt")
