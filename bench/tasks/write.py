@@ -10,13 +10,15 @@ filled entry by entry from columnar C++ buffers; ``threads > 1`` enables implici
 which compresses pages in parallel). The checksum is the number of entries and fields of
 the written file (read back with ``rntuple``). The result line also reports the file size
 and the memory the write itself needed (``write_memory_mb``): the process's high-water mark
-of resident memory is reset (``/proc/self/clear_refs``) just before the write, and the
-measure is the high-water mark after it minus the resident memory before it. (The whole
+of resident memory is reset (``/proc/self/clear_refs``) just before the write, after
+freed memory the allocator kept is handed back (``malloc_trim``), and the measure is the
+high-water mark after it minus the resident memory before it. (The whole
 process's peak would hide the write behind transient peaks of reading the input.)
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import time
@@ -35,8 +37,23 @@ def _status_mb(key: str) -> float:
     raise RuntimeError(f"no {key} in /proc/self/status")
 
 
+def _release_freed_memory() -> None:
+    """Hands memory the process freed but the allocator kept back to the system
+    (glibc's ``malloc_trim``), so that the write's high-water mark counts what the write
+    touches. Without it, a tool whose earlier work (reading the input) left freed heap
+    resident fills its write pages there unseen: ROOT's 1-thread write of 500k events
+    measured 117 MB without the trim and 265 MB with it."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return  # not glibc: nothing kept back to release this way
+    libc.malloc_trim(0)
+
+
 def _start_memory_watch() -> float:
-    """Resets the resident high-water mark; returns the resident MB now."""
+    """Releases freed memory, resets the resident high-water mark; returns the resident
+    MB now."""
+    _release_freed_memory()
     Path("/proc/self/clear_refs").write_text("5")
     return _status_mb("VmRSS")
 
