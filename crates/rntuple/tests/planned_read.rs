@@ -9,50 +9,11 @@ mod common;
 
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
-use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
+use common::RemoteLike;
+use rntuple::io::{IoMetrics, MemorySource, ReadHints};
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
 use std::sync::Arc;
-use std::time::Instant;
-
-/// Memory that behaves like a remote source: remote hints, vectored reads counted as one
-/// request each.
-struct RemoteLike {
-    inner: MemorySource,
-    metrics: IoMetrics,
-    hints: ReadHints,
-}
-
-impl ReadAt for RemoteLike {
-    fn name(&self) -> &str {
-        "remote-like"
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let t = Instant::now();
-        let out = self.inner.read_at(offset, len)?;
-        self.metrics.record(false, 1, len, t);
-        Ok(out)
-    }
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
-        let t = Instant::now();
-        let out = ranges
-            .iter()
-            .map(|r| self.inner.read_at(r.offset, r.len))
-            .collect::<Result<Vec<_>>>()?;
-        let bytes = ranges.iter().map(|r| r.len).sum();
-        self.metrics.record(true, ranges.len() as u64, bytes, t);
-        Ok(out)
-    }
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.metrics.snapshot()
-    }
-    fn hints(&self) -> ReadHints {
-        self.hints
-    }
-}
 
 /// 40 fields (scalars and vectors), 60k entries, small clusters: many clusters and pages.
 fn written() -> (Vec<u8>, rntuple::format::Anchor) {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// Where a field's elements live: `Some(k)` when the field has exactly `k` elements per
 /// entry (top-level fields, record members, fixed-size array items), `None` inside
 /// collections and variants.
-type PerEntry = Option<u64>;
+pub(crate) type PerEntry = Option<u64>;
 
 /// The record members to assemble (all when `None`): the fields on the paths of a
 /// projection such as `Jet.pt`, and everything below the selected members.
@@ -56,7 +56,7 @@ impl Decoder<'_> {
     /// The columns of field `id` used in `cluster`: the representation that is not
     /// suppressed there (the first one when the field has a single representation or
     /// none is listed, as for deferred columns).
-    fn active_columns(&self, cluster: &ClusterDescriptor, id: u32) -> Vec<u32> {
+    pub(super) fn active_columns(&self, cluster: &ClusterDescriptor, id: u32) -> Vec<u32> {
         let reps = self.descriptor().representations(id);
         if reps.len() > 1 {
             for rep in &reps {
@@ -105,6 +105,19 @@ impl Decoder<'_> {
         scale: u64,
         lead: usize,
     ) -> Result<ColumnValues> {
+        self.read_segs_counted(segs, column, per_entry, scale, lead)
+            .map(|(values, _)| values)
+    }
+
+    /// As `read_segs_after`, with the stored bytes taken from the page source.
+    fn read_segs_counted(
+        &self,
+        segs: &[Seg<'_>],
+        column: u32,
+        per_entry: PerEntry,
+        scale: u64,
+        lead: usize,
+    ) -> Result<(ColumnValues, u64)> {
         let parts = segs
             .iter()
             .map(|(c, r)| {
@@ -121,12 +134,29 @@ impl Decoder<'_> {
 
     /// Reads a collection's offsets for the entries of `segs`: the items' ranges in each
     /// cluster and the Arrow offsets over all of them (from 0), checked to never decrease.
+    /// Offsets decoded once for several columns ([`Decoder::share_offsets`]) are taken
+    /// from there.
     fn read_offsets<'a>(
         &self,
         segs: &[Seg<'a>],
         column: u32,
         per_entry: PerEntry,
     ) -> Result<(Vec<Seg<'a>>, Offsets)> {
+        if let Some(shared) = self.shared_offsets(segs, column, per_entry) {
+            return Ok(shared);
+        }
+        self.decode_offsets(segs, column, per_entry)
+            .map(|(items, offsets, _)| (items, offsets))
+    }
+
+    /// Decodes a collection's offsets (see [`Decoder::read_offsets`]); also returns the
+    /// stored bytes taken from the page source.
+    pub(super) fn decode_offsets<'a>(
+        &self,
+        segs: &[Seg<'a>],
+        column: u32,
+        per_entry: PerEntry,
+    ) -> Result<(Vec<Seg<'a>>, Offsets, u64)> {
         // Each range starts one element early for the start of its first item.
         let early: Vec<Seg<'a>> = segs
             .iter()
@@ -135,7 +165,8 @@ impl Decoder<'_> {
         // Read after one leading 0 and turned into the Arrow offsets in place: every
         // offset is written at or before the element it comes from (each cluster after
         // a range's start drops one element), so no second buffer is needed.
-        let mut all = to_offsets(self.read_segs_after(&early, column, per_entry, 1, 1)?)?;
+        let (values, taken) = self.read_segs_counted(&early, column, per_entry, 1, 1)?;
+        let mut all = to_offsets(values)?;
         let mut items = Vec::with_capacity(segs.len());
         let mut read = 1usize;
         let mut written = 1usize;
@@ -189,7 +220,7 @@ impl Decoder<'_> {
         all.truncate(written);
         // Checked above to stay within i64; the same allocation, reinterpreted.
         let offsets: Vec<i64> = all.into_iter().map(|o| o as i64).collect();
-        Ok((items, Offsets(ScalarBuffer::from(offsets))))
+        Ok((items, Offsets(ScalarBuffer::from(offsets)), taken))
     }
 
     fn assemble_inner(

@@ -3,6 +3,7 @@
 //! add the synthetic zeros of deferred columns). It does no I/O: page bytes come from
 //! the [`PageSource`] it is given.
 
+use super::shared_offsets::SharedOffsets;
 use super::source::{PageBytes, PageSource};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Location, Result};
@@ -16,12 +17,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Decodes fields of an RNTuple (its descriptor) from the pages a page source gives.
 pub(crate) struct Decoder<'a> {
     descriptor: &'a Descriptor,
-    pages: &'a dyn PageSource,
+    pub(super) pages: &'a dyn PageSource,
     carry: Option<&'a PageCarry>,
+    /// Offsets several fields of the read being assembled share.
+    pub(super) shared: SharedOffsets,
 }
 
-/// A page: its column, its cluster and its index in the cluster's page list.
-type PageKey = (u32, u64, usize);
+/// A page as decoded: where it is stored (offset and size) and its column's type and
+/// bits on storage. Columns whose page lists point to the same stored page (same-page
+/// merging) find it decoded under the same key.
+type PageKey = (u64, u64, u16, u16);
 
 /// The pages a read over consecutive entry ranges shares between neighbouring ranges: a
 /// page that goes on past the end of a range is decoded whole once, its part copied out,
@@ -29,7 +34,7 @@ type PageKey = (u32, u64, usize);
 /// and decompressing the page again. Only the pages the last range kept or used are
 /// held: at most one page per column (the one across the range's end). A range sees only
 /// the pages earlier ranges kept, so what it reads does not depend on the order its
-/// fields run in (two fields of one collection read its offsets each, as without it).
+/// fields run in (two fields that list the same page read it each, as without it).
 #[derive(Default)]
 pub(crate) struct PageCarry {
     state: Mutex<CarryState>,
@@ -124,6 +129,7 @@ impl<'a> Decoder<'a> {
             descriptor,
             pages,
             carry: None,
+            shared: SharedOffsets::default(),
         }
     }
 
@@ -147,13 +153,14 @@ impl<'a> Decoder<'a> {
     /// slice of the buffer.
     ///
     /// The buffer starts with `lead` zero elements (the leading 0 of offsets built in
-    /// place), then the values.
+    /// place), then the values. Also returns the stored bytes taken from the page source
+    /// (pages carried over from the previous range are not taken again).
     pub(crate) fn read_column_parts(
         &self,
         id: u32,
         parts: &[ColumnPart<'_>],
         lead: usize,
-    ) -> Result<ColumnValues> {
+    ) -> Result<(ColumnValues, u64)> {
         let encoding = self.descriptor.column_encoding(id)?;
         let column = self.descriptor().column(id);
         let deferred = column.record.first_element_index.is_some();
@@ -240,6 +247,13 @@ impl<'a> Decoder<'a> {
                     .map_err(at(job))
             })
             .collect::<Result<_>>()?;
+        let taken = got
+            .iter()
+            .map(|g| match g {
+                Got::Stored(raw) => raw.as_slice().len() as u64,
+                Got::Carried(_) => 0,
+            })
+            .sum();
         let mut out = ColumnValues::zeros(encoding.column_type, total);
         // Hand every page its disjoint slice of the output.
         let mut slices = Vec::with_capacity(jobs.len());
@@ -265,7 +279,19 @@ impl<'a> Decoder<'a> {
                         .map_err(at(job))
                 }
             })?;
-        Ok(out)
+        Ok((out, taken))
+    }
+
+    /// The key under which the page of `job` (of column `id`) is carried.
+    fn page_key(&self, id: u32, job: &PageJob<'_>) -> PageKey {
+        let record = &self.descriptor.column(id).record;
+        let locator = &job.page.locator;
+        (
+            locator.offset,
+            locator.size,
+            record.column_type,
+            record.bits_on_storage,
+        )
     }
 
     /// The page of `job` as the previous range decoded it, if it was kept.
@@ -275,7 +301,7 @@ impl<'a> Decoder<'a> {
         if job.first == 0 && job.len == n {
             return None;
         }
-        carry.get((id, job.cluster, job.index), job.first + job.len == n)
+        carry.get(self.page_key(id, job), job.first + job.len == n)
     }
 
     /// Decodes `job`'s part of its page (`data`, checked) into `slice`; a page that goes on
@@ -294,7 +320,7 @@ impl<'a> Decoder<'a> {
                 let mut values = ColumnValues::zeros(encoding.column_type, n);
                 decode_into(job.page, data, encoding, 0, values.as_values_mut())?;
                 slice.copy_from(&values, job.first)?;
-                carry.keep((id, job.cluster, job.index), Arc::new(values));
+                carry.keep(self.page_key(id, job), Arc::new(values));
                 Ok(())
             }
             _ => decode_into(job.page, data, encoding, job.first, slice),

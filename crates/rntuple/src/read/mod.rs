@@ -6,6 +6,7 @@ mod ahead;
 mod assemble;
 mod column;
 mod convert;
+mod shared_offsets;
 pub(crate) mod source;
 mod stream;
 mod summary;
@@ -629,7 +630,9 @@ fn decode_fields(
             (c, lo..hi)
         })
         .collect();
-    which
+    let ids: Vec<u32> = which.iter().map(|&i| selected[i].id).collect();
+    decoder.share_offsets(&segs, &ids);
+    let arrays = which
         .par_iter()
         .map(|&i| {
             let (s, field) = (&selected[i], &fields[i]);
@@ -638,7 +641,9 @@ fn decode_fields(
             }
             decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref())
         })
-        .collect()
+        .collect();
+    decoder.forget_shared_offsets();
+    arrays
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use rntuple::container::RootFile;
 use rntuple::format::{Anchor, Footer};
-use rntuple::io::MemorySource;
+use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
 use rntuple::read::RNTupleReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -200,4 +200,43 @@ pub(crate) fn write_in_memory(
         w.finish().unwrap()
     };
     (sink, anchor)
+}
+
+/// Memory that behaves like a remote source: remote hints, vectored reads counted as one
+/// request each.
+pub(crate) struct RemoteLike {
+    pub inner: MemorySource,
+    pub metrics: IoMetrics,
+    pub hints: ReadHints,
+}
+
+impl ReadAt for RemoteLike {
+    fn name(&self) -> &str {
+        "remote-like"
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, len: u64) -> rntuple::Result<Vec<u8>> {
+        let t = std::time::Instant::now();
+        let out = self.inner.read_at(offset, len)?;
+        self.metrics.record(false, 1, len, t);
+        Ok(out)
+    }
+    fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple::Result<Vec<Vec<u8>>> {
+        let t = std::time::Instant::now();
+        let out = ranges
+            .iter()
+            .map(|r| self.inner.read_at(r.offset, r.len))
+            .collect::<rntuple::Result<Vec<_>>>()?;
+        let bytes = ranges.iter().map(|r| r.len).sum();
+        self.metrics.record(true, ranges.len() as u64, bytes, t);
+        Ok(out)
+    }
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+    fn hints(&self) -> ReadHints {
+        self.hints
+    }
 }

@@ -187,6 +187,10 @@ impl PageSource for DirectPages {
         self.storage.read_page_pooled(page, &self.buffers)
     }
 
+    fn count_shared(&self, bytes: u64) {
+        self.storage.count_shared(bytes);
+    }
+
     fn starting(&self, k: usize) {
         let Some(ahead) = &self.read_ahead else {
             return;

@@ -37,6 +37,11 @@ pub(crate) trait PageSource: Sync {
     /// The stored bytes of `page` (its checksum included), unchecked.
     fn page(&self, page: &PageInfo) -> Result<PageBytes>;
 
+    /// The decoder used `bytes` of stored pages without taking them from this source:
+    /// pages it decoded once for several columns that list the same pages (the offsets
+    /// of one collection's fields), counted for each of them as if read.
+    fn count_shared(&self, bytes: u64);
+
     /// The decoder is done with bunch `k` of the plan: its pages may be dropped.
     fn done_with(&self, _k: usize) {}
 
@@ -254,6 +259,11 @@ impl Storage {
             .bytes_used
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(bytes)
+    }
+
+    /// Counts `bytes` of stored pages as used (see [`PageSource::count_shared`]).
+    fn count_shared(&self, bytes: u64) {
+        self.counters.bytes_used.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// As [`Storage::read_page`], into a buffer of `pool` when the page is one key's

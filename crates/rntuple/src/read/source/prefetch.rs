@@ -403,6 +403,10 @@ impl PageSource for PrefetchedPages {
         }
     }
 
+    fn count_shared(&self, bytes: u64) {
+        self.direct.count_shared(bytes);
+    }
+
     fn done_with(&self, k: usize) {
         if let Some(bunch) = self.prefetcher.bunches.get(k) {
             self.prefetcher.cache().finish_bunch(k, bunch);
