@@ -75,11 +75,13 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
     "agc": (
         "agc.py",
         [
+            ("ours (iterate 100 MB batches, 2 analysis threads, awkward + hist)", "ours-threads", 2),
             ("ours (iterate 100 MB batches, awkward + hist)", "ours-iterate", 2),
             ("ours (one read, awkward + hist)", "ours", 2),
             ("ROOT RDataFrame, 1 thread", "root-rdf", 1),
             ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
             ("uproot (awkward + hist)", "uproot", 2),
+            ("uproot (iterate 100 MB batches, 2 analysis threads)", "uproot-threads", 2),
             ("pyarrow + numpy, 2 threads", "pyarrow", 2),
         ],
     ),
