@@ -298,10 +298,11 @@ def test_reading_releases_the_gil(tmp_path: Path) -> None:
     iterations inside the read's time window have no gap near the read's duration, which
     a read holding the GIL would force (no main-thread iteration at all in the window)."""
     path = tmp_path / "big.root"
-    n = 1_500_000
+    # Large enough that the read lasts well over 50 ms on a fast machine (~200 MB).
+    n = 3_000_000
     rng = np.random.default_rng(5)
     with rntuple.recreate(path, compression="zstd:5") as f:
-        f["Events"] = {f"x{i}": rng.normal(size=n) for i in range(6)}
+        f["Events"] = {f"x{i}": rng.normal(size=n) for i in range(8)}
     reader = rntuple.open(f"{path}:Events")._reader
     window: list[float] = []
 

@@ -31,8 +31,9 @@ type PageKey = (u64, u64, u16, u16);
 /// The pages a read over consecutive entry ranges shares between neighbouring ranges: a
 /// page that goes on past the end of a range is decoded whole once, its part copied out,
 /// and kept for the next range, which copies its own part out of it instead of reading
-/// and decompressing the page again. Only the pages the last range kept or used are
-/// held: at most one page per column (the one across the range's end). A range sees only
+/// and decompressing the page again. The last page of an index column's read is kept
+/// too: the next range's offsets start one element early, at its last element. Only the
+/// pages the last range kept or used are held: about one page per column. A range sees only
 /// the pages earlier ranges kept, so what it reads does not depend on the order its
 /// fields run in (two fields that list the same page read it each, as without it).
 #[derive(Default)]
@@ -236,10 +237,15 @@ impl<'a> Decoder<'a> {
         // data backs, never for what a corrupt page list alone claims. A page the
         // previous range decoded whole is not read again.
         let at = |job: &PageJob<'_>| page_location(id, job.cluster, job.index);
+        // The last page of an index column's read: the next range's offsets start one
+        // element early, at its last element, so it is kept for the next range too.
+        let last_dest = jobs.last().map(|job| job.dest);
+        let kept_for_next =
+            |job: &PageJob<'_>| encoding.column_type.is_index() && Some(job.dest) == last_dest;
         let got: Vec<Got> = jobs
             .par_iter()
             .map(|job| {
-                if let Some(values) = self.carried(id, job) {
+                if let Some(values) = self.carried(id, job, kept_for_next(job)) {
                     return Ok(Got::Carried(values));
                 }
                 self.fetch_page(job.page, &encoding)
@@ -275,7 +281,7 @@ impl<'a> Decoder<'a> {
                     let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
                     let data = raw.as_slice();
                     let data = data.get(..size).unwrap_or(data);
-                    self.decode_job(id, job, data, &encoding, slice)
+                    self.decode_job(id, job, data, &encoding, slice, kept_for_next(job))
                         .map_err(at(job))
                 }
             })?;
@@ -294,18 +300,27 @@ impl<'a> Decoder<'a> {
         )
     }
 
-    /// The page of `job` as the previous range decoded it, if it was kept.
-    fn carried(&self, id: u32, job: &PageJob<'_>) -> Option<Arc<ColumnValues>> {
+    /// The page of `job` as the previous range decoded it, if it was kept; it stays kept
+    /// for the next range if this one does not read it to its end or `next_needs_it`.
+    fn carried(
+        &self,
+        id: u32,
+        job: &PageJob<'_>,
+        next_needs_it: bool,
+    ) -> Option<Arc<ColumnValues>> {
+        // A page this range reads whole may have been kept by the previous one, which
+        // needed only its first elements.
         let carry = self.carry?;
         let n = usize::try_from(job.page.n_elements).ok()?;
-        if job.first == 0 && job.len == n {
-            return None;
-        }
-        carry.get(self.page_key(id, job), job.first + job.len == n)
+        carry.get(
+            self.page_key(id, job),
+            job.first + job.len == n && !next_needs_it,
+        )
     }
 
     /// Decodes `job`'s part of its page (`data`, checked) into `slice`; a page that goes on
     /// past the range is decoded whole and kept for the next range, when there is a carry.
+    /// So is a page the next range reads again (`next_needs_it`).
     fn decode_job(
         &self,
         id: u32,
@@ -313,10 +328,11 @@ impl<'a> Decoder<'a> {
         data: &[u8],
         encoding: &ColumnEncoding,
         slice: crate::encoding::ValuesMut<'_>,
+        next_needs_it: bool,
     ) -> Result<()> {
         let n = usize::try_from(job.page.n_elements).unwrap_or(usize::MAX);
         match self.carry {
-            Some(carry) if job.first + job.len < n => {
+            Some(carry) if job.first + job.len < n || next_needs_it => {
                 let mut values = ColumnValues::zeros(encoding.column_type, n);
                 decode_into(job.page, data, encoding, 0, values.as_values_mut())?;
                 slice.copy_from(&values, job.first)?;
