@@ -46,7 +46,7 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("decompress every page of every column (reused buffers), 2 threads", "decompress-all", 2),
             ("decompress the analysis fields' pages (reused buffers), 2 threads", "decompress-subset", 2),
             ("compress every page again with the file's setting (505), 2 threads", "compress-all", 2),
-            ("read the file's bytes, page cache dropped", "disk", 1),
+            ("read the file's bytes, page cache dropped, 2 threads", "disk", 2),
             ("fresh memory of read_all's size, written once, 2 threads", "fresh-memory", 2),
         ],
     ),
@@ -161,7 +161,8 @@ FLOOR_NOTE = (
     "page (pages in memory before the clock starts; each thread decompresses into its own reused "
     "buffer with a reused zstd context, or compresses as ROOT does, a fresh context per page; no "
     "checksum, no decoding, no fresh memory), "
-    "and the disk alone (the file dropped from the page cache, then read sequentially). Every other "
+    "and the disk alone (the file dropped from the page cache, then read front to back in 16 MiB "
+    "chunks on 2 threads). Every other "
     "table's *x floor* is the tool's median / the median of its task's floor: read_all: decompress "
     "every column; read_subset and agc: decompress the analysis fields; write and convert: compress "
     "every page. *fresh memory* is not a floor: it is what obtaining read_all's output memory "

@@ -12,8 +12,8 @@ Tools:
   with its column's setting in the file (505: zstd level 10) on ``--threads`` threads, a fresh
   zstd context per page as ROOT (a reused context gives other bytes than ROOT's): the floor of
   ``write``.
-- ``disk``: the file dropped from the page cache, then read sequentially into one buffer: the
-  floor of a cold read of the whole file.
+- ``disk``: the file dropped from the page cache, then read front to back in 16 MiB chunks on
+  ``--threads`` threads: the floor of a cold read of the whole file.
 - ``fresh-memory``: as many bytes as ``read_all`` returns, in fresh pages of the process,
   written once on ``--threads`` threads: what obtaining the output's memory costs here (not a
   floor of any task by itself; it shows what bounds a read that returns all of its data).
@@ -49,7 +49,7 @@ def main() -> None:
         "decompress-all": ["decompress", path, *threads],
         "decompress-subset": ["decompress", path, "--fields", ",".join(ANALYSIS_FIELDS), *threads],
         "compress-all": ["compress", path, *threads],
-        "disk": ["disk", path],
+        "disk": ["disk", path, *threads],
         "fresh-memory": ["fresh-memory", path, *threads],
     }[args.tool]
     with Timer() as t:
