@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -39,8 +40,16 @@ def write_text_atomically(path: Path, text: str) -> None:
 SUM_FIELDS = ("Jet_pt", "Muon_pt")
 
 
+def _exit_on_terminate(signum: int, frame: object) -> None:
+    """SIGTERM raises ``SystemExit``: a measurement stopped from outside still runs its
+    ``finally`` blocks, which remove its temporary outputs."""
+    raise SystemExit(128 + signum)
+
+
 def parse_args(tools: list[str], extra: Callable[[argparse.ArgumentParser], None] | None = None) -> Any:
-    """Parses ``--tool TOOL --data DIR [--threads N]`` (and whatever ``extra`` adds)."""
+    """Parses ``--tool TOOL --data DIR [--threads N]`` (and whatever ``extra`` adds), and
+    makes SIGTERM unwind the measurement (see ``_exit_on_terminate``)."""
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
     parser = argparse.ArgumentParser()
     parser.add_argument("--tool", choices=tools, required=True)
     parser.add_argument("--data", type=Path, required=True)
