@@ -16,10 +16,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+mod common;
+
+use common::RemoteLike;
+
 use arrow_array::RecordBatch;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
-use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, LocalFile, ReadAt, ReadHints};
+use rntuple::io::{IoMetrics, LocalFile, ReadHints};
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder, Value};
 use rntuple::write::{EntryWriter, RNTupleWriter, WriteOptions};
@@ -131,46 +135,6 @@ fn write_file(path: &Path) {
     };
     file.write_anchor("events", &anchor.to_object()).unwrap();
     file.finish().unwrap();
-}
-
-/// A local file that presents itself as remote: reads through it are planned and
-/// prefetched, as from http:// or root://.
-struct RemoteLike {
-    inner: LocalFile,
-    metrics: IoMetrics,
-}
-
-impl ReadAt for RemoteLike {
-    fn name(&self) -> &str {
-        "remote-like"
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, len: u64) -> rntuple::Result<Vec<u8>> {
-        let t = Instant::now();
-        let out = self.inner.read_at(offset, len)?;
-        self.metrics.record(false, 1, len, t);
-        Ok(out)
-    }
-    fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple::Result<Vec<Vec<u8>>> {
-        let t = Instant::now();
-        let out = self.inner.read_ranges(ranges)?;
-        let bytes = ranges.iter().map(|r| r.len).sum();
-        self.metrics.record(true, ranges.len() as u64, bytes, t);
-        Ok(out)
-    }
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.metrics.snapshot()
-    }
-    fn hints(&self) -> ReadHints {
-        ReadHints {
-            // Small bunches: a read is several bunches, fetched ahead of the decoding.
-            bunch_bytes: 16 << 10,
-            max_request_bytes: 64 << 10,
-            ..ReadHints::REMOTE
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -340,9 +304,17 @@ fn eight_threads_sharing_one_reader_of_a_local_file_read_what_serial_reads_read(
 #[test]
 fn eight_threads_sharing_one_planned_reader_read_what_serial_reads_read() {
     let path = test_file();
+    // A local file presenting itself as remote: reads through it are planned and
+    // prefetched, as from http:// or root://, in small bunches (a read is several
+    // bunches, fetched ahead of the decoding).
     let source = Arc::new(RemoteLike {
         inner: LocalFile::open(path.to_str().unwrap()).unwrap(),
         metrics: IoMetrics::default(),
+        hints: ReadHints {
+            bunch_bytes: 16 << 10,
+            max_request_bytes: 64 << 10,
+            ..ReadHints::REMOTE
+        },
     });
     let file = RootFile::open(source).unwrap();
     let reader = RNTupleReader::open(&file, Some("events")).unwrap();

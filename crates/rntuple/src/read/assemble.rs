@@ -94,23 +94,12 @@ impl Decoder<'_> {
         scale: u64,
     ) -> Result<ColumnValues> {
         self.read_segs_after(segs, column, per_entry, scale, 0)
-    }
-
-    /// As `read_segs`, with `lead` zero elements before the values.
-    fn read_segs_after(
-        &self,
-        segs: &[Seg<'_>],
-        column: u32,
-        per_entry: PerEntry,
-        scale: u64,
-        lead: usize,
-    ) -> Result<ColumnValues> {
-        self.read_segs_counted(segs, column, per_entry, scale, lead)
             .map(|(values, _)| values)
     }
 
-    /// As `read_segs_after`, with the stored bytes taken from the page source.
-    fn read_segs_counted(
+    /// As `read_segs`, with `lead` zero elements before the values; also returns the
+    /// stored bytes taken from the page source.
+    fn read_segs_after(
         &self,
         segs: &[Seg<'_>],
         column: u32,
@@ -165,7 +154,7 @@ impl Decoder<'_> {
         // Read after one leading 0 and turned into the Arrow offsets in place: every
         // offset is written at or before the element it comes from (each cluster after
         // a range's start drops one element), so no second buffer is needed.
-        let (values, taken) = self.read_segs_counted(&early, column, per_entry, 1, 1)?;
+        let (values, taken) = self.read_segs_after(&early, column, per_entry, 1, 1)?;
         let mut all = to_offsets(values)?;
         let mut items = Vec::with_capacity(segs.len());
         let mut read = 1usize;

@@ -202,15 +202,15 @@ pub(crate) fn write_in_memory(
     (sink, anchor)
 }
 
-/// Memory that behaves like a remote source: remote hints, vectored reads counted as one
-/// request each.
-pub(crate) struct RemoteLike {
-    pub inner: MemorySource,
+/// A source (memory by default, or a local file) that behaves like a remote one: the
+/// given hints, vectored reads counted as one request each.
+pub(crate) struct RemoteLike<R: ReadAt = MemorySource> {
+    pub inner: R,
     pub metrics: IoMetrics,
     pub hints: ReadHints,
 }
 
-impl ReadAt for RemoteLike {
+impl<R: ReadAt> ReadAt for RemoteLike<R> {
     fn name(&self) -> &str {
         "remote-like"
     }
@@ -225,10 +225,7 @@ impl ReadAt for RemoteLike {
     }
     fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple::Result<Vec<Vec<u8>>> {
         let t = std::time::Instant::now();
-        let out = ranges
-            .iter()
-            .map(|r| self.inner.read_at(r.offset, r.len))
-            .collect::<rntuple::Result<Vec<_>>>()?;
+        let out = self.inner.read_ranges(ranges)?;
         let bytes = ranges.iter().map(|r| r.len).sum();
         self.metrics.record(true, ranges.len() as u64, bytes, t);
         Ok(out)
