@@ -97,6 +97,14 @@ impl<'a> ValuesMut<'a> {
         self.len() == 0
     }
 
+    /// Sets every element to zero (`false`, 0, 0.0).
+    pub(crate) fn zero(self) {
+        each_mut!(self, v => v.fill(Default::default()), index, tag => {
+            index.fill(0);
+            tag.fill(0);
+        })
+    }
+
     /// Splits at `mid` (at most [`ValuesMut::len`], else [`Error::InvalidArgument`]).
     pub fn split_at(self, mid: usize) -> Result<(ValuesMut<'a>, ValuesMut<'a>)> {
         if mid > self.len() {

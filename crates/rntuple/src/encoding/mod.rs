@@ -187,7 +187,7 @@ macro_rules! each_variant {
     };
 }
 
-use crate::memory::filled_vec;
+use crate::memory::{filled_vec, reusable_vec};
 
 impl ColumnValues {
     /// An empty value list of the kind `column_type` decodes to.
@@ -220,6 +220,34 @@ impl ColumnValues {
             Switch => ColumnValues::Switch {
                 index: filled_vec(0, n),
                 tag: filled_vec(0, n),
+            },
+        }
+    }
+
+    /// `n` values of the kind `column_type` decodes to, for a decoder that writes every
+    /// one: zeros, or a buffer kept from an earlier batch of a stream holding old values
+    /// (see `memory::reusable_vec`). Whatever the decoder does not write must be zeroed.
+    pub(crate) fn for_decoding(column_type: ColumnType, n: usize) -> Self {
+        use ColumnType::*;
+        match column_type {
+            // `bool` has invalid bit patterns: never old bytes.
+            Bit => ColumnValues::Bool(filled_vec(false, n)),
+            Byte | Char | UInt8 => ColumnValues::U8(reusable_vec(n)),
+            Int8 => ColumnValues::I8(reusable_vec(n)),
+            Int16 | SplitInt16 => ColumnValues::I16(reusable_vec(n)),
+            UInt16 | SplitUInt16 => ColumnValues::U16(reusable_vec(n)),
+            Int32 | SplitInt32 => ColumnValues::I32(reusable_vec(n)),
+            UInt32 | SplitUInt32 => ColumnValues::U32(reusable_vec(n)),
+            Int64 | SplitInt64 => ColumnValues::I64(reusable_vec(n)),
+            UInt64 | SplitUInt64 => ColumnValues::U64(reusable_vec(n)),
+            Real16 | SplitReal16 | Real32 | SplitReal32 | Real32Trunc => {
+                ColumnValues::F32(reusable_vec(n))
+            }
+            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(reusable_vec(n)),
+            Index32 | Index64 | SplitIndex32 | SplitIndex64 => ColumnValues::Index(reusable_vec(n)),
+            Switch => ColumnValues::Switch {
+                index: reusable_vec(n),
+                tag: reusable_vec(n),
             },
         }
     }

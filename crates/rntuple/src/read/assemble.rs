@@ -5,6 +5,7 @@ use super::column::{ColumnPart, Decoder};
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
+use crate::memory::into_arrow_buffer;
 use crate::schema::arrow_field_kept;
 use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
@@ -209,7 +210,7 @@ impl Decoder<'_> {
         all.truncate(written);
         // Checked above to stay within i64; the same allocation, reinterpreted.
         let offsets: Vec<i64> = all.into_iter().map(|o| o as i64).collect();
-        Ok((items, Offsets(ScalarBuffer::from(offsets)), taken))
+        Ok((items, Offsets(into_arrow_buffer(offsets)), taken))
     }
 
     fn assemble_inner(
@@ -636,16 +637,16 @@ fn primitive_array(p: PrimitiveType, values: ColumnValues) -> Result<ArrayRef> {
     use ColumnValues as V;
     use PrimitiveType as P;
     Ok(match (p, values) {
-        (P::Int8, V::I8(v)) => Arc::new(Int8Array::new(v.into(), None)),
-        (P::Byte | P::UInt8, V::U8(v)) => Arc::new(UInt8Array::new(v.into(), None)),
-        (P::Int16, V::I16(v)) => Arc::new(Int16Array::new(v.into(), None)),
-        (P::UInt16, V::U16(v)) => Arc::new(UInt16Array::new(v.into(), None)),
-        (P::Int32, V::I32(v)) => Arc::new(Int32Array::new(v.into(), None)),
-        (P::UInt32, V::U32(v)) => Arc::new(UInt32Array::new(v.into(), None)),
-        (P::Int64, V::I64(v)) => Arc::new(Int64Array::new(v.into(), None)),
-        (P::UInt64, V::U64(v)) => Arc::new(UInt64Array::new(v.into(), None)),
-        (P::Float32, V::F32(v)) => Arc::new(Float32Array::new(v.into(), None)),
-        (P::Float64, V::F64(v)) => Arc::new(Float64Array::new(v.into(), None)),
+        (P::Int8, V::I8(v)) => Arc::new(Int8Array::new(into_arrow_buffer(v), None)),
+        (P::Byte | P::UInt8, V::U8(v)) => Arc::new(UInt8Array::new(into_arrow_buffer(v), None)),
+        (P::Int16, V::I16(v)) => Arc::new(Int16Array::new(into_arrow_buffer(v), None)),
+        (P::UInt16, V::U16(v)) => Arc::new(UInt16Array::new(into_arrow_buffer(v), None)),
+        (P::Int32, V::I32(v)) => Arc::new(Int32Array::new(into_arrow_buffer(v), None)),
+        (P::UInt32, V::U32(v)) => Arc::new(UInt32Array::new(into_arrow_buffer(v), None)),
+        (P::Int64, V::I64(v)) => Arc::new(Int64Array::new(into_arrow_buffer(v), None)),
+        (P::UInt64, V::U64(v)) => Arc::new(UInt64Array::new(into_arrow_buffer(v), None)),
+        (P::Float32, V::F32(v)) => Arc::new(Float32Array::new(into_arrow_buffer(v), None)),
+        (P::Float64, V::F64(v)) => Arc::new(Float64Array::new(into_arrow_buffer(v), None)),
         (P::Bool, V::Bool(v)) => Arc::new(bool_array(&v)),
         // A Char column holds the bytes of C++ `char`, which is signed here: reinterpret.
         (P::Char, V::U8(bytes)) => Arc::new(Int8Array::from_iter_values(

@@ -260,18 +260,22 @@ impl<'a> Decoder<'a> {
                 Got::Carried(_) => 0,
             })
             .sum();
-        let mut out = ColumnValues::zeros(encoding.column_type, total);
+        // Every page writes all of its slice; what lies between them is zeroed (the
+        // buffer may be one kept from an earlier batch, holding its values).
+        let mut out = ColumnValues::for_decoding(encoding.column_type, total);
         // Hand every page its disjoint slice of the output.
         let mut slices = Vec::with_capacity(jobs.len());
         let mut rest = out.as_values_mut();
         let mut cursor = 0usize;
         for (job, got) in jobs.iter().zip(&got) {
-            let (_, tail) = rest.split_at(job.dest - cursor)?;
+            let (gap, tail) = rest.split_at(job.dest - cursor)?;
+            gap.zero();
             let (mine, tail) = tail.split_at(job.len)?;
             slices.push((job, got, mine));
             rest = tail;
             cursor = job.dest + job.len;
         }
+        rest.zero();
         slices
             .into_par_iter()
             .try_for_each(|(job, got, slice)| match got {

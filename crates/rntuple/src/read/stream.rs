@@ -8,6 +8,7 @@ use super::column::{Decoder, PageCarry};
 use super::source::PlannedRead;
 use super::{decode_fields, elapsed_nanos, Projection, RNTupleReader};
 use crate::error::{to_usize, Error, Result};
+use crate::memory::Recycling;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use std::ops::Range;
 
@@ -15,6 +16,8 @@ use std::ops::Range;
 /// [`RNTupleReader::read_ranges`]).
 pub struct RangeBatches {
     planned: Planned,
+    /// Large decoded buffers the consumer drops come back for the next batches.
+    _recycling: Recycling,
 }
 
 /// A planned read over several entry ranges.
@@ -146,6 +149,7 @@ impl RangeBatches {
     ) -> Result<RangeBatches> {
         Ok(RangeBatches {
             planned: Planned::start(reader, projection, ranges)?,
+            _recycling: Recycling::start(),
         })
     }
 }
