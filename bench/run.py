@@ -182,6 +182,15 @@ NEEDS: dict[str, list[str]] = {
 VERIFIED = {"convert", "merge"}
 
 
+def tool_environment() -> dict[str, str]:
+    """The environment of every measurement process: this checkout's Python package, and
+    OpenBLAS (NumPy's BLAS) on one thread. No task multiplies matrices, but OpenBLAS's
+    worker threads spin for about 0.1 s of CPU after ``import numpy``, inside the timed
+    region of every Python tool; on a 2-core machine that takes one core from whatever
+    the tool runs in parallel. Every tool gets the same setting."""
+    return dict(os.environ, PYTHONPATH=str(REPO / "python"), OPENBLAS_NUM_THREADS="1")
+
+
 def run_measured(
     script: str, tool: str, threads: int, data: Path, extra: list[str] | None = None
 ) -> dict[str, Any]:
@@ -189,7 +198,7 @@ def run_measured(
     ``wall`` and ``rss_mb`` (its peak RSS from ``os.wait4``)."""
     cmd = [sys.executable, str(BENCH / "tasks" / script), "--tool", tool, "--data", str(data)]
     cmd += ["--threads", str(threads), *(extra or [])]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env = tool_environment()
     out_path = Path(f"/tmp/bench_run_{os.getpid()}.out")
     err_path = Path(f"/tmp/bench_run_{os.getpid()}.err")
     t0 = time.perf_counter()
@@ -219,7 +228,7 @@ def measure_verified(script: str, tool: str, threads: int, data: Path, index: in
     try:
         result = run_measured(script, tool, threads, data, ["--out", str(out), "--keep"])
         cmd = [sys.executable, str(BENCH / "tasks" / script), "--verify", str(out), "--data", str(data)]
-        env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+        env = tool_environment()
         check = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if check.returncode != 0:
             tail = check.stdout[-2000:] + check.stderr[-4000:]
