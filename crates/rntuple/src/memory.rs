@@ -57,6 +57,7 @@ fn populate<T>(_buffer: &mut [T]) {}
 // page faults again. While a stream is open, decoded buffers dropped by their last user
 // return here instead, mapped and warm, and the next batch decodes into them.
 
+use crate::encoding::unsplit::Pod;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -78,39 +79,12 @@ const FIT_DIVISOR: usize = 2;
 /// are mapped).
 const GROWTH_DIVISOR: usize = 8;
 
-/// Element types of which every bit pattern is a value (a recycled buffer's old bytes are
-/// values, never undefined behaviour) and whose alignment is their size (a buffer of one
-/// serves any other of the same size).
-///
-/// # Safety
-/// Implementors must be plain integers or floats: no padding, no invalid bit patterns,
-/// `align_of == size_of`, size 1, 2, 4 or 8.
-pub(crate) unsafe trait Plain:
-    Copy + Default + Send + Sync + std::panic::RefUnwindSafe + 'static
-{
-}
+/// Element types a buffer can be recycled for: `Pod` (every bit pattern a value, so a
+/// recycled buffer's old bytes are values, never undefined behaviour), whose alignment is
+/// their size (checked in `shelf_of`: a buffer of one serves any other of the same size).
+pub(crate) trait Plain: Pod + Default + Send + Sync + std::panic::RefUnwindSafe {}
 
-// SAFETY: primitive integers and floats, every bit pattern valid, size equals alignment on
-// the targets this crate builds for (checked at compile time in `shelf_of`).
-unsafe impl Plain for u8 {}
-// SAFETY: as for u8.
-unsafe impl Plain for i8 {}
-// SAFETY: as for u8.
-unsafe impl Plain for u16 {}
-// SAFETY: as for u8.
-unsafe impl Plain for i16 {}
-// SAFETY: as for u8.
-unsafe impl Plain for u32 {}
-// SAFETY: as for u8.
-unsafe impl Plain for i32 {}
-// SAFETY: as for u8.
-unsafe impl Plain for f32 {}
-// SAFETY: as for u8.
-unsafe impl Plain for u64 {}
-// SAFETY: as for u8.
-unsafe impl Plain for i64 {}
-// SAFETY: as for u8.
-unsafe impl Plain for f64 {}
+impl<T: Pod + Default + Send + Sync + std::panic::RefUnwindSafe> Plain for T {}
 
 /// A buffer kept for reuse: an allocation of `capacity` elements of `size` bytes (and
 /// alignment), made by `Vec`, of which the first `initialized` were written.

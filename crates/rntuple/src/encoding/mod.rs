@@ -25,7 +25,7 @@ mod bytes;
 mod column_type;
 mod into;
 mod real;
-mod unsplit;
+pub(crate) mod unsplit;
 
 pub use column_type::ColumnType;
 pub use into::{decode_page_into, ValuesMut};

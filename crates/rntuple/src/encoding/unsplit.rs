@@ -11,6 +11,10 @@
 pub(crate) unsafe trait Pod: Copy + 'static {}
 
 // SAFETY: primitive integers and floats have no padding and accept every bit pattern.
+unsafe impl Pod for u8 {}
+// SAFETY: as above.
+unsafe impl Pod for i8 {}
+// SAFETY: as above.
 unsafe impl Pod for u16 {}
 // SAFETY: as above.
 unsafe impl Pod for i16 {}
