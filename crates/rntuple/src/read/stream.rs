@@ -96,7 +96,6 @@ impl Planned {
         let mut open: Option<(Range<u64>, Vec<Option<ArrayRef>>)> = None;
         for k in first..self.next_bunch {
             let bunch = &self.plan.bunches[k];
-            self.plan.pages.starting(k);
             let which = bunch.fields.as_deref().unwrap_or(&all);
             let arrays = decode_fields(
                 &decoder,
@@ -104,6 +103,7 @@ impl Planned {
                 self.projection.schema.fields(),
                 which,
                 &bunch.entries,
+                || self.plan.pages.starting(k),
             )?;
             self.plan.pages.done_with(k);
             let (entries, slots) = open.get_or_insert_with(|| {

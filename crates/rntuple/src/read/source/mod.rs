@@ -45,8 +45,8 @@ pub(crate) trait PageSource: Sync {
     /// The decoder is done with bunch `k` of the plan: its pages may be dropped.
     fn done_with(&self, _k: usize) {}
 
-    /// The decoder starts bunch `k` of the plan: a source may start reading what comes
-    /// next.
+    /// The decoder starts the fields of bunch `k` of the plan (the offsets they share
+    /// are decoded already): a source may start reading what comes next.
     fn starting(&self, _k: usize) {}
 }
 
