@@ -187,7 +187,7 @@ macro_rules! each_variant {
     };
 }
 
-use crate::memory::{filled_vec, reusable_vec};
+use crate::memory::{filled_vec, reusable_vec, Plain};
 
 impl ColumnValues {
     /// An empty value list of the kind `column_type` decodes to.
@@ -199,55 +199,47 @@ impl ColumnValues {
     /// for the synthetic pages of deferred columns (false, 0, 0.0, index 0, switch (0, 0)).
     /// Note that for Real32Quant this is 0.0, not the decoding of zero bytes (which is `min`).
     pub fn zeros(column_type: ColumnType, n: usize) -> Self {
-        use ColumnType::*;
-        match column_type {
-            Bit => ColumnValues::Bool(filled_vec(false, n)),
-            Byte | Char | UInt8 => ColumnValues::U8(filled_vec(0, n)),
-            Int8 => ColumnValues::I8(filled_vec(0, n)),
-            Int16 | SplitInt16 => ColumnValues::I16(filled_vec(0, n)),
-            UInt16 | SplitUInt16 => ColumnValues::U16(filled_vec(0, n)),
-            Int32 | SplitInt32 => ColumnValues::I32(filled_vec(0, n)),
-            UInt32 | SplitUInt32 => ColumnValues::U32(filled_vec(0, n)),
-            Int64 | SplitInt64 => ColumnValues::I64(filled_vec(0, n)),
-            UInt64 | SplitUInt64 => ColumnValues::U64(filled_vec(0, n)),
-            Real16 | SplitReal16 | Real32 | SplitReal32 | Real32Trunc => {
-                ColumnValues::F32(filled_vec(0.0, n))
-            }
-            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(filled_vec(0.0, n)),
-            Index32 | Index64 | SplitIndex32 | SplitIndex64 => {
-                ColumnValues::Index(filled_vec(0, n))
-            }
-            Switch => ColumnValues::Switch {
-                index: filled_vec(0, n),
-                tag: filled_vec(0, n),
-            },
-        }
+        Self::allocated(column_type, n, false)
     }
 
     /// `n` values of the kind `column_type` decodes to, for a decoder that writes every
     /// one: zeros, or a buffer kept from an earlier batch of a stream holding old values
     /// (see `memory::reusable_vec`). Whatever the decoder does not write must be zeroed.
     pub(crate) fn for_decoding(column_type: ColumnType, n: usize) -> Self {
+        Self::allocated(column_type, n, true)
+    }
+
+    /// `n` values of the kind `column_type` decodes to: zeros, or with `reuse` possibly a
+    /// kept buffer's old values (never for `bool`, which has invalid bit patterns).
+    fn allocated(column_type: ColumnType, n: usize, reuse: bool) -> Self {
+        fn buffer<T: Plain>(n: usize, reuse: bool) -> Vec<T> {
+            if reuse {
+                reusable_vec(n)
+            } else {
+                filled_vec(T::default(), n)
+            }
+        }
         use ColumnType::*;
         match column_type {
-            // `bool` has invalid bit patterns: never old bytes.
             Bit => ColumnValues::Bool(filled_vec(false, n)),
-            Byte | Char | UInt8 => ColumnValues::U8(reusable_vec(n)),
-            Int8 => ColumnValues::I8(reusable_vec(n)),
-            Int16 | SplitInt16 => ColumnValues::I16(reusable_vec(n)),
-            UInt16 | SplitUInt16 => ColumnValues::U16(reusable_vec(n)),
-            Int32 | SplitInt32 => ColumnValues::I32(reusable_vec(n)),
-            UInt32 | SplitUInt32 => ColumnValues::U32(reusable_vec(n)),
-            Int64 | SplitInt64 => ColumnValues::I64(reusable_vec(n)),
-            UInt64 | SplitUInt64 => ColumnValues::U64(reusable_vec(n)),
+            Byte | Char | UInt8 => ColumnValues::U8(buffer(n, reuse)),
+            Int8 => ColumnValues::I8(buffer(n, reuse)),
+            Int16 | SplitInt16 => ColumnValues::I16(buffer(n, reuse)),
+            UInt16 | SplitUInt16 => ColumnValues::U16(buffer(n, reuse)),
+            Int32 | SplitInt32 => ColumnValues::I32(buffer(n, reuse)),
+            UInt32 | SplitUInt32 => ColumnValues::U32(buffer(n, reuse)),
+            Int64 | SplitInt64 => ColumnValues::I64(buffer(n, reuse)),
+            UInt64 | SplitUInt64 => ColumnValues::U64(buffer(n, reuse)),
             Real16 | SplitReal16 | Real32 | SplitReal32 | Real32Trunc => {
-                ColumnValues::F32(reusable_vec(n))
+                ColumnValues::F32(buffer(n, reuse))
             }
-            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(reusable_vec(n)),
-            Index32 | Index64 | SplitIndex32 | SplitIndex64 => ColumnValues::Index(reusable_vec(n)),
+            Real64 | SplitReal64 | Real32Quant => ColumnValues::F64(buffer(n, reuse)),
+            Index32 | Index64 | SplitIndex32 | SplitIndex64 => {
+                ColumnValues::Index(buffer(n, reuse))
+            }
             Switch => ColumnValues::Switch {
-                index: reusable_vec(n),
-                tag: reusable_vec(n),
+                index: buffer(n, reuse),
+                tag: buffer(n, reuse),
             },
         }
     }
