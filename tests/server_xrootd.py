@@ -191,10 +191,16 @@ class Server:
         )
         _running.add(self)
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            status = self.process.poll()
+            if status is not None:
                 err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
                 self.process = None
-                raise RuntimeError(f"xrootd exited at start-up: {err}\n{self.log()[-3000:]}")
+                # The status tells a signal (negative) from an error exit when xrootd died
+                # before writing anything (seen once in CI, not reproduced).
+                raise RuntimeError(
+                    f"xrootd exited at start-up with status {status} (port {self.port}): {err}\n"
+                    f"{self.log()[-3000:]}"
+                )
             if accepts(self.port):
                 return
             time.sleep(0.05)
