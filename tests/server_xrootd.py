@@ -4,8 +4,9 @@ remote-read tests.
 ``start(root_dir)`` runs ``xrootd`` in the foreground with a generated configuration in a
 temporary directory, on a free port, exporting ``root_dir`` read only with no security
 library (anonymous access), and returns a :class:`Server` that gives URLs, stops, kills
-(SIGKILL) and restarts (same port, same root). Only clients of this host are admitted
-(``xrd.allow host localhost``).
+(SIGKILL) and restarts (same port, same root). A server that fails to start is tried
+again on another port, up to ``STARTUP_ATTEMPTS`` launches in all, each failure printed.
+Only clients of this host are admitted (``xrd.allow host localhost``).
 
 ``start(root_dir, tls=True)`` also offers TLS (``roots://``) with a certificate for
 127.0.0.1 signed by a CA made for the server (``openssl``); clients trust it through
@@ -35,6 +36,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -44,6 +46,8 @@ from netutil import accepts, free_port
 
 #: Seconds to wait for xrootd to accept connections or to exit.
 STARTUP_TIMEOUT = 20.0
+#: Launches, each on a new free port, before ``start`` gives up.
+STARTUP_ATTEMPTS = 3
 #: The user xrootd runs as when started as root.
 UNPRIVILEGED_UID = 65534
 
@@ -299,21 +303,31 @@ def start(
     root = Path(root_dir).resolve()
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
-    workdir = Path(tempfile.mkdtemp(prefix="rntuple-xrootd-"))
-    server = Server(
-        root=root,
-        port=free_port(),
-        workdir=workdir,
-        extra_config=list(extra_config or []),
-        tls=tls,
-        auth=list(auth or []),
-    )
-    try:
-        server._launch()
-    except BaseException:
-        server.stop()
-        raise
-    return server
+    failures: list[str] = []
+    for _ in range(STARTUP_ATTEMPTS):
+        workdir = Path(tempfile.mkdtemp(prefix="rntuple-xrootd-"))
+        server = Server(
+            root=root,
+            port=free_port(),
+            workdir=workdir,
+            extra_config=list(extra_config or []),
+            tls=tls,
+            auth=list(auth or []),
+        )
+        try:
+            server._launch()
+        except RuntimeError as e:
+            server.stop()
+            # The free port may have been taken between the probe and xrootd's bind:
+            # another port, and the failure stays on record.
+            failures.append(str(e))
+            print(f"xrootd start-up attempt {len(failures)} failed: {e}", file=sys.stderr)
+            continue
+        except BaseException:
+            server.stop()
+            raise
+        return server
+    raise RuntimeError(f"xrootd failed to start {STARTUP_ATTEMPTS} times:\n" + "\n".join(failures))
 
 
 @atexit.register

@@ -20,7 +20,6 @@ mod output;
 mod retry;
 #[cfg(feature = "s3")]
 mod s3;
-#[cfg(any(feature = "http", feature = "xrootd"))]
 mod spare;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
@@ -28,7 +27,7 @@ pub(crate) mod xrootd;
 pub use edges::EdgeCached;
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
-pub use local::LocalFile;
+pub use local::{LocalFile, DIRECT_IO_VARIABLE};
 pub use output::{ensure_distinct, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 #[cfg(feature = "s3")]
@@ -138,6 +137,21 @@ impl ReadHints {
         bunch_bytes: 32 << 20,
     };
 
+    /// Hints for a local file read past the page cache ([`ReadAt::uncached_hints`]):
+    /// pages merged into ranges of up to 8 MiB across gaps of up to 128 KiB (at most 25%
+    /// extra bytes), read ahead of the decoder 4 at a time, as a remote file's are. The
+    /// planned path's fetcher keeps the disk busy while the decoder's threads decode.
+    pub const LOCAL_UNCACHED: ReadHints = ReadHints {
+        merge_gap: 128 << 10,
+        max_waste: 0.25,
+        max_range_bytes: 8 << 20,
+        max_ranges_per_request: 64,
+        max_request_bytes: 8 << 20,
+        parallel_requests: 4,
+        remote: false,
+        bunch_bytes: 32 << 20,
+    };
+
     /// Hints for a remote source with round trips: merge gaps up to 64 KiB (at most 5%
     /// extra bytes: a vectored read carries many ranges anyway, and a selective read must
     /// not move much more than it needs), requests of at most 1024 ranges and 16 MiB, 8
@@ -152,6 +166,24 @@ impl ReadHints {
         remote: true,
         bunch_bytes: 32 << 20,
     };
+}
+
+/// A range's bytes as read for a planned read: `buffer[start..]`. A direct read fills
+/// whole aligned blocks at an aligned address, so the range may start past the buffer's
+/// first byte.
+#[derive(Debug, Default)]
+pub struct RangeBuffer {
+    /// The bytes read, the range's among them.
+    pub buffer: Vec<u8>,
+    /// Where the range's first byte is in `buffer`.
+    pub start: usize,
+}
+
+impl RangeBuffer {
+    /// A buffer that holds exactly a range's bytes.
+    pub fn whole(buffer: Vec<u8>) -> RangeBuffer {
+        RangeBuffer { buffer, start: 0 }
+    }
 }
 
 /// A random-access source of bytes: a local file, HTTP(S), XRootD or S3.
@@ -175,6 +207,20 @@ pub trait ReadAt: Send + Sync {
             .iter()
             .map(|r| self.read_at(r.offset, r.len))
             .collect()
+    }
+    /// Hints for a planned read of `ranges` that bypasses the page cache, when this
+    /// source reads them faster so: a local file whose ranges are mostly not cached (the
+    /// kernel's copies into the page cache and out of it take CPU the decoder needs).
+    /// `None`: read as [`ReadAt::hints`] says.
+    fn uncached_hints(&self, ranges: &[ByteRange]) -> Option<ReadHints> {
+        let _ = ranges;
+        None
+    }
+    /// Reads `ranges` for a planned read that [`ReadAt::uncached_hints`] chose; a range
+    /// still in the page cache is read from it.
+    fn read_ranges_uncached(&self, ranges: &[ByteRange]) -> Result<Vec<RangeBuffer>> {
+        let buffers = self.read_ranges(ranges)?;
+        Ok(buffers.into_iter().map(RangeBuffer::whole).collect())
     }
     /// The counters of this source.
     fn metrics(&self) -> IoMetricsSnapshot;

@@ -122,9 +122,19 @@ impl Storage {
         field_columns: &[Vec<u32>],
         ranges: &[Range<u64>],
     ) -> PlannedRead {
-        let hints = self.source.hints();
+        let mut hints = self.source.hints();
         let direct = direct::DirectPages::new(self.clone());
-        if !hints.remote {
+        // A local file mostly not in the page cache is read as a remote one is, ahead of
+        // the decoder in planned requests, but past the page cache.
+        let uncached = if hints.remote {
+            None
+        } else {
+            let selected = selected_pages(descriptor, field_columns, ranges);
+            self.source.uncached_hints(&selected)
+        };
+        if let Some(cold) = uncached {
+            hints = cold;
+        } else if !hints.remote {
             let (range_of, bunches): (Vec<usize>, Vec<Bunch>) = ranges
                 .iter()
                 .enumerate()
@@ -165,8 +175,8 @@ impl Storage {
             self.source.clone(),
             bunches.clone(),
             PREFETCH_WINDOW,
-            hints.parallel_requests,
-            hints.bunch_bytes,
+            (hints.parallel_requests, hints.bunch_bytes),
+            uncached.is_some(),
             self.counters.clone(),
         );
         PlannedRead {
@@ -286,6 +296,34 @@ impl Storage {
         self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
         Ok(PageBytes::Pooled(buffer))
     }
+}
+
+/// The stored bytes of the pages of `field_columns` in the clusters that hold entries of
+/// `ranges`: what a read of them will read.
+fn selected_pages(
+    descriptor: &Descriptor,
+    field_columns: &[Vec<u32>],
+    ranges: &[Range<u64>],
+) -> Vec<crate::io::ByteRange> {
+    let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
+    columns.sort_unstable();
+    columns.dedup();
+    descriptor
+        .clusters
+        .iter()
+        .filter(|c| {
+            let end = c.first_entry.saturating_add(c.n_entries);
+            ranges
+                .iter()
+                .any(|r| c.first_entry < r.end && r.start < end)
+        })
+        .flat_map(|c| columns.iter().filter_map(|&col| c.column(col)))
+        .flat_map(|cp| cp.pages.iter())
+        .map(|p| crate::io::ByteRange {
+            offset: p.locator.offset,
+            len: stored_page_len(p),
+        })
+        .collect()
 }
 
 /// Wraps an error with the offset of the page it was found at.

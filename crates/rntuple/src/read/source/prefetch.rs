@@ -8,7 +8,7 @@ use super::plan::{Bunch, PageKey};
 use super::{PageSource, ReadCounters};
 use crate::error::{Error, Result};
 use crate::format::{stored_page_len, PageInfo};
-use crate::io::Source;
+use crate::io::{RangeBuffer, Source};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -172,15 +172,17 @@ impl Prefetcher {
     /// being decoded, with up to `parallel` requests in flight. The bytes in flight start
     /// at about one bunch (`bunch_bytes`) and grow by one bunch per bunch received, up to
     /// `window` bunches: at first the requests of the first bunch do not share the link
-    /// with those of the next ones, so decoding starts as early as it can.
+    /// with those of the next ones, so decoding starts as early as it can. `uncached`:
+    /// the requests bypass the page cache ([`crate::io::ReadAt::read_ranges_uncached`]).
     pub(super) fn start(
         source: Source,
         bunches: Arc<Vec<Bunch>>,
         window: usize,
-        parallel: usize,
-        bunch_bytes: u64,
+        limits: (usize, u64),
+        uncached: bool,
         counters: Arc<ReadCounters>,
     ) -> Prefetcher {
+        let (parallel, bunch_bytes) = limits;
         let mut owner = HashMap::new();
         let mut last_user = HashMap::new();
         for (k, b) in bunches.iter().enumerate() {
@@ -220,6 +222,7 @@ impl Prefetcher {
                     window: window.max(1),
                     parallel: parallel.max(1),
                     bunch_bytes: bunch_bytes.max(1),
+                    uncached,
                 };
                 fetch_all(&worker, &source, &bunches, limits);
             })
@@ -261,6 +264,8 @@ struct Limits {
     parallel: usize,
     /// The planned size of a bunch: the unit of the bytes kept in flight.
     bunch_bytes: u64,
+    /// Whether requests bypass the page cache.
+    uncached: bool,
 }
 
 impl Limits {
@@ -321,7 +326,12 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                 }
                 let request = &bunches[k].requests[i];
                 let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
-                let result = source.read_ranges(&ranges);
+                let result = if limits.uncached {
+                    source.read_ranges_uncached(&ranges)
+                } else {
+                    let buffers = source.read_ranges(&ranges);
+                    buffers.map(|b| b.into_iter().map(RangeBuffer::whole).collect())
+                };
                 cache.lock().in_flight_bytes -= bytes;
                 match result {
                     Ok(buffers) => file_pages(cache, request, buffers, k),
@@ -343,21 +353,21 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
 fn file_pages(
     cache: &PageCache,
     request: &[super::plan::MergedRange],
-    buffers: Vec<Vec<u8>>,
+    buffers: Vec<RangeBuffer>,
     bunch: usize,
 ) {
     let mut state = cache.lock();
     if let Some(n) = state.outstanding.get_mut(bunch) {
         *n = n.saturating_sub(1);
     }
-    for (range, buffer) in request.iter().zip(buffers) {
-        let buffer = Arc::new(buffer);
+    for (range, read) in request.iter().zip(buffers) {
+        let buffer = Arc::new(read.buffer);
         for key in &range.pages {
             // A source that returned fewer bytes than asked (or a page beyond the address
             // space) leaves the page unfiled: the decoder then reads it itself and
             // reports what is wrong.
             let within = |start: u64, len: u64| {
-                let start = usize::try_from(start).ok()?;
+                let start = usize::try_from(start).ok()?.checked_add(read.start)?;
                 let len = usize::try_from(len).ok()?;
                 (start.checked_add(len)? <= buffer.len()).then_some((start, len))
             };
@@ -450,6 +460,18 @@ mod tests {
         fn metrics(&self) -> IoMetricsSnapshot {
             self.inner.metrics()
         }
+        fn read_ranges_uncached(&self, ranges: &[ByteRange]) -> Result<Vec<RangeBuffer>> {
+            // As a direct read: each range's bytes after a few of the block before it.
+            let first = ranges.first().map_or(0, |r| r.offset);
+            self.log.lock().unwrap().push(("uncached", first));
+            let reads = self.inner.read_ranges(ranges)?;
+            let padded = reads.into_iter().map(|bytes| {
+                let mut buffer = vec![0xEE; 5];
+                buffer.extend(bytes);
+                RangeBuffer { buffer, start: 5 }
+            });
+            Ok(padded.collect())
+        }
         fn recycle(&self, buffer: Vec<u8>) {
             self.recycled.lock().unwrap().push(buffer);
         }
@@ -490,14 +512,15 @@ mod tests {
         plan: &Arc<Vec<Bunch>>,
         window: usize,
         parallel: usize,
+        uncached: bool,
         data: &[u8],
     ) {
         let prefetcher = Prefetcher::start(
             source.clone(),
             plan.clone(),
             window,
-            parallel,
-            200,
+            (parallel, 200),
+            uncached,
             Arc::new(ReadCounters::default()),
         );
         for (k, bunch) in plan.iter().enumerate() {
@@ -516,7 +539,7 @@ mod tests {
         let source = logged(&data);
         let plan = Arc::new(bunches(3, 2));
         // One bunch is 200 bytes; 4 requests could be in flight at once.
-        fetch_and_decode(&source, &plan, 3, 4, &data);
+        fetch_and_decode(&source, &plan, 3, 4, false, &data);
         let log = source.log.lock().unwrap().clone();
         let position = |event: (&str, u64)| log.iter().position(|e| *e == event).unwrap();
         // Both requests of bunch 0 go out at once; bunch 1's first only once one of
@@ -559,10 +582,23 @@ mod tests {
                 .collect(),
         );
         // A window of one bunch: bunch 1 is asked for only after bunch 0 is decoded.
-        fetch_and_decode(&source, &plan, 1, 2, &data);
+        fetch_and_decode(&source, &plan, 1, 2, false, &data);
         // Bunch 0's range buffer came back (with its bytes: the same buffer) before
         // bunch 1 was asked for; bunch 1's was freed when the read ended.
         let recycled = source.recycled.lock().unwrap().clone();
         assert_eq!(recycled, vec![data[0..200].to_vec()]);
+    }
+
+    #[test]
+    fn uncached_reads_file_each_page_from_where_its_range_starts_in_the_buffer() {
+        let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+        let source = logged(&data);
+        let plan = Arc::new(bunches(3, 2));
+        // Every page is checked against the data as it is taken.
+        fetch_and_decode(&source, &plan, 3, 4, true, &data);
+        let log = source.log.lock().unwrap().clone();
+        let uncached = log.iter().filter(|e| e.0 == "uncached").count();
+        assert_eq!(uncached, 6, "every request as an uncached read: {log:?}");
+        assert!(log.iter().all(|e| e.0 == "uncached"), "{log:?}");
     }
 }
