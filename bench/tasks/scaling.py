@@ -10,7 +10,10 @@ runs it at 0.2M, 2M and 20M events, warm and cold):
   (decoding ahead, the default) with a trivial reduction per batch (``MET_pt`` summed);
 - ``disk``: the file's bytes read front to back in 16 MiB chunks on ``threads`` threads
   (each into its own reused buffer): what reading the file costs with nothing decoded
-  (cold: the disk floor).
+  (cold: the disk floor);
+- ``disk-direct``: the same with direct I/O (``O_DIRECT``, page-aligned buffers): the disk
+  without the page cache, as the reader's large cold reads use it (it reads from the disk
+  warm or cold).
 
 ``--cold`` drops the file's pages from the page cache first
 (``posix_fadvise(POSIX_FADV_DONTNEED)`` on the file: only this file, not the machine's
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from common import emit, parse_args, root_file
 
-TOOLS = ["read-all", "read-subset", "iterate", "disk"]
+TOOLS = ["read-all", "read-subset", "iterate", "disk", "disk-direct"]
 
 
 def drop_from_page_cache(path: Path) -> None:
@@ -40,19 +43,24 @@ def drop_from_page_cache(path: Path) -> None:
         os.close(fd)
 
 
-def read_bytes(path: Path, threads: int) -> int:
+def read_bytes(path: Path, threads: int, direct: bool = False) -> int:
     """Reads the file front to back in 16 MiB chunks, chunk ``k`` by thread ``k % threads``
     into its own reused buffer; returns the bytes read. On these virtual machines filling
     the page cache costs kernel CPU (the host faults the pages in), so one thread alone can
-    be slower than the disk; the reader's threads fill it in parallel too."""
+    be slower than the disk; the reader's threads fill it in parallel too. ``direct``:
+    with ``O_DIRECT`` into page-aligned buffers (anonymous maps), past the page cache."""
+    import mmap
     from concurrent.futures import ThreadPoolExecutor
 
     chunk = 16 << 20
     size = path.stat().st_size
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    except OSError as e:
+        raise RuntimeError(f"{path}: its file system refuses direct I/O ({e})") from e
 
     def read_every(first: int) -> int:
-        buffer = memoryview(bytearray(chunk))
+        buffer = memoryview(mmap.mmap(-1, chunk) if direct else bytearray(chunk))
         total = 0
         for offset in range(first * chunk, size, threads * chunk):
             total += os.preadv(fd, [buffer], offset)
@@ -84,8 +92,8 @@ def main() -> None:
     import rntuple
 
     t0, c0 = time.perf_counter(), time.process_time()
-    if args.tool == "disk":
-        checksum["bytes"] = read_bytes(path, args.threads)
+    if args.tool in ("disk", "disk-direct"):
+        checksum["bytes"] = read_bytes(path, args.threads, direct=args.tool == "disk-direct")
     else:
         nt = rntuple.open(str(path))["Events"]
         if args.tool == "iterate":
@@ -101,7 +109,7 @@ def main() -> None:
                 entries += batch.num_rows
         checksum["entries"] = entries
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    io_wait = 0.0 if args.tool == "disk" else nt.metrics()["io_wait_seconds"]
+    io_wait = 0.0 if args.tool.startswith("disk") else nt.metrics()["io_wait_seconds"]
     emit(
         "scaling",
         args.tool,
