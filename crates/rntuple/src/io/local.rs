@@ -227,7 +227,7 @@ impl LocalFile {
         (status == 0).then(|| (state.iter().filter(|&&s| s & 1 != 0).count(), pages))
     }
 
-    /// Whether most of bytes `offset..offset + len` are not in the page cache.
+    /// Whether most of the pages of the `(offset, len)` windows are not in the page cache.
     fn mostly_uncached(&self, windows: impl Iterator<Item = (u64, u64)>) -> bool {
         let (mut cached, mut probed) = (0usize, 0usize);
         for (offset, len) in windows {
@@ -246,7 +246,7 @@ impl LocalFile {
         self.check_range(range.offset, range.len)?;
         let len = to_usize(range.len, "a read")?;
         let start = Instant::now();
-        let direct = self
+        let mut direct = self
             .direct_file()
             .filter(|_| self.mostly_uncached(std::iter::once((range.offset, range.len))));
         let align = DIRECT_ALIGN as u64;
@@ -258,7 +258,6 @@ impl LocalFile {
         let pad = buffer.as_ptr().align_offset(DIRECT_ALIGN);
         buffer.resize(pad, 0);
         let mut done = 0usize;
-        let mut direct = direct;
         while done < wanted {
             // Direct reads ask for whole blocks (the last one past the range's end).
             let (file, limit) = match direct {

@@ -171,7 +171,7 @@ impl ReadHints {
 /// A range's bytes as read for a planned read: `buffer[start..]`. A direct read fills
 /// whole aligned blocks at an aligned address, so the range may start past the buffer's
 /// first byte.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RangeBuffer {
     /// The bytes read, the range's among them.
     pub buffer: Vec<u8>,

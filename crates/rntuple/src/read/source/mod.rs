@@ -132,12 +132,15 @@ impl Storage {
     ) -> PlannedRead {
         let mut hints = self.source.hints();
         let direct = direct::DirectPages::new(self.clone());
+        let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
+        columns.sort_unstable();
+        columns.dedup();
         // A local file mostly not in the page cache is read as a remote one is, ahead of
         // the decoder in planned requests, but past the page cache.
         let uncached = if hints.remote {
             None
         } else {
-            let selected = selected_pages(descriptor, field_columns, ranges);
+            let selected = selected_pages(descriptor, &columns, ranges);
             self.source.uncached_hints(&selected)
         };
         if let Some(cold) = uncached {
@@ -149,9 +152,6 @@ impl Storage {
                 .filter(|(_, r)| r.start < r.end)
                 .map(|(i, r)| (i, Bunch::whole(r.clone())))
                 .unzip();
-            let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
-            columns.sort_unstable();
-            columns.dedup();
             let entries: Vec<Range<u64>> = bunches.iter().map(|b| b.entries.clone()).collect();
             let pages =
                 direct::DirectPages::reading_ahead(self.clone(), descriptor, &columns, &entries);
@@ -179,16 +179,20 @@ impl Storage {
             bunches.extend(planned);
         }
         let bunches = Arc::new(bunches);
-        let prefetcher = prefetch::Prefetcher::start(
-            self.source.clone(),
-            bunches.clone(),
-            if uncached.is_some() {
+        let limits = prefetch::Limits {
+            window: if uncached.is_some() {
                 UNCACHED_WINDOW
             } else {
                 PREFETCH_WINDOW
             },
-            (hints.parallel_requests, hints.bunch_bytes),
-            uncached.is_some(),
+            parallel: hints.parallel_requests,
+            bunch_bytes: hints.bunch_bytes,
+            uncached: uncached.is_some(),
+        };
+        let prefetcher = prefetch::Prefetcher::start(
+            self.source.clone(),
+            bunches.clone(),
+            limits,
             self.counters.clone(),
         );
         PlannedRead {
@@ -310,16 +314,13 @@ impl Storage {
     }
 }
 
-/// The stored bytes of the pages of `field_columns` in the clusters that hold entries of
+/// The stored bytes of the pages of `columns` in the clusters that hold entries of
 /// `ranges`: what a read of them will read.
 fn selected_pages(
     descriptor: &Descriptor,
-    field_columns: &[Vec<u32>],
+    columns: &[u32],
     ranges: &[Range<u64>],
 ) -> Vec<crate::io::ByteRange> {
-    let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
-    columns.sort_unstable();
-    columns.dedup();
     descriptor
         .clusters
         .iter()

@@ -168,21 +168,19 @@ pub(crate) struct Prefetcher {
 }
 
 impl Prefetcher {
-    /// Starts fetching `bunches` from `source`, at most `window` bunches ahead of the one
-    /// being decoded, with up to `parallel` requests in flight. The bytes in flight start
-    /// at about one bunch (`bunch_bytes`) and grow by one bunch per bunch received, up to
-    /// `window` bunches: at first the requests of the first bunch do not share the link
-    /// with those of the next ones, so decoding starts as early as it can. `uncached`:
-    /// the requests bypass the page cache ([`crate::io::ReadAt::read_ranges_uncached`]).
+    /// Starts fetching `bunches` from `source` within `limits`: at most `window` bunches
+    /// ahead of the one being decoded, with up to `parallel` requests in flight. The bytes
+    /// in flight start at about one bunch (`bunch_bytes`) and grow by one bunch per bunch
+    /// received, up to `window` bunches: at first the requests of the first bunch do not
+    /// share the link with those of the next ones, so decoding starts as early as it can.
+    /// `uncached`: the requests bypass the page cache
+    /// ([`crate::io::ReadAt::read_ranges_uncached`]).
     pub(super) fn start(
         source: Source,
         bunches: Arc<Vec<Bunch>>,
-        window: usize,
-        limits: (usize, u64),
-        uncached: bool,
+        limits: Limits,
         counters: Arc<ReadCounters>,
     ) -> Prefetcher {
-        let (parallel, bunch_bytes) = limits;
         let mut owner = HashMap::new();
         let mut last_user = HashMap::new();
         for (k, b) in bunches.iter().enumerate() {
@@ -219,10 +217,10 @@ impl Prefetcher {
             .name("rntuple-prefetch".into())
             .spawn(move || {
                 let limits = Limits {
-                    window: window.max(1),
-                    parallel: parallel.max(1),
-                    bunch_bytes: bunch_bytes.max(1),
-                    uncached,
+                    window: limits.window.max(1),
+                    parallel: limits.parallel.max(1),
+                    bunch_bytes: limits.bunch_bytes.max(1),
+                    ..limits
                 };
                 fetch_all(&worker, &source, &bunches, limits);
             })
@@ -257,15 +255,15 @@ impl Drop for Prefetcher {
 
 /// How far ahead the fetcher goes.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
+pub(super) struct Limits {
     /// Bunches ahead of the one being decoded.
-    window: usize,
+    pub(super) window: usize,
     /// Requests in flight.
-    parallel: usize,
+    pub(super) parallel: usize,
     /// The planned size of a bunch: the unit of the bytes kept in flight.
-    bunch_bytes: u64,
+    pub(super) bunch_bytes: u64,
     /// Whether requests bypass the page cache.
-    uncached: bool,
+    pub(super) uncached: bool,
 }
 
 impl Limits {
@@ -515,12 +513,16 @@ mod tests {
         uncached: bool,
         data: &[u8],
     ) {
+        let limits = Limits {
+            window,
+            parallel,
+            bunch_bytes: 200,
+            uncached,
+        };
         let prefetcher = Prefetcher::start(
             source.clone(),
             plan.clone(),
-            window,
-            (parallel, 200),
-            uncached,
+            limits,
             Arc::new(ReadCounters::default()),
         );
         for (k, bunch) in plan.iter().enumerate() {
