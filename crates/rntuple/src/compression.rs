@@ -442,15 +442,29 @@ fn decompress_chunk(
 /// when the level is 0, the input is shorter than 11 bytes, or the compressed form
 /// would not be smaller than the input. Levels map as in ROOT: zlib and lzma use the
 /// level (clamped to 9) directly (lzma as an xz preset, with the dictionary shrunk to
-/// max(input / 4, 4 KiB)), zstd uses `2 * level`. ROOT uses LZ4-HC for lz4 levels >= 4;
-/// this implementation always writes the fast LZ4 block format, which every LZ4 decoder reads.
-/// The old ROOT algorithm cannot be written ([`Error::Unsupported`]).
+/// max(input / 4, 4 KiB)), zstd uses `2 * level`, lz4 its high-compression mode from
+/// level 4 on. The old ROOT algorithm cannot be written ([`Error::Unsupported`]).
 pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    compress_into(data, settings, &mut out)?;
+    Ok(out)
+}
+
+/// [`compress`], appending the result to `out` (whose earlier bytes are kept): the
+/// writer compresses a page straight into the buffer it stores, with room for the
+/// checksum it appends, instead of copying the compressed bytes there.
+pub fn compress_into(data: &[u8], settings: CompressionSettings, out: &mut Vec<u8>) -> Result<()> {
+    let base = out.len();
+    let stored = |out: &mut Vec<u8>| {
+        out.truncate(base);
+        out.extend_from_slice(data);
+    };
     if !settings.is_compressed() || data.len() < CHUNK_HEADER_SIZE + 2 {
-        return Ok(data.to_vec());
+        stored(out);
+        return Ok(());
     }
     let level = settings.level.min(9);
-    let mut out = Vec::with_capacity(data.len() / 2 + CHUNK_HEADER_SIZE);
+    out.reserve(data.len() / 2 + CHUNK_HEADER_SIZE);
     for chunk in data.chunks(MAX_CHUNK_SIZE) {
         let start = out.len();
         out.extend_from_slice(&[0u8; CHUNK_HEADER_SIZE]);
@@ -458,30 +472,31 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
             Algorithm::Zstd => {
                 // As ROOT, zstd gets no more room than the input less the chunk header;
                 // when it needs more (it keeps a margin), the data is stored as is.
-                let room = (data.len() - start).saturating_sub(CHUNK_HEADER_SIZE);
-                if !zstd_compress_into(chunk, room, 2 * level as i32, &mut out) {
-                    return Ok(data.to_vec());
+                let room = (data.len() - (start - base)).saturating_sub(CHUNK_HEADER_SIZE);
+                if !zstd_compress_into(chunk, room, 2 * level as i32, out) {
+                    stored(out);
+                    return Ok(());
                 }
                 [b'Z', b'S', 1]
             }
             Algorithm::Zlib => {
                 use std::io::Write;
                 let mut enc = flate2::write::ZlibEncoder::new(
-                    std::mem::take(&mut out),
+                    std::mem::take(out),
                     flate2::Compression::new(level),
                 );
                 enc.write_all(chunk).map_err(|e| Error::Write {
                     what: "a page (zlib compression)".into(),
                     source: e,
                 })?;
-                out = enc.finish().map_err(|e| Error::Write {
+                *out = enc.finish().map_err(|e| Error::Write {
                     what: "a page (zlib compression)".into(),
                     source: e,
                 })?;
                 [b'Z', b'L', 8]
             }
             Algorithm::Lzma => {
-                compress_lzma(chunk, level, &mut out)?;
+                compress_lzma(chunk, level, out)?;
                 [b'X', b'Z', 0]
             }
             Algorithm::Lz4 => {
@@ -503,15 +518,17 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
                 [b'L', b'4', 1]
             }
             Algorithm::OldRoot => {
+                out.truncate(base);
                 return Err(Error::Unsupported(
                     "compressing with ROOT's old deflate algorithm".into(),
-                ))
+                ));
             }
         };
         let csize = out.len() - start - CHUNK_HEADER_SIZE;
-        if csize > MAX_CHUNK_SIZE || out.len() >= data.len() {
+        if csize > MAX_CHUNK_SIZE || out.len() - base >= data.len() {
             // Not smaller: ROOT stores the whole block uncompressed.
-            return Ok(data.to_vec());
+            stored(out);
+            return Ok(());
         }
         let header = &mut out[start..start + CHUNK_HEADER_SIZE];
         header[0..3].copy_from_slice(&magic);
@@ -519,24 +536,72 @@ pub fn compress(data: &[u8], settings: CompressionSettings) -> Result<Vec<u8>> {
         header[3..6].copy_from_slice(&u24_le(csize));
         header[6..9].copy_from_slice(&u24_le(chunk.len()));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Compresses `chunk` with zstd at `level`, appending at most `room` bytes to `out`;
-/// false if the compressed form needs more. Every chunk gets a fresh context, as ROOT's:
-/// a reused one does not clear its match finder's tables but salts their hashes, which
-/// changes the compressed bytes (and so the sizes ROOT's cluster plan depends on).
+/// false if the compressed form needs more (`out` is then as it was). Every chunk gets a
+/// fresh context, as ROOT's: a reused one does not clear its match finder's tables but
+/// salts their hashes, which changes the compressed bytes (and so the sizes ROOT's
+/// cluster plan depends on).
 fn zstd_compress_into(chunk: &[u8], room: usize, level: i32, out: &mut Vec<u8>) -> bool {
     let Ok(mut compressor) = zstd::bulk::Compressor::new(level) else {
         return false;
     };
-    let mut compressed = Vec::with_capacity(room);
-    match compressor.compress_to_buffer(chunk, &mut compressed) {
-        Ok(n) if n <= room => {
-            out.extend_from_slice(&compressed);
-            true
+    let start = out.len();
+    let mut spare = SpareCapacity::new(out, room);
+    match compressor.compress_to_buffer(chunk, &mut spare) {
+        Ok(n) if n <= room => true,
+        _ => {
+            out.truncate(start);
+            false
         }
-        _ => false,
+    }
+}
+
+/// Exactly `limit` bytes of a vector's spare capacity, after its contents, as zstd's
+/// output buffer: zstd writes there directly (no scratch buffer, no copy), and sees the
+/// same room ROOT gives it, whatever the vector's capacity beyond.
+struct SpareCapacity<'a> {
+    vec: &'a mut Vec<u8>,
+    /// The vector's length when it was lent: where zstd's output starts.
+    start: usize,
+    limit: usize,
+}
+
+impl<'a> SpareCapacity<'a> {
+    /// Reserves `limit` bytes after `vec`'s contents.
+    fn new(vec: &'a mut Vec<u8>, limit: usize) -> Self {
+        vec.reserve(limit);
+        let start = vec.len();
+        SpareCapacity { vec, start, limit }
+    }
+}
+
+// SAFETY: `as_mut_ptr` points at `start`, the vector's length when lent (`start <=
+// capacity`, so the offset stays within its allocation), after which `new` reserved at
+// least `limit` bytes: `capacity` never claims more than the allocation holds. zstd
+// reports in `filled_until` how many of those bytes it wrote (at most `capacity`, which
+// zstd-safe asserts), so `set_len` covers only initialised bytes; `as_slice` shows the
+// initialised bytes from `start` on, as the trait asks.
+unsafe impl zstd::zstd_safe::WriteBuf for SpareCapacity<'_> {
+    fn as_slice(&self) -> &[u8] {
+        self.vec.get(self.start..).unwrap_or(&[])
+    }
+
+    fn capacity(&self) -> usize {
+        self.limit
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: `start <= len <= capacity`: within the allocation or one past its end.
+        unsafe { self.vec.as_mut_ptr().add(self.start) }
+    }
+
+    unsafe fn filled_until(&mut self, n: usize) {
+        // SAFETY: the caller (zstd) initialised `n <= limit` bytes from `start` on, and
+        // `new` reserved `limit` bytes there.
+        unsafe { self.vec.set_len(self.start + n) }
     }
 }
 
@@ -719,6 +784,86 @@ mod tests {
             let d = decompress(&c, data.len(), "big").unwrap();
             assert!(d == data, "{alg} multi-chunk round trip");
         }
+    }
+
+    /// `compress_into` appends exactly what `compress` returns and keeps what was there,
+    /// for compressible, incompressible (stored) and multi-chunk data; zstd's chunk
+    /// payload is the zstd library's own frame for the input at level 2 * level, with
+    /// the output written straight into the vector's spare capacity.
+    #[test]
+    fn compress_into_appends_what_compress_returns() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let random: Vec<u8> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let cases = [
+            (sample(100_000), &ALL[..]),
+            (random, &ALL[..]),
+            (vec![7u8; 3], &ALL[..]),
+            (
+                sample(MAX_CHUNK_SIZE + 5000),
+                &[Algorithm::Zstd, Algorithm::Lz4][..],
+            ),
+        ];
+        for (data, algorithms) in cases {
+            for &alg in algorithms {
+                let settings = CompressionSettings::new(alg, 5);
+                let whole = compress(&data, settings).unwrap();
+                let mut out = b"prefix".to_vec();
+                compress_into(&data, settings, &mut out).unwrap();
+                assert_eq!(&out[..6], b"prefix");
+                assert!(out[6..] == whole[..], "{alg}, {} bytes", data.len());
+            }
+        }
+        let data = sample(100_000);
+        let mut out = vec![1, 2, 3];
+        compress_into(
+            &data,
+            CompressionSettings::new(Algorithm::Zstd, 5),
+            &mut out,
+        )
+        .unwrap();
+        let frame = zstd::bulk::compress(&data, 10).unwrap();
+        assert_eq!(u24(&out[3 + 3..3 + 6]), frame.len());
+        assert_eq!(&out[3 + CHUNK_HEADER_SIZE..], &frame[..]);
+    }
+
+    /// zstd gets exactly the room ROOT gives it (the input less the chunk header),
+    /// however much capacity the vector has beyond: around the frame's size, a room is
+    /// accepted exactly when zstd accepts an output buffer of that capacity of its own
+    /// (it needs a margin), and a refused one leaves the vector as it was.
+    #[test]
+    fn zstd_room_is_exact() {
+        let data = sample(20_000);
+        let frame = zstd::bulk::compress(&data, 10).unwrap();
+        let mut accepted = 0;
+        for room in frame.len() - 4..frame.len() + 64 {
+            let mut alone = Vec::with_capacity(room);
+            let fits = zstd::bulk::Compressor::new(10)
+                .unwrap()
+                .compress_to_buffer(&data, &mut alone)
+                .is_ok_and(|n| n <= room);
+            let mut out = Vec::with_capacity(1 << 20);
+            out.extend_from_slice(b"ab");
+            assert_eq!(
+                zstd_compress_into(&data, room, 10, &mut out),
+                fits,
+                "room {room}"
+            );
+            if fits {
+                accepted += 1;
+                assert_eq!(&out[2..], &frame[..]);
+            } else {
+                assert_eq!(out, b"ab");
+            }
+        }
+        // Both outcomes occur in the range.
+        assert!(accepted > 0 && accepted < 68, "{accepted}");
     }
 
     #[test]

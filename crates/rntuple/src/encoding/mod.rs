@@ -24,11 +24,13 @@
 mod bytes;
 mod column_type;
 mod into;
+mod parts;
 mod real;
 pub(crate) mod unsplit;
 
 pub use column_type::ColumnType;
 pub use into::{decode_page_into, ValuesMut};
+pub use parts::encode_parts_into;
 pub(crate) use real::f64_to_f32;
 
 use bytes::{

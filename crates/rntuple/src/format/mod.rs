@@ -24,8 +24,8 @@ pub use header::{
 };
 pub use locator::{EnvelopeLink, Locator};
 pub use page::{
-    open_page, reseal_page, seal_page, stored_page_len, unseal_page_into, zero_page, SealedPage,
-    PAGE_CHECKSUM_BYTES,
+    open_page, reseal_page, seal_page, seal_page_parts, stored_page_len, unseal_page_into,
+    zero_page, SealedPage, PAGE_CHECKSUM_BYTES,
 };
 pub use page_list::{ClusterSummary, ColumnPages, PageInfo, PageList};
 

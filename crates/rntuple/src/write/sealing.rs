@@ -8,7 +8,7 @@ use super::options::WriteOptions;
 use super::sink::BlobSink;
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{Error, Result};
-use crate::format::{seal_page, Locator, PageInfo, SealedPage};
+use crate::format::{seal_page_parts, Locator, PageInfo, SealedPage};
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -66,17 +66,13 @@ impl ChunkedValues {
         Ok(front)
     }
 
-    /// The values as one buffer (of the first chunk's variant: a quantized column takes
-    /// the field's floats or doubles).
-    fn join(mut self) -> Result<ColumnValues> {
-        let Some(mut joined) = self.chunks.pop_front() else {
+    /// The chunks, in order: the parts a page is sealed from, without joining them
+    /// ([`seal_page_parts`]).
+    fn into_parts(self) -> Result<Vec<ColumnValues>> {
+        if self.chunks.is_empty() {
             return Err(Error::InvalidArgument("an empty page to seal".into()));
-        };
-        joined.reserve(self.len - joined.len());
-        for chunk in self.chunks {
-            joined.append(chunk)?;
         }
-        Ok(joined)
+        Ok(self.chunks.into())
     }
 }
 
@@ -205,7 +201,7 @@ impl SealingPipeline {
         rayon::spawn(move || {
             let sealed = pages
                 .into_iter()
-                .map(|p| seal_page(&encoding, &p.join()?, compression, checksums))
+                .map(|p| seal_page_parts(&encoding, &p.into_parts()?, compression, checksums))
                 .collect::<Result<Vec<_>>>();
             // The writer may be gone (dropped after an error): nobody waits then.
             let _ = tx.send(Sealed {
