@@ -786,21 +786,26 @@ mod tests {
         }
     }
 
-    /// `compress_into` appends exactly what `compress` returns and keeps what was there,
-    /// for compressible, incompressible (stored) and multi-chunk data; zstd's chunk
-    /// payload is the zstd library's own frame for the input at level 2 * level, with
-    /// the output written straight into the vector's spare capacity.
-    #[test]
-    fn compress_into_appends_what_compress_returns() {
+    /// `n` pseudo-random bytes (xorshift64), which no algorithm compresses.
+    fn random_bytes(n: usize) -> Vec<u8> {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let random: Vec<u8> = (0..5000)
+        (0..n)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 x as u8
             })
-            .collect();
+            .collect()
+    }
+
+    /// `compress_into` appends exactly what `compress` returns and keeps what was there,
+    /// for compressible, incompressible (stored) and multi-chunk data; zstd's chunk
+    /// payload is the zstd library's own frame for the input at level 2 * level, with
+    /// the output written straight into the vector's spare capacity.
+    #[test]
+    fn compress_into_appends_what_compress_returns() {
+        let random = random_bytes(5000);
         let cases = [
             (sample(100_000), &ALL[..]),
             (random, &ALL[..]),
@@ -869,15 +874,7 @@ mod tests {
     #[test]
     fn incompressible_is_stored() {
         // Random bytes do not compress: stored as is.
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let data: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let data = random_bytes(4096);
         for &alg in &ALL {
             let c = compress(&data, CompressionSettings::new(alg, 5)).unwrap();
             assert_eq!(c, data);
