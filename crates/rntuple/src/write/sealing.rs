@@ -66,6 +66,61 @@ impl ChunkedValues {
         Ok(front)
     }
 
+    /// The last value, when the values are offsets.
+    pub(crate) fn last_index(&self) -> Option<u64> {
+        match self.chunks.back()? {
+            ColumnValues::Index(v) => v.last().copied(),
+            _ => None,
+        }
+    }
+
+    /// Whether both hold the same offsets (whatever chunks they were appended in); false
+    /// for values of any other kind.
+    pub(crate) fn same_index_values(&self, other: &ChunkedValues) -> bool {
+        fn offsets(c: &ColumnValues) -> Option<&[u64]> {
+            match c {
+                ColumnValues::Index(v) => Some(v),
+                _ => None,
+            }
+        }
+        if self.len != other.len {
+            return false;
+        }
+        let (mut mine, mut theirs) = (self.chunks.iter(), other.chunks.iter());
+        let (mut a, mut b): (&[u64], &[u64]) = (&[], &[]);
+        loop {
+            if a.is_empty() {
+                match mine.next() {
+                    Some(c) => match offsets(c) {
+                        Some(v) => a = v,
+                        None => return false,
+                    },
+                    None => {
+                        return b.is_empty()
+                            && theirs.all(|c| offsets(c).is_some_and(<[u64]>::is_empty))
+                    }
+                }
+                continue;
+            }
+            if b.is_empty() {
+                match theirs.next() {
+                    Some(c) => match offsets(c) {
+                        Some(v) => b = v,
+                        None => return false,
+                    },
+                    None => return false,
+                }
+                continue;
+            }
+            let n = a.len().min(b.len());
+            if a[..n] != b[..n] {
+                return false;
+            }
+            a = &a[n..];
+            b = &b[n..];
+        }
+    }
+
     /// The chunks, in order: the parts a page is sealed from, without joining them
     /// ([`seal_page_parts`]).
     fn into_parts(self) -> Result<Vec<ColumnValues>> {
@@ -142,6 +197,12 @@ pub(crate) struct SealingPipeline {
     /// The pages of the jobs before a mark are written (as a run) at the next mark, by
     /// when they are sealed.
     run_mark: Option<Vec<usize>>,
+    /// Jobs that take a copy of another job's sealed pages once it is received: (column,
+    /// job) of the copy, (column, job) of the original.
+    copies: Vec<((usize, usize), (usize, usize))>,
+    /// Jobs started as copies so far (for the tests).
+    #[cfg(test)]
+    pub(crate) copied_jobs: usize,
     /// Bytes written for the open cluster so far.
     cluster_zipped_bytes: u64,
     /// Small pages of the open cluster already written, by checksum: their locator and
@@ -161,6 +222,9 @@ impl SealingPipeline {
             columns: Vec::new(),
             run_bytes: 0,
             run_mark: None,
+            copies: Vec::new(),
+            #[cfg(test)]
+            copied_jobs: 0,
             cluster_zipped_bytes: 0,
             written_pages: HashMap::new(),
         }
@@ -214,6 +278,47 @@ impl SealingPipeline {
         Ok(())
     }
 
+    /// Whether column `column` holds offsets (an index column).
+    pub(crate) fn is_index_column(&self, column: usize) -> bool {
+        self.columns
+            .get(column)
+            .is_some_and(|c| c.encoding.column_type.is_index())
+    }
+
+    /// Whether two columns are stored with the same encoding.
+    pub(crate) fn same_encoding(&self, a: usize, b: usize) -> bool {
+        match (self.columns.get(a), self.columns.get(b)) {
+            (Some(a), Some(b)) => a.encoding == b.encoding,
+            _ => false,
+        }
+    }
+
+    /// Starts a job of column `column` whose pages hold the same values, with the same
+    /// encoding, as those of the job just submitted for column `of`: it takes a copy of
+    /// that job's sealed pages when they are received, instead of sealing them again.
+    /// Its `bytes` count towards the run as a sealed job's would, so that the file's
+    /// layout stays the same.
+    pub(crate) fn submit_copy(&mut self, column: usize, of: usize, bytes: u64) -> Result<()> {
+        let original_job = self
+            .columns
+            .get(of)
+            .and_then(|c| c.jobs_started().checked_sub(1))
+            .ok_or_else(|| Error::InvalidArgument(format!("a copy of no job (column {of})")))?;
+        let queue = self
+            .columns
+            .get_mut(column)
+            .ok_or_else(|| Error::InvalidArgument(format!("pages of no column ({column})")))?;
+        let job = queue.jobs_started();
+        queue.jobs.push_back(None);
+        self.copies.push(((column, job), (of, original_job)));
+        self.run_bytes += bytes;
+        #[cfg(test)]
+        {
+            self.copied_jobs += 1;
+        }
+        Ok(())
+    }
+
     /// After a round of [`SealingPipeline::submit`]: waits until the values being sealed
     /// are back under the page buffer budget, and writes a run when the pages sent since
     /// the last run mark reach the run size.
@@ -259,6 +364,8 @@ impl SealingPipeline {
         self.run_mark = None;
         self.run_bytes = 0;
         self.written_pages.clear();
+        // Every original was received above, so every copy has its pages.
+        self.copies.clear();
         let placed = self
             .columns
             .iter_mut()
@@ -278,6 +385,25 @@ impl SealingPipeline {
         self.outstanding -= 1;
         self.in_flight_bytes -= done.bytes;
         let pages = done.pages?;
+        // The jobs that copy this one's pages get them now.
+        let mut copies = Vec::new();
+        self.copies.retain(|&(copy, original)| {
+            let of_this = original == (done.column, done.job);
+            if of_this {
+                copies.push(copy);
+            }
+            !of_this
+        });
+        for &(column, job) in &copies {
+            let copy_slot = self
+                .columns
+                .get_mut(column)
+                .and_then(|c| c.jobs.get_mut(job.checked_sub(c.jobs_taken)?))
+                .ok_or_else(|| {
+                    Error::InvalidArgument("a copied sealing job of no column".into())
+                })?;
+            *copy_slot = Some(pages.clone());
+        }
         let slot = self
             .columns
             .get_mut(done.column)
@@ -451,4 +577,34 @@ struct PendingPage {
     page: usize,
     at: usize,
     len: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunked(parts: &[&[u64]]) -> ChunkedValues {
+        let mut c = ChunkedValues::default();
+        for p in parts {
+            c.push(ColumnValues::Index(p.to_vec()));
+        }
+        c
+    }
+
+    /// Offsets compare by value, whatever chunks they were appended in; a difference in
+    /// one element or in length, or values that are not offsets, are not the same.
+    #[test]
+    fn same_index_values_ignores_chunking() {
+        let whole = chunked(&[&[1, 2, 3, 4, 5]]);
+        assert!(whole.same_index_values(&chunked(&[&[1, 2], &[3], &[4, 5]])));
+        assert!(chunked(&[&[1], &[2, 3, 4, 5]]).same_index_values(&whole));
+        assert!(!whole.same_index_values(&chunked(&[&[1, 2], &[3], &[4, 6]])));
+        assert!(!whole.same_index_values(&chunked(&[&[1, 2, 3, 4]])));
+        assert_eq!(whole.last_index(), Some(5));
+        let mut floats = ChunkedValues::default();
+        floats.push(ColumnValues::U64(vec![1, 2, 3, 4, 5]));
+        assert!(!whole.same_index_values(&floats));
+        assert!(!floats.same_index_values(&whole));
+        assert_eq!(floats.last_index(), None);
+    }
 }

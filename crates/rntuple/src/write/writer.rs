@@ -149,3 +149,108 @@ impl<S: BlobSink> RNTupleWriter<S> {
         book.finish(&mut sink, self.extension, &self.options)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    use arrow_array::builder::{Float32Builder, Int32Builder, LargeListBuilder};
+    use arrow_array::{ArrayRef, RecordBatch};
+    use std::sync::Arc;
+
+    /// Three vectors of equal lengths per entry (as NanoAOD's `Jet_pt`, `Jet_eta`, ...),
+    /// one of other lengths, and a scalar; lengths and values from a fixed sequence.
+    fn sibling_vectors(n: usize) -> RecordBatch {
+        let mut state = 7u64;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let mut siblings: Vec<_> = (0..3)
+            .map(|_| LargeListBuilder::new(Float32Builder::new()))
+            .collect();
+        let mut other = LargeListBuilder::new(Float32Builder::new());
+        let mut scalar = Int32Builder::new();
+        for i in 0..n {
+            let len = next(9);
+            for list in &mut siblings {
+                for _ in 0..len {
+                    list.values().append_value(next(1000) as f32);
+                }
+                list.append(true);
+            }
+            for _ in 0..next(5) {
+                other.values().append_value(next(100) as f32);
+            }
+            other.append(true);
+            scalar.append_value(i as i32);
+        }
+        let mut columns: Vec<(String, ArrayRef)> = siblings
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut b)| (format!("Jet_{k}"), Arc::new(b.finish()) as ArrayRef))
+            .collect();
+        columns.push(("Muon_pt".into(), Arc::new(other.finish())));
+        columns.push(("event".into(), Arc::new(scalar.finish())));
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    /// The bytes written for `batch` (handed over in slices of 777 entries, so that
+    /// pages span several appended chunks), and how many sealing jobs took copies.
+    fn write(
+        batch: &RecordBatch,
+        options: &WriteOptions,
+        seal_every_page: bool,
+    ) -> (Vec<u8>, usize) {
+        let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
+        for f in batch.schema().fields() {
+            builder.add_arrow_field(f).unwrap();
+        }
+        let mut sink: Vec<u8> = Vec::new();
+        let mut writer =
+            RNTupleWriter::new(&mut sink, "t", builder.finish(), options.clone()).unwrap();
+        if seal_every_page {
+            writer.filler.seal_every_page();
+        }
+        let mut start = 0;
+        while start < batch.num_rows() {
+            let len = 777.min(batch.num_rows() - start);
+            writer.write_batch(&batch.slice(start, len)).unwrap();
+            start += len;
+        }
+        let copied = writer.filler.copied_jobs();
+        writer.finish().unwrap();
+        (sink, copied)
+    }
+
+    /// Offset pages equal to another column's are sealed once and copied, and the file is
+    /// byte for byte the one written when every page is sealed (with and without
+    /// same-page merging, in runs and in one run per cluster, several clusters).
+    #[test]
+    fn offsets_equal_to_another_columns_are_sealed_once_into_the_same_file() {
+        let batch = sibling_vectors(20_000);
+        let base = WriteOptions::builder()
+            .initial_page_size(64)
+            .page_size(4096)
+            .cluster_size(48 << 10);
+        for (merging, run) in [(true, Some(8192)), (true, None), (false, Some(8192))] {
+            let options = base
+                .clone()
+                .same_page_merging(merging)
+                .page_run_size(run)
+                .build()
+                .unwrap();
+            let (copied, copies) = write(&batch, &options, false);
+            let (sealed, none) = write(&batch, &options, true);
+            assert_eq!(none, 0);
+            // Two of the three siblings copy the first, in every round that seals pages.
+            assert!(copies >= 2 && copies % 2 == 0, "{copies} copies");
+            assert!(
+                copied == sealed,
+                "merging {merging}, runs {run:?}: the files differ"
+            );
+        }
+    }
+}
