@@ -434,7 +434,7 @@ impl Filler {
         if !self.copy_identical_offsets {
             return copy_of;
         }
-        // Candidates by a cheap summary: encoding, page count, element counts, last value.
+        // Candidates by a cheap summary: page count, elements per page, last value.
         let mut seen: HashMap<(usize, Vec<usize>, Option<u64>), Vec<usize>> = HashMap::new();
         for (k, (i, pages)) in round.iter().enumerate() {
             if !self.sealing.is_index_column(*i) {
