@@ -594,12 +594,13 @@ fn encode_quant(enc: &ColumnEncoding, v: &[f64]) -> Result<Vec<u8>> {
 
 fn narrow_index(v: &[u64]) -> Result<Vec<u32>> {
     v.iter()
-        .map(|&x| {
-            u32::try_from(x).map_err(|_| {
-                Error::InvalidArgument(format!("offset {x} does not fit an Index32 column"))
-            })
-        })
+        .map(|&x| u32::try_from(x).map_err(|_| index32_overflow(x)))
         .collect()
+}
+
+/// The error for an offset that does not fit an Index32 column.
+fn index32_overflow(x: u64) -> Error {
+    Error::InvalidArgument(format!("offset {x} does not fit an Index32 column"))
 }
 
 /// Delta encoding: the first element as is, then differences (wrapping, in the on-disk width).

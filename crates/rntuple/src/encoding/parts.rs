@@ -6,7 +6,9 @@
 //! [`encode_page`], byte for byte the same result.
 
 use super::bytes::{zigzag_encode16, zigzag_encode32, zigzag_encode64};
-use super::{encode_page, wrong_values, ColumnEncoding, ColumnType, ColumnValues};
+use super::{
+    encode_page, index32_overflow, wrong_values, ColumnEncoding, ColumnType, ColumnValues,
+};
 use crate::error::{Error, Result};
 
 /// Encodes the values of `parts` (consecutive, in order) as one page stored with `enc`
@@ -20,94 +22,56 @@ pub fn encode_parts_into(
     enc.validate()?;
     use ColumnType::*;
     use ColumnValues as V;
-    // Each arm maps a part to the u64 whose low bytes are the element as stored, or
+    // Each arm maps a part to the u64s whose low bytes are its elements as stored, or to
     // None when the part is not of the variant the column type takes.
+    macro_rules! elements {
+        ($variant:ident, $x:ident => $stored:expr) => {
+            |p| match p {
+                V::$variant(v) => Some(v.iter().map(|&$x| $stored)),
+                _ => None,
+            }
+        };
+    }
     let mut delta64 = Delta::default();
     let mut delta32 = Delta::default();
     match enc.column_type {
-        Byte | Char | UInt8 => put::<1, false, _>(enc, parts, out, |p| match p {
-            V::U8(v) => Some(v.iter().map(|&x| u64::from(x))),
-            _ => None,
-        }),
-        Int8 => put::<1, false, _>(enc, parts, out, |p| match p {
-            V::I8(v) => Some(v.iter().map(|&x| u64::from(x as u8))),
-            _ => None,
-        }),
-        Int16 => put::<2, false, _>(enc, parts, out, |p| match p {
-            V::I16(v) => Some(v.iter().map(|&x| u64::from(x as u16))),
-            _ => None,
-        }),
-        UInt16 => put::<2, false, _>(enc, parts, out, |p| match p {
-            V::U16(v) => Some(v.iter().map(|&x| u64::from(x))),
-            _ => None,
-        }),
-        Int32 => put::<4, false, _>(enc, parts, out, |p| match p {
-            V::I32(v) => Some(v.iter().map(|&x| u64::from(x as u32))),
-            _ => None,
-        }),
-        UInt32 => put::<4, false, _>(enc, parts, out, |p| match p {
-            V::U32(v) => Some(v.iter().map(|&x| u64::from(x))),
-            _ => None,
-        }),
-        Int64 => put::<8, false, _>(enc, parts, out, |p| match p {
-            V::I64(v) => Some(v.iter().map(|&x| x as u64)),
-            _ => None,
-        }),
-        UInt64 => put::<8, false, _>(enc, parts, out, |p| match p {
-            V::U64(v) => Some(v.iter().copied()),
-            _ => None,
-        }),
-        Real32 => put::<4, false, _>(enc, parts, out, |p| match p {
-            V::F32(v) => Some(v.iter().map(|&x| u64::from(x.to_bits()))),
-            _ => None,
-        }),
-        Real64 => put::<8, false, _>(enc, parts, out, |p| match p {
-            V::F64(v) => Some(v.iter().map(|&x| x.to_bits())),
-            _ => None,
-        }),
+        Byte | Char | UInt8 => {
+            put::<1, false, _>(enc, parts, out, elements!(U8, x => u64::from(x)))
+        }
+        Int8 => put::<1, false, _>(enc, parts, out, elements!(I8, x => u64::from(x as u8))),
+        Int16 => put::<2, false, _>(enc, parts, out, elements!(I16, x => u64::from(x as u16))),
+        UInt16 => put::<2, false, _>(enc, parts, out, elements!(U16, x => u64::from(x))),
+        Int32 => put::<4, false, _>(enc, parts, out, elements!(I32, x => u64::from(x as u32))),
+        UInt32 => put::<4, false, _>(enc, parts, out, elements!(U32, x => u64::from(x))),
+        Int64 => put::<8, false, _>(enc, parts, out, elements!(I64, x => x as u64)),
+        UInt64 => put::<8, false, _>(enc, parts, out, elements!(U64, x => x)),
+        Real32 => put::<4, false, _>(enc, parts, out, elements!(F32, x => u64::from(x.to_bits()))),
+        Real64 => put::<8, false, _>(enc, parts, out, elements!(F64, x => x.to_bits())),
         Index32 => {
             check_index32(parts)?;
-            put::<4, false, _>(enc, parts, out, |p| match p {
-                V::Index(v) => Some(v.iter().copied()),
-                _ => None,
-            })
+            put::<4, false, _>(enc, parts, out, elements!(Index, x => x))
         }
-        Index64 => put::<8, false, _>(enc, parts, out, |p| match p {
-            V::Index(v) => Some(v.iter().copied()),
-            _ => None,
-        }),
-        SplitInt16 => put::<2, true, _>(enc, parts, out, |p| match p {
-            V::I16(v) => Some(v.iter().map(|&x| u64::from(zigzag_encode16(x)))),
-            _ => None,
-        }),
-        SplitUInt16 => put::<2, true, _>(enc, parts, out, |p| match p {
-            V::U16(v) => Some(v.iter().map(|&x| u64::from(x))),
-            _ => None,
-        }),
-        SplitInt32 => put::<4, true, _>(enc, parts, out, |p| match p {
-            V::I32(v) => Some(v.iter().map(|&x| u64::from(zigzag_encode32(x)))),
-            _ => None,
-        }),
-        SplitUInt32 => put::<4, true, _>(enc, parts, out, |p| match p {
-            V::U32(v) => Some(v.iter().map(|&x| u64::from(x))),
-            _ => None,
-        }),
-        SplitInt64 => put::<8, true, _>(enc, parts, out, |p| match p {
-            V::I64(v) => Some(v.iter().map(|&x| zigzag_encode64(x))),
-            _ => None,
-        }),
-        SplitUInt64 => put::<8, true, _>(enc, parts, out, |p| match p {
-            V::U64(v) => Some(v.iter().copied()),
-            _ => None,
-        }),
-        SplitReal32 => put::<4, true, _>(enc, parts, out, |p| match p {
-            V::F32(v) => Some(v.iter().map(|&x| u64::from(x.to_bits()))),
-            _ => None,
-        }),
-        SplitReal64 => put::<8, true, _>(enc, parts, out, |p| match p {
-            V::F64(v) => Some(v.iter().map(|&x| x.to_bits())),
-            _ => None,
-        }),
+        Index64 => put::<8, false, _>(enc, parts, out, elements!(Index, x => x)),
+        SplitInt16 => put::<2, true, _>(
+            enc,
+            parts,
+            out,
+            elements!(I16, x => u64::from(zigzag_encode16(x))),
+        ),
+        SplitUInt16 => put::<2, true, _>(enc, parts, out, elements!(U16, x => u64::from(x))),
+        SplitInt32 => put::<4, true, _>(
+            enc,
+            parts,
+            out,
+            elements!(I32, x => u64::from(zigzag_encode32(x))),
+        ),
+        SplitUInt32 => put::<4, true, _>(enc, parts, out, elements!(U32, x => u64::from(x))),
+        SplitInt64 => put::<8, true, _>(enc, parts, out, elements!(I64, x => zigzag_encode64(x))),
+        SplitUInt64 => put::<8, true, _>(enc, parts, out, elements!(U64, x => x)),
+        SplitReal32 => {
+            put::<4, true, _>(enc, parts, out, elements!(F32, x => u64::from(x.to_bits())))
+        }
+        SplitReal64 => put::<8, true, _>(enc, parts, out, elements!(F64, x => x.to_bits())),
         // Delta encoding in the on-disk width: the page's first element as is, then
         // wrapping differences, across the parts' boundaries.
         SplitIndex32 => {
@@ -158,9 +122,7 @@ fn check_index32(parts: &[ColumnValues]) -> Result<()> {
     for p in parts {
         if let ColumnValues::Index(v) = p {
             if let Some(&x) = v.iter().find(|&&x| x > u64::from(u32::MAX)) {
-                return Err(Error::InvalidArgument(format!(
-                    "offset {x} does not fit an Index32 column"
-                )));
+                return Err(index32_overflow(x));
             }
         }
     }

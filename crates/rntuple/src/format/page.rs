@@ -5,9 +5,7 @@
 //! copy pages (recovery, merging) go through these functions only.
 
 use super::page_list::PageInfo;
-use crate::compression::{
-    self, claimed_uncompressed_len, compress, compress_into, CompressionSettings,
-};
+use crate::compression::{self, claimed_uncompressed_len, compress_into, CompressionSettings};
 use crate::encoding::{
     decode_page_into, encode_parts_into, ColumnEncoding, ColumnValues, ValuesMut,
 };
@@ -91,28 +89,11 @@ pub fn seal_page_parts(
         let mut lent = cell.try_borrow_mut().ok();
         let raw = lent.as_deref_mut().unwrap_or(&mut own);
         encode_parts_into(encoding, parts, raw)?;
-        let checksum_bytes = if checksum {
-            std::mem::size_of::<u64>()
-        } else {
-            0
-        };
-        let mut bytes = Vec::with_capacity(raw.len() + checksum_bytes);
-        compress_into(raw, compression, &mut bytes)?;
+        let sealed = seal_encoded(raw, n_elements, compression, checksum);
         if raw.capacity() > ENCODED_KEPT_BYTES {
             *raw = Vec::new();
         }
-        if checksum {
-            let sum = xxh3_64(&bytes);
-            bytes.extend_from_slice(&sum.to_le_bytes());
-        }
-        // The stored bytes wait to be written with their run: give back the room the
-        // compression did not need.
-        bytes.shrink_to_fit();
-        Ok(SealedPage {
-            bytes,
-            n_elements,
-            has_checksum: checksum,
-        })
+        sealed
     })
 }
 
@@ -257,7 +238,7 @@ pub fn reseal_page(
             raw = buf;
             &raw
         };
-        return finish_sealing(&compress(encoded, compression)?, page.n_elements, checksum);
+        return seal_encoded(encoded, page.n_elements, compression, checksum);
     }
     let mut values = ColumnValues::zeros(from.column_type, n);
     unseal_page_into(data, page, from, 0, values.as_values_mut(), &mut Vec::new())?;
@@ -286,21 +267,33 @@ pub fn zero_page(
                 .page_bytes(u64::from(n))
                 .and_then(|b| usize::try_from(b).ok())
                 .ok_or_else(|| Error::InvalidArgument(format!("a page of {n} elements")))?;
-            finish_sealing(&compress(&vec![0u8; bytes], compression)?, n, checksum)
+            seal_encoded(&vec![0u8; bytes], n, compression, checksum)
         }
     }
 }
 
-/// A sealed page of `zipped` bytes holding `n_elements`, with its checksum appended when
-/// `checksum`. Exactly sized: sealed pages wait in memory until their cluster is
-/// committed, and a compressor's buffer has room for much more than it usually needs.
-fn finish_sealing(zipped: &[u8], n_elements: u32, checksum: bool) -> Result<SealedPage> {
-    let mut bytes = Vec::with_capacity(zipped.len() + if checksum { 8 } else { 0 });
-    bytes.extend_from_slice(zipped);
+/// A sealed page of the `encoded` bytes of `n_elements`: compressed straight into the
+/// stored bytes, which leave room for the checksum appended when `checksum`. Exactly
+/// sized: sealed pages wait in memory until their run is written, and compression is
+/// given room for as much as the input.
+fn seal_encoded(
+    encoded: &[u8],
+    n_elements: u32,
+    compression: CompressionSettings,
+    checksum: bool,
+) -> Result<SealedPage> {
+    let checksum_bytes = if checksum {
+        std::mem::size_of::<u64>()
+    } else {
+        0
+    };
+    let mut bytes = Vec::with_capacity(encoded.len() + checksum_bytes);
+    compress_into(encoded, compression, &mut bytes)?;
     if checksum {
         let sum = xxh3_64(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
     }
+    bytes.shrink_to_fit();
     Ok(SealedPage {
         bytes,
         n_elements,
@@ -311,7 +304,7 @@ fn finish_sealing(zipped: &[u8], n_elements: u32, checksum: bool) -> Result<Seal
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compression::Algorithm;
+    use crate::compression::{compress, Algorithm};
     use crate::encoding::ColumnType;
     use crate::format::Locator;
 

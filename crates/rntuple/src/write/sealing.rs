@@ -250,13 +250,7 @@ impl SealingPipeline {
         bytes: u64,
         options: &WriteOptions,
     ) -> Result<()> {
-        let queue = self
-            .columns
-            .get_mut(column)
-            .ok_or_else(|| Error::InvalidArgument(format!("pages of no column ({column})")))?;
-        let job = queue.jobs_started();
-        queue.jobs.push_back(None);
-        let encoding = queue.encoding;
+        let (job, encoding) = self.open_job(column)?;
         let (compression, checksums) = (options.compression(), options.page_checksums());
         let tx = self.tx.clone();
         self.outstanding += 1;
@@ -276,6 +270,26 @@ impl SealingPipeline {
             });
         });
         Ok(())
+    }
+
+    /// Starts the next job of column `column`, its pages to come: its number and the
+    /// column's encoding.
+    fn open_job(&mut self, column: usize) -> Result<(usize, ColumnEncoding)> {
+        let queue = self
+            .columns
+            .get_mut(column)
+            .ok_or_else(|| Error::InvalidArgument(format!("pages of no column ({column})")))?;
+        let job = queue.jobs_started();
+        queue.jobs.push_back(None);
+        Ok((job, queue.encoding))
+    }
+
+    /// Where the sealed pages of job `job` of column `column` go.
+    fn job_slot(&mut self, column: usize, job: usize) -> Result<&mut Option<Vec<SealedPage>>> {
+        self.columns
+            .get_mut(column)
+            .and_then(|c| c.jobs.get_mut(job.checked_sub(c.jobs_taken)?))
+            .ok_or_else(|| Error::InvalidArgument("a page sealing job of no column".into()))
     }
 
     /// Whether column `column` holds offsets (an index column).
@@ -304,12 +318,7 @@ impl SealingPipeline {
             .get(of)
             .and_then(|c| c.jobs_started().checked_sub(1))
             .ok_or_else(|| Error::InvalidArgument(format!("a copy of no job (column {of})")))?;
-        let queue = self
-            .columns
-            .get_mut(column)
-            .ok_or_else(|| Error::InvalidArgument(format!("pages of no column ({column})")))?;
-        let job = queue.jobs_started();
-        queue.jobs.push_back(None);
+        let (job, _) = self.open_job(column)?;
         self.copies.push(((column, job), (of, original_job)));
         self.run_bytes += bytes;
         #[cfg(test)]
@@ -386,30 +395,14 @@ impl SealingPipeline {
         self.in_flight_bytes -= done.bytes;
         let pages = done.pages?;
         // The jobs that copy this one's pages get them now.
-        let mut copies = Vec::new();
-        self.copies.retain(|&(copy, original)| {
-            let of_this = original == (done.column, done.job);
-            if of_this {
-                copies.push(copy);
-            }
-            !of_this
-        });
-        for &(column, job) in &copies {
-            let copy_slot = self
-                .columns
-                .get_mut(column)
-                .and_then(|c| c.jobs.get_mut(job.checked_sub(c.jobs_taken)?))
-                .ok_or_else(|| {
-                    Error::InvalidArgument("a copied sealing job of no column".into())
-                })?;
-            *copy_slot = Some(pages.clone());
+        let (copies, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.copies)
+            .into_iter()
+            .partition(|&(_, original)| original == (done.column, done.job));
+        self.copies = others;
+        for ((column, job), _) in copies {
+            *self.job_slot(column, job)? = Some(pages.clone());
         }
-        let slot = self
-            .columns
-            .get_mut(done.column)
-            .and_then(|c| c.jobs.get_mut(done.job.checked_sub(c.jobs_taken)?))
-            .ok_or_else(|| Error::InvalidArgument("a page sealing job of no column".into()))?;
-        *slot = Some(pages);
+        *self.job_slot(done.column, done.job)? = Some(pages);
         Ok(())
     }
 
