@@ -246,6 +246,15 @@ impl ColumnValues {
         }
     }
 
+    /// The bytes one value of the kind `column_type` decodes to takes in memory (an
+    /// index and a tag for a switch).
+    pub(crate) fn value_size(column_type: ColumnType) -> usize {
+        fn of<T>(_: &[T]) -> usize {
+            std::mem::size_of::<T>()
+        }
+        each_variant!(&Self::empty(column_type), v => of(v), index, tag => of(index) + of(tag))
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         each_variant!(self, v => v.len(), index, _tag => index.len())

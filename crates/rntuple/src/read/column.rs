@@ -7,7 +7,7 @@ use super::shared_offsets::SharedOffsets;
 use super::source::{PageBytes, PageSource};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Location, Result};
-use crate::format::{open_page, unseal_page_into, PageInfo};
+use crate::format::{open_page, stored_page_len, unseal_page_into, PageInfo};
 use crate::schema::{ClusterDescriptor, Descriptor};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -94,6 +94,11 @@ impl PageCarry {
         state.range += 1;
     }
 }
+
+/// Output bytes per stored page byte up to which a column's pages are decoded as they are
+/// fetched ([`Decoder::decodes_as_fetched`]): well above what compression gives real
+/// data, but for near-constant columns.
+const AS_FETCHED_MAX_EXPANSION: u64 = 64;
 
 /// A page's bytes as the decoder gets them: stored (checked), or already decoded whole
 /// by the previous range.
@@ -232,34 +237,34 @@ impl<'a> Decoder<'a> {
                 )?)
                 .ok_or_else(|| Error::corrupt("page list", "too many elements"))?;
         }
-        // Fetch and check every page first (checksums, and that the compressed chunks
-        // announce exactly the page's size): the output is allocated only for sizes the
-        // data backs, never for what a corrupt page list alone claims. A page the
-        // previous range decoded whole is not read again.
         let at = |job: &PageJob<'_>| page_location(id, job.cluster, job.index);
         // The last page of an index column's read: the next range's offsets start one
         // element early, at its last element, so it is kept for the next range too.
         let last_dest = jobs.last().map(|job| job.dest);
         let kept_for_next =
             |job: &PageJob<'_>| encoding.column_type.is_index() && Some(job.dest) == last_dest;
-        let got: Vec<Got> = jobs
-            .par_iter()
-            .map(|job| {
-                if let Some(values) = self.carried(id, job, kept_for_next(job)) {
-                    return Ok(Got::Carried(values));
-                }
-                self.fetch_page(job.page, &encoding)
-                    .map(Got::Stored)
-                    .map_err(at(job))
-            })
-            .collect::<Result<_>>()?;
-        let taken = got
-            .iter()
-            .map(|g| match g {
-                Got::Stored(raw) => raw.as_slice().len() as u64,
-                Got::Carried(_) => 0,
-            })
-            .sum();
+        // A page the previous range decoded whole is not read again; any other is taken
+        // from the page source and checked (checksum, and that the compressed chunks
+        // announce exactly the page's size): the decoder trusts only checked pages.
+        let fetch = |job: &PageJob<'_>| -> Result<Got> {
+            if let Some(values) = self.carried(id, job, kept_for_next(job)) {
+                return Ok(Got::Carried(values));
+            }
+            self.fetch_page(job.page, &encoding)
+                .map(Got::Stored)
+                .map_err(at(job))
+        };
+        // Pages are fetched first, all of them, when their claim on the output is more
+        // than the stored bytes could plausibly back: the output is then allocated only
+        // for sizes checked pages announce. Otherwise each page is fetched just before it
+        // is decoded, and its buffer is free for the next page right after.
+        let mut fetched: Vec<Option<Got>> = if self.decodes_as_fetched(&jobs, &encoding, total) {
+            jobs.iter().map(|_| None).collect()
+        } else {
+            jobs.par_iter()
+                .map(|job| fetch(job).map(Some))
+                .collect::<Result<_>>()?
+        };
         // Every page writes all of its slice; what lies between them is zeroed (the
         // buffer may be one kept from an earlier batch, holding its values).
         let mut out = ColumnValues::for_decoding(encoding.column_type, total);
@@ -267,7 +272,7 @@ impl<'a> Decoder<'a> {
         let mut slices = Vec::with_capacity(jobs.len());
         let mut rest = out.as_values_mut();
         let mut cursor = 0usize;
-        for (job, got) in jobs.iter().zip(&got) {
+        for (job, got) in jobs.iter().zip(fetched.drain(..)) {
             let (gap, tail) = rest.split_at(job.dest - cursor)?;
             gap.zero();
             let (mine, tail) = tail.split_at(job.len)?;
@@ -276,20 +281,54 @@ impl<'a> Decoder<'a> {
             cursor = job.dest + job.len;
         }
         rest.zero();
-        slices
+        // The stored bytes taken from the page source.
+        let taken = slices
             .into_par_iter()
-            .try_for_each(|(job, got, slice)| match got {
-                Got::Carried(values) => slice.copy_from(values, job.first).map_err(at(job)),
-                Got::Stored(raw) => {
-                    // Checked when fetched: the page's data is what precedes its checksum.
-                    let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
-                    let data = raw.as_slice();
-                    let data = data.get(..size).unwrap_or(data);
-                    self.decode_job(id, job, data, &encoding, slice, kept_for_next(job))
-                        .map_err(at(job))
-                }
-            })?;
+            .map(
+                |(job, got, slice)| match got.map_or_else(|| fetch(job), Ok)? {
+                    Got::Carried(values) => slice
+                        .copy_from(&values, job.first)
+                        .map(|()| 0)
+                        .map_err(at(job)),
+                    Got::Stored(raw) => {
+                        // Checked when fetched: the page's data is what precedes its checksum.
+                        let size = usize::try_from(job.page.locator.size).unwrap_or(usize::MAX);
+                        let data = raw.as_slice();
+                        let data = data.get(..size).unwrap_or(data);
+                        self.decode_job(id, job, data, &encoding, slice, kept_for_next(job))
+                            .map(|()| raw.as_slice().len() as u64)
+                            .map_err(at(job))
+                    }
+                },
+            )
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
         Ok((out, taken))
+    }
+
+    /// Whether the pages of `jobs` may be decoded as they are fetched, into an output of
+    /// `total` values allocated before any of them is checked: when every page lies
+    /// within the storage and the output is at most [`AS_FETCHED_MAX_EXPANSION`] times the
+    /// bytes the pages take there. Then a corrupt page list cannot make the output larger
+    /// than that many times the storage its pages claim; otherwise (near-constant
+    /// columns, whose few stored bytes are cheap to fetch first) the pages are checked
+    /// before the output is allocated.
+    fn decodes_as_fetched(
+        &self,
+        jobs: &[PageJob<'_>],
+        encoding: &ColumnEncoding,
+        total: usize,
+    ) -> bool {
+        let storage = self.pages.storage_size();
+        let mut stored = 0u64;
+        for job in jobs {
+            let len = stored_page_len(job.page);
+            if len > storage {
+                return false;
+            }
+            stored = stored.saturating_add(len);
+        }
+        let value_size = ColumnValues::value_size(encoding.column_type) as u64;
+        (total as u64).saturating_mul(value_size) <= stored.saturating_mul(AS_FETCHED_MAX_EXPANSION)
     }
 
     /// The key under which the page of `job` (of column `id`) is carried.

@@ -191,6 +191,10 @@ impl PageSource for DirectPages {
         self.storage.count_shared(bytes);
     }
 
+    fn storage_size(&self) -> u64 {
+        self.storage.size()
+    }
+
     fn starting(&self, k: usize) {
         let Some(ahead) = &self.read_ahead else {
             return;
@@ -251,5 +255,109 @@ mod tests {
             ]
         );
         assert!(merge_runs(&[]).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod decoding_tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::DirectPages;
+    use crate::encoding::ColumnValues;
+    use crate::format::stored_page_len;
+    use crate::io::MemorySource;
+    use crate::read::column::{ColumnPart, Decoder};
+    use crate::read::RNTupleReader;
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    use crate::write::{RNTupleWriter, WriteOptions};
+    use arrow_array::{ArrayRef, Float64Array, RecordBatch};
+    use std::sync::Arc;
+
+    const ENTRIES: usize = 200_000;
+
+    /// A double in [0, 1) from the bits of a hash of `i`: data zstd cannot shrink much.
+    fn varied(i: usize) -> f64 {
+        let h = (i as u64 ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let h = (h ^ (h >> 31)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// One cluster of `varied` (stored about as large as decoded) and `zeros`
+    /// (compressed to almost nothing), in pages of 8 KiB.
+    fn reader() -> RNTupleReader {
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "varied",
+                Arc::new(Float64Array::from_iter_values((0..ENTRIES).map(varied))),
+            ),
+            ("zeros", Arc::new(Float64Array::from(vec![0.0; ENTRIES]))),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let mut builder = SchemaBuilder::new(ColumnDefaults { compressed: true });
+        for f in batch.schema().fields() {
+            builder.add_arrow_field(f).unwrap();
+        }
+        let options = WriteOptions::builder().page_size(8 << 10).build().unwrap();
+        let mut sink = Vec::new();
+        let mut w = RNTupleWriter::new(&mut sink, "t", builder.finish(), options).unwrap();
+        w.write_batch(&batch).unwrap();
+        let anchor = w.finish().unwrap();
+        let source = Arc::new(MemorySource::new("mem", sink));
+        RNTupleReader::from_anchor(source, anchor, "t".into()).unwrap()
+    }
+
+    #[test]
+    fn pages_are_decoded_as_fetched_into_few_buffers_unless_the_output_could_outgrow_them() {
+        let reader = reader();
+        let descriptor = &reader.descriptor;
+        assert_eq!(descriptor.clusters.len(), 1);
+        let cluster = &descriptor.clusters[0];
+        const THREADS: usize = 2;
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(THREADS)
+            .build()
+            .unwrap();
+        for (name, as_fetched) in [("varied", true), ("zeros", false)] {
+            let field = descriptor.find_field(name).unwrap();
+            let column = descriptor.written_columns(field)[0];
+            let listed = &cluster.column(column).unwrap().pages;
+            let pages = DirectPages::new(reader.storage.clone());
+            let decoder = Decoder::new(descriptor, &pages);
+            let part = ColumnPart {
+                cluster,
+                range: 0..ENTRIES as u64,
+                expected_total: Some(ENTRIES as u64),
+            };
+            let (values, taken) = threads
+                .install(|| decoder.read_column_parts(column, &[part], 0))
+                .unwrap();
+            let ColumnValues::F64(values) = values else {
+                panic!("{name}: not doubles");
+            };
+            let want: Vec<f64> = match name {
+                "varied" => (0..ENTRIES).map(varied).collect(),
+                _ => vec![0.0; ENTRIES],
+            };
+            assert!(values == want, "{name}: other values than written");
+            assert_eq!(
+                taken,
+                listed.iter().map(stored_page_len).sum::<u64>(),
+                "{name}"
+            );
+            let fresh = pages.buffers.fresh();
+            if as_fetched {
+                // Each thread holds one page at a time: its buffer serves the next one.
+                assert!(listed.len() > 50, "{name}: {} pages", listed.len());
+                assert!(
+                    fresh <= THREADS,
+                    "{name}: {fresh} buffers for {} pages",
+                    listed.len()
+                );
+            } else {
+                // Every page is fetched and checked before the output is allocated.
+                assert_eq!(fresh, listed.len(), "{name}");
+            }
+        }
     }
 }

@@ -50,6 +50,10 @@ pub(crate) trait PageSource: Sync {
     /// of one collection's fields), counted for each of them as if read.
     fn count_shared(&self, bytes: u64);
 
+    /// The size of the file or object the pages are stored in: no page's stored bytes
+    /// are more.
+    fn storage_size(&self) -> u64;
+
     /// The decoder is done with bunch `k` of the plan: its pages may be dropped.
     fn done_with(&self, _k: usize) {}
 
@@ -285,6 +289,11 @@ impl Storage {
             .bytes_used
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(bytes)
+    }
+
+    /// The size of the file or object.
+    fn size(&self) -> u64 {
+        self.source.size()
     }
 
     /// Counts `bytes` of stored pages as used (see [`PageSource::count_shared`]).

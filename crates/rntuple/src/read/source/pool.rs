@@ -2,6 +2,7 @@
 //! a read-all of a large file otherwise asks the allocator for as many fresh bytes as the
 //! file holds, each of them a page fault (and zeroing) on first touch.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Buffers held for reuse, at most this many bytes in all: a few columns' pages in
@@ -12,6 +13,8 @@ const POOL_MAX_BYTES: usize = 256 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct BufferPool {
     free: Mutex<Vec<Vec<u8>>>,
+    /// Buffers made new because none was free: as many as pages held at once.
+    fresh: AtomicUsize,
 }
 
 impl BufferPool {
@@ -29,7 +32,10 @@ impl BufferPool {
                 .map(|(i, _)| i)?;
             Some(free.swap_remove(pick))
         });
-        let mut buffer = reused.unwrap_or_default();
+        let mut buffer = reused.unwrap_or_else(|| {
+            self.fresh.fetch_add(1, Ordering::Relaxed);
+            Vec::new()
+        });
         if buffer.len() >= len {
             buffer.truncate(len);
         } else {
@@ -39,6 +45,12 @@ impl BufferPool {
             buffer,
             pool: Arc::clone(self),
         }
+    }
+
+    /// The buffers made new so far (not taken from the free ones).
+    #[cfg(test)]
+    pub(crate) fn fresh(&self) -> usize {
+        self.fresh.load(Ordering::Relaxed)
     }
 
     fn give_back(&self, buffer: Vec<u8>) {
@@ -104,6 +116,7 @@ mod tests {
         // A larger request grows the largest free buffer (none free now: a new one).
         let c = pool.take(5000);
         assert_eq!(c.as_slice().len(), 5000);
+        assert_eq!(pool.fresh(), 2, "a and c were made new, b reused a");
         drop((b, c));
         assert_eq!(pool.free.lock().unwrap().len(), 2);
         // Buffers beyond the bound are given back to the allocator.

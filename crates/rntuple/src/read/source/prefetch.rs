@@ -415,6 +415,10 @@ impl PageSource for PrefetchedPages {
         self.direct.count_shared(bytes);
     }
 
+    fn storage_size(&self) -> u64 {
+        self.direct.storage_size()
+    }
+
     fn done_with(&self, k: usize) {
         if let Some(bunch) = self.prefetcher.bunches.get(k) {
             self.prefetcher.cache().finish_bunch(k, bunch);
