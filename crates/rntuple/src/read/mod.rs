@@ -638,18 +638,27 @@ fn decode_fields(
     let ids: Vec<u32> = which.iter().map(|&i| selected[i].id).collect();
     decoder.share_offsets(&segs, &ids);
     fields_start();
-    let arrays = which
-        .par_iter()
-        .map(|&i| {
+    // The fields are handed to the threads in order (not split in halves, where the
+    // second thread would start in the middle of the clusters): the pages are stored
+    // field by field, so a cold read's threads decode near where the disk is reading.
+    let mut arrays: Vec<(usize, Result<ArrayRef>)> = which
+        .iter()
+        .enumerate()
+        .par_bridge()
+        .map(|(k, &i)| {
             let (s, field) = (&selected[i], &fields[i]);
             if segs.is_empty() {
-                return Ok(new_empty_array(field.data_type()));
+                return (k, Ok(new_empty_array(field.data_type())));
             }
-            decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref())
+            (
+                k,
+                decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref()),
+            )
         })
         .collect();
     decoder.forget_shared_offsets();
-    arrays
+    arrays.sort_unstable_by_key(|(k, _)| *k);
+    arrays.into_iter().map(|(_, array)| array).collect()
 }
 
 #[cfg(test)]
