@@ -1,7 +1,8 @@
 """The benchmark suite's one command: ``python3 bench/run.py [--events N] [--repeat R] [--tasks ...]``.
 
 Generates the dataset if missing (``bench/generate.py``), then runs every task's tools
-``R`` times each, alternating the tools (ours, peer, ours, peer, ...), one process per
+``R`` times each, alternating the tools (ours, peer, ours, peer, ...; the order rotated by
+one tool each repetition), one process per
 measurement, and records each process's wall time of the measured work (reported by the
 task), its peak RSS (``os.wait4`` rusage) and its checksum. The checksums of all tools of
 a task must agree or the run fails. Writes ``bench/RESULTS.md``: per task a table of
@@ -566,7 +567,12 @@ def main() -> int:
         script, tools = TASKS[task]
         results: list[list[dict[str, Any]]] = [[] for _ in tools]
         for rep in range(args.repeat):
-            for i, (label, tool, threads) in enumerate(tools):
+            # The order rotates with each repetition, so that no tool always runs right
+            # after the same one: the process after a large one (ROOT's 3.7 GB write) pays
+            # for the memory that one freed (a Python write took 10.1-12.1 s there, 9.5-9.8 s
+            # elsewhere).
+            for i in (k % len(tools) for k in range(rep, rep + len(tools))):
+                label, tool, threads = tools[i]
                 if rep == 0 and task in VERIFIED:
                     r = measure_verified(script, tool, threads, data, i)
                 else:
@@ -622,7 +628,8 @@ def main() -> int:
         "",
         "Times are medians and minima over the repetitions of the measured work only (after imports "
         "and JIT compilation, including opening the file), one process per measurement, tools "
-        "alternating. Speed-up = tool's median / ours' median (>1: ours is faster). MB/s = uncompressed "
+        "alternating, their order rotated by one each repetition. Speed-up = tool's median / "
+        "ours' median (>1: ours is faster). MB/s = uncompressed "
         "bytes of the fields involved / median. Peak RSS is the whole process's (`os.wait4`).",
         "",
         "## Machine",
