@@ -1,8 +1,8 @@
 """The benchmark suite's one command: ``python3 bench/run.py [--events N] [--repeat R] [--tasks ...]``.
 
 Generates the dataset if missing (``bench/generate.py``), then runs every task's tools
-``R`` times each, alternating the tools (ours, peer, ours, peer, ...; the order rotated by
-one tool each repetition), one process per
+``R`` times each, alternating the tools (ours, peer, ours, peer, ...; forwards and backwards
+in turn, see ``repetition_order``), one process per
 measurement, and records each process's wall time of the measured work (reported by the
 task), its peak RSS (``os.wait4`` rusage) and its checksum. The checksums of all tools of
 a task must agree or the run fails. Writes ``bench/RESULTS.md``: per task a table of
@@ -190,6 +190,17 @@ def tool_environment() -> dict[str, str]:
     region of every Python tool; on a 2-core machine that takes one core from whatever
     the tool runs in parallel. Every tool gets the same setting."""
     return dict(os.environ, PYTHONPATH=str(REPO / "python"), OPENBLAS_NUM_THREADS="1")
+
+
+def repetition_order(n: int, rep: int) -> list[int]:
+    """The order of ``n`` tools in repetition ``rep``: forwards in even repetitions and
+    backwards in odd ones, rotated by one every two, so that a tool does not always run
+    right after the same one. A process that follows a large one can pay for the memory
+    that one freed: the Python write took 9.74-10.24 s right after ROOT's 3.7 GB write and
+    9.49-9.65 s otherwise (this VM, by hand)."""
+    order = list(range(n))[:: -1 if rep % 2 else 1]
+    shift = rep // 2 % n if n else 0
+    return order[shift:] + order[:shift]
 
 
 def run_measured(
@@ -567,11 +578,7 @@ def main() -> int:
         script, tools = TASKS[task]
         results: list[list[dict[str, Any]]] = [[] for _ in tools]
         for rep in range(args.repeat):
-            # The order rotates with each repetition, so that no tool always runs right
-            # after the same one: the process after a large one (ROOT's 3.7 GB write) pays
-            # for the memory that one freed (a Python write took 10.1-12.1 s there, 9.5-9.8 s
-            # elsewhere).
-            for i in (k % len(tools) for k in range(rep, rep + len(tools))):
+            for i in repetition_order(len(tools), rep):
                 label, tool, threads = tools[i]
                 if rep == 0 and task in VERIFIED:
                     r = measure_verified(script, tool, threads, data, i)
@@ -628,7 +635,7 @@ def main() -> int:
         "",
         "Times are medians and minima over the repetitions of the measured work only (after imports "
         "and JIT compilation, including opening the file), one process per measurement, tools "
-        "alternating, their order rotated by one each repetition. Speed-up = tool's median / "
+        "alternating, forwards and backwards in turn. Speed-up = tool's median / "
         "ours' median (>1: ours is faster). MB/s = uncompressed "
         "bytes of the fields involved / median. Peak RSS is the whole process's (`os.wait4`).",
         "",
