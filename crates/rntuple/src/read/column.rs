@@ -258,7 +258,7 @@ impl<'a> Decoder<'a> {
         // than the stored bytes could plausibly back: the output is then allocated only
         // for sizes checked pages announce. Otherwise each page is fetched just before it
         // is decoded, and its buffer is free for the next page right after.
-        let mut fetched: Vec<Option<Got>> = if self.decodes_as_fetched(&jobs, &encoding, total) {
+        let fetched: Vec<Option<Got>> = if self.decodes_as_fetched(&jobs, &encoding, total) {
             jobs.iter().map(|_| None).collect()
         } else {
             jobs.par_iter()
@@ -272,7 +272,7 @@ impl<'a> Decoder<'a> {
         let mut slices = Vec::with_capacity(jobs.len());
         let mut rest = out.as_values_mut();
         let mut cursor = 0usize;
-        for (job, got) in jobs.iter().zip(fetched.drain(..)) {
+        for (job, got) in jobs.iter().zip(fetched) {
             let (gap, tail) = rest.split_at(job.dest - cursor)?;
             gap.zero();
             let (mine, tail) = tail.split_at(job.len)?;

@@ -641,24 +641,23 @@ fn decode_fields(
     // The fields are handed to the threads in order (not split in halves, where the
     // second thread would start in the middle of the clusters): the pages are stored
     // field by field, so a cold read's threads decode near where the disk is reading.
-    let mut arrays: Vec<(usize, Result<ArrayRef>)> = which
+    let arrays: Result<Vec<(usize, ArrayRef)>> = which
         .iter()
         .enumerate()
         .par_bridge()
         .map(|(k, &i)| {
             let (s, field) = (&selected[i], &fields[i]);
             if segs.is_empty() {
-                return (k, Ok(new_empty_array(field.data_type())));
+                return Ok((k, new_empty_array(field.data_type())));
             }
-            (
-                k,
-                decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref()),
-            )
+            let array = decoder.assemble(&segs, s.id, &s.name, Some(1), s.keep.as_ref())?;
+            Ok((k, array))
         })
         .collect();
     decoder.forget_shared_offsets();
+    let mut arrays = arrays?;
     arrays.sort_unstable_by_key(|(k, _)| *k);
-    arrays.into_iter().map(|(_, array)| array).collect()
+    Ok(arrays.into_iter().map(|(_, array)| array).collect())
 }
 
 #[cfg(test)]

@@ -228,7 +228,19 @@ impl PageSource for DirectPages {
 
 #[cfg(test)]
 mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
+    use crate::encoding::ColumnValues;
+    use crate::format::stored_page_len;
+    use crate::io::MemorySource;
+    use crate::read::column::{ColumnPart, Decoder};
+    use crate::read::RNTupleReader;
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    use crate::write::{RNTupleWriter, WriteOptions};
+    use arrow_array::{ArrayRef, Float64Array, RecordBatch};
+    use std::sync::Arc;
 
     #[test]
     fn pages_merge_into_runs_across_small_gaps() {
@@ -256,23 +268,6 @@ mod tests {
         );
         assert!(merge_runs(&[]).is_empty());
     }
-}
-
-#[cfg(test)]
-mod decoding_tests {
-    // Test code: a failed unwrap is a failed test.
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::DirectPages;
-    use crate::encoding::ColumnValues;
-    use crate::format::stored_page_len;
-    use crate::io::MemorySource;
-    use crate::read::column::{ColumnPart, Decoder};
-    use crate::read::RNTupleReader;
-    use crate::schema::{ColumnDefaults, SchemaBuilder};
-    use crate::write::{RNTupleWriter, WriteOptions};
-    use arrow_array::{ArrayRef, Float64Array, RecordBatch};
-    use std::sync::Arc;
 
     const ENTRIES: usize = 200_000;
 
