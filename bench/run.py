@@ -49,6 +49,7 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("compress every page again with the file's setting (505), 2 threads", "compress-all", 2),
             ("read the file's bytes, page cache dropped, 2 threads", "disk", 2),
             ("fresh memory of read_all's size, written once, 2 threads", "fresh-memory", 2),
+            ("the same in transparent huge pages (MADV_HUGEPAGE), 2 threads", "fresh-memory-huge", 2),
         ],
     ),
     "read_all": (
@@ -167,7 +168,9 @@ FLOOR_NOTE = (
     "table's *x floor* is the tool's median / the median of its task's floor: read_all: decompress "
     "every column; read_subset and agc: decompress the analysis fields; write and convert: compress "
     "every page. *fresh memory* is not a floor: it is what obtaining read_all's output memory "
-    "costs here, which any reader that hands all of its data to the caller pays on top of the codec."
+    "costs here, which any reader that hands all of its data to the caller pays on top of the codec; "
+    "the row after it is the same in transparent huge pages, as the reader's columns with "
+    "`RNTUPLE_HUGE_PAGES=always`."
 )
 
 # The dataset files (kinds of ``generate.py --only``) each task reads; default: all of them.

@@ -17,6 +17,8 @@ Tools:
 - ``fresh-memory``: as many bytes as ``read_all`` returns, in fresh pages of the process,
   written once on ``--threads`` threads: what obtaining the output's memory costs here (not a
   floor of any task by itself; it shows what bounds a read that returns all of its data).
+- ``fresh-memory-huge``: the same in transparent huge pages (``MADV_HUGEPAGE`` before the first
+  write), as the reader's columns with ``RNTUPLE_HUGE_PAGES=always``.
 
 The checksum is the number of pages and bytes involved, equal in every repetition.
 """
@@ -29,7 +31,7 @@ import subprocess
 from common import REPO, Timer, emit, parse_args, root_file
 from schema import ANALYSIS_FIELDS
 
-TOOLS = ["decompress-all", "decompress-subset", "compress-all", "disk", "fresh-memory"]
+TOOLS = ["decompress-all", "decompress-subset", "compress-all", "disk", "fresh-memory", "fresh-memory-huge"]
 
 
 def floor_binary() -> str:
@@ -51,6 +53,7 @@ def main() -> None:
         "compress-all": ["compress", path, *threads],
         "disk": ["disk", path, *threads],
         "fresh-memory": ["fresh-memory", path, *threads],
+        "fresh-memory-huge": ["fresh-memory-huge", path, *threads],
     }[args.tool]
     with Timer() as t:
         out = subprocess.run([floor_binary(), *cmd], capture_output=True, text=True, check=True).stdout

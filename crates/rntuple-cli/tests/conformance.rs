@@ -206,6 +206,28 @@ fn bad_usage_exits_2_and_bad_input_exits_1() {
 }
 
 #[test]
+fn a_mistyped_environment_variable_is_refused_by_name() {
+    let file = conformance_dir()
+        .join("write")
+        .join("types.vector.fundamental.root");
+    for variable in ["RNTUPLE_HUGE_PAGES", "RNTUPLE_DIRECT_IO"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rntuple"))
+            .args(["dump", "--json"])
+            .arg(format!("{}:ntpl", file.display()))
+            .env(variable, "sometimes")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{variable}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{variable}=\"sometimes\"")),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{variable}: printed before refusing");
+    }
+}
+
+#[test]
 fn dotted_paths_select_record_members() {
     let case = "types.user.class";
     let expected: Value = serde_json::from_str(

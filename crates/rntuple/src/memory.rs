@@ -4,6 +4,39 @@
 //! `madvise(MADV_POPULATE_WRITE)` call maps a whole buffer at once, before the decoder's
 //! threads write into it. While a stream of batches is open, large decoded buffers its
 //! consumer drops are kept and decoded into again (see "Recycling" below): no fault at all.
+//!
+//! Transparent huge pages (2 MiB) are asked for only when [`HUGE_PAGES_VARIABLE`] says so.
+//! On the benchmark's virtual machine, which hands freed memory back to its host, they made
+//! a one-shot read of every column 3.6x slower when the memory came fresh from the host, and
+//! 1.5x faster when another process had just freed it (`bench/RESULTS.md`).
+
+use crate::error::{Error, Result};
+
+/// The environment variable that asks for transparent huge pages for large decoded
+/// columns: `never` (the default) or `always`.
+pub const HUGE_PAGES_VARIABLE: &str = "RNTUPLE_HUGE_PAGES";
+
+/// Whether large decoded columns ask for huge pages, as [`HUGE_PAGES_VARIABLE`] says
+/// (read once per process); an unknown value is an error that names it.
+pub(crate) fn huge_pages() -> Result<bool> {
+    static POLICY: std::sync::OnceLock<std::result::Result<bool, String>> =
+        std::sync::OnceLock::new();
+    POLICY
+        .get_or_init(|| parse_huge_pages(&std::env::var(HUGE_PAGES_VARIABLE).unwrap_or_default()))
+        .clone()
+        .map_err(Error::InvalidArgument)
+}
+
+/// The policy a value of [`HUGE_PAGES_VARIABLE`] sets, or the message refusing it.
+fn parse_huge_pages(value: &str) -> std::result::Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "never" | "0" | "off" => Ok(false),
+        "always" | "1" | "on" => Ok(true),
+        _ => Err(format!(
+            "{HUGE_PAGES_VARIABLE}={value:?}: expected never (0) or always (1)"
+        )),
+    }
+}
 
 /// Buffers smaller than this are left to the allocator (they mostly reuse freed memory).
 const POPULATE_MIN_BYTES: usize = 1 << 20;
@@ -15,13 +48,14 @@ pub(crate) fn filled_vec<T: Copy>(zero: T, n: usize) -> Vec<T> {
     // does not write pages fresh from the kernel: they come zeroed when populated. The
     // decoder then writes each byte once, not after a memset of the whole buffer.
     let mut v = vec![zero; n];
-    populate(&mut v);
+    populate(&mut v, huge_pages().unwrap_or(false));
     v
 }
 
-/// Maps the whole pages of `buffer` (memory this process owns) writable, at once.
+/// Maps the whole pages of `buffer` (memory this process owns) writable, at once; `huge`:
+/// as transparent huge pages where the kernel has them.
 #[cfg(target_os = "linux")]
-fn populate<T>(buffer: &mut [T]) {
+fn populate<T>(buffer: &mut [T], huge: bool) {
     const PAGE: usize = 4096;
     let bytes = std::mem::size_of_val(buffer);
     if bytes < POPULATE_MIN_BYTES {
@@ -34,10 +68,14 @@ fn populate<T>(buffer: &mut [T]) {
         return;
     }
     // SAFETY: `first..end` lies within `buffer`, memory of this process's heap that the
-    // caller holds exclusively; MADV_POPULATE_WRITE only maps its pages (it writes no
-    // data and changes no contents). A failure (an old kernel without it) leaves the
-    // pages to be faulted in on first write, as without the call.
+    // caller holds exclusively; MADV_HUGEPAGE only marks its range as eligible for huge
+    // pages and MADV_POPULATE_WRITE only maps its pages (neither writes data nor changes
+    // contents). A failure (an old kernel, huge pages disabled) leaves the pages to be
+    // faulted in on first write, as without the calls.
     unsafe {
+        if huge {
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+        }
         libc::madvise(
             first as *mut libc::c_void,
             end - first,
@@ -47,7 +85,7 @@ fn populate<T>(buffer: &mut [T]) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn populate<T>(_buffer: &mut [T]) {}
+fn populate<T>(_buffer: &mut [T], _huge: bool) {}
 
 // --- Recycling -----------------------------------------------------------------------
 //
@@ -232,7 +270,7 @@ pub(crate) fn reusable_vec<T: Plain>(n: usize) -> Vec<T> {
             // Zeroed by `calloc`; only the `n` elements used are mapped now.
             let mut v = vec![T::default(); n + n / GROWTH_DIVISOR];
             v.truncate(n);
-            populate(&mut v);
+            populate(&mut v, huge_pages().unwrap_or(false));
             v
         }
     }
@@ -316,6 +354,21 @@ mod tests {
             let z = filled_vec(0.0f32, n);
             assert!(z.iter().all(|&x| x == 0.0));
         }
+    }
+
+    #[test]
+    fn the_huge_pages_variable_takes_never_or_always_and_names_itself_otherwise() {
+        for (value, huge) in [
+            ("", false),
+            ("never", false),
+            ("0", false),
+            (" Always ", true),
+        ] {
+            assert_eq!(parse_huge_pages(value), Ok(huge), "{value:?}");
+        }
+        assert_eq!(parse_huge_pages("1"), Ok(true));
+        let bad = parse_huge_pages("sometimes").unwrap_err();
+        assert!(bad.contains("RNTUPLE_HUGE_PAGES=\"sometimes\""), "{bad}");
     }
 
     /// A buffer of this many `i16` is above the recycling threshold, and of a size no

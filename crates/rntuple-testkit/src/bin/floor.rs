@@ -7,6 +7,7 @@
 //! floor compress FILE [--name NT] [--threads N]
 //! floor disk FILE [--threads N]
 //! floor fresh-memory FILE [--name NT] [--threads N]
+//! floor fresh-memory-huge FILE [--name NT] [--threads N]
 //! ```
 //!
 //! - `decompress`: every page of the selected fields' columns (all columns without
@@ -26,6 +27,8 @@
 //!   buffers of 64 MiB newly obtained from the system, written once on `N` threads: what
 //!   memory the caller keeps costs to obtain (page faults, and on a virtual machine that
 //!   returns freed memory to its host, the host's faults too).
+//! - `fresh-memory-huge`: the same in transparent huge pages (`MADV_HUGEPAGE` on each
+//!   buffer before it is written), as the reader's columns with `RNTUPLE_HUGE_PAGES=always`.
 //!
 //! Prints one JSON object: `seconds`, `pages`, `compressed_bytes`, `uncompressed_bytes`.
 
@@ -48,7 +51,7 @@ fn main() {
     }
 }
 
-const USAGE: &str = "usage: floor (decompress|compress|disk|fresh-memory) FILE [--name NT] [--fields a,b] [--threads N]";
+const USAGE: &str = "usage: floor (decompress|compress|disk|fresh-memory|fresh-memory-huge) FILE [--name NT] [--fields a,b] [--threads N]";
 
 struct Args {
     mode: String,
@@ -93,9 +96,10 @@ fn run() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let report = match args.mode.as_str() {
         "disk" => disk(&args.file, args.threads)?,
-        "fresh-memory" => {
+        "fresh-memory" | "fresh-memory-huge" => {
             let total = load_sizes(&args)?;
-            pool.install(|| fresh_memory(total))?
+            let huge = args.mode == "fresh-memory-huge";
+            pool.install(|| fresh_memory(total, huge))?
         }
         "decompress" | "compress" => {
             let pages = load_pages(&args)?;
@@ -380,8 +384,9 @@ fn load_sizes(args: &Args) -> Result<u64, String> {
 }
 
 /// Writes `total` bytes of fresh memory, in 64 MiB buffers, on the pool's threads; the
-/// buffers are kept until the end, as a reader's caller keeps its columns.
-fn fresh_memory(total: u64) -> Result<Report, String> {
+/// buffers are kept until the end, as a reader's caller keeps its columns. `huge`: each
+/// buffer asks for transparent huge pages before it is written.
+fn fresh_memory(total: u64, huge: bool) -> Result<Report, String> {
     const BUFFER: u64 = 64 << 20;
     let sizes: Vec<usize> = (0..total.div_ceil(BUFFER))
         .map(|i| BUFFER.min(total - i * BUFFER) as usize)
@@ -390,11 +395,28 @@ fn fresh_memory(total: u64) -> Result<Report, String> {
     let kept: Vec<Vec<u8>> = sizes
         .par_iter()
         .map(|&n| {
-            let mut v = Vec::with_capacity(n);
+            let mut v: Vec<u8> = Vec::with_capacity(n);
+            if huge {
+                // madvise takes whole pages: the allocation's, inward.
+                let start = v.as_mut_ptr() as usize;
+                let first = start.next_multiple_of(4096);
+                let end = (start + n) / 4096 * 4096;
+                // SAFETY: `first..end` lies within the vector's own allocation of `n`
+                // bytes, not yet written; the advice only marks it eligible for huge pages.
+                let refused = unsafe {
+                    libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE)
+                };
+                if refused != 0 {
+                    return Err(format!(
+                        "madvise(MADV_HUGEPAGE): {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+            }
             v.resize(n, 1u8);
-            v
+            Ok(v)
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     let seconds = start.elapsed().as_secs_f64();
     let written: u64 = kept.iter().map(|v| v.len() as u64).sum();
     Ok(Report {

@@ -16,6 +16,7 @@ pub use source::ReadMetrics;
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 
+pub use crate::memory::HUGE_PAGES_VARIABLE;
 pub use crate::schema::{arrow_field, arrow_field_kept, primitive_data_type, TYPE_NAME_KEY};
 
 use crate::error::{Error, Location, Result};

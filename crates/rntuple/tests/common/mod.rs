@@ -237,3 +237,67 @@ impl<R: ReadAt> ReadAt for RemoteLike<R> {
         self.hints
     }
 }
+
+/// The `VmFlags` of this process's mapping that holds `address` (Linux's
+/// `/proc/self/smaps`): "hg" marks a range advised for transparent huge pages.
+pub(crate) fn vm_flags(address: usize) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-') {
+            if let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                inside = (start..end).contains(&address);
+                continue;
+            }
+        }
+        if inside {
+            if let Some(flags) = line.strip_prefix("VmFlags:") {
+                return flags.split_whitespace().map(String::from).collect();
+            }
+        }
+    }
+    panic!("no mapping holds {address:#x}");
+}
+
+/// Writes columns large enough that the reader maps their pages at once (600k entries:
+/// 4.8 MB per `Int64` column), reads them back, checks the values, and returns the
+/// `VmFlags` of the mapping of the decoded column `s0`: the reader's memory as the
+/// process's `RNTUPLE_HUGE_PAGES` makes it.
+pub(crate) fn flags_of_a_decoded_column() -> Vec<String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    let batch = scalars_and_vectors(600_000, 4);
+    let (bytes, anchor) = write_in_memory(
+        schema_builder_of(&batch).finish(),
+        &batch,
+        64 << 20,
+        1 << 20,
+    );
+    let source: rntuple::io::Source = Arc::new(MemorySource::new("mem", bytes));
+    let reader = RNTupleReader::from_anchor(source, anchor, "t".into()).unwrap();
+    let read = reader.read(None, 0..reader.num_entries()).unwrap();
+    assert_eq!(read.num_rows(), batch.num_rows());
+    for (field, expected) in batch.schema().fields().iter().zip(batch.columns()) {
+        let name = field.name();
+        let got = read.column_by_name(name).unwrap();
+        // Lists are compared by their offsets and items (the read's item field carries
+        // the RNTuple type as metadata, which the written batch's does not).
+        let same = match (got.as_list_opt::<i64>(), expected.as_list_opt::<i64>()) {
+            (Some(g), Some(e)) => {
+                g.value_offsets() == e.value_offsets()
+                    && g.values().to_data() == e.values().to_data()
+            }
+            _ => got.to_data() == expected.to_data(),
+        };
+        assert!(same, "field {name} differs from the written values");
+    }
+    let s0 = read
+        .column_by_name("s0")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    vm_flags(s0.values().as_ptr() as usize + s0.len() * 8 / 2)
+}

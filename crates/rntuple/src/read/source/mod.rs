@@ -410,6 +410,8 @@ impl RNTupleReader {
 
     /// Opens an RNTuple from its anchor: reads header, footer and every page list.
     pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
+        // A mistyped RNTUPLE_HUGE_PAGES is refused here, before any column is decoded.
+        crate::memory::huge_pages()?;
         let in_file = in_rntuple(&source, &path);
         let storage = Storage::new(source, anchor.max_key_size);
         let (header_bytes, header_checksum) = storage
