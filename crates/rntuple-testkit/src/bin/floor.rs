@@ -396,11 +396,11 @@ fn fresh_memory(total: u64, huge: bool) -> Result<Report, String> {
         .par_iter()
         .map(|&n| {
             let mut v: Vec<u8> = Vec::with_capacity(n);
-            if huge {
-                // madvise takes whole pages: the allocation's, inward.
-                let start = v.as_mut_ptr() as usize;
-                let first = start.next_multiple_of(4096);
-                let end = (start + n) / 4096 * 4096;
+            let start = v.as_mut_ptr() as usize;
+            let (first, end) = (start.next_multiple_of(4096), (start + n) / 4096 * 4096);
+            if huge && end > first {
+                // madvise takes whole pages: the allocation's, inward (none when the buffer
+                // holds no whole page).
                 // SAFETY: `first..end` lies within the vector's own allocation of `n`
                 // bytes, not yet written; the advice only marks it eligible for huge pages.
                 let refused = unsafe {
@@ -425,4 +425,20 @@ fn fresh_memory(total: u64, huge: bool) -> Result<Report, String> {
         compressed_bytes: 0,
         uncompressed_bytes: written,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fresh_memory;
+
+    #[test]
+    fn fresh_memory_writes_every_byte_asked_for_in_either_page_size() {
+        // One full 64 MiB buffer and one of 100 bytes, smaller than a page.
+        let total = (64 << 20) + 100;
+        for huge in [false, true] {
+            let report = fresh_memory(total, huge).unwrap();
+            assert_eq!(report.uncompressed_bytes, total, "huge: {huge}");
+            assert_eq!(report.pages, 2, "huge: {huge}");
+        }
+    }
 }
