@@ -48,14 +48,15 @@ pub(crate) fn filled_vec<T: Copy>(zero: T, n: usize) -> Vec<T> {
     // does not write pages fresh from the kernel: they come zeroed when populated. The
     // decoder then writes each byte once, not after a memset of the whole buffer.
     let mut v = vec![zero; n];
-    populate(&mut v, huge_pages().unwrap_or(false));
+    populate(&mut v);
     v
 }
 
-/// Maps the whole pages of `buffer` (memory this process owns) writable, at once; `huge`:
-/// as transparent huge pages where the kernel has them.
+/// Maps the whole pages of `buffer` (memory this process owns) writable, at once; as
+/// transparent huge pages where [`HUGE_PAGES_VARIABLE`] asks for them and the kernel has
+/// them (a mistyped value was refused when the reader opened; it asks for none here).
 #[cfg(target_os = "linux")]
-fn populate<T>(buffer: &mut [T], huge: bool) {
+fn populate<T>(buffer: &mut [T]) {
     const PAGE: usize = 4096;
     let bytes = std::mem::size_of_val(buffer);
     if bytes < POPULATE_MIN_BYTES {
@@ -67,6 +68,7 @@ fn populate<T>(buffer: &mut [T], huge: bool) {
     if end <= first {
         return;
     }
+    let huge = huge_pages().unwrap_or(false);
     // SAFETY: `first..end` lies within `buffer`, memory of this process's heap that the
     // caller holds exclusively; MADV_HUGEPAGE only marks its range as eligible for huge
     // pages and MADV_POPULATE_WRITE only maps its pages (neither writes data nor changes
@@ -85,7 +87,7 @@ fn populate<T>(buffer: &mut [T], huge: bool) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn populate<T>(_buffer: &mut [T], _huge: bool) {}
+fn populate<T>(_buffer: &mut [T]) {}
 
 // --- Recycling -----------------------------------------------------------------------
 //
@@ -270,7 +272,7 @@ pub(crate) fn reusable_vec<T: Plain>(n: usize) -> Vec<T> {
             // Zeroed by `calloc`; only the `n` elements used are mapped now.
             let mut v = vec![T::default(); n + n / GROWTH_DIVISOR];
             v.truncate(n);
-            populate(&mut v, huge_pages().unwrap_or(false));
+            populate(&mut v);
             v
         }
     }
