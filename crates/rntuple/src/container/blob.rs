@@ -158,6 +158,51 @@ pub fn read_blob(
     Ok(out)
 }
 
+/// Reads several payloads as [`read_blob`] does, the ones stored in one key each (the
+/// usual case) in one vectored read of the source: opening an RNTuple reads every page
+/// list this way, in one request to a remote source instead of one per cluster group.
+/// `Err` when the vectored read fails; else each payload's bytes or its own error (a
+/// payload past the end of the file, a broken multi-key blob).
+pub fn read_blobs(
+    source: &dyn ReadAt,
+    blobs: &[(u64, u64)],
+    max_key_size: u64,
+) -> Result<Vec<Result<Vec<u8>>>> {
+    let size = source.size();
+    let single = |&(offset, nbytes): &(u64, u64)| {
+        (max_key_size == 0 || nbytes <= max_key_size)
+            && offset.checked_add(nbytes).is_some_and(|end| end <= size)
+    };
+    let ranges: Vec<ByteRange> = blobs
+        .iter()
+        .filter(|b| single(b))
+        .map(|&(offset, len)| ByteRange { offset, len })
+        .collect();
+    let mut read = if ranges.is_empty() {
+        Vec::new()
+    } else {
+        source.read_ranges(&ranges)?
+    }
+    .into_iter();
+    Ok(blobs
+        .iter()
+        .map(|b| {
+            if single(b) {
+                read.next().ok_or_else(|| Error::Truncated {
+                    what: format!("blob at byte offset {} in {}", b.0, source.name()),
+                    offset: b.0,
+                    needed: b.1,
+                    available: 0,
+                })
+            } else {
+                // Multi-key blobs, and the error of a blob past the end, as read_blob
+                // gives them.
+                read_blob(source, b.0, b.1, max_key_size)
+            }
+        })
+        .collect())
+}
+
 /// Splits `payload` into the chunks ROOT writes for a multi-key blob: returns the data of
 /// each chunk in payload order, given where each chunk after the first will be written.
 /// The first chunk gets the chunk offsets appended. `chunk_offsets` must hold

@@ -23,7 +23,7 @@ mod key;
 mod streamer_info;
 mod writer;
 
-pub use blob::{read_blob, split_blob, BlobLayout};
+pub use blob::{read_blob, read_blobs, split_blob, BlobLayout};
 pub(crate) use cursor::BeReader;
 pub use directory::{parse_keys_list, write_keys_list, DirectoryRecord};
 pub use file::{AnchorKey, KeyEntry, RootFile, MAX_DIRECTORY_DEPTH};

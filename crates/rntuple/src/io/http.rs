@@ -431,10 +431,180 @@ impl HttpSource {
     }
 
     /// Opens `url` (with the environment's bearer token) and reads the file's first
-    /// `head` and last `tail` bytes, in two requests sent at once: the size, the
-    /// validators and the two ends in one round trip.
+    /// `head` and last `tail` bytes: the size, the validators and the two ends in one
+    /// request (`Range: bytes=0-{head-1},-{tail}`).
     pub fn open_with_edges(url: &str, head: u64, tail: u64) -> Result<(HttpSource, Edges)> {
-        let mut source = Self::client_for(url, HttpOptions::from_env()?)?;
+        Self::open_with_edges_using(url, HttpOptions::from_env()?, head, tail)
+    }
+
+    /// [`HttpSource::open_with_edges`] with `options`. A server that does not serve both
+    /// ends in one multi-range reply (it sends the whole file, or one of the ranges) gets
+    /// two single-range requests in parallel instead (still one round trip), and
+    /// single-range requests from then on.
+    pub fn open_with_edges_using(
+        url: &str,
+        options: HttpOptions,
+        head: u64,
+        tail: u64,
+    ) -> Result<(HttpSource, Edges)> {
+        let mut source = Self::client_for(url, options)?;
+        let (head, tail) = (head.max(1), tail.max(1));
+        let start = Instant::now();
+        let range = format!("bytes=0-{},-{tail}", head - 1);
+        let reply = source
+            .retry
+            .run(&source.display, |_| source.edges_once(&range, head, tail))?;
+        let Some((probe, edges, body_bytes)) = reply else {
+            source.multi_range_refused.store(true, Ordering::Relaxed);
+            return source.open_with_parallel_edges(head, tail);
+        };
+        source.metrics.record(true, 2, body_bytes, start);
+        source.adopt(&probe);
+        Ok((source, edges))
+    }
+
+    /// One request for the first `head` and last `tail` bytes (`range`, a two-range
+    /// header): what it told (the size and validators in a [`Probe`] without data), the
+    /// two ends, and the body bytes; `None` when the server did not send them as two
+    /// parts or as the whole (small) file.
+    #[allow(clippy::type_complexity)] // One reply's three parts, read together.
+    fn edges_once(
+        &self,
+        range: &str,
+        head: u64,
+        tail: u64,
+    ) -> std::result::Result<Option<(Probe, Edges, u64)>, Failure> {
+        let doing = "opening";
+        let response = self.send(self.request(range), doing)?;
+        let headers = response.headers();
+        let etag = header_str(headers, header::ETAG).map(str::to_string);
+        let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
+        let probe = |total: u64| Probe {
+            first: 0,
+            total,
+            data: Vec::new(),
+            etag: etag.clone(),
+            last_modified: last_modified.clone(),
+        };
+        let transient = |e: std::io::Error| Failure::Transient {
+            detail: format!("{doing}: reading the reply: {e}"),
+            after: None,
+        };
+        let most = head.saturating_add(tail).saturating_add(64 << 10);
+        let status = response.status();
+        let boundary = header_str(headers, header::CONTENT_TYPE).and_then(multipart::boundary_of);
+        let content_range = header_str(headers, header::CONTENT_RANGE).map(str::to_string);
+        let content_length = response.content_length();
+        match status {
+            StatusCode::PARTIAL_CONTENT => {
+                let mut body = BufReader::with_capacity(
+                    64 << 10,
+                    CountingReader {
+                        inner: response,
+                        count: 0,
+                    },
+                );
+                let (parts, total) = if let Some(boundary) = boundary {
+                    let limits = Limits {
+                        max_parts: 4,
+                        max_data_bytes: most,
+                    };
+                    let (parts, total) = multipart::read_all_parts(
+                        &mut body,
+                        &boundary,
+                        limits,
+                        &Vec::with_capacity,
+                    )
+                    .map_err(|e| match e {
+                        MultipartError::Io(e) => transient(e),
+                        MultipartError::SizeChanged { claimed } => self.permanent(format!(
+                            "{doing}: the parts of one reply name sizes {claimed} and \
+                                     another"
+                        )),
+                        MultipartError::Malformed(m) => {
+                            self.permanent(format!("{doing}: bad multipart/byteranges reply: {m}"))
+                        }
+                    })?;
+                    std::io::copy(&mut body.by_ref().take(MAX_EPILOGUE), &mut std::io::sink())
+                        .map_err(transient)?;
+                    (parts, total)
+                } else {
+                    // One part for both ranges: usable when it is the whole file.
+                    let Some((first, last, Some(total))) = content_range
+                        .as_deref()
+                        .and_then(multipart::parse_content_range)
+                    else {
+                        return Err(self
+                            .permanent(format!("{doing}: a reply without a valid Content-Range")));
+                    };
+                    if first != 0 || last + 1 != total || total > most {
+                        return Ok(None);
+                    }
+                    let mut data =
+                        Vec::with_capacity(to_usize(total, doing).map_err(Failure::Permanent)?);
+                    body.by_ref()
+                        .take(total)
+                        .read_to_end(&mut data)
+                        .map_err(transient)?;
+                    if data.len() as u64 != total {
+                        return Err(Failure::Transient {
+                            detail: format!(
+                                "{doing}: the reply ended after {} of {total} bytes",
+                                data.len()
+                            ),
+                            after: None,
+                        });
+                    }
+                    (vec![Part { start: 0, data }], Some(total))
+                };
+                let Some(total) = total else {
+                    return Err(
+                        self.permanent(format!("{doing}: a multipart reply without a part"))
+                    );
+                };
+                let body_bytes = body.get_ref().count;
+                let edges = edges_from_parts(parts, total).ok_or_else(|| {
+                    self.permanent(format!(
+                        "{doing}: the server did not send the requested ends of the file"
+                    ))
+                })?;
+                Ok(Some((probe(total), edges, body_bytes)))
+            }
+            // The whole file: fine when small, else the server ignores multi-range
+            // requests (the connection is dropped unread).
+            StatusCode::OK => match content_length {
+                Some(len) if len <= most => {
+                    let mut data =
+                        Vec::with_capacity(to_usize(len, doing).map_err(Failure::Permanent)?);
+                    response
+                        .take(len + 1)
+                        .read_to_end(&mut data)
+                        .map_err(transient)?;
+                    if data.len() as u64 != len {
+                        return Err(self.permanent(format!(
+                            "{doing}: {} bytes came for a reply of {len}",
+                            data.len()
+                        )));
+                    }
+                    let edges = edges_from_parts(vec![Part { start: 0, data }], len)
+                        .ok_or_else(|| self.permanent(format!("{doing}: an empty reply")))?;
+                    Ok(Some((probe(len), edges, len)))
+                }
+                _ => Ok(None),
+            },
+            StatusCode::RANGE_NOT_SATISFIABLE
+                if content_range.is_some_and(|v| v.replace(' ', "") == "bytes*/0") =>
+            {
+                Ok(Some((probe(0), Edges::default(), 0)))
+            }
+            _ => Err(self.status_failure(&response, doing)),
+        }
+    }
+
+    /// The first `head` and last `tail` bytes in two single-range requests sent at once,
+    /// for a server that does not serve multi-range requests.
+    fn open_with_parallel_edges(mut self, head: u64, tail: u64) -> Result<(HttpSource, Edges)> {
+        let source = &self;
         let start = Instant::now();
         let first_bytes = format!("bytes=0-{}", head.max(1) - 1);
         let last_bytes = format!("bytes=-{}", tail.max(1));
@@ -478,13 +648,13 @@ impl HttpSource {
                 "the server did not send the requested ends of the file".into(),
             ));
         }
-        source.adopt(&front);
+        self.adopt(&front);
         let edges = Edges {
             head: front.data,
             tail_offset: back.first,
             tail: back.data,
         };
-        Ok((source, edges))
+        Ok((self, edges))
     }
 
     /// The source for `url` with `options`, before anything was asked of the server.
@@ -997,6 +1167,36 @@ impl HttpSource {
             }),
         }
     }
+}
+
+/// A file's two ends from the parts of a reply: the part at offset 0 is the head, the
+/// part that ends at `total` the tail (one part may be both: the whole file). `None`
+/// when either is missing.
+fn edges_from_parts(parts: Vec<Part>, total: u64) -> Option<Edges> {
+    let mut head = None;
+    let mut tail = None;
+    for part in parts {
+        let end = part.start + part.data.len() as u64;
+        match (part.start == 0, end == total) {
+            (true, true) => {
+                let data = part.data;
+                return Some(Edges {
+                    tail_offset: data.len() as u64,
+                    head: data,
+                    tail: Vec::new(),
+                });
+            }
+            (true, false) => head = Some(part.data),
+            (false, true) => tail = Some((part.start, part.data)),
+            (false, false) => {}
+        }
+    }
+    let (head, (tail_offset, tail)) = (head?, tail?);
+    Some(Edges {
+        head,
+        tail_offset,
+        tail,
+    })
 }
 
 impl ReadAt for HttpSource {

@@ -437,6 +437,9 @@ fn produce(
     let mut entries = 0u64;
     let mut dropped = BTreeSet::new();
     let mut attribute_sets = BTreeSet::new();
+    // The next input is opened in the background while this one is merged: with remote
+    // inputs, its round trips overlap the work instead of adding to it.
+    let mut opening = inputs.first().map(|t| open_in_background(t.clone()));
     for (i, target) in inputs.iter().enumerate() {
         let at_input = |e: Error| match e {
             Error::InvalidArgument(m) => {
@@ -444,7 +447,11 @@ fn produce(
             }
             other => other,
         };
-        let reader = open_input(target)?;
+        let reader = match opening.take() {
+            Some(opened) => opened.wait()?,
+            None => open_input(target)?,
+        };
+        opening = inputs.get(i + 1).map(|t| open_in_background(t.clone()));
         let desc = reader.descriptor();
         attribute_sets.extend(desc.attribute_sets.iter().map(|a| a.name.clone()));
         if output.is_none() {
@@ -503,6 +510,9 @@ fn produce(
         let source = reader.source().clone();
         let max_key_size = reader.anchor().max_key_size;
         let n_clusters = desc.clusters.len();
+        // From a remote input, every cluster's pages planned up front and fetched ahead
+        // (vectored requests, small clusters together); a local one is read as it goes.
+        let ahead = reader.prefetch_pages(&cluster_pages(desc, &column_of));
         for (k, cluster) in desc.clusters.iter().enumerate() {
             let plan = ClusterPlan {
                 out,
@@ -517,8 +527,12 @@ fn produce(
                 max_page_bytes,
             };
             let (stored, counts) = plan
-                .build(cluster, |pages| {
-                    read_pages(&source, max_key_size, pages, pool)
+                .build(cluster, |pages| match &ahead {
+                    Some(ahead) => pages
+                        .iter()
+                        .map(|p| ahead.page(p).map(copied_bytes))
+                        .collect(),
+                    None => read_pages(&source, max_key_size, pages, pool),
                 })
                 .map_err(|e| {
                     e.at(Location {
@@ -528,6 +542,9 @@ fn produce(
                         ..Default::default()
                     })
                 })?;
+            if let Some(ahead) = &ahead {
+                ahead.done_with(k);
+            }
             summary.pages_copied += counts.copied;
             summary.pages_resealed += counts.resealed;
             summary.zero_pages += counts.zeros;
@@ -546,6 +563,72 @@ fn produce(
     summary.fields_dropped = dropped.into_iter().collect();
     summary.attribute_sets_dropped = attribute_sets.into_iter().collect();
     Ok(())
+}
+
+/// An input being opened on a thread of its own.
+struct Opening(
+    Result<std::thread::JoinHandle<Result<RNTupleReader>>>,
+    String,
+);
+
+/// Starts opening the input `target` (`FILE[:NAME]`) in the background.
+fn open_in_background(target: String) -> Opening {
+    let thread = std::thread::Builder::new()
+        .name("rntuple-merge-open".into())
+        .spawn({
+            let target = target.clone();
+            move || open_input(&target)
+        })
+        .map_err(|e| Error::Io {
+            what: format!("{target} (starting a thread to open it)"),
+            source: e,
+        });
+    Opening(thread, target)
+}
+
+impl Opening {
+    /// The opened input, or why it could not be opened.
+    fn wait(self) -> Result<RNTupleReader> {
+        match self.0 {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument(format!(
+                    "merge: the thread opening {} panicked",
+                    self.1
+                )))
+            }),
+            // No thread: open it here.
+            Err(_) => open_input(&self.1),
+        }
+    }
+}
+
+/// For every cluster of `input`, the pages of the input columns that `column_of` maps to
+/// output columns: what merging the cluster reads.
+fn cluster_pages(input: &Descriptor, column_of: &[Option<u32>]) -> Vec<Vec<PageInfo>> {
+    input
+        .clusters
+        .iter()
+        .map(|cluster| {
+            column_of
+                .iter()
+                .flatten()
+                .filter_map(|&ic| cluster.column(ic))
+                .filter(|cp| !cp.is_suppressed())
+                .flat_map(|cp| cp.pages.iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// A prefetched page's bytes as the page-copying writer takes them (a slice of a fetched
+/// range is shared, not copied).
+fn copied_bytes(bytes: crate::read::source::PageBytes) -> PageBytes {
+    use crate::read::source::PageBytes as Fetched;
+    match bytes {
+        Fetched::Shared { buffer, start, len } => PageBytes::Shared(buffer, start..start + len),
+        Fetched::Owned(bytes) => PageBytes::Owned(bytes),
+        Fetched::Pooled(buffer) => PageBytes::Owned(buffer.as_slice().to_vec()),
+    }
 }
 
 /// The qualified names of `fields`, for messages.

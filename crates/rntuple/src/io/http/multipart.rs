@@ -196,6 +196,36 @@ pub(crate) fn read_parts(
     limits: Limits,
     buffer: &dyn Fn(usize) -> Vec<u8>,
 ) -> Result<Vec<Part>, MultipartError> {
+    let mut size = Some(size);
+    read_parts_of(body, boundary, Some(wanted), &mut size, limits, buffer)
+}
+
+/// Reads every part of a `multipart/byteranges` body with boundary `boundary` whose
+/// ranges are not known in advance (a request with a suffix range, `bytes=0-99,-100`, at
+/// opening): the file size comes from the first part's `Content-Range`, and every other
+/// part must name the same. Returns the parts and the size (`None` for a body without a
+/// part).
+pub(crate) fn read_all_parts(
+    body: &mut impl BufRead,
+    boundary: &str,
+    limits: Limits,
+    buffer: &dyn Fn(usize) -> Vec<u8>,
+) -> Result<(Vec<Part>, Option<u64>), MultipartError> {
+    let mut size = None;
+    let parts = read_parts_of(body, boundary, None, &mut size, limits, buffer)?;
+    Ok((parts, size))
+}
+
+/// [`read_parts`] and [`read_all_parts`]: `wanted` `None` keeps every part; `size` `None`
+/// is learnt from the first part.
+fn read_parts_of(
+    body: &mut impl BufRead,
+    boundary: &str,
+    wanted: Option<&[ByteRange]>,
+    size: &mut Option<u64>,
+    limits: Limits,
+    buffer: &dyn Fn(usize) -> Vec<u8>,
+) -> Result<Vec<Part>, MultipartError> {
     let boundary = boundary.as_bytes();
     // The preamble: anything before the first boundary (usually an empty line).
     let mut preamble = 0usize;
@@ -220,7 +250,7 @@ pub(crate) fn read_parts(
     let mut data_bytes = 0u64;
     loop {
         let (first, last, total) = read_part_headers(body)?;
-        if total != size {
+        if *size.get_or_insert(total) != total {
             return Err(MultipartError::SizeChanged { claimed: total });
         }
         n_parts += 1;
@@ -239,9 +269,11 @@ pub(crate) fn read_parts(
                 limits.max_data_bytes
             )));
         }
-        let overlaps = wanted
-            .iter()
-            .any(|w| first < w.offset + w.len && w.offset <= last);
+        let overlaps = wanted.is_none_or(|wanted| {
+            wanted
+                .iter()
+                .any(|w| first < w.offset + w.len && w.offset <= last)
+        });
         let mut data_reader = body.by_ref().take(len);
         let read = if overlaps {
             // `len` is bounded by the requested bytes (max_data_bytes) above.

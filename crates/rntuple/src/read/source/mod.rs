@@ -182,6 +182,7 @@ impl Storage {
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
+        plan::coalesce_fetches(&mut bunches, &hints);
         let bunches = Arc::new(bunches);
         let limits = prefetch::Limits {
             window: if uncached.is_some() {
@@ -227,39 +228,68 @@ impl Storage {
         container::read_blob(self.source.as_ref(), offset, nbytes, self.max_key_size)
     }
 
-    /// Reads and checks a (possibly compressed) envelope through the file's keys.
-    fn read_envelope(
+    /// Reads and checks (possibly compressed) envelopes through the file's keys, all in
+    /// one vectored read of the source: `(link, type, what)` each, the payload and its
+    /// checksum back for each, in order.
+    fn read_envelopes(
         &self,
-        link: EnvelopeLink,
-        kind: EnvelopeType,
-        what: &str,
-    ) -> Result<(Vec<u8>, u64)> {
-        let offset = link.locator.offset;
+        wanted: &[(EnvelopeLink, EnvelopeType, String)],
+    ) -> Result<Vec<(Vec<u8>, u64)>> {
+        let blobs: Vec<(u64, u64)> = wanted
+            .iter()
+            .map(|(link, _, _)| (link.locator.offset, link.locator.size))
+            .collect();
+        let at = |offset: u64, what: &str, e: Error| {
+            e.at(Location {
+                structure: Some(what.to_string()),
+                offset: Some(offset),
+                ..Default::default()
+            })
+        };
+        let stored = container::read_blobs(self.source.as_ref(), &blobs, self.max_key_size)
+            .map_err(|e| match wanted {
+                [(link, _, what)] => at(link.locator.offset, what, e),
+                _ => e.at(Location {
+                    structure: Some(format!("{} envelopes read together", wanted.len())),
+                    ..Default::default()
+                }),
+            })?;
         // An envelope cannot decompress to more than the file could plausibly hold; this
         // bounds the allocation by the input's real size (zstd's best ratio is far below).
         let max_length = self.source.size().saturating_mul(1024).max(1 << 20);
-        self.read_blob(offset, link.locator.size)
-            .and_then(|stored| unpack_envelope(&stored, link.length, max_length, kind, what))
-            .map_err(|e| {
-                e.at(Location {
-                    structure: Some(what.to_string()),
-                    offset: Some(offset),
-                    ..Default::default()
-                })
+        let unpacked: Vec<Result<(Vec<u8>, u64)>> = stored
+            .into_par_iter()
+            .zip(wanted.par_iter())
+            .map(|(stored, (link, kind, what))| {
+                stored
+                    .and_then(|stored| {
+                        unpack_envelope(&stored, link.length, max_length, *kind, what)
+                    })
+                    .map_err(|e| at(link.locator.offset, what, e))
             })
+            .collect();
+        // The first bad envelope in order, whichever thread found it first.
+        unpacked.into_iter().collect()
     }
 
-    /// Reads the page lists of `footer`'s cluster groups (in parallel), each checked to
-    /// belong to the header of checksum `header_checksum`.
+    /// Reads the page lists of `footer`'s cluster groups (one vectored read, however many
+    /// groups: opening costs no round trip per group), each checked to belong to the
+    /// header of checksum `header_checksum`.
     fn read_page_lists(&self, footer: &Footer, header_checksum: u64) -> Result<Vec<PageList>> {
-        footer
+        let wanted: Vec<(EnvelopeLink, EnvelopeType, String)> = footer
             .cluster_groups
-            .par_iter()
+            .iter()
             .enumerate()
             .map(|(g, group)| {
                 let what = format!("page list envelope of cluster group {g}");
-                let (bytes, _) =
-                    self.read_envelope(group.page_list, EnvelopeType::PageList, &what)?;
+                (group.page_list, EnvelopeType::PageList, what)
+            })
+            .collect();
+        let envelopes = self.read_envelopes(&wanted)?;
+        let lists: Vec<Result<PageList>> = envelopes
+            .into_par_iter()
+            .zip(wanted.par_iter())
+            .map(|((bytes, _), (_, _, what))| {
                 let list = PageList::read(&bytes).map_err(|e| {
                     e.at(Location {
                         structure: Some(what.clone()),
@@ -275,7 +305,8 @@ impl Storage {
                 }
                 Ok(list)
             })
-            .collect()
+            .collect();
+        lists.into_iter().collect()
     }
 
     /// The stored bytes of `page`, read at its locator (through the keys of a multi-key
@@ -320,6 +351,79 @@ impl Storage {
             .map_err(|e| at_offset(e, offset))?;
         self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
         Ok(PageBytes::Pooled(buffer))
+    }
+}
+
+/// Stored pages fetched ahead of their user, group by group (a merge's input clusters):
+/// from a remote source the groups' pages are planned as a read's bunches are (merged
+/// ranges, vectored requests, small groups fetched together) and fetched a window ahead
+/// by the prefetcher.
+pub(crate) struct PagePrefetch {
+    pages: prefetch::PrefetchedPages,
+}
+
+impl PagePrefetch {
+    /// The stored bytes of `page` (of the group being used), waiting while it arrives.
+    pub(crate) fn page(&self, page: &PageInfo) -> Result<PageBytes> {
+        self.pages.page(page)
+    }
+
+    /// The user is done with group `k`: its pages are dropped, and the fetcher may go
+    /// further ahead.
+    pub(crate) fn done_with(&self, k: usize) {
+        self.pages.done_with(k);
+    }
+}
+
+impl Storage {
+    /// Starts fetching `groups` of pages ahead of their use, when the source is remote
+    /// (`None` for a local file, whose pages are best read as they are needed).
+    fn prefetch_groups(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
+        let hints = self.source.hints();
+        if !hints.remote {
+            return None;
+        }
+        let mut fetched = HashSet::new();
+        let mut bunches: Vec<Bunch> = groups
+            .iter()
+            .map(|pages| {
+                let keys: Vec<plan::PageKey> = pages
+                    .iter()
+                    .map(|p| plan::PageKey {
+                        offset: p.locator.offset,
+                        len: stored_page_len(p),
+                    })
+                    .filter(|k| plan::contiguous_page(k.len, self.max_key_size))
+                    .collect();
+                plan::make_bunch(0..0, None, keys, &hints, &mut fetched)
+            })
+            .collect();
+        plan::coalesce_fetches(&mut bunches, &hints);
+        let limits = prefetch::Limits {
+            window: PREFETCH_WINDOW,
+            parallel: hints.parallel_requests,
+            bunch_bytes: hints.bunch_bytes,
+            uncached: false,
+        };
+        let prefetcher = prefetch::Prefetcher::start(
+            self.source.clone(),
+            Arc::new(bunches),
+            limits,
+            self.counters.clone(),
+        );
+        let direct = direct::DirectPages::new(self.clone());
+        Some(PagePrefetch {
+            pages: prefetch::PrefetchedPages::new(prefetcher, direct),
+        })
+    }
+}
+
+impl RNTupleReader {
+    /// Starts fetching the stored pages of `groups` (used in this order, each group's
+    /// pages then released with [`PagePrefetch::done_with`]) ahead of their use, from a
+    /// remote source; `None` for a local file.
+    pub(crate) fn prefetch_pages(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
+        self.storage.prefetch_groups(groups)
     }
 }
 
@@ -414,21 +518,32 @@ impl RNTupleReader {
         crate::memory::huge_pages()?;
         let in_file = in_rntuple(&source, &path);
         let storage = Storage::new(source, anchor.max_key_size);
-        let (header_bytes, header_checksum) = storage
-            .read_envelope(
-                anchor.header_link(),
-                EnvelopeType::Header,
-                "header envelope",
-            )
-            .map_err(&in_file)?;
+        // Header and footer in one read: a single request when they are not among the
+        // bytes a remote source read when it was opened.
+        let mut envelopes = storage
+            .read_envelopes(&[
+                (
+                    anchor.header_link(),
+                    EnvelopeType::Header,
+                    "header envelope".to_string(),
+                ),
+                (
+                    anchor.footer_link(),
+                    EnvelopeType::Footer,
+                    "footer envelope".to_string(),
+                ),
+            ])
+            .map_err(&in_file)?
+            .into_iter();
+        let (Some((header_bytes, header_checksum)), Some((footer_bytes, _))) =
+            (envelopes.next(), envelopes.next())
+        else {
+            return Err(in_file(Error::Remote {
+                what: storage.source.name().to_string(),
+                detail: "a read of the header and footer envelopes came back short".into(),
+            }));
+        };
         let header = Header::read(&header_bytes).map_err(&in_file)?;
-        let (footer_bytes, _) = storage
-            .read_envelope(
-                anchor.footer_link(),
-                EnvelopeType::Footer,
-                "footer envelope",
-            )
-            .map_err(&in_file)?;
         let footer = Footer::read(&footer_bytes).map_err(&in_file)?;
         if footer.header_checksum != header_checksum {
             return Err(in_file(Error::ChecksumMismatch {

@@ -70,7 +70,7 @@ impl Bunch {
 /// locator. A page larger than the file's max key size is a multi-key blob, its chunks
 /// elsewhere in the file (listed in the first chunk): the plan leaves it out and the
 /// page source reads it on demand through the keys that hold it.
-fn contiguous_page(len: u64, max_key_size: u64) -> bool {
+pub(crate) fn contiguous_page(len: u64, max_key_size: u64) -> bool {
     len > 0 && (max_key_size == 0 || len <= max_key_size)
 }
 
@@ -168,7 +168,10 @@ pub(crate) fn plan_read(
     bunches
 }
 
-fn make_bunch(
+/// A bunch of `entries` (and `fields`) that needs `pages`: the ones `fetched` (the pages
+/// earlier bunches fetch, updated here) holds already are reused, the others merged into
+/// ranges and grouped into requests as `hints` say.
+pub(crate) fn make_bunch(
     entries: Range<u64>,
     fields: Option<Vec<usize>>,
     mut pages: Vec<PageKey>,
@@ -186,6 +189,48 @@ fn make_bunch(
         fields,
         requests: group_requests(ranges, hints),
         reused,
+    }
+}
+
+/// Fetches the pages of consecutive small bunches together: a read of many short entry
+/// ranges (`dump` and `verify` read cluster by cluster, `iterate()` in small steps) plans
+/// a bunch per range, and would pay a round trip for each. While the pages the bunches
+/// fetch add up to at most `hints.bunch_bytes`, the first bunch of a run fetches them
+/// all (merged and grouped anew, as one bunch's are) and the others list them as reused:
+/// decoding still goes bunch by bunch, and memory holds at most about one bunch's bytes
+/// more.
+pub(crate) fn coalesce_fetches(bunches: &mut [Bunch], hints: &ReadHints) {
+    let fetched = |b: &Bunch| -> Vec<PageKey> {
+        b.requests
+            .iter()
+            .flatten()
+            .flat_map(|r| r.pages.iter().copied())
+            .collect()
+    };
+    let bytes = |pages: &[PageKey]| pages.iter().map(|p| p.len).sum::<u64>();
+    let mut k = 0;
+    while k < bunches.len() {
+        let mut pages = fetched(&bunches[k]);
+        let mut total = bytes(&pages);
+        let mut next = k + 1;
+        while next < bunches.len() {
+            let more = fetched(&bunches[next]);
+            let more_bytes = bytes(&more);
+            if total + more_bytes > hints.bunch_bytes {
+                break;
+            }
+            total += more_bytes;
+            bunches[next].requests.clear();
+            bunches[next].reused.extend(more.iter().copied());
+            pages.extend(more);
+            next += 1;
+        }
+        if next > k + 1 {
+            pages.sort_unstable();
+            pages.dedup();
+            bunches[k].requests = group_requests(merge_pages(&pages, hints), hints);
+        }
+        k = next;
     }
 }
 
@@ -300,6 +345,64 @@ mod tests {
             .map(|m| (m.range.offset, m.range.len))
             .collect();
         assert_eq!(ranges, vec![(0, 250), (300, 100), (1000, 100)]);
+    }
+
+    #[test]
+    fn small_bunches_are_fetched_together_up_to_the_bunch_size() {
+        let bunch = |k: u64| Bunch {
+            entries: k..k + 1,
+            fields: None,
+            requests: vec![vec![MergedRange {
+                range: ByteRange {
+                    offset: k * 1000,
+                    len: 300,
+                },
+                pages: vec![page(k * 1000, 100), page(k * 1000 + 200, 100)],
+            }]],
+            reused: Vec::new(),
+        };
+        // 200 page bytes each; bunch_bytes 1 MiB would take all, 500 takes two at a time.
+        let mut h = hints(2000, 10.0, 1 << 20, 1024, 1 << 20);
+        h.bunch_bytes = 500;
+        let mut bunches: Vec<Bunch> = (0..5).map(bunch).collect();
+        let all_pages: Vec<Vec<PageKey>> = bunches
+            .iter()
+            .map(|b| b.pages().copied().collect())
+            .collect();
+        coalesce_fetches(&mut bunches, &h);
+        let requests: Vec<usize> = bunches.iter().map(|b| b.requests.len()).collect();
+        assert_eq!(requests, vec![1, 0, 1, 0, 1]);
+        // Bunch 0 fetches bunch 1's pages too (one merged range: the gap is allowed),
+        // and bunch 1 reuses them; every bunch still lists its own pages, and every page
+        // is fetched once.
+        let first: Vec<(u64, u64)> = bunches[0].requests[0]
+            .iter()
+            .map(|r| (r.range.offset, r.range.len))
+            .collect();
+        assert_eq!(first, vec![(0, 1300)]);
+        for (b, want) in bunches.iter().zip(&all_pages) {
+            let got: Vec<PageKey> = b.pages().copied().collect();
+            assert!(
+                want.iter().all(|p| got.contains(p)),
+                "{got:?} lacks {want:?}"
+            );
+        }
+        assert_eq!(bunches[1].reused, all_pages[1]);
+        let mut fetched: Vec<PageKey> = bunches
+            .iter()
+            .flat_map(|b| b.requests.iter().flatten().flat_map(|r| r.pages.clone()))
+            .collect();
+        fetched.sort_unstable();
+        let mut every: Vec<PageKey> = all_pages.concat();
+        every.sort_unstable();
+        assert_eq!(fetched, every);
+        // A bunch larger than the bunch size alone stays alone.
+        h.bunch_bytes = 100;
+        let mut bunches: Vec<Bunch> = (0..3).map(bunch).collect();
+        coalesce_fetches(&mut bunches, &h);
+        assert!(bunches
+            .iter()
+            .all(|b| b.requests.len() == 1 && b.reused.is_empty()));
     }
 
     #[test]
