@@ -11,6 +11,9 @@ fi
 # The XRootD server of tests/test_remote_xrootd.py (and the cross-protocol tests), and
 # openssl for its TLS certificates.
 command -v xrootd >/dev/null || { apt-get update && apt-get install -y xrootd-server; }
+# XCache (tests/server_xcache.py): the proxy (libXrdPss) and proxy file cache (libXrdPfc)
+# plugins, and xrdpfc_print (in xrootd-server) to read the cache's .cinfo files.
+dpkg -s xrootd-server-plugins >/dev/null 2>&1 || { apt-get update && apt-get install -y xrootd-server-plugins; }
 command -v openssl >/dev/null || { apt-get update && apt-get install -y openssl; }
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
