@@ -16,6 +16,7 @@ mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 mod local;
+mod options;
 mod output;
 mod retry;
 #[cfg(feature = "s3")]
@@ -28,6 +29,10 @@ pub use edges::EdgeCached;
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
+pub use options::{
+    parse_seconds, NetworkOptions, SourceOptions, CONNECT_TIMEOUT_VARIABLE,
+    FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
+};
 pub use output::{ensure_distinct, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 #[cfg(feature = "s3")]
@@ -287,16 +292,30 @@ pub fn split_target(target: &str) -> (String, Option<String>) {
 }
 
 /// Opens a byte source: a local path or `file://` URL, `http(s)://`, `root(s)://` or
-/// `s3://`. A remote source comes with its first and last bytes already read (one
-/// vectored request), where a ROOT file keeps what opening it needs. A URL whose source
-/// the library was built without (see the module's features) is an
+/// `s3://`, with the options of [`SourceOptions::current`] (a program's defaults, else
+/// the environment's). A remote source comes with its first and last bytes already read
+/// (one request), where a ROOT file keeps what opening it needs. A URL whose source the
+/// library was built without (see the module's features) is an
 /// [`Error::Unsupported`](crate::error::Error::Unsupported).
 pub fn open_source(location: &str) -> Result<Source> {
+    open_source_with(location, &SourceOptions::current()?)
+}
+
+/// [`open_source`] with `options`.
+pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Source> {
     #[cfg(feature = "http")]
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
-        // Over HTTP the size and the two ends come in one round trip.
-        let (source, ends) =
-            http::HttpSource::open_with_edges(location, edges::HEAD_BYTES, edges::TAIL_BYTES)?;
+        // Over HTTP the size and the two ends come in one request.
+        let http = http::HttpOptions {
+            retry: RetryPolicy::from_network(&options.network),
+            ..http::HttpOptions::from_env()?
+        };
+        let (source, ends) = http::HttpSource::open_with_edges_using(
+            location,
+            http,
+            edges::HEAD_BYTES,
+            edges::TAIL_BYTES,
+        )?;
         return Ok(Arc::new(EdgeCached::from_parts(
             Arc::new(source),
             ends.head,
@@ -304,7 +323,7 @@ pub fn open_source(location: &str) -> Result<Source> {
             ends.tail,
         )));
     }
-    let source = open_raw_source(location)?;
+    let source = open_raw_source_with(location, options)?;
     if source.hints().remote {
         return Ok(Arc::new(EdgeCached::new(
             source,
@@ -317,20 +336,43 @@ pub fn open_source(location: &str) -> Result<Source> {
 
 /// [`open_source`] without reading anything up front.
 pub fn open_raw_source(location: &str) -> Result<Source> {
+    open_raw_source_with(location, &SourceOptions::current()?)
+}
+
+/// [`open_raw_source`] with `options`.
+pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<Source> {
     let Some(scheme) = url_scheme(location) else {
         return Ok(Arc::new(LocalFile::open(location)?));
     };
+    // Unused without the remote sources.
+    let _ = options;
     match scheme.as_str() {
         "file" => {
             let path = &location["file://".len()..];
             Ok(Arc::new(LocalFile::open(path)?))
         }
         #[cfg(feature = "s3")]
-        "s3" => Ok(Arc::new(S3Source::open(location)?)),
+        "s3" => {
+            let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+            let policy = RetryPolicy::from_network(&options.network);
+            Ok(Arc::new(S3Source::open_with(location, aws_vars, policy)?))
+        }
         #[cfg(feature = "http")]
-        "http" | "https" => Ok(Arc::new(http::HttpSource::open(location)?)),
+        "http" | "https" => {
+            let http = http::HttpOptions {
+                retry: RetryPolicy::from_network(&options.network),
+                ..http::HttpOptions::from_env()?
+            };
+            Ok(Arc::new(http::HttpSource::open_with(location, http)?))
+        }
         #[cfg(feature = "xrootd")]
-        "root" | "xroot" | "roots" | "xroots" => Ok(Arc::new(XRootDSource::open(location)?)),
+        "root" | "xroot" | "roots" | "xroots" => {
+            let xrootd = XRootDOptions {
+                retry: RetryPolicy::from_network(&options.network),
+                ..XRootDOptions::default()
+            };
+            Ok(Arc::new(XRootDSource::open_with(location, xrootd)?))
+        }
         other => Err(crate::error::Error::Unsupported(
             match scheme_feature(other) {
                 // A scheme this library reads, but not as built.

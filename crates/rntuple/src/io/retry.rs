@@ -28,6 +28,21 @@ impl Default for RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// The policy of `network`'s settings: its retries, and its longest wait as the
+    /// time one request may take.
+    pub fn from_network(network: &crate::io::NetworkOptions) -> RetryPolicy {
+        RetryPolicy {
+            attempts: network.retries.saturating_add(1),
+            timeout: network
+                .first_byte_timeout
+                .max(network.idle_timeout)
+                .max(network.connect_timeout),
+            ..RetryPolicy::default()
+        }
+    }
+}
+
 /// The outcome of one failed attempt: worth retrying or not.
 #[derive(Debug)]
 pub enum Failure {

@@ -18,7 +18,7 @@ use crate::format::{
     stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer, Header, PageInfo,
     PageList,
 };
-use crate::io::{open_source, IoMetricsSnapshot, Source};
+use crate::io::{open_source, open_source_with, IoMetricsSnapshot, Source, SourceOptions};
 use crate::schema::Descriptor;
 use plan::Bunch;
 use rayon::prelude::*;
@@ -477,6 +477,17 @@ impl RNTupleReader {
     /// Opens the RNTuple `name` (or the only one) of the ROOT file at `path`.
     pub fn open_path(path: &str, name: Option<&str>) -> Result<RNTupleReader> {
         let source = open_source(path)?;
+        let file = RootFile::open(source)?;
+        Self::open(&file, name)
+    }
+
+    /// [`RNTupleReader::open_path`] with `options` (network settings of a remote file).
+    pub fn open_path_with(
+        path: &str,
+        name: Option<&str>,
+        options: &SourceOptions,
+    ) -> Result<RNTupleReader> {
+        let source = open_source_with(path, options)?;
         let file = RootFile::open(source)?;
         Self::open(&file, name)
     }

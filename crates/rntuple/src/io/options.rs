@@ -1,0 +1,166 @@
+//! How byte sources are opened: the network settings of remote sources (timeouts,
+//! retries), from the environment, a program's defaults or a caller's options.
+
+use crate::error::{Error, Result};
+use std::sync::RwLock;
+use std::time::Duration;
+
+/// How a remote source connects, waits and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkOptions {
+    /// The longest a connection may take to set up (TCP, TLS, the protocol's handshake).
+    pub connect_timeout: Duration,
+    /// The longest a request may wait for the first byte of its answer.
+    pub first_byte_timeout: Duration,
+    /// The longest an answer may stall between two bytes.
+    pub idle_timeout: Duration,
+    /// How often a request that failed for a reason that may pass (no connection, a
+    /// timeout, a server error) is tried again.
+    pub retries: u32,
+}
+
+impl Default for NetworkOptions {
+    fn default() -> Self {
+        NetworkOptions {
+            connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            retries: 3,
+        }
+    }
+}
+
+/// The environment variables of [`NetworkOptions`], in seconds (fractions allowed) and
+/// a count.
+pub const CONNECT_TIMEOUT_VARIABLE: &str = "RNTUPLE_CONNECT_TIMEOUT";
+/// See [`CONNECT_TIMEOUT_VARIABLE`].
+pub const FIRST_BYTE_TIMEOUT_VARIABLE: &str = "RNTUPLE_FIRST_BYTE_TIMEOUT";
+/// See [`CONNECT_TIMEOUT_VARIABLE`].
+pub const IDLE_TIMEOUT_VARIABLE: &str = "RNTUPLE_IDLE_TIMEOUT";
+/// See [`CONNECT_TIMEOUT_VARIABLE`].
+pub const RETRIES_VARIABLE: &str = "RNTUPLE_RETRIES";
+
+impl NetworkOptions {
+    /// The defaults, with what the environment sets: `RNTUPLE_CONNECT_TIMEOUT`,
+    /// `RNTUPLE_FIRST_BYTE_TIMEOUT`, `RNTUPLE_IDLE_TIMEOUT` (seconds) and
+    /// `RNTUPLE_RETRIES`. A value that does not parse is an error naming the variable.
+    pub fn from_env() -> Result<NetworkOptions> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`NetworkOptions::from_env`] over `var` instead of the environment.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<NetworkOptions> {
+        let mut options = NetworkOptions::default();
+        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = set(CONNECT_TIMEOUT_VARIABLE) {
+            options.connect_timeout = parse_seconds(&v, CONNECT_TIMEOUT_VARIABLE)?;
+        }
+        if let Some(v) = set(FIRST_BYTE_TIMEOUT_VARIABLE) {
+            options.first_byte_timeout = parse_seconds(&v, FIRST_BYTE_TIMEOUT_VARIABLE)?;
+        }
+        if let Some(v) = set(IDLE_TIMEOUT_VARIABLE) {
+            options.idle_timeout = parse_seconds(&v, IDLE_TIMEOUT_VARIABLE)?;
+        }
+        if let Some(v) = set(RETRIES_VARIABLE) {
+            options.retries = v.trim().parse().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "{RETRIES_VARIABLE}=\"{v}\": expected a whole number of retries (0 or more)"
+                ))
+            })?;
+        }
+        Ok(options)
+    }
+}
+
+/// Seconds (`"30"`, `"2.5"`), more than 0 and at most a day, as a duration; else an error
+/// naming `what` (a variable or an option).
+pub fn parse_seconds(text: &str, what: &str) -> Result<Duration> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "{what}=\"{text}\": expected a number of seconds, more than 0 and at most 86400"
+        ))
+    };
+    let seconds: f64 = text.trim().parse().map_err(|_| bad())?;
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// How byte sources are opened.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceOptions {
+    /// Timeouts and retries of remote sources.
+    pub network: NetworkOptions,
+}
+
+/// Options a program set for every source it opens without options of its own.
+static PROCESS_DEFAULT: RwLock<Option<SourceOptions>> = RwLock::new(None);
+
+impl SourceOptions {
+    /// The options the environment sets (see [`NetworkOptions::from_env`]).
+    pub fn from_env() -> Result<SourceOptions> {
+        Ok(SourceOptions {
+            network: NetworkOptions::from_env()?,
+        })
+    }
+
+    /// The options [`crate::io::open_source`] uses: those a program set with
+    /// [`SourceOptions::set_process_default`] (the command line does, from its options
+    /// and the environment), else the environment's.
+    pub fn current() -> Result<SourceOptions> {
+        let set = PROCESS_DEFAULT
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match set {
+            Some(options) => Ok(options),
+            None => Self::from_env(),
+        }
+    }
+
+    /// Makes `options` what every source opened without options of its own uses.
+    pub fn set_process_default(options: SourceOptions) {
+        *PROCESS_DEFAULT
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(options);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn the_environment_sets_each_network_option_and_a_bad_value_names_its_variable() {
+        let vars: HashMap<&str, &str> = [
+            (CONNECT_TIMEOUT_VARIABLE, "2.5"),
+            (FIRST_BYTE_TIMEOUT_VARIABLE, "7"),
+            (IDLE_TIMEOUT_VARIABLE, " 11 "),
+            (RETRIES_VARIABLE, "0"),
+        ]
+        .into_iter()
+        .collect();
+        let options = NetworkOptions::from_vars(|n| vars.get(n).map(|v| v.to_string())).unwrap();
+        assert_eq!(options.connect_timeout, Duration::from_millis(2500));
+        assert_eq!(options.first_byte_timeout, Duration::from_secs(7));
+        assert_eq!(options.idle_timeout, Duration::from_secs(11));
+        assert_eq!(options.retries, 0);
+        assert_eq!(
+            NetworkOptions::from_vars(|_| None).unwrap(),
+            NetworkOptions::default()
+        );
+        for (name, value) in [
+            (CONNECT_TIMEOUT_VARIABLE, "soon"),
+            (IDLE_TIMEOUT_VARIABLE, "0"),
+            (FIRST_BYTE_TIMEOUT_VARIABLE, "-3"),
+            (RETRIES_VARIABLE, "2.5"),
+        ] {
+            let err = NetworkOptions::from_vars(|n| (n == name).then(|| value.to_string()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(name) && err.contains(value), "{err}");
+        }
+    }
+}
