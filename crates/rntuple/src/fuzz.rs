@@ -27,12 +27,11 @@ use crate::io::xrootd::protocol::{
     ReadvSegmentHeader, Redirect, Request, ResponseHeader, ServerError, StatInfo, XrdUrl,
     READV_ELEMENT_LEN, RESPONSE_HEADER_LEN,
 };
-use crate::io::{ByteRange, IoMetrics, MemorySource, Source};
+use crate::io::{ByteRange, IoMetrics, MemorySource, NetworkOptions, Source};
 use crate::read::RNTupleReader;
 use crate::schema::Descriptor;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A fuzz target: takes any bytes, never panics.
 pub type Target = fn(&[u8]);
@@ -447,7 +446,7 @@ pub fn xrootd_response(data: &[u8]) {
             let settings = Settings {
                 tls: flags & 1 != 0,
                 user: "fuzz".to_string(),
-                timeout: Duration::ZERO,
+                network: NetworkOptions::default(),
                 tls_config: None,
                 token: Some("fuzz-token".to_string()),
             };
@@ -1126,7 +1125,7 @@ mod tests {
         let settings = Settings {
             tls: false,
             user: "fuzz".to_string(),
-            timeout: Duration::ZERO,
+            network: NetworkOptions::default(),
             tls_config: None,
             token: None,
         };

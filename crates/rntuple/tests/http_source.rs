@@ -8,7 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use rntuple::io::{ByteRange, HttpOptions, HttpSource, ReadAt, ReadHints, RetryPolicy};
+use rntuple::io::{
+    ByteRange, HttpOptions, HttpSource, NetworkOptions, ReadAt, ReadHints, RetryPolicy,
+};
 use rntuple::Error;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -205,10 +207,12 @@ fn mock_with(special: impl Fn(usize, &Seen) -> Option<Reply> + Send + Sync + 'st
 
 fn quick_retries() -> RetryPolicy {
     RetryPolicy {
-        attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
-        timeout: Duration::from_secs(10),
+        ..RetryPolicy::new(NetworkOptions {
+            retries: 2,
+            ..NetworkOptions::default()
+        })
     }
 }
 

@@ -1,5 +1,13 @@
 //! HTTP(S) byte source (`http://`, `https://`): byte-range requests on a keep-alive
-//! connection pool (reqwest's blocking client on rustls).
+//! connection pool (reqwest's client on rustls, on a small tokio runtime of the source's
+//! own; callers block, on any thread).
+//!
+//! Timeouts ([`NetworkOptions`](crate::io::NetworkOptions)): the connect timeout bounds
+//! a new connection's TCP connect and TLS handshake (reqwest's connect timeout); the
+//! first-byte timeout the wait for a response's headers from the moment the request was
+//! sent on a ready connection; the idle timeout every wait for the next bytes of a body
+//! (see the `net` module for why reqwest's own timeouts do not do it). A transfer that
+//! keeps moving never times out.
 //!
 //! Opening asks for the file's first and last bytes at once (`Range: bytes=0-65535` and
 //! `Range: bytes=-131072`, two single-range requests in parallel: one round trip), or for
@@ -16,16 +24,20 @@
 
 pub(crate) mod multipart;
 
+use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spare::SpareBuffers;
-use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use super::{
+    redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
+    TimeoutKind,
+};
 use crate::error::{to_usize, Error, Result};
+use bytes::Bytes;
 use multipart::{Limits, MultipartError, Part};
-use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{self, HeaderMap, HeaderValue};
-use reqwest::StatusCode;
+use reqwest::{Client, RequestBuilder, StatusCode};
 use std::ffi::OsString;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -38,11 +50,14 @@ const MAX_TOKEN_FILE: u64 = 64 << 10;
 const MAX_EPILOGUE: u64 = 4 << 10;
 /// The longest wait a server's `Retry-After` may ask for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Worker threads of a source's runtime: they drive sockets and TLS, never decode.
+const RUNTIME_WORKERS: usize = 2;
 
 /// How an [`HttpSource`] connects and reads.
 #[derive(Clone)]
 pub struct HttpOptions {
-    /// Retries, backoff and timeouts.
+    /// Timeouts, retries and backoff (see the module documentation for what each
+    /// timeout bounds).
     pub retry: RetryPolicy,
     /// A token sent as `Authorization: Bearer ...` (unless the URL holds user:password).
     pub bearer_token: Option<String>,
@@ -200,6 +215,65 @@ pub struct HttpSource {
     metrics: IoMetrics,
     /// Buffers given back for reuse.
     spare: SpareBuffers,
+    /// Drives the client's connections; declared last, so dropped after the client.
+    runtime: NetRuntime,
+}
+
+/// A response whose headers arrived: its body is read (blocking) chunk by chunk, each
+/// chunk awaited at most the idle timeout.
+struct Answer<'a> {
+    response: reqwest::Response,
+    /// What is left of the chunk being read.
+    chunk: Bytes,
+    runtime: &'a NetRuntime,
+    idle: Duration,
+}
+
+/// The idle timeout ran out while a body was read (the cause of an `io::Error`).
+#[derive(Debug)]
+struct IdleTimeout;
+
+impl std::fmt::Display for IdleTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the idle timeout ran out")
+    }
+}
+
+impl std::error::Error for IdleTimeout {}
+
+impl Answer<'_> {
+    fn status(&self) -> StatusCode {
+        self.response.status()
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        self.response.headers()
+    }
+
+    fn content_length(&self) -> Option<u64> {
+        self.response.content_length()
+    }
+}
+
+impl Read for Answer<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            let (response, idle) = (&mut self.response, self.idle);
+            let next = self
+                .runtime
+                .block_on(async { within_idle(response.chunk(), idle).await });
+            match next {
+                None => return Err(std::io::Error::new(ErrorKind::TimedOut, IdleTimeout)),
+                Some(Err(e)) => return Err(std::io::Error::other(describe_reqwest_error(e))),
+                Some(Ok(None)) => return Ok(0),
+                Some(Ok(Some(chunk))) => self.chunk = chunk,
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        self.chunk = self.chunk.slice(n..);
+        Ok(n)
+    }
 }
 
 impl std::fmt::Debug for HttpSource {
@@ -486,10 +560,7 @@ impl HttpSource {
             etag: etag.clone(),
             last_modified: last_modified.clone(),
         };
-        let transient = |e: std::io::Error| Failure::Transient {
-            detail: format!("{doing}: reading the reply: {e}"),
-            after: None,
-        };
+        let transient = |e: std::io::Error| self.body_failure(doing, e);
         let most = head.saturating_add(tail).saturating_add(64 << 10);
         let status = response.status();
         let boundary = header_str(headers, header::CONTENT_TYPE).and_then(multipart::boundary_of);
@@ -690,15 +761,24 @@ impl HttpSource {
         } else {
             None
         };
+        // No total deadline per request (it would cut a long transfer) and no read
+        // timeout (it would also bound the wait for the headers): the first-byte and
+        // idle timeouts are `send`'s and `Answer`'s (see the `net` module).
         let mut builder = Client::builder()
             .user_agent(concat!("rntuple/", env!("CARGO_PKG_VERSION")))
-            .timeout(options.retry.timeout)
-            .connect_timeout(options.retry.timeout)
+            .connect_timeout(options.retry.network.connect_timeout)
+            .connector_layer(TrackConnects)
             .tcp_nodelay(true);
         for certificate in grid_ca_certificates() {
             builder = builder.add_root_certificate(certificate);
         }
-        let client = builder.build().map_err(|e| Error::Remote {
+        let runtime = NetRuntime::new(RUNTIME_WORKERS, "rntuple-http", &display)?;
+        // The client's pool spawns its connections on the current runtime.
+        let client = {
+            let _context = runtime.handle().enter();
+            builder.build()
+        }
+        .map_err(|e| Error::Remote {
             what: display.clone(),
             detail: format!(
                 "cannot set up the HTTP client: {}",
@@ -720,6 +800,7 @@ impl HttpSource {
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
+            runtime,
         })
     }
 
@@ -759,10 +840,7 @@ impl HttpSource {
                 response
                     .take(len + 1)
                     .read_to_end(&mut data)
-                    .map_err(|e| Failure::Transient {
-                        detail: format!("{doing}: reading the reply: {e}"),
-                        after: None,
-                    })?;
+                    .map_err(|e| self.body_failure(doing, e))?;
                 if data.len() as u64 != len {
                     return Err(self.permanent(format!(
                         "{doing}: {} bytes came for bytes {first}-{last}",
@@ -831,20 +909,66 @@ impl HttpSource {
         request
     }
 
-    fn send(&self, request: RequestBuilder, doing: &str) -> std::result::Result<Response, Failure> {
-        request.send().map_err(|e| {
-            let permanent = e.is_builder() || e.is_redirect();
-            let detail = format!("{doing}: {}", describe_reqwest_error(e));
-            // A certificate that does not verify will not verify on the next attempt.
-            if permanent || detail.contains("certificate") {
-                self.permanent(detail)
-            } else {
-                Failure::Transient {
-                    detail,
-                    after: None,
-                }
+    /// Sends `request` and waits for its headers: at most the first-byte timeout once
+    /// its connection is ready (a new connection: at most the connect timeout).
+    fn send(
+        &self,
+        request: RequestBuilder,
+        doing: &str,
+    ) -> std::result::Result<Answer<'_>, Failure> {
+        let network = self.retry.network;
+        let sent = self
+            .runtime
+            .block_on(async { first_byte(request.send(), network.first_byte_timeout).await });
+        let response = match sent {
+            Ok(Ok(response)) => response,
+            Err(NoFirstByte) => {
+                return Err(Failure::TimedOut {
+                    kind: TimeoutKind::FirstByte,
+                    doing: doing.to_string(),
+                })
             }
+            Ok(Err(e)) if e.is_connect() && e.is_timeout() => {
+                return Err(Failure::TimedOut {
+                    kind: TimeoutKind::Connect,
+                    doing: format!("{doing}: connecting"),
+                })
+            }
+            Ok(Err(e)) => {
+                let permanent = e.is_builder() || e.is_redirect();
+                let detail = format!("{doing}: {}", describe_reqwest_error(e));
+                // A certificate that does not verify will not verify on the next attempt.
+                return Err(if permanent || detail.contains("certificate") {
+                    self.permanent(detail)
+                } else {
+                    Failure::Transient {
+                        detail,
+                        after: None,
+                    }
+                });
+            }
+        };
+        Ok(Answer {
+            response,
+            chunk: Bytes::new(),
+            runtime: &self.runtime,
+            idle: network.idle_timeout,
         })
+    }
+
+    /// What an error reading the body of a reply while `doing` something means: the
+    /// idle timeout, or another fault that may pass.
+    fn body_failure(&self, doing: &str, e: std::io::Error) -> Failure {
+        if e.get_ref().is_some_and(|inner| inner.is::<IdleTimeout>()) {
+            return Failure::TimedOut {
+                kind: TimeoutKind::Idle,
+                doing: format!("{doing}: reading the reply"),
+            };
+        }
+        Failure::Transient {
+            detail: format!("{doing}: reading the reply: {e}"),
+            after: None,
+        }
     }
 
     fn permanent(&self, detail: String) -> Failure {
@@ -859,7 +983,7 @@ impl HttpSource {
     }
 
     /// The failure an unexpected HTTP status means.
-    fn status_failure(&self, response: &Response, doing: &str) -> Failure {
+    fn status_failure(&self, response: &Answer<'_>, doing: &str) -> Failure {
         let status = response.status();
         match status.as_u16() {
             404 | 410 => Failure::Permanent(Error::NotFound(format!(
@@ -913,7 +1037,7 @@ impl HttpSource {
     /// Reads the reply to a request of `wanted` (sorted, disjoint, none empty).
     fn read_reply(
         &self,
-        response: Response,
+        response: Answer<'_>,
         wanted: &[ByteRange],
         doing: &str,
     ) -> std::result::Result<Reply, Failure> {
@@ -975,10 +1099,7 @@ impl HttpSource {
             }
             Layout::Single { first, last }
         };
-        let transient = |e: std::io::Error| Failure::Transient {
-            detail: format!("{doing}: reading the reply: {e}"),
-            after: None,
-        };
+        let transient = |e: std::io::Error| self.body_failure(doing, e);
         let mut body = BufReader::with_capacity(
             64 << 10,
             CountingReader {

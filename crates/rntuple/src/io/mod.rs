@@ -16,6 +16,8 @@ mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 mod local;
+#[cfg(any(feature = "http", feature = "s3"))]
+mod net;
 mod options;
 mod output;
 mod retry;
@@ -30,8 +32,8 @@ pub use edges::EdgeCached;
 pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
 pub use options::{
-    parse_seconds, NetworkOptions, SourceOptions, CONNECT_TIMEOUT_VARIABLE,
-    FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
+    format_seconds, parse_seconds, NetworkOptions, SourceOptions, TimeoutKind,
+    CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
 };
 pub use output::{ensure_distinct, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
@@ -307,7 +309,7 @@ pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Sourc
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
         // Over HTTP the size and the two ends come in one request.
         let http = http::HttpOptions {
-            retry: RetryPolicy::from_network(&options.network),
+            retry: RetryPolicy::new(options.network),
             ..http::HttpOptions::from_env()?
         };
         let (source, ends) = http::HttpSource::open_with_edges_using(
@@ -354,13 +356,13 @@ pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<S
         #[cfg(feature = "s3")]
         "s3" => {
             let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
-            let policy = RetryPolicy::from_network(&options.network);
+            let policy = RetryPolicy::new(options.network);
             Ok(Arc::new(S3Source::open_with(location, aws_vars, policy)?))
         }
         #[cfg(feature = "http")]
         "http" | "https" => {
             let http = http::HttpOptions {
-                retry: RetryPolicy::from_network(&options.network),
+                retry: RetryPolicy::new(options.network),
                 ..http::HttpOptions::from_env()?
             };
             Ok(Arc::new(http::HttpSource::open_with(location, http)?))
@@ -368,7 +370,7 @@ pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<S
         #[cfg(feature = "xrootd")]
         "root" | "xroot" | "roots" | "xroots" => {
             let xrootd = XRootDOptions {
-                retry: RetryPolicy::from_network(&options.network),
+                retry: RetryPolicy::new(options.network),
                 ..XRootDOptions::default()
             };
             Ok(Arc::new(XRootDSource::open_with(location, xrootd)?))

@@ -72,6 +72,92 @@ impl NetworkOptions {
     }
 }
 
+impl NetworkOptions {
+    /// The attempts a request gets: the first one and [`NetworkOptions::retries`].
+    pub fn attempts(&self) -> u32 {
+        self.retries.saturating_add(1)
+    }
+
+    /// The value of the timeout `kind`.
+    pub fn timeout(&self, kind: TimeoutKind) -> Duration {
+        match kind {
+            TimeoutKind::Connect => self.connect_timeout,
+            TimeoutKind::FirstByte => self.first_byte_timeout,
+            TimeoutKind::Idle => self.idle_timeout,
+        }
+    }
+}
+
+/// One of the timeouts of [`NetworkOptions`]: which one ran out, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// [`NetworkOptions::connect_timeout`].
+    Connect,
+    /// [`NetworkOptions::first_byte_timeout`].
+    FirstByte,
+    /// [`NetworkOptions::idle_timeout`].
+    Idle,
+}
+
+impl TimeoutKind {
+    /// Its name in messages: `"first-byte timeout"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeoutKind::Connect => "connect timeout",
+            TimeoutKind::FirstByte => "first-byte timeout",
+            TimeoutKind::Idle => "idle timeout",
+        }
+    }
+
+    /// The environment variable that sets it.
+    pub fn variable(self) -> &'static str {
+        match self {
+            TimeoutKind::Connect => CONNECT_TIMEOUT_VARIABLE,
+            TimeoutKind::FirstByte => FIRST_BYTE_TIMEOUT_VARIABLE,
+            TimeoutKind::Idle => IDLE_TIMEOUT_VARIABLE,
+        }
+    }
+
+    /// The option of the `rntuple` command that sets it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            TimeoutKind::Connect => "--connect-timeout",
+            TimeoutKind::FirstByte => "--first-byte-timeout",
+            TimeoutKind::Idle => "--idle-timeout",
+        }
+    }
+
+    /// What running out of it after `value` means, with the setting that controls it:
+    /// `no answer within 30 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or
+    /// --first-byte-timeout)`.
+    pub fn describe(self, value: Duration) -> String {
+        let what = match self {
+            TimeoutKind::Connect => "no connection within",
+            TimeoutKind::FirstByte => "no answer within",
+            TimeoutKind::Idle => "the answer stalled for",
+        };
+        format!(
+            "{what} {} ({}, {} or {})",
+            format_seconds(value),
+            self.name(),
+            self.variable(),
+            self.flag()
+        )
+    }
+}
+
+/// A duration for people: `30 s`, `0.5 s`, `1.25 s`.
+pub fn format_seconds(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    let text = if seconds >= 10.0 {
+        format!("{seconds:.0}")
+    } else {
+        let text = format!("{seconds:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    format!("{text} s")
+}
+
 /// Seconds (`"30"`, `"2.5"`), more than 0 and at most a day, as a duration; else an error
 /// naming `what` (a variable or an option).
 pub fn parse_seconds(text: &str, what: &str) -> Result<Duration> {

@@ -2,57 +2,73 @@
 //! URLs with their credentials removed (for messages and logs).
 
 use crate::error::{Error, Result};
-use std::time::Duration;
+use crate::io::options::{format_seconds, NetworkOptions, TimeoutKind, RETRIES_VARIABLE};
+use std::time::{Duration, Instant};
 
-/// How often and how patiently a remote source retries a failed request.
+/// How a remote source waits and retries: the [`NetworkOptions`] (timeouts and
+/// retries, the one source of those settings), and the backoff between attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts in total (the first one included).
-    pub attempts: u32,
+    /// The timeouts of every request and the retries of a failed one.
+    pub network: NetworkOptions,
     /// The wait before the first retry; it doubles after every retry.
     pub initial_backoff: Duration,
     /// The longest wait between two attempts.
     pub max_backoff: Duration,
-    /// The time one request may take (connecting, or waiting for the next bytes).
-    pub timeout: Duration,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
-            attempts: 5,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(5),
-            timeout: Duration::from_secs(60),
-        }
+        RetryPolicy::new(NetworkOptions::default())
+    }
+}
+
+impl From<NetworkOptions> for RetryPolicy {
+    fn from(network: NetworkOptions) -> Self {
+        RetryPolicy::new(network)
     }
 }
 
 impl RetryPolicy {
-    /// The policy of `network`'s settings: its retries, and its longest wait as the
-    /// time one request may take.
-    pub fn from_network(network: &crate::io::NetworkOptions) -> RetryPolicy {
+    /// The policy of `network`'s timeouts and retries, with the usual backoff: 100 ms
+    /// before the first retry, doubling, at most 5 s.
+    pub fn new(network: NetworkOptions) -> RetryPolicy {
         RetryPolicy {
-            attempts: network.retries.saturating_add(1),
-            timeout: network
-                .first_byte_timeout
-                .max(network.idle_timeout)
-                .max(network.connect_timeout),
-            ..RetryPolicy::default()
+            network,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
         }
+    }
+
+    /// Attempts in total (the first one included).
+    pub fn attempts(&self) -> u32 {
+        self.network.attempts()
+    }
+
+    /// What a timeout of `kind` means, with its value and the setting that controls it.
+    pub fn describe_timeout(&self, kind: TimeoutKind) -> String {
+        kind.describe(self.network.timeout(kind))
     }
 }
 
 /// The outcome of one failed attempt: worth retrying or not.
 #[derive(Debug)]
 pub enum Failure {
-    /// A fault that may pass: connection refused or reset, timeout, HTTP 5xx, XRootD
+    /// A fault that may pass: connection refused or reset, HTTP 5xx, XRootD
     /// kXR_wait. Retried after the backoff (or after `after`, when the server said).
     Transient {
         /// What went wrong (no credentials).
         detail: String,
         /// The wait the server asked for, if any.
         after: Option<Duration>,
+    },
+    /// One of the [`NetworkOptions`] timeouts ran out while `doing` something: retried
+    /// after the backoff; the message names the timeout, its value and its setting.
+    TimedOut {
+        /// Which timeout.
+        kind: TimeoutKind,
+        /// What was being done (`"opening"`, `"waiting for host:1094"`; no credentials).
+        doing: String,
     },
     /// A fault that will not pass (not found, forbidden, the object changed): returned
     /// at once.
@@ -62,31 +78,51 @@ pub enum Failure {
 impl RetryPolicy {
     /// Runs `attempt` until it succeeds, fails permanently, or the attempts are used up;
     /// then the last transient fault becomes an [`Error::Remote`] about `what` (which
-    /// must not hold credentials: see [`redact_url`]).
+    /// must not hold credentials: see [`redact_url`]) that says what was tried: the
+    /// fault (a timeout with its value and setting), the attempts, the time they took and
+    /// the retries allowed.
     pub fn run<T>(
         &self,
         what: &str,
         mut attempt: impl FnMut(u32) -> std::result::Result<T, Failure>,
     ) -> Result<T> {
+        let started = Instant::now();
+        let attempts = self.attempts();
         let mut backoff = self.initial_backoff;
         let mut last = String::new();
-        for n in 0..self.attempts.max(1) {
-            match attempt(n) {
+        for n in 0..attempts {
+            let after = match attempt(n) {
                 Ok(v) => return Ok(v),
                 Err(Failure::Permanent(e)) => return Err(e),
                 Err(Failure::Transient { detail, after }) => {
                     last = detail;
-                    if n + 1 < self.attempts {
-                        std::thread::sleep(after.unwrap_or(backoff).min(self.max_backoff));
-                        backoff = (backoff * 2).min(self.max_backoff);
-                    }
+                    after
                 }
+                Err(Failure::TimedOut { kind, doing }) => {
+                    last = format!("{doing}: {}", self.describe_timeout(kind));
+                    None
+                }
+            };
+            if n + 1 < attempts {
+                std::thread::sleep(after.unwrap_or(backoff).min(self.max_backoff));
+                backoff = (backoff * 2).min(self.max_backoff);
             }
         }
         Err(Error::Remote {
             what: what.to_string(),
-            detail: format!("{last} (gave up after {} attempts)", self.attempts.max(1)),
+            detail: format!("{last}; {}", self.tried(attempts, started.elapsed())),
         })
+    }
+
+    /// `4 attempts over 92 s (3 retries, RNTUPLE_RETRIES)`.
+    fn tried(&self, attempts: u32, took: Duration) -> String {
+        let retries = self.network.retries;
+        format!(
+            "{attempts} attempt{} over {} ({retries} retr{}, {RETRIES_VARIABLE} or --retries)",
+            if attempts == 1 { "" } else { "s" },
+            format_seconds(took),
+            if retries == 1 { "y" } else { "ies" },
+        )
     }
 }
 
@@ -137,10 +173,12 @@ mod tests {
     #[test]
     fn transient_faults_are_retried_then_reported() {
         let policy = RetryPolicy {
-            attempts: 3,
             initial_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(2),
-            timeout: Duration::from_secs(1),
+            ..RetryPolicy::new(NetworkOptions {
+                retries: 2,
+                ..NetworkOptions::default()
+            })
         };
         let calls = Cell::new(0);
         let ok = policy.run("x", |n| {
@@ -170,7 +208,28 @@ mod tests {
             err.contains("http://h/f") && err.contains("connection refused"),
             "{err}"
         );
-        assert!(err.contains("3 attempts"), "{err}");
+        assert!(
+            err.contains("; 3 attempts over 0") && err.contains("(2 retries, RNTUPLE_RETRIES"),
+            "{err}"
+        );
+
+        // A timeout is named, with its value and setting.
+        let err = policy
+            .run::<()>("root://h//f", |_| {
+                Err(Failure::TimedOut {
+                    kind: TimeoutKind::FirstByte,
+                    doing: "waiting for h:1094".into(),
+                })
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "waiting for h:1094: no answer within 30 s (first-byte timeout, \
+                 RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 3 attempts"
+            ),
+            "{err}"
+        );
 
         calls.set(0);
         let err = policy.run::<()>("x", |_| {

@@ -1,9 +1,10 @@
 //! Objects in S3 or an S3-compatible store (MinIO, Ceph, moto): `s3://bucket/key`.
 //!
-//! Reads are ranged `GET`s made by the `object_store` crate's S3 client (reqwest with
-//! rustls). `object_store` is async; an [`S3Source`] owns a small tokio runtime (two
-//! worker threads) and blocks its callers on channels, never inside the runtime, so any
-//! number of threads (rayon workers included) may read from one source at once.
+//! Reads are ranged `GET`s made by the `object_store` crate's S3 client, over a reqwest
+//! client (rustls) of this module's (see [`S3Connector`]). `object_store` is async; an
+//! [`S3Source`] owns a small tokio runtime (two worker threads) and blocks its callers on
+//! channels, never inside the runtime, so any number of threads (rayon workers
+//! included) may read from one source at once.
 //!
 //! # Configuration: environment variables
 //!
@@ -20,7 +21,14 @@
 //! | `AWS_VIRTUAL_HOSTED_STYLE_REQUEST` | `true`: `https://bucket.host/key`; `false`: `https://host/bucket/key` |
 //! | `AWS_SKIP_SIGNATURE=true` | anonymous requests (public buckets) |
 //! | `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_CONTAINER_CREDENTIALS_*` | other credential sources |
-//! | `AWS_TIMEOUT`, `AWS_CONNECT_TIMEOUT` | request timeouts (default: the retry policy's, 60 s) |
+//! | `AWS_PROXY_URL`, `AWS_PROXY_EXCLUDES`, `AWS_PROXY_CA_CERTIFICATE` | an HTTP proxy |
+//!
+//! Timeouts and retries are the [`NetworkOptions`](crate::io::NetworkOptions) of the
+//! source's [`RetryPolicy`], as for every remote source (`AWS_TIMEOUT` and
+//! `AWS_CONNECT_TIMEOUT` are not used): the connect timeout bounds a new connection's TCP
+//! connect and TLS handshake, the first-byte timeout the wait for the response headers of
+//! the `HEAD` and of each `GET` once its connection is ready, the idle timeout every
+//! wait for the next chunk of a `GET`'s body.
 //!
 //! Without static credentials the client falls back to the other AWS credential sources,
 //! ending with the EC2 instance metadata service. Addressing: with a custom endpoint,
@@ -33,9 +41,8 @@
 //! # Retries, consistency, errors
 //!
 //! Faults that may pass (no connection, a timeout, a cut body, HTTP 5xx, 408, 429) are
-//! retried as [`RetryPolicy::default`] says, like every remote source, with its request
-//! timeout handed to the HTTP client; after a fault, only the ranges still missing are
-//! asked for again. Opening asks for the size and ETag (`HEAD`); every later `GET`
+//! retried as the [`RetryPolicy`] says, like every remote source; after a fault, only
+//! the ranges still missing are asked for again. Opening asks for the size and ETag (`HEAD`); every later `GET`
 //! carries `If-Match: <ETag>`, so an object replaced while being read is an error, never
 //! a mix of two versions. A missing bucket or key is [`Error::NotFound`]; other
 //! failures are [`Error::Remote`]. Messages never hold the secret key, the session
@@ -52,19 +59,28 @@
 //! `HEAD` made when opening is not counted, like a local file's `stat`: `requests` is
 //! the number of (non-empty) ranges read.
 
+use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
-use super::{redact_url, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use super::{
+    redact_url, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints, RetryPolicy,
+    TimeoutKind,
+};
 use crate::error::{to_usize, Error, Result};
 use crate::io::ByteRange;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::client::{
+    ClientOptions, HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse,
+    HttpResponseBody, HttpService,
+};
 use object_store::path::Path as ObjectPath;
 use object_store::{
     BackoffConfig, ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
 };
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Worker threads of a source's runtime: they only drive sockets, never decode, so
 /// two are plenty for the parallel requests of [`S3_HINTS`].
@@ -97,9 +113,8 @@ pub struct S3Source {
     shared: Arc<Shared>,
     size: u64,
     policy: RetryPolicy,
-    handle: tokio::runtime::Handle,
-    // Declared after `handle`; shuts the runtime down when the source is dropped.
-    _runtime: BackgroundRuntime,
+    // Declared last; shuts the runtime down when the source is dropped.
+    runtime: NetRuntime,
 }
 
 /// What the requests running on the runtime need.
@@ -113,18 +128,8 @@ struct Shared {
     metrics: IoMetrics,
     /// Credential values to mask in any message, should one slip into a server reply.
     secrets: Vec<String>,
-}
-
-/// A tokio runtime that is shut down without waiting when dropped: dropping a runtime
-/// normally blocks for its tasks, and panics inside another async context.
-struct BackgroundRuntime(Option<tokio::runtime::Runtime>);
-
-impl Drop for BackgroundRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
+    /// Timeouts.
+    network: NetworkOptions,
 }
 
 impl std::fmt::Debug for S3Source {
@@ -140,7 +145,8 @@ impl std::fmt::Debug for S3Source {
 
 impl S3Source {
     /// Opens `s3://bucket/key`, configured by the `AWS_*` environment variables (see
-    /// the module documentation) and retrying as [`RetryPolicy::default`] says.
+    /// the module documentation), with the default timeouts and retries
+    /// ([`RetryPolicy::default`]).
     pub fn open(url: &str) -> Result<Self> {
         let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
         Self::open_with(url, aws_vars, RetryPolicy::default())
@@ -161,17 +167,8 @@ impl S3Source {
             Error::InvalidArgument(format!("{name}: the key is not a valid S3 key ({e})"))
         })?;
 
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(RUNTIME_WORKERS)
-            .thread_name("rntuple-s3")
-            .enable_all()
-            .build()
-            .map_err(|source| Error::Io {
-                what: format!("{name} (starting the S3 client's threads)"),
-                source,
-            })?;
+        let runtime = NetRuntime::new(RUNTIME_WORKERS, "rntuple-s3", &name)?;
         let handle = runtime.handle().clone();
-        let runtime = BackgroundRuntime(Some(runtime));
 
         let store = {
             // The HTTP client may spawn its connection tasks on the current runtime.
@@ -193,18 +190,22 @@ impl S3Source {
             etag: None,
             metrics: IoMetrics::default(),
             secrets,
+            network: policy.network,
         };
         // Not counted in the metrics, like a local file's `stat`: the counters are the
         // reads, so that `requests` is the number of ranges read.
         let head = policy.run(&shared.name, |_| {
             let store = shared.store.clone();
             let path = shared.path.clone();
-            run_on(
-                &handle,
-                &shared.name,
-                async move { store.head(&path).await },
-            )
+            let limit = policy.network.first_byte_timeout;
+            run_on(&handle, &shared.name, async move {
+                first_byte(store.head(&path), limit).await
+            })
             .map_err(Failure::Permanent)?
+            .map_err(|NoFirstByte| Failure::TimedOut {
+                kind: TimeoutKind::FirstByte,
+                doing: "HEAD".into(),
+            })?
             .map_err(|e| shared.failure(e, "HEAD"))
         })?;
         shared.etag = head.e_tag;
@@ -212,8 +213,7 @@ impl S3Source {
             shared: Arc::new(shared),
             size: head.size,
             policy,
-            handle,
-            _runtime: runtime,
+            runtime,
         })
     }
 
@@ -271,7 +271,7 @@ impl ReadAt for S3Source {
                 .map(|(index, (_, range))| (index, *range))
                 .collect();
             let shared = Arc::clone(&self.shared);
-            let (read, failure) = run_on(&self.handle, &self.shared.name, async move {
+            let (read, failure) = run_on(self.runtime.handle(), &self.shared.name, async move {
                 shared.get_ranges(missing, S3_HINTS.parallel_requests).await
             })
             .map_err(Failure::Permanent)?;
@@ -338,11 +338,16 @@ impl Shared {
             if_match: self.etag.clone(),
             ..GetOptions::default()
         };
-        let result = self
-            .store
-            .get_opts(&self.path, options)
-            .await
-            .map_err(|e| self.failure(e, &what()))?;
+        let result = first_byte(
+            self.store.get_opts(&self.path, options),
+            self.network.first_byte_timeout,
+        )
+        .await
+        .map_err(|NoFirstByte| Failure::TimedOut {
+            kind: TimeoutKind::FirstByte,
+            doing: what(),
+        })?
+        .map_err(|e| self.failure(e, &what()))?;
         // A store that ignores If-Match still reports the ETag of what it sent.
         if self.etag.is_some() && result.meta.e_tag != self.etag {
             return Err(Failure::Permanent(self.changed(&what())));
@@ -358,7 +363,16 @@ impl Shared {
         let mut bytes =
             Vec::with_capacity(to_usize(len, "an S3 read").map_err(Failure::Permanent)?);
         let mut body = result.into_stream();
-        while let Some(chunk) = body.next().await {
+        loop {
+            let Some(next) = within_idle(body.next(), self.network.idle_timeout).await else {
+                return Err(Failure::TimedOut {
+                    kind: TimeoutKind::Idle,
+                    doing: format!("{}: reading the body", what()),
+                });
+            };
+            let Some(chunk) = next else {
+                break;
+            };
             let chunk = chunk.map_err(|e| self.failure(e, &what()))?;
             if bytes.len() as u64 + chunk.len() as u64 > len {
                 let detail = "the server sent more bytes than asked for";
@@ -386,6 +400,10 @@ impl Shared {
                 self.name
             ))),
             object_store::Error::Precondition { .. } => Failure::Permanent(self.changed(operation)),
+            other if connect_timed_out(&other) => Failure::TimedOut {
+                kind: TimeoutKind::Connect,
+                doing: format!("{operation}: connecting"),
+            },
             other => {
                 let detail = format!("{operation}: {}", describe(&other, &self.secrets));
                 if is_transient(&other) {
@@ -416,6 +434,18 @@ impl Shared {
             detail: format!("{operation}: {detail}"),
         }
     }
+}
+
+/// Whether `err` is the connect timeout of one of [`S3Connector`]'s clients running out.
+fn connect_timed_out(err: &object_store::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(e) = e.downcast_ref::<reqwest::Error>() {
+            return e.is_connect() && e.is_timeout();
+        }
+        current = e.source();
+    }
+    false
 }
 
 /// Whether a fault may pass: the exchange broke (no connection, a timeout, a cut
@@ -471,8 +501,8 @@ fn parse_s3_url<'a>(url: &'a str, name: &str) -> Result<(&'a str, &'a str)> {
     Ok((bucket, key))
 }
 
-/// The S3 client's configuration: the retry policy, then the `AWS_*` settings (which
-/// may override the timeouts), then the bucket and the addressing style.
+/// The S3 client's configuration: the `AWS_*` settings, the policy's timeouts and
+/// retries (over any `AWS_*` timeout), then the bucket and the addressing style.
 fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) -> AmazonS3Builder {
     // Retries are RetryPolicy::run's, as for every remote source: deterministic
     // doubling waits. object_store's own loop jitters its waits (each one random between
@@ -481,19 +511,9 @@ fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) 
     let retry = RetryConfig {
         backoff: BackoffConfig::default(),
         max_retries: 0,
-        retry_timeout: policy.timeout,
+        retry_timeout: policy.network.connect_timeout + policy.network.first_byte_timeout,
     };
-    let timeout = format!("{}ms", policy.timeout.as_millis());
-    let mut builder = AmazonS3Builder::new()
-        .with_retry(retry)
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
-            timeout.clone(),
-        )
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
-            timeout,
-        );
+    let mut builder = AmazonS3Builder::new().with_retry(retry);
     // The same reading of AWS_* names as AmazonS3Builder::from_env.
     for (key, value) in aws_vars {
         if key.starts_with("AWS_") {
@@ -502,6 +522,18 @@ fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) 
             }
         }
     }
+    // The HTTP client is S3Connector's: it bounds connections by this connect timeout
+    // (object_store asks for a shorter one for the instance metadata service) and
+    // requests by the first-byte and idle timeouts.
+    let connect = format!("{}ms", policy.network.connect_timeout.as_millis());
+    builder = builder
+        .with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+            connect,
+        )
+        .with_http_connector(S3Connector {
+            connect_timeout: policy.network.connect_timeout,
+        });
     let style_chosen = aws_vars
         .iter()
         .any(|(key, _)| key == "AWS_VIRTUAL_HOSTED_STYLE_REQUEST");
@@ -515,6 +547,143 @@ fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) 
         builder = builder.with_virtual_hosted_style_request(virtual_hosted);
     }
     builder.with_bucket_name(bucket)
+}
+
+/// Makes object_store's HTTP clients: reqwest clients with the [`TrackConnects`] layer
+/// (so that the first-byte timeout starts once a request's connection is ready), the
+/// connect timeout, and the settings of object_store's options that matter for reading
+/// (plain HTTP allowed, invalid certificates accepted, proxy, user agent, HTTP/1 or 2,
+/// connection pool). No total deadline: the first-byte and idle timeouts are applied
+/// around each request ([`Shared::get_range`]).
+#[derive(Debug, Clone, Copy)]
+struct S3Connector {
+    connect_timeout: Duration,
+}
+
+impl HttpConnector for S3Connector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let value = |key: ClientConfigKey| options.get_config_value(&key);
+        let flag =
+            |key: ClientConfigKey| value(key).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let fail = |e: reqwest::Error| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        };
+        // object_store asks for its own connect timeout for some clients (1 s for the
+        // instance metadata service); the S3 client's is ours (see `s3_builder`).
+        let connect = value(ClientConfigKey::ConnectTimeout)
+            .and_then(|v| parse_duration(&v))
+            .map_or(self.connect_timeout, |d| d.min(self.connect_timeout));
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(connect)
+            .connector_layer(TrackConnects)
+            .https_only(!flag(ClientConfigKey::AllowHttp))
+            .user_agent(
+                value(ClientConfigKey::UserAgent)
+                    .unwrap_or_else(|| concat!("rntuple/", env!("CARGO_PKG_VERSION")).into()),
+            );
+        if let Some(headers) = options.get_default_headers() {
+            builder = builder.default_headers(headers.clone());
+        }
+        if let Some(url) = value(ClientConfigKey::ProxyUrl) {
+            let mut proxy = reqwest::Proxy::all(url).map_err(fail)?;
+            if let Some(excludes) = value(ClientConfigKey::ProxyExcludes) {
+                proxy = proxy.no_proxy(reqwest::NoProxy::from_string(&excludes));
+            }
+            if let Some(pem) = value(ClientConfigKey::ProxyCaCertificate) {
+                builder = builder.add_root_certificate(
+                    reqwest::Certificate::from_pem(pem.as_bytes()).map_err(fail)?,
+                );
+            }
+            builder = builder.proxy(proxy);
+        }
+        if flag(ClientConfigKey::AllowInvalidCertificates) {
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        if flag(ClientConfigKey::Http2Only) {
+            builder = builder.http2_prior_knowledge();
+        } else if value(ClientConfigKey::Http1Only).is_none_or(|v| v.eq_ignore_ascii_case("true")) {
+            builder = builder.http1_only();
+        }
+        if let Some(idle) = value(ClientConfigKey::PoolIdleTimeout).and_then(|v| parse_duration(&v))
+        {
+            builder = builder.pool_idle_timeout(idle);
+        }
+        if let Some(max) = value(ClientConfigKey::PoolMaxIdlePerHost).and_then(|v| v.parse().ok()) {
+            builder = builder.pool_max_idle_per_host(max);
+        }
+        let client = builder.build().map_err(fail)?;
+        Ok(HttpClient::new(S3Http(client)))
+    }
+}
+
+/// `500ms`, `10s`, `1.5s` (what object_store prints and `s3_builder` writes).
+fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Some(ms) = text.strip_suffix("ms") {
+        return ms.trim().parse().ok().map(Duration::from_millis);
+    }
+    let seconds: f64 = text.strip_suffix('s')?.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// object_store's requests on one of [`S3Connector`]'s clients.
+#[derive(Debug)]
+struct S3Http(reqwest::Client);
+
+/// The kind object_store's retry logic and messages give a reqwest error.
+fn http_error(e: reqwest::Error) -> HttpError {
+    let kind = if e.is_timeout() {
+        HttpErrorKind::Timeout
+    } else if e.is_connect() {
+        HttpErrorKind::Connect
+    } else if e.is_body() || e.is_decode() {
+        HttpErrorKind::Interrupted
+    } else {
+        HttpErrorKind::Request
+    };
+    HttpError::new(kind, e.without_url())
+}
+
+impl HttpService for S3Http {
+    // What `#[async_trait]` makes of `async fn call(&self, req) -> Result<..>`.
+    fn call<'life0, 'async_trait>(
+        &'life0 self,
+        req: HttpRequest,
+    ) -> Pin<
+        Box<
+            dyn Future<Output = std::result::Result<HttpResponse, HttpError>> + Send + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let url = reqwest::Url::parse(&parts.uri.to_string())
+                .map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
+            let mut request = reqwest::Request::new(parts.method, url);
+            *request.headers_mut() = parts.headers;
+            if !body.is_empty() {
+                // This source only reads: its requests carry no payload but small
+                // credential requests (one buffer).
+                let Some(bytes) = body.as_bytes() else {
+                    return Err(HttpError::new(
+                        HttpErrorKind::Request,
+                        std::io::Error::other(
+                            "a streamed request body (uploads are not supported)",
+                        ),
+                    ));
+                };
+                *request.body_mut() = Some(reqwest::Body::from(bytes.clone()));
+            }
+            let response = self.0.execute(request).await.map_err(http_error)?;
+            let (parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
+            let body = http_body_util::BodyExt::map_err(body, http_error);
+            Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body)))
+        })
+    }
 }
 
 /// The credential values among `aws_vars`, to be masked in messages.

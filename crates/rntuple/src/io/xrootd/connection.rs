@@ -15,7 +15,7 @@ use super::protocol::{
     RESPONSE_HEADER_LEN,
 };
 use super::tls;
-use crate::io::IoMetrics;
+use crate::io::{IoMetrics, NetworkOptions, TimeoutKind};
 use std::collections::HashMap;
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -30,7 +30,8 @@ const MAX_IN_FLIGHT: usize = 8;
 /// Request bytes kept unanswered on one connection: small enough that requests never
 /// fill both socket buffers while the server is blocked writing responses.
 const MAX_IN_FLIGHT_REQUEST_BYTES: usize = 64 << 10;
-/// A request may be told to wait (`kXR_wait`) for at most this many timeouts in total.
+/// A request may be told to wait (`kXR_wait`) for at most this many first-byte timeouts
+/// in total.
 const WAIT_LIMIT_IN_TIMEOUTS: u32 = 10;
 
 /// The answer to a request sent along with another: its body, or why there is none.
@@ -39,8 +40,16 @@ pub(crate) type Answer = Result<Vec<u8>, Fault>;
 /// Why an exchange with the server did not succeed.
 #[derive(Debug)]
 pub(crate) enum Fault {
-    /// The connection broke, timed out or was refused: reconnect and try again.
+    /// The connection broke or was refused: reconnect and try again.
     Broken(String),
+    /// A timeout of the [`NetworkOptions`] ran out while `doing` something: reconnect
+    /// and try again.
+    TimedOut {
+        /// Which timeout.
+        kind: TimeoutKind,
+        /// What was being done (`"waiting for host:1094"`).
+        doing: String,
+    },
     /// The server broke the protocol (malformed or oversized frames): not retried.
     Violation(String),
     /// The server answered `kXR_error`.
@@ -53,9 +62,14 @@ pub(crate) enum Fault {
     Unsupported(String),
 }
 
-fn broken(context: &str, e: &std::io::Error) -> Fault {
+/// The fault an I/O error `e` while doing `context` means; a timeout is one of `kind`
+/// (the timeout the socket was armed with).
+fn broken(context: &str, e: &std::io::Error, kind: TimeoutKind) -> Fault {
     if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-        Fault::Broken(format!("{context}: timed out"))
+        Fault::TimedOut {
+            kind,
+            doing: context.to_string(),
+        }
     } else if e.kind() == ErrorKind::UnexpectedEof {
         Fault::Broken(format!("{context}: connection closed by the server"))
     } else {
@@ -70,8 +84,10 @@ pub(crate) struct Settings {
     pub tls: bool,
     /// The user name sent at login.
     pub user: String,
-    /// Connect timeout and the longest wait for the next bytes.
-    pub timeout: Duration,
+    /// The timeouts: connecting and the session's set-up (TCP, TLS, handshake,
+    /// `kXR_protocol`, login, authentication), the wait for a response, stalls within
+    /// one.
+    pub network: NetworkOptions,
     /// The TLS configuration to use instead of the system's CAs (tests).
     pub tls_config: Option<Arc<rustls::ClientConfig>>,
     /// The bearer token to send instead of the one found as WLCG says (tests).
@@ -239,7 +255,10 @@ fn login_request(settings: &Settings) -> Request {
 pub(crate) struct Connection {
     io: BufReader<Transport>,
     peer: String,
-    timeout: Duration,
+    network: NetworkOptions,
+    /// While the session is being set up: when the connect timeout runs out. Every wait
+    /// until then is bounded by it, and a timeout is the connect timeout's.
+    setup_deadline: Option<Instant>,
     next_stream: u16,
     /// The open file, if any.
     pub handle: Option<FileHandle>,
@@ -269,47 +288,69 @@ impl Connection {
         let addrs = (host, port)
             .to_socket_addrs()
             .map_err(|e| Fault::Broken(format!("cannot resolve {peer}: {e}")))?;
+        let connect = settings.network.connect_timeout;
         let mut last = Fault::Broken(format!("{peer} has no address"));
         let mut stream = None;
+        // Each address gets the connect timeout; the set-up that follows must end
+        // within the connect timeout of the start of the connection that succeeded.
         for addr in addrs {
-            match TcpStream::connect_timeout(&addr, settings.timeout) {
+            let started = Instant::now();
+            match TcpStream::connect_timeout(&addr, connect) {
                 Ok(s) => {
-                    stream = Some(s);
+                    stream = Some((s, started + connect));
                     break;
                 }
-                Err(e) => last = broken(&format!("connecting to {peer}"), &e),
+                Err(e) => {
+                    last = broken(&format!("connecting to {peer}"), &e, TimeoutKind::Connect);
+                }
             }
         }
-        let stream = stream.ok_or(last)?;
-        let setup = |e: std::io::Error| broken(&format!("connection to {peer}"), &e);
+        let (stream, deadline) = stream.ok_or(last)?;
+        let setup =
+            |e: std::io::Error| broken(&format!("connection to {peer}"), &e, TimeoutKind::Connect);
         stream.set_nodelay(true).map_err(setup)?;
-        stream
-            .set_read_timeout(Some(settings.timeout))
-            .map_err(setup)?;
-        stream
-            .set_write_timeout(Some(settings.timeout))
-            .map_err(setup)?;
+        stream.set_read_timeout(Some(connect)).map_err(setup)?;
+        stream.set_write_timeout(Some(connect)).map_err(setup)?;
         let mut conn = Connection {
             io: BufReader::with_capacity(64 << 10, Transport::Plain(stream)),
             peer,
-            timeout: settings.timeout,
+            network: settings.network,
+            setup_deadline: Some(deadline),
             next_stream: 0,
             handle: None,
             authenticated: false,
         };
         let open_answer = conn.set_up(host, settings, early_open)?;
+        conn.setup_deadline = None;
+        if let Some(tcp) = conn.io.get_ref().tcp() {
+            let idle = Some(settings.network.idle_timeout.max(Duration::from_millis(1)));
+            let _ = tcp.set_read_timeout(idle);
+            tcp.set_write_timeout(idle).map_err(|e| {
+                broken(
+                    &format!("connection to {}", conn.peer),
+                    &e,
+                    TimeoutKind::Idle,
+                )
+            })?;
+        }
         Ok((conn, open_answer))
     }
 
     /// A connection to a recorded server: `reply` is everything the server sends, what
     /// the client sends is dropped (the response handling, without sockets, for fuzzing).
-    /// Its timeout is zero: a `kXR_wait` of more than 0 s breaks it at once.
+    /// Its timeouts are zero: a `kXR_wait` of more than 0 s breaks it at once.
     #[cfg(any(all(test, feature = "http"), feature = "fuzzing"))]
     pub(crate) fn replaying(reply: Vec<u8>) -> Connection {
         Connection {
             io: BufReader::new(Transport::Replay(std::io::Cursor::new(reply))),
             peer: "recorded server".to_string(),
-            timeout: Duration::ZERO,
+            network: NetworkOptions {
+                connect_timeout: Duration::ZERO,
+                first_byte_timeout: Duration::ZERO,
+                idle_timeout: Duration::ZERO,
+                retries: 0,
+            },
+            setup_deadline: None,
             next_stream: 0,
             handle: None,
             authenticated: false,
@@ -360,14 +401,16 @@ impl Connection {
             (request, open_stream)
         });
         let peer = self.peer.clone();
+        let kind = self.stall_kind();
         self.io
             .get_mut()
             .write_all(&hello)
-            .map_err(|e| broken(&format!("handshake with {peer}"), &e))?;
+            .map_err(|e| broken(&format!("handshake with {peer}"), &e, kind))?;
         let mut reply = [0u8; RESPONSE_HEADER_LEN + 8];
+        self.arm(false)?;
         self.io
             .read_exact(&mut reply)
-            .map_err(|e| broken(&format!("handshake with {peer}"), &e))?;
+            .map_err(|e| broken(&format!("handshake with {peer}"), &e, kind))?;
         let mut head = [0u8; RESPONSE_HEADER_LEN];
         head.copy_from_slice(&reply[..RESPONSE_HEADER_LEN]);
         let head = ResponseHeader::decode(&head);
@@ -396,7 +439,22 @@ impl Connection {
             .iter()
             .any(|c| matches!(c.state, CallState::InFlight | CallState::AwaitAsync(_)))
         {
-            match self.receive(&mut calls, &mut routes, None)? {
+            // Once the session is answered, the early open is a request like any other:
+            // its answer is awaited within the first-byte timeout.
+            let open_only = calls.len() == 3
+                && calls[..2]
+                    .iter()
+                    .all(|c| !matches!(c.state, CallState::InFlight | CallState::AwaitAsync(_)));
+            let setup_deadline = if open_only {
+                self.setup_deadline.take()
+            } else {
+                None
+            };
+            let received = self.receive(&mut calls, &mut routes, None);
+            if setup_deadline.is_some() {
+                self.setup_deadline = setup_deadline;
+            }
+            match received? {
                 Some((2, fault)) => {
                     calls[2].state = CallState::Failed;
                     open_fault = Some(fault);
@@ -438,9 +496,14 @@ impl Connection {
                     "{peer} sent data before the TLS handshake"
                 )));
             }
+            self.arm(false)?;
             let secured =
                 tls::connect(host, tcp, settings.tls_config.clone()).map_err(|e| match e {
-                    tls::TlsError::Io(e) => broken(&format!("TLS handshake with {peer}"), &e),
+                    tls::TlsError::Io(e) => broken(
+                        &format!("TLS handshake with {peer}"),
+                        &e,
+                        TimeoutKind::Connect,
+                    ),
                     tls::TlsError::Rejected(msg) => {
                         Fault::Violation(format!("TLS handshake with {peer} failed: {msg}"))
                     }
@@ -568,7 +631,9 @@ impl Connection {
     /// Closes the open file; faults are ignored (the connection is dropped anyway).
     pub(crate) fn close_file(&mut self) {
         if let Some(handle) = self.handle.take() {
-            let short = Duration::from_secs(2).min(self.timeout);
+            let short = Duration::from_secs(2)
+                .min(self.network.idle_timeout)
+                .max(Duration::from_millis(1));
             if let Some(tcp) = self.io.get_ref().tcp() {
                 let _ = tcp.set_read_timeout(Some(short));
                 let _ = tcp.set_write_timeout(Some(short));
@@ -624,10 +689,11 @@ impl Connection {
                     if !fits {
                         break;
                     }
+                    let kind = self.stall_kind();
                     self.io
                         .get_mut()
                         .write_all(&bytes)
-                        .map_err(|e| broken(&format!("sending to {}", self.peer), &e))?;
+                        .map_err(|e| broken(&format!("sending to {}", self.peer), &e, kind))?;
                     call.sink.reset();
                     call.payload_bytes = 0;
                     call.state = CallState::InFlight;
@@ -770,7 +836,7 @@ impl Connection {
                 let wait = Duration::from_secs(u64::from(seconds));
                 let call = &mut calls[index];
                 call.waited += wait;
-                if call.waited > self.timeout * WAIT_LIMIT_IN_TIMEOUTS {
+                if call.waited > self.network.first_byte_timeout * WAIT_LIMIT_IN_TIMEOUTS {
                     return Err(Fault::Broken(format!(
                         "{} kept asking to wait ({} s in total)",
                         self.peer,
@@ -784,9 +850,10 @@ impl Connection {
                 let body = self.read_control_body(head.body_len)?;
                 let seconds = decode_wait_seconds(&body).map_err(|e| self.violation(&e.0))?;
                 // The response comes as a kXR_attn message; allow the announced time
-                // plus the usual timeout.
-                let deadline =
-                    Instant::now() + Duration::from_secs(u64::from(seconds)) + self.timeout;
+                // plus the first-byte timeout.
+                let deadline = Instant::now()
+                    + Duration::from_secs(u64::from(seconds))
+                    + self.network.first_byte_timeout;
                 calls[index].state = CallState::AwaitAsync(deadline);
                 Ok(None)
             }
@@ -807,20 +874,27 @@ impl Connection {
         resend_at: Option<Instant>,
     ) -> Result<Option<ResponseHeader>, Fault> {
         let mut head = [0u8; RESPONSE_HEADER_LEN];
+        // Waiting for a response (the first byte of its header) is bounded by the
+        // first-byte timeout; while the session is set up, by the connect timeout.
+        let kind = match self.setup_deadline {
+            Some(_) => TimeoutKind::Connect,
+            None => TimeoutKind::FirstByte,
+        };
         loop {
             let now = Instant::now();
+            let wait = match self.setup_deadline {
+                Some(deadline) => self.until(deadline)?,
+                None => self.network.first_byte_timeout,
+            };
             let limit = match resend_at {
-                Some(t) => t.saturating_duration_since(now).min(self.timeout),
-                None => self.timeout,
+                Some(t) => t.saturating_duration_since(now).min(wait),
+                None => wait,
             }
             .max(Duration::from_millis(1));
             if let Some(tcp) = self.io.get_ref().tcp() {
                 let _ = tcp.set_read_timeout(Some(limit));
             }
             let first = self.io.read(&mut head);
-            if let Some(tcp) = self.io.get_ref().tcp() {
-                let _ = tcp.set_read_timeout(Some(self.timeout));
-            }
             match first {
                 Ok(0) => {
                     return Err(Fault::Broken(format!(
@@ -829,6 +903,8 @@ impl Connection {
                     )))
                 }
                 Ok(n) => {
+                    // The rest of the response: stalls are bounded by the idle timeout.
+                    self.arm(false)?;
                     self.read_into(&mut head[n..])?;
                     return Ok(Some(ResponseHeader::decode(&head)));
                 }
@@ -856,9 +932,9 @@ impl Connection {
                             self.peer
                         )));
                     }
-                    return Err(broken(&format!("waiting for {}", self.peer), &e));
+                    return Err(broken(&format!("waiting for {}", self.peer), &e, kind));
                 }
-                Err(e) => return Err(broken(&format!("reading from {}", self.peer), &e)),
+                Err(e) => return Err(broken(&format!("reading from {}", self.peer), &e, kind)),
             }
         }
     }
@@ -876,9 +952,10 @@ impl Connection {
                 let start = body.len();
                 body.resize(start + body_len, 0);
                 let peer = self.peer.clone();
+                let kind = self.stall_kind();
                 self.io
                     .read_exact(&mut body[start..])
-                    .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+                    .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
             }
             Sink::Read { out, filled } => {
                 if body_len > out.len() - *filled {
@@ -890,9 +967,10 @@ impl Connection {
                     )));
                 }
                 let peer = self.peer.clone();
+                let kind = self.stall_kind();
                 self.io
                     .read_exact(&mut out[*filled..*filled + body_len])
-                    .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+                    .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
                 *filled += body_len;
                 call.payload_bytes += body_len as u64;
             }
@@ -939,9 +1017,10 @@ impl Connection {
                         )));
                     }
                     let peer = self.peer.clone();
+                    let kind = self.stall_kind();
                     self.io
                         .read_exact(segments[i].out)
-                        .map_err(|e| broken(&format!("reading from {peer}"), &e))?;
+                        .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
                     segments[i].done = true;
                     left -= seg.len as usize;
                     call.payload_bytes += u64::from(seg.len);
@@ -962,10 +1041,50 @@ impl Connection {
     }
 
     fn read_into(&mut self, buf: &mut [u8]) -> Result<(), Fault> {
+        let kind = self.stall_kind();
         let peer = &self.peer;
         self.io
             .read_exact(buf)
-            .map_err(|e| broken(&format!("reading from {peer}"), &e))
+            .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))
+    }
+
+    /// The timeout a stall in the middle of a response (or of a write) runs into: the
+    /// connect timeout while the session is set up, else the idle timeout.
+    fn stall_kind(&self) -> TimeoutKind {
+        match self.setup_deadline {
+            Some(_) => TimeoutKind::Connect,
+            None => TimeoutKind::Idle,
+        }
+    }
+
+    /// The time left until `deadline` (of the set-up); a connect timeout when none is.
+    fn until(&self, deadline: Instant) -> Result<Duration, Fault> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Fault::TimedOut {
+                kind: TimeoutKind::Connect,
+                doing: format!("setting up the session with {}", self.peer),
+            });
+        }
+        Ok(left)
+    }
+
+    /// Sets the socket's read timeout for what comes next: a response's first byte
+    /// (`header`: the first-byte timeout) or the bytes of one that started (the idle
+    /// timeout); while the session is set up, the time left of the connect timeout.
+    fn arm(&mut self, header: bool) -> Result<(), Fault> {
+        let limit = match self.setup_deadline {
+            Some(deadline) => self.until(deadline)?,
+            None if header => self.network.first_byte_timeout,
+            None => self.network.idle_timeout,
+        };
+        if let Some(tcp) = self.io.get_ref().tcp() {
+            let _ = tcp.set_read_timeout(Some(limit.max(Duration::from_millis(1))));
+            if self.setup_deadline.is_some() {
+                let _ = tcp.set_write_timeout(Some(limit.max(Duration::from_millis(1))));
+            }
+        }
+        Ok(())
     }
 
     fn discard(&mut self, len: u32) -> Result<(), Fault> {

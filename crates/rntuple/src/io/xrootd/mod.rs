@@ -49,7 +49,12 @@ const DEFAULT_READV_SEGMENT_BYTES: u64 = 2 * 1024 * 1024 - 16;
 /// How an [`XRootDSource`] connects and retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct XRootDOptions {
-    /// Retries, backoff and timeouts.
+    /// Timeouts, retries and backoff. The connect timeout bounds the TCP connection
+    /// (per address) and the session's set-up that follows (TLS, handshake,
+    /// `kXR_protocol`, login, authentication); the first-byte timeout the wait for the
+    /// header of each response frame after a request was sent; the idle timeout every
+    /// stall within a frame and every write. A timeout breaks the connection, which is
+    /// opened again for the next attempt.
     pub retry: RetryPolicy,
     /// Connections to the server (the requests served at the same time).
     pub parallel_requests: usize,
@@ -121,7 +126,7 @@ impl XRootDSource {
         let mut settings = Settings {
             tls: parsed.tls,
             user: parsed.user.clone().unwrap_or_else(auth::login_name),
-            timeout: options.retry.timeout,
+            network: options.retry.network,
             tls_config: None,
             token: None,
         };
@@ -337,9 +342,20 @@ impl XRootDSource {
                     Err(Fault::Redirect(r)) => {
                         redirects += 1;
                         if redirects > MAX_REDIRECTS {
-                            return Err(self.sessions.failure(Fault::Violation(format!(
-                                "more than {MAX_REDIRECTS} redirects while reading"
-                            ))));
+                            // A federation may settle: start again from the URL's host.
+                            redirects = 0;
+                            redirect = None;
+                            if let Some(mut old) = slot.take() {
+                                old.close_file();
+                            }
+                            return Err(Failure::Transient {
+                                detail: format!(
+                                    "more than {MAX_REDIRECTS} redirects while reading \
+                                     (last to {}:{})",
+                                    r.host, r.port
+                                ),
+                                after: None,
+                            });
                         }
                         let detail = format!("redirected to {}:{} while reading", r.host, r.port);
                         if let Some(mut old) = slot.take() {
@@ -351,7 +367,9 @@ impl XRootDSource {
                             after: Some(Duration::ZERO),
                         })
                     }
-                    Err(fault @ (Fault::Broken(_) | Fault::Violation(_))) => {
+                    Err(
+                        fault @ (Fault::Broken(_) | Fault::TimedOut { .. } | Fault::Violation(_)),
+                    ) => {
                         *slot = None;
                         Err(self.sessions.failure(fault))
                     }
@@ -536,10 +554,11 @@ impl Sessions {
                 Err(other) => return Err(self.failure(other)),
             }
         }
-        Err(Failure::Permanent(Error::Remote {
-            what: self.name.clone(),
+        // A loop, or a federation still settling: tried again after the backoff.
+        Err(Failure::Transient {
             detail: format!("more than {MAX_REDIRECTS} redirects (last to {host}:{port})"),
-        }))
+            after: None,
+        })
     }
 
     /// What a fault means for the retry loop.
@@ -563,6 +582,7 @@ impl Sessions {
                 detail,
                 after: None,
             },
+            Fault::TimedOut { kind, doing } => Failure::TimedOut { kind, doing },
             Fault::Server(e) if e.code == error_code::NOT_FOUND => {
                 Failure::Permanent(Error::NotFound(format!(
                     "{}: no such file on the server ({})",

@@ -7,7 +7,7 @@
 use super::protocol::{request, status, ResponseHeader, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN};
 use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::Error;
-use crate::io::{ByteRange, ReadAt, RetryPolicy};
+use crate::io::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -346,13 +346,19 @@ fn pattern(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Options with `attempts` attempts, every timeout `timeout_ms`, and short backoffs.
 fn quick(attempts: u32, timeout_ms: u64) -> XRootDOptions {
+    let timeout = Duration::from_millis(timeout_ms);
     XRootDOptions {
         retry: RetryPolicy {
-            attempts,
             initial_backoff: Duration::from_millis(5),
             max_backoff: Duration::from_millis(20),
-            timeout: Duration::from_millis(timeout_ms),
+            ..RetryPolicy::new(NetworkOptions {
+                connect_timeout: timeout,
+                first_byte_timeout: timeout,
+                idle_timeout: timeout,
+                retries: attempts.saturating_sub(1),
+            })
         },
         parallel_requests: 1,
     }
