@@ -39,6 +39,9 @@ struct Faults {
     wrong_range: AtomicBool,
     /// Cut this many GET replies off after half their body (and close the connection).
     cut_bodies: AtomicUsize,
+    /// Send GET bodies paced: at most this many bytes, each this long after the one
+    /// before; the rest never (the connection is held for 3 s, then closed).
+    pace_bodies: Mutex<Option<(usize, Duration)>>,
 }
 
 struct FakeS3 {
@@ -139,6 +142,25 @@ impl FakeS3 {
             self.log.lock().unwrap().push(logged.clone());
             let cuts_before = self.faults.cut_bodies.load(Ordering::SeqCst);
             let response = self.respond(&logged);
+            let pace = *self.faults.pace_bodies.lock().unwrap();
+            if let (Some((sent, every)), "GET") = (pace, logged.method.as_str()) {
+                let body_at = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                let (head, body) = response.split_at(body_at);
+                if writer.write_all(head).is_err() {
+                    return;
+                }
+                for b in &body[..sent.min(body.len())] {
+                    std::thread::sleep(every);
+                    if writer.write_all(std::slice::from_ref(b)).is_err() {
+                        return;
+                    }
+                }
+                if sent < body.len() {
+                    std::thread::sleep(Duration::from_secs(3));
+                    return;
+                }
+                continue;
+            }
             if writer.write_all(&response).is_err() {
                 return;
             }
@@ -619,4 +641,48 @@ fn messages_are_reduced_and_scrubbed() {
         ("AWS_TOKEN".to_string(), String::new()),
     ];
     assert_eq!(secret_values(&vars), ["s1", "t1"]);
+}
+
+#[test]
+fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
+    let data = test_bytes(1000);
+    let server = FakeS3::start(data.clone());
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(100),
+        ..RetryPolicy::new(NetworkOptions {
+            connect_timeout: Duration::from_millis(500),
+            first_byte_timeout: Duration::from_millis(500),
+            idle_timeout: Duration::from_millis(500),
+            retries: 1,
+        })
+    };
+    let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
+
+    // 10 bytes of 100, then nothing.
+    *server.faults.pace_bodies.lock().unwrap() = Some((10, Duration::ZERO));
+    let start = Instant::now();
+    let err = source.read_at(100, 100).unwrap_err().to_string();
+    let took = start.elapsed();
+    println!("{err} [{took:?}]");
+    assert!(
+        took >= Duration::from_millis(1000) && took <= Duration::from_millis(2500),
+        "{took:?}"
+    );
+    assert!(
+        err.contains(
+            "GET bytes 100..200: reading the body: the answer stalled for 0.5 s (idle \
+             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over 1"
+        ),
+        "{err}"
+    );
+    assert_eq!(server.gets().len(), 2);
+
+    // 20 bytes 100 ms apart: 2 s, four times the first-byte and idle timeouts.
+    *server.faults.pace_bodies.lock().unwrap() = Some((usize::MAX, Duration::from_millis(100)));
+    let start = Instant::now();
+    assert_eq!(source.read_at(500, 20).unwrap(), data[500..520]);
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(2000), "{took:?}");
+    assert_eq!(server.gets().len(), 3);
 }

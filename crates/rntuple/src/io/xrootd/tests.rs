@@ -1290,3 +1290,145 @@ fn roots_needs_a_server_that_offers_tls() {
         other => panic!("expected Unsupported, got {other:?}"),
     }
 }
+
+/// Options with the given timeouts (ms), `retries`, and short backoffs.
+fn timeouts(connect_ms: u64, first_byte_ms: u64, idle_ms: u64, retries: u32) -> XRootDOptions {
+    XRootDOptions {
+        retry: RetryPolicy {
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(100),
+            ..RetryPolicy::new(NetworkOptions {
+                connect_timeout: Duration::from_millis(connect_ms),
+                first_byte_timeout: Duration::from_millis(first_byte_ms),
+                idle_timeout: Duration::from_millis(idle_ms),
+                retries,
+            })
+        },
+        parallel_requests: 1,
+    }
+}
+
+fn took_between(start: Instant, low_ms: u64, high_ms: u64, what: &str) {
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(low_ms) && took <= Duration::from_millis(high_ms),
+        "{what}: took {took:?}, expected {low_ms}-{high_ms} ms"
+    );
+}
+
+#[test]
+fn an_open_never_answered_runs_into_the_first_byte_timeout_then_the_retries() {
+    // The session is set up; the kXR_open is swallowed.
+    let server = FakeServer::start(Config::new(pattern(100)), |_, m| m.code == request::OPEN);
+    let start = Instant::now();
+    let err = XRootDSource::open_with(&server.url("/f.root"), timeouts(5000, 500, 5000, 1))
+        .unwrap_err()
+        .to_string();
+    println!("{err}");
+    took_between(start, 1000, 2500, &err);
+    assert!(
+        err.contains(&format!(
+            "waiting for 127.0.0.1:{}: no answer within 0.5 s (first-byte timeout, \
+             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over 1",
+            server.port
+        )),
+        "{err}"
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(server.requests(request::OPEN).len(), 2);
+}
+
+/// A hook answering every `kXR_read` with its header and the first `sent` bytes of its
+/// body, each `every` after the previous one, then nothing until 3 s passed.
+fn paced_reads(sent: usize, every: Duration) -> impl Fn(&mut Peer, &Msg) -> bool {
+    move |peer, m| {
+        if m.code != request::READ {
+            return false;
+        }
+        let (offset, len) = m.read_args();
+        let bytes = peer.file(offset, len);
+        let head = ResponseHeader {
+            stream_id: m.stream,
+            status: status::OK,
+            body_len: bytes.len() as u32,
+        };
+        let _ = peer.stream.write_all(&head.encode());
+        for b in &bytes[..sent.min(bytes.len())] {
+            std::thread::sleep(every);
+            let _ = peer.stream.write_all(std::slice::from_ref(b));
+        }
+        if sent < bytes.len() {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        true
+    }
+}
+
+#[test]
+fn a_response_that_stalls_mid_frame_runs_into_the_idle_timeout() {
+    let server = FakeServer::start(Config::new(pattern(100)), paced_reads(10, Duration::ZERO));
+    let src =
+        XRootDSource::open_with(&server.url("/f.root"), timeouts(5000, 5000, 500, 1)).unwrap();
+    let start = Instant::now();
+    let err = src.read_at(0, 50).unwrap_err().to_string();
+    println!("{err}");
+    took_between(start, 1000, 2500, &err);
+    assert!(
+        err.contains(&format!(
+            "reading from 127.0.0.1:{}: the answer stalled for 0.5 s (idle timeout, \
+             RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over 1",
+            server.port
+        )),
+        "{err}"
+    );
+    assert_eq!(server.requests(request::READ).len(), 2);
+}
+
+#[test]
+fn a_response_that_keeps_moving_never_times_out() {
+    // 20 bytes 100 ms apart: 2 s, four times the first-byte and idle timeouts.
+    let data = pattern(100);
+    let server = FakeServer::start(
+        Config::new(data.clone()),
+        paced_reads(usize::MAX, Duration::from_millis(100)),
+    );
+    let src = XRootDSource::open_with(&server.url("/f.root"), timeouts(500, 500, 500, 0)).unwrap();
+    let start = Instant::now();
+    assert_eq!(src.read_at(10, 20).unwrap(), data[10..30]);
+    took_between(start, 2000, 4000, "a dribbling read");
+    assert_eq!(server.requests(request::READ).len(), 1);
+}
+
+#[test]
+fn a_tls_handshake_that_never_ends_runs_into_the_connect_timeout() {
+    let pki = test_pki();
+    let mut config = Config::new(pattern(100));
+    config.tls = Some(pki.server.clone());
+    // kXR_gotoTLS is answered, and then the server says nothing.
+    let server = FakeServer::start(config, |peer, m| {
+        if m.code == request::PROTOCOL {
+            peer.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0xc0, 0, 0, 1]);
+            std::thread::sleep(Duration::from_secs(3));
+            return true;
+        }
+        false
+    });
+    let url = format!("roots://127.0.0.1:{}//f", server.port);
+    let start = Instant::now();
+    let err = XRootDSource::open_configured(&url, timeouts(500, 5000, 5000, 1), |s| {
+        s.tls_config = Some(pki.client.clone());
+    })
+    .unwrap_err()
+    .to_string();
+    println!("{err}");
+    took_between(start, 1000, 2500, &err);
+    assert!(
+        err.contains(&format!(
+            "TLS handshake with 127.0.0.1:{}: no connection within 0.5 s (connect timeout, \
+             RNTUPLE_CONNECT_TIMEOUT or --connect-timeout); 2 attempts",
+            server.port
+        )),
+        "{err}"
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}

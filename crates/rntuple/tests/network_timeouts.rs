@@ -1,0 +1,362 @@
+//! The timeouts and retries of `NetworkOptions` against servers on loopback that
+//! misbehave in time: one that accepts and never answers, one whose accept queue is
+//! full (connections never complete), one that stalls in the middle of a body, one that
+//! sends a body a byte at a time. Each for `http://`, `root://` and `s3://` where the
+//! fault applies; every test takes a few seconds at most.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)]
+
+use rntuple::io::{open_source_with, NetworkOptions, RetryPolicy, S3Source, SourceOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Options with the given timeouts (seconds) and retries.
+// The update stays for fields SourceOptions may gain (a cache of remote reads).
+#[allow(clippy::needless_update)]
+fn options(connect: f64, first_byte: f64, idle: f64, retries: u32) -> SourceOptions {
+    SourceOptions {
+        network: NetworkOptions {
+            connect_timeout: Duration::from_secs_f64(connect),
+            first_byte_timeout: Duration::from_secs_f64(first_byte),
+            idle_timeout: Duration::from_secs_f64(idle),
+            retries,
+        },
+        ..SourceOptions::default()
+    }
+}
+
+/// A server that accepts every connection, counts it, and never sends a byte (the
+/// connections stay open until the server is dropped).
+struct Silent {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+impl Silent {
+    fn start() -> Silent {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                counted.fetch_add(1, Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+        Silent { addr, connections }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// The error of opening `url` with `options`, and how long it took.
+fn open_error(url: &str, options: &SourceOptions) -> (String, Duration) {
+    let start = Instant::now();
+    let result = open_source_with(url, options);
+    let took = start.elapsed();
+    match result {
+        Ok(_) => panic!("{url}: opened"),
+        Err(e) => (e.to_string(), took),
+    }
+}
+
+fn assert_within(took: Duration, low: f64, high: f64, what: &str) {
+    assert!(
+        took >= Duration::from_secs_f64(low) && took <= Duration::from_secs_f64(high),
+        "{what}: took {took:?}, expected {low}-{high} s"
+    );
+}
+
+#[test]
+fn http_a_silent_server_is_given_up_after_the_first_byte_timeout_and_the_retries() {
+    let server = Silent::start();
+    let url = format!("http://{}/f.root", server.addr);
+    let (err, took) = open_error(&url, &options(10.0, 0.5, 30.0, 1));
+    println!("{err} [{took:?}]");
+    // Two waits of 0.5 s and a backoff of 0.1 s.
+    assert_within(took, 1.0, 2.5, &err);
+    assert!(
+        err.contains(&format!("remote read of {url} failed: opening: no answer within 0.5 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over 1")),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(1 retry, RNTUPLE_RETRIES or --retries)"),
+        "{err}"
+    );
+    assert_eq!(server.connections(), 2, "one connection per attempt");
+}
+
+#[test]
+fn root_a_silent_server_is_given_up_after_the_connect_timeout_and_the_retries() {
+    // XRootD's handshake is part of setting the connection up: the connect timeout.
+    let server = Silent::start();
+    let url = format!("root://{}//f.root", server.addr);
+    let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1));
+    println!("{err} [{took:?}]");
+    assert_within(took, 1.0, 2.5, &err);
+    assert!(
+        err.contains(&format!("remote read of {url} failed: handshake with {}: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout); 2 attempts over 1", server.addr)),
+        "{err}"
+    );
+    assert_eq!(server.connections(), 2, "one connection per attempt");
+}
+
+#[test]
+fn s3_a_silent_endpoint_is_given_up_after_the_first_byte_timeout_and_the_retries() {
+    let server = Silent::start();
+    let vars = vec![
+        (
+            "AWS_ENDPOINT_URL".to_string(),
+            format!("http://{}", server.addr),
+        ),
+        ("AWS_ALLOW_HTTP".to_string(), "true".to_string()),
+        ("AWS_ACCESS_KEY_ID".to_string(), "AKIDEXAMPLE".to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), "secret".to_string()),
+        ("AWS_REGION".to_string(), "us-east-1".to_string()),
+    ];
+    let policy = RetryPolicy::new(options(10.0, 0.5, 30.0, 1).network);
+    let start = Instant::now();
+    let err = S3Source::open_with("s3://bucket/f.root", vars, policy)
+        .unwrap_err()
+        .to_string();
+    let took = start.elapsed();
+    println!("{err} [{took:?}]");
+    assert_within(took, 1.0, 2.5, &err);
+    assert!(
+        err.contains("remote read of s3://bucket/f.root failed: HEAD: no answer within 0.5 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over 1"),
+        "{err}"
+    );
+    assert_eq!(server.connections(), 2, "one connection per attempt");
+}
+
+#[test]
+fn the_retries_setting_is_the_number_of_attempts_after_the_first() {
+    for retries in [0, 2] {
+        let server = Silent::start();
+        let url = format!("http://{}/f.root", server.addr);
+        let (err, took) = open_error(&url, &options(10.0, 0.2, 30.0, retries));
+        println!("{err} [{took:?}]");
+        let attempts = retries as usize + 1;
+        assert_eq!(server.connections(), attempts, "{err}");
+        let plural = if attempts == 1 { "" } else { "s" };
+        assert!(
+            err.contains(&format!("; {attempts} attempt{plural} over 0."))
+                && err.contains(&format!("({retries} retries, RNTUPLE_RETRIES")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_connection_names_the_attempts() {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // The listener is gone: connections are refused.
+    for url in [
+        format!("http://{addr}/f.root"),
+        format!("root://{addr}//f.root"),
+    ] {
+        let (err, took) = open_error(&url, &options(10.0, 30.0, 30.0, 2));
+        println!("{err} [{took:?}]");
+        // Backoffs of 0.1 and 0.2 s.
+        assert_within(took, 0.3, 2.0, &err);
+        assert!(err.to_lowercase().contains("refused"), "{err}");
+        assert!(
+            err.contains("; 3 attempts over 0.") && err.contains("(2 retries, RNTUPLE_RETRIES"),
+            "{err}"
+        );
+    }
+}
+
+/// A listener whose accept queue is full: a new connection never completes (its SYN is
+/// dropped). The runtime holds the listening socket (created with a backlog of 0).
+struct Unreachable {
+    addr: SocketAddr,
+    _queued: Vec<TcpStream>,
+    _listener: tokio::net::TcpListener,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Unreachable {
+    fn start() -> Unreachable {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _context = runtime.enter();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Fill the queue until a connection no longer completes.
+        let mut queued = Vec::new();
+        loop {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(stream) => queued.push(stream),
+                Err(_) => break,
+            }
+            assert!(queued.len() < 64, "the accept queue never filled");
+        }
+        Unreachable {
+            addr,
+            _queued: queued,
+            _listener: listener,
+            _runtime: runtime,
+        }
+    }
+}
+
+#[test]
+fn connecting_is_given_up_after_the_connect_timeout() {
+    let server = Unreachable::start();
+    for (url, doing) in [
+        (
+            format!("http://{}/f.root", server.addr),
+            "opening: connecting",
+        ),
+        (
+            format!("root://{}//f.root", server.addr),
+            &*format!("connecting to {}", server.addr),
+        ),
+    ] {
+        let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1));
+        println!("{err} [{took:?}]");
+        assert_within(took, 1.0, 2.5, &err);
+        assert!(
+            err.contains(&format!("{doing}: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout); 2 attempts")),
+            "{err}"
+        );
+    }
+    let vars = vec![
+        (
+            "AWS_ENDPOINT_URL".to_string(),
+            format!("http://{}", server.addr),
+        ),
+        ("AWS_ALLOW_HTTP".to_string(), "true".to_string()),
+        ("AWS_ACCESS_KEY_ID".to_string(), "AKIDEXAMPLE".to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), "secret".to_string()),
+    ];
+    let policy = RetryPolicy::new(options(0.5, 30.0, 30.0, 1).network);
+    let start = Instant::now();
+    let err = S3Source::open_with("s3://bucket/f.root", vars, policy)
+        .unwrap_err()
+        .to_string();
+    let took = start.elapsed();
+    println!("{err} [{took:?}]");
+    assert_within(took, 1.0, 2.5, &err);
+    assert!(
+        err.contains("HEAD: connecting: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout); 2 attempts"),
+        "{err}"
+    );
+}
+
+/// How an [`HttpServer`] sends a body.
+#[derive(Clone, Copy)]
+enum Pace {
+    /// `bytes` bytes, then nothing (the connection stays open for a while).
+    StallAfter { bytes: usize },
+    /// A byte at a time, `every` apart.
+    Dribble { every: Duration },
+}
+
+/// An HTTP/1.1 server that answers every request with the whole `data` (HTTP 200, as
+/// servers do for a small file asked for in ranges), its body sent as `pace` says.
+struct HttpServer {
+    url: String,
+    requests: Arc<Mutex<usize>>,
+}
+
+impl HttpServer {
+    fn start(data: Vec<u8>, pace: Pace) -> HttpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/f.root", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(0));
+        let counted = requests.clone();
+        let data = Arc::new(data);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (data, counted) = (data.clone(), counted.clone());
+                std::thread::spawn(move || serve_paced(stream, &data, pace, &counted));
+            }
+        });
+        HttpServer { url, requests }
+    }
+}
+
+fn serve_paced(mut stream: TcpStream, data: &[u8], pace: Pace, requests: &Mutex<usize>) {
+    let mut request = Vec::new();
+    let mut byte = [0u8; 1];
+    while !request.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).unwrap_or(0) == 0 {
+            return;
+        }
+        request.push(byte[0]);
+    }
+    *requests.lock().unwrap() += 1;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nETag: \"e1\"\r\n\r\n",
+        data.len()
+    );
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    match pace {
+        Pace::StallAfter { bytes } => {
+            let _ = stream.write_all(&data[..bytes]);
+            std::thread::sleep(Duration::from_secs(5));
+        }
+        Pace::Dribble { every } => {
+            for b in data {
+                std::thread::sleep(every);
+                if stream.write_all(&[*b]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn http_a_body_that_stalls_is_given_up_after_the_idle_timeout() {
+    let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+    let server = HttpServer::start(data, Pace::StallAfter { bytes: 700 });
+    let (err, took) = open_error(&server.url, &options(10.0, 30.0, 0.5, 1));
+    println!("{err} [{took:?}]");
+    assert_within(took, 1.0, 2.5, &err);
+    assert!(
+        err.contains("opening: reading the reply: the answer stalled for 0.5 s (idle timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over 1"),
+        "{err}"
+    );
+    assert_eq!(*server.requests.lock().unwrap(), 2);
+}
+
+#[test]
+fn http_a_body_that_keeps_moving_never_times_out() {
+    // 16 bytes 100 ms apart: 1.6 s in all, three times the first-byte and idle timeouts.
+    let data: Vec<u8> = (0..16u8).collect();
+    let server = HttpServer::start(
+        data.clone(),
+        Pace::Dribble {
+            every: Duration::from_millis(100),
+        },
+    );
+    let start = Instant::now();
+    let source = open_source_with(&server.url, &options(0.5, 0.5, 0.5, 0)).unwrap();
+    let took = start.elapsed();
+    println!("opened in {took:?}");
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert_eq!(source.size(), 16);
+    assert_eq!(source.read_at(0, 16).unwrap(), data);
+    assert_eq!(*server.requests.lock().unwrap(), 1);
+}
