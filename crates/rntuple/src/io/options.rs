@@ -186,8 +186,14 @@ static PROCESS_DEFAULT: RwLock<Option<SourceOptions>> = RwLock::new(None);
 impl SourceOptions {
     /// The options the environment sets (see [`NetworkOptions::from_env`]).
     pub fn from_env() -> Result<SourceOptions> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`SourceOptions::from_env`] over `var` instead of the environment (the command
+    /// line hides the variables its options override).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SourceOptions> {
         Ok(SourceOptions {
-            network: NetworkOptions::from_env()?,
+            network: NetworkOptions::from_vars(var)?,
         })
     }
 
