@@ -189,7 +189,8 @@ def test_stopped_server_is_a_remote_error_without_secrets(small_server: server_s
     print(f"\nstopped server: failed after {seconds:.2f} s: {err.strip()}")
     assert out.returncode != 0
     assert f"remote read of {url} failed" in err, err
-    assert "Connection refused" in err and "gave up after 5 attempts" in err, err
+    assert "Connection refused" in err and "; 4 attempts over" in err, err
+    assert "(3 retries, RNTUPLE_RETRIES or --retries)" in err, err
     assert secret not in err and token not in err and "Signature=" not in err
     assert out.stdout == b""
 

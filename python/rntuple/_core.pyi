@@ -9,7 +9,10 @@ __version__: str
 class RootFileHandle:
     """An open ROOT file: lists its RNTuples and opens them."""
 
-    def __init__(self, path: str) -> None: ...
+    def __init__(self, path: str, network: dict[str, float] | None = None) -> None:
+        """Opens the ROOT file at ``path`` (a path or URL); ``network`` sets some of the
+        options of a remote file (``connect_timeout``, ``first_byte_timeout``,
+        ``idle_timeout`` in seconds, ``retries``), the others are the environment's."""
     @property
     def name(self) -> str:
         """The file's name as given when opening."""

@@ -19,7 +19,7 @@ from typing import Any
 from ._extras import require
 from .errors import ConversionError, InvalidArgumentError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
-from .selection import check_flag, check_step_size
+from .selection import check_flag, check_network, check_step_size
 from .ttree import ConvertResult, EntryRange, convert
 
 _OPEN_LIMIT = 8
@@ -28,12 +28,15 @@ _open_lock = threading.Lock()
 _opening: dict[tuple[str, str, str], threading.Lock] = {}
 
 
-def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lock, dict[str, Any]]:
+def _cached_rntuple(
+    token: str, path: str, name: str, network: dict[str, Any] | None = None
+) -> tuple[Any, threading.Lock, dict[str, Any]]:
     """The RNTuple ``name`` of ``path`` as this process last opened it for the graph
     ``token`` (its metadata is read once per process, not per partition), a lock for
     exact metrics, and what opening it cost if this call opened it (empty otherwise).
-    The few most recently used stay open; a new graph opens its files anew (they may
-    have been rewritten)."""
+    ``network``: the keyword arguments ``timeout``, ``connect_timeout``, ``retries`` of
+    the graph (see :func:`rntuple.open`). The few most recently used stay open; a new
+    graph opens its files anew (they may have been rewritten)."""
     from .reading import ReadOnlyFile
 
     key = (token, path, name)
@@ -49,7 +52,7 @@ def _cached_rntuple(token: str, path: str, name: str) -> tuple[Any, threading.Lo
             if hit is not None:
                 _open.move_to_end(key)
                 return hit[0], hit[1], {}
-        nt = ReadOnlyFile(path)[name]
+        nt = ReadOnlyFile(path, **(network or {}))[name]
         opening = nt.metrics()  # before any other thread can use it
         with _open_lock:
             entry = _open[key] = (nt, threading.Lock())
@@ -81,10 +84,13 @@ class PartitionReader:
         fields: list[str] | None = None,
         report: bool = False,
         token: str | None = None,
+        network: dict[str, Any] | None = None,
     ) -> None:
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
+        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
+        self.network = dict(network or {})
         self.form = form
         #: the top-level fields this reader reads
         self.fields = list(selection) if fields is None else list(fields)
@@ -150,11 +156,25 @@ class PartitionReader:
         if unknown:
             raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
         fields = [f for f in self.selection if f in wanted]
-        return PartitionReader(self.selection, self.form, fields=fields, report=self.report, token=self.token)
+        return PartitionReader(
+            self.selection,
+            self.form,
+            fields=fields,
+            report=self.report,
+            token=self.token,
+            network=self.network,
+        )
 
     def __dask_tokenize__(self) -> Any:
         """A deterministic token: equal readers, equal graph keys."""
-        return ("rntuple.PartitionReader", self.token, self.selection, self.fields, self.report)
+        return (
+            "rntuple.PartitionReader",
+            self.token,
+            self.selection,
+            self.fields,
+            self.report,
+            sorted(self.network.items()),
+        )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -172,7 +192,7 @@ class PartitionReader:
             # only the number of entries is needed: no field is read
             return ak.contents.RecordArray([], [], length=stop - start)
 
-        layout, record = _read_partition(self.token, partition, self.fields, self.report, read)
+        layout, record = _read_partition(self.token, partition, self.fields, self.report, read, self.network)
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
@@ -190,16 +210,18 @@ def _read_partition(
     fields: list[str],
     report: bool,
     read: Any,
+    network: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    """``read(nt)`` on the partition's RNTuple (opened once per process and graph), and,
-    with ``report``, the one-record array of what it cost (else ``None``)."""
+    """``read(nt)`` on the partition's RNTuple (opened once per process and graph, with
+    the ``network`` options), and, with ``report``, the one-record array of what it
+    cost (else ``None``)."""
     import time
 
     import awkward as ak
 
     path, name, start, stop = partition
     began = time.perf_counter()
-    nt, lock, opening = _cached_rntuple(token, path, name)
+    nt, lock, opening = _cached_rntuple(token, path, name, network)
     with lock if report else contextlib.nullcontext():
         # (with a report, this file's reads in this process wait for each other, so the
         # difference of the counters is this partition's)
@@ -331,9 +353,12 @@ class MappedPartitionReader:
         fields: list[str] | None = None,
         report: bool = False,
         token: str | None = None,
+        network: dict[str, Any] | None = None,
     ) -> None:
         #: every top-level field the mapping may read
         self.keys = list(keys)
+        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
+        self.network = dict(network or {})
         self.form = form
         self.info = info
         #: the top-level fields this reader reads
@@ -412,12 +437,25 @@ class MappedPartitionReader:
             raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
         fields = [f for f in self.keys if f in columns]
         return MappedPartitionReader(
-            self.keys, self.form, self.info, fields=fields, report=self.report, token=self.token
+            self.keys,
+            self.form,
+            self.info,
+            fields=fields,
+            report=self.report,
+            token=self.token,
+            network=self.network,
         )
 
     def __dask_tokenize__(self) -> Any:
         """A deterministic token: equal readers, equal graph keys."""
-        return ("rntuple.MappedPartitionReader", self.token, self.keys, self.fields, self.report)
+        return (
+            "rntuple.MappedPartitionReader",
+            self.token,
+            self.keys,
+            self.fields,
+            self.report,
+            sorted(self.network.items()),
+        )
 
     def __call__(self, partition: tuple[str, str, int, int]) -> Any:
         """The partition as an array of the mapped form (and, with ``report``, what
@@ -433,7 +471,7 @@ class MappedPartitionReader:
             view = RNTupleTreeView(nt, path, name)
             return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
 
-        buffers, record = _read_partition(self.token, partition, self.fields, self.report, read)
+        buffers, record = _read_partition(self.token, partition, self.fields, self.report, read, self.network)
         container: dict[str, Any] = {}
         nplike = Numpy.instance()
         for key, dtype in self.form.expected_from_buffers(buffer_key=self.info.buffer_key).items():
@@ -458,6 +496,9 @@ def dask(
     step_size: StepSize | None = None,
     report: bool = False,
     form_mapping: Any = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    retries: int | None = None,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). By default each partition is one or more
@@ -493,9 +534,19 @@ def dask(
     decompression_executor, interpretation_executor, options)``, where ``tree`` is a
     view of the partition's RNTuple with uproot's ``arrays(keys, entry_start=,
     entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
-    ``key in tree``). Column projection reads only the fields the touched buffers need."""
+    ``key in tree``). Column projection reads only the fields the touched buffers need.
+
+    ``timeout``, ``connect_timeout`` and ``retries`` apply to remote files (see
+    :func:`rntuple.open`), here and on the workers: they travel in the graph with the
+    reader (a worker's environment variables ``RNTUPLE_*`` set what they leave out)."""
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
+    check_network(timeout, connect_timeout, retries)
+    network = {
+        k: v
+        for k, v in (("timeout", timeout), ("connect_timeout", connect_timeout), ("retries", retries))
+        if v is not None
+    }
     if step_size is not None:
         step_size = check_step_size(step_size)
 
@@ -504,7 +555,7 @@ def dask(
     selected: list[str] | None = None
     first_typenames: dict[str, str] = {}
     first_name = ""
-    for nt in open_rntuples(files):
+    for nt in open_rntuples(files, **network):
         paths = nt.resolve_fields(fields)
         if selected is None:
             selected = paths
@@ -535,9 +586,11 @@ def dask(
             )
         base_form = _documented_form(form, first_typenames, first_name)
         mapped_form, info = form_mapping(base_form)
-        reader: Any = MappedPartitionReader(list(selection), mapped_form, info, report=report)
+        reader: Any = MappedPartitionReader(
+            list(selection), mapped_form, info, report=report, network=network
+        )
     else:
-        reader = PartitionReader(selection, form, report=report)
+        reader = PartitionReader(selection, form, report=report, network=network)
     return dak.from_map(
         reader,
         partitions,

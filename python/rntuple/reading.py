@@ -31,6 +31,7 @@ from .selection import (
     check_flag,
     check_how,
     check_library,
+    check_network,
     check_step_size,
     compile_expression,
     is_glob,
@@ -874,12 +875,21 @@ class Field:
 
 class ReadOnlyFile:
     """A ROOT file opened for reading; ``f["Events"]`` or ``f["dir/Events"]`` gives an
-    :class:`RNTuple`. Use it as a context manager."""
+    :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout`` and
+    ``retries`` apply to a remote file (see :func:`open`)."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        retries: int | None = None,
+    ) -> None:
         self._path = os.fspath(path)
+        network = check_network(timeout, connect_timeout, retries)
         try:
-            self._handle: _core.RootFileHandle | None = _core.RootFileHandle(self._path)
+            self._handle: _core.RootFileHandle | None = _core.RootFileHandle(self._path, network or None)
         except NotFoundError as err:
             # Opening a file looks up no RNTuple: the core's "not found" here means the
             # bytes are not a ROOT file, a format error (and the message names the file).
@@ -938,12 +948,33 @@ def split_object_path(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def open(path: str | os.PathLike | dict[str, str]) -> ReadOnlyFile | RNTuple:
+def open(
+    path: str | os.PathLike | dict[str, str],
+    *,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    retries: int | None = None,
+) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
     ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. Many
     files (lists, glob patterns) are read with :func:`iterate`, :func:`concatenate` or
-    :func:`rntuple.dask`."""
+    :func:`rntuple.dask`.
+
+    For a remote file (``http(s)://``, ``root(s)://``, ``s3://``), every request and
+    every read of the file later on: ``timeout`` (seconds, as uproot's) is the longest
+    wait for the first byte of an answer and the longest stall within one (a transfer
+    that keeps moving never times out), ``connect_timeout`` (seconds) the longest a new
+    connection may take to set up (TCP, TLS, XRootD's login), ``retries`` how often a
+    request that failed for a reason that may pass (refused or reset connection, a
+    timeout, HTTP 5xx, 408, 429) is tried again. ``None`` leaves a setting to the
+    environment (``RNTUPLE_FIRST_BYTE_TIMEOUT`` and ``RNTUPLE_IDLE_TIMEOUT``,
+    ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``), else the defaults: 30 s, 10 s,
+    3 retries. A remote file that cannot be read in the end raises
+    :class:`~rntuple.RemoteError` (an :class:`OSError`) saying which timeout ran out,
+    the attempts made and the time they took."""
+    check_network(timeout, connect_timeout, retries)  # before anything is opened
+    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
     if isinstance(path, dict):
         if len(path) != 1:
             raise InvalidArgumentError(
@@ -955,7 +986,7 @@ def open(path: str | os.PathLike | dict[str, str]) -> ReadOnlyFile | RNTuple:
             raise InvalidArgumentError(
                 f"the RNTuple of {file_path!r} must be named by a string, not {object_path!r}"
             )
-        f = ReadOnlyFile(os.fspath(file_path))
+        f = ReadOnlyFile(os.fspath(file_path), **options)
         return f if object_path is None else f[object_path]
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidArgumentError(
@@ -969,7 +1000,7 @@ def open(path: str | os.PathLike | dict[str, str]) -> ReadOnlyFile | RNTuple:
             f"open takes one file, not the pattern {spec!r}: read many files with "
             "rntuple.iterate or rntuple.concatenate"
         )
-    f = ReadOnlyFile(file_path)
+    f = ReadOnlyFile(file_path, **options)
     if object_path is None:
         return f
     return f[object_path]
@@ -1001,10 +1032,18 @@ def _expand_files(files: Any) -> list[tuple[str, str | None]]:
     return out
 
 
-def open_rntuples(files: Any) -> Iterator[RNTuple]:
-    """Opens each RNTuple a files spec names (see :func:`iterate`)."""
+def open_rntuples(
+    files: Any,
+    *,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    retries: int | None = None,
+) -> Iterator[RNTuple]:
+    """Opens each RNTuple a files spec names (see :func:`iterate`), with the network
+    options of :func:`open`."""
+    check_network(timeout, connect_timeout, retries)
     for path, name in _expand_files(files):
-        f = ReadOnlyFile(path)
+        f = ReadOnlyFile(path, timeout=timeout, connect_timeout=connect_timeout, retries=retries)
         yield f[name] if name else RNTuple(f._file().open_rntuple(None))
 
 
@@ -1020,17 +1059,23 @@ def iterate(
     library: str = "ak",
     how: Any = None,
     decode_ahead: bool = True,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    retries: int | None = None,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
     order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
     (glob patterns allowed in the file name; the RNTuple path may be omitted when a file
     holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``.
     ``decode_ahead``: as :meth:`RNTuple.iterate` (the next batch of a file is decoded
-    while the caller works on the current one)."""
+    while the caller works on the current one). ``timeout``, ``connect_timeout`` and
+    ``retries``: for remote files, as :func:`open`."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
-    for nt in open_rntuples(files):
+    network = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
+    check_network(**network)
+    for nt in open_rntuples(files, **network):
         yield from nt.iterate(
             expressions,
             cut,
@@ -1054,15 +1099,21 @@ def concatenate(
     aliases: dict[str, str] | None = None,
     library: str = "ak",
     how: Any = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    retries: int | None = None,
 ) -> Any:
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
-    entries in file order (a pandas index counts entries over all files)."""
+    entries in file order (a pandas index counts entries over all files).
+    ``timeout``, ``connect_timeout`` and ``retries``: for remote files, as :func:`open`."""
     library = check_library(library)
     how = check_how(how, library)
+    network = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
+    check_network(**network)
     tables = []
     parts = []
     offset = 0
-    for nt in open_rntuples(files):
+    for nt in open_rntuples(files, **network):
         plan = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
         if plan.computes:
             columns, entries = plan.evaluate(nt, 0, nt.num_entries)

@@ -86,6 +86,39 @@ def check_how(how: Any, library: str) -> Any:
     raise InvalidArgumentError(f"how must be {allowed} for library={library!r}, not {_describe(how)}")
 
 
+def _check_seconds(name: str, value: Any) -> float:
+    """``value`` as a timeout in seconds: a number, more than 0 and at most a day."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidArgumentError(f"{name} must be a number of seconds or None, not {_describe(value)}")
+    seconds = float(value)
+    if not 0 < seconds <= 86400:
+        raise InvalidArgumentError(f"{name} must be more than 0 and at most 86400 seconds, not {value!r}")
+    return seconds
+
+
+def check_network(timeout: Any = None, connect_timeout: Any = None, retries: Any = None) -> dict[str, float]:
+    """The network options of a remote file as the core takes them. ``timeout``
+    (seconds) is the longest wait for the first byte of an answer and the longest stall
+    within one (the first-byte and idle timeouts), ``connect_timeout`` (seconds) the
+    longest a new connection may take to set up, ``retries`` how often a request that
+    failed for a reason that may pass is tried again. ``None`` leaves a setting to the
+    environment (``RNTUPLE_FIRST_BYTE_TIMEOUT``, ``RNTUPLE_IDLE_TIMEOUT``,
+    ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``), else the default (30 s, 30 s,
+    10 s, 3)."""
+    options: dict[str, float] = {}
+    if timeout is not None:
+        options["first_byte_timeout"] = options["idle_timeout"] = _check_seconds("timeout", timeout)
+    if connect_timeout is not None:
+        options["connect_timeout"] = _check_seconds("connect_timeout", connect_timeout)
+    if retries is not None:
+        if isinstance(retries, (bool, np.bool_)) or not isinstance(retries, (int, np.integer)) or retries < 0:
+            raise InvalidArgumentError(
+                f"retries must be a whole number (0 or more) or None, not {_describe(retries)}"
+            )
+        options["retries"] = int(retries)
+    return options
+
+
 def check_step_size(step_size: Any) -> int | str:
     """``step_size`` if it is a positive number of entries or a size string."""
     if isinstance(step_size, str):

@@ -11,8 +11,8 @@ use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::format::SchemaDescription;
-use rntuple::io::open_source;
 use rntuple::io::AtomicFile;
+use rntuple::io::{open_source_with, SourceOptions};
 use rntuple::read::{Projection, RNTupleReader, RecordPaths, StepSize};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{FillContext, ParallelWriter, SharedFile, WriteOptions};
@@ -57,6 +57,53 @@ fn to_py_err(err: Error) -> PyErr {
     })
 }
 
+/// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the
+/// network settings in `network` (seconds, and a whole number of retries) over them. An
+/// unknown name or a bad value is an invalid argument naming it.
+fn source_options(
+    network: std::collections::HashMap<String, f64>,
+) -> rntuple::Result<SourceOptions> {
+    let mut options = SourceOptions::current()?;
+    let bad = |name: &str, value: f64, expected: &str| {
+        Error::InvalidArgument(format!("{name}={value}: expected {expected}"))
+    };
+    for (name, value) in network {
+        let seconds = || {
+            if value > 0.0 && value <= 86_400.0 {
+                Ok(std::time::Duration::from_secs_f64(value))
+            } else {
+                Err(bad(
+                    &name,
+                    value,
+                    "a number of seconds, more than 0 and at most 86400",
+                ))
+            }
+        };
+        let target = &mut options.network;
+        match name.as_str() {
+            "connect_timeout" => target.connect_timeout = seconds()?,
+            "first_byte_timeout" => target.first_byte_timeout = seconds()?,
+            "idle_timeout" => target.idle_timeout = seconds()?,
+            "retries" => {
+                if !(value >= 0.0 && value <= f64::from(u32::MAX) && value.fract() == 0.0) {
+                    return Err(bad(&name, value, "a whole number of retries (0 or more)"));
+                }
+                // A whole number within u32's range (checked above).
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let retries = value as u32;
+                target.retries = retries;
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown network option {other:?}: expected connect_timeout, \
+                     first_byte_timeout, idle_timeout or retries"
+                )))
+            }
+        }
+    }
+    Ok(options)
+}
+
 /// An open ROOT file: lists its RNTuples and opens them.
 #[pyclass(module = "rntuple._core", frozen)]
 struct RootFileHandle {
@@ -65,11 +112,20 @@ struct RootFileHandle {
 
 #[pymethods]
 impl RootFileHandle {
-    /// Opens the ROOT file at `path` (a local path).
+    /// Opens the ROOT file at `path` (a path or URL). `network` sets some of the
+    /// network options of a remote file (`connect_timeout`, `first_byte_timeout`,
+    /// `idle_timeout` in seconds, `retries`); the others are the environment's
+    /// (`RNTUPLE_*`), else the defaults.
     #[new]
-    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+    #[pyo3(signature = (path, network=None))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        network: Option<std::collections::HashMap<String, f64>>,
+    ) -> PyResult<Self> {
+        let options = source_options(network.unwrap_or_default()).map_err(to_py_err)?;
         let file = py
-            .detach(|| open_source(&path).and_then(RootFile::open))
+            .detach(|| open_source_with(&path, &options).and_then(RootFile::open))
             .map_err(to_py_err)?;
         Ok(RootFileHandle { file })
     }

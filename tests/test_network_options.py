@@ -1,0 +1,284 @@
+"""Timeouts and retries of remote reads, as users set them: the command's options over
+the ``RNTUPLE_*`` environment variables over the defaults, and Python's ``timeout=``,
+``connect_timeout=`` and ``retries=`` on ``open``, ``iterate``, ``concatenate`` and
+``dask`` (carried to the workers in the graph).
+
+The server is a loopback HTTP server that serves ``examples/events.root`` whole (a small
+file: opening reads it in one request) until it is told to go silent: from then on it
+accepts connections and never answers. Every test takes a second or two.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+import rntuple
+
+EXAMPLE = REPO_ROOT / "examples" / "events.root"
+
+
+class Server:
+    """Serves ``data`` at any path (HTTP/1.1, the whole file, HTTP 200) until
+    ``silent`` is set; counts connections."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.silent = False
+        self.connections = 0
+        self._held: list[socket.socket] = []
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str = "/events.root") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            if self.silent:
+                self._held.append(conn)  # never answered, kept open
+            else:
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            request = b""
+            while not request.endswith(b"\r\n\r\n"):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                request += chunk
+            head = (
+                f"HTTP/1.1 200 OK\r\nContent-Length: {len(self.data)}\r\n"
+                'ETag: "e1"\r\nConnection: close\r\n\r\n'
+            )
+            conn.sendall(head.encode() + self.data)
+
+    def close(self) -> None:
+        self._listener.close()
+        for conn in self._held:
+            conn.close()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server(EXAMPLE.read_bytes())
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def silent(server: Server) -> Server:
+    server.silent = True
+    return server
+
+
+def timed(call: Callable[[], object]) -> tuple[BaseException, float]:
+    """The exception ``call`` raises, and the seconds until it did."""
+    start = time.perf_counter()
+    with pytest.raises(Exception) as info:
+        call()
+    return info.value, time.perf_counter() - start
+
+
+# -- Python ---------------------------------------------------------------------------
+
+
+def test_open_gives_up_on_a_silent_server_within_the_timeout(silent: Server) -> None:
+    err, took = timed(lambda: rntuple.open(silent.url(), timeout=0.5, retries=0))
+    assert isinstance(err, rntuple.RemoteError) and isinstance(err, OSError), repr(err)
+    assert 0.4 < took < 2.0, took
+    message = str(err)
+    assert "no answer within 0.5 s (first-byte timeout" in message, message
+    assert "1 attempt over 0.5 s (0 retries" in message, message
+    assert silent.connections == 1
+
+    err, took = timed(lambda: rntuple.open(silent.url() + ":Events", timeout=0.3, retries=2))
+    assert 0.9 + 0.3 < took < 3.0, took  # three waits, backoffs of 0.1 and 0.2 s
+    assert "3 attempts over 1" in str(err) and "(2 retries" in str(err), err
+    assert silent.connections == 4
+
+
+def test_iterate_and_concatenate_take_the_options(silent: Server) -> None:
+    spec = silent.url() + ":Events"
+    err, took = timed(lambda: next(rntuple.iterate(spec, ["MET_pt"], timeout=0.4, retries=0)))
+    assert isinstance(err, rntuple.RemoteError) and 0.3 < took < 2.0, (err, took)
+    assert "no answer within 0.4 s" in str(err), err
+    err, took = timed(lambda: rntuple.concatenate([spec], ["MET_pt"], timeout=0.4, retries=0))
+    assert isinstance(err, rntuple.RemoteError) and 0.3 < took < 2.0, (err, took)
+
+
+def test_the_options_travel_to_dask_workers(server: Server) -> None:
+    pytest.importorskip("dask_awkward")
+    import dask
+
+    spec = server.url() + ":Events"
+    array = rntuple.dask(spec, ["MET_pt"], timeout=0.5, retries=0)
+    (reader,) = {layer.io_func for layer in array.dask.layers.values() if hasattr(layer, "io_func")}
+    assert reader.network == {"timeout": 0.5, "retries": 0}
+    assert pickle.loads(pickle.dumps(reader)).network == reader.network
+    # The graph opened the file; the worker opens it again, and the server is silent.
+    server.silent = True
+    err, took = timed(lambda: dask.compute(array, scheduler="sync"))
+    assert isinstance(err, rntuple.RemoteError) and 0.4 < took < 2.5, (err, took)
+    assert "no answer within 0.5 s (first-byte timeout" in str(err), err
+
+
+def test_remote_reads_work_with_the_options(server: Server) -> None:
+    nt = rntuple.open(server.url() + ":Events", timeout=5, connect_timeout=2.5, retries=1)
+    local = rntuple.open(f"{EXAMPLE}:Events")
+    assert nt.num_entries == local.num_entries == 2000
+    assert nt.arrays(["MET_pt"]).MET_pt.tolist() == local.arrays(["MET_pt"]).MET_pt.tolist()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1.5}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"timeout": 90000}, "timeout"),
+        ({"timeout": "5"}, "timeout"),
+        ({"timeout": True}, "timeout"),
+        ({"connect_timeout": 0.0}, "connect_timeout"),
+        ({"connect_timeout": [1]}, "connect_timeout"),
+        ({"retries": -1}, "retries"),
+        ({"retries": 1.5}, "retries"),
+        ({"retries": False}, "retries"),
+    ],
+)
+def test_bad_arguments_name_themselves(arguments: dict[str, object], named: str) -> None:
+    # Checked before anything is opened: the file need not exist.
+    for call in (
+        lambda: rntuple.open("http://127.0.0.1:9/none.root", **arguments),
+        lambda: next(rntuple.iterate("http://127.0.0.1:9/none.root:Events", **arguments)),
+        lambda: rntuple.concatenate("http://127.0.0.1:9/none.root:Events", **arguments),
+    ):
+        with pytest.raises(rntuple.InvalidArgumentError, match=f"^{named} must be"):
+            call()
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def cli(
+    rntuple_bin: Callable[[], Path], args: list[str], env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Runs the command with ``env`` over an environment without ``RNTUPLE_*``
+    variables; its result and the seconds it took."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RNTUPLE_") or k == "RNTUPLE_BIN"}
+    start = time.perf_counter()
+    result = subprocess.run(
+        [str(rntuple_bin()), *args],
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+    return result, time.perf_counter() - start
+
+
+def test_cli_options_override_the_environment_which_overrides_the_defaults(
+    rntuple_bin: Callable[[], Path], silent: Server
+) -> None:
+    url = silent.url()
+    cases = [
+        # (options, environment, first-byte timeout in the message, attempts)
+        (["--first-byte-timeout", "0.3", "--retries", "0"], {}, "0.3 s", "1 attempt over"),
+        ([], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.4", "RNTUPLE_RETRIES": "1"}, "0.4 s", "2 attempts over"),
+        (
+            ["--first-byte-timeout", "0.3", "--retries", "0"],
+            {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.4", "RNTUPLE_RETRIES": "1"},
+            "0.3 s",
+            "1 attempt over",
+        ),
+        (["--retries", "0"], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.2"}, "0.2 s", "1 attempt over"),
+        # A bad variable that an option overrides is not read.
+        (
+            ["--first-byte-timeout", "0.2", "--retries", "0"],
+            {"RNTUPLE_RETRIES": "many"},
+            "0.2 s",
+            "1 attempt",
+        ),
+    ]
+    for options, env, timeout, attempts in cases:
+        # The options are global: before or after the command.
+        for args in ([*options, "info", url], ["info", url, *options]):
+            result, took = cli(rntuple_bin, args, env)
+            assert result.returncode == 1, (args, env, result.stderr)
+            assert (
+                f"no answer within {timeout} (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT" in result.stderr
+            ), (
+                args,
+                env,
+                result.stderr,
+            )
+            assert attempts in result.stderr, (args, env, result.stderr)
+            assert took < 5, (args, env, took)
+
+
+def test_cli_refused_connections_name_the_attempts(rntuple_bin: Callable[[], Path]) -> None:
+    # A port nobody listens on: refused at once, so the retries are what is counted.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result, _ = cli(rntuple_bin, ["info", f"root://127.0.0.1:{port}//f.root", "--retries", "2"])
+    assert result.returncode == 1
+    assert "refused" in result.stderr.lower() and "3 attempts over" in result.stderr, result.stderr
+    assert "(2 retries, RNTUPLE_RETRIES or --retries)" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--connect-timeout", "0"], {}, "--connect-timeout"),
+        (["--first-byte-timeout", "soon"], {}, "--first-byte-timeout"),
+        (["--idle-timeout", "-3"], {}, "--idle-timeout"),
+        (["--idle-timeout", "86401"], {}, "--idle-timeout"),
+        (["--retries", "-1"], {}, "--retries"),
+        (["--retries", "2.5"], {}, "--retries"),
+        ([], {"RNTUPLE_IDLE_TIMEOUT": "soon"}, "RNTUPLE_IDLE_TIMEOUT"),
+        ([], {"RNTUPLE_RETRIES": "-2"}, "RNTUPLE_RETRIES"),
+        ([], {"RNTUPLE_CONNECT_TIMEOUT": "0"}, "RNTUPLE_CONNECT_TIMEOUT"),
+    ],
+)
+def test_cli_bad_values_exit_2_naming_the_option(
+    rntuple_bin: Callable[[], Path], args: list[str], env: dict[str, str], named: str
+) -> None:
+    result, _ = cli(rntuple_bin, ["info", str(EXAMPLE), *args], env)
+    assert result.returncode == 2, (args, env, result.returncode, result.stderr)
+    assert named in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_cli_help_documents_the_options(rntuple_bin: Callable[[], Path]) -> None:
+    for args in (["--help"], ["dump", "--help"]):
+        result, _ = cli(rntuple_bin, args)
+        for option, variable, default in [
+            ("--connect-timeout <SECS>", "RNTUPLE_CONNECT_TIMEOUT", "default: 10"),
+            ("--first-byte-timeout <SECS>", "RNTUPLE_FIRST_BYTE_TIMEOUT", "default: 30"),
+            ("--idle-timeout <SECS>", "RNTUPLE_IDLE_TIMEOUT", "default: 30"),
+            ("--retries <N>", "RNTUPLE_RETRIES", "default: 3"),
+        ]:
+            assert option in result.stdout and variable in result.stdout and default in result.stdout, (
+                args,
+                option,
+            )
