@@ -11,9 +11,13 @@
 //! # Cargo features
 //!
 //! - `remote` (default): the three remote byte sources below.
-//! - `http`: `http://` and `https://` URLs (`io::HttpSource`; reqwest on rustls).
+//! - `http`: `http://` and `https://` URLs (`io::HttpSource`; reqwest on rustls, on tokio).
 //! - `xrootd`: `root://` and `roots://` URLs (`io::XRootDSource`; rustls for TLS).
-//! - `s3`: `s3://` URLs (`io::S3Source`; object_store on tokio).
+//! - `s3`: `s3://` URLs (`io::S3Source`; object_store over reqwest, on tokio).
+//!
+//! Remote sources connect, wait and retry as `io::NetworkOptions` says (connect,
+//! first-byte and idle timeouts, retries): `io::open_source_with`, or the process's
+//! `io::SourceOptions::current` (a program's defaults, else `RNTUPLE_*` variables).
 //!
 //! With `default-features = false` the library reads and writes local files and memory
 //! and pulls in none of tokio, reqwest, object_store or rustls; opening a URL whose
