@@ -228,7 +228,17 @@ def test_partition_reader_pickles_without_an_open_file(files: list[str]) -> None
     with pytest.raises(TypeError):
         pickle.dumps(rntuple.open(files[0]))
     restored = pickle.loads(pickle.dumps(reader))
-    assert set(vars(restored)) == {"selection", "form", "fields", "report", "token", "behavior", "attrs"}
+    assert set(vars(restored)) == {
+        "selection",
+        "form",
+        "fields",
+        "report",
+        "token",
+        "network",
+        "behavior",
+        "attrs",
+    }
+    assert restored.network == {}, "no network option given: the workers' environment decides"
     partition = layer.inputs[1]
     path, name, start, stop = partition
     assert Path(path).is_absolute() and name == "Events" and 0 < start < stop
