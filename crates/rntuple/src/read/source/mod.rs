@@ -178,11 +178,12 @@ impl Storage {
                 hints.bunch_bytes,
                 self.max_key_size,
                 &mut fetched,
+                &|r| self.source.cached_extent(r),
             );
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
-        plan::coalesce_fetches(&mut bunches, &hints);
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
         let bunches = Arc::new(bunches);
         let limits = prefetch::Limits {
             window: if uncached.is_some() {
@@ -395,10 +396,12 @@ impl Storage {
                     })
                     .filter(|k| plan::contiguous_page(k.len, self.max_key_size))
                     .collect();
-                plan::make_bunch(0..0, None, keys, &hints, &mut fetched)
+                plan::make_bunch(0..0, None, keys, &hints, &mut fetched, &|r| {
+                    self.source.cached_extent(r)
+                })
             })
             .collect();
-        plan::coalesce_fetches(&mut bunches, &hints);
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
         let limits = prefetch::Limits {
             window: PREFETCH_WINDOW,
             parallel: hints.parallel_requests,
