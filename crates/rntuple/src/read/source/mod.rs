@@ -175,7 +175,6 @@ impl Storage {
                 field_columns,
                 range.clone(),
                 &hints,
-                hints.bunch_bytes,
                 self.max_key_size,
                 &mut fetched,
                 &|r| self.source.cached_extent(r),

@@ -75,8 +75,8 @@ pub(crate) fn contiguous_page(len: u64, max_key_size: u64) -> bool {
 }
 
 /// Plans a read of the selected fields (`field_columns`: each field's columns) over
-/// `entries`, in bunches of about `bunch_bytes` of page bytes: consecutive small clusters
-/// with all fields go together; a cluster of at least `bunch_bytes` is split into groups
+/// `entries`, in bunches of about `hints.bunch_bytes` of page bytes: consecutive small clusters
+/// with all fields go together; a cluster of at least that is split into groups
 /// of consecutive fields instead, so the decoder can start on a cluster's first fields
 /// while the others arrive. Each bunch's pages are merged and grouped into requests as
 /// the source's `hints` say. Pages are keyed by location, so a page that several columns
@@ -88,7 +88,6 @@ pub(crate) fn plan_read(
     field_columns: &[Vec<u32>],
     entries: Range<u64>,
     hints: &ReadHints,
-    bunch_bytes: u64,
     max_key_size: u64,
     fetched: &mut HashSet<PageKey>,
     cached: &Extents<'_>,
@@ -123,7 +122,7 @@ pub(crate) fn plan_read(
             })
             .collect();
         let cluster_bytes: u64 = per_field.iter().map(|(_, b)| b).sum();
-        if cluster_bytes >= bunch_bytes {
+        if cluster_bytes >= hints.bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
                 bunches.push(make_bunch(r, None, pages, hints, fetched, cached));
             }
@@ -134,7 +133,7 @@ pub(crate) fn plan_read(
                 group.push(i);
                 pages.extend(field_pages);
                 bytes += field_bytes;
-                if bytes >= bunch_bytes {
+                if bytes >= hints.bunch_bytes {
                     let fields = Some(std::mem::take(&mut group));
                     bunches.push(make_bunch(
                         range.clone(),
@@ -165,7 +164,7 @@ pub(crate) fn plan_read(
             pages.extend(field_pages);
             *bytes += field_bytes;
         }
-        if *bytes >= bunch_bytes {
+        if *bytes >= hints.bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
                 bunches.push(make_bunch(r, None, pages, hints, fetched, cached));
             }
