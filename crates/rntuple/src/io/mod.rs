@@ -62,6 +62,8 @@ pub struct IoMetrics {
     ranges: AtomicU64,
     bytes_read: AtomicU64,
     wait_nanos: AtomicU64,
+    /// The shortest call plus one (0: none yet), an estimate of the round-trip time.
+    shortest_plus_one: AtomicU64,
 }
 
 /// A copy of the counters of an [`IoMetrics`] at one moment.
@@ -77,6 +79,9 @@ pub struct IoMetricsSnapshot {
     pub bytes_read: u64,
     /// Wall time spent waiting for the source, in nanoseconds.
     pub wait_nanos: u64,
+    /// The shortest call, in nanoseconds (0 before any): about one round trip for a
+    /// remote source, whose small requests (opening) take little more than one.
+    pub shortest_nanos: u64,
 }
 
 impl IoMetrics {
@@ -90,6 +95,12 @@ impl IoMetrics {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
+        let plus_one = nanos.saturating_add(1);
+        let _ = self
+            .shortest_plus_one
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                (old == 0 || plus_one < old).then_some(plus_one)
+            });
     }
 
     /// The counters now.
@@ -100,6 +111,10 @@ impl IoMetrics {
             ranges: self.ranges.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             wait_nanos: self.wait_nanos.load(Ordering::Relaxed),
+            shortest_nanos: self
+                .shortest_plus_one
+                .load(Ordering::Relaxed)
+                .saturating_sub(1),
         }
     }
 }
