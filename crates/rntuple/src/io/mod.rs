@@ -12,6 +12,7 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
+pub(crate) mod cache;
 mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
@@ -24,6 +25,10 @@ mod spare;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
+pub use cache::{
+    parse_byte_size, CacheConfig, CacheValidate, CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE,
+    CACHE_VALIDATE_VARIABLE,
+};
 pub use edges::EdgeCached;
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
