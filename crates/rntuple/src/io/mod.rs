@@ -26,8 +26,9 @@ mod spare;
 pub(crate) mod xrootd;
 
 pub use cache::{
-    parse_byte_size, CacheConfig, CacheValidate, CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE,
-    CACHE_VALIDATE_VARIABLE,
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, CacheConfig,
+    CacheReport, CacheStats, CacheValidate, EntryReport, PurgeReport, VerifyReport,
+    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
 };
 pub use edges::EdgeCached;
 #[cfg(feature = "http")]
