@@ -203,6 +203,9 @@ enum Command {
         #[arg(long)]
         attributes: Option<String>,
     },
+    /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
+    /// ls, verify [--repair], clear, purge [--target SIZE].
+    Cache(cache::Job),
 }
 
 /// Parses `START:STOP` against `n` entries.
@@ -302,6 +305,7 @@ impl ReadBenchReport {
     }
 }
 
+mod cache;
 mod convert;
 mod inspect;
 mod merge;
@@ -482,6 +486,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             bar.finish_and_clear();
         }
         Command::Merge(job) => merge::run(job, &mut out)?,
+        Command::Cache(job) => cache::run(job, &mut out)?,
         Command::Convert {
             input,
             output,
