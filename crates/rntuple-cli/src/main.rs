@@ -23,6 +23,59 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// How every command opens remote files: the cache of remote reads.
+#[derive(clap::Args)]
+struct SourceArgs {
+    /// Cache remote reads in this directory, shared by every process that names it
+    /// (default: $RNTUPLE_CACHE_DIR; none without either). `rntuple cache` manages it.
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+    /// When a cached file is checked against its origin: open (one small request per
+    /// file opened, the default) or never (no request for cached data)
+    /// (default: $RNTUPLE_CACHE_VALIDATE, else open).
+    #[arg(long, global = true, value_name = "WHEN")]
+    cache_validate: Option<String>,
+    /// The most bytes the cache may hold; least recently used data goes first: bytes
+    /// or a number with a unit (500 MB, 2GiB, 10G) (default: $RNTUPLE_CACHE_MAX_BYTES,
+    /// else no limit).
+    #[arg(long, global = true, value_name = "SIZE")]
+    cache_max_bytes: Option<String>,
+}
+
+impl SourceArgs {
+    /// The environment's source options with these options over them.
+    fn options(&self) -> Result<rntuple::io::SourceOptions, Failure> {
+        use rntuple::io::{CacheConfig, SourceOptions};
+        let mut options = SourceOptions::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+        let usage = |flag: &str, e: rntuple::Error| {
+            Failure::Usage(format!(
+                "--{flag}: {}",
+                e.to_string().replace("invalid argument: ", "")
+            ))
+        };
+        if let Some(dir) = &self.cache_dir {
+            options.cache =
+                Some(CacheConfig::from_env_in(dir).map_err(|e| Failure::Usage(e.to_string()))?);
+        }
+        if let Some(when) = &self.cache_validate {
+            let validate = when.parse().map_err(|e| usage("cache-validate", e))?;
+            if let Some(config) = options.cache.as_mut() {
+                config.validate = validate;
+            }
+        }
+        if let Some(size) = &self.cache_max_bytes {
+            let bytes =
+                rntuple::io::parse_byte_size(size).map_err(|e| usage("cache-max-bytes", e))?;
+            if let Some(config) = options.cache.as_mut() {
+                config.max_bytes = Some(bytes);
+            }
+        }
+        Ok(options)
+    }
 }
 
 #[derive(Subcommand)]
@@ -203,6 +256,9 @@ enum Command {
         #[arg(long)]
         attributes: Option<String>,
     },
+    /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
+    /// ls, verify [--repair], clear, purge [--target SIZE].
+    Cache(cache::Job),
 }
 
 /// Parses `START:STOP` against `n` entries.
@@ -302,6 +358,7 @@ impl ReadBenchReport {
     }
 }
 
+mod cache;
 mod convert;
 mod inspect;
 mod merge;
@@ -326,6 +383,10 @@ impl From<std::io::Error> for Failure {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
+    // Every file the command opens (paths and URLs, inputs of merge and verify
+    // included) is opened with these options.
+    rntuple::io::SourceOptions::set_process_default(cli.source.options()?);
+    let cache_dir = cli.source.cache_dir.clone();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
@@ -482,6 +543,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             bar.finish_and_clear();
         }
         Command::Merge(job) => merge::run(job, &mut out)?,
+        Command::Cache(job) => cache::run(job, cache_dir, &mut out)?,
         Command::Convert {
             input,
             output,

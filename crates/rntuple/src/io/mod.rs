@@ -12,6 +12,8 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
+pub(crate) mod cache;
+mod cached;
 mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
@@ -25,6 +27,12 @@ mod spare;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
+pub use cache::{
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, CacheConfig,
+    CacheReport, CacheStats, CacheValidate, EntryReport, PurgeReport, VerifyReport,
+    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
+};
+pub use cached::CachedSource;
 pub use edges::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
@@ -342,6 +350,9 @@ pub fn open_source(location: &str) -> Result<Source> {
 pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Source> {
     if url_scheme(location).is_none_or(|scheme| scheme == "file") {
         return open_raw_source_with(location, options);
+    }
+    if let Some(cache) = &options.cache {
+        return cached::open_cached(location, options, cache);
     }
     let (source, edges) = open_with_edges(location, options, edges::HEAD_BYTES, edges::TAIL_BYTES)?;
     Ok(Arc::new(EdgeCached::with_edges(source, edges)))
