@@ -28,6 +28,8 @@ struct Cli {
     command: Command,
     #[command(flatten)]
     network: NetworkArgs,
+    #[command(flatten)]
+    source: SourceArgs,
 }
 
 /// How remote files (http(s)://, root(s)://, s3://) are read: timeouts and retries.
@@ -121,6 +123,57 @@ impl NetworkArgs {
         }
         if let Some(n) = self.retries {
             network.retries = n;
+        }
+        Ok(options)
+    }
+}
+
+/// How every command opens remote files: the cache of remote reads.
+#[derive(clap::Args)]
+struct SourceArgs {
+    /// Cache remote reads in this directory, shared by every process that names it
+    /// (default: $RNTUPLE_CACHE_DIR; none without either). `rntuple cache` manages it.
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+    /// When a cached file is checked against its origin: open (one small request per
+    /// file opened, the default) or never (no request for cached data)
+    /// (default: $RNTUPLE_CACHE_VALIDATE, else open).
+    #[arg(long, global = true, value_name = "WHEN")]
+    cache_validate: Option<String>,
+    /// The most bytes the cache may hold; least recently used data goes first: bytes
+    /// or a number with a unit (500 MB, 2GiB, 10G) (default: $RNTUPLE_CACHE_MAX_BYTES,
+    /// else no limit).
+    #[arg(long, global = true, value_name = "SIZE")]
+    cache_max_bytes: Option<String>,
+}
+
+impl SourceArgs {
+    /// `options` (the environment's, with the network options over them) with these
+    /// options over its cache settings.
+    fn apply(&self, mut options: SourceOptions) -> Result<SourceOptions, Failure> {
+        use rntuple::io::CacheConfig;
+        let usage = |flag: &str, e: rntuple::Error| {
+            Failure::Usage(format!(
+                "--{flag}: {}",
+                e.to_string().replace("invalid argument: ", "")
+            ))
+        };
+        if let Some(dir) = &self.cache_dir {
+            options.cache =
+                Some(CacheConfig::from_env_in(dir).map_err(|e| Failure::Usage(e.to_string()))?);
+        }
+        if let Some(when) = &self.cache_validate {
+            let validate = when.parse().map_err(|e| usage("cache-validate", e))?;
+            if let Some(config) = options.cache.as_mut() {
+                config.validate = validate;
+            }
+        }
+        if let Some(size) = &self.cache_max_bytes {
+            let bytes =
+                rntuple::io::parse_byte_size(size).map_err(|e| usage("cache-max-bytes", e))?;
+            if let Some(config) = options.cache.as_mut() {
+                config.max_bytes = Some(bytes);
+            }
         }
         Ok(options)
     }
@@ -304,6 +357,9 @@ enum Command {
         #[arg(long)]
         attributes: Option<String>,
     },
+    /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
+    /// ls, verify [--repair], clear, purge [--target SIZE].
+    Cache(cache::Job),
 }
 
 /// Parses `START:STOP` against `n` entries.
@@ -403,6 +459,7 @@ impl ReadBenchReport {
     }
 }
 
+mod cache;
 mod convert;
 mod inspect;
 mod merge;
@@ -427,7 +484,11 @@ impl From<std::io::Error> for Failure {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
-    SourceOptions::set_process_default(cli.network.source_options()?);
+    // Every file the command opens (paths and URLs, inputs of merge and verify
+    // included) is opened with these options.
+    let options = cli.source.apply(cli.network.source_options()?)?;
+    SourceOptions::set_process_default(options);
+    let cache_dir = cli.source.cache_dir.clone();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
@@ -584,6 +645,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             bar.finish_and_clear();
         }
         Command::Merge(job) => merge::run(job, &mut out)?,
+        Command::Cache(job) => cache::run(job, cache_dir, &mut out)?,
         Command::Convert {
             input,
             output,

@@ -16,18 +16,21 @@ pub(super) const HEAD_BYTES: u64 = 64 << 10;
 /// footer, often the page lists).
 pub(super) const TAIL_BYTES: u64 = 128 << 10;
 
-/// A source whose first and last bytes are kept in memory; other reads go through.
-pub struct EdgeCached {
-    inner: Source,
-    head: Vec<u8>,
-    tail_offset: u64,
-    tail: Vec<u8>,
+/// A file's first and last bytes, read when it was opened.
+#[derive(Debug, Default, Clone)]
+pub struct Edges {
+    /// The first bytes.
+    pub head: Vec<u8>,
+    /// Where `tail` starts in the file.
+    pub tail_offset: u64,
+    /// The last bytes.
+    pub tail: Vec<u8>,
 }
 
-impl EdgeCached {
-    /// Reads the first `head` and last `tail` bytes of `inner` (one vectored read).
-    pub fn new(inner: Source, head: u64, tail: u64) -> Result<EdgeCached> {
-        let size = inner.size();
+impl Edges {
+    /// Reads the first `head` and last `tail` bytes of `source` (one vectored read).
+    pub fn read(source: &dyn ReadAt, head: u64, tail: u64) -> Result<Edges> {
+        let size = source.size();
         let head_len = head.min(size);
         let tail_offset = size.saturating_sub(tail).max(head_len);
         let mut ranges = vec![ByteRange {
@@ -40,30 +43,18 @@ impl EdgeCached {
                 len: size - tail_offset,
             });
         }
-        let mut parts = inner.read_ranges(&ranges)?.into_iter();
+        let mut parts = source.read_ranges(&ranges)?.into_iter();
         let head = parts.next().unwrap_or_default();
         let tail = parts.next().unwrap_or_default();
-        Ok(EdgeCached {
-            inner,
+        Ok(Edges {
             head,
             tail_offset,
             tail,
         })
     }
 
-    /// Keeps `head` (the first bytes of `inner`) and `tail` (its bytes from
-    /// `tail_offset`), read when `inner` was opened.
-    pub fn from_parts(inner: Source, head: Vec<u8>, tail_offset: u64, tail: Vec<u8>) -> Self {
-        EdgeCached {
-            inner,
-            head,
-            tail_offset,
-            tail,
-        }
-    }
-
     /// The bytes `offset..offset + len` if they are all kept.
-    fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
+    pub fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
         let end = offset.checked_add(len)?;
         if end <= self.head.len() as u64 {
             let (start, end) = (usize::try_from(offset).ok()?, usize::try_from(end).ok()?);
@@ -76,6 +67,30 @@ impl EdgeCached {
                 .get(at..at.checked_add(usize::try_from(len).ok()?)?);
         }
         None
+    }
+}
+
+/// A source whose first and last bytes are kept in memory; other reads go through.
+pub struct EdgeCached {
+    inner: Source,
+    edges: Edges,
+}
+
+impl EdgeCached {
+    /// Reads the first `head` and last `tail` bytes of `inner` (one vectored read).
+    pub fn new(inner: Source, head: u64, tail: u64) -> Result<EdgeCached> {
+        let edges = Edges::read(inner.as_ref(), head, tail)?;
+        Ok(EdgeCached { inner, edges })
+    }
+
+    /// Keeps `edges` of `inner`, read when it was opened.
+    pub fn with_edges(inner: Source, edges: Edges) -> Self {
+        EdgeCached { inner, edges }
+    }
+
+    /// The bytes `offset..offset + len` if they are all kept.
+    fn kept(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        self.edges.kept(offset, len)
     }
 }
 
@@ -121,6 +136,10 @@ impl ReadAt for EdgeCached {
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.inner.metrics()
+    }
+
+    fn validators(&self) -> super::Validators {
+        self.inner.validators()
     }
 
     fn recycle(&self, buffer: Vec<u8>) {

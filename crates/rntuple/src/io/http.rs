@@ -28,7 +28,7 @@ use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects
 use super::retry::Failure;
 use super::spare::SpareBuffers;
 use super::{
-    redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
+    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
     TimeoutKind,
 };
 use crate::error::{to_usize, Error, Result};
@@ -460,17 +460,6 @@ struct Probe {
     data: Vec<u8>,
     etag: Option<String>,
     last_modified: Option<String>,
-}
-
-/// A file's first and last bytes, read when it was opened.
-#[derive(Debug, Default)]
-pub struct Edges {
-    /// The first bytes.
-    pub head: Vec<u8>,
-    /// Where `tail` starts in the file.
-    pub tail_offset: u64,
-    /// The last bytes.
-    pub tail: Vec<u8>,
 }
 
 impl HttpSource {
@@ -1383,6 +1372,13 @@ impl ReadAt for HttpSource {
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
+    }
+
+    fn validators(&self) -> super::Validators {
+        super::Validators {
+            etag: self.etag.clone(),
+            last_modified: self.last_modified.clone(),
+        }
     }
 
     fn recycle(&self, buffer: Vec<u8>) {

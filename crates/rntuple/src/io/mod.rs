@@ -12,6 +12,8 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
+pub(crate) mod cache;
+mod cached;
 mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
@@ -27,7 +29,13 @@ mod spare;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
-pub use edges::EdgeCached;
+pub use cache::{
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, CacheConfig,
+    CacheReport, CacheStats, CacheValidate, EntryReport, PurgeReport, VerifyReport,
+    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
+};
+pub use cached::CachedSource;
+pub use edges::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
@@ -64,6 +72,8 @@ pub struct IoMetrics {
     ranges: AtomicU64,
     bytes_read: AtomicU64,
     wait_nanos: AtomicU64,
+    /// The shortest call plus one (0: none yet), an estimate of the round-trip time.
+    shortest_plus_one: AtomicU64,
 }
 
 /// A copy of the counters of an [`IoMetrics`] at one moment.
@@ -79,6 +89,9 @@ pub struct IoMetricsSnapshot {
     pub bytes_read: u64,
     /// Wall time spent waiting for the source, in nanoseconds.
     pub wait_nanos: u64,
+    /// The shortest call, in nanoseconds (0 before any): about one round trip for a
+    /// remote source, whose small requests (opening) take little more than one.
+    pub shortest_nanos: u64,
 }
 
 impl IoMetrics {
@@ -92,6 +105,12 @@ impl IoMetrics {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
+        let plus_one = nanos.saturating_add(1);
+        let _ = self
+            .shortest_plus_one
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                (old == 0 || plus_one < old).then_some(plus_one)
+            });
     }
 
     /// The counters now.
@@ -102,6 +121,10 @@ impl IoMetrics {
             ranges: self.ranges.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             wait_nanos: self.wait_nanos.load(Ordering::Relaxed),
+            shortest_nanos: self
+                .shortest_plus_one
+                .load(Ordering::Relaxed)
+                .saturating_sub(1),
         }
     }
 }
@@ -193,6 +216,17 @@ impl RangeBuffer {
     }
 }
 
+/// What a server says identifies the version of a file it serves: a file replaced on
+/// the server gets other validators (when the server notices: same-size rewrites within
+/// a second keep nginx's ETag and Last-Modified).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    /// The HTTP or S3 `ETag`.
+    pub etag: Option<String>,
+    /// The HTTP `Last-Modified` date.
+    pub last_modified: Option<String>,
+}
+
 /// A random-access source of bytes: a local file, HTTP(S), XRootD or S3.
 pub trait ReadAt: Send + Sync {
     /// A name for messages: the path or URL.
@@ -231,6 +265,17 @@ pub trait ReadAt: Send + Sync {
     }
     /// The counters of this source.
     fn metrics(&self) -> IoMetricsSnapshot;
+    /// The server's validators of the file (none for a local file).
+    fn validators(&self) -> Validators {
+        Validators::default()
+    }
+    /// The cached extent that holds all of `range`, when this source keeps a local copy
+    /// of some of its bytes (a cache of remote reads): the read planner then reads cached
+    /// pages by extent and merges only the others into requests.
+    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
+        let _ = range;
+        None
+    }
     /// How reads from this source should be shaped.
     fn hints(&self) -> ReadHints {
         ReadHints::LOCAL
@@ -305,35 +350,38 @@ pub fn open_source(location: &str) -> Result<Source> {
 
 /// [`open_source`] with `options`.
 pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Source> {
+    if url_scheme(location).is_none_or(|scheme| scheme == "file") {
+        return open_raw_source_with(location, options);
+    }
+    if let Some(cache) = &options.cache {
+        return cached::open_cached(location, options, cache);
+    }
+    let (source, edges) = open_with_edges(location, options, edges::HEAD_BYTES, edges::TAIL_BYTES)?;
+    Ok(Arc::new(EdgeCached::with_edges(source, edges)))
+}
+
+/// Opens the remote file at `location` and reads its first `head` and last `tail`
+/// bytes, in as few requests as its protocol allows: one over HTTP (a multi-range
+/// request that also tells the size and validators), the open and one vectored read
+/// over XRootD, and concurrent ranged reads over S3.
+pub fn open_with_edges(
+    location: &str,
+    options: &SourceOptions,
+    head: u64,
+    tail: u64,
+) -> Result<(Source, Edges)> {
     #[cfg(feature = "http")]
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
-        // Over HTTP the size and the two ends come in one request.
         let http = http::HttpOptions {
             retry: RetryPolicy::new(options.network),
             ..http::HttpOptions::from_env()?
         };
-        let (source, ends) = http::HttpSource::open_with_edges_using(
-            location,
-            http,
-            edges::HEAD_BYTES,
-            edges::TAIL_BYTES,
-        )?;
-        return Ok(Arc::new(EdgeCached::from_parts(
-            Arc::new(source),
-            ends.head,
-            ends.tail_offset,
-            ends.tail,
-        )));
+        let (source, edges) = http::HttpSource::open_with_edges_using(location, http, head, tail)?;
+        return Ok((Arc::new(source), edges));
     }
     let source = open_raw_source_with(location, options)?;
-    if source.hints().remote {
-        return Ok(Arc::new(EdgeCached::new(
-            source,
-            edges::HEAD_BYTES,
-            edges::TAIL_BYTES,
-        )?));
-    }
-    Ok(source)
+    let edges = Edges::read(source.as_ref(), head, tail)?;
+    Ok((source, edges))
 }
 
 /// [`open_source`] without reading anything up front.

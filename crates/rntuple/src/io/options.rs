@@ -1,6 +1,7 @@
 //! How byte sources are opened: the network settings of remote sources (timeouts,
 //! retries), from the environment, a program's defaults or a caller's options.
 
+use super::cache::CacheConfig;
 use crate::error::{Error, Result};
 use std::sync::RwLock;
 use std::time::Duration;
@@ -178,22 +179,27 @@ pub fn parse_seconds(text: &str, what: &str) -> Result<Duration> {
 pub struct SourceOptions {
     /// Timeouts and retries of remote sources.
     pub network: NetworkOptions,
+    /// The cache of remote reads on local disk (`None`: none).
+    pub cache: Option<CacheConfig>,
 }
 
 /// Options a program set for every source it opens without options of its own.
 static PROCESS_DEFAULT: RwLock<Option<SourceOptions>> = RwLock::new(None);
 
 impl SourceOptions {
-    /// The options the environment sets (see [`NetworkOptions::from_env`]).
+    /// The options the environment sets (see [`NetworkOptions::from_env`] and
+    /// [`CacheConfig::from_env`]).
     pub fn from_env() -> Result<SourceOptions> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    /// [`SourceOptions::from_env`] over `var` instead of the environment (the command
-    /// line hides the variables its options override).
+    /// [`SourceOptions::from_env`] with the network settings read through `var` instead
+    /// of the environment (the command line hides the variables its options override).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SourceOptions> {
         Ok(SourceOptions {
             network: NetworkOptions::from_vars(var)?,
+            // The cache's settings come from the environment itself.
+            cache: CacheConfig::from_env()?,
         })
     }
 

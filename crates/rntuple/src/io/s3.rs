@@ -290,6 +290,13 @@ impl ReadAt for S3Source {
         self.shared.metrics.snapshot()
     }
 
+    fn validators(&self) -> super::Validators {
+        super::Validators {
+            etag: self.shared.etag.clone(),
+            last_modified: None,
+        }
+    }
+
     fn hints(&self) -> ReadHints {
         S3_HINTS
     }

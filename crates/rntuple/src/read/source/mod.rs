@@ -18,7 +18,9 @@ use crate::format::{
     stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer, Header, PageInfo,
     PageList,
 };
-use crate::io::{open_source, open_source_with, IoMetricsSnapshot, Source, SourceOptions};
+use crate::io::{
+    open_source, open_source_with, IoMetricsSnapshot, ReadHints, Source, SourceOptions,
+};
 use crate::schema::Descriptor;
 use plan::Bunch;
 use rayon::prelude::*;
@@ -31,6 +33,11 @@ pub(crate) use prefetch::PageBytes;
 
 /// Bunches a planned read fetches ahead of the one being decoded.
 const PREFETCH_WINDOW: usize = 3;
+
+/// The most page bytes a planned read fetches ahead of the decoder, when the link's
+/// bandwidth times its round-trip time asks for more than [`PREFETCH_WINDOW`] bunches
+/// (130 ms at 1 GB/s: 260 MB in flight to keep the link busy).
+const MAX_READ_AHEAD_BYTES: u64 = 512 << 20;
 
 /// Bunches a local read past the page cache fetches ahead (512 MiB of 32 MiB bunches).
 /// The disk costs no round trip, but it delivers less than the decoder takes (direct
@@ -175,21 +182,24 @@ impl Storage {
                 field_columns,
                 range.clone(),
                 &hints,
-                hints.bunch_bytes,
                 self.max_key_size,
                 &mut fetched,
+                &|r| self.source.cached_extent(r),
             );
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
-        plan::coalesce_fetches(&mut bunches, &hints);
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
         let bunches = Arc::new(bunches);
+        let window = if uncached.is_some() {
+            UNCACHED_WINDOW
+        } else {
+            PREFETCH_WINDOW
+        };
         let limits = prefetch::Limits {
-            window: if uncached.is_some() {
-                UNCACHED_WINDOW
-            } else {
-                PREFETCH_WINDOW
-            },
+            window,
+            max_window: self.max_window(&hints).max(window),
+            round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
             uncached: uncached.is_some(),
@@ -205,6 +215,16 @@ impl Storage {
             range_of,
             pages: Box::new(prefetch::PrefetchedPages::new(prefetcher, direct)),
         }
+    }
+
+    /// The most bunches a planned read fetches ahead: [`MAX_READ_AHEAD_BYTES`] of them.
+    fn max_window(&self, hints: &ReadHints) -> usize {
+        usize::try_from(MAX_READ_AHEAD_BYTES / hints.bunch_bytes.max(1)).unwrap_or(usize::MAX)
+    }
+
+    /// The source's round-trip time, as its shortest request took (zero: unknown).
+    fn round_trip(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.source.metrics().shortest_nanos)
     }
 
     /// Wraps an error with the file and the RNTuple (at `path`) it was found in.
@@ -395,12 +415,16 @@ impl Storage {
                     })
                     .filter(|k| plan::contiguous_page(k.len, self.max_key_size))
                     .collect();
-                plan::make_bunch(0..0, None, keys, &hints, &mut fetched)
+                plan::make_bunch(0..0, None, keys, &hints, &mut fetched, &|r| {
+                    self.source.cached_extent(r)
+                })
             })
             .collect();
-        plan::coalesce_fetches(&mut bunches, &hints);
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
         let limits = prefetch::Limits {
             window: PREFETCH_WINDOW,
+            max_window: self.max_window(&hints).max(PREFETCH_WINDOW),
+            round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
             uncached: false,

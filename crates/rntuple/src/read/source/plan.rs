@@ -75,8 +75,8 @@ pub(crate) fn contiguous_page(len: u64, max_key_size: u64) -> bool {
 }
 
 /// Plans a read of the selected fields (`field_columns`: each field's columns) over
-/// `entries`, in bunches of about `bunch_bytes` of page bytes: consecutive small clusters
-/// with all fields go together; a cluster of at least `bunch_bytes` is split into groups
+/// `entries`, in bunches of about `hints.bunch_bytes` of page bytes: consecutive small clusters
+/// with all fields go together; a cluster of at least that is split into groups
 /// of consecutive fields instead, so the decoder can start on a cluster's first fields
 /// while the others arrive. Each bunch's pages are merged and grouped into requests as
 /// the source's `hints` say. Pages are keyed by location, so a page that several columns
@@ -88,9 +88,9 @@ pub(crate) fn plan_read(
     field_columns: &[Vec<u32>],
     entries: Range<u64>,
     hints: &ReadHints,
-    bunch_bytes: u64,
     max_key_size: u64,
     fetched: &mut HashSet<PageKey>,
+    cached: &Extents<'_>,
 ) -> Vec<Bunch> {
     let mut bunches = Vec::new();
     // Small clusters waiting to make a bunch: their entries and pages.
@@ -122,9 +122,9 @@ pub(crate) fn plan_read(
             })
             .collect();
         let cluster_bytes: u64 = per_field.iter().map(|(_, b)| b).sum();
-        if cluster_bytes >= bunch_bytes {
+        if cluster_bytes >= hints.bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
-                bunches.push(make_bunch(r, None, pages, hints, fetched));
+                bunches.push(make_bunch(r, None, pages, hints, fetched, cached));
             }
             let mut group: Vec<usize> = Vec::new();
             let mut pages: Vec<PageKey> = Vec::new();
@@ -133,7 +133,7 @@ pub(crate) fn plan_read(
                 group.push(i);
                 pages.extend(field_pages);
                 bytes += field_bytes;
-                if bytes >= bunch_bytes {
+                if bytes >= hints.bunch_bytes {
                     let fields = Some(std::mem::take(&mut group));
                     bunches.push(make_bunch(
                         range.clone(),
@@ -141,12 +141,20 @@ pub(crate) fn plan_read(
                         std::mem::take(&mut pages),
                         hints,
                         fetched,
+                        cached,
                     ));
                     bytes = 0;
                 }
             }
             if !group.is_empty() {
-                bunches.push(make_bunch(range, Some(group), pages, hints, fetched));
+                bunches.push(make_bunch(
+                    range,
+                    Some(group),
+                    pages,
+                    hints,
+                    fetched,
+                    cached,
+                ));
             }
             continue;
         }
@@ -156,14 +164,14 @@ pub(crate) fn plan_read(
             pages.extend(field_pages);
             *bytes += field_bytes;
         }
-        if *bytes >= bunch_bytes {
+        if *bytes >= hints.bunch_bytes {
             if let Some((r, pages, _)) = pending.take() {
-                bunches.push(make_bunch(r, None, pages, hints, fetched));
+                bunches.push(make_bunch(r, None, pages, hints, fetched, cached));
             }
         }
     }
     if let Some((r, pages, _)) = pending {
-        bunches.push(make_bunch(r, None, pages, hints, fetched));
+        bunches.push(make_bunch(r, None, pages, hints, fetched, cached));
     }
     bunches
 }
@@ -177,13 +185,14 @@ pub(crate) fn make_bunch(
     mut pages: Vec<PageKey>,
     hints: &ReadHints,
     fetched: &mut HashSet<PageKey>,
+    cached: &Extents<'_>,
 ) -> Bunch {
     pages.sort_unstable();
     pages.dedup();
     let (reused, new): (Vec<PageKey>, Vec<PageKey>) =
         pages.into_iter().partition(|p| fetched.contains(p));
     fetched.extend(new.iter().copied());
-    let ranges = merge_pages(&new, hints);
+    let ranges = merge_around_cache(&new, hints, cached);
     Bunch {
         entries,
         fields,
@@ -199,7 +208,7 @@ pub(crate) fn make_bunch(
 /// all (merged and grouped anew, as one bunch's are) and the others list them as reused:
 /// decoding still goes bunch by bunch, and memory holds at most about one bunch's bytes
 /// more.
-pub(crate) fn coalesce_fetches(bunches: &mut [Bunch], hints: &ReadHints) {
+pub(crate) fn coalesce_fetches(bunches: &mut [Bunch], hints: &ReadHints, cached: &Extents<'_>) {
     let fetched = |b: &Bunch| -> Vec<PageKey> {
         b.requests
             .iter()
@@ -228,10 +237,71 @@ pub(crate) fn coalesce_fetches(bunches: &mut [Bunch], hints: &ReadHints) {
         if next > k + 1 {
             pages.sort_unstable();
             pages.dedup();
-            bunches[k].requests = group_requests(merge_pages(&pages, hints), hints);
+            bunches[k].requests = group_requests(merge_around_cache(&pages, hints, cached), hints);
         }
         k = next;
     }
+}
+
+/// The cached extent holding a byte range, when the source keeps a local copy of some
+/// of its bytes ([`crate::io::ReadAt::cached_extent`]).
+pub(crate) type Extents<'a> = dyn Fn(ByteRange) -> Option<ByteRange> + 'a;
+
+/// No cached extents: every page is fetched.
+#[cfg(test)]
+pub(crate) fn nothing_cached(_: ByteRange) -> Option<ByteRange> {
+    None
+}
+
+/// Merges sorted, distinct pages into ranges as [`merge_pages`] does, but pages in a
+/// cached extent (`cached`) apart from the others: consecutive ones in the same extent
+/// make one range (the bytes between them are in the extent too), and no range to be
+/// fetched spans a cached page, so a read moves only the pages the cache lacks.
+pub(crate) fn merge_around_cache(
+    pages: &[PageKey],
+    hints: &ReadHints,
+    cached: &Extents<'_>,
+) -> Vec<MergedRange> {
+    let mut local: Vec<MergedRange> = Vec::new();
+    let mut last_extent: Option<ByteRange> = None;
+    // Runs of pages to fetch between cached ones: merged run by run.
+    let mut runs: Vec<Vec<PageKey>> = vec![Vec::new()];
+    for &page in pages {
+        let range = ByteRange {
+            offset: page.offset,
+            len: page.len,
+        };
+        let Some(extent) = cached(range) else {
+            if let Some(run) = runs.last_mut() {
+                run.push(page);
+            }
+            continue;
+        };
+        if runs.last().is_some_and(|run| !run.is_empty()) {
+            runs.push(Vec::new());
+        }
+        match local.last_mut() {
+            Some(last) if last_extent == Some(extent) => {
+                let end = (last.range.offset + last.range.len).max(page.end());
+                last.range.len = end - last.range.offset;
+                last.pages.push(page);
+            }
+            _ => local.push(MergedRange {
+                range,
+                pages: vec![page],
+            }),
+        }
+        last_extent = Some(extent);
+    }
+    let mut all: Vec<MergedRange> = runs
+        .iter()
+        .flat_map(|run| merge_pages(run, hints))
+        .collect();
+    if !local.is_empty() {
+        all.extend(local);
+        all.sort_by_key(|r| r.range.offset);
+    }
+    all
 }
 
 /// Merges sorted, distinct pages into ranges: a page joins the range before it when the
@@ -369,7 +439,7 @@ mod tests {
             .iter()
             .map(|b| b.pages().copied().collect())
             .collect();
-        coalesce_fetches(&mut bunches, &h);
+        coalesce_fetches(&mut bunches, &h, &nothing_cached);
         let requests: Vec<usize> = bunches.iter().map(|b| b.requests.len()).collect();
         assert_eq!(requests, vec![1, 0, 1, 0, 1]);
         // Bunch 0 fetches bunch 1's pages too (one merged range: the gap is allowed),
@@ -399,10 +469,39 @@ mod tests {
         // A bunch larger than the bunch size alone stays alone.
         h.bunch_bytes = 100;
         let mut bunches: Vec<Bunch> = (0..3).map(bunch).collect();
-        coalesce_fetches(&mut bunches, &h);
+        coalesce_fetches(&mut bunches, &h, &nothing_cached);
         assert!(bunches
             .iter()
             .all(|b| b.requests.len() == 1 && b.reused.is_empty()));
+    }
+
+    #[test]
+    fn cached_pages_are_read_by_extent_and_never_fetched() {
+        // Pages at 0, 200, 400, 600, 800 (100 bytes each); an extent holds 150..550.
+        let pages: Vec<PageKey> = (0..5).map(|i| page(i * 200, 100)).collect();
+        let extent = ByteRange {
+            offset: 150,
+            len: 400,
+        };
+        let cached = |r: ByteRange| {
+            (r.offset >= extent.offset && r.offset + r.len <= extent.offset + extent.len)
+                .then_some(extent)
+        };
+        // A generous merge would take all five pages in one range.
+        let merged = merge_around_cache(&pages, &hints(1000, 10.0, 1 << 20, 16, 1 << 20), &cached);
+        let ranges: Vec<(u64, u64, usize)> = merged
+            .iter()
+            .map(|m| (m.range.offset, m.range.len, m.pages.len()))
+            .collect();
+        // 0 alone (the next fetched page, 600, would span the cached ones), the two
+        // cached pages as one range inside the extent, then 600 and 800 merged.
+        assert_eq!(ranges, vec![(0, 100, 1), (200, 300, 2), (600, 300, 2)]);
+        let nothing = merge_around_cache(
+            &pages,
+            &hints(1000, 10.0, 1 << 20, 16, 1 << 20),
+            &nothing_cached,
+        );
+        assert_eq!(nothing.len(), 1, "without a cache, as merge_pages");
     }
 
     #[test]

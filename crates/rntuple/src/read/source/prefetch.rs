@@ -61,6 +61,11 @@ struct State {
     issued: usize,
     /// Bytes asked for by the requests in flight.
     in_flight_bytes: u64,
+    /// Bunches the fetcher may be ahead of the decoder now (see [`Limits::window`]).
+    window: usize,
+    /// Bytes received so far, and when the first request went out: the bandwidth.
+    received_bytes: u64,
+    first_request: Option<Instant>,
     /// Range buffers the decoder is done with, to give back to the source.
     freed: Vec<Vec<u8>>,
     /// The first fetch error; the decoder reports it when it needs a page it kept from
@@ -204,6 +209,9 @@ impl Prefetcher {
                 decoding: 0,
                 issued: 0,
                 in_flight_bytes: 0,
+                window: limits.window.max(1),
+                received_bytes: 0,
+                first_request: None,
                 freed: Vec::new(),
                 failure: None,
                 cancelled: false,
@@ -256,8 +264,14 @@ impl Drop for Prefetcher {
 /// How far ahead the fetcher goes.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
-    /// Bunches ahead of the one being decoded.
+    /// Bunches ahead of the one being decoded, at least. The window grows to cover
+    /// twice the bytes the link carries in a round trip (the bandwidth measured while
+    /// fetching, times `round_trip`), up to `max_window`.
     pub(super) window: usize,
+    /// The most bunches ahead, whatever the link.
+    pub(super) max_window: usize,
+    /// The source's round-trip time (zero: unknown, the window stays `window`).
+    pub(super) round_trip: std::time::Duration,
     /// Requests in flight.
     pub(super) parallel: usize,
     /// The planned size of a bunch: the unit of the bytes kept in flight.
@@ -267,14 +281,32 @@ pub(super) struct Limits {
 }
 
 impl Limits {
+    /// The window for the bandwidth measured so far: twice the bytes in flight over one
+    /// round trip, in bunches, within `window..=max_window`.
+    fn window_for(&self, state: &State) -> usize {
+        let Some(first) = state.first_request else {
+            return self.window;
+        };
+        let seconds = first.elapsed().as_secs_f64();
+        if seconds <= 0.0 || self.round_trip.is_zero() {
+            return self.window;
+        }
+        let bandwidth = state.received_bytes as f64 / seconds;
+        let ahead = 2.0 * bandwidth * self.round_trip.as_secs_f64();
+        // A count of bunches: the float-to-int `as` saturates, as meant.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let bunches = (ahead / self.bunch_bytes.max(1) as f64).ceil() as usize;
+        bunches.clamp(self.window, self.max_window.max(self.window))
+    }
+
     /// Whether request `index` of bunch `k`, of `bytes`, may go out now. The first bunch
     /// still arriving may always use the link.
     fn allows(&self, state: &State, index: usize, k: usize, bytes: u64) -> bool {
         let complete = state.outstanding.iter().filter(|&&n| n == 0).count();
-        let budget = self.bunch_bytes * (1 + complete).min(self.window) as u64;
+        let budget = self.bunch_bytes * (1 + complete).min(state.window) as u64;
         let first_incomplete = state.outstanding.iter().position(|&n| n > 0);
         state.issued == index
-            && k < state.decoding + self.window
+            && k < state.decoding + state.window
             && (first_incomplete.is_none_or(|first| k <= first)
                 || state.in_flight_bytes + bytes <= budget)
     }
@@ -316,6 +348,7 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     }
                     state.issued += 1;
                     state.in_flight_bytes += bytes;
+                    state.first_request.get_or_insert_with(Instant::now);
                     std::mem::take(&mut state.freed)
                 };
                 cache.changed.notify_all();
@@ -330,7 +363,14 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     let buffers = source.read_ranges(&ranges);
                     buffers.map(|b| b.into_iter().map(RangeBuffer::whole).collect())
                 };
-                cache.lock().in_flight_bytes -= bytes;
+                {
+                    let mut state = cache.lock();
+                    state.in_flight_bytes -= bytes;
+                    if result.is_ok() {
+                        state.received_bytes += bytes;
+                        state.window = limits.window_for(&state);
+                    }
+                }
                 match result {
                     Ok(buffers) => file_pages(cache, request, buffers, k),
                     Err(e) => {
@@ -519,6 +559,8 @@ mod tests {
     ) {
         let limits = Limits {
             window,
+            max_window: window,
+            round_trip: Duration::ZERO,
             parallel,
             bunch_bytes: 200,
             uncached,
@@ -537,6 +579,43 @@ mod tests {
             }
             prefetcher.cache().finish_bunch(k, bunch);
         }
+    }
+
+    #[test]
+    fn the_window_grows_with_bandwidth_times_round_trip() {
+        let limits = |round_trip_ms: u64| Limits {
+            window: 3,
+            max_window: 10,
+            round_trip: Duration::from_millis(round_trip_ms),
+            parallel: 4,
+            bunch_bytes: 1_000_000,
+            uncached: false,
+        };
+        let state = |received: u64| State {
+            pages: HashMap::new(),
+            owner: HashMap::new(),
+            last_user: HashMap::new(),
+            outstanding: Vec::new(),
+            decoding: 0,
+            issued: 0,
+            in_flight_bytes: 0,
+            window: 3,
+            received_bytes: received,
+            first_request: Instant::now().checked_sub(Duration::from_millis(1000)),
+            freed: Vec::new(),
+            failure: None,
+            cancelled: false,
+        };
+        // 2 MB/s over a 1 s round trip: 4 MB in flight, 4 bunches.
+        assert_eq!(limits(1000).window_for(&state(2_000_000)), 4);
+        // Slower than the minimum: the minimum; faster than the maximum: the maximum.
+        assert_eq!(limits(1000).window_for(&state(100_000)), 3);
+        assert_eq!(limits(1000).window_for(&state(1_000_000_000)), 10);
+        // No round trip known, or nothing received yet: the minimum.
+        assert_eq!(limits(0).window_for(&state(1_000_000_000)), 3);
+        let mut fresh = state(0);
+        fresh.first_request = None;
+        assert_eq!(limits(1000).window_for(&fresh), 3);
     }
 
     #[test]

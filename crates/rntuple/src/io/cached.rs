@@ -1,0 +1,532 @@
+//! A byte source that keeps what it reads from a remote origin in a cache on local disk
+//! (a [`CacheStore`]), shared by every process that names the same cache directory.
+//!
+//! Opening finds the URL's current cached version. With no version, the origin is
+//! opened as without a cache (its two ends in one request) and a version is made: its
+//! identity hashes the file's size with its first [`PROBE_HEAD`] and last
+//! [`PROBE_TAIL`] bytes (the TFile header with its random UUID, the keys list and the
+//! anchors' neighbourhood), and its meta keeps the origin's validators. With a version:
+//!
+//! - [`CacheValidate::Open`]: one request to the origin reads the probe ranges (and
+//!   learns the validators); the same bytes and no validator that differs mean the same
+//!   file, else a new version replaces the old one (counted as stale);
+//! - [`CacheValidate::Never`]: no request at all; the origin is opened only if a read
+//!   needs bytes the cache lacks, and then it must still be the cached file (else the
+//!   read fails, saying so: versions never mix).
+//!
+//! A read is cut into the pieces the cache holds and the pieces it lacks; the lacking
+//! ones go to the origin in one vectored read, and each is stored as an extent. Every
+//! cached byte is checked (the store's block checksums) before it is used; a cache
+//! fault (a bad extent, a full disk, an unwritable directory) is counted and the bytes
+//! come from the origin instead, so the cache never fails a read.
+
+use super::cache::{CacheConfig, CacheStore, CacheValidate, Piece, Version, VersionMeta};
+use super::{
+    open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, IoMetricsSnapshot,
+    ReadAt, ReadHints, Source, SourceOptions, Validators,
+};
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// Bytes at the start of a file that identify its version: the TFile header (fEND,
+/// fSeekKeys, the UUID at byte 45 or 57) and the top directory's record.
+pub(crate) const PROBE_HEAD: u64 = 256;
+/// Bytes at the end of a file that identify its version: the keys list and the free
+/// segments, next to the anchors and the footer.
+pub(crate) const PROBE_TAIL: u64 = 4096;
+
+/// How often (milliseconds) a source lists its version's extents again, to find what
+/// other processes stored since.
+const REFRESH_EVERY_MS: u64 = 2000;
+
+/// Opens `location` (a remote URL) through the cache `config` describes. A fault of the
+/// cache itself (a directory that cannot be made or written) opens the origin without
+/// the cache; a fault of the origin (not found, refused) is an error as without it.
+pub(crate) fn open_cached(
+    location: &str,
+    options: &SourceOptions,
+    config: &CacheConfig,
+) -> Result<Source> {
+    let Ok(store) = CacheStore::open(config) else {
+        return open_uncached(location, options);
+    };
+    let Ok(entry) = store.url_entry(location) else {
+        store.counters().write_error();
+        return open_uncached(location, options);
+    };
+    let name = redact_url(location);
+    let hints = default_hints(location);
+    if let Some(version) = entry.current() {
+        match config.validate {
+            CacheValidate::Never => {
+                return Ok(Arc::new(CachedSource::new(
+                    location, &name, options, store, version, None, hints,
+                )));
+            }
+            CacheValidate::Open => {
+                let (origin, probe) = probe_origin(location, options, version.meta().size)?;
+                store
+                    .counters()
+                    .validation(probe.head.len() as u64 + probe.tail.len() as u64);
+                let fresh = version_meta(origin.as_ref(), &probe, &name);
+                if same_file(version.meta(), &fresh) {
+                    let hints = origin.hints();
+                    return Ok(Arc::new(CachedSource::new(
+                        location,
+                        &name,
+                        options,
+                        store,
+                        version,
+                        Some(origin),
+                        hints,
+                    )));
+                }
+                store.counters().stale();
+                return Ok(match entry.install(fresh) {
+                    Ok(version) => {
+                        store_edges(&version, &probe);
+                        let hints = origin.hints();
+                        Arc::new(CachedSource::new(
+                            location,
+                            &name,
+                            options,
+                            store,
+                            version,
+                            Some(origin),
+                            hints,
+                        ))
+                    }
+                    Err(_) => {
+                        store.counters().write_error();
+                        Arc::new(EdgeCached::with_edges(origin, probe))
+                    }
+                });
+            }
+        }
+    }
+    // Not cached yet: opened as without a cache, its two ends the first extents.
+    let (origin, edges) = open_with_edges(
+        location,
+        options,
+        super::edges::HEAD_BYTES,
+        super::edges::TAIL_BYTES,
+    )?;
+    let meta = version_meta(origin.as_ref(), &edges, &name);
+    match entry.install(meta) {
+        Ok(version) => {
+            store_edges(&version, &edges);
+            let hints = origin.hints();
+            let source = CachedSource::new(
+                location,
+                &name,
+                options,
+                store,
+                version,
+                Some(origin),
+                hints,
+            );
+            Ok(Arc::new(source.keeping(edges)))
+        }
+        Err(_) => {
+            store.counters().write_error();
+            Ok(Arc::new(EdgeCached::with_edges(origin, edges)))
+        }
+    }
+}
+
+/// The origin without a cache, as [`super::open_source_with`] opens it.
+fn open_uncached(location: &str, options: &SourceOptions) -> Result<Source> {
+    let (origin, edges) = open_with_edges(
+        location,
+        options,
+        super::edges::HEAD_BYTES,
+        super::edges::TAIL_BYTES,
+    )?;
+    Ok(Arc::new(EdgeCached::with_edges(origin, edges)))
+}
+
+/// Opens the origin and reads the probe ranges of a file of `size` bytes (the ends of
+/// the file as it is now, if its size changed): one request over HTTP.
+fn probe_origin(location: &str, options: &SourceOptions, size: u64) -> Result<(Source, Edges)> {
+    let _ = size;
+    open_with_edges(location, options, PROBE_HEAD, PROBE_TAIL)
+}
+
+/// The probe ranges of a file of `size` bytes.
+fn probe_ranges(size: u64) -> [ByteRange; 2] {
+    let head = PROBE_HEAD.min(size);
+    let tail = PROBE_TAIL.min(size);
+    [
+        ByteRange {
+            offset: 0,
+            len: head,
+        },
+        ByteRange {
+            offset: size - tail,
+            len: tail,
+        },
+    ]
+}
+
+/// What identifies the file `origin` serves, from its size, validators and `edges`
+/// (which hold at least the probe ranges).
+fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
+    let size = origin.size();
+    let validators = origin.validators();
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&size.to_le_bytes());
+    let probe: Vec<(ByteRange, u64)> = probe_ranges(size)
+        .into_iter()
+        .map(|range| {
+            let bytes = edges.kept(range.offset, range.len).unwrap_or_default();
+            hasher.update(&range.offset.to_le_bytes());
+            hasher.update(bytes);
+            // A probe range the edges lack (cannot happen: they are read with the
+            // probe's lengths or more) hashes as empty and never matches a real file.
+            (range, xxhash_rust::xxh3::xxh3_64(bytes))
+        })
+        .collect();
+    VersionMeta {
+        identity: hasher.digest128(),
+        size,
+        etag: validators.etag,
+        last_modified: validators.last_modified,
+        mtime: None,
+        probe,
+        url: name.to_string(),
+    }
+}
+
+/// Whether `fresh` (the origin now) is the file `cached` describes: the same size and
+/// probe bytes, and no validator that both have and that differs.
+fn same_file(cached: &VersionMeta, fresh: &VersionMeta) -> bool {
+    let differs =
+        |a: &Option<String>, b: &Option<String>| matches!((a, b), (Some(a), Some(b)) if a != b);
+    cached.identity == fresh.identity
+        && cached.size == fresh.size
+        && cached.probe == fresh.probe
+        && !differs(&cached.etag, &fresh.etag)
+        && !differs(&cached.last_modified, &fresh.last_modified)
+}
+
+/// Stores the two ends read at opening as extents of `version`.
+fn store_edges(version: &Version, edges: &Edges) {
+    if !edges.head.is_empty() {
+        version.store(0, &edges.head);
+    }
+    if !edges.tail.is_empty() {
+        version.store(edges.tail_offset, &edges.tail);
+    }
+}
+
+/// How reads of `location` should be shaped before its origin is open.
+fn default_hints(location: &str) -> ReadHints {
+    match url_scheme(location).as_deref() {
+        #[cfg(feature = "s3")]
+        Some("s3") => super::s3::S3_HINTS,
+        _ => ReadHints::REMOTE,
+    }
+}
+
+/// A remote file read through a cache of its bytes on local disk.
+pub struct CachedSource {
+    /// The URL as given (credentials included: never printed), to open the origin.
+    location: String,
+    /// The URL without credentials.
+    name: String,
+    options: SourceOptions,
+    store: Arc<CacheStore>,
+    version: Version,
+    size: u64,
+    /// The file's two ends, when they were read at opening (from the origin or the
+    /// cache).
+    edges: Edges,
+    /// The origin, once open.
+    origin: Mutex<Option<Source>>,
+    hints: ReadHints,
+    /// Buffers the reader gave back, for the next reads (fresh memory costs page
+    /// faults).
+    spare: super::spare::SpareBuffers,
+    /// When the extents were last listed (milliseconds since `opened`).
+    listed_at: AtomicU64,
+    opened: Instant,
+}
+
+impl std::fmt::Debug for CachedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedSource")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CachedSource {
+    fn new(
+        location: &str,
+        name: &str,
+        options: &SourceOptions,
+        store: Arc<CacheStore>,
+        version: Version,
+        origin: Option<Source>,
+        hints: ReadHints,
+    ) -> CachedSource {
+        let size = version.meta().size;
+        let source = CachedSource {
+            location: location.to_string(),
+            name: name.to_string(),
+            options: options.clone(),
+            store,
+            version,
+            size,
+            edges: Edges::default(),
+            origin: Mutex::new(origin),
+            hints,
+            spare: super::spare::SpareBuffers::default(),
+            listed_at: AtomicU64::new(0),
+            opened: Instant::now(),
+        };
+        // What opening a ROOT file reads, from the cache into memory.
+        let edges = source.cached_edges();
+        source.keeping(edges)
+    }
+
+    /// This source, keeping `edges` in memory.
+    fn keeping(mut self, edges: Edges) -> CachedSource {
+        self.edges = edges;
+        self
+    }
+
+    /// The file's two ends as opening reads them, from the cache (empty where it lacks
+    /// them).
+    fn cached_edges(&self) -> Edges {
+        let read = |range: ByteRange| -> Vec<u8> {
+            let Ok(len) = usize::try_from(range.len) else {
+                return Vec::new();
+            };
+            let mut bytes = vec![0u8; len];
+            match self.version.read_into(range, &mut bytes) {
+                true => bytes,
+                false => Vec::new(),
+            }
+        };
+        let head_len = super::edges::HEAD_BYTES.min(self.size);
+        let tail_offset = self
+            .size
+            .saturating_sub(super::edges::TAIL_BYTES)
+            .max(head_len);
+        let head = read(ByteRange {
+            offset: 0,
+            len: head_len,
+        });
+        let tail = read(ByteRange {
+            offset: tail_offset,
+            len: self.size - tail_offset,
+        });
+        let tail_offset = if tail.is_empty() {
+            self.size
+        } else {
+            tail_offset
+        };
+        Edges {
+            head,
+            tail_offset,
+            tail,
+        }
+    }
+
+    /// What the cache did for this process so far.
+    pub fn cache_stats(&self) -> super::cache::CacheStats {
+        self.store.counters().snapshot()
+    }
+
+    /// The origin: open, or opened now (then it must still be the cached file).
+    fn origin(&self) -> Result<Source> {
+        let mut origin = self.origin.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(source) = origin.as_ref() {
+            return Ok(source.clone());
+        }
+        let (source, probe) = probe_origin(&self.location, &self.options, self.size)?;
+        self.store
+            .counters()
+            .validation(probe.head.len() as u64 + probe.tail.len() as u64);
+        let fresh = version_meta(source.as_ref(), &probe, &self.name);
+        if !same_file(self.version.meta(), &fresh) {
+            self.store.counters().stale();
+            return Err(Error::Remote {
+                what: self.name.clone(),
+                detail: "the file changed at its origin since it was cached, and this read \
+                         needs bytes the cache does not hold (RNTUPLE_CACHE_VALIDATE=never \
+                         serves the cached version only): read it again with \
+                         RNTUPLE_CACHE_VALIDATE=open to cache the new version"
+                    .to_string(),
+            });
+        }
+        *origin = Some(source.clone());
+        Ok(source)
+    }
+
+    /// Lists the version's extents again if the last listing is old: other processes
+    /// may have stored what this one lacks.
+    fn refresh_if_due(&self) {
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.listed_at.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= REFRESH_EVERY_MS
+            && self
+                .listed_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.version.refresh();
+        }
+    }
+
+    fn check_range(&self, range: &ByteRange) -> Result<()> {
+        match range.offset.checked_add(range.len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::Truncated {
+                what: self.name.clone(),
+                offset: range.offset,
+                needed: range.len,
+                available: self.size.saturating_sub(range.offset),
+            }),
+        }
+    }
+}
+
+impl Drop for CachedSource {
+    fn drop(&mut self) {
+        self.store.flush_stats();
+    }
+}
+
+impl ReadAt for CachedSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut read = self.read_ranges(&[ByteRange { offset, len }])?;
+        Ok(read.pop().unwrap_or_default())
+    }
+
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        for range in ranges {
+            self.check_range(range)?;
+        }
+        let counters = self.store.counters();
+        counters.request(ranges.len() > 1, ranges.len() as u64);
+        let mut out: Vec<Vec<u8>> = Vec::with_capacity(ranges.len());
+        // (output, offset in it, the file's range) of every piece the cache lacks.
+        let mut missing: Vec<(usize, usize, ByteRange)> = Vec::new();
+        let mut lacking = Vec::with_capacity(ranges.len());
+        for (i, range) in ranges.iter().enumerate() {
+            if let Some(bytes) = self.edges.kept(range.offset, range.len) {
+                counters.hit(range.len);
+                out.push(bytes.to_vec());
+                lacking.push(0);
+                continue;
+            }
+            let len = crate::error::to_usize(range.len, "a cached read")?;
+            let mut bytes = self.spare.take_zeroed(len);
+            let mut lacked = 0u64;
+            for piece in self.version.pieces(*range) {
+                let (part, cached) = match piece {
+                    Piece::Cached { range } => (range, true),
+                    Piece::Missing { range } => (range, false),
+                };
+                // Inside `range`, whose length is a usize.
+                #[allow(clippy::cast_possible_truncation)]
+                let (at, n) = ((part.offset - range.offset) as usize, part.len as usize);
+                if !(cached && self.version.read_into(part, &mut bytes[at..at + n])) {
+                    missing.push((i, at, part));
+                    lacked += part.len;
+                }
+            }
+            match lacked {
+                0 => counters.hit(range.len),
+                n if n == range.len => counters.miss(n),
+                n => counters.partial_hit(range.len - n, n),
+            }
+            lacking.push(lacked);
+            out.push(bytes);
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        self.refresh_if_due();
+        let origin = self.origin()?;
+        let wanted: Vec<ByteRange> = missing.iter().map(|&(_, _, r)| r).collect();
+        counters.origin_request();
+        let fetched = origin.read_ranges(&wanted)?;
+        if fetched.len() != wanted.len() {
+            return Err(Error::Remote {
+                what: self.name.clone(),
+                detail: format!("{} of {} ranges came back", fetched.len(), wanted.len()),
+            });
+        }
+        for ((i, at, part), data) in missing.into_iter().zip(fetched) {
+            if data.len() as u64 != part.len {
+                return Err(Error::Truncated {
+                    what: self.name.clone(),
+                    offset: part.offset,
+                    needed: part.len,
+                    available: data.len() as u64,
+                });
+            }
+            out[i][at..at + data.len()].copy_from_slice(&data);
+            self.version.store(part.offset, &data);
+            origin.recycle(data);
+        }
+        Ok(out)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        // What went to the origin: the cache's own counters are cache_stats().
+        self.origin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|o| o.metrics())
+            .unwrap_or_default()
+    }
+
+    fn validators(&self) -> Validators {
+        let meta = self.version.meta();
+        Validators {
+            etag: meta.etag.clone(),
+            last_modified: meta.last_modified.clone(),
+        }
+    }
+
+    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
+        if self.edges.kept(range.offset, range.len).is_some() {
+            return Some(if range.offset < self.edges.head.len() as u64 {
+                ByteRange {
+                    offset: 0,
+                    len: self.edges.head.len() as u64,
+                }
+            } else {
+                ByteRange {
+                    offset: self.edges.tail_offset,
+                    len: self.edges.tail.len() as u64,
+                }
+            });
+        }
+        self.version.extent_containing(range)
+    }
+
+    fn hints(&self) -> ReadHints {
+        self.hints
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.spare.put(buffer);
+    }
+}
