@@ -210,7 +210,12 @@ fn a_mistyped_environment_variable_is_refused_by_name() {
     let file = conformance_dir()
         .join("write")
         .join("types.vector.fundamental.root");
-    for variable in ["RNTUPLE_HUGE_PAGES", "RNTUPLE_DIRECT_IO"] {
+    for variable in [
+        "RNTUPLE_HUGE_PAGES",
+        "RNTUPLE_DIRECT_IO",
+        "RNTUPLE_BUNCH_BYTES",
+        "RNTUPLE_READ_AHEAD_BYTES",
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_rntuple"))
             .args(["dump", "--json"])
             .arg(format!("{}:ntpl", file.display()))

@@ -518,6 +518,8 @@ impl HttpSource {
             .retry
             .run(&source.display, |_| source.edges_once(&range, head, tail))?;
         let Some((probe, edges, body_bytes)) = reply else {
+            // The refused request counts: it went to the server.
+            source.metrics.record(true, 2, 0, start);
             source.multi_range_refused.store(true, Ordering::Relaxed);
             return source.open_with_parallel_edges(head, tail);
         };

@@ -12,7 +12,7 @@ mod stream;
 mod summary;
 
 pub use ahead::DecodeAhead;
-pub use source::ReadMetrics;
+pub use source::{ReadMetrics, BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE};
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 

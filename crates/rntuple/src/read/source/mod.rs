@@ -36,8 +36,53 @@ const PREFETCH_WINDOW: usize = 3;
 
 /// The most page bytes a planned read fetches ahead of the decoder, when the link's
 /// bandwidth times its round-trip time asks for more than [`PREFETCH_WINDOW`] bunches
-/// (130 ms at 1 GB/s: 260 MB in flight to keep the link busy).
+/// (130 ms at 1 GB/s: 260 MB in flight to keep the link busy); see
+/// [`READ_AHEAD_BYTES_VARIABLE`].
 const MAX_READ_AHEAD_BYTES: u64 = 512 << 20;
+
+/// The environment variable setting the bunch size of planned reads (remote files, and
+/// cold local ones): the page bytes decoded together and fetched ahead as a unit, as
+/// ROOT's `ROOT_RNTUPLE_CLUSTERBUNCHSIZE` sets its cluster bunch. Bytes, or a number with
+/// a unit (`8 MiB`); default 32 MiB.
+pub const BUNCH_BYTES_VARIABLE: &str = "RNTUPLE_BUNCH_BYTES";
+
+/// The environment variable setting the most page bytes a planned read fetches ahead of
+/// the decoder (the window grows up to it on links with a large bandwidth-delay product);
+/// default 512 MiB.
+pub const READ_AHEAD_BYTES_VARIABLE: &str = "RNTUPLE_READ_AHEAD_BYTES";
+
+/// How far planned reads fetch ahead: the bunch size (`None`: the source's) and the most
+/// bytes ahead, from [`BUNCH_BYTES_VARIABLE`] and [`READ_AHEAD_BYTES_VARIABLE`] (read
+/// once; a value that does not parse is an error naming the variable).
+fn read_ahead() -> Result<(Option<u64>, u64)> {
+    static SETTINGS: std::sync::OnceLock<std::result::Result<(Option<u64>, u64), String>> =
+        std::sync::OnceLock::new();
+    SETTINGS
+        .get_or_init(|| {
+            let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+            let size = |name: &str, value: String| {
+                crate::io::parse_byte_size(&value)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "{name}={value:?}: expected a size of more than 0 bytes (bytes, \
+                             or a number with a unit: 8 MiB, 64MB)"
+                        )
+                    })
+            };
+            let bunch = var(BUNCH_BYTES_VARIABLE)
+                .map(|v| size(BUNCH_BYTES_VARIABLE, v))
+                .transpose()?;
+            let ahead = var(READ_AHEAD_BYTES_VARIABLE)
+                .map(|v| size(READ_AHEAD_BYTES_VARIABLE, v))
+                .transpose()?
+                .unwrap_or(MAX_READ_AHEAD_BYTES);
+            Ok((bunch, ahead))
+        })
+        .clone()
+        .map_err(Error::InvalidArgument)
+}
 
 /// Bunches a local read past the page cache fetches ahead (512 MiB of 32 MiB bunches).
 /// The disk costs no round trip, but it delivers less than the decoder takes (direct
@@ -142,6 +187,8 @@ impl Storage {
         ranges: &[Range<u64>],
     ) -> PlannedRead {
         let mut hints = self.source.hints();
+        // Checked when the reader opened: a bad value cannot reach here.
+        let (bunch_bytes, max_ahead) = read_ahead().unwrap_or((None, MAX_READ_AHEAD_BYTES));
         let direct = direct::DirectPages::new(self.clone());
         let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
         columns.sort_unstable();
@@ -156,7 +203,11 @@ impl Storage {
         };
         if let Some(cold) = uncached {
             hints = cold;
-        } else if !hints.remote {
+        }
+        if let Some(bytes) = bunch_bytes {
+            hints.bunch_bytes = bytes;
+        }
+        if uncached.is_none() && !hints.remote {
             let (range_of, bunches): (Vec<usize>, Vec<Bunch>) = ranges
                 .iter()
                 .enumerate()
@@ -198,7 +249,7 @@ impl Storage {
         };
         let limits = prefetch::Limits {
             window,
-            max_window: self.max_window(&hints).max(window),
+            max_window: Self::max_window(&hints, max_ahead).max(window),
             round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
@@ -217,9 +268,9 @@ impl Storage {
         }
     }
 
-    /// The most bunches a planned read fetches ahead: [`MAX_READ_AHEAD_BYTES`] of them.
-    fn max_window(&self, hints: &ReadHints) -> usize {
-        usize::try_from(MAX_READ_AHEAD_BYTES / hints.bunch_bytes.max(1)).unwrap_or(usize::MAX)
+    /// The most bunches a planned read fetches ahead: `max_ahead` bytes of them.
+    fn max_window(hints: &ReadHints, max_ahead: u64) -> usize {
+        usize::try_from(max_ahead / hints.bunch_bytes.max(1)).unwrap_or(usize::MAX)
     }
 
     /// The source's round-trip time, as its shortest request took (zero: unknown).
@@ -399,9 +450,13 @@ impl Storage {
     /// Starts fetching `groups` of pages ahead of their use, when the source is remote
     /// (`None` for a local file, whose pages are best read as they are needed).
     fn prefetch_groups(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
-        let hints = self.source.hints();
+        let mut hints = self.source.hints();
         if !hints.remote {
             return None;
+        }
+        let (bunch_bytes, max_ahead) = read_ahead().unwrap_or((None, MAX_READ_AHEAD_BYTES));
+        if let Some(bytes) = bunch_bytes {
+            hints.bunch_bytes = bytes;
         }
         let mut fetched = HashSet::new();
         let mut bunches: Vec<Bunch> = groups
@@ -423,7 +478,7 @@ impl Storage {
         plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
         let limits = prefetch::Limits {
             window: PREFETCH_WINDOW,
-            max_window: self.max_window(&hints).max(PREFETCH_WINDOW),
+            max_window: Self::max_window(&hints, max_ahead).max(PREFETCH_WINDOW),
             round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
@@ -549,8 +604,10 @@ impl RNTupleReader {
 
     /// Opens an RNTuple from its anchor: reads header, footer and every page list.
     pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
-        // A mistyped RNTUPLE_HUGE_PAGES is refused here, before any column is decoded.
+        // A mistyped RNTUPLE_HUGE_PAGES, RNTUPLE_BUNCH_BYTES or RNTUPLE_READ_AHEAD_BYTES
+        // is refused here, before any column is decoded.
         crate::memory::huge_pages()?;
+        read_ahead()?;
         let in_file = in_rntuple(&source, &path);
         let storage = Storage::new(source, anchor.max_key_size);
         // Header and footer in one read: a single request when they are not among the
