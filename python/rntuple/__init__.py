@@ -33,6 +33,7 @@ Merging RNTuples (as ``hadd``, pages copied where they can be)::
 from __future__ import annotations
 
 from ._core import __version__
+from .cache import Cache
 from .dask import convert_files, dask
 from .errors import (
     ChecksumError,
@@ -52,6 +53,7 @@ from .ttree import ConvertResult, convert
 from .writing import FillContext, ParallelWriter, WritableFile, WritableRNTuple, recreate, recreate_parallel
 
 __all__ = [
+    "Cache",
     "ChecksumError",
     "ConversionError",
     "ConvertResult",

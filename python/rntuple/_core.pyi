@@ -6,13 +6,20 @@ import pyarrow as pa
 
 __version__: str
 
+def cache_stats(dir: str) -> dict[str, int]:
+    """What the cache of remote reads in ``dir`` holds and did."""
+
 class RootFileHandle:
     """An open ROOT file: lists its RNTuples and opens them."""
 
-    def __init__(self, path: str, network: dict[str, float] | None = None) -> None:
+    def __init__(
+        self, path: str, network: dict[str, float] | None = None, cache: dict[str, str] | None = None
+    ) -> None:
         """Opens the ROOT file at ``path`` (a path or URL); ``network`` sets some of the
         options of a remote file (``connect_timeout``, ``first_byte_timeout``,
-        ``idle_timeout`` in seconds, ``retries``), the others are the environment's."""
+        ``idle_timeout`` in seconds, ``retries``), the others are the environment's;
+        ``cache`` the cache of remote reads (``{"dir": ""}``: none; ``{"dir": DIR}``
+        with ``validate`` and ``max_bytes``; ``None``: the environment's)."""
     @property
     def name(self) -> str:
         """The file's name as given when opening."""

@@ -171,7 +171,7 @@ def _document(form: dict[str, Any], typename: str) -> None:
 
 
 def _single_rntuple(files: Any) -> Any:
-    rntuples = open_rntuples(files)
+    rntuples = (nt for nt, _ in open_rntuples(files))
     first = next(rntuples, None)
     if first is None:
         raise InvalidArgumentError("no RNTuple to read: no files were given")
@@ -307,7 +307,7 @@ def _dask_factory(
     except ImportError as error:  # pragma: no cover - depends on coffea's version
         raise ImportError("this coffea version has no NanoEvents form mapping for dask mode") from error
 
-    first = next(open_rntuples(files), None)
+    first = next((nt for nt, _ in open_rntuples(files)), None)
     if first is None:
         raise InvalidArgumentError("no RNTuple to read: no files were given")
     # the fields NanoEvents can interpret (coffea's uproot path drops the others too)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._extras import require
+from .cache import check_cache
 from .errors import ConversionError, InvalidArgumentError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
 from .selection import check_flag, check_network, check_step_size
@@ -499,6 +500,7 @@ def dask(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    cache: Any = None,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). By default each partition is one or more
@@ -536,15 +538,24 @@ def dask(
     entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
     ``key in tree``). Column projection reads only the fields the touched buffers need.
 
-    ``timeout``, ``connect_timeout`` and ``retries`` apply to remote files (see
-    :func:`rntuple.open`), here and on the workers: they travel in the graph with the
-    reader (a worker's environment variables ``RNTUPLE_*`` set what they leave out)."""
+    ``timeout``, ``connect_timeout``, ``retries`` and ``cache`` apply to remote files
+    (see :func:`rntuple.open`), here and on the workers: they travel in the graph with
+    the reader (a worker's environment variables ``RNTUPLE_*`` set what they leave out;
+    a cache directory must be one the workers reach, as a node's local disk for the
+    workers of a node). The files are opened here (for their metadata) several at a
+    time."""
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
     check_network(timeout, connect_timeout, retries)
+    check_cache(cache)
     network = {
         k: v
-        for k, v in (("timeout", timeout), ("connect_timeout", connect_timeout), ("retries", retries))
+        for k, v in (
+            ("timeout", timeout),
+            ("connect_timeout", connect_timeout),
+            ("retries", retries),
+            ("cache", cache),
+        )
         if v is not None
     }
     if step_size is not None:
@@ -555,7 +566,7 @@ def dask(
     selected: list[str] | None = None
     first_typenames: dict[str, str] = {}
     first_name = ""
-    for nt in open_rntuples(files, **network):
+    for nt, _ in open_rntuples(files, **network):
         paths = nt.resolve_fields(fields)
         if selected is None:
             selected = paths

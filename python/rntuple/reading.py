@@ -3,12 +3,13 @@ pandas or Polars, at once or in cluster-aligned batches."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import difflib
 import fnmatch
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
 import awkward as ak
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 from . import _core
 from ._extras import require
+from .cache import check_cache
 from .convert import to_awkward, to_library
 from .errors import FormatError, InvalidArgumentError, NotFoundError
 from .inspection import BY, Inspection
@@ -875,8 +877,8 @@ class Field:
 
 class ReadOnlyFile:
     """A ROOT file opened for reading; ``f["Events"]`` or ``f["dir/Events"]`` gives an
-    :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout`` and
-    ``retries`` apply to a remote file (see :func:`open`)."""
+    :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout``,
+    ``retries`` and ``cache`` apply to a remote file (see :func:`open`)."""
 
     def __init__(
         self,
@@ -885,11 +887,15 @@ class ReadOnlyFile:
         timeout: float | None = None,
         connect_timeout: float | None = None,
         retries: int | None = None,
+        cache: Any = None,
     ) -> None:
         self._path = os.fspath(path)
         network = check_network(timeout, connect_timeout, retries)
+        cached = check_cache(cache)
         try:
-            self._handle: _core.RootFileHandle | None = _core.RootFileHandle(self._path, network or None)
+            self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
+                self._path, network or None, cached
+            )
         except NotFoundError as err:
             # Opening a file looks up no RNTuple: the core's "not found" here means the
             # bytes are not a ROOT file, a format error (and the message names the file).
@@ -954,6 +960,7 @@ def open(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    cache: Any = None,
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
@@ -972,9 +979,18 @@ def open(
     ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``), else the defaults: 30 s, 10 s,
     3 retries. A remote file that cannot be read in the end raises
     :class:`~rntuple.RemoteError` (an :class:`OSError`) saying which timeout ran out,
-    the attempts made and the time they took."""
+    the attempts made and the time they took.
+
+    ``cache``: the cache of remote reads on local disk, shared by every process that
+    names the same directory: a directory, an :class:`rntuple.Cache` (with its
+    ``validate`` and ``max_bytes``), ``False`` for none, or ``None`` (the default) for
+    the environment's (``RNTUPLE_CACHE_DIR``, ``RNTUPLE_CACHE_VALIDATE``,
+    ``RNTUPLE_CACHE_MAX_BYTES``; none when unset). A cached remote file is read again
+    without moving its bytes: with ``validate="open"`` (the default) one small request
+    checks that the origin still has the same file, with ``"never"`` none."""
     check_network(timeout, connect_timeout, retries)  # before anything is opened
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
+    check_cache(cache)
+    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
     if isinstance(path, dict):
         if len(path) != 1:
             raise InvalidArgumentError(
@@ -1038,13 +1054,37 @@ def open_rntuples(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
-) -> Iterator[RNTuple]:
-    """Opens each RNTuple a files spec names (see :func:`iterate`), with the network
-    options of :func:`open`."""
+    cache: Any = None,
+    first_read: Callable[[RNTuple], Any] | None = None,
+) -> Iterator[tuple[RNTuple, Any]]:
+    """Opens each RNTuple a files spec names (see :func:`iterate`), with the options of
+    :func:`open`, and yields it with ``first_read(nt)`` (``None`` without one). The next
+    file is opened, and its ``first_read`` started, on a thread of its own while the
+    caller uses the current one (the core releases the GIL while it opens and reads):
+    over many remote files the round trips of opening the next one, and the fetching
+    of its first pages, overlap the work on this one. A file is no longer referenced
+    here once the caller moves on."""
     check_network(timeout, connect_timeout, retries)
-    for path, name in _expand_files(files):
-        f = ReadOnlyFile(path, timeout=timeout, connect_timeout=connect_timeout, retries=retries)
-        yield f[name] if name else RNTuple(f._file().open_rntuple(None))
+    check_cache(cache)
+    items = _expand_files(files)
+    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+
+    def open_one(index: int) -> tuple[RNTuple, Any]:
+        path, name = items[index]
+        f = ReadOnlyFile(path, **options)
+        nt = f[name] if name else RNTuple(f._file().open_rntuple(None))
+        return nt, None if first_read is None else first_read(nt)
+
+    if not items:
+        return
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rntuple-open-ahead") as pool:
+        ahead = pool.submit(open_one, 0)
+        for index in range(len(items)):
+            opened = ahead.result()
+            if index + 1 < len(items):
+                ahead = pool.submit(open_one, index + 1)
+            yield opened
+            del opened
 
 
 def iterate(
@@ -1062,21 +1102,28 @@ def iterate(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    cache: Any = None,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
     order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
     (glob patterns allowed in the file name; the RNTuple path may be omitted when a file
     holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``.
     ``decode_ahead``: as :meth:`RNTuple.iterate` (the next batch of a file is decoded
-    while the caller works on the current one). ``timeout``, ``connect_timeout`` and
-    ``retries``: for remote files, as :func:`open`."""
+    while the caller works on the current one). The next file is opened, and its first
+    batch read, while the caller works on the current file's batches: a chain of
+    remote files does not wait at each file boundary; a file is closed once its last
+    batch is handed out. ``timeout``, ``connect_timeout``, ``retries`` and ``cache``:
+    for remote files, as :func:`open`."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
-    network = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
-    check_network(**network)
-    for nt in open_rntuples(files, **network):
-        yield from nt.iterate(
+    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+    check_network(timeout, connect_timeout, retries)
+    check_cache(cache)
+    done = object()
+
+    def first_batch(nt: RNTuple) -> tuple[Iterator[Any], Any]:
+        batches = nt.iterate(
             expressions,
             cut,
             filter_name=filter_name,
@@ -1087,6 +1134,12 @@ def iterate(
             how=how,
             decode_ahead=decode_ahead,
         )
+        return batches, next(batches, done)
+
+    for _, (batches, first) in open_rntuples(files, **options, first_read=first_batch):
+        if first is not done:
+            yield first
+            yield from batches
 
 
 def concatenate(
@@ -1102,24 +1155,33 @@ def concatenate(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    cache: Any = None,
 ) -> Any:
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
-    entries in file order (a pandas index counts entries over all files).
-    ``timeout``, ``connect_timeout`` and ``retries``: for remote files, as :func:`open`."""
+    entries in file order (a pandas index counts entries over all files). The next file
+    is opened and read while the current one is converted. ``timeout``,
+    ``connect_timeout``, ``retries`` and ``cache``: for remote files, as :func:`open`."""
     library = check_library(library)
     how = check_how(how, library)
-    network = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries}
-    check_network(**network)
+    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+    check_network(timeout, connect_timeout, retries)
+    check_cache(cache)
+
+    def read(nt: RNTuple) -> tuple[ReadPlan, Any]:
+        plan = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
+        if plan.computes:
+            return plan, plan.evaluate(nt, 0, nt.num_entries)
+        return plan, nt._read_table(plan.selection, 0, nt.num_entries)
+
     tables = []
     parts = []
     offset = 0
-    for nt in open_rntuples(files, **network):
-        plan = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
+    for nt, (plan, read_out) in open_rntuples(files, **options, first_read=read):
         if plan.computes:
-            columns, entries = plan.evaluate(nt, 0, nt.num_entries)
+            columns, entries = read_out
             parts.append((_awkward_records(columns, len(entries)), entries + offset))
         else:
-            tables.append(nt._read_table(plan.selection, 0, nt.num_entries))
+            tables.append(read_out)
         offset += nt.num_entries
     if not tables and not parts:
         raise InvalidArgumentError("no files to concatenate")

@@ -104,6 +104,59 @@ fn source_options(
     Ok(options)
 }
 
+/// `options` with the cache of remote reads `cache` asks for: `None` leaves the
+/// environment's (`RNTUPLE_CACHE_DIR`, ...); `{"dir": ""}` turns it off; `{"dir": DIR}`
+/// with optional `"validate"` (`open`, `never`) and `"max_bytes"` (a size) sets one, the
+/// environment's other settings under what is given.
+fn with_cache(
+    mut options: SourceOptions,
+    cache: Option<std::collections::HashMap<String, String>>,
+) -> rntuple::Result<SourceOptions> {
+    let Some(mut cache) = cache else {
+        return Ok(options);
+    };
+    let dir = cache.remove("dir").unwrap_or_default();
+    if dir.is_empty() {
+        options.cache = None;
+        return Ok(options);
+    }
+    let mut config = rntuple::io::CacheConfig::from_env_in(dir)?;
+    if let Some(validate) = cache.remove("validate") {
+        config.validate = validate.parse()?;
+    }
+    if let Some(size) = cache.remove("max_bytes") {
+        config.max_bytes = Some(rntuple::io::parse_byte_size(&size)?);
+    }
+    if let Some(other) = cache.keys().next() {
+        return Err(Error::InvalidArgument(format!(
+            "unknown cache option {other:?}: expected dir, validate or max_bytes"
+        )));
+    }
+    options.cache = Some(config);
+    Ok(options)
+}
+
+/// What the cache of remote reads in `dir` holds (`entries`, `versions`, `extents`,
+/// `bytes_on_disk`, `temporary_files`) and did (its counters, summed over every process).
+#[pyfunction]
+fn cache_stats(py: Python<'_>, dir: String) -> PyResult<BTreeMap<String, u64>> {
+    let report = py
+        .detach(|| rntuple::io::cache_stats(std::path::Path::new(&dir)))
+        .map_err(to_py_err)?;
+    let mut out: BTreeMap<String, u64> = report
+        .counters
+        .pairs()
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
+    out.insert("entries".into(), report.entries);
+    out.insert("versions".into(), report.versions);
+    out.insert("extents".into(), report.extents);
+    out.insert("bytes_on_disk".into(), report.disk_bytes);
+    out.insert("temporary_files".into(), report.temp_files);
+    Ok(out)
+}
+
 /// An open ROOT file: lists its RNTuples and opens them.
 #[pyclass(module = "rntuple._core", frozen)]
 struct RootFileHandle {
@@ -115,15 +168,19 @@ impl RootFileHandle {
     /// Opens the ROOT file at `path` (a path or URL). `network` sets some of the
     /// network options of a remote file (`connect_timeout`, `first_byte_timeout`,
     /// `idle_timeout` in seconds, `retries`); the others are the environment's
-    /// (`RNTUPLE_*`), else the defaults.
+    /// (`RNTUPLE_*`), else the defaults. `cache`: the cache of remote reads (see
+    /// `with_cache`).
     #[new]
-    #[pyo3(signature = (path, network=None))]
+    #[pyo3(signature = (path, network=None, cache=None))]
     fn new(
         py: Python<'_>,
         path: String,
         network: Option<std::collections::HashMap<String, f64>>,
+        cache: Option<std::collections::HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let options = source_options(network.unwrap_or_default()).map_err(to_py_err)?;
+        let options = source_options(network.unwrap_or_default())
+            .and_then(|options| with_cache(options, cache))
+            .map_err(to_py_err)?;
         let file = py
             .detach(|| open_source_with(&path, &options).and_then(RootFile::open))
             .map_err(to_py_err)?;
@@ -1074,6 +1131,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;
     m.add_class::<inspect::InspectionHandle>()?;
+    m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add_function(wrap_pyfunction!(merge_rntuples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
