@@ -416,6 +416,30 @@ impl ReadAt for CachedSource {
         Ok(read.pop().unwrap_or_default())
     }
 
+    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let range = ByteRange {
+            offset,
+            len: buf.len() as u64,
+        };
+        self.check_range(&range)?;
+        // A page in one extent (a read planned on cached pages): straight into `buf`.
+        if let Some(bytes) = self.edges.kept(offset, range.len) {
+            buf.copy_from_slice(bytes);
+            self.store.counters().request(false, 1);
+            self.store.counters().hit(range.len);
+            return Ok(());
+        }
+        if self.version.read_into(range, buf) {
+            self.store.counters().request(false, 1);
+            self.store.counters().hit(range.len);
+            return Ok(());
+        }
+        let bytes = self.read_at(offset, range.len)?;
+        buf.copy_from_slice(&bytes);
+        self.spare.put_filled(bytes);
+        Ok(())
+    }
+
     fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for range in ranges {
             self.check_range(range)?;
@@ -434,7 +458,9 @@ impl ReadAt for CachedSource {
                 continue;
             }
             let len = crate::error::to_usize(range.len, "a cached read")?;
-            let mut bytes = self.spare.take_zeroed(len);
+            // Every byte is written below: cached pieces by the cache, the others by the
+            // origin's.
+            let mut bytes = self.spare.take_filled(len);
             let mut lacked = 0u64;
             for piece in self.version.pieces(*range) {
                 let (part, cached) = match piece {
@@ -519,7 +545,14 @@ impl ReadAt for CachedSource {
                 }
             });
         }
-        self.version.extent_containing(range)
+        if let Some(extent) = self.version.extent_containing(range) {
+            return Some(extent);
+        }
+        // Held by several extents in a row (a page across the end of the bytes read at
+        // opening): cached, read in pieces.
+        let pieces = self.version.pieces(range);
+        let held = !pieces.is_empty() && pieces.iter().all(|p| matches!(p, Piece::Cached { .. }));
+        held.then_some(range)
     }
 
     fn hints(&self) -> ReadHints {
@@ -527,6 +560,6 @@ impl ReadAt for CachedSource {
     }
 
     fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put(buffer);
+        self.spare.put_filled(buffer);
     }
 }

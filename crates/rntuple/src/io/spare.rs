@@ -31,8 +31,8 @@ impl SpareBuffers {
         }
     }
 
-    /// An empty buffer with room for `len` bytes: the smallest kept one that fits, else
-    /// a new one.
+    /// A buffer with room for `len` bytes: the smallest kept one that fits (empty if it
+    /// was given back with [`SpareBuffers::put`]), else a new, empty one.
     pub(super) fn take(&self, len: usize) -> Vec<u8> {
         let mut buffers = self.lock();
         let fit = buffers
@@ -47,6 +47,29 @@ impl SpareBuffers {
                 drop(buffers);
                 Vec::with_capacity(len)
             }
+        }
+    }
+
+    /// A buffer of exactly `len` bytes whose contents are left over from earlier use
+    /// (or zeros): for a caller that overwrites every byte, a reused buffer is not
+    /// written twice. Give it back with [`SpareBuffers::put_filled`].
+    pub(super) fn take_filled(&self, len: usize) -> Vec<u8> {
+        let mut buffer = self.take(len);
+        if buffer.len() >= len {
+            buffer.truncate(len);
+        } else {
+            buffer.resize(len, 0);
+        }
+        buffer
+    }
+
+    /// Keeps `buffer` for [`SpareBuffers::take_filled`], its bytes as they are (within
+    /// the same bound as [`SpareBuffers::put`]).
+    pub(super) fn put_filled(&self, buffer: Vec<u8>) {
+        let mut buffers = self.lock();
+        let kept: usize = buffers.iter().map(Vec::capacity).sum();
+        if buffer.capacity() > 0 && kept + buffer.capacity() <= LIMIT_BYTES {
+            buffers.push(buffer);
         }
     }
 
@@ -84,5 +107,25 @@ mod tests {
         spare.put(Vec::with_capacity(LIMIT_BYTES));
         spare.put(Vec::with_capacity(1024));
         assert_eq!(spare.lock().len(), 1);
+    }
+
+    #[test]
+    fn filled_buffers_keep_their_bytes_and_are_cut_or_grown_to_length() {
+        let spare = SpareBuffers::default();
+        let used = vec![5u8; 1000];
+        let at = used.as_ptr();
+        spare.put_filled(used);
+        let a = spare.take_filled(600);
+        assert_eq!((a.as_ptr(), a.len()), (at, 600), "the same buffer, cut");
+        assert!(a.iter().all(|&x| x == 5), "its bytes not written again");
+        spare.put_filled(a);
+        let b = spare.take_filled(900);
+        assert_eq!(b.len(), 900);
+        assert!(b[..600].iter().all(|&x| x == 5) && b[600..].iter().all(|&x| x == 0));
+        assert_eq!(
+            spare.take_filled(10).len(),
+            10,
+            "a new buffer when none is kept"
+        );
     }
 }

@@ -201,6 +201,16 @@ impl Storage {
             let selected = selected_pages(descriptor, &columns, ranges);
             self.source.uncached_hints(&selected)
         };
+        // A remote file whose selected pages are all in a cache on local disk is read as
+        // a local one is: each page straight from the cache into a pooled buffer as the
+        // decoder asks, with no request to plan and no range buffers to fill.
+        if hints.remote {
+            let selected = selected_pages(descriptor, &columns, ranges);
+            let cached = |r: &crate::io::ByteRange| self.source.cached_extent(*r).is_some();
+            if !selected.is_empty() && selected.iter().all(cached) {
+                hints.remote = false;
+            }
+        }
         if let Some(cold) = uncached {
             hints = cold;
         }
