@@ -8,13 +8,16 @@ the requests (nginx's access log; xrootd's ``xrootd.trace request``), independen
 the client's counters:
 
 - opening (``rntuple info``): at most 2 requests over HTTP; over XRootD 3 round trips
-  (kXR_open, a kXR_readv of the two ends, one of every page list);
+  (kXR_open, a kXR_readv of the two ends, one of every page list); over S3 (SeaweedFS)
+  two round trips and no HEAD: the two ends at once, then every page list outside them
+  at once (S3 has no multi-range GET: one GET each);
 - ``dump --json --fields MET_pt,Jet_pt``: at most 4 requests over HTTP in all, its output
   equal to the local file's; ``show`` and ``verify`` likewise few.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import server_http
+import server_seaweedfs
 import server_xrootd
 from conftest import REPO_ROOT, require_rntuple_bin
 
@@ -137,3 +141,27 @@ def test_opening_over_xrootd_takes_three_round_trips(served: Path) -> None:
             assert reads.count("readv") == len(reads) <= 2, requests
     finally:
         server.stop()
+
+
+def test_opening_over_s3_takes_two_round_trips_and_no_head(served: Path) -> None:
+    server = server_seaweedfs.start(served)
+    try:
+        env = {**os.environ, **server.env()}
+        for name in ["merged.root", "checkpointed.root"]:
+            server.clear_log()
+            out = subprocess.run(
+                [str(require_rntuple_bin()), "info", "--stats", server.url(name)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+                check=False,
+            )
+            assert out.returncode == 0, out.stderr
+            logged = [r for r in server.requests() if r["path"].endswith(name)]
+            counted = int(re.search(r"^opening: (\d+) requests", out.stdout, re.MULTILINE).group(1))
+            print(f"{name}: {len(logged)} requests at the server, {out.stdout.splitlines()[-1]}")
+            assert [r for r in logged if r["method"] != "GET"] == [], "no HEAD"
+            assert len(logged) == counted
+    finally:
+        server.close()

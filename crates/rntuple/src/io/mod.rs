@@ -379,6 +379,13 @@ pub fn open_with_edges(
         let (source, edges) = http::HttpSource::open_with_edges_using(location, http, head, tail)?;
         return Ok((Arc::new(source), edges));
     }
+    #[cfg(feature = "s3")]
+    if url_scheme(location).as_deref() == Some("s3") {
+        let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+        let policy = RetryPolicy::new(options.network);
+        let (source, edges) = S3Source::open_with_edges(location, aws_vars, policy, head, tail)?;
+        return Ok((Arc::new(source), edges));
+    }
     let source = open_raw_source_with(location, options)?;
     let edges = Edges::read(source.as_ref(), head, tail)?;
     Ok((source, edges))

@@ -74,6 +74,7 @@ impl SpareBuffers {
     }
 
     /// `len` zero bytes, in a kept buffer when one fits.
+    #[cfg(any(test, feature = "xrootd"))]
     pub(super) fn take_zeroed(&self, len: usize) -> Vec<u8> {
         let mut buffer = self.take(len);
         buffer.resize(len, 0);

@@ -291,7 +291,7 @@ fn test_bytes(len: usize) -> Vec<u8> {
 
 #[test]
 fn reads_ranges_with_one_get_each_and_exact_counters() {
-    let data = test_bytes(300_000);
+    let data = test_bytes(6_000_000);
     let server = FakeS3::start(data.clone());
     let source = server.open().unwrap();
     assert_eq!(source.size(), data.len() as u64);
@@ -300,9 +300,10 @@ fn reads_ranges_with_one_get_each_and_exact_counters() {
     assert_eq!(source.hints(), S3_HINTS);
 
     assert_eq!(source.read_at(1000, 5000).unwrap(), data[1000..6000]);
+    // Farther apart than COALESCE_GAP: a GET each.
     let ranges: Vec<ByteRange> = (0..20u64)
         .map(|i| ByteRange {
-            offset: i * 14_000 + 7,
+            offset: i * 290_000 + 7,
             len: 1 + i * 500,
         })
         .chain([ByteRange { offset: 5, len: 0 }])
@@ -403,8 +404,9 @@ fn reads_from_many_rayon_workers_at_once() {
         .expect("reads from rayon workers did not finish (deadlock?)");
     outcome.unwrap();
     let metrics = source.metrics();
-    assert_eq!(metrics.requests, 32 + 32 * 12);
-    assert_eq!(metrics.bytes_read, 32 * 4_096 + 32 * 12 * 700);
+    // The 12 nearby ranges of a call in one GET (with the 300-byte gaps between them).
+    assert_eq!(metrics.requests, 32 + 32);
+    assert_eq!(metrics.bytes_read, 32 * 4_096 + 32 * (11 * 1_000 + 700));
 }
 
 #[test]
@@ -466,12 +468,13 @@ fn transient_server_errors_are_retried() {
 
 #[test]
 fn after_a_fault_only_the_missing_ranges_are_read_again() {
-    let data = test_bytes(100_000);
+    let data = test_bytes(1_600_000);
     let server = FakeS3::start(data.clone());
     let source = server.open().unwrap();
+    // Farther apart than COALESCE_GAP: a GET each.
     let ranges: Vec<ByteRange> = (0..6u64)
         .map(|i| ByteRange {
-            offset: i * 15_000,
+            offset: i * 300_000,
             len: 10_000,
         })
         .collect();
@@ -685,4 +688,31 @@ fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
     let took = start.elapsed();
     assert!(took >= Duration::from_millis(2000), "{took:?}");
     assert_eq!(server.gets().len(), 3);
+}
+
+#[test]
+fn nearby_small_ranges_are_read_in_one_get() {
+    let r = |offset: u64, len: u64| ByteRange { offset, len };
+    let asked = [
+        r(1000, 100),
+        r(0, 100),
+        r(60_000, 50),
+        r(300_000, 50),
+        r(10 << 20, 10),
+        r(5, 0),
+        r(150, 100),
+        r(20 << 20, 9 << 20),
+    ];
+    let (spans, span_of) = super::coalesce(&asked);
+    // 0..250, 1000..1100 and 60000..60050 within 64 KiB of each other: one span;
+    // 300000 is more than 64 KiB past it: a span of its own; the 9 MiB range alone.
+    let want = [
+        r(0, 60_050),
+        r(300_000, 50),
+        r(10 << 20, 10),
+        r(20 << 20, 9 << 20),
+    ];
+    assert_eq!(spans, want);
+    let want_of = [0, 0, 0, 1, 2, usize::MAX, 0, 3].map(|s| (s != usize::MAX).then_some(s));
+    assert_eq!(span_of, want_of);
 }
