@@ -571,22 +571,18 @@ impl HttpSource {
                         max_parts: 4,
                         max_data_bytes: most,
                     };
-                    let (parts, total) = multipart::read_all_parts(
-                        &mut body,
-                        &boundary,
-                        limits,
-                        &Vec::with_capacity,
-                    )
-                    .map_err(|e| match e {
-                        MultipartError::Io(e) => transient(e),
-                        MultipartError::SizeChanged { claimed } => self.permanent(format!(
-                            "{doing}: the parts of one reply name sizes {claimed} and \
+                    let (parts, total) =
+                        multipart::read_all_parts(&mut body, &boundary, limits, &|n| vec![0; n])
+                            .map_err(|e| match e {
+                                MultipartError::Io(e) => transient(e),
+                                MultipartError::SizeChanged { claimed } => self.permanent(format!(
+                                    "{doing}: the parts of one reply name sizes {claimed} and \
                                      another"
-                        )),
-                        MultipartError::Malformed(m) => {
-                            self.permanent(format!("{doing}: bad multipart/byteranges reply: {m}"))
-                        }
-                    })?;
+                                )),
+                                MultipartError::Malformed(m) => self.permanent(format!(
+                                    "{doing}: bad multipart/byteranges reply: {m}"
+                                )),
+                            })?;
                     std::io::copy(&mut body.by_ref().take(MAX_EPILOGUE), &mut std::io::sink())
                         .map_err(transient)?;
                     (parts, total)
@@ -1102,19 +1098,27 @@ impl HttpSource {
             Layout::Single { first, last } => {
                 let len = last - first + 1;
                 // Bounded by the requested bytes (checked above, or the whole file).
+                // Every byte is written by the read (a reused buffer is not zeroed
+                // first, as read_to_end would).
                 let mut data = self
                     .spare
-                    .take(to_usize(len, doing).map_err(Failure::Permanent)?);
-                body.by_ref()
-                    .take(len)
-                    .read_to_end(&mut data)
-                    .map_err(transient)?;
-                if data.len() as u64 != len {
+                    .take_filled(to_usize(len, doing).map_err(Failure::Permanent)?);
+                let mut got = 0;
+                while got < data.len() {
+                    match body.read(&mut data[got..]) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            self.spare.put_filled(data);
+                            return Err(transient(e));
+                        }
+                    }
+                }
+                if got < data.len() {
+                    self.spare.put_filled(data);
                     return Err(Failure::Transient {
-                        detail: format!(
-                            "{doing}: the reply ended after {} of {len} bytes",
-                            data.len()
-                        ),
+                        detail: format!("{doing}: the reply ended after {got} of {len} bytes"),
                         after: None,
                     });
                 }
@@ -1126,7 +1130,7 @@ impl HttpSource {
                 vec![Part { start: first, data }]
             }
             Layout::Multipart(boundary) => {
-                let take = |len: usize| self.spare.take(len);
+                let take = |len: usize| self.spare.take_filled(len);
                 let parts =
                     multipart::read_parts(&mut body, &boundary, wanted, self.size, limits, &take)
                         .map_err(|e| match e {
@@ -1148,7 +1152,7 @@ impl HttpSource {
             .map_err(|m| self.permanent(format!("{doing}: {m}")))?;
         // Parts that were cut rather than moved: their buffers serve again.
         for part in parts {
-            self.spare.put(part.data);
+            self.spare.put_filled(part.data);
         }
         Ok(Reply::Ranges {
             data,
@@ -1384,7 +1388,7 @@ impl ReadAt for HttpSource {
     }
 
     fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put(buffer);
+        self.spare.put_filled(buffer);
     }
 
     fn hints(&self) -> ReadHints {

@@ -34,27 +34,37 @@ impl SpareBuffers {
     /// A buffer with room for `len` bytes: the smallest kept one that fits (empty if it
     /// was given back with [`SpareBuffers::put`]), else a new, empty one.
     pub(super) fn take(&self, len: usize) -> Vec<u8> {
+        self.kept(len).unwrap_or_else(|| Vec::with_capacity(len))
+    }
+
+    /// The smallest kept buffer with room for `len` bytes, if any.
+    fn kept(&self, len: usize) -> Option<Vec<u8>> {
         let mut buffers = self.lock();
         let fit = buffers
             .iter()
             .enumerate()
             .filter(|(_, b)| b.capacity() >= len)
             .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, _)| i);
-        match fit {
-            Some(i) => buffers.swap_remove(i),
-            None => {
-                drop(buffers);
-                Vec::with_capacity(len)
-            }
-        }
+            .map(|(i, _)| i)?;
+        Some(buffers.swap_remove(fit))
+    }
+
+    /// The largest kept buffer, to grow to `len` bytes: a large allocation grows in place
+    /// (its pages stay mapped), so only the bytes past its end are fresh memory.
+    fn largest(&self) -> Option<Vec<u8>> {
+        let mut buffers = self.lock();
+        let largest = (0..buffers.len()).max_by_key(|&i| buffers[i].capacity())?;
+        Some(buffers.swap_remove(largest))
     }
 
     /// A buffer of exactly `len` bytes whose contents are left over from earlier use
     /// (or zeros): for a caller that overwrites every byte, a reused buffer is not
     /// written twice. Give it back with [`SpareBuffers::put_filled`].
     pub(super) fn take_filled(&self, len: usize) -> Vec<u8> {
-        let mut buffer = self.take(len);
+        let Some(mut buffer) = self.kept(len).or_else(|| self.largest()) else {
+            // Fresh memory: the allocator's zeroed pages (calloc), not a memset.
+            return vec![0; len];
+        };
         if buffer.len() >= len {
             buffer.truncate(len);
         } else {
@@ -74,7 +84,7 @@ impl SpareBuffers {
     }
 
     /// `len` zero bytes, in a kept buffer when one fits.
-    #[cfg(any(test, feature = "xrootd"))]
+    #[cfg(test)]
     pub(super) fn take_zeroed(&self, len: usize) -> Vec<u8> {
         let mut buffer = self.take(len);
         buffer.resize(len, 0);

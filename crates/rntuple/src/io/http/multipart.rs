@@ -187,7 +187,8 @@ fn read_part_headers(body: &mut impl BufRead) -> Result<(u64, u64, u64), Multipa
 /// Reads the parts of a `multipart/byteranges` body with boundary `boundary`, sent for
 /// the sorted, disjoint ranges `wanted` of a file of `size` bytes. Parts that overlap no
 /// wanted range are skipped without being kept. Stops after the closing boundary. A
-/// part's bytes go in `buffer(len)`, an empty buffer with room for them.
+/// part's bytes go in `buffer(len)`, a buffer of exactly `len` bytes (its contents are
+/// overwritten).
 pub(crate) fn read_parts(
     body: &mut impl BufRead,
     boundary: &str,
@@ -280,10 +281,10 @@ fn read_parts_of(
             let mut data = buffer(usize::try_from(len).map_err(|_| {
                 MultipartError::Malformed(format!("a part of {len} bytes does not fit in memory"))
             })?);
-            data_reader.read_to_end(&mut data)?;
-            let n = data.len() as u64;
+            // `data` has exactly `len` bytes, all written here.
+            data_reader.read_exact(&mut data)?;
             parts.push(Part { start: first, data });
-            n
+            len
         } else {
             std::io::copy(&mut data_reader, &mut std::io::sink())?
         };
@@ -382,7 +383,7 @@ mod tests {
             wanted,
             SIZE,
             Limits::for_request(wanted),
-            &Vec::with_capacity,
+            &|n| vec![0; n],
         )
         .map_err(|e| format!("{e:?}"))?;
         assemble(wanted, &mut parts)
@@ -476,7 +477,7 @@ mod tests {
                 max_parts: 3,
                 max_data_bytes: 1000,
             },
-            &Vec::with_capacity,
+            &|n| vec![0; n],
         )
         .unwrap();
         assert_eq!(parts.len(), 2, "the unrequested part is not kept");
@@ -513,7 +514,7 @@ mod tests {
             &wanted,
             1_000_000_000_000,
             Limits::for_request(&wanted),
-            &Vec::with_capacity,
+            &|n| vec![0; n],
         )
         .unwrap_err();
         assert!(format!("{err:?}").contains("more than the"), "{err:?}");
@@ -543,7 +544,7 @@ mod tests {
             &wanted,
             SIZE,
             Limits::for_request(&wanted),
-            &Vec::with_capacity,
+            &|n| vec![0; n],
         )
         .unwrap_err();
         assert!(matches!(err, MultipartError::SizeChanged { claimed: 1001 }));

@@ -431,7 +431,8 @@ impl ReadAt for XRootDSource {
         }
         let mut outs: Vec<Vec<u8>> = ranges
             .iter()
-            .map(|r| Ok(self.spare.take_zeroed(to_usize(r.len, "an XRootD read")?)))
+            // Every byte is written by the read: a reused buffer is not zeroed again.
+            .map(|r| Ok(self.spare.take_filled(to_usize(r.len, "an XRootD read")?)))
             .collect::<Result<_>>()?;
         // Every range in pieces of at most the server's segment size...
         let piece_len = to_usize(self.readv_segment_bytes.max(1), "an XRootD segment")?;
@@ -477,7 +478,7 @@ impl ReadAt for XRootDSource {
     }
 
     fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put(buffer);
+        self.spare.put_filled(buffer);
     }
 
     fn hints(&self) -> ReadHints {
