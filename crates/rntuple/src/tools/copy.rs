@@ -67,11 +67,18 @@ fn copy_entries<W: FileOutput>(
                 *length,
             );
         }
-        for cluster in &source.descriptor().clusters {
-            let range = cluster.first_entry..cluster.first_entry + cluster.n_entries;
-            let batch = source.read(None, range.clone())?;
-            writer.write_batch(&batch)?;
-            progress(range.end);
+        // One planned stream over the clusters: from a remote file the next clusters'
+        // pages are fetched while this one is written.
+        let ranges: Vec<std::ops::Range<u64>> = source
+            .descriptor()
+            .clusters
+            .iter()
+            .map(|c| c.first_entry..c.first_entry + c.n_entries)
+            .collect();
+        let ends: Vec<u64> = ranges.iter().map(|r| r.end).collect();
+        for (batch, end) in source.read_ranges(None, ranges)?.zip(ends) {
+            writer.write_batch(&batch?)?;
+            progress(end);
         }
         writer.finish()?
     };
