@@ -57,46 +57,38 @@ pub(crate) fn open_cached(
         return open_uncached(location, options);
     };
     let name = redact_url(location);
-    let hints = default_hints(location);
+    // A source of `version`, reading from `origin` (when open) what the cache lacks.
+    let cached = |version: Version, origin: Option<Source>| {
+        let hints = origin
+            .as_ref()
+            .map_or_else(|| default_hints(location), |o| o.hints());
+        CachedSource::new(
+            location,
+            &name,
+            options,
+            store.clone(),
+            version,
+            origin,
+            hints,
+        )
+    };
     if let Some(version) = entry.current() {
         match config.validate {
-            CacheValidate::Never => {
-                return Ok(Arc::new(CachedSource::new(
-                    location, &name, options, store, version, None, hints,
-                )));
-            }
+            CacheValidate::Never => return Ok(Arc::new(cached(version, None))),
             CacheValidate::Open => {
-                let (origin, probe) = probe_origin(location, options, version.meta().size)?;
+                let (origin, probe) = probe_origin(location, options)?;
                 store
                     .counters()
                     .validation(probe.head.len() as u64 + probe.tail.len() as u64);
                 let fresh = version_meta(origin.as_ref(), &probe, &name);
                 if same_file(version.meta(), &fresh) {
-                    let hints = origin.hints();
-                    return Ok(Arc::new(CachedSource::new(
-                        location,
-                        &name,
-                        options,
-                        store,
-                        version,
-                        Some(origin),
-                        hints,
-                    )));
+                    return Ok(Arc::new(cached(version, Some(origin))));
                 }
                 store.counters().stale();
                 return Ok(match entry.install(fresh) {
                     Ok(version) => {
                         store_edges(&version, &probe);
-                        let hints = origin.hints();
-                        Arc::new(CachedSource::new(
-                            location,
-                            &name,
-                            options,
-                            store,
-                            version,
-                            Some(origin),
-                            hints,
-                        ))
+                        Arc::new(cached(version, Some(origin)))
                     }
                     Err(_) => {
                         store.counters().write_error();
@@ -117,17 +109,7 @@ pub(crate) fn open_cached(
     match entry.install(meta) {
         Ok(version) => {
             store_edges(&version, &edges);
-            let hints = origin.hints();
-            let source = CachedSource::new(
-                location,
-                &name,
-                options,
-                store,
-                version,
-                Some(origin),
-                hints,
-            );
-            Ok(Arc::new(source.keeping(edges)))
+            Ok(Arc::new(cached(version, Some(origin)).keeping(edges)))
         }
         Err(_) => {
             store.counters().write_error();
@@ -147,10 +129,9 @@ fn open_uncached(location: &str, options: &SourceOptions) -> Result<Source> {
     Ok(Arc::new(EdgeCached::with_edges(origin, edges)))
 }
 
-/// Opens the origin and reads the probe ranges of a file of `size` bytes (the ends of
-/// the file as it is now, if its size changed): one request over HTTP.
-fn probe_origin(location: &str, options: &SourceOptions, size: u64) -> Result<(Source, Edges)> {
-    let _ = size;
+/// Opens the origin and reads the probe ranges of the file as it is now: one request
+/// over HTTP.
+fn probe_origin(location: &str, options: &SourceOptions) -> Result<(Source, Edges)> {
     open_with_edges(location, options, PROBE_HEAD, PROBE_TAIL)
 }
 
@@ -307,9 +288,10 @@ impl CachedSource {
                 return Vec::new();
             };
             let mut bytes = vec![0u8; len];
-            match self.version.read_into(range, &mut bytes) {
-                true => bytes,
-                false => Vec::new(),
+            if self.version.read_into(range, &mut bytes) {
+                bytes
+            } else {
+                Vec::new()
             }
         };
         let head_len = super::edges::HEAD_BYTES.min(self.size);
@@ -348,7 +330,7 @@ impl CachedSource {
         if let Some(source) = origin.as_ref() {
             return Ok(source.clone());
         }
-        let (source, probe) = probe_origin(&self.location, &self.options, self.size)?;
+        let (source, probe) = probe_origin(&self.location, &self.options)?;
         self.store
             .counters()
             .validation(probe.head.len() as u64 + probe.tail.len() as u64);

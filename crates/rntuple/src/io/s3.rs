@@ -517,6 +517,24 @@ impl Shared {
         (read, transient)
     }
 
+    /// A `GET`'s answer up to its headers, within the first-byte timeout (`what`: the
+    /// request, for messages); the store's own error as it is.
+    async fn get_headers(
+        &self,
+        options: GetOptions,
+        what: &str,
+    ) -> std::result::Result<object_store::Result<GetResult>, Failure> {
+        first_byte(
+            self.store.get_opts(&self.path, options),
+            self.network.first_byte_timeout,
+        )
+        .await
+        .map_err(|NoFirstByte| Failure::TimedOut {
+            kind: TimeoutKind::FirstByte,
+            doing: what.to_string(),
+        })
+    }
+
     /// A ranged `GET` at opening, before the ETag is known: the range the store sent,
     /// its bytes and what it says of the object (size, ETag).
     async fn get_opening(
@@ -528,16 +546,7 @@ impl Shared {
             range: Some(range.clone()),
             ..GetOptions::default()
         };
-        let result = first_byte(
-            self.store.get_opts(&self.path, options),
-            self.network.first_byte_timeout,
-        )
-        .await
-        .map_err(|NoFirstByte| Failure::TimedOut {
-            kind: TimeoutKind::FirstByte,
-            doing: what(),
-        })?
-        .map_err(|e| {
+        let result = self.get_headers(options, &what()).await?.map_err(|e| {
             // A range the store will not serve (an empty object: 416; a store without
             // suffix ranges: 400, 501): opened with a HEAD instead.
             let refused = http_status(&e.to_string())
@@ -565,16 +574,10 @@ impl Shared {
             if_match: self.etag.clone(),
             ..GetOptions::default()
         };
-        let result = first_byte(
-            self.store.get_opts(&self.path, options),
-            self.network.first_byte_timeout,
-        )
-        .await
-        .map_err(|NoFirstByte| Failure::TimedOut {
-            kind: TimeoutKind::FirstByte,
-            doing: what(),
-        })?
-        .map_err(|e| self.failure(e, &what()))?;
+        let result = self
+            .get_headers(options, &what())
+            .await?
+            .map_err(|e| self.failure(e, &what()))?;
         // A store that ignores If-Match still reports the ETag of what it sent.
         if self.etag.is_some() && result.meta.e_tag != self.etag {
             return Err(Failure::Permanent(self.changed(&what())));
