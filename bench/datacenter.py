@@ -389,6 +389,12 @@ def python_chain(
     return run
 
 
+def stop_nginx(server: server_http.Server) -> None:
+    """Stops nginx and removes its working directory (configuration and logs)."""
+    server.stop()
+    shutil.rmtree(server.workdir, ignore_errors=True)
+
+
 def fresh_dir(prefix: str) -> Path:
     """A new empty temporary directory."""
     return Path(tempfile.mkdtemp(prefix=prefix))
@@ -590,7 +596,10 @@ def section_cold(report: Report, big: Path, data: Path, repeat: int, delays: Seq
                 finally:
                     proxy.stop()
         finally:
-            server.stop()
+            if isinstance(server, server_http.Server):
+                stop_nginx(server)
+            else:
+                server.stop()
     report.add(
         [
             "## 1. Cold remote reads against local",
@@ -743,7 +752,7 @@ def section_cache(report: Report, big: Path, data: Path, repeat: int) -> None:
         finally:
             proxy.stop()
     finally:
-        nginx.stop()
+        stop_nginx(nginx)
     report.add(
         [
             "## 2. The cache of remote reads, http:// at 20 ms RTT",
@@ -794,7 +803,7 @@ def section_reuse(report: Report, big: Path, data: Path, repeat: int) -> None:
         finally:
             proxy.stop()
     finally:
-        nginx.stop()
+        stop_nginx(nginx)
     for label, runs in [("5 fields, empty cache", first), ("10 fields (5 cached + 5 new)", second)]:
         r = runs[-1]
         rows.append(
@@ -876,7 +885,7 @@ def section_chain(report: Report, chain: list[Path], data: Path, repeat: int) ->
         finally:
             proxy.stop()
     finally:
-        nginx.stop()
+        stop_nginx(nginx)
     size = sum(p.stat().st_size for p in chain)
     report.add(
         [
@@ -956,7 +965,7 @@ def section_s3(report: Report, big: Path, data: Path, repeat: int) -> None:
     finally:
         if weed is not None:
             weed.close()
-        nginx.stop()
+        stop_nginx(nginx)
         remove(weed_dir)
     report.add(
         [
