@@ -1048,6 +1048,11 @@ def _expand_files(files: Any) -> list[tuple[str, str | None]]:
     return out
 
 
+#: Files a chain (:func:`iterate`, :func:`concatenate`, :func:`rntuple.dask`) opens
+#: ahead of the one in use.
+OPEN_AHEAD = 4
+
+
 def open_rntuples(
     files: Any,
     *,
@@ -1059,30 +1064,40 @@ def open_rntuples(
 ) -> Iterator[tuple[RNTuple, Any]]:
     """Opens each RNTuple a files spec names (see :func:`iterate`), with the options of
     :func:`open`, and yields it with ``first_read(nt)`` (``None`` without one). The next
-    file is opened, and its ``first_read`` started, on a thread of its own while the
-    caller uses the current one (the core releases the GIL while it opens and reads):
-    over many remote files the round trips of opening the next one, and the fetching
-    of its first pages, overlap the work on this one. A file is no longer referenced
-    here once the caller moves on."""
+    :data:`OPEN_AHEAD` files are opened, and the next one's ``first_read`` run, on
+    threads of their own while the caller uses the current one (the core releases the
+    GIL while it opens and reads): over many remote files the round trips of opening
+    them, and the fetching of the next one's first pages, overlap the work on this one.
+    A file is no longer referenced here once the caller moves on."""
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
     items = _expand_files(files)
     options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
 
-    def open_one(index: int) -> tuple[RNTuple, Any]:
+    def open_only(index: int) -> RNTuple:
         path, name = items[index]
         f = ReadOnlyFile(path, **options)
-        nt = f[name] if name else RNTuple(f._file().open_rntuple(None))
+        return f[name] if name else RNTuple(f._file().open_rntuple(None))
+
+    def open_and_read(index: int) -> tuple[RNTuple, Any]:
+        nt = opening[index].result()
         return nt, None if first_read is None else first_read(nt)
 
     if not items:
         return
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rntuple-open-ahead") as pool:
-        ahead = pool.submit(open_one, 0)
+    # Files opened ahead at once (their metadata: round trips, few bytes), and the first
+    # read of the next one: a chain of remote files waits for neither.
+    ahead = min(OPEN_AHEAD, len(items))
+    with concurrent.futures.ThreadPoolExecutor(ahead + 1, thread_name_prefix="rntuple-open-ahead") as pool:
+        opening = {index: pool.submit(open_only, index) for index in range(ahead)}
+        reading = pool.submit(open_and_read, 0)
         for index in range(len(items)):
-            opened = ahead.result()
+            opened = reading.result()
+            if index + ahead < len(items):
+                opening[index + ahead] = pool.submit(open_only, index + ahead)
             if index + 1 < len(items):
-                ahead = pool.submit(open_one, index + 1)
+                reading = pool.submit(open_and_read, index + 1)
+            del opening[index]
             yield opened
             del opened
 

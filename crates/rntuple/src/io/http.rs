@@ -1,6 +1,6 @@
 //! HTTP(S) byte source (`http://`, `https://`): byte-range requests on a keep-alive
-//! connection pool (reqwest's client on rustls, on a small tokio runtime of the source's
-//! own; callers block, on any thread).
+//! connection pool (reqwest's client on rustls, on a small tokio runtime, both shared by
+//! the sources open at the same time; callers block, on any thread).
 //!
 //! Timeouts ([`NetworkOptions`](crate::io::NetworkOptions)): the connect timeout bounds
 //! a new connection's TCP connect and TLS handshake (reqwest's connect timeout); the
@@ -40,7 +40,7 @@ use std::ffi::OsString;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// The most bytes a bearer-token file may hold (real tokens are a few KiB).
@@ -199,7 +199,8 @@ pub struct HttpSource {
     url: reqwest::Url,
     /// The URL for messages: no credentials, no query.
     display: String,
-    client: Client,
+    /// The client, its connection pool and runtime, shared by the sources open at once.
+    net: Arc<SharedClient>,
     credentials: Option<Credentials>,
     size: u64,
     etag: Option<String>,
@@ -215,8 +216,58 @@ pub struct HttpSource {
     metrics: IoMetrics,
     /// Buffers given back for reuse.
     spare: SpareBuffers,
-    /// Drives the client's connections; declared last, so dropped after the client.
+}
+
+/// An HTTP client and the runtime that drives its connections, shared by every source
+/// open at the same time with the same connect timeout: a file opened while another is
+/// read (a chain of files, a merge's next input) reuses the connections to its server,
+/// without a new TCP (and TLS) handshake. The last source to go drops both, and with
+/// them the connections.
+struct SharedClient {
+    client: Client,
+    /// Declared after the client, so dropped after it.
     runtime: NetRuntime,
+}
+
+/// The clients in use, by connect timeout (weak: they live as long as their sources).
+static SHARED_CLIENTS: Mutex<Vec<(Duration, Weak<SharedClient>)>> = Mutex::new(Vec::new());
+
+impl SharedClient {
+    /// The client in use with `connect_timeout`, else a new one made by `build` on a new
+    /// runtime (`display`: the URL, for messages).
+    fn get(
+        connect_timeout: Duration,
+        display: &str,
+        build: impl FnOnce() -> reqwest::Result<Client>,
+    ) -> Result<Arc<SharedClient>> {
+        let mut clients = SHARED_CLIENTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        clients.retain(|(_, client)| client.strong_count() > 0);
+        if let Some(shared) = clients
+            .iter()
+            .filter(|(timeout, _)| *timeout == connect_timeout)
+            .find_map(|(_, client)| client.upgrade())
+        {
+            return Ok(shared);
+        }
+        let runtime = NetRuntime::new(RUNTIME_WORKERS, "rntuple-http", display)?;
+        // The client's pool spawns its connections on the current runtime.
+        let client = {
+            let _context = runtime.handle().enter();
+            build()
+        }
+        .map_err(|e| Error::Remote {
+            what: display.to_string(),
+            detail: format!(
+                "cannot set up the HTTP client: {}",
+                describe_reqwest_error(e)
+            ),
+        })?;
+        let shared = Arc::new(SharedClient { client, runtime });
+        clients.push((connect_timeout, Arc::downgrade(&shared)));
+        Ok(shared)
+    }
 }
 
 /// A response whose headers arrived: its body is read (blocking) chunk by chunk, each
@@ -756,27 +807,17 @@ impl HttpSource {
             .connect_timeout(options.retry.network.connect_timeout)
             .connector_layer(TrackConnects)
             .tcp_nodelay(true);
-        for certificate in grid_ca_certificates() {
-            builder = builder.add_root_certificate(certificate);
-        }
-        let runtime = NetRuntime::new(RUNTIME_WORKERS, "rntuple-http", &display)?;
-        // The client's pool spawns its connections on the current runtime.
-        let client = {
-            let _context = runtime.handle().enter();
+        let net = SharedClient::get(options.retry.network.connect_timeout, &display, || {
+            for certificate in grid_ca_certificates() {
+                builder = builder.add_root_certificate(certificate);
+            }
             builder.build()
-        }
-        .map_err(|e| Error::Remote {
-            what: display.clone(),
-            detail: format!(
-                "cannot set up the HTTP client: {}",
-                describe_reqwest_error(e)
-            ),
         })?;
         let ranges_per_request = options.hints.max_ranges_per_request.max(1);
         Ok(HttpSource {
             url: parsed,
             display,
-            client,
+            net,
             credentials,
             size: 0,
             etag: None,
@@ -787,7 +828,6 @@ impl HttpSource {
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
-            runtime,
         })
     }
 
@@ -870,6 +910,7 @@ impl HttpSource {
     /// conditions on the file's identity.
     fn request(&self, range: &str) -> RequestBuilder {
         let mut request = self
+            .net
             .client
             .get(self.url.clone())
             .header(header::RANGE, range)
@@ -905,6 +946,7 @@ impl HttpSource {
     ) -> std::result::Result<Answer<'_>, Failure> {
         let network = self.retry.network;
         let sent = self
+            .net
             .runtime
             .block_on(async { first_byte(request.send(), network.first_byte_timeout).await });
         let response = match sent {
@@ -938,7 +980,7 @@ impl HttpSource {
         Ok(Answer {
             response,
             chunk: Bytes::new(),
-            runtime: &self.runtime,
+            runtime: &self.net.runtime,
             idle: network.idle_timeout,
         })
     }
