@@ -133,13 +133,37 @@ def _probe(location: str | Path, ranges: list[tuple[int, int]], env: dict[str, s
     return json.loads(out.stdout)
 
 
-def test_io_probe_one_get_per_range(served_dir: Path, server: server_s3.Server) -> None:
+# The client's rule for merging GETs (crates/rntuple/src/io/s3.rs): ranges within 64 KiB
+# of each other are fetched in one GET while the span stays within 8 MiB.
+COALESCE_GAP = 64 << 10
+COALESCE_MAX = 8 << 20
+
+
+def _spans(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The GETs the rule above makes of `ranges`: (offset, length) of each merged span."""
+    spans: list[list[int]] = []
+    for offset, length in sorted(ranges):
+        end = offset + length
+        if (
+            spans
+            and offset <= spans[-1][1] + COALESCE_GAP
+            and max(end, spans[-1][1]) - spans[-1][0] <= COALESCE_MAX
+        ):
+            spans[-1][1] = max(end, spans[-1][1])
+        else:
+            spans.append([offset, end])
+    return [(a, b - a) for a, b in spans]
+
+
+def test_io_probe_one_get_per_distant_range(served_dir: Path, server: server_s3.Server) -> None:
     name = f"gen/{BIG_SPEC.filename}"
     size = (served_dir / name).stat().st_size
-    # Ranges clear of the bytes read up front at opening, of many sizes, out of order.
-    ranges = [(EDGE_HEAD_BYTES + k * 611_011 % (size // 2), 1 + k * 37_003) for k in range(1, 25)]
-    ranges.append((size - EDGE_TAIL_BYTES - 5_000_000, 4_999_999))
+    # Ranges clear of the bytes read up front at opening, of many sizes, out of order,
+    # each more than COALESCE_GAP away from the others.
+    ranges = [(EDGE_HEAD_BYTES + (k * 7 % 24) * 260_000, 1 + k * 7_001) for k in range(1, 25)]
+    ranges.append((size - EDGE_TAIL_BYTES - 3_000_000, 2_999_999))
     assert all(EDGE_HEAD_BYTES <= o and o + n <= size - EDGE_TAIL_BYTES for o, n in ranges)
+    assert len(_spans(ranges)) == len(ranges)
 
     local = _probe(served_dir / name, ranges, _client_env({}))
     remote = _probe(server.url(name), ranges, _client_env(server.env()))
@@ -153,6 +177,31 @@ def test_io_probe_one_get_per_range(served_dir: Path, server: server_s3.Server) 
     assert m["vector_requests"] == 0
     assert m["requests"] == m["ranges"] == len(ranges) + 2
     assert m["bytes_read"] == sum(n for _, n in ranges) + EDGE_HEAD_BYTES + EDGE_TAIL_BYTES
+
+
+def test_io_probe_merges_near_ranges_into_one_get(served_dir: Path, server: server_s3.Server) -> None:
+    name = f"gen/{BIG_SPEC.filename}"
+    size = (served_dir / name).stat().st_size
+    # Overlapping, touching and nearby ranges, out of order, then a run of ranges 50 kB
+    # apart up to the end: together longer than COALESCE_MAX, so more than one GET.
+    ranges = [(EDGE_HEAD_BYTES + k * 611_011 % (size // 2), 1 + k * 37_003) for k in range(1, 25)]
+    run_start = max(o + n for o, n in ranges) + 10_000
+    ranges += [(o, 50_000) for o in range(run_start, size - EDGE_TAIL_BYTES - 50_000, 100_000)]
+    assert all(EDGE_HEAD_BYTES <= o and o + n <= size - EDGE_TAIL_BYTES for o, n in ranges)
+    spans = _spans(ranges)
+    assert 2 <= len(spans) < len(ranges) // 10
+    assert all(n <= COALESCE_MAX for _, n in spans) and sum(n for _, n in spans) > COALESCE_MAX
+
+    local = _probe(served_dir / name, ranges, _client_env({}))
+    remote = _probe(server.url(name), ranges, _client_env(server.env()))
+    assert remote["ranges"] == local["ranges"]
+    assert all(r["read"] == r["len"] for r in remote["ranges"])
+
+    m = remote["metrics"]
+    print(f"\ns3 io_probe: {len(ranges)} ranges, {len(spans)} spans -> {m}")
+    assert m["vector_requests"] == 0
+    assert m["requests"] == m["ranges"] == len(spans) + 2
+    assert m["bytes_read"] == sum(n for _, n in spans) + EDGE_HEAD_BYTES + EDGE_TAIL_BYTES
 
 
 def test_missing_key_or_bucket_is_not_found(server: server_s3.Server) -> None:
