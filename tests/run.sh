@@ -3,7 +3,10 @@
 # and the cross-tool tests against ROOT 6.40 from PyPI. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's start, in seconds since this script began: where CI's time goes.
+step() { echo "== [${SECONDS}s] $*" >&2; }
 
+step "system packages"
 # Servers for the remote-read tests (nginx for http://; openssl makes its test CA).
 if ! { command -v nginx || command -v /usr/sbin/nginx; } >/dev/null || ! command -v openssl >/dev/null; then
     apt-get install -y nginx openssl || { apt-get update && apt-get install -y nginx openssl; }
@@ -16,25 +19,35 @@ command -v xrootd >/dev/null || { apt-get update && apt-get install -y xrootd-se
 dpkg -s xrootd-server-plugins >/dev/null 2>&1 || { apt-get update && apt-get install -y xrootd-server-plugins; }
 command -v openssl >/dev/null || { apt-get update && apt-get install -y openssl; }
 
+step "pip install -r tests/requirements.txt"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+step "the Python package"
 # The Python package, built from this checkout by maturin (the README's install command).
 python3 -m pip install --quiet --disable-pip-version-check ./python
 
+step "lint"
 ruff check .
 ruff format --check .
 
 cargo fmt --all -- --check
+step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+step "cargo doc"
 # Public items documented, doc links resolve.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+step "release build"
 # The command and the test tools (crates/rntuple-testkit: propgen, delay_proxy, io_probe,
 # concurrent_read) in one release build, sharing the library built for the Python module.
 cargo build --release -p rntuple-cli -p rntuple-testkit
+step "cargo test"
 cargo test --workspace
+step "without remote sources"
 # The library without its remote sources (no tokio, reqwest, object_store, rustls): it
 # builds, lints clean, and a URL of a left-out source is a clear error.
 cargo clippy -p rntuple --no-default-features --all-targets -- -D warnings
 cargo test -p rntuple --no-default-features --lib
 
 export RNTUPLE_BIN="$PWD/target/release/rntuple"
+step "pytest"
 python3 -m pytest -q --durations=30 tests
+step "done"
