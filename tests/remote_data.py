@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
+
+import rntuple
 
 
 def nanoaod_like(n: int, seed: int) -> pa.Table:
@@ -43,3 +47,28 @@ def write_big(path: str) -> None:
                 f["Events"] = table
             else:
                 f["Events"].extend(table)
+
+
+def same_size_pair(directory: Path) -> tuple[Path, Path]:
+    """Two RNTuples (``version1.root``, ``version2.root`` in ``directory``) of the same size
+    and layout with different values: a file replaced at its origin by one its size does not
+    tell apart."""
+    paths = []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        n = 50_000
+        table = pa.table(
+            {
+                "x": pa.array(rng.normal(size=n)),
+                "n": pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
+                "v": pa.ListArray.from_arrays(
+                    pa.array(np.arange(0, 3 * n + 1, 3, dtype=np.int32)), rng.normal(size=3 * n)
+                ),
+            }
+        )
+        path = directory / f"version{seed}.root"
+        with rntuple.recreate(path, compression="none", cluster_size="256 kB") as f:
+            f["Events"] = table
+        paths.append(path)
+    assert paths[0].stat().st_size == paths[1].stat().st_size
+    return paths[0], paths[1]

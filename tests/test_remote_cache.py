@@ -32,12 +32,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 import server_http
 from conftest import require_rntuple_bin
-from remote_data import nanoaod_like
+from remote_data import nanoaod_like, same_size_pair
 
 import rntuple
 
@@ -143,33 +141,10 @@ def test_a_second_read_fetches_only_the_new_fields_pages(
     assert fetched <= 1.1 * new_pages
 
 
-def _same_size_pair(directory: Path) -> tuple[Path, Path]:
-    """Two RNTuples of the same size and layout with different values."""
-    paths = []
-    for seed in (1, 2):
-        rng = np.random.default_rng(seed)
-        n = 50_000
-        table = pa.table(
-            {
-                "x": pa.array(rng.normal(size=n)),
-                "n": pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
-                "v": pa.ListArray.from_arrays(
-                    pa.array(np.arange(0, 3 * n + 1, 3, dtype=np.int32)), rng.normal(size=3 * n)
-                ),
-            }
-        )
-        path = directory / f"version{seed}.root"
-        with rntuple.recreate(path, compression="none", cluster_size="256 kB") as f:
-            f["Events"] = table
-        paths.append(path)
-    assert paths[0].stat().st_size == paths[1].stat().st_size
-    return paths[0], paths[1]
-
-
 def test_an_origin_replaced_within_the_same_second_is_seen_by_open_never_mixed(
     nginx: server_http.Server, served: Path, tmp_path: Path
 ) -> None:
-    first, second = _same_size_pair(tmp_path)
+    first, second = same_size_pair(tmp_path)
     served_file = served / "replaced.root"
     shutil.copy(first, served_file)
     mtime = int(served_file.stat().st_mtime)

@@ -13,6 +13,7 @@ Nothing here skips: a ``weed`` that cannot start fails every test with its outpu
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pytest
 import server_seaweedfs
 from conftest import require_rntuple_bin
-from remote_data import nanoaod_like
+from remote_data import nanoaod_like, same_size_pair
 
 import rntuple
 
@@ -136,3 +137,59 @@ def test_object_replaced_after_opening_is_an_error(
     with pytest.raises(rntuple.RemoteError, match="changed since it was opened"):
         remote.arrays(FIELDS, library="arrow")
     assert any(r["status"] == "412" for r in server.requests())
+
+
+def _dump_jsonl(
+    target: str | Path, env: dict[str, str], fields: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    args = [str(require_rntuple_bin()), "dump", "--jsonl", str(target)]
+    args += ["--fields", ",".join(fields)] if fields else []
+    return subprocess.run(
+        args, capture_output=True, text=True, env={**os.environ, **env}, timeout=300, check=False
+    )
+
+
+def test_an_overwritten_object_is_read_anew_through_the_cache(
+    tmp_path: Path, started: server_seaweedfs.Server | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object overwritten in place (same key, same size, a new ETag): a cache that
+    validates at opening serves the new values, one that never validates the old ones
+    (whole), and one lacking bytes of the old version refuses rather than mix them."""
+    server = _use(started, monkeypatch)
+    first, second = same_size_pair(tmp_path)
+    old, new = (_dump_jsonl(p, {}) for p in (first, second))
+    assert old.returncode == new.returncode == 0 and old.stdout != new.stdout
+    key = "overwritten.root"
+    etag_before = server.put(key, first.read_bytes())
+    url = server.url(key)
+    full, partial = tmp_path / "full", tmp_path / "partial"
+
+    def cached(
+        cache: Path, validate: str, fields: list[str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return _dump_jsonl(url, {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": validate}, fields)
+
+    assert cached(full, "open").stdout == old.stdout
+    assert cached(partial, "open", ["x"]).stdout == _dump_jsonl(first, {}, ["x"]).stdout
+    etag_after = server.put(key, second.read_bytes())
+    assert etag_after != etag_before
+
+    server.clear_log()
+    assert cached(full, "never").stdout == old.stdout
+    assert server.requests() == [], "never: no request at all"
+    mixed = cached(partial, "never")
+    assert mixed.returncode == 1, mixed.stdout[:300]
+    assert "changed at its origin" in mixed.stderr, mixed.stderr
+    for cache in (full, partial):
+        got = cached(cache, "open")
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == new.stdout
+    assert cached(full, "never").stdout == new.stdout
+    stats = subprocess.run(
+        [str(require_rntuple_bin()), "cache", "stats", "--json", "--cache-dir", str(full)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(stats.stdout)["counters"]["stale_versions"] >= 1
