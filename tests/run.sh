@@ -49,5 +49,7 @@ cargo test -p rntuple --no-default-features --lib
 
 export RNTUPLE_BIN="$PWD/target/release/rntuple"
 step "pytest"
-python3 -m pytest -q --durations=30 tests
+# On every core (up to 4), each test file on one worker: its module fixtures (servers,
+# generated files) are built once.
+python3 -m pytest -q --durations=30 -n auto --maxprocesses 4 --dist loadfile tests
 step "done"

@@ -15,16 +15,20 @@ top-level fields it uses.
   file openings (one per worker process and file) are at most 1.1x the pages of the
   two fields; with 4 threads in one process each file is opened once and the
   partitions' counts sum to what nginx served;
-- a partition's reader pickles (to worker processes) without an open file.
+- a partition's reader pickles (to worker processes) without an open file;
+- a partition has the next file opened in the background (over HTTP: nginx serves that
+  file's opening, not the one after), and that file's partition then reads pages only.
 
 Nothing is skipped: without ``distributed`` or the package, the tests fail.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ ENTRIES = 20_000  # the events of conftest.py's nanoaod_like files
 PT_BINS = np.linspace(0, 100, 41)
 MAX_MUONS = 12
 NO_PROJECTION = {"awkward.optimization.which": ["layer-chains"]}
+#: the Range header of the request that opens a file over HTTP (its two ends)
+OPENING_RANGES = "bytes=0-65535,-131072"
 
 
 @pytest.fixture(scope="module")
@@ -235,10 +241,13 @@ def test_partition_reader_pickles_without_an_open_file(files: list[str]) -> None
         "report",
         "token",
         "network",
+        "following",
         "behavior",
         "attrs",
     }
     assert restored.network == {}, "no network option given: the workers' environment decides"
+    absolute = [(str(Path(f.rsplit(":", 1)[0]).resolve()), "Events") for f in files]
+    assert restored.following == {absolute[i]: absolute[i + 1] for i in range(len(absolute) - 1)}
     partition = layer.inputs[1]
     path, name, start, stop = partition
     assert Path(path).is_absolute() and name == "Events" and 0 < start < stop
@@ -277,3 +286,46 @@ def test_workers_read_urls_over_http(files: list[str], client: Any, nginx: serve
     assert served == workers
     # (an open's head and tail reads may hold pages too, so this bounds from above only)
     assert two_fields <= served and served - opens * opening <= 1.1 * two_fields
+
+
+def test_a_partition_has_the_next_file_opened_ahead(files: list[str], nginx: server_http.Server) -> None:
+    """Computing the first partition alone (one thread): its values are the first file's,
+    and meanwhile the next file, and only that one, is opened (its two ends and page
+    lists read), so that the partition of the next file reads its pages only."""
+    names = [Path(f.rsplit(":", 1)[0]).name for f in files]
+    urls = [f"{nginx.url(name)}:Events" for name in names]
+    events = rntuple.dask(urls, ["Jet_pt"])
+    assert events.npartitions == N_FILES, "one partition per file"
+
+    def served() -> dict[str, list[str]]:
+        """The ranges asked of each file."""
+        out: dict[str, list[str]] = {}
+        for r in nginx.requests():
+            out.setdefault(r["path"].rsplit("/", 1)[-1], []).append(r["range"])
+        return out
+
+    nginx.clear_log()
+    first = events.partitions[0].compute(scheduler="sync")
+    assert len(first) == ENTRIES
+    assert ak.all(first.Jet_pt == rntuple.open(files[0]).arrays(["Jet_pt"]).Jet_pt)
+    deadline = time.monotonic() + 20
+    while names[1] not in served() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # and nothing more comes
+    ranges = served()
+    assert set(ranges) == {names[0], names[1]}, ranges
+    assert OPENING_RANGES in ranges[names[1]], ranges
+
+    nginx.clear_log()
+    second = events.partitions[1].compute(scheduler="sync")
+    assert ak.all(second.Jet_pt == rntuple.open(files[1]).arrays(["Jet_pt"]).Jet_pt)
+    # (and it has the file after opened ahead in turn; waited for, so that no opening
+    # outlives this test)
+    ahead = importlib.import_module("rntuple.dask")._ahead  # the files being opened ahead
+    deadline = time.monotonic() + 20
+    while ahead and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not ahead
+    ranges = served()
+    assert ranges.get(names[1]) and OPENING_RANGES not in ranges[names[1]], ranges
+    assert OPENING_RANGES in ranges[names[2]] and names[3] not in ranges, ranges

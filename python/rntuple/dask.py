@@ -9,6 +9,7 @@ TTree files to RNTuple, one task per file, on a ``dask.distributed`` cluster.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -24,20 +25,40 @@ from .selection import check_flag, check_network, check_step_size
 from .ttree import ConvertResult, EntryRange, convert
 
 _OPEN_LIMIT = 8
-_open: OrderedDict[tuple[str, str, str], tuple[Any, threading.Lock]] = OrderedDict()
+#: per (graph token, path, rntuple name): the open RNTuple, a lock for exact metrics, and
+#: what opening it cost until a partition claims it (then empty)
+_open: OrderedDict[tuple[str, str, str], tuple[Any, threading.Lock, dict[str, Any]]] = OrderedDict()
 _open_lock = threading.Lock()
 _opening: dict[tuple[str, str, str], threading.Lock] = {}
+#: files being opened ahead, in the background, for the partitions that will need them
+_ahead: set[tuple[str, str, str]] = set()
+
+#: for each file (path, rntuple name) of a graph's partitions: the file after it
+Following = dict[tuple[str, str], tuple[str, str]]
+
+
+def _claim(
+    entry: tuple[Any, threading.Lock, dict[str, Any]], claim: bool = True
+) -> tuple[Any, threading.Lock, dict[str, Any]]:
+    """The entry's RNTuple and lock, with what opening it cost if nobody claimed that yet
+    (else empty); without ``claim``, the cost stays for the next one. Call with
+    ``_open_lock`` held."""
+    opening = dict(entry[2])
+    if claim:
+        entry[2].clear()
+    return entry[0], entry[1], opening
 
 
 def _cached_rntuple(
-    token: str, path: str, name: str, network: dict[str, Any] | None = None
+    token: str, path: str, name: str, network: dict[str, Any] | None = None, claim: bool = True
 ) -> tuple[Any, threading.Lock, dict[str, Any]]:
     """The RNTuple ``name`` of ``path`` as this process last opened it for the graph
     ``token`` (its metadata is read once per process, not per partition), a lock for
-    exact metrics, and what opening it cost if this call opened it (empty otherwise).
-    ``network``: the keyword arguments ``timeout``, ``connect_timeout``, ``retries`` of
-    the graph (see :func:`rntuple.open`). The few most recently used stay open; a new
-    graph opens its files anew (they may have been rewritten)."""
+    exact metrics, and what opening it cost if no partition was told yet (empty
+    otherwise: the cost is reported once, by the first partition, even when the file was
+    opened ahead). ``network``: the keyword arguments ``timeout``, ``connect_timeout``,
+    ``retries``, ``cache`` of the graph (see :func:`rntuple.open`). The few most recently
+    used stay open; a new graph opens its files anew (they may have been rewritten)."""
     from .reading import ReadOnlyFile
 
     key = (token, path, name)
@@ -45,22 +66,54 @@ def _cached_rntuple(
         hit = _open.get(key)
         if hit is not None:
             _open.move_to_end(key)
-            return hit[0], hit[1], {}
+            return _claim(hit, claim)
         opening_lock = _opening.setdefault(key, threading.Lock())
     with opening_lock:  # one thread opens a file; the others wait and share it
         with _open_lock:
             hit = _open.get(key)
             if hit is not None:
                 _open.move_to_end(key)
-                return hit[0], hit[1], {}
+                return _claim(hit, claim)
         nt = ReadOnlyFile(path, **(network or {}))[name]
         opening = nt.metrics()  # before any other thread can use it
         with _open_lock:
-            entry = _open[key] = (nt, threading.Lock())
+            entry = _open[key] = (nt, threading.Lock(), opening)
             _opening.pop(key, None)
             while len(_open) > _OPEN_LIMIT:
                 _open.popitem(last=False)
-        return entry[0], entry[1], opening
+            return _claim(entry, claim)
+
+
+def _open_ahead(token: str, following: tuple[str, str] | None, network: dict[str, Any] | None) -> None:
+    """Opens ``following`` (the next file's path and RNTuple name) in a background thread,
+    unless it is open or being opened: a worker reading the last partitions of one file
+    then finds the next one's metadata read (over a high-latency link, the round trips
+    of opening overlap the decoding). A failure is left for the partition that reads the
+    file, which opens it again and raises."""
+    if following is None:
+        return
+    key = (token, *following)
+    with _open_lock:
+        if key in _open or key in _opening or key in _ahead:
+            return
+        _ahead.add(key)
+
+    def run() -> None:
+        try:  # the cost of opening stays for the partition that reads the file to report
+            _cached_rntuple(token, *following, network, claim=False)
+        except Exception:  # the partition that needs the file opens it again and raises
+            pass
+        finally:
+            with _open_lock:
+                _ahead.discard(key)
+
+    threading.Thread(target=run, name="rntuple-open-ahead", daemon=True).start()
+
+
+def _following(partitions: list[tuple[str, str, int, int]]) -> Following:
+    """For each file of ``partitions`` (in their order), the next file."""
+    files = list(dict.fromkeys((path, name) for path, name, _, _ in partitions))
+    return dict(itertools.pairwise(files))
 
 
 class PartitionReader:
@@ -86,10 +139,13 @@ class PartitionReader:
         report: bool = False,
         token: str | None = None,
         network: dict[str, Any] | None = None,
+        following: Following | None = None,
     ) -> None:
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
+        #: for each file, the next one, opened ahead while this one is read
+        self.following = dict(following or {})
         #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
         self.network = dict(network or {})
         self.form = form
@@ -164,6 +220,7 @@ class PartitionReader:
             report=self.report,
             token=self.token,
             network=self.network,
+            following=self.following,
         )
 
     def __dask_tokenize__(self) -> Any:
@@ -193,7 +250,9 @@ class PartitionReader:
             # only the number of entries is needed: no field is read
             return ak.contents.RecordArray([], [], length=stop - start)
 
-        layout, record = _read_partition(self.token, partition, self.fields, self.report, read, self.network)
+        layout, record = _read_partition(
+            self.token, partition, self.fields, self.report, read, self.network, self.following
+        )
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
@@ -212,10 +271,12 @@ def _read_partition(
     report: bool,
     read: Any,
     network: dict[str, Any] | None = None,
+    following: Following | None = None,
 ) -> tuple[Any, Any]:
     """``read(nt)`` on the partition's RNTuple (opened once per process and graph, with
     the ``network`` options), and, with ``report``, the one-record array of what it
-    cost (else ``None``)."""
+    cost (else ``None``). Without ``report``, the file after it (``following``) is opened
+    meanwhile."""
     import time
 
     import awkward as ak
@@ -223,6 +284,10 @@ def _read_partition(
     path, name, start, stop = partition
     began = time.perf_counter()
     nt, lock, opening = _cached_rntuple(token, path, name, network)
+    if not report:
+        # (a report counts each file's opening in the partition that reads it: a file
+        # opened ahead that this process then never reads would be counted nowhere)
+        _open_ahead(token, (following or {}).get((path, name)), network)
     with lock if report else contextlib.nullcontext():
         # (with a report, this file's reads in this process wait for each other, so the
         # difference of the counters is this partition's)
@@ -355,9 +420,12 @@ class MappedPartitionReader:
         report: bool = False,
         token: str | None = None,
         network: dict[str, Any] | None = None,
+        following: Following | None = None,
     ) -> None:
         #: every top-level field the mapping may read
         self.keys = list(keys)
+        #: for each file, the next one, opened ahead while this one is read
+        self.following = dict(following or {})
         #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
         self.network = dict(network or {})
         self.form = form
@@ -445,6 +513,7 @@ class MappedPartitionReader:
             report=self.report,
             token=self.token,
             network=self.network,
+            following=self.following,
         )
 
     def __dask_tokenize__(self) -> Any:
@@ -472,7 +541,9 @@ class MappedPartitionReader:
             view = RNTupleTreeView(nt, path, name)
             return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
 
-        buffers, record = _read_partition(self.token, partition, self.fields, self.report, read, self.network)
+        buffers, record = _read_partition(
+            self.token, partition, self.fields, self.report, read, self.network, self.following
+        )
         container: dict[str, Any] = {}
         nplike = Numpy.instance()
         for key, dtype in self.form.expected_from_buffers(buffer_key=self.info.buffer_key).items():
@@ -543,7 +614,9 @@ def dask(
     the reader (a worker's environment variables ``RNTUPLE_*`` set what they leave out;
     a cache directory must be one the workers reach, as a node's local disk for the
     workers of a node). The files are opened here (for their metadata) several at a
-    time."""
+    time. On a worker, a partition of one file has the next file opened (its metadata
+    read) in the background while it reads, unless ``report`` is on (its counts then
+    are each partition's own); the few files a worker process used last stay open."""
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
     check_network(timeout, connect_timeout, retries)
@@ -598,10 +671,17 @@ def dask(
         base_form = _documented_form(form, first_typenames, first_name)
         mapped_form, info = form_mapping(base_form)
         reader: Any = MappedPartitionReader(
-            list(selection), mapped_form, info, report=report, network=network
+            list(selection),
+            mapped_form,
+            info,
+            report=report,
+            network=network,
+            following=_following(partitions),
         )
     else:
-        reader = PartitionReader(selection, form, report=report, network=network)
+        reader = PartitionReader(
+            selection, form, report=report, network=network, following=_following(partitions)
+        )
     return dak.from_map(
         reader,
         partitions,

@@ -219,24 +219,29 @@ pub struct HttpSource {
 }
 
 /// An HTTP client and the runtime that drives its connections, shared by every source
-/// open at the same time with the same connect timeout: a file opened while another is
-/// read (a chain of files, a merge's next input) reuses the connections to its server,
-/// without a new TCP (and TLS) handshake. The last source to go drops both, and with
-/// them the connections.
+/// open at the same time on the same server (scheme, host and port) with the same
+/// connect timeout: a file opened while another is read (a chain of files, a merge's
+/// next input) reuses the connections to its server, without a new TCP (and TLS)
+/// handshake. The last source of a server to go drops both, and with them the
+/// connections (never kept open for the sources of another server).
 struct SharedClient {
     client: Client,
     /// Declared after the client, so dropped after it.
     runtime: NetRuntime,
 }
 
-/// The clients in use, by connect timeout (weak: they live as long as their sources).
-static SHARED_CLIENTS: Mutex<Vec<(Duration, Weak<SharedClient>)>> = Mutex::new(Vec::new());
+/// What sources share a client: the server's origin (`scheme://host:port`) and the
+/// connect timeout.
+type ClientKey = (String, Duration);
+
+/// The clients in use (weak: they live as long as their sources).
+static SHARED_CLIENTS: Mutex<Vec<(ClientKey, Weak<SharedClient>)>> = Mutex::new(Vec::new());
 
 impl SharedClient {
-    /// The client in use with `connect_timeout`, else a new one made by `build` on a new
-    /// runtime (`display`: the URL, for messages).
+    /// The client in use for `key`, else a new one made by `build` on a new runtime
+    /// (`display`: the URL, for messages).
     fn get(
-        connect_timeout: Duration,
+        key: ClientKey,
         display: &str,
         build: impl FnOnce() -> reqwest::Result<Client>,
     ) -> Result<Arc<SharedClient>> {
@@ -246,7 +251,7 @@ impl SharedClient {
         clients.retain(|(_, client)| client.strong_count() > 0);
         if let Some(shared) = clients
             .iter()
-            .filter(|(timeout, _)| *timeout == connect_timeout)
+            .filter(|(in_use, _)| *in_use == key)
             .find_map(|(_, client)| client.upgrade())
         {
             return Ok(shared);
@@ -265,7 +270,7 @@ impl SharedClient {
             ),
         })?;
         let shared = Arc::new(SharedClient { client, runtime });
-        clients.push((connect_timeout, Arc::downgrade(&shared)));
+        clients.push((key, Arc::downgrade(&shared)));
         Ok(shared)
     }
 }
@@ -807,7 +812,11 @@ impl HttpSource {
             .connect_timeout(options.retry.network.connect_timeout)
             .connector_layer(TrackConnects)
             .tcp_nodelay(true);
-        let net = SharedClient::get(options.retry.network.connect_timeout, &display, || {
+        let key = (
+            parsed.origin().ascii_serialization(),
+            options.retry.network.connect_timeout,
+        );
+        let net = SharedClient::get(key, &display, || {
             for certificate in grid_ca_certificates() {
                 builder = builder.add_root_certificate(certificate);
             }
@@ -1441,10 +1450,47 @@ impl ReadAt for HttpSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::options::NetworkOptions;
     use std::collections::HashMap;
 
     fn r(offset: u64, len: u64) -> ByteRange {
         ByteRange { offset, len }
+    }
+
+    #[test]
+    fn sources_share_a_client_only_with_sources_of_their_server_alive_at_once() {
+        let source = |url: &str| HttpSource::client_for(url, HttpOptions::default()).unwrap();
+        let a = source("http://127.0.0.1:9/a.root");
+        let b = source("http://127.0.0.1:9/dir/b.root?x=1");
+        let other_port = source("http://127.0.0.1:10/a.root");
+        let other_scheme = source("https://127.0.0.1:9/a.root");
+        assert!(Arc::ptr_eq(&a.net, &b.net));
+        assert!(!Arc::ptr_eq(&a.net, &other_port.net));
+        assert!(!Arc::ptr_eq(&a.net, &other_scheme.net));
+        let slower = HttpSource::client_for(
+            "http://127.0.0.1:9/c.root",
+            HttpOptions {
+                retry: RetryPolicy {
+                    network: NetworkOptions {
+                        connect_timeout: Duration::from_secs(99),
+                        ..NetworkOptions::default()
+                    },
+                    ..RetryPolicy::default()
+                },
+                ..HttpOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!Arc::ptr_eq(&a.net, &slower.net));
+        // When the sources of a server are gone, so is its client (and its connections).
+        let client = Arc::downgrade(&other_port.net);
+        drop(other_port);
+        assert!(client.upgrade().is_none());
+        let shared = Arc::downgrade(&a.net);
+        drop(a);
+        assert!(shared.upgrade().is_some(), "b still uses it");
+        drop(b);
+        assert!(shared.upgrade().is_none());
     }
 
     #[test]
