@@ -10,9 +10,13 @@
   top-level ``std::array`` branch, which ROOT 6.40 writes without its values (its
   element branch holds empty entries; ROOT cannot read it back and its importer writes
   zeros): ours says so rather than invent values.
-- Bad TTrees (truncated files, flipped bytes in baskets and in the tree's metadata) give
-  a clear error, exit status 1 and no output file; or, where a flipped byte touches
-  nothing that is read, the values ROOT reads from the original tree.
+- Trees written without a flush first (``*_kept_baskets``: every branch kind, the last
+  basket of each branch kept in the tree's metadata, the others in keys of their own)
+  convert like the others (the cases above); the fixtures do hold such baskets (uproot).
+- Bad TTrees (truncated files, flipped bytes in baskets and in the tree's metadata,
+  damaged baskets kept in the metadata) give a clear error, exit status 1 and no output
+  file; or, where a flipped byte touches nothing that is read, the values ROOT reads
+  from the original tree.
 
 Nothing is skipped: a missing binary or fixture fails the test.
 """
@@ -237,3 +241,57 @@ def test_branch_selection_entries_and_name(ttrees: dict[str, Path], tmp_path: Pa
     got = ttree_oracle.rntuple_values(out, "Sel", picked)
     assert got == want
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("case", [f"{base}_kept_baskets" for base in ttreegen.KEPT_BASKETS_BASES])
+def test_kept_baskets_fixtures_keep_baskets_in_the_tree(case: str, ttrees: dict[str, Path]) -> None:
+    """What the conversion tests of these cases rely on: every branch storing values (not
+    a split object's parent) has its last basket in the tree's metadata, and most have
+    baskets in keys too (uproot)."""
+    import uproot
+
+    with uproot.open(ttrees[case]) as f:
+        branches = list(f[ttreegen.CASES[case].tree].itervalues(recursive=True))
+        kept = [len(b.embedded_baskets or []) for b in branches]
+        written = [b.member("fWriteBasket") for b in branches]
+    storing = [k for k, w in zip(kept, written, strict=True) if k or w]
+    assert len(storing) >= 3 and all(k == 1 for k in storing), kept
+    assert sum(w > 0 for w in written) >= len(storing) // 2, written
+
+
+def _kept_basket_fields(data: bytes, tree_start: int, tree_end: int) -> list[tuple[str, int]]:
+    """Each basket kept in an uncompressed tree's metadata: its branch name and the
+    position of its fNevBuf field (after the key header's class, name and title strings,
+    the basket's version and two more int32 fields). The basket's buffer, which follows,
+    begins with a copy of its key header: every other match is skipped."""
+    found = []
+    at = data.find(b"\x07TBasket", tree_start, tree_end)
+    while at >= 0:
+        pos = at + 8
+        name = data[pos + 1 : pos + 1 + data[pos]].decode()
+        pos += 1 + data[pos]
+        pos += 1 + data[pos]  # the title
+        found.append((name, pos + 2 + 8))
+        at = data.find(b"\x07TBasket", pos, tree_end)
+    assert len(found) % 2 == 0, found
+    assert [name for name, _ in found[::2]] == [name for name, _ in found[1::2]]
+    return found[::2]
+
+
+def test_damaged_baskets_kept_in_the_tree_are_a_clear_error(tmp_path: Path) -> None:
+    src = ttreegen.write_variant("count_arrays_kept_baskets", tmp_path / "kept.root", 993, 0)
+    seek, key_len, nbytes = _ttree_key(src, "t")
+    data = src.read_bytes()
+    kept = _kept_basket_fields(data, seek + key_len, seek + nbytes)
+    assert [name for name, _ in kept] == ["nB", "b1", "zN", "z1", "nA", "a1", "a2", "mS", "m1", "a3"]
+    for name, pos in kept[:4]:
+        for value in (0x7FFFFFFF, 0xFFFFFFF0):
+            bad = tmp_path / "bad.root"
+            damaged = bytearray(data)
+            damaged[pos : pos + 4] = value.to_bytes(4, "big")
+            bad.write_bytes(bytes(damaged))
+            out = tmp_path / "out.root"
+            proc = _convert(bad, "t", out)
+            _assert_clean_failure(proc, out)
+            message = proc.stderr
+            assert f'branch "{name}"' in message and "kept in the tree's metadata" in message, message

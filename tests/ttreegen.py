@@ -56,6 +56,11 @@ class Case:
     tree: str = "t"
     entries: int = 3000
     compression: int = 505
+    #: the case whose writer makes it, when it is a variant of another
+    base: str | None = None
+    #: the tree written without a flush first: each branch's last basket is kept in the
+    #: tree's metadata (``TBranch::fBaskets``), the others in keys of their own
+    keep_last_baskets: bool = False
 
 
 CASES: dict[str, Case] = {
@@ -111,6 +116,23 @@ CASES: dict[str, Case] = {
         entries=20000,
     ),
 }
+#: Cases written again without a flush before the tree (``TDirectory::WriteTObject``):
+#: every branch kind with its last basket kept in the tree's metadata (7 entries fewer,
+#: so that the last auto-flush does not fall on the last entry).
+KEPT_BASKETS_BASES = ("fundamentals", "count_arrays", "cstring", "stl", "split_class", "unsplit_class")
+CASES.update(
+    {
+        f"{base}_kept_baskets": Case(
+            f"{CASES[base].description}; each branch's last basket kept in the tree's metadata",
+            tree=CASES[base].tree,
+            entries=CASES[base].entries - 7,
+            compression=CASES[base].compression,
+            base=base,
+            keep_last_baskets=True,
+        )
+        for base in KEPT_BASKETS_BASES
+    }
+)
 
 #: Cases whose trees hold the user classes of :data:`USER_CLASSES_CXX`.
 CLASS_CASES = ("split_class", "unsplit_class", "clonesarray")
@@ -227,7 +249,11 @@ def write(name: str, outdir: Path) -> Path:
         _write_nanoaod(path, case.entries, case.compression)
     else:
         ROOT = _declare()
-        _writer(name)(ROOT.ttreegen, str(path), case.entries, case.compression)
+        ROOT.ttreegen.gKeepLastBaskets = case.keep_last_baskets
+        try:
+            _writer(case.base or name)(ROOT.ttreegen, str(path), case.entries, case.compression)
+        finally:
+            ROOT.ttreegen.gKeepLastBaskets = False
     return path
 
 
@@ -243,8 +269,13 @@ def write_variant(name: str, path: Path, entries: int, compression: int) -> Path
     if name == "nanoaod":
         _write_nanoaod(Path(path), entries, compression)
     else:
+        case = CASES[name]
         ROOT = _declare()
-        _writer(name)(ROOT.ttreegen, str(path), entries, compression)
+        ROOT.ttreegen.gKeepLastBaskets = case.keep_last_baskets
+        try:
+            _writer(case.base or name)(ROOT.ttreegen, str(path), entries, compression)
+        finally:
+            ROOT.ttreegen.gKeepLastBaskets = False
     return Path(path)
 
 

@@ -114,10 +114,18 @@ inline std::unique_ptr<TFile> Open(const char *path, int compression)
    return f;
 }
 
+/// When set, Finish writes the tree as TDirectory::WriteTObject does, without flushing
+/// it first: each branch's last basket, still in memory, is kept in the tree's own key
+/// (TBranch::fBaskets) instead of a key of its own.
+inline bool gKeepLastBaskets = false;
+
 inline void Finish(std::unique_ptr<TFile> &f, TTree *t)
 {
    f->cd();
-   t->Write();
+   if (gKeepLastBaskets)
+      f->WriteTObject(t);
+   else
+      t->Write();
    f->Close();
 }
 

@@ -48,16 +48,9 @@ impl std::fmt::Debug for ChunkReader {
 }
 
 impl ChunkReader {
-    /// A reader of `branch`'s baskets from `source`. Fails if the basket table does not
-    /// cover the branch's entries (baskets kept in the tree's metadata are not read).
+    /// A reader of `branch`'s baskets from `source`: the ones written as keys, then the
+    /// ones kept in the tree's metadata.
     pub fn new(source: Source, branch: &Branch) -> Result<ChunkReader> {
-        if branch.embedded_baskets > 0 {
-            return Err(Error::Unsupported(format!(
-                "branch \"{}\": {} basket(s) were saved inside the TTree's metadata (a tree \
-                 written without its baskets flushed); they are not read",
-                branch.name, branch.embedded_baskets
-            )));
-        }
         Ok(ChunkReader {
             source,
             branch: branch.clone(),
@@ -84,7 +77,21 @@ impl ChunkReader {
 
     fn basket(&mut self, index: usize) -> Result<&Basket> {
         if self.current.as_ref().is_none_or(|(i, _)| *i != index) {
-            let b = read_basket(self.source.as_ref(), &self.branch, index)?;
+            let written = self.branch.written_baskets();
+            let b = match index.checked_sub(written) {
+                Some(kept) => self
+                    .branch
+                    .embedded
+                    .get(kept)
+                    .map(|b| Basket::clone(b))
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "basket {index} of branch \"{}\" does not exist",
+                            self.branch.name
+                        ))
+                    })?,
+                None => read_basket(self.source.as_ref(), &self.branch, index)?,
+            };
             self.current = Some((index, b));
         }
         match &self.current {

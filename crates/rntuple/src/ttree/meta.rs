@@ -5,9 +5,11 @@
 //! 10, `TLeaf` 2); members are read in the order of their streamer info, and byte counts
 //! skip what is not needed (attributes, leaf minima and maxima, indices, friends).
 
+use super::basket::{parse_embedded_basket, Basket};
 use super::stream::{ArrayItem, ObjectReader, Pointer};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A leaf: one typed value (or fixed or variable array of values) of a branch.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,16 +92,22 @@ pub struct Branch {
     /// Per basket written: the file offset of its key.
     pub basket_seek: Vec<u64>,
     /// Baskets kept in the tree's own key (written with the tree's metadata rather than
-    /// as keys of their own: a tree saved before its last baskets were flushed).
-    pub embedded_baskets: usize,
+    /// as keys of their own: a tree saved before its last baskets were flushed), after
+    /// the baskets written; `basket_entry` has their first entries too.
+    pub embedded: Vec<Arc<Basket>>,
     /// For `TBranchElement`: what it stores.
     pub element: Option<ElementInfo>,
 }
 
 impl Branch {
-    /// The number of baskets written to the file.
-    pub fn basket_count(&self) -> usize {
+    /// The number of baskets written to the file as keys of their own.
+    pub fn written_baskets(&self) -> usize {
         self.basket_seek.len()
+    }
+
+    /// The number of baskets: written ones, then the ones kept in the tree's metadata.
+    pub fn basket_count(&self) -> usize {
+        self.basket_seek.len() + self.embedded.len()
     }
 
     /// Every branch of this one's sub-tree, depth-first, this one first.
@@ -312,14 +320,14 @@ fn parse_tbranch(
             })
         }
     })?;
-    let embedded = r.tobjarray(|r, item| match item {
-        // The basket's bytes are skipped by the pointer's byte count.
-        ArrayItem::Object("TBasket", _) => Ok(Some(())),
+    let mut embedded = r.tobjarray(|r, item| match item {
+        ArrayItem::Object("TBasket", _) => parse_embedded_basket(r, &name).map(Some),
         ArrayItem::Object(class, _) => {
             Err(r.corrupt(format!("a branch's basket list holds a {class}")))
         }
         ArrayItem::Reference(_) => Ok(None),
     })?;
+    embedded.retain(|b| b.entries > 0);
     if write_basket > max_baskets {
         return Err(r.corrupt(format!(
             "branch \"{name}\" has {write_basket} baskets written but room for {max_baskets}"
@@ -351,6 +359,29 @@ fn parse_tbranch(
         basket_entry.push(e);
         basket_seek.push(s);
     }
+    // The baskets kept in memory hold the last entries, one after the other.
+    let kept: u64 = embedded.iter().map(|b| u64::from(b.entries)).sum();
+    let mut next = entries.checked_sub(kept).ok_or_else(|| {
+        r.corrupt(format!(
+            "branch \"{name}\" has {entries} entries, but its baskets kept in the tree's \
+             metadata hold {kept}"
+        ))
+    })?;
+    if basket_entry.last().is_some_and(|&prev| next < prev) {
+        return Err(r.corrupt(format!(
+            "branch \"{name}\": its baskets kept in the tree's metadata start at entry {next}, \
+             before its last basket written"
+        )));
+    }
+    let embedded: Vec<Arc<Basket>> = embedded
+        .into_iter()
+        .map(|mut b| {
+            b.first_entry = next;
+            basket_entry.push(next);
+            next += u64::from(b.entries);
+            Arc::new(b)
+        })
+        .collect();
     basket_entry.push(entries);
     Ok(Branch {
         class_name: class.to_string(),
@@ -367,7 +398,7 @@ fn parse_tbranch(
         basket_bytes,
         basket_entry,
         basket_seek,
-        embedded_baskets: embedded.len(),
+        embedded,
         element: None,
     })
 }

@@ -95,6 +95,11 @@ impl<'a> ObjectReader<'a> {
         )
     }
 
+    /// The next `n` bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        self.r.bytes(n)
+    }
+
     /// One byte.
     pub(crate) fn u8(&mut self) -> Result<u8> {
         self.r.u8()
