@@ -224,3 +224,24 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         distributed.Client(cluster, set_as_default=False) as c,
     ):
         yield c
+
+
+#: Test files that take minutes, run first: with the suite spread over workers a file at
+#: a time (tests/run.sh), a long file begun last would leave the other workers idle.
+SLOW_FILES_FIRST = (
+    "test_writer_properties.py",
+    "test_crash_recovery.py",
+    "test_remote_cache.py",
+    "test_convert.py",
+    "test_remote_acceptance.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs the files of :data:`SLOW_FILES_FIRST` before the others (in that order)."""
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_FILES_FIRST.index(name) if name in SLOW_FILES_FIRST else len(SLOW_FILES_FIRST)
+
+    items.sort(key=rank)

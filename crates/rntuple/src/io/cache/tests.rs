@@ -394,6 +394,10 @@ fn helper_process() {
         Some(v) => v,
         None => entry.install(meta(1)).unwrap(),
     };
+    // A range of its own first: each child stores at least one extent (and so writes a
+    // stats file) even if the other one finished before it began and stored the rest.
+    let own = r(800_000 + seed * 100_000, 50_000);
+    version.store(own.offset, &bytes(1, own));
     for round in 0..40u64 {
         let i = (round * 7 + seed * 3) % 13;
         let e = r(i * 40_000, 70_000 + (round % 3) * 50_000);
