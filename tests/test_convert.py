@@ -5,6 +5,9 @@
 - For every case ROOT's ``RNTupleImporter`` accepts, our schema (field tree, types,
   aliases, column types, projections) equals the schema of the importer's output.
 - The cases the importer rejects (``Float16_t``, ``TString``) are converted by ours.
+- STL containers (``stl_containers``: sets, multisets, unordered sets, a vector of sets,
+  a pair, maps of numbers, vectors and sets, split and unsplit, a vector of maps) convert
+  to what ROOT reads from the tree, in the importer's schema.
 - Two cases are refused with a clear error instead: a ``TClonesArray`` (not converted
   yet; with ``--skip-unsupported`` the branch is left out with a warning), and a
   top-level ``std::array`` branch, which ROOT 6.40 writes without its values (its

@@ -33,6 +33,10 @@ REJECTED = {
 }
 #: Accepted, but RDataFrame cannot read the TTree's column (a top-level std::array branch).
 UNREADABLE = {"stl_array": ["arr"]}
+#: Accepted, but the importer writes each entry's items in another order than the TTree
+#: holds them (the unordered containers: it re-inserts them); checked apart, as equal
+#: once sorted.
+REORDERED = {"stl_containers": ["usi", "umif"]}
 ACCEPTED = [c for c in ttreegen.CASES if c not in REJECTED]
 
 
@@ -120,8 +124,16 @@ def test_importer_agrees_with_ttree(
     tree = ttreegen.CASES[case].tree
     columns, _, _ = ttree_oracle.ttree_columns(ttrees[case], tree)
     columns = [c for c in columns if c not in UNREADABLE.get(case, [])]
+    reordered = REORDERED.get(case, [])
     assert columns
-    assert ttree_oracle.compare(ttrees[case], tree, dst, tree, columns) == []
+    in_order = [c for c in columns if c not in reordered]
+    assert ttree_oracle.compare(ttrees[case], tree, dst, tree, in_order) == []
+    if reordered:
+        theirs = ttree_oracle.rntuple_values(dst, tree, reordered)
+        ours = ttree_oracle.ttree_values(ttrees[case], tree, reordered)
+        for c in reordered:
+            assert [sorted(map(repr, x)) for x in theirs[c]] == [sorted(map(repr, x)) for x in ours[c]], c
+            assert theirs[c] != ours[c], f"{c}: the importer keeps the order now"
     values = ttree_oracle.rntuple_values(dst, tree, columns)
     assert all(len(v) == ttreegen.CASES[case].entries for v in values.values())
     storage = ttree_oracle.rntuple_storage(dst, tree)

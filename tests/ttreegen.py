@@ -80,6 +80,12 @@ CASES: dict[str, Case] = {
         "TBranchElement branches: vector<float>, vector<int>, vector<double>, vector<bool>, "
         "vector<vector<float>>, std::string, vector<string>"
     ),
+    "stl_containers": Case(
+        "set<int>, multiset<int>, unordered_set<int>, set<string>, vector<set<int>>, pair<int,float>, "
+        "map<int,float>, multimap<int,double>, unordered_map<int,float>, map<string,vector<float>>, "
+        "map<int,set<short>>; unsplit map<int,float>, map<int,string>; vector<map<int,float>>; and k/I",
+        entries=2000,
+    ),
     "tstring": Case("a TString branch ts next to k/I (the importer rejects TString)"),
     "stl_array": Case(
         "a top-level std::array<float,3> branch arr (ROOT writes it with an InitializeOffsets error; "
@@ -135,7 +141,7 @@ CASES.update(
 )
 
 #: Cases whose trees hold the user classes of :data:`USER_CLASSES_CXX`.
-CLASS_CASES = ("split_class", "unsplit_class", "clonesarray")
+CLASS_CASES = ("split_class", "unsplit_class", "clonesarray", "stl_containers")
 
 _declared = False
 _nanoaod_declared = False
@@ -222,6 +228,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "stl": "WriteStl",
         "stl_array": "WriteStlArray",
         "tstring": "WriteTString",
+        "stl_containers": "WriteStlContainers",
         "float16": "WriteFloat16",
         "clonesarray": "WriteClonesArray",
         "subdir": "WriteSubdir",

@@ -400,6 +400,82 @@ void WriteStl(const char *path, Long64_t n, int compression)
 }
 
 /// A TString branch (the importer rejects it: "TString cannot be stored natively in RNTuple") and k/I.
+/// Every STL container RNTuple maps besides std::vector, as TTree branches: sets (ordered,
+/// multi, unordered) of int and string, a vector of sets, a pair (split into first and
+/// second), maps (ordered, multi, unordered; split into first and second) of numbers, of
+/// vectors and of sets; unsplit (split level 0, streamed member-wise): a map of numbers and
+/// one of strings; a vector of maps; and a scalar.
+void WriteStlContainers(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 600);
+   auto *si = new std::set<int>;
+   auto *msi = new std::multiset<int>;
+   auto *usi = new std::unordered_set<int>;
+   auto *ss = new std::set<std::string>;
+   auto *vsi = new std::vector<std::set<int>>;
+   auto *pif = new std::pair<int, float>;
+   auto *mif = new std::map<int, float>;
+   auto *mmid = new std::multimap<int, double>;
+   auto *umif = new std::unordered_map<int, float>;
+   auto *msv = new std::map<std::string, std::vector<float>>;
+   auto *mis = new std::map<int, std::set<short>>;
+   auto *mif0 = new std::map<int, float>;
+   auto *mistr0 = new std::map<int, std::string>;
+   auto *vmif = new std::vector<std::map<int, float>>;
+   Int_t k = 0;
+   t->Branch("si", &si, kBasket);
+   t->Branch("msi", &msi, kBasket);
+   t->Branch("usi", &usi, kBasket);
+   t->Branch("ss", &ss, kBasket);
+   t->Branch("vsi", &vsi, kBasket);
+   t->Branch("pif", &pif, kBasket);
+   t->Branch("mif", &mif, kBasket);
+   t->Branch("mmid", &mmid, kBasket);
+   t->Branch("umif", &umif, kBasket);
+   t->Branch("msv", &msv, kBasket);
+   t->Branch("mis", &mis, kBasket);
+   t->Branch("mif0", &mif0, kBasket, 0);
+   t->Branch("mistr0", &mistr0, kBasket, 0);
+   t->Branch("vmif", &vmif, kBasket);
+   t->Branch("k", &k, "k/I", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      si->clear(); msi->clear(); usi->clear(); ss->clear(); vsi->clear();
+      mif->clear(); mmid->clear(); umif->clear(); msv->clear(); mis->clear();
+      mif0->clear(); mistr0->clear(); vmif->clear();
+      for (int m = 0; m < Length(e, 800, 5); ++m) {
+         si->insert(IntValue<int>(e * 16 + m, 801));
+         msi->insert(IntValue<int>(e * 16 + m, 802) % 3); // repeated values
+         usi->insert(IntValue<int>(e * 16 + m, 803));
+         ss->insert(StringValue(e * 16 + m, 804));
+         (*mif)[IntValue<int>(e * 16 + m, 805)] = FloatValue(e * 16 + m, 806);
+         mmid->insert({IntValue<int>(e * 16 + m, 807) % 2, DoubleValue(e * 16 + m, 808)}); // repeated keys
+         (*umif)[IntValue<int>(e * 16 + m, 809)] = FloatValue(e * 16 + m, 810);
+         auto &v = (*msv)[StringValue(e * 16 + m, 811)];
+         v.resize(Length(e * 16 + m, 812, 3));
+         for (std::size_t q = 0; q < v.size(); ++q)
+            v[q] = FloatValue(e * 256 + m * 16 + q, 813);
+         auto &s = (*mis)[IntValue<int>(e * 16 + m, 814)];
+         for (int q = 0; q < Length(e * 16 + m, 815, 3); ++q)
+            s.insert(IntValue<short>(e * 256 + m * 16 + q, 816));
+         (*mif0)[IntValue<int>(e * 16 + m, 823)] = FloatValue(e * 16 + m, 824);
+         (*mistr0)[IntValue<int>(e * 16 + m, 825)] = StringValue(e * 16 + m, 826);
+      }
+      vmif->resize(Length(e, 827, 3));
+      for (std::size_t m = 0; m < vmif->size(); ++m)
+         for (int q = 0; q < Length(e * 16 + m, 828, 3); ++q)
+            (*vmif)[m][IntValue<int>(e * 256 + m * 16 + q, 829)] = FloatValue(e * 256 + m * 16 + q, 830);
+      vsi->resize(Length(e, 817, 3));
+      for (std::size_t m = 0; m < vsi->size(); ++m)
+         for (int q = 0; q < Length(e * 16 + m, 818, 4); ++q)
+            (*vsi)[m].insert(IntValue<int>(e * 256 + m * 16 + q, 819));
+      *pif = {IntValue<int>(e, 820), FloatValue(e, 821)};
+      k = IntValue<Int_t>(e, 822);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
 void WriteTString(const char *path, Long64_t n, int compression)
 {
    auto f = Open(path, compression);

@@ -1,4 +1,5 @@
-// User classes of the ttreegen TTree fixtures (split_class, unsplit_class, clonesarray).
+// User classes of the ttreegen TTree fixtures (split_class, unsplit_class, clonesarray), and the
+// dictionaries of the STL containers of the stl_containers case.
 // Compiled with ACLiC into a dictionary library (tests/ttreegen.py: load_user_classes) that the writers, the
 // importer and the oracle load: interpreted classes are not enough (a member struct without ClassDef is not
 // streamed, std::vector<TGPlain> needs a compiled collection proxy).
@@ -8,7 +9,12 @@
 #include <TObject.h>
 
 #include <array>
+#include <map>
+#include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 struct TGNested {
@@ -66,5 +72,18 @@ public:
 #pragma link C++ class TGPlain+;
 #pragma link C++ class TGHit+;
 #pragma link C++ class std::vector<TGPlain>+;
+#pragma link C++ class std::set<int>+;
+#pragma link C++ class std::multiset<int>+;
+#pragma link C++ class std::unordered_set<int>+;
+#pragma link C++ class std::set<std::string>+;
+#pragma link C++ class std::vector<std::set<int>>+;
+#pragma link C++ class std::pair<int, float>+;
+#pragma link C++ class std::map<int, float>+;
+#pragma link C++ class std::multimap<int, double>+;
+#pragma link C++ class std::unordered_map<int, float>+;
+#pragma link C++ class std::map<std::string, std::vector<float>>+;
+#pragma link C++ class std::map<int, std::set<short>>+;
+#pragma link C++ class std::vector<std::map<int, float>>+;
+#pragma link C++ class std::map<int, std::string>+;
 #endif
 #endif

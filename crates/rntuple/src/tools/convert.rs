@@ -413,7 +413,7 @@ impl ConversionPlan {
         let filler = match (e.branch_type, branch.branches.is_empty()) {
             // A whole value per entry: a string (-1), a collection or an unsplit object (0).
             (-1 | 0, true) => {
-                let header = matches!(ty, Streamed::Vector(_));
+                let header = matches!(ty, Streamed::Vector(..));
                 Filler::Streamed {
                     branch: self.add_branch(branch),
                     ty: ty.clone(),
@@ -430,8 +430,8 @@ impl ConversionPlan {
                 _ => return Err(unsupported("a split branch of a type that is no class")),
             },
             (4, false) => {
-                let Streamed::Vector(item) = &ty else {
-                    return Err(unsupported("a split collection that is no vector"));
+                let Streamed::Vector(_, item) = &ty else {
+                    return Err(unsupported("a split collection that is no STL collection"));
                 };
                 let Streamed::Object(class) = item.as_ref() else {
                     return Err(unsupported("a split collection of no class"));

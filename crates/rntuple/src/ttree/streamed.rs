@@ -5,7 +5,10 @@
 //! * a fundamental is its bytes; `Double32_t`/`Float16_t` are packed ([`RealPacking`]);
 //! * a string (`std::string`, `TString`) is a one-byte length (or 255 and a four-byte
 //!   length) and the characters;
-//! * a vector is an i32 count and the items;
+//! * a collection (`std::vector`, the sets and maps, ordered or not, unique or multi) is
+//!   an i32 count and the items, a map's items being `std::pair`s (whose members, `first`
+//!   and `second`, ROOT streams member-wise in an unsplit map: every key, then every
+//!   value);
 //! * an object is its members (bases first, in streamer-info order);
 //! * "with header": a vector, string or object that is a class member or a whole branch
 //!   value starts with a byte count and a class version (and, for version 0, the class
@@ -17,7 +20,7 @@ use super::values::{LeafType, NativeValues, RealPacking};
 use crate::container::BeReader;
 use crate::error::{Error, Result};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, StructArray,
+    Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, MapArray, StructArray,
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
@@ -31,12 +34,81 @@ pub enum Streamed {
     Prim(LeafType),
     /// `std::string` or `TString`.
     String,
-    /// `std::vector<T>`.
-    Vector(Box<Streamed>),
+    /// A collection of items: `std::vector<T>`, a set, or a map (whose items are
+    /// `std::pair` objects).
+    Vector(Collection, Box<Streamed>),
     /// A fixed-size array (`T x[N]`, `std::array<T,N>`), dimensions flattened.
     Array(Box<Streamed>, usize),
     /// An object of a class.
     Object(Arc<ClassLayout>),
+}
+
+/// The STL collections ROOT streams as a count and the items, and RNTuple stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collection {
+    /// `std::vector`.
+    Vector,
+    /// `std::set`.
+    Set,
+    /// `std::multiset`.
+    MultiSet,
+    /// `std::unordered_set`.
+    UnorderedSet,
+    /// `std::unordered_multiset`.
+    UnorderedMultiSet,
+    /// `std::map` (items: `std::pair<const K, V>`).
+    Map,
+    /// `std::multimap`.
+    MultiMap,
+    /// `std::unordered_map`.
+    UnorderedMap,
+    /// `std::unordered_multimap`.
+    UnorderedMultiMap,
+}
+
+impl Collection {
+    /// The collection named by a template (`vector`, `set`, `map`, ... with or without
+    /// `std::`).
+    fn of_template(name: &str) -> Option<Collection> {
+        Some(match name.strip_prefix("std::").unwrap_or(name) {
+            "vector" => Collection::Vector,
+            "set" => Collection::Set,
+            "multiset" => Collection::MultiSet,
+            "unordered_set" => Collection::UnorderedSet,
+            "unordered_multiset" => Collection::UnorderedMultiSet,
+            "map" => Collection::Map,
+            "multimap" => Collection::MultiMap,
+            "unordered_map" => Collection::UnorderedMap,
+            "unordered_multimap" => Collection::UnorderedMultiMap,
+            _ => return None,
+        })
+    }
+
+    /// The C++ template (`std::set`).
+    pub fn template(self) -> &'static str {
+        match self {
+            Collection::Vector => "std::vector",
+            Collection::Set => "std::set",
+            Collection::MultiSet => "std::multiset",
+            Collection::UnorderedSet => "std::unordered_set",
+            Collection::UnorderedMultiSet => "std::unordered_multiset",
+            Collection::Map => "std::map",
+            Collection::MultiMap => "std::multimap",
+            Collection::UnorderedMap => "std::unordered_map",
+            Collection::UnorderedMultiMap => "std::unordered_multimap",
+        }
+    }
+
+    /// Whether the items are key-value pairs.
+    pub fn is_map(self) -> bool {
+        matches!(
+            self,
+            Collection::Map
+                | Collection::MultiMap
+                | Collection::UnorderedMap
+                | Collection::UnorderedMultiMap
+        )
+    }
 }
 
 /// A class's streamed layout, from its streamer info.
@@ -53,6 +125,24 @@ pub struct ClassLayout {
     pub bases: Vec<Arc<ClassLayout>>,
     /// Data members in order.
     pub members: Vec<(String, Streamed)>,
+    /// A `std::pair` (members `first` and `second`): an RNTuple `std::pair` field, not a
+    /// class of its own.
+    pub pair: bool,
+}
+
+impl ClassLayout {
+    /// The layout of `std::pair<first, second>` (ROOT streams a pair as its two members;
+    /// the version and checksum in a stream are read from it, not from here).
+    fn pair(first: Streamed, second: Streamed) -> ClassLayout {
+        ClassLayout {
+            name: format!("pair<{},{}>", first.cpp_type(), second.cpp_type()),
+            version: -1,
+            checksum: 0,
+            bases: Vec::new(),
+            members: vec![("first".to_string(), first), ("second".to_string(), second)],
+            pair: true,
+        }
+    }
 }
 
 impl Streamed {
@@ -61,8 +151,21 @@ impl Streamed {
         match self {
             Streamed::Prim(t) => t.cpp_type().to_string(),
             Streamed::String => "std::string".to_string(),
-            Streamed::Vector(item) => format!("std::vector<{}>", item.cpp_type()),
+            Streamed::Vector(kind, item) => match (kind.is_map(), item.as_ref()) {
+                (true, Streamed::Object(pair)) if pair.members.len() == 2 => format!(
+                    "{}<{},{}>",
+                    kind.template(),
+                    pair.members[0].1.cpp_type(),
+                    pair.members[1].1.cpp_type()
+                ),
+                _ => format!("{}<{}>", kind.template(), item.cpp_type()),
+            },
             Streamed::Array(item, n) => format!("std::array<{},{n}>", item.cpp_type()),
+            Streamed::Object(c) if c.pair && c.members.len() == 2 => format!(
+                "std::pair<{},{}>",
+                c.members[0].1.cpp_type(),
+                c.members[1].1.cpp_type()
+            ),
             Streamed::Object(c) => c.name.clone(),
         }
     }
@@ -70,7 +173,12 @@ impl Streamed {
     /// Every class used, depth-first (members before the classes holding them).
     pub fn classes(&self, out: &mut Vec<Arc<ClassLayout>>) {
         match self {
-            Streamed::Vector(item) | Streamed::Array(item, _) => item.classes(out),
+            Streamed::Vector(_, item) | Streamed::Array(item, _) => item.classes(out),
+            Streamed::Object(c) if c.pair => {
+                for (_, m) in &c.members {
+                    m.classes(out);
+                }
+            }
             Streamed::Object(c) => {
                 for b in &c.bases {
                     Streamed::Object(b.clone()).classes(out);
@@ -193,14 +301,31 @@ impl TypeResolver {
             return Ok(Streamed::String);
         }
         let bare = name.strip_prefix("std::").unwrap_or(name);
-        if let Some(inner) = bare
-            .strip_prefix("vector<")
-            .and_then(|r| r.strip_suffix('>'))
+        if let Some((template, inner)) = bare
+            .split_once('<')
+            .and_then(|(t, rest)| Some((t.trim(), rest.strip_suffix('>')?)))
         {
             let args = template_args(inner);
-            return Ok(Streamed::Vector(Box::new(
-                self.resolve(args[0], depth + 1)?,
-            )));
+            if let Some(kind) = Collection::of_template(template) {
+                let arg = |i: usize| {
+                    args.get(i).copied().ok_or_else(|| {
+                        Error::Unsupported(format!("type \"{name}\": too few template arguments"))
+                    })
+                };
+                let item = if kind.is_map() {
+                    let key = self.resolve(arg(0)?, depth + 1)?;
+                    let value = self.resolve(arg(1)?, depth + 1)?;
+                    Streamed::Object(Arc::new(ClassLayout::pair(key, value)))
+                } else {
+                    self.resolve(arg(0)?, depth + 1)?
+                };
+                return Ok(Streamed::Vector(kind, Box::new(item)));
+            }
+            if template == "pair" && args.len() == 2 {
+                let first = self.resolve(args[0], depth + 1)?;
+                let second = self.resolve(args[1], depth + 1)?;
+                return Ok(Streamed::Object(Arc::new(ClassLayout::pair(first, second))));
+            }
         }
         if let Some(inner) = bare
             .strip_prefix("array<")
@@ -218,8 +343,8 @@ impl TypeResolver {
         }
         if name.contains('<') || name.ends_with('*') {
             return Err(Error::Unsupported(format!(
-                "type \"{name}\" (only std::vector, std::array, strings, fundamentals and \
-                 classes described in the file are converted)"
+                "type \"{name}\" (only std::vector, the sets and maps, std::pair, std::array, \
+                 strings, fundamentals and classes described in the file are converted)"
             )));
         }
         Ok(Streamed::Object(self.class(name, depth)?))
@@ -255,6 +380,7 @@ impl TypeResolver {
             checksum: info.checksum,
             bases,
             members,
+            pair: false,
         });
         self.done.insert(name.to_string(), layout.clone());
         Ok(layout)
@@ -323,7 +449,7 @@ impl Builder {
                 NativeValues::new(*p, 0).unwrap_or(NativeValues::U8(Vec::new())),
             ),
             Streamed::String => Builder::Str(vec![0], Vec::new()),
-            Streamed::Vector(item) => Builder::List(vec![0], Box::new(Builder::new(item))),
+            Streamed::Vector(_, item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
             Streamed::Object(c) => Builder::Struct(
                 c.bases
@@ -467,7 +593,7 @@ impl<'a> StreamCursor<'a> {
                 offsets.push(bytes.len() as i64);
                 self.check_end(end)
             }
-            (Streamed::Vector(item), Builder::List(offsets, items)) => {
+            (Streamed::Vector(_, item), Builder::List(offsets, items)) => {
                 let (end, memberwise) = if header {
                     self.header_of_collection()?
                 } else {
@@ -543,7 +669,7 @@ impl<'a> StreamCursor<'a> {
                 // Fundamentals and arrays of them: back to back.
                 Streamed::Prim(_) | Streamed::Array(..) => self.items(m, n, &mut fields[i])?,
                 // Strings and collections: one header, then the items' values.
-                Streamed::String | Streamed::Vector(_) => {
+                Streamed::String | Streamed::Vector(..) => {
                     self.items_with_header(m, n, &mut fields[i])?;
                 }
                 // Objects: each with its header.
@@ -663,6 +789,35 @@ impl Builder {
                     None,
                 )?)
             }
+            (Builder::List(offsets, items), DataType::Map(entries, sorted)) => {
+                // A map's offsets are 32-bit in Arrow.
+                let offsets = offsets
+                    .iter()
+                    .map(|&o| i32::try_from(o))
+                    .collect::<std::result::Result<Vec<i32>, _>>()
+                    .map_err(|_| {
+                        Error::Unsupported(format!(
+                            "field \"{}\": more than 2^31 map items in a chunk",
+                            target.name()
+                        ))
+                    })?;
+                let DataType::Struct(members) = entries.data_type() else {
+                    return Err(mismatch());
+                };
+                let values = items.finish(entries)?;
+                let pairs = values
+                    .as_any()
+                    .downcast_ref::<StructArray>()
+                    .ok_or_else(mismatch)?;
+                let pairs = StructArray::try_new(members.clone(), pairs.columns().to_vec(), None)?;
+                Arc::new(MapArray::try_new(
+                    entries.clone(),
+                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                    pairs,
+                    None,
+                    *sorted,
+                )?)
+            }
             (Builder::Fixed(n, items), DataType::FixedSizeList(item, size)) => {
                 if usize::try_from(*size).ok() != Some(n) {
                     return Err(mismatch());
@@ -692,5 +847,76 @@ impl Builder {
             }
             _ => return Err(mismatch()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpp(name: &str) -> String {
+        TypeResolver::new(Vec::new())
+            .type_of(name)
+            .unwrap()
+            .cpp_type()
+    }
+
+    #[test]
+    fn stl_collections_and_pairs_resolve_to_their_rntuple_types() {
+        assert_eq!(cpp("set<int>"), "std::set<std::int32_t>");
+        assert_eq!(cpp("std::multiset<short>"), "std::multiset<std::int16_t>");
+        assert_eq!(
+            cpp("unordered_set<int>"),
+            "std::unordered_set<std::int32_t>"
+        );
+        assert_eq!(
+            cpp("unordered_multiset<double>"),
+            "std::unordered_multiset<double>"
+        );
+        assert_eq!(cpp("map<int,float>"), "std::map<std::int32_t,float>");
+        assert_eq!(
+            cpp("multimap<int,double>"),
+            "std::multimap<std::int32_t,double>"
+        );
+        assert_eq!(
+            cpp("unordered_map<string,vector<float> >"),
+            "std::unordered_map<std::string,std::vector<float>>"
+        );
+        assert_eq!(
+            cpp("unordered_multimap<int,int>"),
+            "std::unordered_multimap<std::int32_t,std::int32_t>"
+        );
+        assert_eq!(cpp("pair<int,float>"), "std::pair<std::int32_t,float>");
+        assert_eq!(
+            cpp("vector<set<map<int,pair<float,string> > > >"),
+            "std::vector<std::set<std::map<std::int32_t,std::pair<float,std::string>>>>"
+        );
+    }
+
+    #[test]
+    fn a_map_holds_pairs_which_are_no_classes_of_their_own() {
+        let t = TypeResolver::new(Vec::new())
+            .type_of("map<int,set<short> >")
+            .unwrap();
+        let Streamed::Vector(Collection::Map, item) = &t else {
+            panic!("{t:?}");
+        };
+        let Streamed::Object(pair) = item.as_ref() else {
+            panic!("{item:?}");
+        };
+        assert!(pair.pair);
+        let names: Vec<&str> = pair.members.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+        let mut classes = Vec::new();
+        t.classes(&mut classes);
+        assert!(classes.is_empty(), "{classes:?}");
+    }
+
+    #[test]
+    fn other_templates_and_bad_arguments_are_refused() {
+        for name in ["list<int>", "deque<float>", "map<int>", "shared_ptr<int>"] {
+            let err = TypeResolver::new(Vec::new()).type_of(name).unwrap_err();
+            assert!(matches!(err, Error::Unsupported(_)), "{name}: {err}");
+        }
     }
 }
