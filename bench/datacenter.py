@@ -51,7 +51,7 @@ import server_http  # noqa: E402
 import server_seaweedfs  # noqa: E402
 import server_xcache  # noqa: E402
 import server_xrootd  # noqa: E402
-from common import write_text_atomically  # noqa: E402
+from common import cpu_model, memory_bytes, write_text_atomically  # noqa: E402
 from netutil import free_port  # noqa: E402
 from remote_data import nanoaod_like, write_big  # noqa: E402
 
@@ -511,20 +511,9 @@ def make_data(data: Path, small: bool) -> tuple[Path, list[Path]]:
     big = data / ("small.root" if small else "big.root")
     if not big.exists():
         print(f"writing {big}", flush=True)
-        if small:
-            partial = big.with_name(big.name + ".part")
-            with rntuple.recreate(str(partial), compression="zstd:1") as f:
-                for part in range(4):
-                    table = nanoaod_like(50_000, seed=100 + part)
-                    if part == 0:
-                        f["Events"] = table
-                    else:
-                        f["Events"].extend(table)
-            partial.rename(big)
-        else:
-            partial = big.with_name(big.name + ".part")
-            write_big(str(partial))
-            partial.rename(big)
+        partial = big.with_name(big.name + ".part")
+        write_big(str(partial), entries_per_part=50_000 if small else 500_000)
+        partial.rename(big)
     chain_dir = data / ("chain-small" if small else "chain")
     chain_dir.mkdir(exist_ok=True)
     chain = []
@@ -692,29 +681,14 @@ def section_cache(report: Report, big: Path, data: Path, repeat: int) -> None:
                     )
                 )
                 # Warm: the cache of the last cold read, never and open, against local.
-                local, never, opened = [], [], []
+                local: list[Any] = []
+                warm: dict[str, list[Any]] = {"never": [], "open": []}
                 for _ in range(repeat):
                     local.append(read_bench(str(big), fields))
-                    never.append(
-                        read_bench(
-                            url,
-                            fields,
-                            {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": "never"},
-                            servers=[pid],
-                            proxies=[proxy],
-                            nginx=nginx,
-                        )
-                    )
-                    opened.append(
-                        read_bench(
-                            url,
-                            fields,
-                            {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": "open"},
-                            servers=[pid],
-                            proxies=[proxy],
-                            nginx=nginx,
-                        )
-                    )
+                    for validate, runs in warm.items():
+                        env = {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": validate}
+                        runs.append(read_bench(url, fields, env, servers=[pid], proxies=[proxy], nginx=nginx))
+                never, opened = warm["never"], warm["open"]
                 remove(cache)
                 for label, runs in [("local", local), ("warm, never", never), ("warm, open", opened)]:
                     r = runs[-1]
@@ -1114,17 +1088,10 @@ def versions() -> str:
 
 def machine() -> str:
     """CPU model, cores, memory, kernel."""
-    model = "?"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    memory = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            memory = int(line.split()[1]) * 1024
-    cores = os.cpu_count()
-    return f"{platform.node()}, {model}, {cores} cores, {memory / 2**30:.0f} GiB, Linux {platform.release()}"
+    return (
+        f"{platform.node()}, {cpu_model()}, {os.cpu_count()} cores, {memory_bytes() / 2**30:.0f} GiB, "
+        f"Linux {platform.release()}"
+    )
 
 
 def file_summary(big: Path) -> str:

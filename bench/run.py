@@ -35,7 +35,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH / "tasks"))
 sys.path.insert(0, str(BENCH))
 
-from common import checksums_agree, write_text_atomically  # noqa: E402
+from common import checksums_agree, cpu_model, memory_bytes, write_text_atomically  # noqa: E402
 from generate import KINDS  # noqa: E402
 from schema import ANALYSIS_FIELDS  # noqa: E402
 
@@ -288,19 +288,10 @@ def uncompressed_mb(data: Path, fields: list[str] | None) -> float:
 
 def machine_info() -> list[str]:
     """Lines describing the machine."""
-    model = "?"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem_kb = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal"):
-            mem_kb = int(line.split()[1])
     load = os.getloadavg()
     return [
-        f"- CPU: {model}, {os.cpu_count()} logical CPUs (nproc {len(os.sched_getaffinity(0))})",
-        f"- memory: {mem_kb / 1024**2:.1f} GiB",
+        f"- CPU: {cpu_model()}, {os.cpu_count()} logical CPUs (nproc {len(os.sched_getaffinity(0))})",
+        f"- memory: {memory_bytes() / 2**30:.1f} GiB",
         f"- OS: {platform.platform()}",
         f"- load average at the end of the run: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}",
     ]

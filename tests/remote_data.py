@@ -35,14 +35,13 @@ def nanoaod_like(n: int, seed: int) -> pa.Table:
     return pa.table(columns)
 
 
-def write_big(path: str) -> None:
+def write_big(path: str, entries_per_part: int = 500_000) -> None:
     """Writes about 500 MB: 2M NanoAOD-like entries in four parts (random values, so zstd
-    cannot shrink them much), zstd level 1 for a quick write."""
-    import rntuple
-
+    cannot shrink them much), zstd level 1 for a quick write; with ``entries_per_part``
+    smaller, a file that much smaller."""
     with rntuple.recreate(path, compression="zstd:1") as f:
         for part in range(4):
-            table = nanoaod_like(500_000, seed=100 + part)
+            table = nanoaod_like(entries_per_part, seed=100 + part)
             if part == 0:
                 f["Events"] = table
             else:

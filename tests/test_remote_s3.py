@@ -155,6 +155,27 @@ def _spans(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in spans]
 
 
+def _probe_reads_in_these_gets(
+    served_dir: Path,
+    server: server_s3.Server,
+    name: str,
+    ranges: list[tuple[int, int]],
+    spans: list[tuple[int, int]],
+) -> None:
+    """io_probe reads ``ranges`` of ``name`` over S3 as it reads them locally, in the two
+    edge reads of opening and one GET per span of ``spans``; never a multi-range request."""
+    local = _probe(served_dir / name, ranges, _client_env({}))
+    remote = _probe(server.url(name), ranges, _client_env(server.env()))
+    assert remote["size"] == local["size"] == (served_dir / name).stat().st_size
+    assert remote["ranges"] == local["ranges"]
+    assert all(r["read"] == r["len"] for r in remote["ranges"])
+    m = remote["metrics"]
+    print(f"\ns3 io_probe: {len(ranges)} ranges, {len(spans)} spans -> {m}")
+    assert m["vector_requests"] == 0
+    assert m["requests"] == m["ranges"] == len(spans) + 2
+    assert m["bytes_read"] == sum(n for _, n in spans) + EDGE_HEAD_BYTES + EDGE_TAIL_BYTES
+
+
 def test_io_probe_one_get_per_distant_range(served_dir: Path, server: server_s3.Server) -> None:
     name = f"gen/{BIG_SPEC.filename}"
     size = (served_dir / name).stat().st_size
@@ -163,20 +184,10 @@ def test_io_probe_one_get_per_distant_range(served_dir: Path, server: server_s3.
     ranges = [(EDGE_HEAD_BYTES + (k * 7 % 24) * 260_000, 1 + k * 7_001) for k in range(1, 25)]
     ranges.append((size - EDGE_TAIL_BYTES - 3_000_000, 2_999_999))
     assert all(EDGE_HEAD_BYTES <= o and o + n <= size - EDGE_TAIL_BYTES for o, n in ranges)
-    assert len(_spans(ranges)) == len(ranges)
-
-    local = _probe(served_dir / name, ranges, _client_env({}))
-    remote = _probe(server.url(name), ranges, _client_env(server.env()))
-    assert remote["size"] == local["size"] == size
-    assert remote["ranges"] == local["ranges"]
-    assert all(r["read"] == r["len"] for r in remote["ranges"])
-
-    # The two edge reads at opening, then one GET per range; never a multi-range request.
-    m = remote["metrics"]
-    print(f"\ns3 io_probe: {len(ranges)} ranges -> {m}")
-    assert m["vector_requests"] == 0
-    assert m["requests"] == m["ranges"] == len(ranges) + 2
-    assert m["bytes_read"] == sum(n for _, n in ranges) + EDGE_HEAD_BYTES + EDGE_TAIL_BYTES
+    spans = _spans(ranges)
+    assert len(spans) == len(ranges)
+    # One GET per range.
+    _probe_reads_in_these_gets(served_dir, server, name, ranges, spans)
 
 
 def test_io_probe_merges_near_ranges_into_one_get(served_dir: Path, server: server_s3.Server) -> None:
@@ -191,17 +202,7 @@ def test_io_probe_merges_near_ranges_into_one_get(served_dir: Path, server: serv
     spans = _spans(ranges)
     assert 2 <= len(spans) < len(ranges) // 10
     assert all(n <= COALESCE_MAX for _, n in spans) and sum(n for _, n in spans) > COALESCE_MAX
-
-    local = _probe(served_dir / name, ranges, _client_env({}))
-    remote = _probe(server.url(name), ranges, _client_env(server.env()))
-    assert remote["ranges"] == local["ranges"]
-    assert all(r["read"] == r["len"] for r in remote["ranges"])
-
-    m = remote["metrics"]
-    print(f"\ns3 io_probe: {len(ranges)} ranges, {len(spans)} spans -> {m}")
-    assert m["vector_requests"] == 0
-    assert m["requests"] == m["ranges"] == len(spans) + 2
-    assert m["bytes_read"] == sum(n for _, n in spans) + EDGE_HEAD_BYTES + EDGE_TAIL_BYTES
+    _probe_reads_in_these_gets(served_dir, server, name, ranges, spans)
 
 
 def test_missing_key_or_bucket_is_not_found(server: server_s3.Server) -> None:

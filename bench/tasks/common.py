@@ -25,6 +25,22 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO / "python"))
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or ``?``."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def memory_bytes() -> int:
+    """The machine's memory (``/proc/meminfo`` MemTotal), 0 if unknown."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def write_text_atomically(path: Path, text: str) -> None:
     """Writes ``text`` to ``path`` through a temporary file beside it, renamed over it
     once complete: an interrupted run leaves the earlier results as they were."""

@@ -36,6 +36,7 @@
     )
 )]
 
+mod arrays;
 pub mod compression;
 pub mod container;
 pub mod encoding;

@@ -26,6 +26,7 @@ pub(crate) mod multipart;
 
 use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
+use super::spans::Spans;
 use super::spare::SpareBuffers;
 use super::{
     redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
@@ -428,26 +429,10 @@ fn range_header(ranges: &[ByteRange]) -> String {
 
 /// The ranges to put on the wire for `ranges`: the non-empty ones sorted, with
 /// overlapping ones merged (a server may coalesce overlapping ranges, and each wire
-/// range must map to one part); and for each requested range, the index of the wire
-/// range holding it (`None` for an empty range). Touching ranges stay apart: merging
-/// them would make ranges of any size, past `max_request_bytes`, on one connection.
-fn wire_ranges(ranges: &[ByteRange]) -> (Vec<ByteRange>, Vec<Option<usize>>) {
-    let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].len > 0).collect();
-    order.sort_by_key(|&i| ranges[i].offset);
-    let mut wire: Vec<ByteRange> = Vec::new();
-    let mut index_of = vec![None; ranges.len()];
-    for i in order {
-        let r = ranges[i];
-        match wire.last_mut() {
-            Some(last) if r.offset < last.offset + last.len => {
-                let end = (last.offset + last.len).max(r.offset + r.len);
-                last.len = end - last.offset;
-            }
-            _ => wire.push(r),
-        }
-        index_of[i] = Some(wire.len() - 1);
-    }
-    (wire, index_of)
+/// range must map to one part). Touching ranges stay apart: merging them would make
+/// ranges of any size, past `max_request_bytes`, on one connection.
+fn wire_ranges(ranges: &[ByteRange]) -> Spans {
+    Spans::group(ranges, |wire, next| next.offset < wire.offset + wire.len)
 }
 
 /// Runs `task(0..count)` on at most `threads` threads; the results in index order, or
@@ -1387,44 +1372,28 @@ impl ReadAt for HttpSource {
         for r in ranges {
             self.check_bounds(r.offset, r.len)?;
         }
-        let (wire, index_of) = wire_ranges(ranges);
-        let mut wire_data = match wire.len() {
+        let grouped = wire_ranges(ranges);
+        let wire = &grouped.spans;
+        let wire_data = match wire.len() {
             0 => Vec::new(),
             1 => vec![self.fetch_single(wire[0])?],
-            _ if self.multi_range_refused.load(Ordering::Relaxed) => self.fetch_singles(&wire)?,
-            _ => self.fetch_multi(&wire)?,
+            _ if self.multi_range_refused.load(Ordering::Relaxed) => self.fetch_singles(wire)?,
+            _ => self.fetch_multi(wire)?,
+        };
+        let fault = |detail: String| Error::Remote {
+            what: self.display.clone(),
+            detail,
         };
         if wire_data.len() != wire.len() {
-            return Err(Error::Remote {
-                what: self.display.clone(),
-                detail: format!("{} of {} ranges came back", wire_data.len(), wire.len()),
-            });
+            return Err(fault(format!(
+                "{} of {} ranges came back",
+                wire_data.len(),
+                wire.len()
+            )));
         }
-        // How many requested ranges still need each wire range: the last one may take it.
-        let mut uses = vec![0usize; wire.len()];
-        for w in index_of.iter().flatten() {
-            uses[*w] += 1;
-        }
-        let out = ranges
-            .iter()
-            .zip(&index_of)
-            .map(|(r, w)| {
-                let Some(w) = *w else {
-                    return Vec::new();
-                };
-                uses[w] -= 1;
-                let data = &mut wire_data[w];
-                if uses[w] == 0 && *r == wire[w] {
-                    std::mem::take(data)
-                } else {
-                    // `r` lies inside the wire range whose bytes `data` holds in memory.
-                    #[allow(clippy::cast_possible_truncation)]
-                    let (from, len) = ((r.offset - wire[w].offset) as usize, r.len as usize);
-                    data[from..from + len].to_vec()
-                }
-            })
-            .collect();
-        Ok(out)
+        grouped
+            .split(ranges, wire_data)
+            .ok_or_else(|| fault("a range came back short".to_string()))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
@@ -1504,14 +1473,17 @@ mod tests {
             r(200, 1),
             r(3, 4),
         ];
-        let (wire, index_of) = wire_ranges(&asked);
+        let Spans {
+            spans: wire,
+            span_of: index_of,
+        } = wire_ranges(&asked);
         assert_eq!(wire, vec![r(0, 10), r(100, 10), r(200, 1)]);
         assert_eq!(
             index_of,
             vec![Some(1), Some(0), Some(0), None, Some(1), Some(2), Some(0)]
         );
         assert_eq!(range_header(&wire), "bytes=0-9,100-109,200-200");
-        let (wire, _) = wire_ranges(&[r(0, 5), r(5, 5), r(10, 5)]);
+        let wire = wire_ranges(&[r(0, 5), r(5, 5), r(10, 5)]).spans;
         assert_eq!(wire, vec![r(0, 5), r(5, 5), r(10, 5)]);
     }
 

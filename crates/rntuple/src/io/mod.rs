@@ -25,6 +25,8 @@ mod output;
 mod retry;
 #[cfg(feature = "s3")]
 mod s3;
+#[cfg(any(feature = "http", feature = "s3"))]
+mod spans;
 mod spare;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;

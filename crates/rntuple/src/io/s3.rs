@@ -61,6 +61,7 @@
 
 use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
+use super::spans::Spans;
 use super::{
     redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints,
     RetryPolicy, TimeoutKind,
@@ -137,28 +138,12 @@ const COALESCE_MAX: u64 = 8 << 20;
 
 /// The non-empty `ranges` as the `GET`s that read them: sorted, with ranges that
 /// overlap or lie within [`COALESCE_GAP`] of each other in one span of at most
-/// [`COALESCE_MAX`] bytes (a single larger range is a span of its own); and for each
-/// range, its span (`None` for an empty range).
-fn coalesce(ranges: &[ByteRange]) -> (Vec<ByteRange>, Vec<Option<usize>>) {
-    let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].len > 0).collect();
-    order.sort_by_key(|&i| ranges[i].offset);
-    let mut spans: Vec<ByteRange> = Vec::new();
-    let mut span_of = vec![None; ranges.len()];
-    for i in order {
-        let r = ranges[i];
-        let end = r.offset + r.len;
-        match spans.last_mut() {
-            Some(last)
-                if r.offset <= last.offset + last.len + COALESCE_GAP
-                    && end.max(last.offset + last.len) - last.offset <= COALESCE_MAX =>
-            {
-                last.len = end.max(last.offset + last.len) - last.offset;
-            }
-            _ => spans.push(r),
-        }
-        span_of[i] = Some(spans.len() - 1);
-    }
-    (spans, span_of)
+/// [`COALESCE_MAX`] bytes (a single larger range is a span of its own).
+fn coalesce(ranges: &[ByteRange]) -> Spans {
+    Spans::group(ranges, |span, next| {
+        let end = (span.offset + span.len).max(next.offset + next.len);
+        next.offset <= span.offset + span.len + COALESCE_GAP && end - span.offset <= COALESCE_MAX
+    })
 }
 
 /// An object in S3 (or an S3-compatible store) opened for reading.
@@ -412,14 +397,15 @@ impl ReadAt for S3Source {
         }
         // Nearby small ranges (the page lists of many cluster groups) go in one GET:
         // S3 has no multi-range request, and a round trip costs more than the gap.
-        let (spans, span_of) = coalesce(ranges);
+        let grouped = coalesce(ranges);
+        let spans = &grouped.spans;
         // The others are read, and after a transient fault only the spans still missing
         // are asked for again.
         let mut chunks: Vec<Option<Vec<u8>>> = vec![None; spans.len()];
         self.policy.run(&self.shared.name, |_| {
             let missing: Vec<(usize, ByteRange)> = chunks
                 .iter()
-                .zip(&spans)
+                .zip(spans)
                 .enumerate()
                 .filter(|(_, (chunk, _))| chunk.is_none())
                 .map(|(index, (_, range))| (index, *range))
@@ -435,36 +421,13 @@ impl ReadAt for S3Source {
             }
             failure.map_or(Ok(()), Err)
         })?;
-        let mut chunks = chunks
+        let chunks = chunks
             .into_iter()
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| self.shared.remote("read", "a range was left unread"))?;
-        // How many requested ranges still need each span: the last one that is the whole
-        // span takes its buffer.
-        let mut uses = vec![0usize; spans.len()];
-        for s in span_of.iter().flatten() {
-            uses[*s] += 1;
-        }
-        Ok(ranges
-            .iter()
-            .zip(&span_of)
-            .map(|(range, span)| {
-                let Some(s) = *span else {
-                    return Vec::new();
-                };
-                uses[s] -= 1;
-                if uses[s] == 0 && *range == spans[s] {
-                    return std::mem::take(&mut chunks[s]);
-                }
-                // Inside the span, whose bytes are in memory.
-                #[allow(clippy::cast_possible_truncation)]
-                let (at, len) = (
-                    (range.offset - spans[s].offset) as usize,
-                    range.len as usize,
-                );
-                chunks[s][at..at + len].to_vec()
-            })
-            .collect())
+        grouped
+            .split(ranges, chunks)
+            .ok_or_else(|| self.shared.remote("read", "a range came back short"))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {

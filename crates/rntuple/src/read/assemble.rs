@@ -3,6 +3,7 @@
 
 use super::column::{ColumnPart, Decoder};
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
+use crate::arrays::map_array;
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
 use crate::memory::into_arrow_buffer;
@@ -306,31 +307,7 @@ impl Decoder<'_> {
                 else {
                     return Err(Error::corrupt("schema", "map type expected"));
                 };
-                let DataType::Struct(entry_fields) = entries_field.data_type().clone() else {
-                    return Err(Error::corrupt("schema", "map entries must be a struct"));
-                };
-                let pair = pair
-                    .as_any()
-                    .downcast_ref::<StructArray>()
-                    .ok_or_else(|| Error::corrupt("schema", "map item is not a record"))?;
-                let entries = StructArray::try_new(entry_fields, pair.columns().to_vec(), None)?;
-                let offsets: Vec<i32> = offsets
-                    .iter()
-                    .map(|&o| {
-                        i32::try_from(o).map_err(|_| {
-                            Error::Unsupported(
-                                "a map column with more than 2^31 items in one read".into(),
-                            )
-                        })
-                    })
-                    .collect::<Result<_>>()?;
-                Arc::new(MapArray::try_new(
-                    entries_field,
-                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                    entries,
-                    None,
-                    false,
-                )?)
+                map_array(&entries_field, &pair, &offsets, false)?
             }
             FieldKind::Optional(child) => {
                 self.expect_columns(id, &cols, 1)?;

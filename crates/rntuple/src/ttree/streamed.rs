@@ -17,10 +17,11 @@
 
 use super::streamer_info::{StreamerElement, StreamerInfo};
 use super::values::{LeafType, NativeValues, RealPacking};
+use crate::arrays::map_array;
 use crate::container::BeReader;
 use crate::error::{Error, Result};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, MapArray, StructArray,
+    Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, StructArray,
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
@@ -790,33 +791,7 @@ impl Builder {
                 )?)
             }
             (Builder::List(offsets, items), DataType::Map(entries, sorted)) => {
-                // A map's offsets are 32-bit in Arrow.
-                let offsets = offsets
-                    .iter()
-                    .map(|&o| i32::try_from(o))
-                    .collect::<std::result::Result<Vec<i32>, _>>()
-                    .map_err(|_| {
-                        Error::Unsupported(format!(
-                            "field \"{}\": more than 2^31 map items in a chunk",
-                            target.name()
-                        ))
-                    })?;
-                let DataType::Struct(members) = entries.data_type() else {
-                    return Err(mismatch());
-                };
-                let values = items.finish(entries)?;
-                let pairs = values
-                    .as_any()
-                    .downcast_ref::<StructArray>()
-                    .ok_or_else(mismatch)?;
-                let pairs = StructArray::try_new(members.clone(), pairs.columns().to_vec(), None)?;
-                Arc::new(MapArray::try_new(
-                    entries.clone(),
-                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                    pairs,
-                    None,
-                    *sorted,
-                )?)
+                map_array(entries, &items.finish(entries)?, &offsets, *sorted)?
             }
             (Builder::Fixed(n, items), DataType::FixedSizeList(item, size)) => {
                 if usize::try_from(*size).ok() != Some(n) {

@@ -703,7 +703,7 @@ fn nearby_small_ranges_are_read_in_one_get() {
         r(150, 100),
         r(20 << 20, 9 << 20),
     ];
-    let (spans, span_of) = super::coalesce(&asked);
+    let super::Spans { spans, span_of } = super::coalesce(&asked);
     // 0..250, 1000..1100 and 60000..60050 within 64 KiB of each other: one span;
     // 300000 is more than 64 KiB past it: a span of its own; the 9 MiB range alone.
     let want = [
