@@ -327,3 +327,79 @@ def test_float_bits_exact_in_rendering(root_rendering: dict[str, Entries]) -> No
     dbl = {e["f64"] for e in root_rendering["multicluster.root"]}
     assert "0x0.0000000000001p-1022" in dbl
     assert struct.unpack("<d", struct.pack("<d", float.fromhex("0x0.0000000000001p-1022")))[0] > 0
+
+
+# ------------------------------------------------- multimaps with repeated keys
+
+MULTIMAP_TYPES = [
+    "std::multimap<std::string,std::int32_t>",
+    "std::unordered_multimap<std::int32_t,std::string>",
+]
+MULTIMAPGEN = r"""
+#include <ROOT/RNTupleModel.hxx>
+#include <ROOT/RNTupleWriter.hxx>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+namespace multimapgen {
+void Write(const char *path) {
+   auto model = ROOT::RNTupleModel::Create();
+   auto mm = model->MakeField<std::multimap<std::string, std::int32_t>>("mm");
+   auto um = model->MakeField<std::unordered_multimap<std::int32_t, std::string>>("um");
+   auto w = ROOT::RNTupleWriter::Recreate(std::move(model), "ntpl", path);
+   *mm = {{"b", 3}, {"a", 1}, {"a", 2}, {"a", 4}};
+   *um = {{7, "x"}, {7, "y"}, {8, "z"}};
+   w->Fill();
+   mm->clear();
+   um->clear();
+   w->Fill();
+   *mm = {{"k", 5}, {"k", 5}, {"k", -6}};
+   *um = {{1, "p"}, {1, "p"}};
+   w->Fill();
+}
+}
+"""
+#: What ``multimapgen::Write`` fills, per entry: ``mm``'s pairs in the multimap's order
+#: (by key, equal keys as inserted) and ``um``'s pairs (keys as JSON keys), sorted.
+MULTIMAP_FILLED = [
+    ([("a", 1), ("a", 2), ("a", 4), ("b", 3)], [("7", "x"), ("7", "y"), ("8", "z")]),
+    ([], []),
+    ([("k", 5), ("k", 5), ("k", -6)], [("1", "p"), ("1", "p")]),
+]
+
+
+def test_rntuple_dump_multimap_repeated_keys(rntuple_bin: Callable[[], Path], tmp_path: Path) -> None:
+    """A multimap's repeated keys: `dump --json` and `--jsonl` print every pair, as ROOT
+    does (``{"a": 1, "a": 2}``), std::multimap's in ROOT's order, std::unordered_multimap's
+    the same pairs (in hash-table order, which ROOT's reading does not keep)."""
+    ROOT = rootdump.load_root()
+    rootdump.ensure_stl_dictionaries(MULTIMAP_TYPES)  # (ROOT's map field needs the TClass)
+    if not hasattr(ROOT, "multimapgen"):
+        ROOT.gInterpreter.Declare(MULTIMAPGEN)
+    path = tmp_path / "multimap.root"
+    ROOT.multimapgen.Write(str(path))
+
+    def pairs(text: str) -> Any:
+        """Parsed JSON, every object as its list of (key, value) pairs: repeats survive."""
+        return json.loads(text, object_pairs_hook=list)
+
+    def per_entry(entries: Any) -> list[tuple[list[Any], list[Any]]]:
+        out = []
+        for entry in entries:
+            assert [k for k, _ in entry] == ["mm", "um"], entry
+            (_, mm), (_, um) = entry
+            out.append((mm, sorted(um)))
+        return out
+
+    root = per_entry(pairs(rootdump.dump_text(str(path), rootgen.NTUPLE)))
+    assert root == MULTIMAP_FILLED, "ROOT reads what was filled"
+    binary = str(rntuple_bin())
+    target = f"{path}:{rootgen.NTUPLE}"
+    for mode in ("--json", "--jsonl"):
+        proc = subprocess.run(
+            [binary, "dump", target, mode], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        text = proc.stdout if mode == "--json" else "[" + ",".join(proc.stdout.splitlines()) + "]"
+        assert per_entry(pairs(text)) == root, f"dump {mode}:\n{proc.stdout}"

@@ -830,7 +830,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if jsonl {
                 for_each_batch(&reader, fields.as_deref(), range, |batch| {
                     for row in 0..batch.num_rows() {
-                        writeln!(out, "{}", render::render_row(batch, row))?;
+                        writeln!(out, "{}", render::json_row(batch, row))?;
                     }
                     Ok(())
                 })?;
@@ -941,8 +941,7 @@ fn dump_json(
     write!(out, "[")?;
     for_each_batch(reader, fields, range, |batch| {
         for row in 0..batch.num_rows() {
-            let value = render::render_row(batch, row);
-            let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::from)?;
+            let text = format!("{:#}", render::json_row(batch, row));
             let indented = text.replace('\n', "\n  ");
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;

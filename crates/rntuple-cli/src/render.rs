@@ -2,6 +2,9 @@
 //! shared/conformance/README.md): floats as C99 hex strings, maps as objects keyed by
 //! the key, pairs and tuples as lists, optionals as value or null, variants as the
 //! active value, bitsets as strings of 0/1 with the most significant bit first.
+//!
+//! Values render as [`Json`], whose objects keep every member in order: a multimap's
+//! repeated keys all appear (`{"a": 1, "a": 2}`), as ROOT prints them.
 
 use crate::hexfloat::format_hex_double;
 use arrow_array::cast::AsArray;
@@ -9,7 +12,85 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field};
 use rntuple::read::TYPE_NAME_KEY;
-use serde_json::{Map, Number, Value};
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
+use serde_json::{Number, Value};
+use std::fmt;
+use std::io;
+
+/// A rendered value: JSON as [`Value`] holds it, except that an object is the list of
+/// its members, so that a key may repeat (a multimap's). Displays as `serde_json`
+/// writes the [`Value`] (`{}` compact, `{:#}` pretty), byte for byte when no key repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    /// `null`, a number or a string.
+    Scalar(Value),
+    /// A list.
+    Array(Vec<Json>),
+    /// An object: its members in order, keys repeated as the data has them.
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// Writes the value as `serde_json` writes JSON with the formatter `f` (scalars and
+    /// keys as it writes them with any formatter: no formatter changes them).
+    fn write<W: io::Write, F: Formatter>(&self, w: &mut W, f: &mut F) -> io::Result<()> {
+        match self {
+            Json::Scalar(v) => serde_json::to_writer(w, v).map_err(io::Error::from),
+            Json::Array(items) => {
+                f.begin_array(w)?;
+                for (i, item) in items.iter().enumerate() {
+                    f.begin_array_value(w, i == 0)?;
+                    item.write(w, f)?;
+                    f.end_array_value(w)?;
+                }
+                f.end_array(w)
+            }
+            Json::Object(members) => {
+                f.begin_object(w)?;
+                for (i, (key, value)) in members.iter().enumerate() {
+                    f.begin_object_key(w, i == 0)?;
+                    serde_json::to_writer(&mut *w, key)?;
+                    f.end_object_key(w)?;
+                    f.begin_object_value(w)?;
+                    value.write(w, f)?;
+                    f.end_object_value(w)?;
+                }
+                f.end_object(w)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Json {
+    /// Compact JSON, or with `{:#}` pretty JSON (two spaces an indentation level).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = Vec::new();
+        let written = if f.alternate() {
+            self.write(&mut text, &mut PrettyFormatter::new())
+        } else {
+            self.write(&mut text, &mut CompactFormatter)
+        };
+        written.map_err(|_| fmt::Error)?;
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl From<Json> for Value {
+    /// The value as a [`Value`]: of a repeated key only the last value stays, at the
+    /// place of the first.
+    fn from(json: Json) -> Value {
+        match json {
+            Json::Scalar(v) => v,
+            Json::Array(items) => Value::Array(items.into_iter().map(Value::from).collect()),
+            Json::Object(members) => Value::Object(
+                members
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::from(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
 
 /// The C++ type name of the values of `field`: optionals, `std::unique_ptr`s and atomics
 /// share the Arrow field of their item, so their wrappers are stripped.
@@ -28,16 +109,28 @@ pub fn type_name(field: &Field) -> &str {
     t
 }
 
-/// One entry (row) of a batch as a JSON object keyed by field name, in schema order.
+/// One entry (row) of a batch as a JSON object keyed by field name, in schema order:
+/// what `rntuple dump --json` prints.
+pub fn json_row(batch: &RecordBatch, row: usize) -> Json {
+    Json::Object(
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(field, column)| {
+                (
+                    field.name().clone(),
+                    json_value(field, column.as_ref(), row),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// [`json_row`] as a [`Value`] (a multimap's repeated keys collapse, see [`Json`]).
 pub fn render_row(batch: &RecordBatch, row: usize) -> Value {
-    let mut obj = Map::new();
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        obj.insert(
-            field.name().clone(),
-            render_value(field, column.as_ref(), row),
-        );
-    }
-    Value::Object(obj)
+    json_row(batch, row).into()
 }
 
 /// One value of an Arrow array taken apart one level, with what it holds: the walk that
@@ -158,64 +251,68 @@ pub fn node<'a>(field: &'a Field, array: &'a dyn Array, row: usize) -> Node<'a> 
 }
 
 /// The value at `row` of `array`, whose Arrow field is `field`.
-pub fn render_value(field: &Field, array: &dyn Array, row: usize) -> Value {
-    let list = |item: &Field, values: &dyn Array| {
-        Value::Array(
-            (0..values.len())
-                .map(|i| render_value(item, values, i))
-                .collect(),
-        )
-    };
+pub fn json_value(field: &Field, array: &dyn Array, row: usize) -> Json {
+    let scalar = Json::Scalar;
     match node(field, array, row) {
-        Node::Null => Value::Null,
+        Node::Null => scalar(Value::Null),
         // The suite renders bools as the numbers 0 and 1, like C++ streams do.
-        Node::Bool(b) => Value::from(u8::from(b)),
-        Node::Int(i) => Value::from(i),
-        Node::UInt(u) => Value::Number(Number::from(u)),
-        Node::Float32(x) => Value::String(format_hex_double(f64::from(x))),
-        Node::Float64(x) => Value::String(format_hex_double(x)),
-        Node::Str(s) => Value::String(s.to_string()),
-        Node::Bytes(bytes) => Value::Array(bytes.iter().map(|&b| Value::from(b)).collect()),
-        Node::Bits(text) => Value::String(text),
-        Node::List(item, values) => list(item, values.as_ref()),
+        Node::Bool(b) => scalar(Value::from(u8::from(b))),
+        Node::Int(i) => scalar(Value::from(i)),
+        Node::UInt(u) => scalar(Value::Number(Number::from(u))),
+        Node::Float32(x) => scalar(Value::String(format_hex_double(f64::from(x)))),
+        Node::Float64(x) => scalar(Value::String(format_hex_double(x))),
+        Node::Str(s) => scalar(Value::String(s.to_string())),
+        Node::Bytes(bytes) => Json::Array(bytes.iter().map(|&b| scalar(Value::from(b))).collect()),
+        Node::Bits(text) => scalar(Value::String(text)),
+        Node::List(item, values) => Json::Array(
+            (0..values.len())
+                .map(|i| json_value(item, values.as_ref(), i))
+                .collect(),
+        ),
         Node::Record {
             members,
             row,
             positional,
         } => {
+            let values = members.iter().map(|(f, c)| json_value(f, c.as_ref(), row));
             if positional {
-                Value::Array(
+                Json::Array(values.collect())
+            } else {
+                Json::Object(
                     members
                         .iter()
-                        .map(|(f, c)| render_value(f, c.as_ref(), row))
+                        .map(|(f, _)| f.name().clone())
+                        .zip(values)
                         .collect(),
                 )
-            } else {
-                let mut obj = Map::new();
-                for (f, c) in members {
-                    obj.insert(f.name().clone(), render_value(f, c.as_ref(), row));
-                }
-                Value::Object(obj)
             }
         }
+        // Every entry in storage order, a repeated key (a multimap's) included.
         Node::Map {
             key,
             value,
             entries,
-        } => {
-            let mut obj = Map::new();
-            for i in 0..entries.len() {
-                let k = match render_value(key, entries.column(0).as_ref(), i) {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                obj.insert(k, render_value(value, entries.column(1).as_ref(), i));
-            }
-            Value::Object(obj)
+        } => Json::Object(
+            (0..entries.len())
+                .map(|i| {
+                    let k = match json_value(key, entries.column(0).as_ref(), i) {
+                        Json::Scalar(Value::String(s)) => s,
+                        other => other.to_string(),
+                    };
+                    (k, json_value(value, entries.column(1).as_ref(), i))
+                })
+                .collect(),
+        ),
+        Node::Variant(f, child, offset) => json_value(f, child.as_ref(), offset),
+        Node::Unsupported(other) => {
+            scalar(Value::String(format!("<unsupported Arrow type {other}>")))
         }
-        Node::Variant(f, child, offset) => render_value(f, child.as_ref(), offset),
-        Node::Unsupported(other) => Value::String(format!("<unsupported Arrow type {other}>")),
     }
+}
+
+/// [`json_value`] as a [`Value`] (a multimap's repeated keys collapse, see [`Json`]).
+pub fn render_value(field: &Field, array: &dyn Array, row: usize) -> Value {
+    json_value(field, array, row).into()
 }
 
 /// The entries of an attribute set (ROOT's attribute RNTuple schema 1.x: fields
@@ -225,7 +322,7 @@ pub fn render_value(field: &Field, array: &dyn Array, row: usize) -> Value {
 /// range renders as `null`.
 pub fn attribute_entries(
     attrs: &rntuple::read::RNTupleReader,
-) -> Result<Vec<Value>, rntuple::Error> {
+) -> Result<Vec<Json>, rntuple::Error> {
     let names = ["_rangeStart", "_rangeLen", "_userData"].map(String::from);
     let batch = attrs.read(Some(&names), 0..attrs.num_entries())?;
     let starts = batch.column(0).as_primitive::<UInt64Type>();
@@ -237,22 +334,25 @@ pub fn attribute_entries(
     order.sort_by_key(|&i| starts.value(i));
     let mut entries = Vec::with_capacity(order.len());
     for i in order {
-        let value = match render_value(user_field, user, i) {
-            Value::Object(m) if m.len() == 1 => {
-                m.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null)
+        let value = match json_value(user_field, user, i) {
+            Json::Object(mut m) if m.len() == 1 => {
+                m.pop().map_or(Json::Scalar(Value::Null), |(_, v)| v)
             }
             other => other,
         };
         let (start, len) = (starts.value(i), lens.value(i));
         let range = if len == 0 {
-            Value::Null
+            Json::Scalar(Value::Null)
         } else {
-            Value::Array(vec![Value::from(start), Value::from(start + len - 1)])
+            Json::Array(vec![
+                Json::Scalar(Value::from(start)),
+                Json::Scalar(Value::from(start + len - 1)),
+            ])
         };
-        let mut obj = Map::new();
-        obj.insert("Value".into(), value);
-        obj.insert("Range".into(), range);
-        entries.push(Value::Object(obj));
+        entries.push(Json::Object(vec![
+            ("Value".into(), value),
+            ("Range".into(), range),
+        ]));
     }
     Ok(entries)
 }
@@ -263,9 +363,7 @@ pub fn dump_attributes(
     attrs: &rntuple::read::RNTupleReader,
 ) -> Result<(), rntuple::Error> {
     let entries = attribute_entries(attrs)?;
-    let text = serde_json::to_string_pretty(&Value::Array(entries))
-        .map_err(|e| rntuple::Error::InvalidArgument(format!("cannot render JSON: {e}")))?;
-    writeln!(out, "{text}").map_err(|source| rntuple::Error::Io {
+    writeln!(out, "{:#}", Json::Array(entries)).map_err(|source| rntuple::Error::Io {
         what: "standard output".into(),
         source,
     })
