@@ -8,11 +8,16 @@
 - STL containers (``stl_containers``: sets, multisets, unordered sets, a vector of sets,
   a pair, maps of numbers, vectors and sets, split and unsplit, a vector of maps) convert
   to what ROOT reads from the tree, in the importer's schema.
-- Two cases are refused with a clear error instead: a ``TClonesArray`` (not converted
-  yet; with ``--skip-unsupported`` the branch is left out with a warning), and a
-  top-level ``std::array`` branch, which ROOT 6.40 writes without its values (its
-  element branch holds empty entries; ROOT cannot read it back and its importer writes
-  zeros): ours says so rather than invent values.
+- ROOT objects (``tobject_classes``, ``clonesarray``): classes deriving from ``TObject``
+  (its ``fUniqueID`` and ``fBits`` compared too) and from plain bases, split and unsplit,
+  alone and in vectors, in ROOT 6.40's layout (base classes as ``:_0`` subfields,
+  ``TObject`` as its ``TObject`` field); a ``TClonesArray`` as a ``std::vector`` of its
+  class (which the importer rejects).
+- One case is refused with a clear error instead: a top-level ``std::array`` branch,
+  which ROOT 6.40 writes without its values (its element branch holds empty entries;
+  ROOT cannot read it back and its importer writes zeros): ours says so rather than
+  invent values. A branch that cannot become a field (a name with a dot) fails the
+  conversion, or with ``--skip-unsupported`` is left out with a warning.
 - Trees written without a flush first (``*_kept_baskets``: every branch kind, the last
   basket of each branch kept in the tree's metadata, the others in keys of their own)
   convert like the others (the cases above); the fixtures do hold such baskets (uproot).
@@ -41,11 +46,10 @@ from rootdump import load_root
 IMPORTER_REJECTS = {"float16", "tstring", "clonesarray"}
 #: Cases ours refuses (see the module documentation), with a part of the message.
 REFUSED = {
-    "clonesarray": 'branch "hits" of class TClonesArray',
     "stl_array": 'field "arr": branch "_M_elems[3]", entry 0 of the chunk: corrupt data',
 }
 #: The branches those cases convert when the refused branch is left out.
-REST = {"clonesarray": "k", "stl_array": "k"}
+REST = {"stl_array": "k"}
 
 
 def _name(case: str) -> str:
@@ -100,12 +104,31 @@ def test_refused_cases_fail_clearly_and_the_rest_converts(
     proc = _convert(ttrees[case], "t", rest, "--branches", REST[case])
     assert proc.returncode == 0, proc.stderr
     assert ttree_oracle.compare(ttrees[case], "t", rest, "t", [REST[case]]) == []
-    if case == "clonesarray":
-        skipped = tmp_path / "skipped.root"
-        proc = _convert(ttrees[case], "t", skipped, "--skip-unsupported")
-        assert proc.returncode == 0, proc.stderr
-        assert "warning: left out" in proc.stderr and "hits" in proc.stderr, proc.stderr
-        assert ttree_oracle.rntuple_columns(skipped, "t") == ["k"]
+
+
+def test_a_branch_that_cannot_be_a_field_fails_or_is_left_out_when_asked(tmp_path: Path) -> None:
+    ROOT = load_root()
+    src = tmp_path / "dotted.root"
+    f = ROOT.TFile.Open(str(src), "RECREATE")
+    t = ROOT.TTree("t", "t")
+    k = ROOT.std.vector["int"](1)
+    x = ROOT.std.vector["float"](1)
+    t.Branch("k", k.data(), "k/I")
+    t.Branch("a.b", x.data(), "a.b/F")
+    for i in range(5):
+        k[0], x[0] = i * 3, i / 4
+        t.Fill()
+    t.Write()
+    f.Close()
+    out = tmp_path / "out.root"
+    proc = _convert(src, "t", out)
+    _assert_clean_failure(proc, out)
+    assert 'branch "a.b": a name with a dot cannot be a field name' in proc.stderr, proc.stderr
+    proc = _convert(src, "t", out, "--skip-unsupported")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: left out" in proc.stderr and "a.b" in proc.stderr, proc.stderr
+    assert ttree_oracle.rntuple_columns(out, "t") == ["k"]
+    assert ttree_oracle.compare(src, "t", out, "t", ["k"]) == []
 
 
 @pytest.mark.parametrize("case", [c for c in ttreegen.CASES if c not in IMPORTER_REJECTS | set(REFUSED)])

@@ -99,6 +99,12 @@ CASES: dict[str, Case] = {
     ),
     "unsplit_class": Case("the split_class branches at split level 0", entries=2000),
     "clonesarray": Case("TClonesArray of TGHit (a TObject) at split level 99, scalar k/I", entries=2000),
+    "tobject_classes": Case(
+        "TObject-derived classes (TGHit; TGTrack: TGHit, two levels of bases) and a class with a "
+        "plain base (TGDerived: TGBase), split and unsplit, alone and in vectors; unique ids and "
+        "a user bit set",
+        entries=2000,
+    ),
     "subdir": Case("the small tree in directory a/b", tree="a/b/t"),
     "cycles": Case(
         "the small tree written 3 times while filling and at the end (keys t;N with several cycles)",
@@ -141,7 +147,7 @@ CASES.update(
 )
 
 #: Cases whose trees hold the user classes of :data:`USER_CLASSES_CXX`.
-CLASS_CASES = ("split_class", "unsplit_class", "clonesarray", "stl_containers")
+CLASS_CASES = ("split_class", "unsplit_class", "clonesarray", "tobject_classes", "stl_containers")
 
 _declared = False
 _nanoaod_declared = False
@@ -231,6 +237,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "stl_containers": "WriteStlContainers",
         "float16": "WriteFloat16",
         "clonesarray": "WriteClonesArray",
+        "tobject_classes": "WriteTObjectClasses",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
     }

@@ -23,6 +23,7 @@
 #include <TDataType.h>
 #include <TList.h>
 #include <TObject.h>
+#include <TClonesArray.h>
 #include <TROOT.h>
 #include <TString.h>
 #include <TVirtualCollectionProxy.h>
@@ -79,8 +80,18 @@ inline void RenderMembers(std::string &out, const char *p, TClass *cl, bool &fir
 {
    for (auto *base : TRangeDynCast<TBaseClass>(cl->GetListOfBases())) {
       TClass *bcl = base->GetClassPointer();
-      if (!bcl || bcl == TObject::Class())
+      if (!bcl)
          continue;
+      if (bcl == TObject::Class()) {
+         // Its persistent members; fBits without kIsOnHeap and kNotDeleted (how this copy was allocated).
+         const auto *obj = reinterpret_cast<const TObject *>(p + base->GetDelta());
+         if (!first)
+            out += ',';
+         first = false;
+         out += "\"fUniqueID\":" + std::to_string(obj->GetUniqueID());
+         out += ",\"fBits\":" + std::to_string(obj->TestBits(~UInt_t(TObject::kIsOnHeap | TObject::kNotDeleted)));
+         continue;
+      }
       RenderMembers(out, p + base->GetDelta(), bcl, first);
    }
    for (auto *dm : TRangeDynCast<TDataMember>(cl->GetListOfDataMembers())) {
@@ -137,6 +148,19 @@ void RenderObject(std::string &out, const void *p, TClass *cl)
    if (cl == TString::Class()) {
       const auto *s = static_cast<const TString *>(p);
       JsonString(out, s->Data(), s->Length());
+      return;
+   }
+   if (cl->InheritsFrom(TClonesArray::Class())) {
+      // A TClonesArray: the list of its objects.
+      const auto *ca = static_cast<const TClonesArray *>(p);
+      out += '[';
+      for (Int_t k = 0; k < ca->GetEntriesFast(); ++k) {
+         if (k)
+            out += ',';
+         const TObject *item = ca->UncheckedAt(k);
+         RenderObject(out, item, item->IsA());
+      }
+      out += ']';
       return;
    }
    if (auto *proxy = cl->GetCollectionProxy()) {

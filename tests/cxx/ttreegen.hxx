@@ -570,6 +570,31 @@ void WriteClasses(const char *path, Long64_t n, int compression, int splitlevel)
    Finish(f, t);
 }
 
+/// A TGHit's members, its unique id and a user bit (TObject's fBits bit 14) among them.
+void FillHit(TGHit &h, std::uint64_t e, std::uint64_t salt)
+{
+   h.x = FloatValue(e, salt);
+   h.id = IntValue<Int_t>(e, salt + 1);
+   h.SetUniqueID(IntValue<UInt_t>(e, salt + 2));
+   h.SetBit(BIT(14), BoolValue(e, salt + 3));
+}
+
+void FillTrack(TGTrack &t, std::uint64_t e, std::uint64_t salt)
+{
+   FillHit(t, e, salt);
+   t.pt = DoubleValue(e, salt + 4);
+   t.w.resize(Length(e, salt + 5, 3));
+   for (std::size_t k = 0; k < t.w.size(); ++k)
+      t.w[k] = FloatValue(e * 16 + k, salt + 6);
+}
+
+void FillDerived(TGDerived &d, std::uint64_t e, std::uint64_t salt)
+{
+   d.b = IntValue<Short_t>(e, salt);
+   d.label = StringValue(e, salt + 1, 4);
+   d.y = FloatValue(e, salt + 2);
+}
+
 /// A TClonesArray of TGHit (a TObject) next to a scalar.
 void WriteClonesArray(const char *path, Long64_t n, int compression)
 {
@@ -585,9 +610,52 @@ void WriteClonesArray(const char *path, Long64_t n, int compression)
       const int m = Length(e, 801, 4);
       for (int j = 0; j < m; ++j) {
          auto *h = static_cast<TGHit *>(ca->ConstructedAt(j));
-         h->x = FloatValue(e * 16 + j, 802);
-         h->id = IntValue<Int_t>(e * 16 + j, 803);
+         FillHit(*h, e * 16 + j, 802);
       }
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// TObject-derived classes and a class with a plain base, split and unsplit: hit (TGHit, split), hit0
+/// (TGHit, unsplit), track (TGTrack: TGHit: TObject, split), vhit (std::vector<TGHit>, split), vtrack0
+/// (std::vector<TGTrack>, unsplit), der (TGDerived: TGBase, split), vder0 (std::vector<TGDerived>,
+/// unsplit), scalar k/I.
+void WriteTObjectClasses(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *hit = new TGHit;
+   auto *hit0 = new TGHit;
+   auto *track = new TGTrack;
+   auto *vhit = new std::vector<TGHit>;
+   auto *vtrack0 = new std::vector<TGTrack>;
+   auto *der = new TGDerived;
+   auto *vder0 = new std::vector<TGDerived>;
+   Int_t k = 0;
+   t->Branch("hit", &hit, kBasket, 99);
+   t->Branch("hit0", &hit0, kBasket, 0);
+   t->Branch("track", &track, kBasket, 99);
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("vhit", &vhit, kBasket, 99);
+   t->Branch("vtrack0", &vtrack0, kBasket, 0);
+   t->Branch("der", &der, kBasket, 99);
+   t->Branch("vder0", &vder0, kBasket, 0);
+   for (Long64_t e = 0; e < n; ++e) {
+      FillHit(*hit, e, 900);
+      FillHit(*hit0, e, 910);
+      FillTrack(*track, e, 920);
+      k = IntValue<Int_t>(e, 930);
+      vhit->resize(Length(e, 931, 4));
+      for (std::size_t j = 0; j < vhit->size(); ++j)
+         FillHit((*vhit)[j], e * 16 + j, 940);
+      vtrack0->resize(Length(e, 932, 3));
+      for (std::size_t j = 0; j < vtrack0->size(); ++j)
+         FillTrack((*vtrack0)[j], e * 16 + j, 950);
+      FillDerived(*der, e, 960);
+      vder0->resize(Length(e, 933, 3));
+      for (std::size_t j = 0; j < vder0->size(); ++j)
+         FillDerived((*vder0)[j], e * 16 + j, 970);
       t->Fill();
    }
    Finish(f, t);

@@ -66,11 +66,39 @@ public:
    ClassDefOverride(TGHit, 1)
 };
 
+/// Two levels of bases, TObject at the root (the tobject_classes case).
+class TGTrack : public TGHit {
+public:
+   Double_t pt = 0;
+   std::vector<Float_t> w;
+   ClassDefOverride(TGTrack, 2)
+};
+
+/// A base class that is no TObject.
+struct TGBase {
+   Short_t b = 0;
+   std::string label;
+};
+
+/// A class deriving from a plain base, with ClassDef.
+class TGDerived : public TGBase {
+public:
+   Float_t y = 0;
+   virtual ~TGDerived() = default;
+   ClassDef(TGDerived, 4)
+};
+
 #ifdef __ROOTCLING__
 #pragma link C++ class TGNested+;
 #pragma link C++ class TGEvent+;
 #pragma link C++ class TGPlain+;
 #pragma link C++ class TGHit+;
+#pragma link C++ class TGTrack+;
+#pragma link C++ class TGBase+;
+#pragma link C++ class TGDerived+;
+#pragma link C++ class std::vector<TGHit>+;
+#pragma link C++ class std::vector<TGTrack>+;
+#pragma link C++ class std::vector<TGDerived>+;
 #pragma link C++ class std::vector<TGPlain>+;
 #pragma link C++ class std::set<int>+;
 #pragma link C++ class std::multiset<int>+;

@@ -21,8 +21,8 @@ use crate::container::{FileOutput, FileWriter};
 use crate::error::{Error, Result};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    Branch, BranchChunk, Builder, ChunkReader, ClassLayout, LeafType, NativeValues, StreamCursor,
-    Streamed, Tree, TreeFile, TypeResolver,
+    Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection, LeafType,
+    NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver, TOBJECT_ALLOCATION_BITS,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
@@ -112,8 +112,13 @@ enum Filler {
 /// further.
 #[derive(Debug, Clone)]
 enum SplitNode {
-    /// A member's own branch and the member's type.
-    Leaf { branch: usize, ty: Streamed },
+    /// A member's own branch and the member's type; `tobject_bits` for `TObject::fBits`,
+    /// whose allocation bits the RNTuple leaves out.
+    Leaf {
+        branch: usize,
+        ty: Streamed,
+        tobject_bits: bool,
+    },
     /// A member object (or the top object) whose members are split further.
     Object(Vec<SplitNode>),
 }
@@ -206,6 +211,11 @@ fn leaf_type(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<LeafType> {
             branch.name, leaf.class_name
         ))
     })
+}
+
+/// Whether `class` is `TObject` or derives from it.
+fn derives_from_tobject(class: &ClassLayout) -> bool {
+    class.kind == ClassKind::TObject || class.bases.iter().any(|b| derives_from_tobject(b))
 }
 
 fn matches_any(patterns: &[glob::Pattern], name: &str) -> bool {
@@ -407,9 +417,14 @@ impl ConversionPlan {
         if branch.name.contains('.') {
             return Err(unsupported("a name with a dot cannot be a field name"));
         }
-        let ty = resolver
-            .type_of(&e.class_name)
-            .map_err(|err| unsupported(&err.to_string()))?;
+        let mut ty = if e.branch_type == 3 {
+            // Resolved from its element class below.
+            Streamed::Prim(LeafType::Int)
+        } else {
+            resolver
+                .type_of(&e.class_name)
+                .map_err(|err| unsupported(&err.to_string()))?
+        };
         let filler = match (e.branch_type, branch.branches.is_empty()) {
             // A whole value per entry: a string (-1), a collection or an unsplit object (0).
             (-1 | 0, true) => {
@@ -426,9 +441,20 @@ impl ConversionPlan {
                 (Streamed::Array(..), [elements]) => Filler::Split(SplitNode::Leaf {
                     branch: self.add_branch(elements),
                     ty: ty.clone(),
+                    tobject_bits: false,
                 }),
                 _ => return Err(unsupported("a split branch of a type that is no class")),
             },
+            // A split TClonesArray: the count, and its element class's members split.
+            (3, false) => {
+                let class = resolver
+                    .class(&e.clones_name, 0)
+                    .map_err(|err| unsupported(&err.to_string()))?;
+                let count = self.add_branch(branch);
+                let items = self.split_node(&class, branch, "")?;
+                ty = Streamed::Vector(Collection::Vector, Box::new(Streamed::Object(class)));
+                Filler::SplitCollection { count, items }
+            }
             (4, false) => {
                 let Streamed::Vector(_, item) = &ty else {
                     return Err(unsupported("a split collection that is no STL collection"));
@@ -470,7 +496,8 @@ impl ConversionPlan {
                     .collect::<Vec<_>>(),
                 &c.bases.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
             );
-            spec.type_version = if c.version == 1 || c.version < 0 {
+            // A TObject has a ClassDef (its version 1 is a version).
+            spec.type_version = if (c.version == 1 && !derives_from_tobject(&c)) || c.version < 0 {
                 u32::MAX
             } else {
                 u32::try_from(c.version).unwrap_or(u32::MAX)
@@ -484,15 +511,15 @@ impl ConversionPlan {
     /// Maps the members of a split `class` to the sub-branches of `top` that hold them:
     /// the branch named `[top.]path` (`path` is `prefix` + the member's name, with `[N]`
     /// for arrays), or, for a member object split further, its members' branches.
+    ///
+    /// A base class's members are split at the level of the class deriving from it (ROOT
+    /// unrolls bases), `TObject`'s too (`fUniqueID`, `fBits`).
     fn split_node(&mut self, class: &ClassLayout, top: &Branch, prefix: &str) -> Result<SplitNode> {
-        if !class.bases.is_empty() {
-            return Err(Error::Unsupported(format!(
-                "branch \"{}\": split class {} has base classes",
-                top.name, class.name
-            )));
-        }
         let all = top.walk();
-        let mut members = Vec::with_capacity(class.members.len());
+        let mut members = Vec::with_capacity(class.bases.len() + class.members.len());
+        for base in &class.bases {
+            members.push(self.split_node(base, top, prefix)?);
+        }
         for (name, ty) in &class.members {
             let path = format!("{prefix}{name}");
             let dotted = format!("{}.{path}", top.name);
@@ -508,6 +535,7 @@ impl ConversionPlan {
                     members.push(SplitNode::Leaf {
                         branch: self.add_branch(b),
                         ty: ty.clone(),
+                        tobject_bits: class.kind == ClassKind::TObject && name == "fBits",
                     });
                 }
                 (_, Streamed::Object(inner)) => {
@@ -898,7 +926,11 @@ fn split_values(
                 .collect::<Result<Vec<_>>>()?,
             len,
         )),
-        SplitNode::Leaf { branch, ty } => {
+        SplitNode::Leaf {
+            branch,
+            ty,
+            tobject_bits,
+        } => {
             let chunk = &chunks[*branch];
             let what = format!("branch \"{}\"", plan.branches[*branch].name);
             let mut out = Builder::new(ty);
@@ -927,6 +959,13 @@ fn split_values(
                     what,
                     format!("{} values where {len} were expected", out.len()),
                 ));
+            }
+            if *tobject_bits {
+                if let Builder::Prim(_, NativeValues::U32(bits)) = &mut out {
+                    for b in bits.iter_mut() {
+                        *b &= !TOBJECT_ALLOCATION_BITS;
+                    }
+                }
             }
             Ok(out)
         }

@@ -21,7 +21,10 @@ mod values;
 pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
-pub use streamed::{Builder, ClassLayout, StreamCursor, Streamed, TypeResolver};
+pub use streamed::{
+    Builder, ClassKind, ClassLayout, Collection, StreamCursor, Streamed, TypeResolver,
+    TOBJECT_ALLOCATION_BITS,
+};
 pub use streamer_info::{parse_streamer_infos, StreamerElement, StreamerInfo};
 pub use values::{LeafType, NativeValues, RealPacking};
 

@@ -126,10 +126,39 @@ pub struct ClassLayout {
     pub bases: Vec<Arc<ClassLayout>>,
     /// Data members in order.
     pub members: Vec<(String, Streamed)>,
+    /// What kind of class: an ordinary one, a `std::pair` or `TObject`.
+    pub kind: ClassKind,
+}
+
+/// The classes the streamed layout treats apart from ordinary ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassKind {
+    /// A class streamed by its streamer info.
+    Class,
     /// A `std::pair` (members `first` and `second`): an RNTuple `std::pair` field, not a
     /// class of its own.
-    pub pair: bool,
+    Pair,
+    /// `TObject` (members `fUniqueID` and `fBits`), streamed by its own streamer: a bare
+    /// version, the two members, and a process id when the object is referenced. RNTuple
+    /// stores it as ROOT 6.40's `TObject` field, `fBits` without the bits that say how the
+    /// object was allocated ([`TOBJECT_ALLOCATION_BITS`]).
+    TObject,
 }
+
+/// `TObject::fBits`' `kIsOnHeap` and `kNotDeleted`: how the object in memory was
+/// allocated, which ROOT's RNTuple `TObject` field leaves out (a TTree keeps them).
+pub const TOBJECT_ALLOCATION_BITS: u32 = 0x0300_0000;
+
+/// `TObject::fBits`' `kIsReferenced`: a process id follows the bits in the stream; ROOT's
+/// RNTuple refuses such objects.
+const TOBJECT_IS_REFERENCED: u32 = 0x0000_0010;
+
+/// `TObject`'s class version.
+const TOBJECT_VERSION: i32 = 1;
+
+/// `TObject`'s checksum (`TClass::GetCheckSum`), which ROOT 6.40 records for its RNTuple
+/// `TObject` field.
+const TOBJECT_CHECKSUM: u32 = 2_417_737_773;
 
 impl ClassLayout {
     /// The layout of `std::pair<first, second>` (ROOT streams a pair as its two members;
@@ -141,7 +170,22 @@ impl ClassLayout {
             checksum: 0,
             bases: Vec::new(),
             members: vec![("first".to_string(), first), ("second".to_string(), second)],
-            pair: true,
+            kind: ClassKind::Pair,
+        }
+    }
+
+    /// The layout of `TObject`.
+    fn tobject() -> ClassLayout {
+        ClassLayout {
+            name: "TObject".to_string(),
+            version: TOBJECT_VERSION,
+            checksum: TOBJECT_CHECKSUM,
+            bases: Vec::new(),
+            members: vec![
+                ("fUniqueID".to_string(), Streamed::Prim(LeafType::UInt)),
+                ("fBits".to_string(), Streamed::Prim(LeafType::UInt)),
+            ],
+            kind: ClassKind::TObject,
         }
     }
 }
@@ -162,7 +206,7 @@ impl Streamed {
                 _ => format!("{}<{}>", kind.template(), item.cpp_type()),
             },
             Streamed::Array(item, n) => format!("std::array<{},{n}>", item.cpp_type()),
-            Streamed::Object(c) if c.pair && c.members.len() == 2 => format!(
+            Streamed::Object(c) if c.kind == ClassKind::Pair && c.members.len() == 2 => format!(
                 "std::pair<{},{}>",
                 c.members[0].1.cpp_type(),
                 c.members[1].1.cpp_type()
@@ -175,7 +219,7 @@ impl Streamed {
     pub fn classes(&self, out: &mut Vec<Arc<ClassLayout>>) {
         match self {
             Streamed::Vector(_, item) | Streamed::Array(item, _) => item.classes(out),
-            Streamed::Object(c) if c.pair => {
+            Streamed::Object(c) if c.kind == ClassKind::Pair => {
                 for (_, m) in &c.members {
                     m.classes(out);
                 }
@@ -356,6 +400,11 @@ impl TypeResolver {
         if let Some(c) = self.done.get(name) {
             return Ok(c.clone());
         }
+        if name == "TObject" {
+            let layout = Arc::new(ClassLayout::tobject());
+            self.done.insert(name.to_string(), layout.clone());
+            return Ok(layout);
+        }
         let info = self.infos.get(name).cloned().ok_or_else(|| {
             Error::Unsupported(format!(
                 "class \"{name}\": the file holds no streamer info describing it"
@@ -365,11 +414,6 @@ impl TypeResolver {
         let mut members = Vec::new();
         for e in &info.elements {
             if e.element_class == "TStreamerBase" {
-                if e.name == "TObject" {
-                    return Err(Error::Unsupported(format!(
-                        "class \"{name}\" derives from TObject"
-                    )));
-                }
                 bases.push(self.class(&e.name, depth + 1)?);
                 continue;
             }
@@ -381,7 +425,7 @@ impl TypeResolver {
             checksum: info.checksum,
             bases,
             members,
-            pair: false,
+            kind: ClassKind::Class,
         });
         self.done.insert(name.to_string(), layout.clone());
         Ok(layout)
@@ -612,6 +656,11 @@ impl<'a> StreamCursor<'a> {
                 self.check_end(end)
             }
             (Streamed::Array(item, n), Builder::Fixed(_, items)) => self.items(item, *n, items),
+            (Streamed::Object(c), Builder::Struct(fields, len)) if c.kind == ClassKind::TObject => {
+                self.tobject(fields)?;
+                *len += 1;
+                Ok(())
+            }
             (Streamed::Object(c), Builder::Struct(fields, len)) => {
                 let end = if header { self.header()? } else { None };
                 let mut i = 0;
@@ -630,6 +679,32 @@ impl<'a> StreamCursor<'a> {
                 "a builder of another shape than its type".to_string(),
             )),
         }
+    }
+
+    /// A `TObject` (its own streamer: always its version, then `fUniqueID` and `fBits`).
+    fn tobject(&mut self, fields: &mut [Builder]) -> Result<()> {
+        let end = self.header()?;
+        let unique_id = self.u32()?;
+        let bits = self.u32()?;
+        if bits & TOBJECT_IS_REFERENCED != 0 {
+            return Err(Error::Unsupported(
+                "a referenced TObject (kIsReferenced, as TRef makes it): ROOT's RNTuple does \
+                 not store its process id"
+                    .to_string(),
+            ));
+        }
+        let [id_out, bits_out] = fields else {
+            return Err(Error::InvalidArgument(
+                "a TObject builder without its two members".to_string(),
+            ));
+        };
+        append_prims(LeafType::UInt, &unique_id.to_be_bytes(), id_out)?;
+        append_prims(
+            LeafType::UInt,
+            &(bits & !TOBJECT_ALLOCATION_BITS).to_be_bytes(),
+            bits_out,
+        )?;
+        self.check_end(end)
     }
 
     /// The items of a collection of objects streamed member-wise: the items' class version
@@ -657,11 +732,38 @@ impl<'a> StreamCursor<'a> {
                 format!("{n} items in {} bytes", self.remaining()),
             ));
         }
+        self.members_of_items(c, n, fields)?;
+        *len += n;
+        Ok(n)
+    }
+
+    /// The members of `n` objects of class `c` streamed member-wise, into one builder per
+    /// base and member. A base's members come member-wise too (no header of its own),
+    /// but `TObject`'s streamer streams each item whole.
+    fn members_of_items(
+        &mut self,
+        c: &ClassLayout,
+        n: usize,
+        fields: &mut [Builder],
+    ) -> Result<()> {
         let mut i = 0;
         for b in &c.bases {
-            let t = Streamed::Object(b.clone());
-            for _ in 0..n {
-                self.decode(&t, &mut fields[i], true)?;
+            match (&mut fields[i], b.kind) {
+                (Builder::Struct(base_fields, base_len), ClassKind::TObject) => {
+                    for _ in 0..n {
+                        self.tobject(base_fields)?;
+                    }
+                    *base_len += n;
+                }
+                (Builder::Struct(base_fields, base_len), _) => {
+                    self.members_of_items(b, n, base_fields)?;
+                    *base_len += n;
+                }
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "a base class's builder is no record".to_string(),
+                    ))
+                }
             }
             i += 1;
         }
@@ -682,8 +784,7 @@ impl<'a> StreamCursor<'a> {
             }
             i += 1;
         }
-        *len += n;
-        Ok(n)
+        Ok(())
     }
 
     /// `n` values of type `t` back to back without headers (vector items, array elements,
@@ -879,12 +980,40 @@ mod tests {
         let Streamed::Object(pair) = item.as_ref() else {
             panic!("{item:?}");
         };
-        assert!(pair.pair);
+        assert_eq!(pair.kind, ClassKind::Pair);
         let names: Vec<&str> = pair.members.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["first", "second"]);
         let mut classes = Vec::new();
         t.classes(&mut classes);
         assert!(classes.is_empty(), "{classes:?}");
+    }
+
+    #[test]
+    fn a_tobject_streams_version_id_and_bits_without_its_allocation_bits() {
+        let t = TypeResolver::new(Vec::new()).type_of("TObject").unwrap();
+        let mut out = Builder::new(&t);
+        // Version 1, fUniqueID 7, fBits kIsOnHeap | kNotDeleted | bit 14.
+        let bytes = [0, 1, 0, 0, 0, 7, 0x03, 0, 0x40, 0];
+        let mut cursor = StreamCursor::new(&bytes);
+        cursor.decode(&t, &mut out, true).unwrap();
+        assert_eq!(cursor.remaining(), 0);
+        let Builder::Struct(members, 1) = &out else {
+            panic!("{out:?}");
+        };
+        let values: Vec<_> = members
+            .iter()
+            .map(|m| match m {
+                Builder::Prim(_, NativeValues::U32(v)) => v.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(values, [vec![7], vec![0x4000]]);
+        // Referenced (kIsReferenced): a process id would follow; refused as ROOT does.
+        let referenced = [0, 1, 0, 0, 0, 7, 0x03, 0, 0, 0x10, 0, 1];
+        let err = StreamCursor::new(&referenced)
+            .decode(&t, &mut Builder::new(&t), true)
+            .unwrap_err();
+        assert!(err.to_string().contains("referenced TObject"), "{err}");
     }
 
     #[test]
