@@ -13,6 +13,13 @@
   alone and in vectors, in ROOT 6.40's layout (base classes as ``:_0`` subfields,
   ``TObject`` as its ``TObject`` field); a ``TClonesArray`` as a ``std::vector`` of its
   class (which the importer rejects).
+- Objects ROOT's RNTuple stores only whole (``streamer_objects``: ``TLorentzVector``, a
+  vector of them, ``TVector3`` and a ``TClonesArray`` stored the old way
+  (``TBranchObject``), a class with a counted C array, a class with a streamer of its
+  own), which the importer rejects, become streamer fields that ROOT reads back equal
+  (the counted array's values compared too); their schema is what ROOT's
+  ``RStreamerField`` writes (type, version, checksum, columns) and the streamer infos
+  travel in the extra type information.
 - One case is refused with a clear error instead: a top-level ``std::array`` branch,
   which ROOT 6.40 writes without its values (its element branch holds empty entries;
   ROOT cannot read it back and its importer writes zeros): ours says so rather than
@@ -31,6 +38,8 @@ Nothing is skipped: a missing binary or fixture fails the test.
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -43,7 +52,7 @@ from conftest import require_rntuple_bin
 from rootdump import load_root
 
 #: Cases ROOT 6.40's importer rejects (``test_ttree_oracle.py`` checks its messages).
-IMPORTER_REJECTS = {"float16", "tstring", "clonesarray"}
+IMPORTER_REJECTS = {"float16", "tstring", "clonesarray", "streamer_objects"}
 #: Cases ours refuses (see the module documentation), with a part of the message.
 REFUSED = {
     "stl_array": 'field "arr": branch "_M_elems[3]", entry 0 of the chunk: corrupt data',
@@ -147,6 +156,123 @@ def test_schema_equals_the_importers(
     assert got == want
 
 
+def test_objects_stored_whole_have_roots_streamer_field_schema(
+    converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]], tmp_path: Path
+) -> None:
+    """Each streamer field's type, version, checksum and columns equal those of the
+    field ROOT's own ``RStreamerField`` writes for the same class; the extra type
+    information lists the classes involved."""
+    ours, proc = converted["streamer_objects"]
+    assert proc.returncode == 0, proc.stderr
+    got = {f["name"]: f for f in ttree_oracle.rntuple_schema(ours, "t")["fields"]}
+    ROOT = ttreegen.declare_user_classes()
+    ref = tmp_path / "ref.root"
+    types = {
+        "p4": "TLorentzVector",
+        "vp4": "std::vector<TLorentzVector>",
+        "v3": "TVector3",
+        "counted": "TGCounted",
+        "custom": "TGCustom",
+        "ca0": "TClonesArray",
+    }
+    ROOT.gInterpreter.Declare(
+        """
+        #include <ROOT/RField.hxx>
+        #include <ROOT/RNTupleModel.hxx>
+        #include <ROOT/RNTupleWriter.hxx>
+        void test_convert_streamer_reference(const char *path, const std::vector<std::string> &names,
+                                             const std::vector<std::string> &types) {
+           auto model = ROOT::RNTupleModel::Create();
+           for (std::size_t k = 0; k < names.size(); ++k)
+              model->AddField(std::make_unique<ROOT::RStreamerField>(names[k], types[k]));
+           auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "t", path);
+        }
+        """
+    )
+    strings = ROOT.std.vector["std::string"]
+    ROOT.test_convert_streamer_reference(str(ref), strings(list(types)), strings(list(types.values())))
+    want = {f["name"]: f for f in ttree_oracle.rntuple_schema(ref, "t")["fields"]}
+    for name in types:
+        assert got[name]["role"] == "Streamer", got[name]
+        assert got[name] == want[name], name
+    assert got["k"]["role"] == "Plain"
+    extra = ttree_oracle.rntuple_streamer_infos(ours, "t")
+    assert {"TLorentzVector", "TVector3", "TGCounted"} <= set(extra), extra
+
+
+def _plain(value: object) -> object:
+    """A dumped value without TObject's members (``:_0`` records of ``fUniqueID`` and
+    ``fBits``, which uproot leaves out), floats as floats."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != ":_0" or set(v) != {"fUniqueID", "fBits"}}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str) and value.lstrip("-").startswith(("0x", "inf", "nan")):
+        return float.fromhex(value) if "0x" in value else float(value)
+    return value
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_dump_decodes_streamer_fields_as_uproot_reads_the_ttree(
+    ttrees: dict[str, Path], converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]]
+) -> None:
+    """``dump`` decodes the streamer fields the converter wrote (TLorentzVector, a vector
+    of them, TVector3, a class with a counted C array) by the streamer infos the file
+    carries: every entry equals uproot's reading of the same objects from the TTree."""
+    import uproot
+
+    ours, proc = converted["streamer_objects"]
+    assert proc.returncode == 0, proc.stderr
+    dump = subprocess.run(
+        [str(require_rntuple_bin()), "dump", "--jsonl", f"{ours}:t", "--fields", "p4,vp4,v3,counted"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    rows = [json.loads(line) for line in dump.stdout.splitlines()]
+    tree = uproot.open(ttrees["streamer_objects"])["t"]
+    assert len(rows) == tree.num_entries
+    for branch in ("p4", "vp4", "v3", "counted"):
+        want = tree[branch].array(library="ak").tolist()
+        got = [_plain(r[branch]) for r in rows]
+        bad = [i for i, (x, y) in enumerate(zip(got, want, strict=True)) if not _same(x, y)]
+        assert bad == [], (branch, bad[:3], got[bad[0]] if bad else None, want[bad[0]] if bad else None)
+
+
+def test_unsplit_stores_whole_object_branches_as_streamer_fields(
+    ttrees: dict[str, Path], tmp_path: Path
+) -> None:
+    """``--unsplit GLOB``: a whole-object branch RNTuple could split (a TObject-derived
+    class, its members without their header in the TTree) becomes a streamer field ROOT
+    reads back equal; a split branch or a pattern matching nothing is refused."""
+    src = ttrees["tobject_classes"]
+    out = tmp_path / "unsplit.root"
+    proc = _convert(src, "t", out, "--unsplit", "hit0")
+    assert proc.returncode == 0, proc.stderr
+    roles = {f["name"]: f["role"] for f in ttree_oracle.rntuple_schema(out, "t")["fields"]}
+    assert roles["hit0"] == "Streamer" and roles["hit"] == "Record", roles
+    assert ttree_oracle.compare(src, "t", out, "t") == []
+    for pattern, message in [
+        ("hit", 'branch "hit" is split in the TTree'),
+        ("nothing*", 'pattern "nothing*" matches no branch'),
+    ]:
+        bad = tmp_path / "bad.root"
+        proc = _convert(src, "t", bad, "--unsplit", pattern)
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+        assert not bad.exists()
+
+
 def _ttree_key(path: Path, tree: str) -> tuple[int, int, int]:
     """(seek, key length, total bytes) of the tree's key, as ROOT reports it."""
     ROOT = load_root()
@@ -212,6 +338,36 @@ def test_flipped_bytes_in_a_basket_are_a_clear_error(
     proc = _convert(bad, "t", out)
     _assert_clean_failure(proc, out)
     assert 'branch "n"' in proc.stderr and "basket 0" in proc.stderr, proc.stderr
+
+
+def test_corrupted_streamer_payloads_are_a_clear_error(tmp_path: Path) -> None:
+    """Objects copied into streamer fields are checked as far as their bytes say: a byte
+    count that does not end with the entry (a TLorentzVector, a TClonesArray stored the
+    old way) or a collection's header gone wrong is an error naming the branch and the
+    entry, with no output left."""
+    ROOT = ttreegen._declare()
+    src = tmp_path / "objects.root"
+    # Uncompressed: the payload bytes are in the file as streamed.
+    ttreegen._writer("streamer_objects")(ROOT.ttreegen, str(src), 40, 0)
+    for branch in ("p4", "ca0", "vp4"):
+        seek, _ = _first_basket(src, "t", branch)
+        data = bytearray(src.read_bytes())
+        key_len = int.from_bytes(data[seek + 14 : seek + 16], "big")
+        # The first entry starts the basket's payload: its byte count.
+        first = seek + key_len
+        if branch == "ca0":
+            # A TBranchObject's entry names its class first (length byte, name, NUL).
+            first += data[first] + 2
+        count = int.from_bytes(data[first : first + 4], "big")
+        assert count & 0x40000000, (branch, hex(count))
+        data[first : first + 4] = (count + 3).to_bytes(4, "big")
+        bad = tmp_path / f"bad_{branch}.root"
+        bad.write_bytes(bytes(data))
+        out = tmp_path / f"out_{branch}.root"
+        proc = _convert(bad, "t", out, "--branches", branch)
+        _assert_clean_failure(proc, out)
+        assert f'branch "{branch}", entry 0 of the chunk' in proc.stderr, proc.stderr
+        assert "byte count" in proc.stderr, proc.stderr
 
 
 def test_flipped_bytes_in_the_tree_metadata(ttrees: dict[str, Path], tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ REJECTED = {
     "float16": "unknown type: Float16_t",
     "tstring": "TString cannot be stored natively in RNTuple",
     "clonesarray": "TObjArray cannot be stored natively in RNTuple",
+    "streamer_objects": "TLorentzVector cannot be stored natively in RNTuple",
 }
 #: Accepted, but RDataFrame cannot read the TTree's column (a top-level std::array branch).
 UNREADABLE = {"stl_array": ["arr"]}

@@ -169,6 +169,13 @@ def rntuple_schema(path: Path, name: str) -> dict[str, Any]:
     return json.loads(str(ROOT.ttree_oracle.SchemaJson(str(path), name)))
 
 
+def rntuple_streamer_infos(path: Path, name: str) -> list[str]:
+    """The classes whose streamer infos RNTuple ``name`` carries in its extra type
+    information, as ROOT parses them."""
+    ROOT = _prepare()
+    return json.loads(str(ROOT.ttree_oracle.StreamerInfosJson(str(path), name)))
+
+
 def rntuple_storage(path: Path, name: str) -> dict[str, Any]:
     """Write-side facts of an RNTuple from ROOT's descriptor: entries, clusters, cluster
     groups, entries per cluster [min, max], compression settings of the pages, page count,
@@ -359,11 +366,20 @@ def rntuple_values(
     path: Path, name: str, columns: list[str] | None = None, entries: tuple[int, int] | None = None
 ) -> dict[str, list[Any]]:
     """ROOT's reading of RNTuple ``name`` through RDataFrame: ``{column: [value per entry]}``
-    for ``columns`` (default :func:`rntuple_columns`), entries ``[start, stop)`` if given."""
+    for ``columns`` (default :func:`rntuple_columns`), entries ``[start, stop)`` if given;
+    streamer fields (no RDataFrame columns) through ``RNTupleReader``, each object
+    rendered through its class."""
     ROOT = _prepare()
     cols = columns if columns is not None else rntuple_columns(path, name)
+    # Streamer fields are no RDataFrame columns: read with RNTupleReader.
+    streamers = {f["name"] for f in rntuple_schema(path, name)["fields"] if f["role"] == "Streamer"}
     df = ROOT.RDataFrame(name, str(path))
-    return _render(ROOT, df, cols, set(), entries)
+    out = _render(ROOT, df, [c for c in cols if c not in streamers], set(), entries)
+    start, stop = entries if entries is not None else (0, -1)
+    for c in cols:
+        if c in streamers:
+            out[c] = json.loads(str(ROOT.ttree_oracle.StreamerFieldJson(str(path), name, c, start, stop)))
+    return {c: out[c] for c in cols}
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -387,7 +403,8 @@ def compare(
     rnt_cols = set(rntuple_columns(rntuple_file, name))
     ROOT = _prepare()
     df = ROOT.RDataFrame(name, str(rntuple_file))
-    available = {str(c) for c in df.GetColumnNames()}
+    streamers = {f["name"] for f in rntuple_schema(rntuple_file, name)["fields"] if f["role"] == "Streamer"}
+    available = {str(c) for c in df.GetColumnNames()} | streamers
     missing = [c for c in cols if c not in available]
     for c in missing:
         diffs.append(f"{c}: no such column in RNTuple {name} (its columns: {sorted(rnt_cols)})")

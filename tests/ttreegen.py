@@ -99,6 +99,12 @@ CASES: dict[str, Case] = {
     ),
     "unsplit_class": Case("the split_class branches at split level 0", entries=2000),
     "clonesarray": Case("TClonesArray of TGHit (a TObject) at split level 99, scalar k/I", entries=2000),
+    "streamer_objects": Case(
+        "objects ROOT's RNTuple stores only whole: TLorentzVector, std::vector<TLorentzVector>, "
+        "TVector3, a class with a counted C array, a class with a "
+        "streamer of its own, a TClonesArray at split level 0; scalar k/I",
+        entries=2000,
+    ),
     "tobject_classes": Case(
         "TObject-derived classes (TGHit; TGTrack: TGHit, two levels of bases) and a class with a "
         "plain base (TGDerived: TGBase), split and unsplit, alone and in vectors; unique ids and "
@@ -147,7 +153,14 @@ CASES.update(
 )
 
 #: Cases whose trees hold the user classes of :data:`USER_CLASSES_CXX`.
-CLASS_CASES = ("split_class", "unsplit_class", "clonesarray", "tobject_classes", "stl_containers")
+CLASS_CASES = (
+    "split_class",
+    "unsplit_class",
+    "clonesarray",
+    "tobject_classes",
+    "streamer_objects",
+    "stl_containers",
+)
 
 _declared = False
 _nanoaod_declared = False
@@ -238,6 +251,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "float16": "WriteFloat16",
         "clonesarray": "WriteClonesArray",
         "tobject_classes": "WriteTObjectClasses",
+        "streamer_objects": "WriteStreamerObjects",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
     }

@@ -39,6 +39,13 @@ class ConvertResult:
     skipped: list[str] = field(default_factory=list)
 
 
+def _patterns(patterns: str | Sequence[str] | None) -> list[str] | None:
+    """One glob pattern or several as a list (``None`` stays ``None``)."""
+    if patterns is None:
+        return None
+    return [patterns] if isinstance(patterns, str) else list(patterns)
+
+
 def convert(
     input: str | os.PathLike[str],
     output: str | os.PathLike[str],
@@ -50,6 +57,7 @@ def convert(
     compression: str | int | None = None,
     skip_unsupported: bool = False,
     overwrite: bool = False,
+    unsplit: str | Sequence[str] | None = None,
 ) -> ConvertResult:
     """Converts a TTree into a new ROOT file holding it as an RNTuple.
 
@@ -69,6 +77,10 @@ def convert(
         skip_unsupported: leave out branches of a type that cannot be converted (listed
             in :attr:`ConvertResult.skipped`) instead of failing.
         overwrite: replace ``output`` if it exists (else an existing file is refused).
+        unsplit: glob patterns of top-level object branches to store unsplit, as
+            streamer fields (ROOT reads them back through the class's dictionary).
+            Objects RNTuple cannot store as fields of their own (``TLorentzVector``,
+            classes with counted C arrays, ...) are stored so without it.
 
     Returns:
         :class:`ConvertResult`: entries, bytes read and written, time, skipped branches.
@@ -83,7 +95,8 @@ def convert(
     """
     source = os.fspath(input)
     target = os.fspath(output)
-    patterns = [branches] if isinstance(branches, str) else (list(branches) if branches is not None else None)
+    patterns = _patterns(branches)
+    unsplit_patterns = _patterns(unsplit)
     span = None
     if entries is not None:
         first, stop = entries
@@ -101,6 +114,7 @@ def convert(
         compression=None if compression is None else str(compression),
         skip_unsupported=skip_unsupported,
         overwrite=overwrite,
+        unsplit=unsplit_patterns,
     )
     seconds = time.perf_counter() - start
     return ConvertResult(

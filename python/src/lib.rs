@@ -993,7 +993,7 @@ impl FillContextHandle {
 /// `FILE` or `FILE:TREE` (`tree` names the tree otherwise); `entries` is `(start, stop)`,
 /// a stop past the end meaning the end. Returns `(entries, input_bytes, skipped)`.
 #[pyfunction]
-#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false))]
+#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false, unsplit=None))]
 #[allow(clippy::too_many_arguments)]
 fn convert_ttree(
     py: Python<'_>,
@@ -1006,6 +1006,7 @@ fn convert_ttree(
     compression: Option<String>,
     skip_unsupported: bool,
     overwrite: bool,
+    unsplit: Option<Vec<String>>,
 ) -> PyResult<(u64, u64, Vec<String>)> {
     let mut write = WriteOptions::builder();
     if let Some(spec) = compression {
@@ -1030,6 +1031,7 @@ fn convert_ttree(
                 branches: branches.unwrap_or_default(),
                 entries,
                 skip_unsupported,
+                unsplit: unsplit.unwrap_or_default(),
             };
             rntuple::tools::convert::convert_file(
                 &file,

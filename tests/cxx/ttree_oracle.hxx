@@ -10,6 +10,7 @@
 #include <ROOT/RColumnElementBase.hxx>
 #include <ROOT/RNTupleDescriptor.hxx>
 #include <ROOT/RNTupleReader.hxx>
+#include <ROOT/RNTupleSerialize.hxx>
 #include <ROOT/RNTupleTypes.hxx>
 #include <ROOT/RVec.hxx>
 
@@ -104,7 +105,23 @@ inline void RenderMembers(std::string &out, const char *p, TClass *cl, bool &fir
       out += ':';
       const char *addr = p + dm->GetOffset();
       if (dm->IsaPointer()) {
-         out += "null";
+         // A counted C array (`T *x; //[n]`): its n values; other pointers are not compared.
+         const char *countName = dm->GetArrayIndex();
+         TDataMember *countMember = countName && *countName ? cl->GetDataMember(countName) : nullptr;
+         if (!countMember || !dm->IsBasic()) {
+            out += "null";
+            continue;
+         }
+         const Int_t n = *reinterpret_cast<const Int_t *>(p + countMember->GetOffset());
+         const char *values = *reinterpret_cast<const char *const *>(addr);
+         const int type = dm->GetDataType()->GetType();
+         out += '[';
+         for (Int_t k = 0; values && k < n; ++k) {
+            if (k)
+               out += ',';
+            RenderBasic(out, values + k * dm->GetDataType()->Size(), type);
+         }
+         out += ']';
          continue;
       }
       std::size_t n = 1;
@@ -291,6 +308,32 @@ std::string LeafArrayJson(const std::string &path, const std::string &treeName, 
    return out;
 }
 
+/// Entries [start, stop) of a top-level streamer field (which RDataFrame does not offer as a column) read with
+/// RNTupleReader::LoadEntry, each object rendered through its TClass, as a JSON list.
+std::string StreamerFieldJson(const std::string &path, const std::string &ntupleName, const std::string &fieldName,
+                              long long start, long long stop)
+{
+   auto reader = ROOT::RNTupleReader::Open(ntupleName, path);
+   const auto &desc = reader->GetDescriptor();
+   const auto &fd = desc.GetFieldDescriptor(desc.FindFieldId(fieldName));
+   TClass *cl = TClass::GetClass(fd.GetTypeName().c_str());
+   if (!cl)
+      throw std::runtime_error("ttree_oracle: no TClass for streamer field type " + fd.GetTypeName());
+   auto value = reader->GetModel().GetDefaultEntry().GetPtr<void>(fieldName);
+   const long long n = reader->GetNEntries();
+   if (stop < 0 || stop > n)
+      stop = n;
+   std::string out = "[";
+   for (long long i = start; i < stop; ++i) {
+      reader->LoadEntry(i);
+      if (i != start)
+         out += ',';
+      RenderObject(out, value.get(), cl);
+   }
+   out += ']';
+   return out;
+}
+
 inline const char *RoleName(ROOT::ENTupleStructure s)
 {
    switch (s) {
@@ -360,6 +403,28 @@ inline void FieldJson(std::string &out, const ROOT::RNTupleDescriptor &desc, con
 }
 
 /// The schema of RNTuple `name` in `path`: {"fields": [...top-level fields in order, recursively...]}.
+/// The classes of the streamer infos an RNTuple's extra type information carries (ROOT's own parsing of them),
+/// as a JSON list of names.
+std::string StreamerInfosJson(const std::string &path, const std::string &name)
+{
+   auto reader = ROOT::RNTupleReader::Open(name, path);
+   std::string out = "[";
+   bool first = true;
+   for (const auto &x : reader->GetDescriptor().GetExtraTypeInfoIterable()) {
+      if (x.GetContentId() != ROOT::EExtraTypeInfoIds::kStreamerInfo)
+         continue;
+      auto infos = ROOT::Internal::RNTupleSerializer::DeserializeStreamerInfos(x.GetContent()).Unwrap();
+      for (const auto &[number, info] : infos) {
+         if (!first)
+            out += ',';
+         first = false;
+         JsonString(out, info->GetName());
+      }
+   }
+   out += ']';
+   return out;
+}
+
 std::string SchemaJson(const std::string &path, const std::string &name)
 {
    auto reader = ROOT::RNTupleReader::Open(name, path);

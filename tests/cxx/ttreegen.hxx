@@ -10,8 +10,10 @@
 #include <TClonesArray.h>
 #include <TDirectory.h>
 #include <TFile.h>
+#include <TLorentzVector.h>
 #include <TString.h>
 #include <TTree.h>
+#include <TVector3.h>
 
 #include <array>
 #include <cstdint>
@@ -593,6 +595,52 @@ void FillDerived(TGDerived &d, std::uint64_t e, std::uint64_t salt)
    d.b = IntValue<Short_t>(e, salt);
    d.label = StringValue(e, salt + 1, 4);
    d.y = FloatValue(e, salt + 2);
+}
+
+/// Objects ROOT's RNTuple stores only whole (streamer fields): p4 (TLorentzVector), vp4
+/// (std::vector<TLorentzVector>), v3 (TVector3, split level 0), counted (TGCounted: a counted C array member),
+/// custom (TGCustom: a streamer of its own), ca0 (TClonesArray of TGHit at
+/// split level 0), scalar k/I.
+void WriteStreamerObjects(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *p4 = new TLorentzVector;
+   auto *vp4 = new std::vector<TLorentzVector>;
+   auto *v3 = new TVector3;
+   auto *counted = new TGCounted;
+   auto *custom = new TGCustom;
+   auto *ca0 = new TClonesArray("TGHit", 4);
+   Int_t k = 0;
+   t->Branch("p4", &p4, kBasket, 99);
+   t->Branch("vp4", &vp4, kBasket, 99);
+   t->Branch("v3", &v3, kBasket, 0);
+   t->Branch("k", &k, "k/I", kBasket);
+   t->Branch("counted", &counted, kBasket, 0);
+   t->Branch("custom", &custom, kBasket, 0);
+   t->Branch("ca0", &ca0, kBasket, 0);
+   std::vector<Short_t> slice;
+   for (Long64_t e = 0; e < n; ++e) {
+      p4->SetPxPyPzE(DoubleValue(e, 1000), DoubleValue(e, 1001), DoubleValue(e, 1002), DoubleValue(e, 1003));
+      vp4->resize(Length(e, 1004, 3));
+      for (std::size_t j = 0; j < vp4->size(); ++j)
+         (*vp4)[j].SetPtEtaPhiM(FloatValue(e * 16 + j, 1005), FloatValue(e * 16 + j, 1006), 0.5, 0.1);
+      v3->SetXYZ(DoubleValue(e, 1007), DoubleValue(e, 1008), DoubleValue(e, 1009));
+      k = IntValue<Int_t>(e, 1010);
+      slice.resize(Length(e, 1011, 5));
+      for (std::size_t j = 0; j < slice.size(); ++j)
+         slice[j] = IntValue<Short_t>(e * 16 + j, 1012);
+      counted->Set(slice.size(), slice.data());
+      counted->fE = DoubleValue(e, 1013);
+      custom->a = FloatValue(e, 1016);
+      custom->b = IntValue<Int_t>(e, 1017);
+      ca0->Clear();
+      const int m = Length(e, 1018, 3);
+      for (int j = 0; j < m; ++j)
+         FillHit(*static_cast<TGHit *>(ca0->ConstructedAt(j)), e * 16 + j, 1019);
+      t->Fill();
+   }
+   Finish(f, t);
 }
 
 /// A TClonesArray of TGHit (a TObject) next to a scalar.

@@ -6,6 +6,8 @@
 #ifndef TTREEGEN_CLASSES_HXX
 #define TTREEGEN_CLASSES_HXX
 #include <Rtypes.h>
+#include <TBuffer.h>
+#include <TLorentzVector.h>
 #include <TObject.h>
 
 #include <array>
@@ -88,6 +90,65 @@ public:
    ClassDef(TGDerived, 4)
 };
 
+/// A counted C array member (TStreamerBasicPointer): RNTuple has no field for it, so ROOT stores the class
+/// only whole, in a streamer field.
+class TGCounted {
+public:
+   Int_t fN = 0;
+   Short_t *fSlice = nullptr; //[fN]
+   Double_t fE = 0;
+   TGCounted() = default;
+   TGCounted(const TGCounted &o) : fN(o.fN), fSlice(o.fN ? new Short_t[o.fN] : nullptr), fE(o.fE)
+   {
+      for (Int_t k = 0; k < fN; ++k)
+         fSlice[k] = o.fSlice[k];
+   }
+   TGCounted &operator=(const TGCounted &o)
+   {
+      if (this != &o) {
+         Set(o.fN, o.fSlice);
+         fE = o.fE;
+      }
+      return *this;
+   }
+   virtual ~TGCounted() { delete[] fSlice; }
+   void Set(Int_t n, const Short_t *values)
+   {
+      delete[] fSlice;
+      fN = n;
+      fSlice = n ? new Short_t[n] : nullptr;
+      for (Int_t k = 0; k < n; ++k)
+         fSlice[k] = values[k];
+   }
+   ClassDef(TGCounted, 2)
+};
+
+/// A class with a streamer of its own (no streamer info drives it): its bytes mean what its Streamer says.
+class TGCustom {
+public:
+   Float_t a = 0;
+   Int_t b = 0;
+   virtual ~TGCustom() = default;
+   ClassDef(TGCustom, 1)
+};
+
+inline void TGCustom::Streamer(TBuffer &buf)
+{
+   // A packed layout of its own: b first, then a, behind a byte count and version.
+   if (buf.IsReading()) {
+      UInt_t start, count;
+      buf.ReadVersion(&start, &count);
+      buf >> b;
+      buf >> a;
+      buf.CheckByteCount(start, count, TGCustom::IsA());
+   } else {
+      UInt_t at = buf.WriteVersion(TGCustom::IsA(), kTRUE);
+      buf << b;
+      buf << a;
+      buf.SetByteCount(at, kTRUE);
+   }
+}
+
 #ifdef __ROOTCLING__
 #pragma link C++ class TGNested+;
 #pragma link C++ class TGEvent+;
@@ -96,6 +157,10 @@ public:
 #pragma link C++ class TGTrack+;
 #pragma link C++ class TGBase+;
 #pragma link C++ class TGDerived+;
+#pragma link C++ class TGCounted+;
+#pragma link C++ class TGCustom-;
+#pragma link C++ class std::vector<TGCounted>+;
+#pragma link C++ class std::vector<TLorentzVector>+;
 #pragma link C++ class std::vector<TGHit>+;
 #pragma link C++ class std::vector<TGTrack>+;
 #pragma link C++ class std::vector<TGDerived>+;

@@ -14,6 +14,7 @@ pub(crate) struct Job {
     pub(crate) branches: Vec<String>,
     pub(crate) entries: Option<String>,
     pub(crate) skip_unsupported: bool,
+    pub(crate) unsplit: Vec<String>,
     pub(crate) force: bool,
     pub(crate) write: WriteOptions,
 }
@@ -160,6 +161,7 @@ fn options_of(job: &Job) -> Result<ConvertOptions, Failure> {
         branches: job.branches.clone(),
         entries,
         skip_unsupported: job.skip_unsupported,
+        unsplit: job.unsplit.clone(),
     })
 }
 

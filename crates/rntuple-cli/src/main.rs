@@ -10,8 +10,8 @@ use rntuple::io::{
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
 };
 use rntuple::read::RNTupleReader;
-use rntuple::tools::copy_rntuple;
 use rntuple::tools::recover;
+use rntuple::tools::{copy_rntuple, StreamerFields};
 use rntuple::write::WriteOptions;
 use rntuple_cli::{render, show};
 use std::io::{BufWriter, Write};
@@ -271,6 +271,13 @@ enum Command {
         /// instead of failing.
         #[arg(long)]
         skip_unsupported: bool,
+        /// Comma-separated glob patterns of top-level object branches to store unsplit,
+        /// as streamer fields (each entry's object as ROOT streams it, read back by ROOT
+        /// through the class's dictionary). Objects RNTuple cannot store as fields of
+        /// their own (classes with a streamer of their own, such as TLorentzVector;
+        /// members such as counted C arrays) are stored so without it.
+        #[arg(long, value_delimiter = ',', value_name = "GLOB")]
+        unsplit: Option<Vec<String>>,
         /// Replace outputs that exist (each is replaced only once complete).
         #[arg(long)]
         force: bool,
@@ -656,6 +663,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             compression,
             entries,
             skip_unsupported,
+            unsplit,
             force,
         } => {
             let mut write = WriteOptions::builder();
@@ -670,6 +678,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 branches: branches.unwrap_or_default(),
                 entries,
                 skip_unsupported,
+                unsplit: unsplit.unwrap_or_default(),
                 force,
                 write,
             };
@@ -828,9 +837,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let (reader, range) = open_entries(&target, entries.as_deref())?;
             if jsonl {
+                let streamer = StreamerFields::new(reader.descriptor())?;
+                let mut at = range.start;
                 for_each_batch(&reader, fields.as_deref(), range, |batch| {
+                    // Streamer fields as records, by the file's streamer infos.
+                    let batch = streamer.decode(batch, at)?;
+                    at += batch.num_rows() as u64;
                     for row in 0..batch.num_rows() {
-                        writeln!(out, "{}", render::json_row(batch, row))?;
+                        writeln!(out, "{}", render::json_row(&batch, row))?;
                     }
                     Ok(())
                 })?;
@@ -937,11 +951,16 @@ fn dump_json(
 ) -> Result<(), Failure> {
     // The selection is checked before the first byte of output.
     reader.arrow_schema(fields)?;
+    let streamer = StreamerFields::new(reader.descriptor())?;
+    let mut at = range.start;
     let mut first = true;
     write!(out, "[")?;
     for_each_batch(reader, fields, range, |batch| {
+        // Streamer fields as records, by the file's streamer infos.
+        let batch = streamer.decode(batch, at)?;
+        at += batch.num_rows() as u64;
         for row in 0..batch.num_rows() {
-            let text = format!("{:#}", render::json_row(batch, row));
+            let text = format!("{:#}", render::json_row(&batch, row));
             let indented = text.replace('\n', "\n  ");
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;

@@ -30,7 +30,8 @@ pub use file::{AnchorKey, KeyEntry, RootFile, MAX_DIRECTORY_DEPTH};
 pub use file_header::FileHeader;
 pub use key::KeyHeader;
 pub use streamer_info::{
-    streamer_info_list, StreamerClass, StreamerMember, TYPE_ULONG, TYPE_USHORT,
+    streamer_info_list, streamer_info_object, StreamerElement, StreamerInfo, TYPE_ULONG,
+    TYPE_USHORT,
 };
 pub use writer::{datime_from_unix, datime_now, FileOutput, FileWriter, ROOT_VERSION_CODE};
 

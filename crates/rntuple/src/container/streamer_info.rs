@@ -2,7 +2,9 @@
 //! objects that describe the layout of the classes stored in the file.
 //!
 //! A file holding RNTuples needs only the description of the anchor class,
-//! `ROOT::RNTuple` ([`StreamerClass::rntuple_anchor`]). The bytes follow ROOT's object
+//! `ROOT::RNTuple` ([`StreamerInfo::rntuple_anchor`]); an RNTuple with streamer fields adds
+//! the classes they store, and carries them in its own extra type information
+//! ([`streamer_info_object`]). The bytes follow ROOT's object
 //! streaming (all integers big-endian):
 //!
 //! * A versioned object starts with a byte count (u32, `0x40000000 | n`, `n` counting the
@@ -54,50 +56,98 @@ pub const TYPE_USHORT: i32 = 12;
 /// describes `std::uint64_t` members.
 pub const TYPE_ULONG: i32 = 14;
 
-/// A data member of a class made of fundamental types, as a `TStreamerBasicType`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamerMember {
-    /// The member's name, e.g. `fSeekHeader`.
+/// One member (or base class) of a class, as its `TStreamerElement` describes it: every
+/// field ROOT streams, so that an element read from one file is written to another as
+/// it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamerElement {
+    /// The element's class: `TStreamerBase`, `TStreamerBasicType`, `TStreamerSTL`, ...
+    pub element_class: String,
+    /// The version of the element's class it was streamed with.
+    pub version: u16,
+    /// For `TStreamerSTLstring`: the version of its `TStreamerSTL` part.
+    pub stl_version: u16,
+    /// The member's name (the base class's name for a base).
     pub name: String,
-    /// ROOT's type code (`EDataType`), e.g. [`TYPE_USHORT`].
+    /// The member's title (its comment; carries `[min,max,bits]` of `Double32_t`).
+    pub title: String,
+    /// The `fBits` of the element's `TObject` part.
+    pub bits: u32,
+    /// ROOT's type code (`TVirtualStreamerInfo::EReadWrite`): 1-19 fundamentals, 20+n fixed
+    /// arrays of them, 40+n pointers to arrays, 61-69 objects, 300 STL, 365 string...
     pub type_code: i32,
-    /// Size in bytes.
+    /// Size in bytes in memory.
     pub size: i32,
-    /// The C++ type name ROOT records, e.g. `unsigned short`.
+    /// Total number of values of a fixed array (0 if not an array).
+    pub array_length: i32,
+    /// Number of dimensions of a fixed array.
+    pub array_dim: i32,
+    /// Each dimension's length (a `TStreamerBase` keeps its base's checksum in the second).
+    pub max_index: [i32; 5],
+    /// The member's C++ type name.
     pub type_name: String,
+    /// For `TStreamerSTL`: the container kind (1 vector, 6 list, 4 map, 365 string, ...).
+    pub stl_type: i32,
+    /// For `TStreamerSTL`: the type code of the contained type.
+    pub content_type: i32,
+    /// For `TStreamerBase`: the base class's version.
+    pub base_version: i32,
+    /// For `TStreamerBasicPointer`/`TStreamerLoop`: the version of the class holding the
+    /// length.
+    pub count_version: i32,
+    /// For `TStreamerBasicPointer`/`TStreamerLoop`: the member holding the length.
+    pub count_name: String,
+    /// For `TStreamerBasicPointer`/`TStreamerLoop`: the class holding the length.
+    pub count_class: String,
 }
 
-/// A class whose layout is described in the file's StreamerInfo record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamerClass {
-    /// The class name, e.g. `ROOT::RNTuple`.
-    pub name: String,
-    /// The class version (`ClassDef`).
-    pub class_version: i32,
+impl StreamerElement {
+    /// A `TStreamerBasicType` of a scalar member.
+    pub fn basic(name: &str, type_code: i32, size: i32, type_name: &str) -> StreamerElement {
+        StreamerElement {
+            element_class: "TStreamerBasicType".to_string(),
+            version: TSTREAMERBASICTYPE_VERSION,
+            stl_version: 0,
+            name: name.to_string(),
+            title: String::new(),
+            bits: 0,
+            type_code,
+            size,
+            array_length: 0,
+            array_dim: 0,
+            max_index: [0; 5],
+            type_name: type_name.to_string(),
+            stl_type: 0,
+            content_type: 0,
+            base_version: 0,
+            count_version: 0,
+            count_name: String::new(),
+            count_class: String::new(),
+        }
+    }
+}
+
+/// One class's layout, as its `TStreamerInfo` describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamerInfo {
+    /// The class name.
+    pub class_name: String,
     /// ROOT's checksum of the class layout (`TClass::GetCheckSum`).
     pub checksum: u32,
-    /// The streamed data members, in order.
-    pub members: Vec<StreamerMember>,
+    /// The class version this layout belongs to.
+    pub class_version: i32,
+    /// Its bases and members, in streaming order.
+    pub elements: Vec<StreamerElement>,
 }
 
-impl StreamerClass {
+impl StreamerInfo {
     /// The description of the RNTuple anchor class `ROOT::RNTuple` (class version 2), as
     /// ROOT 6.34 and later write it: four `unsigned short` version fields and seven
     /// 64-bit fields (header and footer locations and sizes, MaxKeySize).
-    pub fn rntuple_anchor() -> StreamerClass {
-        let ushort = |name: &str| StreamerMember {
-            name: name.to_string(),
-            type_code: TYPE_USHORT,
-            size: 2,
-            type_name: "unsigned short".to_string(),
-        };
-        let ulong = |name: &str| StreamerMember {
-            name: name.to_string(),
-            type_code: TYPE_ULONG,
-            size: 8,
-            type_name: "unsigned long".to_string(),
-        };
-        let mut members: Vec<StreamerMember> = [
+    pub fn rntuple_anchor() -> StreamerInfo {
+        let ushort = |name: &str| StreamerElement::basic(name, TYPE_USHORT, 2, "unsigned short");
+        let ulong = |name: &str| StreamerElement::basic(name, TYPE_ULONG, 8, "unsigned long");
+        let mut elements: Vec<StreamerElement> = [
             "fVersionEpoch",
             "fVersionMajor",
             "fVersionMinor",
@@ -106,7 +156,7 @@ impl StreamerClass {
         .into_iter()
         .map(ushort)
         .collect();
-        members.extend(
+        elements.extend(
             [
                 "fSeekHeader",
                 "fNBytesHeader",
@@ -119,11 +169,11 @@ impl StreamerClass {
             .into_iter()
             .map(ulong),
         );
-        StreamerClass {
-            name: "ROOT::RNTuple".to_string(),
+        StreamerInfo {
+            class_name: "ROOT::RNTuple".to_string(),
             class_version: 2,
             checksum: 0x28E6_32EC,
-            members,
+            elements,
         }
     }
 }
@@ -134,7 +184,7 @@ struct ObjectBuffer {
     /// Position of the buffer's first byte in ROOT's buffer (the key length).
     displacement: u32,
     /// Classes seen so far and the map position of their first tag.
-    classes: Vec<(&'static str, u32)>,
+    classes: Vec<(String, u32)>,
     /// The first count, size or position that did not fit its field, if any: the
     /// streamed bytes are then wrong and [`streamer_info_list`] refuses them.
     overflow: Option<String>,
@@ -156,6 +206,15 @@ fn class_tag(displacement: u32, pos: usize) -> Option<u32> {
 }
 
 impl ObjectBuffer {
+    fn new(displacement: u32, classes: usize) -> ObjectBuffer {
+        ObjectBuffer {
+            out: Vec::with_capacity(1300 * classes.max(1)),
+            displacement,
+            classes: Vec::new(),
+            overflow: None,
+        }
+    }
+
     fn u16(&mut self, v: u16) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
@@ -230,9 +289,9 @@ impl ObjectBuffer {
     }
 
     /// An object pointer: byte count, class tag (new or reference), then `body`.
-    fn object(&mut self, class: &'static str, body: impl FnOnce(&mut ObjectBuffer)) {
+    fn object(&mut self, class: &str, body: impl FnOnce(&mut ObjectBuffer)) {
         let at = self.begin_count();
-        match self.classes.iter().find(|(name, _)| *name == class) {
+        match self.classes.iter().find(|(name, _)| name == class) {
             Some(&(_, tag)) => self.u32(CLASS_MASK | tag),
             None => {
                 let pos = self.out.len();
@@ -242,7 +301,7 @@ impl ObjectBuffer {
                     ));
                     0
                 });
-                self.classes.push((class, tag));
+                self.classes.push((class.to_string(), tag));
                 self.u32(NEW_CLASS_TAG);
                 self.out.extend_from_slice(class.as_bytes());
                 self.out.push(0);
@@ -252,20 +311,33 @@ impl ObjectBuffer {
         self.end_count(at);
     }
 
-    fn streamer_info(&mut self, class: &StreamerClass) {
+    /// A `TList` of one `TStreamerInfo` per class, each with an empty option.
+    fn info_list(&mut self, infos: &[StreamerInfo]) {
+        self.versioned(TLIST_VERSION, |b| {
+            b.tobject(0);
+            b.tstring(""); // fName
+            b.count(infos.len(), "classes");
+            for info in infos {
+                b.streamer_info(info);
+                b.tstring(""); // option
+            }
+        });
+    }
+
+    fn streamer_info(&mut self, info: &StreamerInfo) {
         self.object("TStreamerInfo", |b| {
             b.versioned(TSTREAMERINFO_VERSION, |b| {
-                b.tnamed(&class.name, "", TSTREAMERINFO_BITS);
-                b.u32(class.checksum);
-                b.i32(class.class_version);
+                b.tnamed(&info.class_name, "", TSTREAMERINFO_BITS);
+                b.u32(info.checksum);
+                b.i32(info.class_version);
                 b.object("TObjArray", |b| {
                     b.versioned(TOBJARRAY_VERSION, |b| {
                         b.tobject(0);
                         b.tstring("");
-                        b.count(class.members.len(), "members");
+                        b.count(info.elements.len(), "members");
                         b.i32(0); // lower bound
-                        for m in &class.members {
-                            b.basic_type(m);
+                        for e in &info.elements {
+                            b.element(e);
                         }
                     });
                 });
@@ -273,22 +345,59 @@ impl ObjectBuffer {
         });
     }
 
-    fn basic_type(&mut self, m: &StreamerMember) {
-        self.object("TStreamerBasicType", |b| {
-            b.versioned(TSTREAMERBASICTYPE_VERSION, |b| {
-                b.versioned(TSTREAMERELEMENT_VERSION, |b| {
-                    b.tnamed(&m.name, "", 0);
-                    b.i32(m.type_code);
-                    b.i32(m.size);
-                    b.i32(0); // fArrayLength
-                    b.i32(0); // fArrayDim
-                    for _ in 0..5 {
-                        b.i32(0); // fMaxIndex
+    /// A `TStreamerElement` of any kind: its class's part around the element's fields.
+    fn element(&mut self, e: &StreamerElement) {
+        self.object(&e.element_class, |b| {
+            b.versioned(e.version, |b| {
+                if e.element_class == "TStreamerSTLstring" {
+                    // A TStreamerSTL inside: its version, the element, its own fields.
+                    b.versioned(e.stl_version, |b| {
+                        b.element_fields(e);
+                        b.i32(e.stl_type);
+                        b.i32(e.content_type);
+                    });
+                    return;
+                }
+                b.element_fields(e);
+                match e.element_class.as_str() {
+                    "TStreamerBase" if e.version >= 3 => b.i32(e.base_version),
+                    "TStreamerBasicPointer" | "TStreamerLoop" => {
+                        b.i32(e.count_version);
+                        b.tstring(&e.count_name);
+                        b.tstring(&e.count_class);
                     }
-                    b.tstring(&m.type_name);
-                });
+                    "TStreamerSTL" => {
+                        b.i32(e.stl_type);
+                        b.i32(e.content_type);
+                    }
+                    _ => {}
+                }
             });
         });
+    }
+
+    /// The `TStreamerElement` part every element kind starts with.
+    fn element_fields(&mut self, e: &StreamerElement) {
+        self.versioned(TSTREAMERELEMENT_VERSION, |b| {
+            b.tnamed(&e.name, &e.title, e.bits);
+            b.i32(e.type_code);
+            b.i32(e.size);
+            b.i32(e.array_length);
+            b.i32(e.array_dim);
+            for m in e.max_index {
+                b.i32(m);
+            }
+            b.tstring(&e.type_name);
+        });
+    }
+
+    fn finish(self) -> Result<Vec<u8>> {
+        match self.overflow {
+            None => Ok(self.out),
+            Some(why) => Err(Error::InvalidArgument(format!(
+                "cannot stream the streamer infos: {why}"
+            ))),
+        }
     }
 }
 
@@ -298,28 +407,19 @@ impl ObjectBuffer {
 ///
 /// An [`Error::InvalidArgument`] if a count, byte count or class position does not fit
 /// ROOT's streaming (an object of 2^30 bytes or more, 2^31 classes or members).
-pub fn streamer_info_list(classes: &[StreamerClass], key_len: u16) -> Result<Vec<u8>> {
-    let mut b = ObjectBuffer {
-        out: Vec::with_capacity(1300 * classes.len().max(1)),
-        displacement: u32::from(key_len),
-        classes: Vec::new(),
-        overflow: None,
-    };
-    b.versioned(TLIST_VERSION, |b| {
-        b.tobject(0);
-        b.tstring(""); // fName
-        b.count(classes.len(), "classes");
-        for class in classes {
-            b.streamer_info(class);
-            b.tstring(""); // option
-        }
-    });
-    match b.overflow {
-        None => Ok(b.out),
-        Some(why) => Err(Error::InvalidArgument(format!(
-            "cannot stream the StreamerInfo record: {why}"
-        ))),
-    }
+pub fn streamer_info_list(infos: &[StreamerInfo], key_len: u16) -> Result<Vec<u8>> {
+    let mut b = ObjectBuffer::new(u32::from(key_len), infos.len());
+    b.info_list(infos);
+    b.finish()
+}
+
+/// Streams a `TList` of one `TStreamerInfo` per class as `TBuffer::WriteObject` does (a
+/// byte count and the list's class tag first; positions from the buffer's start): the
+/// content of an RNTuple's streamer-info extra type information.
+pub fn streamer_info_object(infos: &[StreamerInfo]) -> Result<Vec<u8>> {
+    let mut b = ObjectBuffer::new(0, infos.len());
+    b.object("TList", |b| b.info_list(infos));
+    b.finish()
 }
 
 #[cfg(test)]
@@ -342,12 +442,7 @@ mod tests {
 
     #[test]
     fn too_many_members_is_an_error() {
-        let mut b = ObjectBuffer {
-            out: Vec::new(),
-            displacement: 0,
-            classes: Vec::new(),
-            overflow: None,
-        };
+        let mut b = ObjectBuffer::new(0, 0);
         b.count(i32::MAX as usize, "members");
         assert!(b.overflow.is_none());
         b.count(i32::MAX as usize + 1, "members");

@@ -201,7 +201,7 @@ fn keys_list_round_trip_and_bounds() {
 mod writer_tests {
     use crate::compression::CompressionSettings;
     use crate::container::{
-        datime_from_unix, streamer_info_list, FileWriter, KeyHeader, StreamerClass,
+        datime_from_unix, streamer_info_list, FileWriter, KeyHeader, StreamerInfo,
     };
     use std::io::Cursor;
 
@@ -218,7 +218,7 @@ mod writer_tests {
         assert_eq!(key.class_name, "TList");
         let start = 32819 + usize::from(key.key_len);
         let root = &data[start..start + key.obj_len as usize];
-        let ours = streamer_info_list(&[StreamerClass::rntuple_anchor()], key.key_len).unwrap();
+        let ours = streamer_info_list(&[StreamerInfo::rntuple_anchor()], key.key_len).unwrap();
         assert_eq!(ours.len(), root.len());
         assert_eq!(ours, root);
     }

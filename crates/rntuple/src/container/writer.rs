@@ -33,7 +33,7 @@ use super::cursor::tstring_len;
 use super::directory::{write_keys_list, DirectoryRecord};
 use super::file_header::FileHeader;
 use super::key::KeyHeader;
-use super::streamer_info::{streamer_info_list, StreamerClass};
+use super::streamer_info::{streamer_info_list, StreamerInfo};
 use super::{ANCHOR_CLASS_NAMES, BLOB_CLASS_NAME};
 use crate::compression::{
     compress, u24_le, Algorithm, CompressionSettings, CHUNK_HEADER_SIZE, MAX_CHUNK_SIZE,
@@ -243,7 +243,7 @@ pub struct FileWriter<W: FileOutput = AtomicFile> {
     /// Sub-directories created for anchors at a path (`"a/b/name"`), parents first.
     directories: Vec<SubDirectory>,
     /// The classes described in the StreamerInfo record.
-    classes: Vec<StreamerClass>,
+    classes: Vec<StreamerInfo>,
 }
 
 /// A sub-directory (`TDirectoryFile`) being written: its key holds its directory record,
@@ -306,7 +306,7 @@ impl<W: FileOutput> FileWriter<W> {
             out_pos: u64::MAX,
             anchors: Vec::new(),
             directories: Vec::new(),
-            classes: vec![StreamerClass::rntuple_anchor()],
+            classes: vec![StreamerInfo::rntuple_anchor()],
         };
         let mut head = w.file_header(0, 0, 0, 0, 0)?;
         head.resize(BEGIN_U32 as usize, 0);
@@ -320,6 +320,21 @@ impl<W: FileOutput> FileWriter<W> {
     /// The compression settings of the file.
     pub fn compression(&self) -> CompressionSettings {
         self.compression
+    }
+
+    /// Describes more classes in the file's StreamerInfo record (those an RNTuple's
+    /// streamer fields store, as ROOT's writer adds them); a class already described
+    /// (by name and version) is kept once.
+    pub fn describe_classes(&mut self, infos: &[StreamerInfo]) {
+        for info in infos {
+            if !self
+                .classes
+                .iter()
+                .any(|c| c.class_name == info.class_name && c.class_version == info.class_version)
+            {
+                self.classes.push(info.clone());
+            }
+        }
     }
 
     /// The offset at which the next key will be written.

@@ -172,7 +172,7 @@ pub struct ExtraTypeInfoRecord {
     pub type_version: u32,
     /// Type name it applies to.
     pub type_name: String,
-    /// The content.
+    /// The content (stored as a length-prefixed string of bytes).
     pub content: Vec<u8>,
 }
 
@@ -229,7 +229,9 @@ impl SchemaDescription {
             let content_id = c.u32()?;
             let type_version = c.u32()?;
             let type_name = c.string()?;
-            let content = c.bytes(frame.end.saturating_sub(c.position()))?.to_vec();
+            // A string of bytes (e.g. a streamed TList), not necessarily UTF-8.
+            let len = c.u32()? as usize;
+            let content = c.bytes(len)?.to_vec();
             c.end_frame(&frame)?;
             Ok(ExtraTypeInfoRecord {
                 content_id,
@@ -273,6 +275,9 @@ impl SchemaDescription {
             u32_len(x.type_name.len(), || {
                 "schema description: type name of extra type information".into()
             })?;
+            u32_len(x.content.len(), || {
+                "schema description: content of extra type information".into()
+            })?;
         }
         Ok(())
     }
@@ -313,6 +318,9 @@ impl SchemaDescription {
             w.u32(x.content_id);
             w.u32(x.type_version);
             w.string(&x.type_name);
+            // Header::check_limits refuses contents of 4 GiB or more.
+            #[allow(clippy::cast_possible_truncation)]
+            w.u32(x.content.len() as u32);
             w.bytes(&x.content);
             w.end_frame(rec);
         }

@@ -11,7 +11,9 @@ use super::type_name::{parse_type_name, CppType};
 use super::TYPE_NAME_KEY;
 use crate::encoding::ColumnType;
 use crate::error::{Error, Result};
-use crate::format::{AliasColumnRecord, ColumnRecord, FieldRecord, SchemaDescription};
+use crate::format::{
+    AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, SchemaDescription,
+};
 use crate::format::{
     COLUMN_FLAG_RANGE, FIELD_FLAG_PROJECTED, FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
@@ -129,6 +131,8 @@ enum Slot {
     Switch,
     /// A bitset's Bit column.
     Bitset,
+    /// A streamer field's index and Byte columns.
+    Streamer,
     /// A projected field (alias columns only).
     Projected,
 }
@@ -155,6 +159,7 @@ pub struct SchemaBuilder {
     classes: HashMap<String, ClassSpec>,
     enums: HashMap<String, CppType>,
     nullable_as_optional: bool,
+    extra_type_infos: Vec<ExtraTypeInfoRecord>,
 }
 
 /// A type to expand: a C++ type, or an untyped record / collection with explicit members.
@@ -174,6 +179,7 @@ impl SchemaBuilder {
             classes: HashMap::new(),
             enums: HashMap::new(),
             nullable_as_optional: false,
+            extra_type_infos: Vec::new(),
         }
     }
 
@@ -197,6 +203,41 @@ impl SchemaBuilder {
     pub fn add_cpp_field(&mut self, name: &str, type_name: &str) -> Result<u32> {
         let ty = parse_type_name(type_name)?;
         self.add_top_level(name, Shape::Cpp(&ty))
+    }
+
+    /// Adds a top-level streamer field (ROOT's `RStreamerField`, role 4): each value is
+    /// an object of `type_name` as ROOT's streamer serializes it, stored in an index and a
+    /// Byte column; `type_version` and `checksum` are its class's (`TClass`). The classes'
+    /// streamer infos belong in the extra type information
+    /// ([`add_extra_type_info`](SchemaBuilder::add_extra_type_info)). Returns the field id.
+    pub fn add_streamer_field(
+        &mut self,
+        name: &str,
+        type_name: &str,
+        type_version: u32,
+        checksum: u32,
+    ) -> Result<u32> {
+        self.check_top_level_name(name)?;
+        let ty = parse_type_name(type_name)?;
+        let id = self.push_node(name, &ty, FieldRole::Streamer, None, Slot::Streamer);
+        let rec = &mut self.nodes[id as usize].record;
+        rec.type_version = type_version;
+        rec.flags |= FIELD_FLAG_TYPE_CHECKSUM;
+        rec.type_checksum = Some(checksum);
+        // A streamer field names its class as ROOT does, without alias.
+        rec.type_alias = String::new();
+        self.top_level.push(id);
+        Ok(id)
+    }
+
+    /// Adds an extra type information record (e.g. the streamer infos of the classes
+    /// that streamer fields store, content id 1); one per content id and type.
+    pub fn add_extra_type_info(&mut self, record: ExtraTypeInfoRecord) {
+        self.extra_type_infos.retain(|r| {
+            (r.content_id, r.type_version, &r.type_name)
+                != (record.content_id, record.type_version, &record.type_name)
+        });
+        self.extra_type_infos.push(record);
     }
 
     /// Registers a user class so that fields of its type (also nested, e.g. in
@@ -506,7 +547,7 @@ impl SchemaBuilder {
             fields: self.nodes.into_iter().map(|n| n.record).collect(),
             columns,
             alias_columns,
-            extra_type_infos: Vec::new(),
+            extra_type_infos: self.extra_type_infos,
         }
     }
 
@@ -599,6 +640,7 @@ impl SchemaBuilder {
             Slot::Index => vec![index],
             Slot::Switch => vec![ColumnSpec::new(C::Switch)],
             Slot::Bitset => vec![ColumnSpec::new(C::Bit)],
+            Slot::Streamer => vec![index, ColumnSpec::new(C::Byte)],
             Slot::Primitive(_, true) => vec![ColumnSpec::new(C::SplitReal32)],
             Slot::Primitive(p, false) => vec![match p {
                 PrimitiveType::Bool => ColumnSpec::new(C::Bit),
@@ -1205,6 +1247,7 @@ fn allowed_columns(slot: Slot) -> &'static [&'static [ColumnType]] {
         Slot::Index => &[INDEX],
         Slot::Switch => &[&[C::Switch]],
         Slot::Bitset => &[&[C::Bit]],
+        Slot::Streamer => &[INDEX, &[C::Byte]],
         Slot::Primitive(p, _) => match p {
             PrimitiveType::Bool => &[&[C::Bit]],
             PrimitiveType::Byte => &[&[C::Byte]],

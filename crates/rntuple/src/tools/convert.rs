@@ -17,8 +17,9 @@
 //! baskets (decompressing branches in parallel) while the writer encodes and compresses
 //! the current one.
 
-use crate::container::{FileOutput, FileWriter};
+use crate::container::{streamer_info_object, FileOutput, FileWriter, StreamerInfo};
 use crate::error::{Error, Result};
+use crate::format::ExtraTypeInfoRecord;
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
     Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection, LeafType,
@@ -33,6 +34,9 @@ use arrow_schema::{DataType, Field, FieldRef, Schema};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The extra type information's content id of streamer infos (ROOT's `kStreamerInfo`).
+const EXTRA_TYPE_INFO_STREAMER_INFO: u32 = 0;
 
 /// Uncompressed bytes of branch data gathered per chunk of entries.
 const CHUNK_BYTES: u64 = 16 << 20;
@@ -51,6 +55,9 @@ pub struct ConvertOptions {
     /// Leave out branches of a type that cannot be converted (reported in
     /// [`ConversionPlan::skipped`]) instead of failing.
     pub skip_unsupported: bool,
+    /// Glob patterns of the top-level branches to store unsplit, as streamer fields
+    /// (each entry's object as ROOT streams it), even where a split mapping exists.
+    pub unsplit: Vec<String>,
 }
 
 /// How the values of one leaf are laid out in an entry (or a collection item).
@@ -89,11 +96,20 @@ enum Filler {
         members: Vec<(String, Values)>,
     },
     /// A `TBranchElement` whose entries each stream one value (an STL collection, a
-    /// string, an unsplit object).
+    /// string, an unsplit object); `named`: each entry starts with the name of the
+    /// object's class, this one (a `TBranchObject`).
     Streamed {
         branch: usize,
         ty: Streamed,
         header: bool,
+        named: Option<String>,
+    },
+    /// An object stored whole: each entry's bytes as ROOT's streamer field holds them
+    /// (a streamer field), framed from the branch's as `framing` says.
+    Opaque {
+        branch: usize,
+        framing: Framing,
+        named: Option<String>,
     },
     /// An object split into one branch per member.
     Split(SplitNode),
@@ -106,6 +122,21 @@ enum Filler {
         count_type: LeafType,
         arrays: Vec<(String, usize, Values)>,
     },
+}
+
+/// How a whole-object branch's entries relate to what ROOT's streamer field stores for
+/// the object (what `TClass::Streamer` writes: a class's byte count and version, then its
+/// members; a collection's count and items, without header).
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    /// The same bytes (an object streamed by its class's streamer: branch type -1, or a
+    /// `TBranchObject`).
+    Same,
+    /// A collection behind a header (byte count, version) that the field leaves out.
+    CollectionHeader,
+    /// An object's members without its header (branch type 0): the field adds the byte
+    /// count and the class `version`.
+    MembersOnly { version: u16 },
 }
 
 /// Where a split object's members are: a branch per member, or a member object split
@@ -133,6 +164,8 @@ pub struct ConversionPlan {
     branches: Vec<Branch>,
     fields: Vec<(String, Filler)>,
     builder: SchemaBuilder,
+    /// The streamer infos of the classes streamer fields store.
+    streamer_infos: Vec<StreamerInfo>,
     /// Branches left out (with `skip_unsupported`), each with the reason.
     pub skipped: Vec<String>,
 }
@@ -213,6 +246,38 @@ fn leaf_type(branch: &Branch, leaf: &crate::ttree::Leaf) -> Result<LeafType> {
     })
 }
 
+/// Registers every class `ty` uses with `builder` (version and checksum from the streamer
+/// infos; a class of version 1 is taken for one without `ClassDef`, which ROOT records as
+/// version -1, unless it derives from `TObject`).
+pub(crate) fn register_classes(builder: &mut SchemaBuilder, ty: &Streamed) -> Result<()> {
+    let mut classes = Vec::new();
+    ty.classes(&mut classes);
+    for c in classes {
+        let members: Vec<(String, String)> = c
+            .members
+            .iter()
+            .map(|(n, t)| (n.clone(), t.cpp_type()))
+            .collect();
+        let mut spec = ClassSpec::new(
+            &c.name,
+            &members
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.as_str()))
+                .collect::<Vec<_>>(),
+            &c.bases.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
+        );
+        // A TObject has a ClassDef (its version 1 is a version).
+        spec.type_version = if (c.version == 1 && !derives_from_tobject(&c)) || c.version < 0 {
+            u32::MAX
+        } else {
+            u32::try_from(c.version).unwrap_or(u32::MAX)
+        };
+        spec.checksum = Some(c.checksum);
+        builder.register_class(spec)?;
+    }
+    Ok(())
+}
+
 /// Whether `class` is `TObject` or derives from it.
 fn derives_from_tobject(class: &ClassLayout) -> bool {
     class.kind == ClassKind::TObject || class.bases.iter().any(|b| derives_from_tobject(b))
@@ -267,8 +332,25 @@ impl ConversionPlan {
             branches: Vec::new(),
             fields: Vec::new(),
             builder: SchemaBuilder::new(ColumnDefaults::default()),
+            streamer_infos: Vec::new(),
             skipped: Vec::new(),
         };
+        let unsplit = options
+            .unsplit
+            .iter()
+            .map(|p| {
+                glob::Pattern::new(p)
+                    .map_err(|e| Error::InvalidArgument(format!("--unsplit pattern \"{p}\": {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (p, text) in unsplit.iter().zip(&options.unsplit) {
+            if !tree.branches.iter().any(|b| p.matches(&b.name)) {
+                return Err(Error::InvalidArgument(format!(
+                    "--unsplit pattern \"{text}\" matches no branch of TTree \"{}\"",
+                    tree.name
+                )));
+            }
+        }
         // Arrays by count leaf name (sorted: the importer numbers collections so).
         let mut collections: BTreeMap<String, Vec<(String, usize, Values)>> = BTreeMap::new();
         let count_leaves: std::collections::HashSet<&str> = tree
@@ -282,7 +364,8 @@ impl ConversionPlan {
                 continue;
             }
             let result = if branch.element.is_some() {
-                plan.plan_element(branch, resolver)
+                let force_unsplit = unsplit.iter().any(|p| p.matches(&branch.name));
+                plan.plan_element(branch, resolver, force_unsplit)
             } else {
                 plan.plan_branch(branch, &count_leaves, &mut collections)
             };
@@ -384,6 +467,15 @@ impl ConversionPlan {
                 &collection,
             )?;
         }
+        if !plan.streamer_infos.is_empty() {
+            // As ROOT's writer: one record of every class the streamer fields store.
+            plan.builder.add_extra_type_info(ExtraTypeInfoRecord {
+                content_id: EXTRA_TYPE_INFO_STREAMER_INFO,
+                type_version: 0,
+                type_name: String::new(),
+                content: streamer_info_object(&plan.streamer_infos)?,
+            });
+        }
         Ok(plan)
     }
 
@@ -403,8 +495,15 @@ impl ConversionPlan {
     }
 
     /// Plans a top-level `TBranchElement`: STL collections, strings and objects, whole
-    /// or split.
-    fn plan_element(&mut self, branch: &Branch, resolver: &mut TypeResolver) -> Result<()> {
+    /// or split; a whole object whose type RNTuple cannot store natively (a class with a
+    /// streamer of its own, a member with no field type) or that `force_unsplit` asks so
+    /// becomes a streamer field.
+    fn plan_element(
+        &mut self,
+        branch: &Branch,
+        resolver: &mut TypeResolver,
+        force_unsplit: bool,
+    ) -> Result<()> {
         let Some(e) = &branch.element else {
             return Err(Error::InvalidArgument("not a TBranchElement".into()));
         };
@@ -417,22 +516,45 @@ impl ConversionPlan {
         if branch.name.contains('.') {
             return Err(unsupported("a name with a dot cannot be a field name"));
         }
-        let mut ty = if e.branch_type == 3 {
+        let whole = matches!(e.branch_type, -1 | 0) && branch.branches.is_empty();
+        let resolved = if e.branch_type == 3 {
             // Resolved from its element class below.
-            Streamed::Prim(LeafType::Int)
+            Ok(Streamed::Prim(LeafType::Int))
         } else {
-            resolver
-                .type_of(&e.class_name)
-                .map_err(|err| unsupported(&err.to_string()))?
+            resolver.type_of(&e.class_name)
         };
+        // Branch type -1: the object was streamed by its class's own streamer, which need
+        // not follow its streamer info (TLorentzVector, a class with a custom Streamer).
+        let custom_streamer = e.branch_type == -1 && matches!(resolved, Ok(Streamed::Object(_)));
+        let native = !custom_streamer && resolved.as_ref().is_ok_and(Streamed::is_native);
+        if whole && (force_unsplit || !native) && !matches!(resolved, Ok(Streamed::Prim(_))) {
+            return self.plan_streamer(branch, resolver);
+        }
+        if force_unsplit && !whole {
+            return Err(Error::InvalidArgument(format!(
+                "--unsplit: branch \"{}\" is split in the TTree; only a branch that holds \
+                 whole objects can be stored unsplit (its split branches are not joined into \
+                 objects)",
+                branch.name
+            )));
+        }
+        let mut ty = resolved.map_err(|err| unsupported(&err.to_string()))?;
+        if !ty.is_native() {
+            return Err(unsupported(
+                "a split object of a class that RNTuple stores only whole, in a streamer \
+                 field; its split branches are not joined into objects",
+            ));
+        }
         let filler = match (e.branch_type, branch.branches.is_empty()) {
             // A whole value per entry: a string (-1), a collection or an unsplit object (0).
             (-1 | 0, true) => {
-                let header = matches!(ty, Streamed::Vector(..));
+                // A TBranchObject's object comes with its header, as a collection does.
+                let header = matches!(ty, Streamed::Vector(..)) || e.named_entries;
                 Filler::Streamed {
                     branch: self.add_branch(branch),
                     ty: ty.clone(),
                     header,
+                    named: e.named_entries.then(|| e.class_name.clone()),
                 }
             }
             (0, false) => match (&ty, branch.branches.as_slice()) {
@@ -476,36 +598,79 @@ impl ConversionPlan {
         Ok(())
     }
 
-    /// Registers every class `ty` uses with the schema builder (version and checksum
-    /// from the streamer infos; a class of version 1 is taken for one without `ClassDef`,
-    /// which ROOT records as version -1).
-    fn register_classes(&mut self, ty: &Streamed) -> Result<()> {
-        let mut classes = Vec::new();
-        ty.classes(&mut classes);
-        for c in classes {
-            let members: Vec<(String, String)> = c
-                .members
+    /// Plans a whole-object branch as a streamer field: each entry's bytes (an object as
+    /// ROOT streams it, with its byte count and version) copied, the class's version and
+    /// checksum from the branch, the streamer infos of the classes involved recorded.
+    fn plan_streamer(&mut self, branch: &Branch, resolver: &TypeResolver) -> Result<()> {
+        let Some(e) = &branch.element else {
+            return Err(Error::InvalidArgument("not a TBranchElement".into()));
+        };
+        // A TBranchObject records no version or checksum: its class's streamer info has.
+        let (class_version, checksum) = if branch.class_name == "TBranchObject" {
+            let info = resolver.info(&e.class_name).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "branch \"{}\" of class {}: the file holds no streamer info describing it",
+                    branch.name, e.class_name
+                ))
+            })?;
+            (info.class_version, info.checksum)
+        } else {
+            (i32::from(e.class_version), e.checksum)
+        };
+        let version = u16::try_from(class_version).map_err(|_| {
+            Error::Unsupported(format!(
+                "branch \"{}\" of class {}: class version {class_version} (no ClassDef) cannot \
+                 be stored in a streamer field",
+                branch.name, e.class_name
+            ))
+        })?;
+        self.builder.add_streamer_field(
+            &branch.name,
+            &e.class_name,
+            u32::from(version),
+            checksum,
+        )?;
+        // A class streamed by a streamer of its own (branch type -1) is described by its
+        // streamer info only if that streamer is known to follow it (ROOT's vectors): a
+        // reader decoding the field by a layout its bytes do not follow would read wrong
+        // values.
+        let described = e.branch_type != -1 || Streamed::streams_by_its_info(&e.class_name);
+        let infos = if described {
+            resolver.streamer_infos_of(&e.class_name)
+        } else {
+            Vec::new()
+        };
+        for info in infos {
+            if !self
+                .streamer_infos
                 .iter()
-                .map(|(n, t)| (n.clone(), t.cpp_type()))
-                .collect();
-            let mut spec = ClassSpec::new(
-                &c.name,
-                &members
-                    .iter()
-                    .map(|(n, t)| (n.as_str(), t.as_str()))
-                    .collect::<Vec<_>>(),
-                &c.bases.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
-            );
-            // A TObject has a ClassDef (its version 1 is a version).
-            spec.type_version = if (c.version == 1 && !derives_from_tobject(&c)) || c.version < 0 {
-                u32::MAX
-            } else {
-                u32::try_from(c.version).unwrap_or(u32::MAX)
-            };
-            spec.checksum = Some(c.checksum);
-            self.builder.register_class(spec)?;
+                .any(|i| i.class_name == info.class_name)
+            {
+                self.streamer_infos.push(info);
+            }
         }
+        let index = self.add_branch(branch);
+        let framing = if Collection::of_type_name(&e.class_name).is_some() {
+            Framing::CollectionHeader
+        } else if e.branch_type == 0 && !e.named_entries {
+            Framing::MembersOnly { version }
+        } else {
+            Framing::Same
+        };
+        self.fields.push((
+            branch.name.clone(),
+            Filler::Opaque {
+                branch: index,
+                framing,
+                named: e.named_entries.then(|| e.class_name.clone()),
+            },
+        ));
         Ok(())
+    }
+
+    /// Registers every class `ty` uses with the schema builder ([`register_classes`]).
+    fn register_classes(&mut self, ty: &Streamed) -> Result<()> {
+        register_classes(&mut self.builder, ty)
     }
 
     /// Maps the members of a split `class` to the sub-branches of `top` that hold them:
@@ -693,6 +858,8 @@ pub fn convert_tree<W: FileOutput>(
             ));
         }
     }
+    // As ROOT's writer: the file describes the classes its streamer fields store.
+    out.describe_classes(&plan.streamer_infos);
     let anchor = {
         // "a/b/t": RNTuple "t" (its header's name) in directory a/b (its anchor's path).
         let base = name.trim_matches('/').rsplit('/').next().unwrap_or(name);
@@ -818,17 +985,72 @@ fn fill(
             shape(values.ty.decode(&chunk.data, &what(*branch))?, target)
         }
         Filler::CString { branch } => c_strings(&chunks[*branch], &what(*branch)),
-        Filler::Streamed { branch, ty, header } => {
+        Filler::Streamed {
+            branch,
+            ty,
+            header,
+            named,
+        } => {
             let chunk = &chunks[*branch];
             let mut out = Builder::new(ty);
             for i in 0..chunk.entries {
-                let mut cursor = StreamCursor::new(chunk.entry(i));
+                let entry = match named {
+                    Some(class) => named_object(chunk.entry(i), class)
+                        .map_err(|e| e.at(entry_location(&what(*branch), i)))?,
+                    None => chunk.entry(i),
+                };
+                let mut cursor = StreamCursor::new(entry);
                 cursor
                     .decode(ty, &mut out, *header)
                     .and_then(|()| entry_consumed(&cursor))
                     .map_err(|e| e.at(entry_location(&what(*branch), i)))?;
             }
             out.finish(target)
+        }
+        Filler::Opaque {
+            branch,
+            framing,
+            named,
+        } => {
+            let chunk = &chunks[*branch];
+            let mut offsets = Vec::with_capacity(chunk.entries + 1);
+            offsets.push(0i64);
+            let mut bytes = Vec::new();
+            for i in 0..chunk.entries {
+                let at = |e: Error| e.at(entry_location(&what(*branch), i));
+                let mut entry = chunk.entry(i);
+                if let Some(class) = named {
+                    entry = named_object(entry, class).map_err(at)?;
+                }
+                match framing {
+                    Framing::Same => bytes.extend_from_slice(whole_object(entry).map_err(at)?),
+                    Framing::CollectionHeader => {
+                        bytes.extend_from_slice(collection_content(entry).map_err(at)?);
+                    }
+                    Framing::MembersOnly { version } => {
+                        let count = u32::try_from(entry.len() + 2)
+                            .ok()
+                            .filter(|n| n & 0xC000_0000 == 0)
+                            .ok_or_else(|| {
+                                at(Error::corrupt(
+                                    "streamed object",
+                                    "an object of 1 GiB or more",
+                                ))
+                            })?;
+                        bytes.extend_from_slice(&(0x4000_0000 | count).to_be_bytes());
+                        bytes.extend_from_slice(&version.to_be_bytes());
+                        bytes.extend_from_slice(entry);
+                    }
+                }
+                offsets.push(i64::try_from(bytes.len()).map_err(|_| {
+                    Error::corrupt(what(*branch), "more bytes than an offset holds")
+                })?);
+            }
+            Ok(Arc::new(LargeBinaryArray::try_new(
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                bytes.into(),
+                None,
+            )?))
         }
         Filler::Split(node) => {
             let entries = chunks.first().map_or(0, |c| c.entries);
@@ -970,6 +1192,83 @@ fn split_values(
             Ok(out)
         }
     }
+}
+
+/// An object streamed whole by its class's streamer, checked as far as its bytes say:
+/// a byte count, when it starts with one, must end where the entry ends.
+fn whole_object(entry: &[u8]) -> Result<&[u8]> {
+    let Some(head) = entry.first_chunk::<4>() else {
+        return Err(Error::corrupt(
+            "streamed object",
+            format!("{} bytes, no object", entry.len()),
+        ));
+    };
+    let first = u32::from_be_bytes(*head);
+    if first & 0x4000_0000 != 0 {
+        let end = 4 + u64::from(first & !0x4000_0000);
+        if end != entry.len() as u64 {
+            return Err(Error::corrupt(
+                "streamed object",
+                format!("its byte count ends at {end}, the entry at {}", entry.len()),
+            ));
+        }
+    }
+    Ok(entry)
+}
+
+/// A `TBranchObject` entry's object: after its class name (a length byte, the name, a
+/// NUL). A missing object (no name) or an object of another class than the branch's is
+/// refused.
+fn named_object<'a>(entry: &'a [u8], class: &str) -> Result<&'a [u8]> {
+    let bad = |why: &str| Error::corrupt("object entry", why.to_string());
+    let (&n, rest) = entry.split_first().ok_or_else(|| bad("an empty entry"))?;
+    let n = usize::from(n);
+    let name = rest
+        .get(..n)
+        .ok_or_else(|| bad("its class name runs past the entry"))?;
+    if n == 0 || rest.get(n) != Some(&0) {
+        return Err(bad("no class name before the object"));
+    }
+    if name != class.as_bytes() {
+        return Err(Error::Unsupported(format!(
+            "an object of class {} in a branch of class {class}",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    Ok(&rest[n + 1..])
+}
+
+/// A whole STL collection's streamed bytes without their header (byte count, version,
+/// checksum after version 0): the count and the items, as ROOT's streamer field stores
+/// a collection. One streamed member-wise (items' members in turn) is refused: ROOT's
+/// streamer field reads collections object-wise.
+fn collection_content(entry: &[u8]) -> Result<&[u8]> {
+    let bad = |why: String| Error::corrupt("streamed collection", why);
+    let Some((head, _)) = entry.split_first_chunk::<6>() else {
+        return Err(bad(format!("{} bytes, no header", entry.len())));
+    };
+    let count = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    if count & 0x4000_0000 == 0 {
+        return Err(bad("no byte count before the collection".to_string()));
+    }
+    let end = 4 + (count & !0x4000_0000) as usize;
+    if end != entry.len() {
+        return Err(bad(format!(
+            "its byte count ends at {end}, the entry at {}",
+            entry.len()
+        )));
+    }
+    let version = u16::from_be_bytes([head[4], head[5]]);
+    if version & 0x4000 != 0 {
+        return Err(Error::Unsupported(
+            "a collection streamed member-wise cannot be stored in a streamer field as it is"
+                .to_string(),
+        ));
+    }
+    let start = if version == 0 { 10 } else { 6 };
+    entry
+        .get(start..)
+        .ok_or_else(|| bad("its checksum runs past the entry".to_string()))
 }
 
 fn entry_consumed(cursor: &StreamCursor<'_>) -> Result<()> {

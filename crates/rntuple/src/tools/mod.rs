@@ -6,6 +6,7 @@ pub mod copy;
 pub mod inspect;
 pub mod merge;
 pub mod recover;
+pub mod streamer;
 pub mod verify;
 
 pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
@@ -14,3 +15,4 @@ pub use merge::{
     merge_files, merge_into, MergeMode, MergeOptions, MergeProgress, MergeSummary,
     OutputCompression,
 };
+pub use streamer::StreamerFields;

@@ -32,6 +32,8 @@ pub struct Leaf {
     pub count: Option<String>,
     /// For `TLeafElement`: the element type of the streamer info (`fType`).
     pub element_type: i32,
+    /// For `TLeafObject`: whether each entry names the object's class first (`fVirtual`).
+    pub virtual_object: bool,
 }
 
 /// The part of a `TBranchElement` beyond `TBranch`.
@@ -58,6 +60,9 @@ pub struct ElementInfo {
     pub maximum: i32,
     /// The branch holding this branch's element counts (for 31/41 branches).
     pub count_branch: Option<String>,
+    /// For a `TBranchObject` (a `TObject` stored the old way): each entry starts with the
+    /// object's class name (its `TLeafObject` is virtual), then the object.
+    pub named_entries: bool,
 }
 
 /// A branch: its leaves, sub-branches and the location of its baskets.
@@ -250,11 +255,30 @@ fn parse_branch(
                 streamer_type,
                 maximum,
                 count_branch,
+                named_entries: false,
+            });
+            Ok(branch)
+        }
+        // An object deriving from TObject stored whole, the old way (ROOT makes one for a
+        // TObject at split level 0): the class name; the class's version and checksum are
+        // its streamer info's.
+        "TBranchObject" => {
+            let v = r.version_of("TBranchObject", 1..=1)?;
+            let mut branch = parse_tbranch(r, class, position, registry)?;
+            let class_name = r.tstring()?;
+            r.finish(v.end, "TBranchObject")?;
+            let named_entries = branch.leaves.first().is_some_and(|l| l.virtual_object);
+            branch.element = Some(ElementInfo {
+                class_name,
+                id: -1,
+                branch_type: -1,
+                named_entries,
+                ..Default::default()
             });
             Ok(branch)
         }
         other => Err(Error::Unsupported(format!(
-            "branch of class {other} (only TBranch and TBranchElement are read)"
+            "branch of class {other} (only TBranch, TBranchElement and TBranchObject are read)"
         ))),
     }
 }
@@ -450,6 +474,7 @@ fn parse_leaf(
     } else {
         0
     };
+    let virtual_object = class == "TLeafObject" && r.u8()? != 0;
     r.finish(outer.end, class)?;
     let (Ok(len), Ok(len_type)) = (u32::try_from(len), u32::try_from(len_type)) else {
         return Err(r.corrupt(format!("leaf \"{name}\" has a negative length or size")));
@@ -464,6 +489,7 @@ fn parse_leaf(
         is_unsigned,
         count,
         element_type,
+        virtual_object,
     };
     registry.leaves.insert(position, leaf.clone());
     Ok(leaf)

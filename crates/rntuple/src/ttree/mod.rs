@@ -25,7 +25,9 @@ pub use streamed::{
     Builder, ClassKind, ClassLayout, Collection, StreamCursor, Streamed, TypeResolver,
     TOBJECT_ALLOCATION_BITS,
 };
-pub use streamer_info::{parse_streamer_infos, StreamerElement, StreamerInfo};
+pub use streamer_info::{
+    parse_streamer_info_object, parse_streamer_infos, StreamerElement, StreamerInfo,
+};
 pub use values::{LeafType, NativeValues, RealPacking};
 
 use crate::container::{KeyEntry, RootFile};

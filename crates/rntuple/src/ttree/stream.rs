@@ -242,25 +242,33 @@ impl<'a> ObjectReader<'a> {
         self.finish(v.end, class)
     }
 
-    /// A `TObject`: version, unique id, bits (and a process id when referenced).
-    pub(crate) fn tobject(&mut self) -> Result<()> {
+    /// A `TObject`: version, unique id, bits (and a process id when referenced); returns
+    /// the bits.
+    pub(crate) fn tobject(&mut self) -> Result<u32> {
         let v = self.version()?;
         self.u32()?;
         let bits = self.u32()?;
         if bits & IS_REFERENCED != 0 {
             self.u16()?;
         }
-        self.finish(v.end, "TObject")
+        self.finish(v.end, "TObject")?;
+        Ok(bits)
     }
 
     /// A `TNamed`: its `TObject`, name and title.
     pub(crate) fn tnamed(&mut self) -> Result<(String, String)> {
+        let (name, title, _) = self.tnamed_with_bits()?;
+        Ok((name, title))
+    }
+
+    /// A `TNamed`'s name, title and its `TObject`'s bits.
+    pub(crate) fn tnamed_with_bits(&mut self) -> Result<(String, String, u32)> {
         let v = self.version()?;
-        self.tobject()?;
+        let bits = self.tobject()?;
         let name = self.tstring()?;
         let title = self.tstring()?;
         self.finish(v.end, "TNamed")?;
-        Ok((name, title))
+        Ok((name, title, bits))
     }
 
     /// The header of an object pointer (see the module documentation). The caller reads a

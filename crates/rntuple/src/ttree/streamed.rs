@@ -42,6 +42,11 @@ pub enum Streamed {
     Array(Box<Streamed>, usize),
     /// An object of a class.
     Object(Arc<ClassLayout>),
+    /// A counted C array member (`T *x; //[n]`): the values' type and the index (among
+    /// its class's members) of the earlier integer member holding the length; streamed
+    /// as a byte saying whether the array follows, then its values. RNTuple has no field
+    /// for it (its class is stored whole); decoded, it is a list.
+    Counted(LeafType, usize),
 }
 
 /// The STL collections ROOT streams as a count and the items, and RNTuple stores.
@@ -83,6 +88,12 @@ impl Collection {
             "unordered_multimap" => Collection::UnorderedMultiMap,
             _ => return None,
         })
+    }
+
+    /// The collection a C++ type name is (`vector<TFoo>`, `std::map<int,float>`), if any.
+    pub fn of_type_name(name: &str) -> Option<Collection> {
+        let (template, _) = name.trim().split_once('<')?;
+        Collection::of_template(template.trim())
     }
 
     /// The C++ template (`std::set`).
@@ -206,6 +217,7 @@ impl Streamed {
                 _ => format!("{}<{}>", kind.template(), item.cpp_type()),
             },
             Streamed::Array(item, n) => format!("std::array<{},{n}>", item.cpp_type()),
+            Streamed::Counted(t, _) => format!("std::vector<{}>", t.cpp_type()),
             Streamed::Object(c) if c.kind == ClassKind::Pair && c.members.len() == 2 => format!(
                 "std::pair<{},{}>",
                 c.members[0].1.cpp_type(),
@@ -235,7 +247,64 @@ impl Streamed {
                     out.push(c.clone());
                 }
             }
-            Streamed::Prim(_) | Streamed::String => {}
+            Streamed::Prim(_) | Streamed::String | Streamed::Counted(..) => {}
+        }
+    }
+}
+
+/// ROOT classes with a streamer of their own (`TClass::CanSplit()` is false), which ROOT
+/// 6.40's RNTuple stores only whole, in a streamer field ("cannot be stored natively").
+const CUSTOM_STREAMER_CLASSES: &[&str] = &[
+    "TVector2",
+    "TVector3",
+    "TLorentzVector",
+    "TArrayC",
+    "TArrayS",
+    "TArrayI",
+    "TArrayL",
+    "TArrayL64",
+    "TArrayF",
+    "TArrayD",
+    "TDatime",
+    "TRef",
+    "TRefArray",
+    "TObjArray",
+    "TClonesArray",
+    "TList",
+    "THashList",
+    "TMap",
+    "TGraph",
+];
+
+/// ROOT classes whose own streamer streams them as their streamer info says (it calls
+/// `ReadClassBuffer`/`WriteClassBuffer` for the versions ROOT 6 writes).
+const STREAMED_BY_INFO: &[&str] = &["TVector2", "TVector3", "TLorentzVector"];
+
+impl Streamed {
+    /// Whether objects of class `name`, streamed by the class's own streamer, follow its
+    /// streamer info (ROOT's vectors do; a user's custom streamer need not).
+    pub fn streams_by_its_info(name: &str) -> bool {
+        STREAMED_BY_INFO.contains(&name)
+    }
+
+    /// Whether ROOT 6.40's RNTuple stores values of this type as fields of their own
+    /// (classes, collections, fundamentals), rather than only whole, in a streamer field:
+    /// a class with a streamer of its own (`TLorentzVector`, ...) is not.
+    pub fn is_native(&self) -> bool {
+        match self {
+            Streamed::Prim(_) | Streamed::String => true,
+            Streamed::Counted(..) => false,
+            Streamed::Vector(_, item) | Streamed::Array(item, _) => item.is_native(),
+            Streamed::Object(c) => {
+                !(c.kind == ClassKind::Class
+                    && (CUSTOM_STREAMER_CLASSES.contains(&c.name.as_str())
+                        || c.name.starts_with("TMatrixT")
+                        || c.name.starts_with("TVectorT")))
+                    && c.bases
+                        .iter()
+                        .all(|b| Streamed::Object(b.clone()).is_native())
+                    && c.members.iter().all(|(_, m)| m.is_native())
+            }
         }
     }
 }
@@ -248,6 +317,15 @@ const MAX_DEPTH: usize = 32;
 pub struct TypeResolver {
     infos: HashMap<String, StreamerInfo>,
     done: HashMap<String, Arc<ClassLayout>>,
+}
+
+/// The names in a C++ type name that may be classes: `map<int,TFoo*>` gives `map`,
+/// `int`, `TFoo`.
+fn class_names_in(type_name: &str) -> impl Iterator<Item = &str> {
+    type_name
+        .split(['<', '>', ',', '*', '&', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && *t != "const")
 }
 
 /// Splits `a<b,c<d>>`'s arguments at top-level commas.
@@ -330,6 +408,39 @@ impl TypeResolver {
     /// The streamed type of C++ type `name` (`vector<float>`, `string`, `MyClass`, ...).
     pub fn type_of(&mut self, name: &str) -> Result<Streamed> {
         self.resolve(name, 0)
+    }
+
+    /// The streamer info of class `name`, if the file has one.
+    pub fn info(&self, name: &str) -> Option<&StreamerInfo> {
+        self.infos.get(name)
+    }
+
+    /// The streamer infos of every class the file describes that values of C++ type
+    /// `name` involve: the classes it names (template arguments too), their bases and the
+    /// classes of their members, recursively; in the order first met.
+    pub fn streamer_infos_of(&self, name: &str) -> Vec<StreamerInfo> {
+        let mut out: Vec<StreamerInfo> = Vec::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(type_name) = todo.pop() {
+            for class in class_names_in(&type_name) {
+                // TObject streams itself (no streamer info): ROOT records none for it.
+                let Some(info) = self.infos.get(class).filter(|_| class != "TObject") else {
+                    continue;
+                };
+                if out.iter().any(|o| o.class_name == info.class_name) {
+                    continue;
+                }
+                out.push(info.clone());
+                // Members in reverse, so that the first member's classes come next.
+                for e in info.elements.iter().rev() {
+                    todo.push(e.type_name.clone());
+                    if e.element_class == "TStreamerBase" {
+                        todo.push(e.name.clone());
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn resolve(&mut self, name: &str, depth: usize) -> Result<Streamed> {
@@ -417,6 +528,10 @@ impl TypeResolver {
                 bases.push(self.class(&e.name, depth + 1)?);
                 continue;
             }
+            if e.element_class == "TStreamerBasicPointer" {
+                members.push((e.name.clone(), counted_member(name, e, &members)?));
+                continue;
+            }
             members.push((e.name.clone(), self.member(name, e, depth + 1)?));
         }
         let layout = Arc::new(ClassLayout {
@@ -455,6 +570,12 @@ impl TypeResolver {
                 } else {
                     e.type_code
                 };
+                // ROOT stores `bool` members as kUChar (11) in old files; it means kBool.
+                let code = if code == 11 && matches!(e.type_name.as_str(), "Bool_t" | "bool") {
+                    18
+                } else {
+                    code
+                };
                 let t = from_code(code, &e.title).ok_or_else(unsupported)?;
                 array(Streamed::Prim(t))
             }
@@ -468,6 +589,47 @@ impl TypeResolver {
             _ => Err(unsupported()),
         }
     }
+}
+
+/// A counted C array member of class `class` (`TStreamerBasicPointer`: type code 40 + the
+/// values' code), its length held by an earlier integer member.
+fn counted_member(
+    class: &str,
+    e: &StreamerElement,
+    members: &[(String, Streamed)],
+) -> Result<Streamed> {
+    let t = from_code(e.type_code - 40, &e.title).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "member \"{}\" of class \"{class}\": a counted array of type code {}",
+            e.name, e.type_code
+        ))
+    })?;
+    let count = members
+        .iter()
+        .position(|(n, ty)| {
+            *n == e.count_name
+                && matches!(
+                    ty,
+                    Streamed::Prim(
+                        LeafType::Char
+                            | LeafType::UChar
+                            | LeafType::Short
+                            | LeafType::UShort
+                            | LeafType::Int
+                            | LeafType::UInt
+                            | LeafType::Long64
+                            | LeafType::ULong64
+                    )
+                )
+        })
+        .ok_or_else(|| {
+            Error::Unsupported(format!(
+                "member \"{}\" of class \"{class}\": its length \"{}\" is no earlier integer \
+                 member",
+                e.name, e.count_name
+            ))
+        })?;
+    Ok(Streamed::Counted(t, count))
 }
 
 /// Values decoded from streamed bytes, column by column, into Arrow-shaped buffers.
@@ -496,6 +658,9 @@ impl Builder {
             Streamed::String => Builder::Str(vec![0], Vec::new()),
             Streamed::Vector(_, item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
+            Streamed::Counted(t, _) => {
+                Builder::List(vec![0], Box::new(Builder::new(&Streamed::Prim(*t))))
+            }
             Streamed::Object(c) => Builder::Struct(
                 c.bases
                     .iter()
@@ -648,7 +813,22 @@ impl<'a> StreamCursor<'a> {
                     self.memberwise(item, items)?
                 } else {
                     let n = self.count()?;
-                    self.items(item, n, items)?;
+                    match item.as_ref() {
+                        // Objects of a class streamed object-wise: each by its class's
+                        // streamer, behind its header.
+                        Streamed::Object(c) if c.kind == ClassKind::Class => {
+                            if n > self.remaining() {
+                                return Err(Error::corrupt(
+                                    "streamed value",
+                                    format!("{n} items in {} bytes", self.remaining()),
+                                ));
+                            }
+                            for _ in 0..n {
+                                self.decode(item, items, true)?;
+                            }
+                        }
+                        _ => self.items(item, n, items)?,
+                    }
                     n
                 };
                 let last = offsets.last().copied().unwrap_or(0);
@@ -668,17 +848,49 @@ impl<'a> StreamCursor<'a> {
                     self.decode(&Streamed::Object(b.clone()), &mut fields[i], true)?;
                     i += 1;
                 }
+                let first_member = i;
                 for (_, m) in &c.members {
-                    self.decode(m, &mut fields[i], true)?;
+                    if let Streamed::Counted(t, count) = m {
+                        let at = fields[first_member + count].len().checked_sub(1);
+                        let n = at.and_then(|k| fields[first_member + count].integer_at(k));
+                        self.counted(*t, n, &mut fields[i])?;
+                    } else {
+                        self.decode(m, &mut fields[i], true)?;
+                    }
                     i += 1;
                 }
                 *len += 1;
                 self.check_end(end)
             }
+            (Streamed::Counted(..), _) => Err(Error::InvalidArgument(
+                "a counted array outside its class".to_string(),
+            )),
             _ => Err(Error::InvalidArgument(
                 "a builder of another shape than its type".to_string(),
             )),
         }
+    }
+
+    /// A counted array of `n` values of `t` (`n` from its length member): a byte saying
+    /// whether the array follows (0 for a null pointer), then the values.
+    fn counted(&mut self, t: LeafType, n: Option<i64>, out: &mut Builder) -> Result<()> {
+        let Builder::List(offsets, items) = out else {
+            return Err(Error::InvalidArgument(
+                "a counted array's builder is no list".to_string(),
+            ));
+        };
+        let n = n.and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
+            Error::corrupt(
+                "streamed value",
+                "a counted array's length is negative or missing",
+            )
+        })?;
+        let present = self.take(1)?[0] != 0;
+        let n = if present { n } else { 0 };
+        self.prims(t, n, items)?;
+        let last = offsets.last().copied().unwrap_or(0);
+        offsets.push(last + n as i64);
+        Ok(())
     }
 
     /// A `TObject` (its own streamer: always its version, then `fUniqueID` and `fBits`).
@@ -767,8 +979,18 @@ impl<'a> StreamCursor<'a> {
             }
             i += 1;
         }
+        let first_member = i;
         for (_, m) in &c.members {
             match m {
+                // Each item's flag and values, its length from the item's length member.
+                Streamed::Counted(t, count) => {
+                    for j in 0..n {
+                        let lengths = &fields[first_member + count];
+                        let at = (lengths.len() + j).checked_sub(n);
+                        let len = at.and_then(|k| lengths.integer_at(k));
+                        self.counted(*t, len, &mut fields[i])?;
+                    }
+                }
                 // Fundamentals and arrays of them: back to back.
                 Streamed::Prim(_) | Streamed::Array(..) => self.items(m, n, &mut fields[i])?,
                 // Strings and collections: one header, then the items' values.
@@ -849,6 +1071,14 @@ impl Builder {
     /// Whether no value was built.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The integer value at `index` of a builder of integers.
+    fn integer_at(&self, index: usize) -> Option<i64> {
+        match self {
+            Builder::Prim(_, v) => v.integer_at(index),
+            _ => None,
+        }
     }
 
     /// The Arrow array of the values, shaped like `target` (whose child fields name the
@@ -1014,6 +1244,101 @@ mod tests {
             .decode(&t, &mut Builder::new(&t), true)
             .unwrap_err();
         assert!(err.to_string().contains("referenced TObject"), "{err}");
+    }
+
+    /// Class `C { int fN; short *fSlice; //[fN]  double fE; }`, version 2.
+    fn counted_class() -> TypeResolver {
+        let mut slice = StreamerElement::basic("fSlice", 42, 8, "short*");
+        slice.element_class = "TStreamerBasicPointer".to_string();
+        slice.count_name = "fN".to_string();
+        TypeResolver::new(vec![StreamerInfo {
+            class_name: "C".to_string(),
+            checksum: 7,
+            class_version: 2,
+            elements: vec![
+                StreamerElement::basic("fN", 3, 4, "int"),
+                slice,
+                StreamerElement::basic("fE", 8, 8, "double"),
+            ],
+        }])
+    }
+
+    fn lists_of(b: &Builder) -> (Vec<i64>, Vec<i16>) {
+        let Builder::List(offsets, items) = b else {
+            panic!("{b:?}");
+        };
+        let Builder::Prim(_, NativeValues::I16(v)) = items.as_ref() else {
+            panic!("{items:?}");
+        };
+        (offsets.clone(), v.clone())
+    }
+
+    #[test]
+    fn counted_arrays_take_their_length_from_the_earlier_member() {
+        let t = counted_class().type_of("C").unwrap();
+        assert!(!t.is_native());
+        let mut bytes = vec![0x40, 0, 0, 21, 0, 2]; // byte count 21, version 2
+        bytes.extend(3i32.to_be_bytes());
+        bytes.push(1);
+        for v in [5i16, -6, 7] {
+            bytes.extend(v.to_be_bytes());
+        }
+        bytes.extend(1.5f64.to_be_bytes());
+        // A second object: fN 2 but a null pointer (flag 0): no values.
+        bytes.extend([0x40, 0, 0, 15, 0, 2]);
+        bytes.extend(2i32.to_be_bytes());
+        bytes.push(0);
+        bytes.extend(2.5f64.to_be_bytes());
+        let mut out = Builder::new(&t);
+        let mut cursor = StreamCursor::new(&bytes);
+        cursor.decode(&t, &mut out, true).unwrap();
+        cursor.decode(&t, &mut out, true).unwrap();
+        assert_eq!(cursor.remaining(), 0);
+        let Builder::Struct(members, 2) = &out else {
+            panic!("{out:?}");
+        };
+        assert_eq!(lists_of(&members[1]), (vec![0, 3, 3], vec![5, -6, 7]));
+        // A length past the bytes is an error, not a read past the end.
+        let mut bad = bytes[..21].to_vec();
+        bad[9] = 100;
+        let err = StreamCursor::new(&bad)
+            .decode(&t, &mut Builder::new(&t), true)
+            .unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn counted_arrays_member_wise_take_each_items_length() {
+        let t = counted_class().type_of("vector<C>").unwrap();
+        // Member-wise: version with 0x4000, items' version 2, count 2, every fN, then each
+        // item's flag and values, then every fE.
+        let mut body = vec![0, 2];
+        body.extend(2i32.to_be_bytes());
+        body.extend(1i32.to_be_bytes());
+        body.extend(2i32.to_be_bytes());
+        body.push(1);
+        body.extend(9i16.to_be_bytes());
+        body.push(1);
+        body.extend(10i16.to_be_bytes());
+        body.extend(11i16.to_be_bytes());
+        body.extend(0.5f64.to_be_bytes());
+        body.extend(0.25f64.to_be_bytes());
+        let mut bytes = (0x4000_0000u32 | (body.len() as u32 + 2))
+            .to_be_bytes()
+            .to_vec();
+        bytes.extend([0x40, 6]);
+        bytes.extend(body);
+        let mut out = Builder::new(&t);
+        let mut cursor = StreamCursor::new(&bytes);
+        cursor.decode(&t, &mut out, true).unwrap();
+        assert_eq!(cursor.remaining(), 0);
+        let Builder::List(_, items) = &out else {
+            panic!("{out:?}");
+        };
+        let Builder::Struct(members, 2) = items.as_ref() else {
+            panic!("{items:?}");
+        };
+        assert_eq!(lists_of(&members[1]), (vec![0, 1, 3], vec![9, 10, 11]));
     }
 
     #[test]

@@ -4,56 +4,30 @@
 //! without dictionaries.
 
 use super::stream::{ArrayItem, ObjectReader, Pointer};
+pub use crate::container::{StreamerElement, StreamerInfo};
 use crate::error::{Error, Result};
-
-/// One member (or base class) of a class, as its `TStreamerElement` describes it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamerElement {
-    /// The element's class: `TStreamerBase`, `TStreamerBasicType`, `TStreamerSTL`, ...
-    pub element_class: String,
-    /// The member's name (the base class's name for a base).
-    pub name: String,
-    /// The member's title (its comment; carries `[min,max,bits]` of `Double32_t`).
-    pub title: String,
-    /// ROOT's type code (`TVirtualStreamerInfo::EReadWrite`): 1-19 fundamentals, 20+n fixed
-    /// arrays of them, 40+n pointers to arrays, 61-69 objects, 300 STL, 365 string...
-    pub type_code: i32,
-    /// Size in bytes in memory.
-    pub size: i32,
-    /// Total number of values of a fixed array (0 if not an array).
-    pub array_length: i32,
-    /// Number of dimensions of a fixed array.
-    pub array_dim: i32,
-    /// Each dimension's length.
-    pub max_index: [i32; 5],
-    /// The member's C++ type name.
-    pub type_name: String,
-    /// For `TStreamerSTL`: the container kind (1 vector, 6 list, 4 map, 365 string, ...).
-    pub stl_type: i32,
-    /// For `TStreamerSTL`: the type code of the contained type.
-    pub content_type: i32,
-    /// For `TStreamerBase`: the base class's version.
-    pub base_version: i32,
-    /// For `TStreamerBasicPointer`/`TStreamerLoop`: the member holding the length.
-    pub count_name: String,
-}
-
-/// One class's layout.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamerInfo {
-    /// The class name.
-    pub class_name: String,
-    /// The class's checksum.
-    pub checksum: u32,
-    /// The class version this layout belongs to.
-    pub class_version: i32,
-    /// Its bases and members, in streaming order.
-    pub elements: Vec<StreamerElement>,
-}
 
 /// Parses the streamer-info key's object (`key_len`: its key header's length).
 pub fn parse_streamer_infos(data: &[u8], key_len: u32, what: &str) -> Result<Vec<StreamerInfo>> {
     let mut r = ObjectReader::new(data, key_len, what);
+    parse_info_list(&mut r)
+}
+
+/// Parses a `TList` of streamer infos streamed as `TBuffer::WriteObject` does (byte
+/// count and class tag first): an RNTuple's streamer-info extra type information.
+pub fn parse_streamer_info_object(data: &[u8], what: &str) -> Result<Vec<StreamerInfo>> {
+    let mut r = ObjectReader::new(data, 0, what);
+    match r.pointer()? {
+        Pointer::Object { class, end, .. } if class == "TList" => {
+            let infos = parse_info_list(&mut r)?;
+            r.finish(end, "TList")?;
+            Ok(infos)
+        }
+        _ => Err(r.corrupt("no TList of streamer infos".to_string())),
+    }
+}
+
+fn parse_info_list(r: &mut ObjectReader<'_>) -> Result<Vec<StreamerInfo>> {
     let v = r.version_of("TList", 4..=5)?;
     r.tobject()?;
     r.tstring()?;
@@ -63,7 +37,7 @@ pub fn parse_streamer_infos(data: &[u8], key_len: u32, what: &str) -> Result<Vec
         match r.pointer()? {
             Pointer::Object { class, end, .. } => {
                 if class == "TStreamerInfo" {
-                    out.push(parse_info(&mut r)?);
+                    out.push(parse_info(r)?);
                 }
                 // Other records (the list of I/O rules, a TList of strings) are skipped.
                 r.finish(end, &class)?;
@@ -116,7 +90,7 @@ fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElemen
         None
     };
     let base = r.version_of("TStreamerElement", 2..=4)?;
-    let (name, title) = r.tnamed()?;
+    let (name, title, bits) = r.tnamed_with_bits()?;
     let type_code = r.i32()?;
     let size = r.i32()?;
     let array_length = r.i32()?;
@@ -129,14 +103,12 @@ fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElemen
     r.finish(base.end, "TStreamerElement")?;
     let mut e = StreamerElement {
         element_class: class.to_string(),
+        version: outer.version,
+        stl_version: stl.as_ref().map_or(0, |v| v.version),
         name,
         title,
-        // ROOT stores `bool` members as kUChar (11) in old files; it means kBool (18).
-        type_code: if type_code == 11 && matches!(type_name.as_str(), "Bool_t" | "bool") {
-            18
-        } else {
-            type_code
-        },
+        bits,
+        type_code,
         size,
         array_length,
         array_dim,
@@ -145,14 +117,16 @@ fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElemen
         stl_type: 0,
         content_type: 0,
         base_version: 0,
+        count_version: 0,
         count_name: String::new(),
+        count_class: String::new(),
     };
     match class {
         "TStreamerBase" if outer.version >= 3 => e.base_version = r.i32()?,
         "TStreamerBasicPointer" | "TStreamerLoop" => {
-            r.i32()?; // fCountVersion
+            e.count_version = r.i32()?;
             e.count_name = r.tstring()?;
-            r.tstring()?; // fCountClass
+            e.count_class = r.tstring()?;
         }
         "TStreamerSTL" | "TStreamerSTLstring" => {
             e.stl_type = r.i32()?;

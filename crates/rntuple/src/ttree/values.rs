@@ -299,6 +299,21 @@ pub enum NativeValues {
 }
 
 impl NativeValues {
+    /// The integer at `index`, if these are integers and it exists.
+    pub fn integer_at(&self, index: usize) -> Option<i64> {
+        match self {
+            NativeValues::I8(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::U8(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::I16(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::U16(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::I32(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::U32(v) => v.get(index).map(|&x| i64::from(x)),
+            NativeValues::I64(v) => v.get(index).copied(),
+            NativeValues::U64(v) => v.get(index).and_then(|&x| i64::try_from(x).ok()),
+            _ => None,
+        }
+    }
+
     /// An empty vector for values of `t`, with room for `capacity` of them.
     pub fn new(t: LeafType, capacity: usize) -> Result<NativeValues> {
         Ok(match t {
