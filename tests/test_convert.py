@@ -250,6 +250,34 @@ def test_dump_decodes_streamer_fields_as_uproot_reads_the_ttree(
         assert bad == [], (branch, bad[:3], got[bad[0]] if bad else None, want[bad[0]] if bad else None)
 
 
+def test_python_reads_streamer_fields_as_uproot_reads_the_ttree(
+    ttrees: dict[str, Path], converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]]
+) -> None:
+    """Python's ``arrays`` (Awkward, through Arrow) and the Arrow stream decode the
+    streamer fields as ``dump`` does: records equal to uproot's reading of the TTree."""
+    import pyarrow as pa
+    import uproot
+
+    import rntuple
+
+    ours, proc = converted["streamer_objects"]
+    assert proc.returncode == 0, proc.stderr
+    branches = ["p4", "vp4", "v3", "counted"]
+    tree = uproot.open(ttrees["streamer_objects"])["t"]
+    with rntuple.open(str(ours)) as f:
+        nt = f["t"]
+        arrays = nt.arrays(branches)
+        schema = nt.schema
+    for branch in branches:
+        assert pa.types.is_struct(schema.field(branch).type) or pa.types.is_large_list(
+            schema.field(branch).type
+        ), schema.field(branch)
+        want = tree[branch].array(library="ak").tolist()
+        got = [_plain(v) for v in arrays[branch].tolist()]
+        bad = [i for i, (x, y) in enumerate(zip(got, want, strict=True)) if not _same(x, y)]
+        assert bad == [], (branch, bad[:3])
+
+
 def test_unsplit_stores_whole_object_branches_as_streamer_fields(
     ttrees: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -320,15 +320,29 @@ impl Reader {
             .into_iter()
             .map(|(a, b)| entry_range(&self.reader, a, b))
             .collect::<PyResult<Vec<_>>>()?;
+        let starts: Vec<u64> = ranges.iter().map(|r| r.start).collect();
         let batches = self
             .reader
             .read_projection_ranges(projection, ranges)
             .map_err(to_py_err)?;
-        Ok(if decode_ahead {
+        let batches: Batches = if decode_ahead {
             Box::new(batches.decode_ahead())
         } else {
             Box::new(batches)
-        })
+        };
+        // Streamer fields as records, by the file's streamer infos.
+        let streamer = self.streamer_fields()?;
+        if streamer.is_empty() {
+            return Ok(batches);
+        }
+        Ok(Box::new(batches.zip(starts).map(move |(batch, start)| {
+            batch.and_then(|b| streamer.decode(&b, start))
+        })))
+    }
+
+    /// The streamer fields this RNTuple's streamer infos decode into records.
+    fn streamer_fields(&self) -> PyResult<rntuple::tools::StreamerFields> {
+        rntuple::tools::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
     }
 
     /// The projection Python reads: field paths (qualified names) through records stay
@@ -439,7 +453,10 @@ impl Reader {
         fields: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let projection = self.projection(fields)?;
-        projection.schema().as_ref().to_pyarrow(py)
+        // Streamer fields as the records they are read as.
+        self.streamer_fields()?
+            .schema(projection.schema())
+            .to_pyarrow(py)
     }
 
     /// The clusters as `(first_entry, n_entries)` pairs.
@@ -531,8 +548,12 @@ impl Reader {
         let range = entry_range(&self.reader, start, stop)?;
         let projection = self.projection(fields)?;
         let reader = self.reader.clone();
+        let streamer = self.streamer_fields()?;
         let batch = py
-            .detach(move || reader.read_projection(&projection, range))
+            .detach(move || {
+                let start = range.start;
+                streamer.decode(&reader.read_projection(&projection, range)?, start)
+            })
             .map_err(to_py_err)?;
         batch.to_pyarrow(py)
     }
@@ -549,7 +570,7 @@ impl Reader {
         decode_ahead: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let projection = self.projection(fields)?;
-        let schema = projection.schema().clone();
+        let schema = Arc::new(self.streamer_fields()?.schema(projection.schema()));
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)

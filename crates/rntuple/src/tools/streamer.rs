@@ -87,6 +87,19 @@ impl StreamerFields {
         Ok(StreamerFields { fields })
     }
 
+    /// `schema` with each decodable streamer field's type replaced by its records' type.
+    pub fn schema(&self, schema: &Schema) -> Schema {
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| match self.fields.iter().find(|d| d.name == *f.name()) {
+                Some(d) => d.field.clone().with_name(f.name()),
+                None => f.as_ref().clone(),
+            })
+            .collect();
+        Schema::new_with_metadata(fields, schema.metadata().clone())
+    }
+
     /// Whether no field is decoded.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
