@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -145,30 +147,52 @@ def extra_structures(generated_extra: dict[str, Path]) -> dict[str, dict[str, An
     }
 
 
+def _session_shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory every pytest-xdist worker of this run shares (the workers' temporary
+    directories' parent), or this session's own without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
 @pytest.fixture(scope="session")
 def ttrees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every ttreegen case, written once (``RNTUPLE_TTREE_KEEP=DIR`` keeps them in DIR)."""
+    """Every ttreegen case, written once per run: the first xdist worker to ask writes
+    them, the others wait and read the same files (``RNTUPLE_TTREE_KEEP=DIR`` keeps them
+    in DIR)."""
     keep = os.environ.get("RNTUPLE_TTREE_KEEP")
-    outdir = Path(keep) if keep else tmp_path_factory.mktemp("ttreegen")
-    t0 = time.perf_counter()
-    paths = ttreegen.generate(outdir)
+    outdir = Path(keep) if keep else _session_shared(tmp_path_factory, "ttreegen")
+    with rootdump._locked(outdir):
+        done = outdir / "written.json"
+        if done.exists() and not keep:
+            return {name: Path(p) for name, p in json.loads(done.read_text()).items()}
+        t0 = time.perf_counter()
+        paths = ttreegen.generate(outdir)
+        done.write_text(json.dumps({name: str(p) for name, p in paths.items()}))
     print(f"\n[ttreegen] wrote {len(paths)} files to {outdir} in {time.perf_counter() - t0:.1f}s")
     return paths
 
 
 @pytest.fixture(scope="session")
 def imported(ttrees: dict[str, Path]) -> dict[str, tuple[Path, ttree_oracle.ImportResult]]:
-    """ROOT's importer run on every case (two at a time): ``{case: (output, result)}``."""
+    """ROOT's importer run on every case (two at a time), once per run as ``ttrees``:
+    ``{case: (output, result)}``."""
     outdir = next(iter(ttrees.values())).parent / "imported"
-    outdir.mkdir(exist_ok=True)
 
     def run(name: str) -> tuple[str, tuple[Path, ttree_oracle.ImportResult]]:
         dst = outdir / f"{name}.root"
         return name, (dst, ttree_oracle.root_import(ttrees[name], ttreegen.CASES[name].tree, dst))
 
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        out = dict(pool.map(run, ttreegen.CASES))
+    with rootdump._locked(outdir):
+        done = outdir / "imported.json"
+        if done.exists():
+            return {
+                name: (Path(dst), ttree_oracle.ImportResult(**result))
+                for name, (dst, result) in json.loads(done.read_text()).items()
+            }
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            out = dict(pool.map(run, ttreegen.CASES))
+        done.write_text(json.dumps({name: (str(dst), asdict(r)) for name, (dst, r) in out.items()}))
     print(f"\n[importer] {len(out)} cases in {time.perf_counter() - t0:.1f}s")
     return out
 

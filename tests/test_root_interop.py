@@ -44,9 +44,11 @@ def run_rntuple_dump(
     fields: list[str] | None = None,
     entries: tuple[int, int] | None = None,
     name: str = rootgen.NTUPLE,
+    extra: tuple[str, ...] = (),
 ) -> Entries:
-    """Run ``rntuple dump PATH:NAME --json`` (with optional restrictions); return parsed JSON."""
-    cmd = [str(binary), "dump", f"{path}:{name}", "--json"]
+    """Run ``rntuple dump PATH:NAME --json`` (with optional restrictions and ``extra``
+    options); return parsed JSON."""
+    cmd = [str(binary), "dump", f"{path}:{name}", "--json", *extra]
     if fields is not None:
         cmd += ["--fields", ",".join(fields)]
     if entries is not None:

@@ -156,9 +156,10 @@ def test_rntuple_dump_extra_equals_root(
     generated_extra: dict[str, Path],
     root_rendering_extra: dict[str, Entries],
 ) -> None:
-    """`rntuple dump FILE:NAME --json` reads every value exactly as ROOT does."""
+    """`rntuple dump FILE:NAME --json` reads every value exactly as ROOT does (streamer
+    fields as their bytes, as ROOT's rendering gives them)."""
     name = rootgen.EXTRA_FILES[filename][0]
-    got = run_rntuple_dump(rntuple_bin(), generated_extra[filename], name=name)
+    got = run_rntuple_dump(rntuple_bin(), generated_extra[filename], name=name, extra=("--streamer-bytes",))
     assert_same_entries(got, root_rendering_extra[filename], f"{filename}:{name}")
 
 
@@ -236,7 +237,7 @@ def test_rntuple_streamer_bytes_deserialize_in_root(
     root_rendering_extra: dict[str, Entries],
 ) -> None:
     """ROOT deserializes rntuple's streamer bytes into the objects ROOT itself reads."""
-    got = run_rntuple_dump(rntuple_bin(), generated_extra["streamer.root"])
+    got = run_rntuple_dump(rntuple_bin(), generated_extra["streamer.root"], extra=("--streamer-bytes",))
     expected = root_rendering_extra["streamer.root"]
     assert len(got) == len(expected)
     n_filled = 0
@@ -248,6 +249,25 @@ def test_rntuple_streamer_bytes_deserialize_in_root(
             assert ours["consumed"] == len(got[i][field]), f"entry {i} field {field}: all bytes consumed"
         n_filled += ours_h_filled(rootdump.describe_streamed("TH1F", got[i]["h"]))
     assert n_filled > 10, "histograms with contents were compared"
+
+
+def test_rntuple_dump_decodes_the_streamer_fields_its_streamer_infos_describe(
+    rntuple_bin: Callable[[], Path],
+    generated_extra: dict[str, Path],
+    root_rendering_extra: dict[str, Entries],
+) -> None:
+    """Without ``--streamer-bytes``, a TObjString field (its class described by the
+    streamer infos ROOT wrote) is a record whose ``fString`` is the string ROOT reads from
+    the same bytes; a TH1F (a member ROOT's streamer infos do not lay out: pointers)
+    stays its bytes."""
+    got = run_rntuple_dump(rntuple_bin(), generated_extra["streamer.root"])
+    expected = root_rendering_extra["streamer.root"]
+    assert len(got) == len(expected)
+    for i in range(len(got)):
+        want = rootdump.describe_streamed("TObjString", expected[i]["s"])["string"]
+        assert got[i]["s"]["fString"] == want, f"entry {i}"
+        assert set(got[i]["s"]) == {":_0", "fString"}, got[i]["s"]
+        assert got[i]["h"] == expected[i]["h"], f"entry {i}"
 
 
 def ours_h_filled(summary: dict[str, Any]) -> int:

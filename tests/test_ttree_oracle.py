@@ -31,6 +31,7 @@ REJECTED = {
     "tstring": "TString cannot be stored natively in RNTuple",
     "clonesarray": "TObjArray cannot be stored natively in RNTuple",
     "streamer_objects": "TLorentzVector cannot be stored natively in RNTuple",
+    "stl_tstring": "TString cannot be stored natively in RNTuple",
 }
 #: Accepted, but RDataFrame cannot read the TTree's column (a top-level std::array branch).
 UNREADABLE = {"stl_array": ["arr"]}

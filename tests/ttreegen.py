@@ -87,6 +87,11 @@ CASES: dict[str, Case] = {
         entries=2000,
     ),
     "tstring": Case("a TString branch ts next to k/I (the importer rejects TString)"),
+    "stl_tstring": Case(
+        "TStrings in STL collections: map<string,TString> split and unsplit, vector<TString>; k/I "
+        "(the importer rejects TString)",
+        entries=1500,
+    ),
     "stl_array": Case(
         "a top-level std::array<float,3> branch arr (ROOT writes it with an InitializeOffsets error; "
         "RDataFrame cannot read it) and k/I"
@@ -160,6 +165,7 @@ CLASS_CASES = (
     "tobject_classes",
     "streamer_objects",
     "stl_containers",
+    "stl_tstring",
 )
 
 _declared = False
@@ -252,6 +258,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "clonesarray": "WriteClonesArray",
         "tobject_classes": "WriteTObjectClasses",
         "streamer_objects": "WriteStreamerObjects",
+        "stl_tstring": "WriteStlTString",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
     }

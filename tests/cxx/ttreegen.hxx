@@ -407,6 +407,35 @@ void WriteStl(const char *path, Long64_t n, int compression)
 /// second), maps (ordered, multi, unordered; split into first and second) of numbers, of
 /// vectors and of sets; unsplit (split level 0, streamed member-wise): a map of numbers and
 /// one of strings; a vector of maps; and a scalar.
+/// TStrings inside STL collections: mst (std::map<std::string, TString>, split), mst0 (the same unsplit,
+/// member-wise), vts (std::vector<TString>), scalar k/I.
+void WriteStlTString(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 600);
+   auto *mst = new std::map<std::string, TString>;
+   auto *mst0 = new std::map<std::string, TString>;
+   auto *vts = new std::vector<TString>;
+   Int_t k = 0;
+   t->Branch("mst", &mst, kBasket);
+   t->Branch("mst0", &mst0, kBasket, 0);
+   t->Branch("vts", &vts, kBasket);
+   t->Branch("k", &k, "k/I", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      mst->clear();
+      mst0->clear();
+      vts->clear();
+      for (int m = 0; m < Length(e, 1100, 4); ++m) {
+         (*mst)[StringValue(e * 16 + m, 1101)] = StringValue(e * 16 + m, 1102).c_str();
+         (*mst0)[StringValue(e * 16 + m, 1103)] = StringValue(e * 16 + m, 1104).c_str();
+         vts->push_back(StringValue(e * 16 + m, 1105).c_str());
+      }
+      k = IntValue<Int_t>(e, 1106);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
 void WriteStlContainers(const char *path, Long64_t n, int compression)
 {
    auto f = Open(path, compression);

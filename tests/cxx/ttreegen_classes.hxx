@@ -9,6 +9,7 @@
 #include <TBuffer.h>
 #include <TLorentzVector.h>
 #include <TObject.h>
+#include <TString.h>
 
 #include <array>
 #include <map>
@@ -178,5 +179,7 @@ inline void TGCustom::Streamer(TBuffer &buf)
 #pragma link C++ class std::map<int, std::set<short>>+;
 #pragma link C++ class std::vector<std::map<int, float>>+;
 #pragma link C++ class std::map<int, std::string>+;
+#pragma link C++ class std::map<std::string, TString>+;
+#pragma link C++ class std::vector<TString>+;
 #endif
 #endif

@@ -363,6 +363,11 @@ enum Command {
         /// value, or an object of all attribute fields).
         #[arg(long)]
         attributes: Option<String>,
+        /// Print streamer fields as the bytes stored (by default each object is decoded
+        /// into a record by the streamer infos the file carries, where they describe its
+        /// class).
+        #[arg(long)]
+        streamer_bytes: bool,
     },
     /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
     /// ls, verify [--repair], clear, purge [--target SIZE].
@@ -817,6 +822,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             fields,
             entries,
             attributes,
+            streamer_bytes,
         } => {
             if !json && !jsonl {
                 return Err(Failure::Usage("dump needs --json or --jsonl".into()));
@@ -836,8 +842,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 return Ok(());
             }
             let (reader, range) = open_entries(&target, entries.as_deref())?;
+            let streamer = if streamer_bytes {
+                StreamerFields::default()
+            } else {
+                StreamerFields::new(reader.descriptor())?
+            };
             if jsonl {
-                let streamer = StreamerFields::new(reader.descriptor())?;
                 let mut at = range.start;
                 for_each_batch(&reader, fields.as_deref(), range, |batch| {
                     // Streamer fields as records, by the file's streamer infos.
@@ -849,7 +859,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     Ok(())
                 })?;
             } else {
-                dump_json(&mut out, &reader, fields.as_deref(), range)?;
+                dump_json(&mut out, &reader, fields.as_deref(), range, &streamer)?;
             }
         }
     }
@@ -948,10 +958,10 @@ fn dump_json(
     reader: &RNTupleReader,
     fields: Option<&[String]>,
     range: std::ops::Range<u64>,
+    streamer: &StreamerFields,
 ) -> Result<(), Failure> {
     // The selection is checked before the first byte of output.
     reader.arrow_schema(fields)?;
-    let streamer = StreamerFields::new(reader.descriptor())?;
     let mut at = range.start;
     let mut first = true;
     write!(out, "[")?;

@@ -1156,7 +1156,11 @@ fn split_values(
             let chunk = &chunks[*branch];
             let what = format!("branch \"{}\"", plan.branches[*branch].name);
             let mut out = Builder::new(ty);
-            let is_prim = matches!(ty, Streamed::Prim(_) | Streamed::Array(..));
+            // Values without a header: fundamentals, arrays of them, TStrings.
+            let is_prim = matches!(
+                ty,
+                Streamed::Prim(_) | Streamed::Array(..) | Streamed::TString
+            );
             for i in 0..chunk.entries {
                 let mut cursor = StreamCursor::new(chunk.entry(i));
                 let result = match counts {

@@ -33,8 +33,13 @@ use std::sync::Arc;
 pub enum Streamed {
     /// A fundamental type.
     Prim(LeafType),
-    /// `std::string` or `TString`.
+    /// `std::string`.
     String,
+    /// `TString`: the same characters, streamed by its own streamer without a header
+    /// anywhere (a class member, a collection item, member-wise); RNTuple stores it as a
+    /// `std::string` at the top level and in collections, and a class holding one only
+    /// whole (ROOT: "TString cannot be stored natively").
+    TString,
     /// A collection of items: `std::vector<T>`, a set, or a map (whose items are
     /// `std::pair` objects).
     Vector(Collection, Box<Streamed>),
@@ -206,7 +211,7 @@ impl Streamed {
     pub fn cpp_type(&self) -> String {
         match self {
             Streamed::Prim(t) => t.cpp_type().to_string(),
-            Streamed::String => "std::string".to_string(),
+            Streamed::String | Streamed::TString => "std::string".to_string(),
             Streamed::Vector(kind, item) => match (kind.is_map(), item.as_ref()) {
                 (true, Streamed::Object(pair)) if pair.members.len() == 2 => format!(
                     "{}<{},{}>",
@@ -247,7 +252,7 @@ impl Streamed {
                     out.push(c.clone());
                 }
             }
-            Streamed::Prim(_) | Streamed::String | Streamed::Counted(..) => {}
+            Streamed::Prim(_) | Streamed::String | Streamed::TString | Streamed::Counted(..) => {}
         }
     }
 }
@@ -292,7 +297,7 @@ impl Streamed {
     /// a class with a streamer of its own (`TLorentzVector`, ...) is not.
     pub fn is_native(&self) -> bool {
         match self {
-            Streamed::Prim(_) | Streamed::String => true,
+            Streamed::Prim(_) | Streamed::String | Streamed::TString => true,
             Streamed::Counted(..) => false,
             Streamed::Vector(_, item) | Streamed::Array(item, _) => item.is_native(),
             Streamed::Object(c) => {
@@ -303,8 +308,25 @@ impl Streamed {
                     && c.bases
                         .iter()
                         .all(|b| Streamed::Object(b.clone()).is_native())
-                    && c.members.iter().all(|(_, m)| m.is_native())
+                    // A pair is no class of ROOT's: its TString becomes a std::string.
+                    && c.members.iter().all(|(_, m)| {
+                        if c.kind == ClassKind::Pair {
+                            m.is_native()
+                        } else {
+                            m.is_native_member()
+                        }
+                    })
             }
+        }
+    }
+
+    /// Whether a class member of this type has a field type in ROOT 6.40's RNTuple: as
+    /// [`is_native`](Self::is_native), but a `TString` anywhere in it has none.
+    fn is_native_member(&self) -> bool {
+        match self {
+            Streamed::TString => false,
+            Streamed::Vector(_, item) | Streamed::Array(item, _) => item.is_native_member(),
+            other => other.is_native(),
         }
     }
 }
@@ -453,8 +475,11 @@ impl TypeResolver {
         if let Some(t) = fundamental(name) {
             return Ok(Streamed::Prim(t));
         }
-        if matches!(name, "string" | "std::string" | "TString") {
+        if matches!(name, "string" | "std::string") {
             return Ok(Streamed::String);
+        }
+        if name == "TString" {
+            return Ok(Streamed::TString);
         }
         let bare = name.strip_prefix("std::").unwrap_or(name);
         if let Some((template, inner)) = bare
@@ -579,7 +604,7 @@ impl TypeResolver {
                 let t = from_code(code, &e.title).ok_or_else(unsupported)?;
                 array(Streamed::Prim(t))
             }
-            "TStreamerString" => array(Streamed::String),
+            "TStreamerString" => array(Streamed::TString),
             "TStreamerSTLstring" => Ok(Streamed::String),
             "TStreamerSTL" => self.resolve(&e.type_name, depth),
             "TStreamerObjectAny" | "TStreamerObject" => {
@@ -655,7 +680,7 @@ impl Builder {
                 *p,
                 NativeValues::new(*p, 0).unwrap_or(NativeValues::U8(Vec::new())),
             ),
-            Streamed::String => Builder::Str(vec![0], Vec::new()),
+            Streamed::String | Streamed::TString => Builder::Str(vec![0], Vec::new()),
             Streamed::Vector(_, item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
             Streamed::Counted(t, _) => {
@@ -797,6 +822,11 @@ impl<'a> StreamCursor<'a> {
     pub fn decode(&mut self, t: &Streamed, out: &mut Builder, header: bool) -> Result<()> {
         match (t, out) {
             (Streamed::Prim(p), out) => self.prims(*p, 1, out),
+            (Streamed::TString, Builder::Str(offsets, bytes)) => {
+                bytes.extend_from_slice(self.string()?);
+                offsets.push(bytes.len() as i64);
+                Ok(())
+            }
             (Streamed::String, Builder::Str(offsets, bytes)) => {
                 let end = if header { self.header()? } else { None };
                 bytes.extend_from_slice(self.string()?);
@@ -991,8 +1021,10 @@ impl<'a> StreamCursor<'a> {
                         self.counted(*t, len, &mut fields[i])?;
                     }
                 }
-                // Fundamentals and arrays of them: back to back.
-                Streamed::Prim(_) | Streamed::Array(..) => self.items(m, n, &mut fields[i])?,
+                // Fundamentals and arrays of them, TStrings: back to back.
+                Streamed::Prim(_) | Streamed::Array(..) | Streamed::TString => {
+                    self.items(m, n, &mut fields[i])?;
+                }
                 // Strings and collections: one header, then the items' values.
                 Streamed::String | Streamed::Vector(..) => {
                     self.items_with_header(m, n, &mut fields[i])?;
