@@ -252,6 +252,63 @@ def test_dump_decodes_streamer_fields_as_uproot_reads_the_ttree(
         assert bad == [], (branch, bad[:3], got[bad[0]] if bad else None, want[bad[0]] if bad else None)
 
 
+def test_dump_decodes_roots_own_streamer_fields(tmp_path: Path) -> None:
+    """Streamer fields ROOT's ``RStreamerField`` wrote (a vector of a class with a counted
+    array, a vector of a class with strings and vectors, such a class alone) decode to
+    the values filled: our reading of ROOT's object-wise framing (item headers, member
+    headers) is ROOT's."""
+    ROOT = ttreegen.declare_user_classes()
+    ROOT.gInterpreter.Declare(
+        """
+        #include <ROOT/RField.hxx>
+        #include <ROOT/RNTupleModel.hxx>
+        #include <ROOT/RNTupleWriter.hxx>
+        void test_convert_roots_streamer_fields(const char *path) {
+           auto m = ROOT::RNTupleModel::Create();
+           m->AddField(std::make_unique<ROOT::RStreamerField>("vc", "std::vector<TGCounted>"));
+           m->AddField(std::make_unique<ROOT::RStreamerField>("ve", "std::vector<TGEvent>"));
+           m->AddField(std::make_unique<ROOT::RStreamerField>("e", "TGEvent"));
+           auto w = ROOT::RNTupleWriter::Recreate(std::move(m), "t", path);
+           auto vc = w->GetModel().GetDefaultEntry().GetPtr<std::vector<TGCounted>>("vc");
+           auto ve = w->GetModel().GetDefaultEntry().GetPtr<std::vector<TGEvent>>("ve");
+           auto e = w->GetModel().GetDefaultEntry().GetPtr<TGEvent>("e");
+           short s[3] = {1, -2, 3};
+           vc->resize(2);
+           (*vc)[0].Set(3, s);
+           (*vc)[0].fE = 1.5;
+           (*vc)[1].fE = 2.5;
+           ve->resize(2);
+           (*ve)[0].i = 7;
+           (*ve)[0].s = "ab";
+           (*ve)[0].vf = {1.f};
+           (*ve)[0].vs = {"x", "yz"};
+           (*ve)[1].i = 8;
+           (*ve)[1].nested.v = {4, 5};
+           e->i = 9;
+           e->s = "cd";
+           e->vs = {"q"};
+           e->f[2] = 0.5f;
+           w->Fill();
+        }
+        """
+    )
+    path = tmp_path / "roots.root"
+    ROOT.test_convert_roots_streamer_fields(str(path))
+    dump = subprocess.run(
+        [str(require_rntuple_bin()), "dump", "--jsonl", f"{path}:t"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (row,) = [_plain(json.loads(line)) for line in dump.stdout.splitlines()]
+    assert row["vc"] == [{"fN": 3, "fSlice": [1, -2, 3], "fE": 1.5}, {"fN": 0, "fSlice": [], "fE": 2.5}]
+    first, second = row["ve"]
+    assert (first["i"], first["s"], first["vf"], first["vs"]) == (7, "ab", [1.0], ["x", "yz"])
+    assert (second["i"], second["s"], second["vs"], second["nested"]["v"]) == (8, "", [], [4, 5])
+    assert (row["e"]["i"], row["e"]["s"], row["e"]["vs"], row["e"]["f"]) == (9, "cd", ["q"], [0.0, 0.0, 0.5])
+
+
 def test_python_reads_streamer_fields_as_uproot_reads_the_ttree(
     ttrees: dict[str, Path], converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]]
 ) -> None:
