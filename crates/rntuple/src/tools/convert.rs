@@ -283,6 +283,26 @@ fn derives_from_tobject(class: &ClassLayout) -> bool {
     class.kind == ClassKind::TObject || class.bases.iter().any(|b| derives_from_tobject(b))
 }
 
+/// Glob `patterns` of top-level branches (named `what` in errors), each of which must
+/// match a branch of `tree`.
+fn branch_patterns(tree: &Tree, patterns: &[String], what: &str) -> Result<Vec<glob::Pattern>> {
+    patterns
+        .iter()
+        .map(|text| {
+            let p = glob::Pattern::new(text)
+                .map_err(|e| Error::InvalidArgument(format!("{what} \"{text}\": {e}")))?;
+            if tree.branches.iter().any(|b| p.matches(&b.name)) {
+                Ok(p)
+            } else {
+                Err(Error::InvalidArgument(format!(
+                    "{what} \"{text}\" matches no branch of TTree \"{}\"",
+                    tree.name
+                )))
+            }
+        })
+        .collect()
+}
+
 fn matches_any(patterns: &[glob::Pattern], name: &str) -> bool {
     patterns.is_empty() || patterns.iter().any(|p| p.matches(name))
 }
@@ -295,22 +315,7 @@ impl ConversionPlan {
         resolver: &mut TypeResolver,
         options: &ConvertOptions,
     ) -> Result<ConversionPlan> {
-        let patterns = options
-            .branches
-            .iter()
-            .map(|p| {
-                glob::Pattern::new(p)
-                    .map_err(|e| Error::InvalidArgument(format!("branch pattern \"{p}\": {e}")))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        for (p, text) in patterns.iter().zip(&options.branches) {
-            if !tree.branches.iter().any(|b| p.matches(&b.name)) {
-                return Err(Error::InvalidArgument(format!(
-                    "branch pattern \"{text}\" matches no branch of TTree \"{}\"",
-                    tree.name
-                )));
-            }
-        }
+        let patterns = branch_patterns(tree, &options.branches, "branch pattern")?;
         // A stop past the end converts to the end, as a slice does.
         let entries = match options.entries {
             None => (0, tree.entries),
@@ -335,22 +340,7 @@ impl ConversionPlan {
             streamer_infos: Vec::new(),
             skipped: Vec::new(),
         };
-        let unsplit = options
-            .unsplit
-            .iter()
-            .map(|p| {
-                glob::Pattern::new(p)
-                    .map_err(|e| Error::InvalidArgument(format!("--unsplit pattern \"{p}\": {e}")))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        for (p, text) in unsplit.iter().zip(&options.unsplit) {
-            if !tree.branches.iter().any(|b| p.matches(&b.name)) {
-                return Err(Error::InvalidArgument(format!(
-                    "--unsplit pattern \"{text}\" matches no branch of TTree \"{}\"",
-                    tree.name
-                )));
-            }
-        }
+        let unsplit = branch_patterns(tree, &options.unsplit, "--unsplit pattern")?;
         // Arrays by count leaf name (sorted: the importer numbers collections so).
         let mut collections: BTreeMap<String, Vec<(String, usize, Values)>> = BTreeMap::new();
         let count_leaves: std::collections::HashSet<&str> = tree
