@@ -163,6 +163,10 @@ pub struct AliasColumnRecord {
     pub field_id: u32,
 }
 
+/// The extra type information's content id of streamer infos (ROOT's `kStreamerInfo`):
+/// a streamed `TList` of the `TStreamerInfo`s of the classes streamer fields store.
+pub const EXTRA_TYPE_STREAMER_INFO: u32 = 0;
+
 /// Extra type information (e.g. the streamer info of streamer fields).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExtraTypeInfoRecord {

@@ -19,8 +19,8 @@ pub use envelope::{
 pub use footer::{ClusterGroupRecord, Footer, LinkedAttributeSet};
 pub use header::{
     read_feature_flags, AliasColumnRecord, ColumnRecord, ExtraTypeInfoRecord, FieldRecord, Header,
-    SchemaDescription, COLUMN_FLAG_DEFERRED, COLUMN_FLAG_RANGE, FIELD_FLAG_PROJECTED,
-    FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
+    SchemaDescription, COLUMN_FLAG_DEFERRED, COLUMN_FLAG_RANGE, EXTRA_TYPE_STREAMER_INFO,
+    FIELD_FLAG_PROJECTED, FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
 pub use locator::{EnvelopeLink, Locator};
 pub use page::{

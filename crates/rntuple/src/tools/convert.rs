@@ -19,7 +19,7 @@
 
 use crate::container::{streamer_info_object, FileOutput, FileWriter, StreamerInfo};
 use crate::error::{Error, Result};
-use crate::format::ExtraTypeInfoRecord;
+use crate::format::{ExtraTypeInfoRecord, EXTRA_TYPE_STREAMER_INFO};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
     Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection, LeafType,
@@ -34,9 +34,6 @@ use arrow_schema::{DataType, Field, FieldRef, Schema};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The extra type information's content id of streamer infos (ROOT's `kStreamerInfo`).
-const EXTRA_TYPE_INFO_STREAMER_INFO: u32 = 0;
 
 /// Uncompressed bytes of branch data gathered per chunk of entries.
 const CHUNK_BYTES: u64 = 16 << 20;
@@ -460,7 +457,7 @@ impl ConversionPlan {
         if !plan.streamer_infos.is_empty() {
             // As ROOT's writer: one record of every class the streamer fields store.
             plan.builder.add_extra_type_info(ExtraTypeInfoRecord {
-                content_id: EXTRA_TYPE_INFO_STREAMER_INFO,
+                content_id: EXTRA_TYPE_STREAMER_INFO,
                 type_version: 0,
                 type_name: String::new(),
                 content: streamer_info_object(&plan.streamer_infos)?,
@@ -1191,22 +1188,7 @@ fn split_values(
 /// An object streamed whole by its class's streamer, checked as far as its bytes say:
 /// a byte count, when it starts with one, must end where the entry ends.
 fn whole_object(entry: &[u8]) -> Result<&[u8]> {
-    let Some(head) = entry.first_chunk::<4>() else {
-        return Err(Error::corrupt(
-            "streamed object",
-            format!("{} bytes, no object", entry.len()),
-        ));
-    };
-    let first = u32::from_be_bytes(*head);
-    if first & 0x4000_0000 != 0 {
-        let end = 4 + u64::from(first & !0x4000_0000);
-        if end != entry.len() as u64 {
-            return Err(Error::corrupt(
-                "streamed object",
-                format!("its byte count ends at {end}, the entry at {}", entry.len()),
-            ));
-        }
-    }
+    StreamCursor::entry_header(entry)?;
     Ok(entry)
 }
 
@@ -1237,32 +1219,20 @@ fn named_object<'a>(entry: &'a [u8], class: &str) -> Result<&'a [u8]> {
 /// a collection. One streamed member-wise (items' members in turn) is refused: ROOT's
 /// streamer field reads collections object-wise.
 fn collection_content(entry: &[u8]) -> Result<&[u8]> {
-    let bad = |why: String| Error::corrupt("streamed collection", why);
-    let Some((head, _)) = entry.split_first_chunk::<6>() else {
-        return Err(bad(format!("{} bytes, no header", entry.len())));
-    };
-    let count = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    if count & 0x4000_0000 == 0 {
-        return Err(bad("no byte count before the collection".to_string()));
+    let header = StreamCursor::entry_header(entry)?;
+    if !header.byte_count {
+        return Err(Error::corrupt(
+            "streamed collection",
+            "no byte count before the collection",
+        ));
     }
-    let end = 4 + (count & !0x4000_0000) as usize;
-    if end != entry.len() {
-        return Err(bad(format!(
-            "its byte count ends at {end}, the entry at {}",
-            entry.len()
-        )));
-    }
-    let version = u16::from_be_bytes([head[4], head[5]]);
-    if version & 0x4000 != 0 {
+    if header.memberwise {
         return Err(Error::Unsupported(
             "a collection streamed member-wise cannot be stored in a streamer field as it is"
                 .to_string(),
         ));
     }
-    let start = if version == 0 { 10 } else { 6 };
-    entry
-        .get(start..)
-        .ok_or_else(|| bad("its checksum runs past the entry".to_string()))
+    Ok(&entry[header.content..])
 }
 
 fn entry_consumed(cursor: &StreamCursor<'_>) -> Result<()> {

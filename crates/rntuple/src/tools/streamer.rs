@@ -8,16 +8,13 @@
 //! decode by its layout is an error naming the field and the entry, never a guess.
 
 use crate::error::{Error, Location, Result};
-use crate::format::{Footer, Header};
+use crate::format::{Footer, Header, EXTRA_TYPE_STREAMER_INFO};
 use crate::schema::{arrow_field, ColumnDefaults, Descriptor, FieldRole, SchemaBuilder};
 use crate::tools::convert::register_classes;
 use crate::ttree::{parse_streamer_info_object, Builder, StreamCursor, Streamed, TypeResolver};
 use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch};
 use arrow_schema::{Field, Schema};
 use std::sync::Arc;
-
-/// The extra type information's content id of streamer infos (ROOT's `kStreamerInfo`).
-const STREAMER_INFO_CONTENT: u32 = 0;
 
 /// One top-level streamer field that can be decoded.
 #[derive(Debug, Clone)]
@@ -54,7 +51,7 @@ impl StreamerFields {
         }
         let mut infos = Vec::new();
         for record in &desc.extra_type_infos {
-            if record.content_id == STREAMER_INFO_CONTENT {
+            if record.content_id == EXTRA_TYPE_STREAMER_INFO {
                 infos.extend(parse_streamer_info_object(
                     &record.content,
                     "the streamer infos of the extra type information",

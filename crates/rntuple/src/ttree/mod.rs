@@ -22,7 +22,7 @@ pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
 pub use streamed::{
-    Builder, ClassKind, ClassLayout, Collection, StreamCursor, Streamed, TypeResolver,
+    Builder, ClassKind, ClassLayout, Collection, EntryHeader, StreamCursor, Streamed, TypeResolver,
     TOBJECT_ALLOCATION_BITS,
 };
 pub use streamer_info::{

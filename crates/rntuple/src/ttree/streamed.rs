@@ -698,6 +698,17 @@ impl Builder {
     }
 }
 
+/// What the header of a whole streamed value says ([`StreamCursor::entry_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryHeader {
+    /// A collection streamed member-wise (version bit 0x4000).
+    pub memberwise: bool,
+    /// Where the content starts (after byte count, version and a checksum).
+    pub content: usize,
+    /// Whether the header had a byte count (else it was a bare version).
+    pub byte_count: bool,
+}
+
 /// A reader of streamed bytes (one entry's, or a basket's run of them).
 #[derive(Debug)]
 pub struct StreamCursor<'a> {
@@ -772,6 +783,26 @@ impl<'a> StreamCursor<'a> {
             ));
         }
         Ok(end)
+    }
+
+    /// The header of the whole object or collection an entry holds (see
+    /// [`header_of_collection`](Self::header_of_collection)); its byte count, if it has
+    /// one, must end with the entry. Returns whether it is streamed member-wise, where
+    /// its content starts and whether it had a byte count.
+    pub fn entry_header(entry: &[u8]) -> Result<EntryHeader> {
+        let mut cursor = StreamCursor::new(entry);
+        let (end, memberwise) = cursor.header_of_collection()?;
+        if let Some(end) = end.filter(|&e| e != entry.len()) {
+            return Err(Error::corrupt(
+                "streamed value",
+                format!("its byte count ends at {end}, the entry at {}", entry.len()),
+            ));
+        }
+        Ok(EntryHeader {
+            memberwise,
+            content: cursor.r.pos(),
+            byte_count: end.is_some(),
+        })
     }
 
     /// Like [`header`](Self::header), also saying whether the collection that follows is
