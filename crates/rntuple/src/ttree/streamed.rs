@@ -785,8 +785,8 @@ impl<'a> StreamCursor<'a> {
         Ok(end)
     }
 
-    /// The header of the whole object or collection an entry holds (see
-    /// [`header_of_collection`](Self::header_of_collection)); its byte count, if it has
+    /// The header of the whole object or collection an entry holds (a byte count, then
+    /// a version, checksum or member-wise mark, as a collection's header); its byte count, if it has
     /// one, must end with the entry. Returns whether it is streamed member-wise, where
     /// its content starts and whether it had a byte count.
     pub fn entry_header(entry: &[u8]) -> Result<EntryHeader> {
