@@ -354,8 +354,19 @@ def ttree_values(
     default, cstrings, direct = ttree_columns(path, tree)
     cols = columns if columns is not None else default
     df = ROOT.RDataFrame(tree, str(path))
-    out = _render(ROOT, df, [c for c in cols if c not in direct], cstrings, entries)
+    read = [c for c in cols if c not in direct]
     start, stop = entries if entries is not None else (0, -1)
+    try:
+        out = _render(ROOT, df, read, cstrings, entries)
+    except Exception:
+        # A column RDataFrame cannot read (a split collection of a class with collection
+        # members): each column alone, the failing ones as objects through TBranch::GetEntry.
+        out = {}
+        for c in read:
+            try:
+                out.update(_render(ROOT, df, [c], cstrings, entries))
+            except Exception:
+                out[c] = json.loads(str(ROOT.ttree_oracle.TTreeObjectJson(str(path), tree, c, start, stop)))
     for c in cols:
         if c in direct:
             out[c] = json.loads(str(ROOT.ttree_oracle.LeafArrayJson(str(path), tree, c, start, stop)))

@@ -106,8 +106,9 @@ CASES: dict[str, Case] = {
     "clonesarray": Case("TClonesArray of TGHit (a TObject) at split level 99, scalar k/I", entries=2000),
     "streamer_objects": Case(
         "objects ROOT's RNTuple stores only whole: TLorentzVector, std::vector<TLorentzVector>, "
-        "TVector3, a class with a counted C array, a class with a "
-        "streamer of its own, a TClonesArray at split level 0; scalar k/I",
+        "TVector3, a class with a counted C array (whole, split, in a split vector and in a whole "
+        "vector streamed member-wise), a class with a streamer of its own, a TClonesArray at split "
+        "level 0; scalar k/I",
         entries=2000,
     ),
     "tobject_classes": Case(
@@ -115,6 +116,11 @@ CASES: dict[str, Case] = {
         "plain base (TGDerived: TGBase), split and unsplit, alone and in vectors; unique ids and "
         "a user bit set",
         entries=2000,
+    ),
+    "aod_like": Case(
+        "an AOD-like event of split products of nested classes: tracks (vector<AODTrack>), vertices "
+        "(vector<AODVertex>), aux (AODEventAux), trigger (AODTriggerResults), met (AODMET)",
+        entries=4000,
     ),
     "subdir": Case("the small tree in directory a/b", tree="a/b/t"),
     "cycles": Case(
@@ -166,6 +172,7 @@ CLASS_CASES = (
     "streamer_objects",
     "stl_containers",
     "stl_tstring",
+    "aod_like",
 )
 
 _declared = False
@@ -259,6 +266,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "tobject_classes": "WriteTObjectClasses",
         "streamer_objects": "WriteStreamerObjects",
         "stl_tstring": "WriteStlTString",
+        "aod_like": "WriteAodLike",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
     }

@@ -165,9 +165,11 @@ def convert_ttree(
     compression: str | None = None,
     skip_unsupported: bool = False,
     overwrite: bool = False,
-) -> tuple[int, int, list[str]]:
+    unsplit: list[str] | None = None,
+    split_policy: str = "split",
+) -> tuple[int, int, list[str], list[tuple[str, int, int, int, bool]]]:
     """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
-    (GIL released); returns ``(entries, input_bytes, skipped)``."""
+    (GIL released); returns ``(entries, input_bytes, skipped, split_choices)``."""
 
 def merge_rntuples(
     inputs: list[str],

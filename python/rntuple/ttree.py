@@ -37,6 +37,9 @@ class ConvertResult:
     seconds: float
     #: Branches left out with ``skip_unsupported=True``, each with the reason.
     skipped: list[str] = field(default_factory=list)
+    #: With ``split_policy="auto"``: per branch of objects, ``(branch, sample entries,
+    #: bytes split, bytes unsplit, stored unsplit)`` measured on the sample.
+    split_choices: list[tuple[str, int, int, int, bool]] = field(default_factory=list)
 
 
 def _patterns(patterns: str | Sequence[str] | None) -> list[str] | None:
@@ -58,6 +61,7 @@ def convert(
     skip_unsupported: bool = False,
     overwrite: bool = False,
     unsplit: str | Sequence[str] | None = None,
+    split_policy: str = "split",
 ) -> ConvertResult:
     """Converts a TTree into a new ROOT file holding it as an RNTuple.
 
@@ -80,7 +84,13 @@ def convert(
         unsplit: glob patterns of top-level object branches to store unsplit, as
             streamer fields (ROOT reads them back through the class's dictionary).
             Objects RNTuple cannot store as fields of their own (``TLorentzVector``,
-            classes with counted C arrays, ...) are stored so without it.
+            classes with counted C arrays, ...) are stored so without it. A branch split
+            in the TTree is joined into whole objects.
+        split_policy: which branches of objects (classes, collections of classes) are
+            stored split, as fields of their own, and which unsplit, as streamer fields:
+            ``"split"`` (as ROOT's importer), ``"unsplit"`` (wherever the objects can be
+            streamed whole) or ``"auto"`` (each in the smaller form, measured on a sample
+            of its entries written both ways; see :attr:`ConvertResult.split_choices`).
 
     Returns:
         :class:`ConvertResult`: entries, bytes read and written, time, skipped branches.
@@ -104,7 +114,9 @@ def convert(
             raise InvalidArgumentError(f"entries={entries!r}: entry numbers are not negative")
         span = (int(first), None if stop is None else int(stop))
     start = time.perf_counter()
-    n, input_bytes, skipped = _core.convert_ttree(
+    if split_policy not in ("split", "unsplit", "auto"):
+        raise InvalidArgumentError(f"split_policy={split_policy!r}: expected 'split', 'unsplit' or 'auto'")
+    n, input_bytes, skipped, choices = _core.convert_ttree(
         source,
         target,
         tree=tree,
@@ -115,6 +127,7 @@ def convert(
         skip_unsupported=skip_unsupported,
         overwrite=overwrite,
         unsplit=unsplit_patterns,
+        split_policy=split_policy,
     )
     seconds = time.perf_counter() - start
     return ConvertResult(
@@ -125,6 +138,7 @@ def convert(
         output_bytes=os.stat(target).st_size,
         seconds=seconds,
         skipped=list(skipped),
+        split_choices=[tuple(c) for c in choices],
     )
 
 

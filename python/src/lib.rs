@@ -1012,9 +1012,10 @@ impl FillContextHandle {
 /// The `rntuple._core` module.
 /// Converts a TTree to an RNTuple (`rntuple convert`), with the GIL released: `input` is
 /// `FILE` or `FILE:TREE` (`tree` names the tree otherwise); `entries` is `(start, stop)`,
-/// a stop past the end meaning the end. Returns `(entries, input_bytes, skipped)`.
+/// a stop past the end meaning the end; `split_policy` is split, unsplit or auto. Returns
+/// [`ConvertedTree`].
 #[pyfunction]
-#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false, unsplit=None))]
+#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false, unsplit=None, split_policy="split".to_string()))]
 #[allow(clippy::too_many_arguments)]
 fn convert_ttree(
     py: Python<'_>,
@@ -1028,7 +1029,19 @@ fn convert_ttree(
     skip_unsupported: bool,
     overwrite: bool,
     unsplit: Option<Vec<String>>,
-) -> PyResult<(u64, u64, Vec<String>)> {
+    split_policy: String,
+) -> PyResult<ConvertedTree> {
+    use rntuple::tools::convert::SplitPolicy;
+    let split_policy = match split_policy.as_str() {
+        "split" => SplitPolicy::Split,
+        "unsplit" => SplitPolicy::Unsplit,
+        "auto" => SplitPolicy::Auto,
+        other => {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "split_policy \"{other}\": expected split, unsplit or auto"
+            ))))
+        }
+    };
     let mut write = WriteOptions::builder();
     if let Some(spec) = compression {
         write = write.compression(CompressionSettings::parse(&spec).map_err(to_py_err)?);
@@ -1053,6 +1066,7 @@ fn convert_ttree(
                 entries,
                 skip_unsupported,
                 unsplit: unsplit.unwrap_or_default(),
+                split_policy,
             };
             rntuple::tools::convert::convert_file(
                 &file,
@@ -1065,8 +1079,30 @@ fn convert_ttree(
             )
         })
         .map_err(to_py_err)?;
-    Ok((summary.entries, summary.input_bytes, summary.skipped))
+    let choices = summary
+        .split_choices
+        .into_iter()
+        .map(|c| {
+            (
+                c.branch,
+                c.entries,
+                c.split_bytes,
+                c.unsplit_bytes,
+                c.unsplit,
+            )
+        })
+        .collect();
+    Ok((
+        summary.entries,
+        summary.input_bytes,
+        summary.skipped,
+        choices,
+    ))
 }
+
+/// What `convert_ttree` returns: entries, input bytes, skipped branches, and the split
+/// choices (branch, sample entries, split bytes, unsplit bytes, unsplit).
+type ConvertedTree = (u64, u64, Vec<String>, Vec<(String, u64, u64, u64, bool)>);
 
 /// Merges RNTuples into a new file (`rntuple merge`), with the GIL released: `inputs`
 /// are `FILE` or `FILE:NAME` each; `mode` is filter, strict or union; `compression` an

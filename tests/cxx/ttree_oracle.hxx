@@ -16,6 +16,7 @@
 
 #include <TBaseClass.h>
 #include <TBranch.h>
+#include <TBranchElement.h>
 #include <TFile.h>
 #include <TLeaf.h>
 #include <TTree.h>
@@ -331,6 +332,44 @@ std::string StreamerFieldJson(const std::string &path, const std::string &ntuple
       RenderObject(out, value.get(), cl);
    }
    out += ']';
+   return out;
+}
+
+/// ROOT's reading of TTree object branch `branchName` (a TBranchElement of a class or an STL
+/// collection of classes, split or not) through `TBranch::GetEntry` into an object of its class,
+/// rendered as a streamer field's objects are: for the branches RDataFrame cannot read (a split
+/// collection of a class with collection members: TTreeReader throws std::bad_array_new_length).
+std::string TTreeObjectJson(const std::string &path, const std::string &treeName, const std::string &branchName,
+                            long long start, long long stop)
+{
+   std::unique_ptr<TFile> f(TFile::Open(path.c_str()));
+   if (!f || f->IsZombie())
+      throw std::runtime_error("ttree_oracle: cannot open " + path);
+   auto *t = f->Get<TTree>(treeName.c_str());
+   if (!t)
+      throw std::runtime_error("ttree_oracle: no TTree " + treeName);
+   auto *b = dynamic_cast<TBranchElement *>(t->GetBranch(branchName.c_str()));
+   if (!b)
+      throw std::runtime_error("ttree_oracle: no TBranchElement " + branchName);
+   TClass *cl = TClass::GetClass(b->GetClassName());
+   if (!cl)
+      throw std::runtime_error(std::string("ttree_oracle: no TClass for ") + b->GetClassName());
+   void *obj = cl->New();
+   b->SetAddress(&obj);
+   const long long n = t->GetEntries();
+   if (stop < 0 || stop > n)
+      stop = n;
+   std::string out = "[";
+   for (long long i = start; i < stop; ++i) {
+      if (b->GetEntry(i) < 0)
+         throw std::runtime_error("ttree_oracle: cannot read entry " + std::to_string(i) + " of " + branchName);
+      if (i != start)
+         out += ',';
+      RenderObject(out, obj, cl);
+   }
+   out += ']';
+   b->ResetAddress();
+   cl->Destructor(obj);
    return out;
 }
 

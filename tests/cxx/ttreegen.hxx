@@ -640,6 +640,9 @@ void WriteStreamerObjects(const char *path, Long64_t n, int compression)
    auto *counted = new TGCounted;
    auto *custom = new TGCustom;
    auto *ca0 = new TClonesArray("TGHit", 4);
+   auto *counted99 = new TGCounted;
+   auto *vcounted = new std::vector<TGCounted>;
+   auto *vcounted0 = new std::vector<TGCounted>;
    Int_t k = 0;
    t->Branch("p4", &p4, kBasket, 99);
    t->Branch("vp4", &vp4, kBasket, 99);
@@ -648,6 +651,11 @@ void WriteStreamerObjects(const char *path, Long64_t n, int compression)
    t->Branch("counted", &counted, kBasket, 0);
    t->Branch("custom", &custom, kBasket, 0);
    t->Branch("ca0", &ca0, kBasket, 0);
+   // The counted array split (its member branches joined again), in a split vector, and in
+   // a whole vector (streamed member-wise by the TTree, object-wise by the streamer field).
+   t->Branch("counted99", &counted99, kBasket, 99);
+   t->Branch("vcounted", &vcounted, kBasket, 99);
+   t->Branch("vcounted0", &vcounted0, kBasket, 0);
    std::vector<Short_t> slice;
    for (Long64_t e = 0; e < n; ++e) {
       p4->SetPxPyPzE(DoubleValue(e, 1000), DoubleValue(e, 1001), DoubleValue(e, 1002), DoubleValue(e, 1003));
@@ -667,6 +675,17 @@ void WriteStreamerObjects(const char *path, Long64_t n, int compression)
       const int m = Length(e, 1018, 3);
       for (int j = 0; j < m; ++j)
          FillHit(*static_cast<TGHit *>(ca0->ConstructedAt(j)), e * 16 + j, 1019);
+      *counted99 = *counted;
+      counted99->fE = DoubleValue(e, 1020);
+      vcounted->resize(Length(e, 1021, 3));
+      for (std::size_t j = 0; j < vcounted->size(); ++j) {
+         slice.resize(Length(e * 16 + j, 1022, 4));
+         for (std::size_t m = 0; m < slice.size(); ++m)
+            slice[m] = IntValue<Short_t>(e * 256 + j * 16 + m, 1023);
+         (*vcounted)[j].Set(slice.size(), slice.data());
+         (*vcounted)[j].fE = DoubleValue(e * 16 + j, 1024);
+      }
+      *vcounted0 = *vcounted;
       t->Fill();
    }
    Finish(f, t);
@@ -733,6 +752,82 @@ void WriteTObjectClasses(const char *path, Long64_t n, int compression)
       vder0->resize(Length(e, 933, 3));
       for (std::size_t j = 0; j < vder0->size(); ++j)
          FillDerived((*vder0)[j], e * 16 + j, 970);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// An AOD-like event, all products split (99, as CMSSW writes them): tracks
+/// (std::vector<AODTrack>), vertices (std::vector<AODVertex>), aux (AODEventAux), trigger
+/// (AODTriggerResults), met (AODMET). Values physics-like (momenta falling, angles in range,
+/// bookkeeping constant or counting up), so that the two forms compress as real data does.
+void WriteAodLike(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *tracks = new std::vector<AODTrack>;
+   auto *vertices = new std::vector<AODVertex>;
+   auto *aux = new AODEventAux;
+   auto *trigger = new AODTriggerResults;
+   auto *met = new AODMET;
+   t->Branch("tracks", &tracks, 32000, 99);
+   t->Branch("vertices", &vertices, 32000, 99);
+   t->Branch("aux", &aux, 32000, 99);
+   t->Branch("trigger", &trigger, 32000, 99);
+   t->Branch("met", &met, 32000, 99);
+   auto rounded = [](double x, double step) { return static_cast<float>(std::round(x / step) * step); };
+   for (Long64_t e = 0; e < n; ++e) {
+      tracks->resize(Mix(e, 1) % 40);
+      for (std::size_t j = 0; j < tracks->size(); ++j) {
+         auto &tr = (*tracks)[j];
+         std::uint64_t k = e * 64 + j;
+         tr.pt = rounded(1.0 + 20.0 * -std::log(1e-9 + UnitValue(k, 2)), 1.0 / 64);
+         tr.eta = rounded(5.0 * UnitValue(k, 3) - 2.5, 1.0 / 512);
+         tr.phi = rounded(6.283 * UnitValue(k, 4) - 3.1415, 1.0 / 512);
+         tr.chi2 = rounded(3.0 * UnitValue(k, 5), 1.0 / 64);
+         tr.charge = BoolValue(k, 6) ? 1 : -1;
+         tr.quality = Mix(k, 7) % 4;
+         tr.covariance.resize(15);
+         for (int c = 0; c < 15; ++c)
+            tr.covariance[c] = rounded(1e-3 * UnitValue(k * 16 + c, 8), 1e-6);
+         tr.hits.resize(8 + Mix(k, 9) % 8);
+         for (std::size_t h = 0; h < tr.hits.size(); ++h)
+            tr.hits[h] = static_cast<int>(100000 * j + 37 * h);
+      }
+      vertices->resize(1 + Mix(e, 10) % 6);
+      for (std::size_t j = 0; j < vertices->size(); ++j) {
+         auto &v = (*vertices)[j];
+         std::uint64_t k = e * 64 + j;
+         v.x = rounded(0.01 * UnitValue(k, 11), 1e-5);
+         v.y = rounded(0.01 * UnitValue(k, 12), 1e-5);
+         v.z = rounded(20.0 * UnitValue(k, 13) - 10.0, 1e-3);
+         v.chi2 = rounded(10.0 * UnitValue(k, 14), 1.0 / 64);
+         v.ndof = static_cast<int>(Mix(k, 15) % 50);
+         v.tracks.resize(Mix(k, 16) % 10);
+         for (std::size_t h = 0; h < v.tracks.size(); ++h)
+            v.tracks[h] = static_cast<unsigned short>(h * 3 + j);
+      }
+      aux->run = 325000;
+      aux->lumi = 1 + e / 400;
+      aux->event = 1000000 + e;
+      aux->time = 6800000000000000000ULL + 25 * e;
+      aux->bunchCrossing = static_cast<int>(Mix(e, 17) % 3564);
+      aux->orbit = static_cast<int>(e * 11);
+      aux->storeNumber = 8123;
+      aux->isRealData = true;
+      aux->processGuid = "3F2504E0-4F89-11D3-9A0C-0305E82C3301";
+      trigger->states.assign(300, 0);
+      for (std::size_t j = 0; j < trigger->states.size(); ++j)
+         trigger->states[j] = (Mix(e * 512 + j, 18) % 10 == 0) ? 1 : 0;
+      trigger->process = "HLT";
+      trigger->parameterSetIdHigh = 0x9A0C0305;
+      trigger->parameterSetIdLow = 0xE82C3301;
+      met->pt = rounded(50.0 * UnitValue(e, 19), 1.0 / 64);
+      met->phi = rounded(6.283 * UnitValue(e, 20) - 3.1415, 1.0 / 512);
+      met->sumEt = rounded(500.0 + 1000.0 * UnitValue(e, 21), 1.0 / 16);
+      met->significance = rounded(5.0 * UnitValue(e, 22), 1.0 / 256);
+      for (int c = 0; c < 4; ++c)
+         met->covariance[c] = rounded(100.0 * UnitValue(e * 4 + c, 23), 1.0 / 16);
       t->Fill();
    }
    Finish(f, t);

@@ -150,6 +150,44 @@ inline void TGCustom::Streamer(TBuffer &buf)
    }
 }
 
+// An AOD-like event (tests/ttreegen.py case aod_like, the --split-policy auto fixture): CMS
+// EDM-style products of nested classes, large collections next to small per-event objects.
+struct AODTrack {
+   Float_t pt = 0, eta = 0, phi = 0, chi2 = 0;
+   Short_t charge = 0;
+   UChar_t quality = 0;
+   std::vector<float> covariance;
+   std::vector<int> hits;
+};
+
+struct AODVertex {
+   Float_t x = 0, y = 0, z = 0, chi2 = 0;
+   Int_t ndof = 0;
+   std::vector<unsigned short> tracks;
+};
+
+/// Per-event bookkeeping (edm::EventAuxiliary): mostly constant or slowly changing.
+class AODEventAux {
+public:
+   UInt_t run = 0, lumi = 0;
+   ULong64_t event = 0, time = 0;
+   Int_t bunchCrossing = 0, orbit = 0, storeNumber = 0;
+   Bool_t isRealData = false;
+   std::string processGuid;
+   ClassDef(AODEventAux, 2)
+};
+
+struct AODTriggerResults {
+   std::vector<unsigned char> states;
+   std::string process;
+   UInt_t parameterSetIdHigh = 0, parameterSetIdLow = 0;
+};
+
+struct AODMET {
+   Float_t pt = 0, phi = 0, sumEt = 0, significance = 0;
+   Float_t covariance[4] = {0, 0, 0, 0};
+};
+
 #ifdef __ROOTCLING__
 #pragma link C++ class TGNested+;
 #pragma link C++ class TGEvent+;
@@ -181,5 +219,12 @@ inline void TGCustom::Streamer(TBuffer &buf)
 #pragma link C++ class std::map<int, std::string>+;
 #pragma link C++ class std::map<std::string, TString>+;
 #pragma link C++ class std::vector<TString>+;
+#pragma link C++ class AODTrack+;
+#pragma link C++ class AODVertex+;
+#pragma link C++ class AODEventAux+;
+#pragma link C++ class AODTriggerResults+;
+#pragma link C++ class AODMET+;
+#pragma link C++ class std::vector<AODTrack>+;
+#pragma link C++ class std::vector<AODVertex>+;
 #endif
 #endif

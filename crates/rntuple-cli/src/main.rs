@@ -278,6 +278,13 @@ enum Command {
         /// members such as counted C arrays) are stored so without it.
         #[arg(long, value_delimiter = ',', value_name = "GLOB")]
         unsplit: Option<Vec<String>>,
+        /// Which branches of objects (classes, collections of classes) to store split, as
+        /// fields of their own, and which unsplit, as streamer fields: split (as ROOT's
+        /// importer), unsplit (wherever the objects can be streamed whole), or auto (each
+        /// in the smaller form, measured on a sample of its entries written both ways;
+        /// the sizes are printed).
+        #[arg(long, value_enum, default_value = "split")]
+        split_policy: convert::SplitPolicyArg,
         /// Replace outputs that exist (each is replaced only once complete).
         #[arg(long)]
         force: bool,
@@ -669,6 +676,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             entries,
             skip_unsupported,
             unsplit,
+            split_policy,
             force,
         } => {
             let mut write = WriteOptions::builder();
@@ -684,6 +692,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 entries,
                 skip_unsupported,
                 unsplit: unsplit.unwrap_or_default(),
+                split_policy: split_policy.into(),
                 force,
                 write,
             };

@@ -22,8 +22,9 @@ use crate::error::{Error, Result};
 use crate::format::{ExtraTypeInfoRecord, EXTRA_TYPE_STREAMER_INFO};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection, LeafType,
-    NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver, TOBJECT_ALLOCATION_BITS,
+    encode, Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection,
+    LeafType, NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver,
+    TOBJECT_ALLOCATION_BITS,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
@@ -53,8 +54,42 @@ pub struct ConvertOptions {
     /// [`ConversionPlan::skipped`]) instead of failing.
     pub skip_unsupported: bool,
     /// Glob patterns of the top-level branches to store unsplit, as streamer fields
-    /// (each entry's object as ROOT streams it), even where a split mapping exists.
+    /// (each entry's object as ROOT streams it), even where a split mapping exists; a
+    /// branch split in the TTree is joined into whole objects.
     pub unsplit: Vec<String>,
+    /// Which of the branches holding objects are stored split, as fields of their own,
+    /// and which unsplit, as streamer fields (besides those `unsplit` names).
+    pub split_policy: SplitPolicy,
+}
+
+/// Which top-level branches holding objects (of classes, or collections of them) become
+/// split fields and which streamer fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SplitPolicy {
+    /// Split wherever RNTuple has fields for the type (as ROOT's importer).
+    #[default]
+    Split,
+    /// Unsplit wherever the objects can be streamed whole.
+    Unsplit,
+    /// Each branch in the smaller of the two forms, measured on a sample of its entries
+    /// written both ways (CMSSW's partially split layout).
+    Auto,
+}
+
+/// The sizes the two forms of a branch took on a sample of entries, and the form chosen
+/// ([`SplitPolicy::Auto`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitChoice {
+    /// The top-level branch.
+    pub branch: String,
+    /// Entries of the sample.
+    pub entries: u64,
+    /// Bytes of the sample written split (an RNTuple file of the one field).
+    pub split_bytes: u64,
+    /// Bytes of the sample written unsplit.
+    pub unsplit_bytes: u64,
+    /// Whether the branch is stored unsplit.
+    pub unsplit: bool,
 }
 
 /// How the values of one leaf are laid out in an entry (or a collection item).
@@ -102,11 +137,21 @@ enum Filler {
         named: Option<String>,
     },
     /// An object stored whole: each entry's bytes as ROOT's streamer field holds them
-    /// (a streamer field), framed from the branch's as `framing` says.
+    /// (a streamer field), framed from the branch's as `framing` says; `ty`, when the
+    /// values can be decoded, to stream again a collection the TTree streamed member-wise.
     Opaque {
         branch: usize,
         framing: Framing,
         named: Option<String>,
+        ty: Option<Streamed>,
+    },
+    /// Objects built from `source` (a split object or collection, joined) and stored
+    /// whole, streamed object-wise as ROOT's streamer field holds them (a collection
+    /// without header).
+    Restreamed {
+        source: Box<Filler>,
+        ty: Streamed,
+        collection: bool,
     },
     /// An object split into one branch per member.
     Split(SplitNode),
@@ -133,22 +178,51 @@ enum Framing {
     CollectionHeader,
     /// An object's members without its header (branch type 0): the field adds the byte
     /// count and the class `version`.
-    MembersOnly { version: u16 },
+    MembersOnly { version: u16, checksum: Option<u32> },
 }
 
 /// Where a split object's members are: a branch per member, or a member object split
 /// further.
 #[derive(Debug, Clone)]
 enum SplitNode {
-    /// A member's own branch and the member's type; `tobject_bits` for `TObject::fBits`,
+    /// A member's own branch and the member's type; `length_member`, for a counted C
+    /// array, the index (among the members of the object node) of the member holding its
+    /// length; `tobject_bits` for `TObject::fBits`,
     /// whose allocation bits the RNTuple leaves out.
     Leaf {
         branch: usize,
         ty: Streamed,
+        length_member: Option<usize>,
         tobject_bits: bool,
     },
     /// A member object (or the top object) whose members are split further.
     Object(Vec<SplitNode>),
+}
+
+/// The class version ROOT gives its STL collection classes (`vector<T>`).
+const STL_COLLECTION_VERSION: u32 = 6;
+
+/// The checksum `TClass` computes from a class's name alone (STL collections): each
+/// character added to three times the sum so far.
+fn name_checksum(name: &str) -> u32 {
+    name.bytes()
+        .fold(0u32, |id, c| id.wrapping_mul(3).wrapping_add(u32::from(c)))
+}
+
+/// Whether top-level `branch` holds objects of classes (or collections of them): a
+/// branch [`SplitPolicy`] chooses a form for.
+fn holds_objects(branch: &Branch, resolver: &mut TypeResolver) -> bool {
+    let Some(e) = &branch.element else {
+        return false;
+    };
+    if e.branch_type == 3 {
+        return true;
+    }
+    resolver.type_of(&e.class_name).is_ok_and(|t| {
+        let mut classes = Vec::new();
+        t.classes(&mut classes);
+        !classes.is_empty()
+    })
 }
 
 /// A collection's name, its arrays (name, C++ element type) and its count leaf's name.
@@ -176,6 +250,9 @@ pub struct ConvertSummary {
     pub input_bytes: u64,
     /// Branches left out, each with the reason.
     pub skipped: Vec<String>,
+    /// With [`SplitPolicy::Auto`]: each branch that can take either form, the sizes of
+    /// both on a sample and the form chosen.
+    pub split_choices: Vec<SplitChoice>,
 }
 
 /// The dimensions in a leaf title after the leaf's name: `x[3][2]` gives
@@ -264,7 +341,7 @@ pub(crate) fn register_classes(builder: &mut SchemaBuilder, ty: &Streamed) -> Re
             &c.bases.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
         );
         // A TObject has a ClassDef (its version 1 is a version).
-        spec.type_version = if (c.version == 1 && !derives_from_tobject(&c)) || c.version < 0 {
+        spec.type_version = if c.without_class_def() {
             u32::MAX
         } else {
             u32::try_from(c.version).unwrap_or(u32::MAX)
@@ -273,11 +350,6 @@ pub(crate) fn register_classes(builder: &mut SchemaBuilder, ty: &Streamed) -> Re
         builder.register_class(spec)?;
     }
     Ok(())
-}
-
-/// Whether `class` is `TObject` or derives from it.
-fn derives_from_tobject(class: &ClassLayout) -> bool {
-    class.kind == ClassKind::TObject || class.bases.iter().any(|b| derives_from_tobject(b))
 }
 
 /// Glob `patterns` of top-level branches (named `what` in errors), each of which must
@@ -351,8 +423,23 @@ impl ConversionPlan {
                 continue;
             }
             let result = if branch.element.is_some() {
-                let force_unsplit = unsplit.iter().any(|p| p.matches(&branch.name));
-                plan.plan_element(branch, resolver, force_unsplit)
+                let asked = unsplit.iter().any(|p| p.matches(&branch.name));
+                if !asked
+                    && options.split_policy == SplitPolicy::Unsplit
+                    && holds_objects(branch, resolver)
+                {
+                    // Unsplit where the objects can be streamed whole, else split.
+                    let before = plan.clone();
+                    match plan.plan_element(branch, resolver, true) {
+                        Err(Error::Unsupported(_)) | Err(Error::InvalidArgument(_)) => {
+                            plan = before;
+                            plan.plan_element(branch, resolver, false)
+                        }
+                        other => other,
+                    }
+                } else {
+                    plan.plan_element(branch, resolver, asked)
+                }
             } else {
                 plan.plan_branch(branch, &count_leaves, &mut collections)
             };
@@ -517,21 +604,10 @@ impl ConversionPlan {
         if whole && (force_unsplit || !native) && !matches!(resolved, Ok(Streamed::Prim(_))) {
             return self.plan_streamer(branch, resolver);
         }
-        if force_unsplit && !whole {
-            return Err(Error::InvalidArgument(format!(
-                "--unsplit: branch \"{}\" is split in the TTree; only a branch that holds \
-                 whole objects can be stored unsplit (its split branches are not joined into \
-                 objects)",
-                branch.name
-            )));
-        }
         let mut ty = resolved.map_err(|err| unsupported(&err.to_string()))?;
-        if !ty.is_native() {
-            return Err(unsupported(
-                "a split object of a class that RNTuple stores only whole, in a streamer \
-                 field; its split branches are not joined into objects",
-            ));
-        }
+        // A split object that RNTuple stores only whole, or asked unsplit: its branches
+        // joined into objects.
+        let restream = !whole && (force_unsplit || !ty.is_native());
         let filler = match (e.branch_type, branch.branches.is_empty()) {
             // A whole value per entry: a string (-1), a collection or an unsplit object (0).
             (-1 | 0, true) => {
@@ -550,6 +626,7 @@ impl ConversionPlan {
                 (Streamed::Array(..), [elements]) => Filler::Split(SplitNode::Leaf {
                     branch: self.add_branch(elements),
                     ty: ty.clone(),
+                    length_member: None,
                     tobject_bits: false,
                 }),
                 _ => return Err(unsupported("a split branch of a type that is no class")),
@@ -579,6 +656,9 @@ impl ConversionPlan {
             }
             (t, _) => return Err(unsupported(&format!("branch type {t}"))),
         };
+        if restream {
+            return self.plan_restreamed(branch, filler, ty, resolver);
+        }
         self.register_classes(&ty)?;
         self.builder.add_cpp_field(&branch.name, &ty.cpp_type())?;
         self.fields.push((branch.name.clone(), filler));
@@ -588,7 +668,7 @@ impl ConversionPlan {
     /// Plans a whole-object branch as a streamer field: each entry's bytes (an object as
     /// ROOT streams it, with its byte count and version) copied, the class's version and
     /// checksum from the branch, the streamer infos of the classes involved recorded.
-    fn plan_streamer(&mut self, branch: &Branch, resolver: &TypeResolver) -> Result<()> {
+    fn plan_streamer(&mut self, branch: &Branch, resolver: &mut TypeResolver) -> Result<()> {
         let Some(e) = &branch.element else {
             return Err(Error::InvalidArgument("not a TBranchElement".into()));
         };
@@ -606,15 +686,25 @@ impl ConversionPlan {
         };
         let version = u16::try_from(class_version).map_err(|_| {
             Error::Unsupported(format!(
-                "branch \"{}\" of class {}: class version {class_version} (no ClassDef) cannot \
-                 be stored in a streamer field",
+                "branch \"{}\" of class {}: class version {class_version} cannot be stored in \
+                 a streamer field",
                 branch.name, e.class_name
             ))
         })?;
+        // A class without ClassDef: ROOT records version -1 for the field and streams
+        // version 0 and the checksum (a class with a streamer of its own has a ClassDef).
+        let foreign = e.branch_type != -1
+            && resolver
+                .class(&e.class_name, 0)
+                .is_ok_and(|c| c.kind == ClassKind::Class && c.without_class_def());
         self.builder.add_streamer_field(
             &branch.name,
             &e.class_name,
-            u32::from(version),
+            if foreign {
+                u32::MAX
+            } else {
+                u32::from(version)
+            },
             checksum,
         )?;
         // A class streamed by a streamer of its own (branch type -1) is described by its
@@ -622,25 +712,19 @@ impl ConversionPlan {
         // reader decoding the field by a layout its bytes do not follow would read wrong
         // values.
         let described = e.branch_type != -1 || Streamed::streams_by_its_info(&e.class_name);
-        let infos = if described {
-            resolver.streamer_infos_of(&e.class_name)
-        } else {
-            Vec::new()
-        };
-        for info in infos {
-            if !self
-                .streamer_infos
-                .iter()
-                .any(|i| i.class_name == info.class_name)
-            {
-                self.streamer_infos.push(info);
-            }
+        if described {
+            self.add_streamer_infos(resolver.streamer_infos_of(&e.class_name));
         }
         let index = self.add_branch(branch);
+        // The values' layout, to stream again a collection streamed member-wise.
+        let ty = resolver.type_of(&e.class_name).ok().filter(|_| described);
         let framing = if Collection::of_type_name(&e.class_name).is_some() {
             Framing::CollectionHeader
         } else if e.branch_type == 0 && !e.named_entries {
-            Framing::MembersOnly { version }
+            Framing::MembersOnly {
+                version: if foreign { 0 } else { version },
+                checksum: foreign.then_some(checksum),
+            }
         } else {
             Framing::Same
         };
@@ -650,9 +734,87 @@ impl ConversionPlan {
                 branch: index,
                 framing,
                 named: e.named_entries.then(|| e.class_name.clone()),
+                ty,
             },
         ));
         Ok(())
+    }
+
+    /// Plans a split object (or split collection of objects) as a streamer field: the
+    /// values `filler` builds from the split branches, streamed whole.
+    fn plan_restreamed(
+        &mut self,
+        branch: &Branch,
+        filler: Filler,
+        ty: Streamed,
+        resolver: &TypeResolver,
+    ) -> Result<()> {
+        let unsupported = |why: String| {
+            Error::Unsupported(format!(
+                "branch \"{}\" cannot be stored unsplit: {why}",
+                branch.name
+            ))
+        };
+        let (type_name, version, checksum, class) = match &ty {
+            Streamed::Object(c) if c.kind == ClassKind::Class => {
+                // A class without ClassDef: ROOT records version -1.
+                let version = match u32::try_from(c.version) {
+                    _ if c.without_class_def() => u32::MAX,
+                    Ok(v) => v,
+                    Err(_) => {
+                        return Err(unsupported(format!(
+                            "class {} has version {}",
+                            c.name, c.version
+                        )))
+                    }
+                };
+                (c.name.clone(), version, c.checksum, c.name.clone())
+            }
+            Streamed::Vector(Collection::Vector, item) => match item.as_ref() {
+                Streamed::Object(c) if c.kind == ClassKind::Class => {
+                    // ROOT's class of the collection: its name, version and checksum (of
+                    // the name alone, as TClass computes it for STL collections).
+                    let root_name = format!("vector<{}>", c.name);
+                    (
+                        format!("std::{root_name}"),
+                        STL_COLLECTION_VERSION,
+                        name_checksum(&root_name),
+                        c.name.clone(),
+                    )
+                }
+                _ => return Err(unsupported("a collection of no class".to_string())),
+            },
+            _ => return Err(unsupported(format!("type {}", ty.cpp_type()))),
+        };
+        if !matches!(&filler, Filler::Split(_) | Filler::SplitCollection { .. }) {
+            return Err(unsupported("its values are not split objects".to_string()));
+        }
+        self.builder
+            .add_streamer_field(&branch.name, &type_name, version, checksum)?;
+        self.add_streamer_infos(resolver.streamer_infos_of(&class));
+        let collection = matches!(ty, Streamed::Vector(..));
+        self.fields.push((
+            branch.name.clone(),
+            Filler::Restreamed {
+                source: Box::new(filler),
+                ty,
+                collection,
+            },
+        ));
+        Ok(())
+    }
+
+    /// Records the streamer infos of classes that streamer fields store (each once).
+    fn add_streamer_infos(&mut self, infos: Vec<StreamerInfo>) {
+        for info in infos {
+            if !self
+                .streamer_infos
+                .iter()
+                .any(|i| i.class_name == info.class_name)
+            {
+                self.streamer_infos.push(info);
+            }
+        }
     }
 
     /// Registers every class `ty` uses with the schema builder ([`register_classes`]).
@@ -687,6 +849,10 @@ impl ConversionPlan {
                     members.push(SplitNode::Leaf {
                         branch: self.add_branch(b),
                         ty: ty.clone(),
+                        length_member: match ty {
+                            Streamed::Counted(_, count) => Some(class.bases.len() + count),
+                            _ => None,
+                        },
                         tobject_bits: class.kind == ClassKind::TObject && name == "fBits",
                     });
                 }
@@ -889,6 +1055,7 @@ pub fn convert_tree<W: FileOutput>(
         entries: end - start,
         input_bytes: plan.input_bytes(),
         skipped: plan.skipped.clone(),
+        split_choices: Vec::new(),
     })
 }
 
@@ -972,32 +1139,35 @@ fn fill(
             shape(values.ty.decode(&chunk.data, &what(*branch))?, target)
         }
         Filler::CString { branch } => c_strings(&chunks[*branch], &what(*branch)),
-        Filler::Streamed {
-            branch,
+        Filler::Streamed { .. } | Filler::Split(_) | Filler::SplitCollection { .. } => {
+            build(filler, chunks, plan)?.finish(target)
+        }
+        Filler::Restreamed {
+            source,
             ty,
-            header,
-            named,
+            collection,
         } => {
-            let chunk = &chunks[*branch];
-            let mut out = Builder::new(ty);
-            for i in 0..chunk.entries {
-                let entry = match named {
-                    Some(class) => named_object(chunk.entry(i), class)
-                        .map_err(|e| e.at(entry_location(&what(*branch), i)))?,
-                    None => chunk.entry(i),
-                };
-                let mut cursor = StreamCursor::new(entry);
-                cursor
-                    .decode(ty, &mut out, *header)
-                    .and_then(|()| entry_consumed(&cursor))
-                    .map_err(|e| e.at(entry_location(&what(*branch), i)))?;
+            let values = build(source, chunks, plan)?;
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i64);
+            let mut bytes = Vec::new();
+            for i in 0..values.len() {
+                encode(ty, &values, i, !collection, &mut bytes)?;
+                offsets.push(i64::try_from(bytes.len()).map_err(|_| {
+                    Error::InvalidArgument("more bytes than an offset holds".to_string())
+                })?);
             }
-            out.finish(target)
+            Ok(Arc::new(LargeBinaryArray::try_new(
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                bytes.into(),
+                None,
+            )?))
         }
         Filler::Opaque {
             branch,
             framing,
             named,
+            ty,
         } => {
             let chunk = &chunks[*branch];
             let mut offsets = Vec::with_capacity(chunk.entries + 1);
@@ -1012,10 +1182,11 @@ fn fill(
                 match framing {
                     Framing::Same => bytes.extend_from_slice(whole_object(entry).map_err(at)?),
                     Framing::CollectionHeader => {
-                        bytes.extend_from_slice(collection_content(entry).map_err(at)?);
+                        collection_content(entry, ty.as_ref(), &mut bytes).map_err(at)?;
                     }
-                    Framing::MembersOnly { version } => {
-                        let count = u32::try_from(entry.len() + 2)
+                    Framing::MembersOnly { version, checksum } => {
+                        let header = if checksum.is_some() { 6 } else { 2 };
+                        let count = u32::try_from(entry.len() + header)
                             .ok()
                             .filter(|n| n & 0xC000_0000 == 0)
                             .ok_or_else(|| {
@@ -1026,6 +1197,9 @@ fn fill(
                             })?;
                         bytes.extend_from_slice(&(0x4000_0000 | count).to_be_bytes());
                         bytes.extend_from_slice(&version.to_be_bytes());
+                        if let Some(c) = checksum {
+                            bytes.extend_from_slice(&c.to_be_bytes());
+                        }
                         bytes.extend_from_slice(entry);
                     }
                 }
@@ -1038,16 +1212,6 @@ fn fill(
                 bytes.into(),
                 None,
             )?))
-        }
-        Filler::Split(node) => {
-            let entries = chunks.first().map_or(0, |c| c.entries);
-            split_values(node, chunks, plan, None, entries)?.finish(target)
-        }
-        Filler::SplitCollection { count, items } => {
-            let counts = decode_counts(&chunks[*count], LeafType::Int, &what(*count))?;
-            let (offsets, total) = offsets_of(&counts, &what(*count))?;
-            let items = split_values(items, chunks, plan, Some(&counts), total)?;
-            Builder::List(offsets, Box::new(items)).finish(target)
         }
         Filler::LeafList { branch, members } => {
             let chunk = &chunks[*branch];
@@ -1118,6 +1282,49 @@ fn fill(
     }
 }
 
+/// The values of a field streamed in the TTree (`Streamed`, `Split`, `SplitCollection`),
+/// decoded.
+fn build(filler: &Filler, chunks: &[BranchChunk], plan: &ConversionPlan) -> Result<Builder> {
+    let what = |branch: usize| format!("branch \"{}\"", plan.branches[branch].name);
+    match filler {
+        Filler::Streamed {
+            branch,
+            ty,
+            header,
+            named,
+        } => {
+            let chunk = &chunks[*branch];
+            let mut out = Builder::new(ty);
+            for i in 0..chunk.entries {
+                let entry = match named {
+                    Some(class) => named_object(chunk.entry(i), class)
+                        .map_err(|e| e.at(entry_location(&what(*branch), i)))?,
+                    None => chunk.entry(i),
+                };
+                let mut cursor = StreamCursor::new(entry);
+                cursor
+                    .decode(ty, &mut out, *header)
+                    .and_then(|()| entry_consumed(&cursor))
+                    .map_err(|e| e.at(entry_location(&what(*branch), i)))?;
+            }
+            Ok(out)
+        }
+        Filler::Split(node) => {
+            let entries = chunks.first().map_or(0, |c| c.entries);
+            split_values(node, chunks, plan, None, entries)
+        }
+        Filler::SplitCollection { count, items } => {
+            let counts = decode_counts(&chunks[*count], LeafType::Int, &what(*count))?;
+            let (offsets, total) = offsets_of(&counts, &what(*count))?;
+            let items = split_values(items, chunks, plan, Some(&counts), total)?;
+            Ok(Builder::List(offsets, Box::new(items)))
+        }
+        _ => Err(Error::InvalidArgument(
+            "a field whose values are not streamed".to_string(),
+        )),
+    }
+}
+
 /// The values of a split object (or of the items of a split collection, `counts` per
 /// entry): one builder per member branch.
 fn split_values(
@@ -1128,17 +1335,34 @@ fn split_values(
     len: usize,
 ) -> Result<Builder> {
     match node {
-        SplitNode::Object(members) => Ok(Builder::Struct(
-            members
-                .iter()
-                .map(|m| split_values(m, chunks, plan, counts, len))
-                .collect::<Result<Vec<_>>>()?,
-            len,
-        )),
+        SplitNode::Object(members) => {
+            let mut built: Vec<Builder> = Vec::with_capacity(members.len());
+            for m in members {
+                let values = match m {
+                    SplitNode::Leaf {
+                        branch,
+                        ty: Streamed::Counted(t, _),
+                        length_member: Some(at),
+                        ..
+                    } => {
+                        let lengths = built.get(*at).ok_or_else(|| {
+                            Error::InvalidArgument(
+                                "a counted array before its length member".to_string(),
+                            )
+                        })?;
+                        counted_values(*t, &chunks[*branch], lengths, counts, plan, *branch)?
+                    }
+                    _ => split_values(m, chunks, plan, counts, len)?,
+                };
+                built.push(values);
+            }
+            Ok(Builder::Struct(built, len))
+        }
         SplitNode::Leaf {
             branch,
             ty,
             tobject_bits,
+            ..
         } => {
             let chunk = &chunks[*branch];
             let what = format!("branch \"{}\"", plan.branches[*branch].name);
@@ -1185,6 +1409,38 @@ fn split_values(
     }
 }
 
+/// The values of a split counted C array member (`T *x; //[n]`): per object (one per
+/// entry, or `counts` per entry in a split collection) a byte saying whether values
+/// follow, then as many as the object's length member (`lengths`) says.
+fn counted_values(
+    t: LeafType,
+    chunk: &BranchChunk,
+    lengths: &Builder,
+    counts: Option<&[u64]>,
+    plan: &ConversionPlan,
+    branch: usize,
+) -> Result<Builder> {
+    let what = format!("branch \"{}\"", plan.branches[branch].name);
+    let mut out = Builder::new(&Streamed::Counted(t, 0));
+    let mut object = 0usize;
+    for i in 0..chunk.entries {
+        let mut cursor = StreamCursor::new(chunk.entry(i));
+        let objects = match counts {
+            None => 1,
+            Some(c) => crate::error::to_usize(c[i], "items")?,
+        };
+        for _ in 0..objects {
+            let length = lengths.integer_at(object);
+            cursor
+                .counted_array(t, length, &mut out)
+                .map_err(|e| e.at(entry_location(&what, i)))?;
+            object += 1;
+        }
+        entry_consumed(&cursor).map_err(|e| e.at(entry_location(&what, i)))?;
+    }
+    Ok(out)
+}
+
 /// An object streamed whole by its class's streamer, checked as far as its bytes say:
 /// a byte count, when it starts with one, must end where the entry ends.
 fn whole_object(entry: &[u8]) -> Result<&[u8]> {
@@ -1214,11 +1470,12 @@ fn named_object<'a>(entry: &'a [u8], class: &str) -> Result<&'a [u8]> {
     Ok(&rest[n + 1..])
 }
 
-/// A whole STL collection's streamed bytes without their header (byte count, version,
-/// checksum after version 0): the count and the items, as ROOT's streamer field stores
-/// a collection. One streamed member-wise (items' members in turn) is refused: ROOT's
-/// streamer field reads collections object-wise.
-fn collection_content(entry: &[u8]) -> Result<&[u8]> {
+/// Appends a whole STL collection's streamed bytes without their header (byte count,
+/// version, checksum after version 0): the count and the items, as ROOT's streamer field
+/// stores a collection. One streamed member-wise (items' members in turn) is decoded by
+/// its layout `ty` and streamed again object-wise, as ROOT's streamer field reads
+/// collections.
+fn collection_content(entry: &[u8], ty: Option<&Streamed>, out: &mut Vec<u8>) -> Result<()> {
     let header = StreamCursor::entry_header(entry)?;
     if !header.byte_count {
         return Err(Error::corrupt(
@@ -1226,13 +1483,20 @@ fn collection_content(entry: &[u8]) -> Result<&[u8]> {
             "no byte count before the collection",
         ));
     }
-    if header.memberwise {
-        return Err(Error::Unsupported(
-            "a collection streamed member-wise cannot be stored in a streamer field as it is"
-                .to_string(),
-        ));
+    if !header.memberwise {
+        out.extend_from_slice(&entry[header.content..]);
+        return Ok(());
     }
-    Ok(&entry[header.content..])
+    let ty = ty.ok_or_else(|| {
+        Error::Unsupported(
+            "a collection streamed member-wise, of classes the file does not describe".to_string(),
+        )
+    })?;
+    let mut values = Builder::new(ty);
+    let mut cursor = StreamCursor::new(entry);
+    cursor.decode(ty, &mut values, true)?;
+    entry_consumed(&cursor)?;
+    encode(ty, &values, 0, false, out)
 }
 
 fn entry_consumed(cursor: &StreamCursor<'_>) -> Result<()> {
@@ -1409,7 +1673,15 @@ pub fn convert_file(
     } else {
         TypeResolver::default()
     };
-    let plan = ConversionPlan::new(&tree, &mut resolver, options)?;
+    let (plan, split_choices) = if options.split_policy == SplitPolicy::Auto {
+        let (chosen, choices) = choose_split(&file, &tree, &mut resolver, options, &write)?;
+        (ConversionPlan::new(&tree, &mut resolver, &chosen)?, choices)
+    } else {
+        (
+            ConversionPlan::new(&tree, &mut resolver, options)?,
+            Vec::new(),
+        )
+    };
     // As the importer: the RNTuple takes the tree's path (a tree in directory a/b
     // becomes an RNTuple in directory a/b of the output).
     let name = options.name.clone().unwrap_or(tree_path);
@@ -1420,7 +1692,85 @@ pub fn convert_file(
     };
     let mut out =
         FileWriter::create_atomic(AtomicFile::create(output, existing)?, write.compression())?;
-    let summary = convert_tree(&file, &plan, &mut out, &name, write, progress)?;
+    let mut summary = convert_tree(&file, &plan, &mut out, &name, write, progress)?;
     out.finish()?;
+    summary.split_choices = split_choices;
     Ok(summary)
+}
+
+/// Uncompressed bytes of a branch's entries that [`SplitPolicy::Auto`] writes both ways
+/// (or all its entries, if fewer).
+const SAMPLE_BYTES: u64 = 8 << 20;
+
+/// [`SplitPolicy::Auto`]: for every branch of objects that can be stored either way,
+/// writes a sample of its entries (the first, up to [`SAMPLE_BYTES`]) split and unsplit,
+/// each as an RNTuple file of that one field in memory, with the output's settings; the
+/// options to convert with name the branches whose unsplit sample was smaller.
+fn choose_split(
+    file: &TreeFile,
+    tree: &Tree,
+    resolver: &mut TypeResolver,
+    options: &ConvertOptions,
+    write: &WriteOptions,
+) -> Result<(ConvertOptions, Vec<SplitChoice>)> {
+    let with = |policy: SplitPolicy| ConvertOptions {
+        split_policy: policy,
+        ..options.clone()
+    };
+    let split = ConversionPlan::new(tree, resolver, &with(SplitPolicy::Split))?;
+    let unsplit = ConversionPlan::new(tree, resolver, &with(SplitPolicy::Unsplit))?;
+    let (start, end) = split.entries;
+    let mut chosen = with(SplitPolicy::Split);
+    let mut choices = Vec::new();
+    for (name, filler) in &unsplit.fields {
+        let stored_whole =
+            |f: &Filler| matches!(f, Filler::Opaque { .. } | Filler::Restreamed { .. });
+        let either = stored_whole(filler)
+            && split
+                .fields
+                .iter()
+                .any(|(n, f)| n == name && !stored_whole(f));
+        if !either {
+            continue;
+        }
+        let Some(branch) = tree.branches.iter().find(|b| b.name == *name) else {
+            continue;
+        };
+        let per_entry = (branch.tot_bytes / branch.entries.max(1)).max(1);
+        let stop = end.min(start.saturating_add((SAMPLE_BYTES / per_entry).max(1)));
+        let mut sizes = [0u64; 2];
+        for (size, policy) in sizes
+            .iter_mut()
+            .zip([SplitPolicy::Split, SplitPolicy::Unsplit])
+        {
+            let one = ConvertOptions {
+                name: None,
+                branches: vec![glob::Pattern::escape(name)],
+                entries: Some((start, stop)),
+                skip_unsupported: false,
+                unsplit: Vec::new(),
+                split_policy: policy,
+            };
+            let plan = ConversionPlan::new(tree, resolver, &one)?;
+            let mut out = FileWriter::new(
+                std::io::Cursor::new(Vec::new()),
+                "sample.root",
+                write.compression(),
+            )?;
+            convert_tree(file, &plan, &mut out, &tree.name, write.clone(), |_, _| {})?;
+            *size = out.finish_into_inner()?.into_inner().len() as u64;
+        }
+        let choice = SplitChoice {
+            branch: name.clone(),
+            entries: stop - start,
+            split_bytes: sizes[0],
+            unsplit_bytes: sizes[1],
+            unsplit: sizes[1] < sizes[0],
+        };
+        if choice.unsplit {
+            chosen.unsplit.push(glob::Pattern::escape(name));
+        }
+        choices.push(choice);
+    }
+    Ok((chosen, choices))
 }

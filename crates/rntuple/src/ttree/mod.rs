@@ -12,6 +12,7 @@
 
 mod basket;
 mod chunk;
+mod encode;
 mod meta;
 mod stream;
 mod streamed;
@@ -20,6 +21,7 @@ mod values;
 
 pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
+pub use encode::encode;
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
 pub use streamed::{
     Builder, ClassKind, ClassLayout, Collection, EntryHeader, StreamCursor, Streamed, TypeResolver,

@@ -190,6 +190,18 @@ impl ClassLayout {
         }
     }
 
+    /// Whether the class is `TObject` or derives from it.
+    pub fn derives_from_tobject(&self) -> bool {
+        self.kind == ClassKind::TObject || self.bases.iter().any(|b| b.derives_from_tobject())
+    }
+
+    /// Whether the class has no `ClassDef` (ROOT then streams version 0 and the class
+    /// checksum): its streamer info records version 1 (or none) and it does not derive
+    /// from `TObject` (which needs a `ClassDef`).
+    pub fn without_class_def(&self) -> bool {
+        (self.version == 1 && !self.derives_from_tobject()) || self.version < 1
+    }
+
     /// The layout of `TObject`.
     fn tobject() -> ClassLayout {
         ClassLayout {
@@ -914,7 +926,7 @@ impl<'a> StreamCursor<'a> {
                     if let Streamed::Counted(t, count) = m {
                         let at = fields[first_member + count].len().checked_sub(1);
                         let n = at.and_then(|k| fields[first_member + count].integer_at(k));
-                        self.counted(*t, n, &mut fields[i])?;
+                        self.counted_array(*t, n, &mut fields[i])?;
                     } else {
                         self.decode(m, &mut fields[i], true)?;
                     }
@@ -934,7 +946,7 @@ impl<'a> StreamCursor<'a> {
 
     /// A counted array of `n` values of `t` (`n` from its length member): a byte saying
     /// whether the array follows (0 for a null pointer), then the values.
-    fn counted(&mut self, t: LeafType, n: Option<i64>, out: &mut Builder) -> Result<()> {
+    pub fn counted_array(&mut self, t: LeafType, n: Option<i64>, out: &mut Builder) -> Result<()> {
         let Builder::List(offsets, items) = out else {
             return Err(Error::InvalidArgument(
                 "a counted array's builder is no list".to_string(),
@@ -1049,7 +1061,7 @@ impl<'a> StreamCursor<'a> {
                         let lengths = &fields[first_member + count];
                         let at = (lengths.len() + j).checked_sub(n);
                         let len = at.and_then(|k| lengths.integer_at(k));
-                        self.counted(*t, len, &mut fields[i])?;
+                        self.counted_array(*t, len, &mut fields[i])?;
                     }
                 }
                 // Fundamentals and arrays of them, TStrings: back to back.
@@ -1137,7 +1149,7 @@ impl Builder {
     }
 
     /// The integer value at `index` of a builder of integers.
-    fn integer_at(&self, index: usize) -> Option<i64> {
+    pub fn integer_at(&self, index: usize) -> Option<i64> {
         match self {
             Builder::Prim(_, v) => v.integer_at(index),
             _ => None,
