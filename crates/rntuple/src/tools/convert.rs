@@ -22,8 +22,8 @@ use crate::error::{Error, Result};
 use crate::format::{ExtraTypeInfoRecord, EXTRA_TYPE_STREAMER_INFO};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    encode, Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout, Collection,
-    LeafType, NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver,
+    encode, restreamable, Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout,
+    Collection, LeafType, NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver,
     TOBJECT_ALLOCATION_BITS,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
@@ -174,7 +174,8 @@ enum Framing {
     /// The same bytes (an object streamed by its class's streamer: branch type -1, or a
     /// `TBranchObject`).
     Same,
-    /// A collection behind a header (byte count, version) that the field leaves out.
+    /// A collection (or a `std::bitset`) behind a header (byte count, version) that the
+    /// field leaves out.
     CollectionHeader,
     /// An object's members without its header (branch type 0): the field adds the byte
     /// count and the class `version`.
@@ -612,7 +613,8 @@ impl ConversionPlan {
             // A whole value per entry: a string (-1), a collection or an unsplit object (0).
             (-1 | 0, true) => {
                 // A TBranchObject's object comes with its header, as a collection does.
-                let header = matches!(ty, Streamed::Vector(..)) || e.named_entries;
+                let header =
+                    matches!(ty, Streamed::Vector(..) | Streamed::Bitset(_)) || e.named_entries;
                 Filler::Streamed {
                     branch: self.add_branch(branch),
                     ty: ty.clone(),
@@ -620,15 +622,10 @@ impl ConversionPlan {
                     named: e.named_entries.then(|| e.class_name.clone()),
                 }
             }
-            (0, false) => match (&ty, branch.branches.as_slice()) {
-                (Streamed::Object(class), _) => Filler::Split(self.split_node(class, branch, "")?),
-                // A std::array split into its one element array (`_M_elems[N]`).
-                (Streamed::Array(..), [elements]) => Filler::Split(SplitNode::Leaf {
-                    branch: self.add_branch(elements),
-                    ty: ty.clone(),
-                    length_member: None,
-                    tobject_bits: false,
-                }),
+            // A split object (a std::array too: its class's one member, the element array
+            // `_M_elems[N]`).
+            (0, false) => match &ty {
+                Streamed::Object(class) => Filler::Split(self.split_node(class, branch, "")?),
                 _ => return Err(unsupported("a split branch of a type that is no class")),
             },
             // A split TClonesArray: the count, and its element class's members split.
@@ -717,8 +714,17 @@ impl ConversionPlan {
         }
         let index = self.add_branch(branch);
         // The values' layout, to stream again a collection streamed member-wise.
-        let ty = resolver.type_of(&e.class_name).ok().filter(|_| described);
-        let framing = if Collection::of_type_name(&e.class_name).is_some() {
+        let ty = resolver
+            .type_of(&e.class_name)
+            .ok()
+            .filter(|t| described && restreamable(t));
+        // A std::bitset is streamed as an STL collection (of bools).
+        let bitset = e
+            .class_name
+            .trim()
+            .trim_start_matches("std::")
+            .starts_with("bitset<");
+        let framing = if Collection::of_type_name(&e.class_name).is_some() || bitset {
             Framing::CollectionHeader
         } else if e.branch_type == 0 && !e.named_entries {
             Framing::MembersOnly {
@@ -789,6 +795,11 @@ impl ConversionPlan {
         if !matches!(&filler, Filler::Split(_) | Filler::SplitCollection { .. }) {
             return Err(unsupported("its values are not split objects".to_string()));
         }
+        if !restreamable(&ty) {
+            return Err(unsupported(
+                "a std::array named by its type cannot be streamed again".to_string(),
+            ));
+        }
         self.builder
             .add_streamer_field(&branch.name, &type_name, version, checksum)?;
         self.add_streamer_infos(resolver.streamer_infos_of(&class));
@@ -845,6 +856,14 @@ impl ConversionPlan {
             };
             let found = all.iter().skip(1).find(matches);
             match (found, ty) {
+                // Its counts here, its items' members in branches of their own.
+                (Some(b), Streamed::Vector(..)) if !b.branches.is_empty() => {
+                    return Err(Error::Unsupported(format!(
+                        "branch \"{}\": member \"{path}\" of class {} is a split collection \
+                         (branch \"{}\" and its sub-branches), which is not converted",
+                        top.name, class.name, b.name
+                    )))
+                }
                 (Some(b), _) if b.basket_count() > 0 || b.entries == 0 => {
                     members.push(SplitNode::Leaf {
                         branch: self.add_branch(b),
@@ -1372,8 +1391,25 @@ fn split_values(
                 ty,
                 Streamed::Prim(_) | Streamed::Array(..) | Streamed::TString
             );
+            // A split std::array's element branch (`_M_elems[N]`), which ROOT 6.40 fills
+            // with empty entries (it cannot find the member when it builds the branch).
+            let std_array_elements = matches!(ty, Streamed::Array(..))
+                && plan.branches[*branch].name.contains("_M_elems[");
             for i in 0..chunk.entries {
-                let mut cursor = StreamCursor::new(chunk.entry(i));
+                let entry = chunk.entry(i);
+                let expected = counts.map_or(1, |c| c[i]);
+                if std_array_elements && entry.is_empty() && expected > 0 {
+                    return Err(Error::corrupt(
+                        "streamed value",
+                        format!(
+                            "no values for {expected} std::array(s): ROOT 6.40 writes a \
+                             split std::array, or a split collection of them, without the \
+                             values"
+                        ),
+                    )
+                    .at(entry_location(&what, i)));
+                }
+                let mut cursor = StreamCursor::new(entry);
                 let result = match counts {
                     None => cursor.decode(ty, &mut out, true),
                     Some(c) => {

@@ -72,7 +72,7 @@ impl StreamerFields {
             if !classes_described(&ty, &described) {
                 continue;
             }
-            let collection = matches!(ty, Streamed::Vector(..));
+            let collection = matches!(ty, Streamed::Vector(..) | Streamed::Bitset(_));
             let field = decoded_field(&ty, f.name())?;
             fields.push(Decodable {
                 name: f.name().to_string(),

@@ -13,7 +13,11 @@
 //! * an STL collection or `std::string` member: a byte count and the version of
 //!   `TStreamerInfo` (what `TStreamerInfo::WriteBuffer` writes for them), then the count
 //!   and the items (objects of a class each with its header, others without);
-//! * a counted C array: a byte saying whether values follow, then the values.
+//! * a counted C array: a byte saying whether values follow, then the values;
+//! * a `std::bitset<N>`: as a collection of N bools (a header where a collection has one).
+//!
+//! A `std::array` named by its type (ROOT's class `array<T,N>`, whose checksum is not
+//! known here) is refused ([`restreamable`]).
 
 use super::streamed::{Builder, ClassKind, ClassLayout, Streamed, TOBJECT_ALLOCATION_BITS};
 use super::values::{LeafType, NativeValues, RealPacking};
@@ -68,6 +72,23 @@ pub fn encode(
             }
             end(out, start)
         }
+        (Streamed::Bitset(bits), Builder::Fixed(_, values)) => {
+            // As a collection of bools: the count, then a byte per bit.
+            let start = header.then(|| begin(out, STREAMER_INFO_VERSION, None));
+            let n = i32::try_from(*bits).map_err(|_| shape_error())?;
+            out.extend_from_slice(&n.to_be_bytes());
+            let Builder::Prim(_, v) = values.as_ref() else {
+                return Err(shape_error());
+            };
+            let first = index.checked_mul(*bits).ok_or_else(shape_error)?;
+            for j in first..first + bits {
+                prim(LeafType::Bool, v, j, out)?;
+            }
+            end(out, start)
+        }
+        (Streamed::Object(c), _) if c.kind == ClassKind::StdArray => Err(Error::Unsupported(
+            format!("{} named by its type cannot be streamed again", c.name),
+        )),
         (Streamed::Array(item, n), Builder::Fixed(_, items)) => {
             let first = index.checked_mul(*n).ok_or_else(shape_error)?;
             for j in first..first + n {
@@ -89,6 +110,21 @@ pub fn encode(
             end(out, start)
         }
         _ => Err(shape_error()),
+    }
+}
+
+/// Whether values of `t` can be streamed again (no `std::array` named by its type).
+pub fn restreamable(t: &Streamed) -> bool {
+    match t {
+        Streamed::Object(c) => {
+            c.kind != ClassKind::StdArray
+                && c.bases
+                    .iter()
+                    .all(|b| restreamable(&Streamed::Object(b.clone())))
+                && c.members.iter().all(|(_, m)| restreamable(m))
+        }
+        Streamed::Vector(_, item) | Streamed::Array(item, _) => restreamable(item),
+        _ => true,
     }
 }
 
@@ -360,6 +396,20 @@ mod tests {
         // TObject: bare version, id, bits (a user bit; no kIsOnHeap or kNotDeleted).
         let t = TypeResolver::default().type_of("TObject").unwrap();
         round_trip(&t, &[0, 1, 0, 0, 0, 7, 0, 0, 0x40, 0], 1, true);
+    }
+
+    #[test]
+    fn bitsets_stream_back_as_collections_of_bools() {
+        let t = TypeResolver::default().type_of("bitset<3>").unwrap();
+        let mut bytes = vec![0x40, 0, 0, 9, 0, 10];
+        bytes.extend(3i32.to_be_bytes());
+        bytes.extend([1, 0, 1]);
+        round_trip(&t, &bytes, 1, true);
+        assert!(restreamable(&t));
+        let arrays = TypeResolver::default()
+            .type_of("vector<array<int,2> >")
+            .unwrap();
+        assert!(!restreamable(&arrays));
     }
 
     #[test]

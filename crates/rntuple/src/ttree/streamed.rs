@@ -9,7 +9,13 @@
 //!   an i32 count and the items, a map's items being `std::pair`s (whose members, `first`
 //!   and `second`, ROOT streams member-wise in an unsplit map: every key, then every
 //!   value);
-//! * an object is its members (bases first, in streamer-info order);
+//! * a `std::bitset<N>` is streamed as an STL collection of `bool`s (ROOT's
+//!   `kSTLbitset`): an i32 count (N) and one byte (0 or 1) per bit, bit 0 first;
+//! * an object is its members (bases first, in streamer-info order); a `std::array<T,N>`
+//!   is an object of class `array<T,N>` whose one member `_M_elems` is a fixed array of N
+//!   values (so a collection item or a pair's member comes with its header, byte count,
+//!   version 0 and checksum), but a class member declared `std::array<T,N>` is described
+//!   by its class's streamer info as a plain fixed array (`T x[N]`);
 //! * "with header": a vector, string or object that is a class member or a whole branch
 //!   value starts with a byte count and a class version (and, for version 0, the class
 //!   checksum); items inside a vector and the members of a top-level unsplit object's own
@@ -43,8 +49,14 @@ pub enum Streamed {
     /// A collection of items: `std::vector<T>`, a set, or a map (whose items are
     /// `std::pair` objects).
     Vector(Collection, Box<Streamed>),
-    /// A fixed-size array (`T x[N]`, `std::array<T,N>`), dimensions flattened.
+    /// A fixed-size array (`T x[N]`, or a class member declared `std::array<T,N>`, which
+    /// the streamer info describes as such), dimensions flattened; streamed as its values,
+    /// never behind a header. (A `std::array` named by a type, as a collection's item, is
+    /// an [`Object`](Self::Object) of [`ClassKind::StdArray`].)
     Array(Box<Streamed>, usize),
+    /// `std::bitset<N>` (N bits): streamed as an STL collection of N `bool`s, stored by
+    /// RNTuple as a `std::bitset<N>` field (one bit column).
+    Bitset(usize),
     /// An object of a class.
     Object(Arc<ClassLayout>),
     /// A counted C array member (`T *x; //[n]`): the values' type and the index (among
@@ -159,6 +171,11 @@ pub enum ClassKind {
     /// stores it as ROOT 6.40's `TObject` field, `fBits` without the bits that say how the
     /// object was allocated ([`TOBJECT_ALLOCATION_BITS`]).
     TObject,
+    /// A `std::array<T,N>` named by its type (a collection's item, a pair's member, a
+    /// whole branch): ROOT streams it as an object of class `array<T,N>` with one member,
+    /// `_M_elems`, a fixed array of N values. RNTuple stores it as a `std::array<T,N>`
+    /// field, not a class of its own.
+    StdArray,
 }
 
 /// `TObject::fBits`' `kIsOnHeap` and `kNotDeleted`: how the object in memory was
@@ -202,6 +219,20 @@ impl ClassLayout {
         (self.version == 1 && !self.derives_from_tobject()) || self.version < 1
     }
 
+    /// The layout of `std::array<T,N>` named by its type: ROOT's class `array<T,N>` with
+    /// its one member `_M_elems`, the N values (the version and checksum in a stream are
+    /// read from it, not from here).
+    fn std_array(item: Streamed, n: usize) -> ClassLayout {
+        ClassLayout {
+            name: format!("array<{},{n}>", item.cpp_type()),
+            version: -1,
+            checksum: 0,
+            bases: Vec::new(),
+            members: vec![("_M_elems".to_string(), Streamed::Array(Box::new(item), n))],
+            kind: ClassKind::StdArray,
+        }
+    }
+
     /// The layout of `TObject`.
     fn tobject() -> ClassLayout {
         ClassLayout {
@@ -234,7 +265,11 @@ impl Streamed {
                 _ => format!("{}<{}>", kind.template(), item.cpp_type()),
             },
             Streamed::Array(item, n) => format!("std::array<{},{n}>", item.cpp_type()),
+            Streamed::Bitset(n) => format!("std::bitset<{n}>"),
             Streamed::Counted(t, _) => format!("std::vector<{}>", t.cpp_type()),
+            Streamed::Object(c) if c.kind == ClassKind::StdArray && c.members.len() == 1 => {
+                c.members[0].1.cpp_type()
+            }
             Streamed::Object(c) if c.kind == ClassKind::Pair && c.members.len() == 2 => format!(
                 "std::pair<{},{}>",
                 c.members[0].1.cpp_type(),
@@ -248,7 +283,7 @@ impl Streamed {
     pub fn classes(&self, out: &mut Vec<Arc<ClassLayout>>) {
         match self {
             Streamed::Vector(_, item) | Streamed::Array(item, _) => item.classes(out),
-            Streamed::Object(c) if c.kind == ClassKind::Pair => {
+            Streamed::Object(c) if matches!(c.kind, ClassKind::Pair | ClassKind::StdArray) => {
                 for (_, m) in &c.members {
                     m.classes(out);
                 }
@@ -264,7 +299,11 @@ impl Streamed {
                     out.push(c.clone());
                 }
             }
-            Streamed::Prim(_) | Streamed::String | Streamed::TString | Streamed::Counted(..) => {}
+            Streamed::Prim(_)
+            | Streamed::String
+            | Streamed::TString
+            | Streamed::Bitset(_)
+            | Streamed::Counted(..) => {}
         }
     }
 }
@@ -309,7 +348,7 @@ impl Streamed {
     /// a class with a streamer of its own (`TLorentzVector`, ...) is not.
     pub fn is_native(&self) -> bool {
         match self {
-            Streamed::Prim(_) | Streamed::String | Streamed::TString => true,
+            Streamed::Prim(_) | Streamed::String | Streamed::TString | Streamed::Bitset(_) => true,
             Streamed::Counted(..) => false,
             Streamed::Vector(_, item) | Streamed::Array(item, _) => item.is_native(),
             Streamed::Object(c) => {
@@ -320,9 +359,10 @@ impl Streamed {
                     && c.bases
                         .iter()
                         .all(|b| Streamed::Object(b.clone()).is_native())
-                    // A pair is no class of ROOT's: its TString becomes a std::string.
+                    // A pair or a std::array is no class of ROOT's RNTuple: its TString
+                    // becomes a std::string.
                     && c.members.iter().all(|(_, m)| {
-                        if c.kind == ClassKind::Pair {
+                        if matches!(c.kind, ClassKind::Pair | ClassKind::StdArray) {
                             m.is_native()
                         } else {
                             m.is_native_member()
@@ -528,16 +568,28 @@ impl TypeResolver {
             let n = args
                 .get(1)
                 .and_then(|n| n.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0 && args.len() == 2)
                 .ok_or_else(|| Error::Unsupported(format!("array type \"{name}\"")))?;
-            return Ok(Streamed::Array(
-                Box::new(self.resolve(args[0], depth + 1)?),
-                n,
-            ));
+            let item = self.resolve(args[0], depth + 1)?;
+            return Ok(Streamed::Object(Arc::new(ClassLayout::std_array(item, n))));
+        }
+        if let Some(inner) = bare
+            .strip_prefix("bitset<")
+            .and_then(|r| r.strip_suffix('>'))
+        {
+            let n = inner
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| Error::Unsupported(format!("bitset type \"{name}\"")))?;
+            return Ok(Streamed::Bitset(n));
         }
         if name.contains('<') || name.ends_with('*') {
             return Err(Error::Unsupported(format!(
                 "type \"{name}\" (only std::vector, the sets and maps, std::pair, std::array, \
-                 strings, fundamentals and classes described in the file are converted)"
+                 std::bitset, strings, fundamentals and classes described in the file are \
+                 converted)"
             )));
         }
         Ok(Streamed::Object(self.class(name, depth)?))
@@ -695,6 +747,9 @@ impl Builder {
             Streamed::String | Streamed::TString => Builder::Str(vec![0], Vec::new()),
             Streamed::Vector(_, item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
+            Streamed::Bitset(n) => {
+                Builder::Fixed(*n, Box::new(Builder::new(&Streamed::Prim(LeafType::Bool))))
+            }
             Streamed::Counted(t, _) => {
                 Builder::List(vec![0], Box::new(Builder::new(&Streamed::Prim(*t))))
             }
@@ -887,9 +942,11 @@ impl<'a> StreamCursor<'a> {
                 } else {
                     let n = self.count()?;
                     match item.as_ref() {
-                        // Objects of a class streamed object-wise: each by its class's
-                        // streamer, behind its header.
-                        Streamed::Object(c) if c.kind == ClassKind::Class => {
+                        // Objects of a class (or std::arrays) streamed object-wise: each
+                        // by its class's streamer, behind its header.
+                        Streamed::Object(c)
+                            if matches!(c.kind, ClassKind::Class | ClassKind::StdArray) =>
+                        {
                             if n > self.remaining() {
                                 return Err(Error::corrupt(
                                     "streamed value",
@@ -909,6 +966,18 @@ impl<'a> StreamCursor<'a> {
                 self.check_end(end)
             }
             (Streamed::Array(item, n), Builder::Fixed(_, items)) => self.items(item, *n, items),
+            (Streamed::Bitset(bits), Builder::Fixed(_, values)) => {
+                let end = if header { self.header()? } else { None };
+                let n = self.count()?;
+                if n != *bits {
+                    return Err(Error::corrupt(
+                        "streamed value",
+                        format!("a std::bitset<{bits}> streamed with {n} bits"),
+                    ));
+                }
+                self.prims(LeafType::Bool, n, values)?;
+                self.check_end(end)
+            }
             (Streamed::Object(c), Builder::Struct(fields, len)) if c.kind == ClassKind::TObject => {
                 self.tobject(fields)?;
                 *len += 1;
@@ -1068,8 +1137,8 @@ impl<'a> StreamCursor<'a> {
                 Streamed::Prim(_) | Streamed::Array(..) | Streamed::TString => {
                     self.items(m, n, &mut fields[i])?;
                 }
-                // Strings and collections: one header, then the items' values.
-                Streamed::String | Streamed::Vector(..) => {
+                // Strings, collections and bitsets: one header, then the items' values.
+                Streamed::String | Streamed::Vector(..) | Streamed::Bitset(_) => {
                     self.items_with_header(m, n, &mut fields[i])?;
                 }
                 // Objects: each with its header.
@@ -1102,11 +1171,64 @@ impl<'a> StreamCursor<'a> {
         Ok(())
     }
 
-    /// Like [`items`](Self::items) behind one header (a split collection's STL member).
+    /// Like [`items`](Self::items) behind one header (a split collection's STL member, a
+    /// member of the items of a collection streamed member-wise). Behind a header marked
+    /// member-wise, collections of objects come member-wise: the items' class version
+    /// once, then each collection's count and its items' members in turn.
     pub fn items_with_header(&mut self, t: &Streamed, n: usize, out: &mut Builder) -> Result<()> {
-        let end = self.header()?;
-        self.items(t, n, out)?;
+        let (end, memberwise) = self.header_of_collection()?;
+        if memberwise {
+            self.memberwise_collections(t, n, out)?;
+        } else {
+            self.items(t, n, out)?;
+        }
         self.check_end(end)
+    }
+
+    /// `n` collections of objects streamed member-wise behind one header (a collection
+    /// member of the items of a collection streamed member-wise, such as
+    /// `std::vector<std::array<short,2>>` in `std::vector<C>`): the items' class version
+    /// (and checksum after version 0) once, then each collection's count and its items'
+    /// members in turn.
+    fn memberwise_collections(&mut self, t: &Streamed, n: usize, out: &mut Builder) -> Result<()> {
+        let (Streamed::Vector(_, item), Builder::List(offsets, items)) = (t, out) else {
+            return Err(Error::corrupt(
+                "streamed value",
+                "values of no collection streamed member-wise",
+            ));
+        };
+        let (Streamed::Object(c), Builder::Struct(fields, len)) = (item.as_ref(), items.as_mut())
+        else {
+            return Err(Error::corrupt(
+                "streamed value",
+                "a collection of no objects streamed member-wise",
+            ));
+        };
+        if self.take(2)? == [0, 0] {
+            self.u32()?;
+        }
+        if n > self.remaining() {
+            return Err(Error::corrupt(
+                "streamed value",
+                format!("{n} collections in {} bytes", self.remaining()),
+            ));
+        }
+        for _ in 0..n {
+            let count = self.count()?;
+            if count > self.remaining() {
+                return Err(Error::corrupt(
+                    "streamed value",
+                    format!("{count} items in {} bytes", self.remaining()),
+                ));
+            }
+            if count > 0 {
+                self.members_of_items(c, count, fields)?;
+                *len += count;
+            }
+            let last = offsets.last().copied().unwrap_or(0);
+            offsets.push(last + count as i64);
+        }
+        Ok(())
     }
 
     fn prims(&mut self, p: LeafType, n: usize, out: &mut Builder) -> Result<()> {
@@ -1210,6 +1332,16 @@ impl Builder {
                     values,
                     None,
                 )?)
+            }
+            // A std::array object (its one member, `_M_elems`): the array itself.
+            (Builder::Struct(mut members, n), DataType::FixedSizeList(..))
+                if members.len() == 1 && matches!(members[0], Builder::Fixed(..)) =>
+            {
+                let elems = members.remove(0);
+                if elems.len() != n {
+                    return Err(mismatch());
+                }
+                elems.finish(target)?
             }
             (Builder::Struct(members, n), DataType::Struct(fields)) => {
                 if members.len() != fields.len() {
@@ -1414,6 +1546,264 @@ mod tests {
             panic!("{items:?}");
         };
         assert_eq!(lists_of(&members[1]), (vec![0, 1, 3], vec![9, 10, 11]));
+    }
+
+    /// Bytes from hexadecimal digits (spaces ignored).
+    fn hex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        digits
+            .chunks(2)
+            .map(|d| u8::from_str_radix(std::str::from_utf8(d).unwrap(), 16).unwrap())
+            .collect()
+    }
+
+    /// The Arrow field RNTuple gives values of `t` (through the schema, as the converter).
+    fn target(t: &Streamed) -> Field {
+        use crate::format::{Footer, Header};
+        use crate::schema::{arrow_field, ColumnDefaults, Descriptor, SchemaBuilder};
+        let mut builder = SchemaBuilder::new(ColumnDefaults::default());
+        crate::tools::convert::register_classes(&mut builder, t).unwrap();
+        let id = builder.add_cpp_field("x", &t.cpp_type()).unwrap();
+        let header = Header {
+            name: String::new(),
+            description: String::new(),
+            writer: String::new(),
+            schema: builder.finish(),
+        };
+        let desc = Descriptor::build((1, 0, 0, 0), header, Footer::default(), Vec::new()).unwrap();
+        arrow_field(&desc, id, "x").unwrap()
+    }
+
+    /// An Arrow array's values as JSON (numbers, booleans, lists; records as lists of
+    /// their members; maps as lists of [key, value]).
+    fn json(a: &dyn Array) -> Vec<serde_json::Value> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float32Type, Float64Type, Int16Type, Int32Type};
+        use serde_json::json;
+        let n = a.len();
+        match a.data_type() {
+            DataType::Boolean => a.as_boolean().iter().map(|v| json!(v)).collect(),
+            DataType::Int16 => a
+                .as_primitive::<Int16Type>()
+                .iter()
+                .map(|v| json!(v))
+                .collect(),
+            DataType::Int32 => a
+                .as_primitive::<Int32Type>()
+                .iter()
+                .map(|v| json!(v))
+                .collect(),
+            DataType::Float32 => a
+                .as_primitive::<Float32Type>()
+                .iter()
+                .map(|v| json!(v))
+                .collect(),
+            DataType::Float64 => a
+                .as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| json!(v))
+                .collect(),
+            DataType::FixedSizeList(..) => {
+                let l = a.as_fixed_size_list();
+                (0..n).map(|i| json!(json(l.value(i).as_ref()))).collect()
+            }
+            DataType::LargeList(_) => {
+                let l = a.as_list::<i64>();
+                (0..n).map(|i| json!(json(l.value(i).as_ref()))).collect()
+            }
+            DataType::Map(..) => {
+                let m = a.as_map();
+                (0..n).map(|i| json!(json(&m.value(i)))).collect()
+            }
+            DataType::Struct(_) => {
+                let s = a.as_struct();
+                let members: Vec<Vec<serde_json::Value>> =
+                    s.columns().iter().map(|c| json(c.as_ref())).collect();
+                (0..n)
+                    .map(|i| json!(members.iter().map(|m| m[i].clone()).collect::<Vec<_>>()))
+                    .collect()
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    /// Decodes each entry (with the header a whole branch value has) as type `name` of
+    /// `resolver`; the values as JSON.
+    fn decoded(resolver: &mut TypeResolver, name: &str, entries: &[&str]) -> serde_json::Value {
+        let t = resolver.type_of(name).unwrap();
+        let mut out = Builder::new(&t);
+        for entry in entries {
+            let bytes = hex(entry);
+            let mut cursor = StreamCursor::new(&bytes);
+            cursor.decode(&t, &mut out, true).unwrap();
+            assert_eq!(cursor.remaining(), 0, "{name}: {entry}");
+        }
+        let array = out.finish(&target(&t)).unwrap();
+        serde_json::Value::Array(json(array.as_ref()))
+    }
+
+    // The entries below are as ROOT 6.40 writes them in TTree branches.
+
+    #[test]
+    fn bitsets_stream_as_a_count_and_one_byte_per_bit() {
+        let mut resolver = TypeResolver::new(Vec::new());
+        assert_eq!(cpp("bitset<20>"), "std::bitset<20>");
+        assert_eq!(
+            cpp("map<int,bitset<12> >"),
+            "std::map<std::int32_t,std::bitset<12>>"
+        );
+        // A whole std::bitset<5> (byte count, version 10, 5 bits, bit 0 first): 0b00011.
+        let got = decoded(
+            &mut resolver,
+            "bitset<5>",
+            &["4000000b 000a 00000005 0101000000"],
+        );
+        assert_eq!(got, serde_json::json!([[true, true, false, false, false]]));
+        // Items of a vector: no header of their own.
+        let got = decoded(
+            &mut resolver,
+            "vector<bitset<8> >",
+            &[
+                "40000006 000a 00000000",
+                "40000012 000a 00000001 00000008 0100000001000000",
+            ],
+        );
+        let bits = [true, false, false, false, true, false, false, false];
+        assert_eq!(got, serde_json::json!([[], [bits]]));
+        // A bitset streamed with another number of bits than its type has is refused.
+        let t = resolver.type_of("bitset<5>").unwrap();
+        let bytes = hex("4000000a 000a 00000004 01010000");
+        let err = StreamCursor::new(&bytes)
+            .decode(&t, &mut Builder::new(&t), true)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("std::bitset<5> streamed with 4 bits"),
+            "{err}"
+        );
+        for name in ["bitset<0>", "bitset<N>"] {
+            let err = resolver.type_of(name).unwrap_err();
+            assert!(matches!(err, Error::Unsupported(_)), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn std_arrays_named_by_type_are_objects_behind_their_headers() {
+        let mut resolver = TypeResolver::new(Vec::new());
+        assert_eq!(
+            cpp("vector<array<float,3> >"),
+            "std::vector<std::array<float,3>>"
+        );
+        let t = resolver.type_of("set<array<int,2> >").unwrap();
+        let mut classes = Vec::new();
+        t.classes(&mut classes);
+        assert!(classes.is_empty(), "{classes:?}");
+        // Object-wise (items of an inner vector): each array behind a byte count, version
+        // 0 and the checksum of class array<short,2>.
+        let got = decoded(
+            &mut resolver,
+            "vector<vector<array<short,2> > >",
+            &["40000018 000a 00000001 00000001 4000000a 0000 61e39dfc 0001 0064"],
+        );
+        assert_eq!(got, serde_json::json!([[[[1, 100]]]]));
+        // Member-wise (version bit 0x4000): the items' version 0 and checksum, the count,
+        // then every array's values.
+        let got = decoded(
+            &mut resolver,
+            "vector<array<float,3> >",
+            &[
+                "4000000c 400a 0000 702e1a10 00000000",
+                "40000024 400a 0000 702e1a10 00000002 40000000 00000000 40400000 40000000 \
+                 40000000 40400000",
+            ],
+        );
+        assert_eq!(
+            got,
+            serde_json::json!([[], [[2.0, 0.0, 3.0], [2.0, 2.0, 3.0]]])
+        );
+        // An unsplit map streams its pairs member-wise: every key, then every value, each
+        // value (an array) behind its header.
+        let got = decoded(
+            &mut resolver,
+            "map<int,array<int,2> >",
+            &["40000038 400a 0000 0b5fb752 00000002 00000014 00000015 \
+               4000000e 0000 66188abe 00000002 00000000 \
+               4000000e 0000 66188abe 00000002 ffffffff"],
+        );
+        assert_eq!(got, serde_json::json!([[[20, [2, 0]], [21, [2, -1]]]]));
+        // Bitsets as values: one header, then each value's count and bits.
+        let got = decoded(
+            &mut resolver,
+            "map<int,bitset<3> >",
+            &["40000028 400a 0000 0b5fb752 00000002 00000000 00000001 \
+               40000010 000a 00000003 010000 00000003 000101"],
+        );
+        assert_eq!(
+            got,
+            serde_json::json!([[[0, [true, false, false]], [1, [false, true, true]]]])
+        );
+    }
+
+    /// Class `TGArrBitsC { std::array<float,2> a; std::bitset<5> b;
+    /// std::vector<std::array<short,2>> va; std::vector<std::bitset<3>> vb; }`, version 2,
+    /// as ROOT 6.40 describes it.
+    fn arrays_and_bitsets_class() -> TypeResolver {
+        let mut a = StreamerElement::basic("a", 25, 8, "float");
+        a.array_length = 2;
+        a.array_dim = 1;
+        a.max_index[0] = 2;
+        let stl = |name: &str, type_name: &str, stl_type: i32| {
+            let mut e = StreamerElement::basic(name, 300, 24, type_name);
+            e.element_class = "TStreamerSTL".to_string();
+            e.stl_type = stl_type;
+            e
+        };
+        TypeResolver::new(vec![StreamerInfo {
+            class_name: "TGArrBitsC".to_string(),
+            checksum: 0x1ee9_0425,
+            class_version: 2,
+            elements: vec![
+                a,
+                stl("b", "bitset<5>", 8),
+                stl("va", "vector<array<short,2> >", 1),
+                stl("vb", "vector<bitset<3> >", 1),
+            ],
+        }])
+    }
+
+    #[test]
+    fn class_members_of_std_array_and_bitset_types_decode() {
+        let mut resolver = arrays_and_bitsets_class();
+        assert_eq!(
+            resolver.type_of("TGArrBitsC").unwrap(),
+            Streamed::Object(resolver.class("TGArrBitsC", 0).unwrap())
+        );
+        // Object-wise: the array member as its values; the bitset and the vectors each
+        // behind a header; the vector of arrays member-wise.
+        let object = "40000045 0002 3e800000 40800000 4000000b 000a 00000005 0000010000 \
+                      40000010 400a 0000 61e39dfc 00000001 0001 0009 \
+                      40000014 000a 00000002 00000003 000101 00000003 000101";
+        let got = decoded(&mut resolver, "TGArrBitsC", &[object]);
+        let b = [false, false, true, false, false];
+        let vb = [[false, true, true], [false, true, true]];
+        assert_eq!(got, serde_json::json!([[[0.25, 4.0], b, [[1, 9]], vb]]));
+        // Two objects in a vector, streamed member-wise: every a, every b (one header), every
+        // va (one header marked member-wise: the arrays' version and checksum once, then
+        // each vector's count and values), every vb.
+        let vector = "40000070 400a 0002 00000002 \
+                      3f000000 40800000 3f000000 40800000 \
+                      40000014 000a 00000005 0100010000 00000005 0100010000 \
+                      40000020 400a 0000 61e39dfc 00000002 0002 0009 0002 0009 \
+                      00000002 0002 0009 0002 0009 \
+                      40000018 000a 00000001 00000003 010101 00000001 00000003 010101";
+        let got = decoded(&mut resolver, "vector<TGArrBitsC>", &[vector]);
+        let item = serde_json::json!([
+            [0.5, 4.0],
+            [true, false, true, false, false],
+            [[2, 9], [2, 9]],
+            [[true, true, true]]
+        ]);
+        assert_eq!(got, serde_json::json!([[item, item]]));
     }
 
     #[test]
