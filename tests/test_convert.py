@@ -10,6 +10,13 @@
   to what ROOT reads from the tree, in the importer's schema; ``TString`` inside them
   (``stl_tstring``: split, member-wise, in a vector; the importer rejects it) as
   ``std::string``.
+- ``std::array`` and ``std::bitset`` (``stl_array_bitset``) wherever a TTree holds them:
+  items of vectors, sets and maps (split and unsplit, member-wise), nested in vectors of
+  vectors, a whole ``std::bitset``, members of a class split, unsplit and in vectors (a
+  vector of arrays in an unsplit class's items too), in the importer's schema; ROOT
+  reads them back as from the tree, and so do ``dump`` (arrays as lists, bitsets as
+  strings, most significant bit first) and Python's ``arrays`` (bitsets as lists of bools,
+  bit 0 first).
 - ROOT objects (``tobject_classes``, ``clonesarray``): classes deriving from ``TObject``
   (its ``fUniqueID`` and ``fBits`` compared too) and from plain bases, split and unsplit,
   alone and in vectors, in ROOT 6.40's layout (base classes as ``:_0`` subfields,
@@ -27,11 +34,12 @@
   into whole objects that ROOT reads back equal, streamed to the very bytes ROOT's own
   streamer writes; ``--split-policy auto`` on an AOD-like tree (``aod_like``) keeps each
   product in the smaller form, the file no larger than either all-split or all-unsplit.
-- One case is refused with a clear error instead: a top-level ``std::array`` branch,
-  which ROOT 6.40 writes without its values (its element branch holds empty entries;
-  ROOT cannot read it back and its importer writes zeros): ours says so rather than
-  invent values. A branch that cannot become a field (a name with a dot) fails the
-  conversion, or with ``--skip-unsupported`` is left out with a warning.
+- One case is refused with a clear error instead: a top-level ``std::array`` branch
+  and a split ``std::vector`` of them, which ROOT 6.40 writes without their values (the
+  element branch holds empty entries; ROOT cannot read the first back, reads zeros for
+  the second, and its importer writes zeros): ours says so rather than invent values.
+  A branch that cannot become a field (a name with a dot) fails the conversion, or with
+  ``--skip-unsupported`` is left out with a warning.
 - Trees written without a flush first (``*_kept_baskets``: every branch kind, the last
   basket of each branch kept in the tree's metadata, the others in keys of their own)
   convert like the others (the cases above); the fixtures do hold such baskets (uproot).
@@ -60,10 +68,16 @@ from rootdump import load_root
 
 #: Cases ROOT 6.40's importer rejects (``test_ttree_oracle.py`` checks its messages).
 IMPORTER_REJECTS = {"float16", "tstring", "clonesarray", "streamer_objects", "stl_tstring"}
-#: Cases ours refuses (see the module documentation), with a part of the message.
+#: Cases ours refuses (see the module documentation): each refused branch with a part
+#: of the message it fails with.
 REFUSED = {
-    "stl_array": 'field "arr": branch "_M_elems[3]", entry 0 of the chunk: corrupt data',
+    "stl_array": {
+        "arr": 'field "arr": branch "_M_elems[3]", entry 0 of the chunk: corrupt data',
+        "varr": 'field "varr": branch "varr._M_elems[3]", entry 1 of the chunk: corrupt data',
+    },
 }
+#: What the refusals above say of ROOT's empty split std::array entries.
+EMPTY_STD_ARRAY = "ROOT 6.40 writes a split std::array, or a split collection of them, without the values"
 #: The branches those cases convert when the refused branch is left out.
 REST = {"stl_array": "k"}
 
@@ -115,7 +129,12 @@ def test_refused_cases_fail_clearly_and_the_rest_converts(
 ) -> None:
     out, proc = converted[case]
     _assert_clean_failure(proc, out)
-    assert REFUSED[case] in proc.stderr, proc.stderr
+    assert any(message in proc.stderr for message in REFUSED[case].values()), proc.stderr
+    for branch, message in REFUSED[case].items():
+        alone = tmp_path / f"{branch}.root"
+        proc = _convert(ttrees[case], "t", alone, "--branches", branch)
+        _assert_clean_failure(proc, alone)
+        assert message in proc.stderr and EMPTY_STD_ARRAY in proc.stderr, proc.stderr
     rest = tmp_path / "rest.root"
     proc = _convert(ttrees[case], "t", rest, "--branches", REST[case])
     assert proc.returncode == 0, proc.stderr
@@ -335,6 +354,78 @@ def test_python_reads_streamer_fields_as_uproot_reads_the_ttree(
         assert bad == [], (branch, bad[:3])
 
 
+def _root_plain(value: object) -> object:
+    """ROOT's reading (``ttree_oracle``) in plain form: a ``std::array`` rendered through
+    its class (``{"_M_elems": [...]}``, a class member) as its list, a pair
+    (``{"first", "second"}``) as ``[first, second]``, floats as floats."""
+    if isinstance(value, dict):
+        if set(value) == {"_M_elems"}:
+            return _root_plain(value["_M_elems"])
+        if set(value) == {"first", "second"}:
+            return [_root_plain(value["first"]), _root_plain(value["second"])]
+        return {k: _root_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_root_plain(v) for v in value]
+    return _plain(value)
+
+
+def _undump(got: object, want: object) -> object:
+    """A value ``dump`` printed in the plain form of ``want`` (ROOT's reading, see
+    :func:`_root_plain`): a bitset string (most significant bit first) as its bits from
+    bit 0, a map object as a list of ``[key, value]``, hex floats as floats."""
+    if isinstance(got, str) and isinstance(want, list):
+        assert set(got) <= {"0", "1"}, got
+        return [c == "1" for c in reversed(got)]
+    if isinstance(got, dict) and isinstance(want, list):
+        pairs = []
+        for k, (key, value) in enumerate(got.items()):
+            w = want[k] if k < len(want) else [None, None]
+            pairs.append([int(key) if isinstance(w[0], int) else key, _undump(value, w[1])])
+        return pairs
+    if isinstance(got, dict) and isinstance(want, dict):
+        return {k: _undump(v, want.get(k)) for k, v in got.items()}
+    if isinstance(got, list) and isinstance(want, list):
+        return [_undump(g, w) for g, w in zip(got, want + [None] * len(got), strict=False)]
+    return _plain(got)
+
+
+def test_dump_and_python_read_arrays_and_bitsets_as_root_reads_the_ttree(
+    ttrees: dict[str, Path], converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]]
+) -> None:
+    """``dump`` and Python's ``arrays`` of the converted ``stl_array_bitset`` give, every
+    column and entry, the values ROOT reads from the TTree: ``std::array`` as lists,
+    ``std::bitset`` as strings in ``dump`` (most significant bit first) and as lists of
+    bools in Python (bit 0 first), maps as objects (``dump``) and ``[key, value]`` lists
+    (Python)."""
+    import rntuple
+
+    case = "stl_array_bitset"
+    ours, proc = converted[case]
+    assert proc.returncode == 0, proc.stderr
+    want = {c: [_root_plain(v) for v in vs] for c, vs in ttree_oracle.ttree_values(ttrees[case], "t").items()}
+    dump = subprocess.run(
+        [str(require_rntuple_bin()), "dump", "--jsonl", f"{ours}:t"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    rows = [json.loads(line) for line in dump.stdout.splitlines()]
+    with rntuple.open(str(ours)) as f:
+        arrays = f["t"].arrays()
+    assert len(rows) == len(arrays) == ttreegen.CASES[case].entries
+    for column, values in want.items():
+        assert any(v not in ([], {}) for v in values), column
+        dumped = [_undump(r[column], w) for r, w in zip(rows, values, strict=True)]
+        python = json.loads(json.dumps(arrays[column].tolist()))
+        for reader, got in (("dump", dumped), ("python", python)):
+            bad = [i for i, (x, y) in enumerate(zip(got, values, strict=True)) if not _same(x, y)]
+            assert bad == [], (reader, column, bad[:3], bad and got[bad[0]], bad and values[bad[0]])
+    # The conventions themselves, at an entry with a 20-bit bitset: bit 0 last in dump's string.
+    bits = want["bs"][5]
+    assert rows[5]["bs"] == "".join("1" if b else "0" for b in reversed(bits)) and len(bits) == 20
+
+
 def test_unsplit_stores_whole_object_branches_as_streamer_fields(
     ttrees: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -460,6 +551,41 @@ def test_split_policy_auto_takes_the_smaller_form(ttrees: dict[str, Path], tmp_p
     for branch, form in choices.items():
         assert (roles[branch] == "Streamer") == (form == "unsplit"), (branch, roles[branch])
     assert ttree_oracle.compare(src, "t", tmp_path / "auto.root", "t") == []
+
+
+def test_unsplit_bitsets_are_streamer_fields_root_reads_back(
+    ttrees: dict[str, Path],
+    converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    tmp_path: Path,
+) -> None:
+    """``--unsplit`` of a ``std::bitset`` and of a vector of them: streamer fields with the
+    schema ROOT's own ``RStreamerField`` writes for those types (its bytes without the
+    collection's header), read back by ROOT as from the TTree and decoded by ``dump``
+    as the split conversion's bits."""
+    case = "stl_array_bitset"
+    src = ttrees[case]
+    out = tmp_path / "unsplit.root"
+    proc = _convert(src, "t", out, "--branches", "bs,vbs,k", "--unsplit", "bs,vbs")
+    assert proc.returncode == 0, proc.stderr
+    got = {f["name"]: f for f in ttree_oracle.rntuple_schema(out, "t")["fields"]}
+    want = _streamer_reference(tmp_path, {"bs": "std::bitset<20>", "vbs": "std::vector<std::bitset<8>>"})
+    for name in ("bs", "vbs"):
+        assert got[name]["role"] == "Streamer" and got[name] == want[name], (got[name], want[name])
+    assert ttree_oracle.compare(src, "t", out, "t", ["bs", "vbs", "k"]) == []
+    split, proc = converted[case]
+    assert proc.returncode == 0, proc.stderr
+    dumps = [
+        subprocess.run(
+            [str(require_rntuple_bin()), "dump", "--jsonl", f"{path}:t", "--fields", "bs,vbs"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout.splitlines()
+        for path in (out, split)
+    ]
+    assert dumps[0] == dumps[1] and len(dumps[0]) == ttreegen.CASES[case].entries
+    assert json.loads(dumps[0][5])["bs"] == json.loads(dumps[1][5])["bs"] != ""
 
 
 def _ttree_key(path: Path, tree: str) -> tuple[int, int, int]:

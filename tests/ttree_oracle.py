@@ -13,7 +13,10 @@
   comparable with ``==`` (no ids, no contents, no cluster layout); :func:`rntuple_storage`
   the write-side facts (compression, clusters, pages).
 - :func:`ttree_values` / :func:`rntuple_values`: the values ROOT reads through
-  RDataFrame, per column, rendered by C++ (``tests/cxx/ttree_oracle.hxx``) as JSON:
+  RDataFrame (an RNTuple with a ``std::bitset`` field, which ROOT 6.40's RDataFrame cannot
+  open, or a map of ``std::array``, through ``RNTupleReader`` views of the same C++ types
+  in a process of its own), per column, rendered by C++ (``tests/cxx/ttree_oracle.hxx``)
+  as JSON:
   integers (``char`` too) as numbers, ``bool`` as true/false, floats as C99 hex strings
   (``%a``), strings as strings (a ``/C`` leaf too), arrays/vectors/RVecs as lists,
   classes as objects of their persistent data members (TClass walk, bases first,
@@ -264,6 +267,105 @@ std::string {fname}(ROOT::RDF::RNode df, const std::vector<std::string> &cols)
     return fname
 
 
+def _reader_runner(ROOT: Any, types: tuple[str, ...]) -> str:
+    """The name of a JIT-compiled function rendering top-level fields of the given C++
+    types through ``RNTupleReader`` views: ``std::string f(path, name, vector<string>
+    fields, start, stop)`` returning a JSON list with one list of values per field (the
+    same rendering as :func:`_runner`'s, for RNTuples RDataFrame cannot open)."""
+    key = (("reader", False), *((t, False) for t in types))
+    if key in _runners:
+        return _runners[key]
+    fname = "ttree_oracle_read_" + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
+    views = "\n".join(f"   auto v{k} = reader->GetView<{t}>(fields[{k}]);" for k, t in enumerate(types))
+    renders = "\n".join(f"      ttree_oracle::Render(outs[{k}], v{k}(i));" for k in range(len(types)))
+    code = f"""
+std::string {fname}(const std::string &path, const std::string &name, const std::vector<std::string> &fields,
+                    long long start, long long stop)
+{{
+   auto reader = ROOT::RNTupleReader::Open(name, path);
+{views}
+   const long long n = reader->GetNEntries();
+   if (stop < 0 || stop > n)
+      stop = n;
+   std::vector<std::string> outs({len(types)}, std::string("["));
+   for (long long i = start; i < stop; ++i) {{
+      if (i != start)
+         for (auto &s : outs)
+            s += ',';
+{renders}
+   }}
+   std::string out = "[";
+   for (std::size_t k = 0; k < outs.size(); ++k) {{
+      if (k)
+         out += ",\\n";
+      out += outs[k];
+      out += ']';
+   }}
+   out += "]";
+   return out;
+}}
+"""
+    if not ROOT.gInterpreter.Declare(code):
+        raise RuntimeError(f"failed to compile the RNTupleReader renderer for field types {types}")
+    _runners[key] = fname
+    return fname
+
+
+def _read_apart(schema: dict[str, Any]) -> bool:
+    """Whether an RNTuple is read through ``RNTupleReader`` views in a process of its own
+    (:func:`_reader_values`): it has a ``std::bitset`` field (ROOT 6.40's RDataFrame
+    cannot open it, ``vector::_M_range_check``, its importer's output included), or a
+    ``std::pair`` holding a ``std::array`` (a map's item: once ROOT 6.40 has built such a
+    field, its later reading of a split TTree branch of that map gives zeros for the
+    arrays, so the reading must not happen in the process that reads the TTrees)."""
+
+    def walk(f: dict[str, Any]) -> bool:
+        t = f["type"]
+        if t.startswith("std::bitset<") or (t.startswith("std::pair<") and "std::array<" in t):
+            return True
+        return any(walk(s) for s in f["subfields"])
+
+    return any(walk(f) for f in schema["fields"])
+
+
+def _reader_values(
+    path: Path, name: str, columns: list[str], entries: tuple[int, int] | None
+) -> dict[str, list[Any]]:
+    """:func:`_render_reader` of ``columns`` in a child process (see :func:`_read_apart`)."""
+    if not columns:
+        return {}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_reader", str(path), name]
+    cmd += ["--columns", ",".join(columns)]
+    if entries is not None:
+        cmd += ["--entries", f"{entries[0]}:{entries[1]}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"reading RNTuple {name} of {path} failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def _render_reader(
+    ROOT: Any,
+    path: Path,
+    name: str,
+    schema: dict[str, Any],
+    columns: list[str],
+    entries: tuple[int, int] | None,
+) -> dict[str, list[Any]]:
+    """Render the top-level fields ``columns`` of RNTuple ``name`` through
+    ``RNTupleReader`` views of their types (entries ``[start, stop)`` if given)."""
+    if not columns:
+        return {}
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    missing = [c for c in columns if not types.get(c)]
+    if missing:
+        raise KeyError(f"RNTuple {name}: no typed top-level fields {missing} to read without RDataFrame")
+    fn = getattr(ROOT, _reader_runner(ROOT, tuple(types[c] for c in columns)))
+    start, stop = entries if entries is not None else (0, -1)
+    data = json.loads(str(fn(str(path), name, ROOT.std.vector["std::string"](columns), start, stop)))
+    return dict(zip(columns, data, strict=True))
+
+
 def _render(
     ROOT: Any,
     df: Any,
@@ -379,13 +481,19 @@ def rntuple_values(
     """ROOT's reading of RNTuple ``name`` through RDataFrame: ``{column: [value per entry]}``
     for ``columns`` (default :func:`rntuple_columns`), entries ``[start, stop)`` if given;
     streamer fields (no RDataFrame columns) through ``RNTupleReader``, each object
-    rendered through its class."""
+    rendered through its class; every column of an RNTuple with a ``std::bitset`` field
+    (which RDataFrame cannot open) or a map of ``std::array`` through ``RNTupleReader``
+    views of its type, in a process of its own (:func:`_read_apart`)."""
     ROOT = _prepare()
     cols = columns if columns is not None else rntuple_columns(path, name)
+    schema = rntuple_schema(path, name)
     # Streamer fields are no RDataFrame columns: read with RNTupleReader.
-    streamers = {f["name"] for f in rntuple_schema(path, name)["fields"] if f["role"] == "Streamer"}
-    df = ROOT.RDataFrame(name, str(path))
-    out = _render(ROOT, df, [c for c in cols if c not in streamers], set(), entries)
+    streamers = {f["name"] for f in schema["fields"] if f["role"] == "Streamer"}
+    plain = [c for c in cols if c not in streamers]
+    if _read_apart(schema):
+        out = _reader_values(path, name, plain, entries)
+    else:
+        out = _render(ROOT, ROOT.RDataFrame(name, str(path)), plain, set(), entries)
     start, stop = entries if entries is not None else (0, -1)
     for c in cols:
         if c in streamers:
@@ -413,9 +521,14 @@ def compare(
     diffs: list[str] = []
     rnt_cols = set(rntuple_columns(rntuple_file, name))
     ROOT = _prepare()
-    df = ROOT.RDataFrame(name, str(rntuple_file))
-    streamers = {f["name"] for f in rntuple_schema(rntuple_file, name)["fields"] if f["role"] == "Streamer"}
-    available = {str(c) for c in df.GetColumnNames()} | streamers
+    schema = rntuple_schema(rntuple_file, name)
+    streamers = {f["name"] for f in schema["fields"] if f["role"] == "Streamer"}
+    if _read_apart(schema):
+        # Its top-level fields are read with RNTupleReader (in a process of its own).
+        available = {f["name"] for f in schema["fields"]}
+    else:
+        df = ROOT.RDataFrame(name, str(rntuple_file))
+        available = {str(c) for c in df.GetColumnNames()} | streamers
     missing = [c for c in cols if c not in available]
     for c in missing:
         diffs.append(f"{c}: no such column in RNTuple {name} (its columns: {sorted(rnt_cols)})")
@@ -471,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("dst")
         p.add_argument("--name")
         p.add_argument("--compression", type=int)
+    p = sub.add_parser("_reader", help=argparse.SUPPRESS)
+    p.add_argument("file", type=Path)
+    p.add_argument("name")
+    p.add_argument("--columns", required=True)
+    p.add_argument("--entries")
     p = sub.add_parser("compare", help="TTree vs RNTuple readings")
     p.add_argument("ttree_file", type=Path)
     p.add_argument("tree")
@@ -489,6 +607,14 @@ def main(argv: list[str] | None = None) -> int:
         res = root_import(Path(args.src), args.tree, Path(args.dst), args.name, args.compression)
         print(json.dumps(asdict(res), indent=1))
         return 0 if res.ok else 1
+    if args.cmd == "_reader":
+        ROOT = _prepare()
+        schema = rntuple_schema(args.file, args.name)
+        columns = args.columns.split(",")
+        values = _render_reader(ROOT, args.file, args.name, schema, columns, _entries(args.entries))
+        sys.stdout.write(json.dumps(values))
+        sys.stdout.flush()
+        os._exit(0)  # (skip ROOT's teardown: the values are out)
     if args.cmd == "schema":
         schema = rntuple_schema(args.file, args.name)
         print("\n".join(schema_lines(schema)) if args.lines else json.dumps(schema, indent=1))

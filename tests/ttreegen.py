@@ -94,7 +94,16 @@ CASES: dict[str, Case] = {
     ),
     "stl_array": Case(
         "a top-level std::array<float,3> branch arr (ROOT writes it with an InitializeOffsets error; "
-        "RDataFrame cannot read it) and k/I"
+        "RDataFrame cannot read it), a split vector<array<float,3>> varr (the same error: no values, "
+        "ROOT reads zeros) and k/I"
+    ),
+    "stl_array_bitset": Case(
+        "std::array and std::bitset in TBranchElement branches: vector<array<float,3>> and set<array<int,2>> "
+        "unsplit, vector<bitset<8>>, map<int,array<int,2>> and map<int,bitset<12>> split and unsplit, "
+        "vector<vector<array<short,2>>>, vector<vector<bitset<4>>>, bitset<20>; TGArrBits (array and "
+        "bitset members) split, unsplit and in vectors; TGArrBitsC (ClassDef; vectors of arrays and "
+        "bitsets) unsplit and in a vector; k/I",
+        entries=1500,
     ),
     "split_class": Case(
         "ev (TGEvent, ClassDef), pl (TGPlain, no ClassDef), vec (std::vector<TGPlain>) at split "
@@ -173,6 +182,7 @@ CLASS_CASES = (
     "stl_containers",
     "stl_tstring",
     "aod_like",
+    "stl_array_bitset",
 )
 
 _declared = False
@@ -267,6 +277,7 @@ def _writer(name: str) -> Callable[[Any, str, int, int], None]:
         "streamer_objects": "WriteStreamerObjects",
         "stl_tstring": "WriteStlTString",
         "aod_like": "WriteAodLike",
+        "stl_array_bitset": "WriteStlArrayBitset",
         "subdir": "WriteSubdir",
         "many_baskets": "WriteManyBaskets",
     }

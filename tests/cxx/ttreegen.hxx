@@ -16,6 +16,7 @@
 #include <TVector3.h>
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -524,19 +525,153 @@ void WriteTString(const char *path, Long64_t n, int compression)
 }
 
 /// A top-level std::array<float,3> branch (ROOT 6.40 writes it with "Could not find the real data member
-/// '_M_elems[3]'" and RDataFrame cannot read it back) next to a scalar k/I.
+/// '_M_elems[3]'" and RDataFrame cannot read it back), a split std::vector<std::array<float,3>> (the same
+/// error: its element branch holds no values, ROOT reads zeros) and a scalar k/I.
 void WriteStlArray(const char *path, Long64_t n, int compression)
 {
    auto f = Open(path, compression);
    auto *t = NewTree(f.get(), "t", 700);
    auto *arr = new std::array<float, 3>;
+   auto *varr = new std::vector<std::array<float, 3>>;
    Int_t k = 0;
    t->Branch("k", &k, "k/I", kBasket);
    t->Branch("arr", &arr, kBasket);
+   t->Branch("varr", &varr, kBasket, 99);
    for (Long64_t e = 0; e < n; ++e) {
       k = IntValue<Int_t>(e, 520);
       for (int m = 0; m < 3; ++m)
          (*arr)[m] = FloatValue(e, 515 + m);
+      varr->resize(Length(e, 521, 3));
+      for (std::size_t m = 0; m < varr->size(); ++m)
+         for (int q = 0; q < 3; ++q)
+            (*varr)[m][q] = FloatValue(e * 16 + m, 522 + q);
+      t->Fill();
+   }
+   Finish(f, t);
+}
+
+/// A std::bitset<N> of IntValue's low N bits.
+template <std::size_t N>
+std::bitset<N> BitsValue(std::uint64_t i, std::uint64_t salt)
+{
+   return std::bitset<N>(IntValue<std::uint64_t>(i, salt));
+}
+
+inline void FillArrBits(TGArrBits &x, std::uint64_t e, std::uint64_t salt)
+{
+   x.id = IntValue<Int_t>(e, salt);
+   for (int k = 0; k < 3; ++k)
+      x.pos[k] = DoubleValue(e * 16 + k, salt + 1);
+   x.flags = BitsValue<16>(e, salt + 2);
+   for (int k = 0; k < 2; ++k)
+      x.idx[k] = IntValue<Int_t>(e * 16 + k, salt + 3);
+}
+
+inline void FillArrBitsC(TGArrBitsC &x, std::uint64_t e, std::uint64_t salt)
+{
+   for (int k = 0; k < 2; ++k)
+      x.a[k] = FloatValue(e * 16 + k, salt);
+   x.b = BitsValue<5>(e, salt + 1);
+   x.va.resize(Length(e, salt + 2, 3));
+   for (std::size_t k = 0; k < x.va.size(); ++k)
+      x.va[k] = {IntValue<Short_t>(e * 16 + k, salt + 3), IntValue<Short_t>(e * 16 + k, salt + 4)};
+   x.vb.resize(Length(e, salt + 5, 3));
+   for (std::size_t k = 0; k < x.vb.size(); ++k)
+      x.vb[k] = BitsValue<3>(e * 16 + k, salt + 6);
+}
+
+/// std::array and std::bitset wherever they occur in TBranchElement branches: as collection items
+/// (vaf: std::vector<std::array<float,3>>, unsplit, member-wise; vbs: std::vector<std::bitset<8>>; sai:
+/// std::set<std::array<int,2>>, unsplit), as map values (miai: std::map<int,std::array<int,2>> split, miai0
+/// unsplit; mibs: std::map<int,std::bitset<12>> split, mibs0 unsplit), nested (vvas:
+/// std::vector<std::vector<std::array<short,2>>>, vvbs: std::vector<std::vector<std::bitset<4>>>), a whole
+/// std::bitset<20> (bs), class members (ab: TGArrBits split, ab0 unsplit, vab: std::vector<TGArrBits> split,
+/// vab0 unsplit; abc0: TGArrBitsC unsplit, vabc0: std::vector<TGArrBitsC> unsplit) and a scalar k/I. (A split
+/// std::vector or std::set of std::array is left out: ROOT 6.40 writes no values for it.)
+void WriteStlArrayBitset(const char *path, Long64_t n, int compression)
+{
+   auto f = Open(path, compression);
+   auto *t = NewTree(f.get(), "t", 500);
+   auto *vaf = new std::vector<std::array<float, 3>>;
+   auto *vbs = new std::vector<std::bitset<8>>;
+   auto *sai = new std::set<std::array<int, 2>>;
+   auto *miai = new std::map<int, std::array<int, 2>>;
+   auto *miai0 = new std::map<int, std::array<int, 2>>;
+   auto *mibs = new std::map<int, std::bitset<12>>;
+   auto *mibs0 = new std::map<int, std::bitset<12>>;
+   auto *vvas = new std::vector<std::vector<std::array<short, 2>>>;
+   auto *vvbs = new std::vector<std::vector<std::bitset<4>>>;
+   auto *bs = new std::bitset<20>;
+   auto *ab = new TGArrBits;
+   auto *ab0 = new TGArrBits;
+   auto *vab = new std::vector<TGArrBits>;
+   auto *vab0 = new std::vector<TGArrBits>;
+   auto *abc0 = new TGArrBitsC;
+   auto *vabc0 = new std::vector<TGArrBitsC>;
+   Int_t k = 0;
+   t->Branch("vaf", &vaf, kBasket, 0);
+   t->Branch("vbs", &vbs, kBasket);
+   t->Branch("sai", &sai, kBasket, 0);
+   t->Branch("miai", &miai, kBasket);
+   t->Branch("miai0", &miai0, kBasket, 0);
+   t->Branch("mibs", &mibs, kBasket);
+   t->Branch("mibs0", &mibs0, kBasket, 0);
+   t->Branch("vvas", &vvas, kBasket);
+   t->Branch("vvbs", &vvbs, kBasket);
+   t->Branch("bs", &bs, kBasket);
+   t->Branch("ab", &ab, kBasket, 99);
+   t->Branch("ab0", &ab0, kBasket, 0);
+   t->Branch("vab", &vab, kBasket, 99);
+   t->Branch("vab0", &vab0, kBasket, 0);
+   t->Branch("abc0", &abc0, kBasket, 0);
+   t->Branch("vabc0", &vabc0, kBasket, 0);
+   t->Branch("k", &k, "k/I", kBasket);
+   for (Long64_t e = 0; e < n; ++e) {
+      vaf->resize(Length(e, 1200, 3));
+      for (std::size_t m = 0; m < vaf->size(); ++m)
+         for (int q = 0; q < 3; ++q)
+            (*vaf)[m][q] = FloatValue(e * 256 + m * 16 + q, 1201);
+      vbs->resize(Length(e, 1202, 4));
+      for (std::size_t m = 0; m < vbs->size(); ++m)
+         (*vbs)[m] = BitsValue<8>(e * 16 + m, 1203);
+      sai->clear();
+      miai->clear();
+      miai0->clear();
+      mibs->clear();
+      mibs0->clear();
+      for (int m = 0; m < Length(e, 1204, 4); ++m) {
+         sai->insert({IntValue<int>(e * 16 + m, 1205) % 3, IntValue<int>(e * 16 + m, 1206)});
+         (*miai)[IntValue<int>(e * 16 + m, 1207)] = {IntValue<int>(e * 16 + m, 1208), IntValue<int>(e * 16 + m, 1209)};
+         (*miai0)[IntValue<int>(e * 16 + m, 1210)] = {IntValue<int>(e * 16 + m, 1211), IntValue<int>(e * 16 + m, 1212)};
+         (*mibs)[IntValue<int>(e * 16 + m, 1213)] = BitsValue<12>(e * 16 + m, 1214);
+         (*mibs0)[IntValue<int>(e * 16 + m, 1215)] = BitsValue<12>(e * 16 + m, 1216);
+      }
+      vvas->resize(Length(e, 1217, 3));
+      for (std::size_t m = 0; m < vvas->size(); ++m) {
+         (*vvas)[m].resize(Length(e * 16 + m, 1218, 3));
+         for (std::size_t q = 0; q < (*vvas)[m].size(); ++q)
+            (*vvas)[m][q] = {IntValue<short>(e * 256 + m * 16 + q, 1219), IntValue<short>(e * 256 + m * 16 + q, 1220)};
+      }
+      vvbs->resize(Length(e, 1221, 3));
+      for (std::size_t m = 0; m < vvbs->size(); ++m) {
+         (*vvbs)[m].resize(Length(e * 16 + m, 1222, 3));
+         for (std::size_t q = 0; q < (*vvbs)[m].size(); ++q)
+            (*vvbs)[m][q] = BitsValue<4>(e * 256 + m * 16 + q, 1223);
+      }
+      *bs = BitsValue<20>(e, 1224);
+      FillArrBits(*ab, e, 1230);
+      FillArrBits(*ab0, e, 1240);
+      vab->resize(Length(e, 1250, 3));
+      for (std::size_t m = 0; m < vab->size(); ++m)
+         FillArrBits((*vab)[m], e * 16 + m, 1251);
+      vab0->resize(Length(e, 1260, 3));
+      for (std::size_t m = 0; m < vab0->size(); ++m)
+         FillArrBits((*vab0)[m], e * 16 + m, 1261);
+      FillArrBitsC(*abc0, e, 1270);
+      vabc0->resize(Length(e, 1280, 3));
+      for (std::size_t m = 0; m < vabc0->size(); ++m)
+         FillArrBitsC((*vabc0)[m], e * 16 + m, 1281);
+      k = IntValue<Int_t>(e, 1290);
       t->Fill();
    }
    Finish(f, t);

@@ -1,5 +1,5 @@
-// User classes of the ttreegen TTree fixtures (split_class, unsplit_class, clonesarray), and the
-// dictionaries of the STL containers of the stl_containers case.
+// User classes of the ttreegen TTree fixtures (split_class, unsplit_class, clonesarray, stl_array_bitset), and
+// the dictionaries of the STL containers of the stl_containers and stl_array_bitset cases.
 // Compiled with ACLiC into a dictionary library (tests/ttreegen.py: load_user_classes) that the writers, the
 // importer and the oracle load: interpreted classes are not enough (a member struct without ClassDef is not
 // streamed, std::vector<TGPlain> needs a compiled collection proxy).
@@ -12,6 +12,7 @@
 #include <TString.h>
 
 #include <array>
+#include <bitset>
 #include <map>
 #include <set>
 #include <string>
@@ -188,6 +189,28 @@ struct AODMET {
    Float_t covariance[4] = {0, 0, 0, 0};
 };
 
+/// std::array and std::bitset members (the stl_array_bitset case), without ClassDef: split, unsplit and in
+/// vectors. ROOT streams a std::array member as a fixed array of its values, a std::bitset as an STL
+/// collection of bools.
+struct TGArrBits {
+   Int_t id = 0;
+   std::array<Double_t, 3> pos{};
+   std::bitset<16> flags;
+   std::array<Int_t, 2> idx{};
+};
+
+/// With ClassDef (version 2): std::array and std::bitset members and collections of them (only unsplit: ROOT
+/// 6.40 writes a split std::vector<std::array> member without its values).
+class TGArrBitsC {
+public:
+   std::array<Float_t, 2> a{};
+   std::bitset<5> b;
+   std::vector<std::array<Short_t, 2>> va;
+   std::vector<std::bitset<3>> vb;
+   virtual ~TGArrBitsC() = default;
+   ClassDef(TGArrBitsC, 2)
+};
+
 #ifdef __ROOTCLING__
 #pragma link C++ class TGNested+;
 #pragma link C++ class TGEvent+;
@@ -226,5 +249,26 @@ struct AODMET {
 #pragma link C++ class AODMET+;
 #pragma link C++ class std::vector<AODTrack>+;
 #pragma link C++ class std::vector<AODVertex>+;
+#pragma link C++ class TGArrBits+;
+#pragma link C++ class TGArrBitsC+;
+#pragma link C++ class std::vector<TGArrBits>+;
+#pragma link C++ class std::vector<TGArrBitsC>+;
+#pragma link C++ class std::bitset<3>+;
+#pragma link C++ class std::bitset<4>+;
+#pragma link C++ class std::bitset<5>+;
+#pragma link C++ class std::bitset<8>+;
+#pragma link C++ class std::bitset<12>+;
+#pragma link C++ class std::bitset<16>+;
+#pragma link C++ class std::bitset<20>+;
+#pragma link C++ class std::vector<std::array<float, 3>>+;
+#pragma link C++ class std::vector<std::array<short, 2>>+;
+#pragma link C++ class std::vector<std::vector<std::array<short, 2>>>+;
+#pragma link C++ class std::vector<std::bitset<3>>+;
+#pragma link C++ class std::vector<std::bitset<4>>+;
+#pragma link C++ class std::vector<std::bitset<8>>+;
+#pragma link C++ class std::vector<std::vector<std::bitset<4>>>+;
+#pragma link C++ class std::map<int, std::array<int, 2>>+;
+#pragma link C++ class std::map<int, std::bitset<12>>+;
+#pragma link C++ class std::set<std::array<int, 2>>+;
 #endif
 #endif
