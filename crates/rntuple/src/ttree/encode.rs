@@ -38,8 +38,8 @@ fn shape_error() -> Error {
 }
 
 /// Streams value `index` of `values` (of type `t`) onto `out`, with the header a whole
-/// value or class member has when `header` (as [`StreamCursor::decode`]
-/// (super::StreamCursor::decode) reads it).
+/// value or class member has when `header` (as
+/// [`StreamCursor::decode`](super::StreamCursor::decode) reads it).
 pub fn encode(
     t: &Streamed,
     values: &Builder,
