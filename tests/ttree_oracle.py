@@ -226,6 +226,20 @@ def schema_lines(schema: dict[str, Any]) -> list[str]:
 # --- Values ----------------------------------------------------------------------------------------
 
 
+#: The end of a JIT-compiled renderer: its per-column JSON lists ``outs`` joined into one.
+_JOIN_OUTS = """   std::string out = "[";
+   for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (k)
+         out += ",\\n";
+      out += outs[k];
+      out += ']';
+   }
+   out += "]";
+   return out;
+}
+"""
+
+
 def _runner(ROOT: Any, signature: tuple[tuple[str, bool], ...]) -> str:
     """The name of a JIT-compiled function rendering RDataFrame columns of the given
     (type, is C string) signature: ``std::string f(RNode, vector<string> columns)``
@@ -250,17 +264,7 @@ std::string {fname}(ROOT::RDF::RNode df, const std::vector<std::string> &cols)
       first = false;
 {renders}
    }}, cols);
-   std::string out = "[";
-   for (std::size_t k = 0; k < outs.size(); ++k) {{
-      if (k)
-         out += ",\\n";
-      out += outs[k];
-      out += ']';
-   }}
-   out += "]";
-   return out;
-}}
-"""
+{_JOIN_OUTS}"""
     if not ROOT.gInterpreter.Declare(code):
         raise RuntimeError(f"failed to compile the renderer for column types {signature}")
     _runners[signature] = fname
@@ -294,17 +298,7 @@ std::string {fname}(const std::string &path, const std::string &name, const std:
             s += ',';
 {renders}
    }}
-   std::string out = "[";
-   for (std::size_t k = 0; k < outs.size(); ++k) {{
-      if (k)
-         out += ",\\n";
-      out += outs[k];
-      out += ']';
-   }}
-   out += "]";
-   return out;
-}}
-"""
+{_JOIN_OUTS}"""
     if not ROOT.gInterpreter.Declare(code):
         raise RuntimeError(f"failed to compile the RNTupleReader renderer for field types {types}")
     _runners[key] = fname

@@ -1172,15 +1172,9 @@ fn fill(
             let mut bytes = Vec::new();
             for i in 0..values.len() {
                 encode(ty, &values, i, !collection, &mut bytes)?;
-                offsets.push(i64::try_from(bytes.len()).map_err(|_| {
-                    Error::InvalidArgument("more bytes than an offset holds".to_string())
-                })?);
+                push_offset(&mut offsets, &bytes)?;
             }
-            Ok(Arc::new(LargeBinaryArray::try_new(
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                bytes.into(),
-                None,
-            )?))
+            binary_column(offsets, bytes)
         }
         Filler::Opaque {
             branch,
@@ -1222,15 +1216,10 @@ fn fill(
                         bytes.extend_from_slice(entry);
                     }
                 }
-                offsets.push(i64::try_from(bytes.len()).map_err(|_| {
-                    Error::corrupt(what(*branch), "more bytes than an offset holds")
-                })?);
+                push_offset(&mut offsets, &bytes)
+                    .map_err(|e| e.at(entry_location(&what(*branch), i)))?;
             }
-            Ok(Arc::new(LargeBinaryArray::try_new(
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                bytes.into(),
-                None,
-            )?))
+            binary_column(offsets, bytes)
         }
         Filler::LeafList { branch, members } => {
             let chunk = &chunks[*branch];
@@ -1299,6 +1288,24 @@ fn fill(
             )?))
         }
     }
+}
+
+/// Appends the end of the value just written to `bytes` to a binary column's offsets.
+fn push_offset(offsets: &mut Vec<i64>, bytes: &[u8]) -> Result<()> {
+    offsets.push(
+        i64::try_from(bytes.len())
+            .map_err(|_| Error::InvalidArgument("more bytes than an offset holds".to_string()))?,
+    );
+    Ok(())
+}
+
+/// A binary column (a streamer field's values) of `offsets` into `bytes`.
+fn binary_column(offsets: Vec<i64>, bytes: Vec<u8>) -> Result<ArrayRef> {
+    Ok(Arc::new(LargeBinaryArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        bytes.into(),
+        None,
+    )?))
 }
 
 /// The values of a field streamed in the TTree (`Streamed`, `Split`, `SplitCollection`),

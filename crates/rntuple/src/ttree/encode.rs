@@ -325,7 +325,8 @@ fn packed(packing: RealPacking, x: f64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ttree::{StreamCursor, StreamerElement, StreamerInfo, TypeResolver};
+    use crate::ttree::streamed::tests::counted_class;
+    use crate::ttree::{StreamCursor, TypeResolver};
 
     /// Decodes `bytes` as values of `t` (one after the other, each with a header when
     /// `header`), streams them back and checks the bytes are the same.
@@ -343,25 +344,9 @@ mod tests {
         assert_eq!(out, bytes);
     }
 
-    fn resolver() -> TypeResolver {
-        let mut slice = StreamerElement::basic("fSlice", 42, 8, "short*");
-        slice.element_class = "TStreamerBasicPointer".to_string();
-        slice.count_name = "fN".to_string();
-        TypeResolver::new(vec![StreamerInfo {
-            class_name: "C".to_string(),
-            checksum: 7,
-            class_version: 2,
-            elements: vec![
-                StreamerElement::basic("fN", 3, 4, "int"),
-                slice,
-                StreamerElement::basic("fE", 8, 8, "double"),
-            ],
-        }])
-    }
-
     #[test]
     fn objects_with_counted_arrays_stream_back_to_their_bytes() {
-        let t = resolver().type_of("C").unwrap();
+        let t = counted_class().type_of("C").unwrap();
         let mut bytes = vec![0x40, 0, 0, 21, 0, 2];
         bytes.extend(3i32.to_be_bytes());
         bytes.push(1);

@@ -1364,7 +1364,7 @@ impl Builder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn cpp(name: &str) -> String {
@@ -1454,7 +1454,7 @@ mod tests {
     }
 
     /// Class `C { int fN; short *fSlice; //[fN]  double fE; }`, version 2.
-    fn counted_class() -> TypeResolver {
+    pub(in crate::ttree) fn counted_class() -> TypeResolver {
         let mut slice = StreamerElement::basic("fSlice", 42, 8, "short*");
         slice.element_class = "TStreamerBasicPointer".to_string();
         slice.count_name = "fN".to_string();
