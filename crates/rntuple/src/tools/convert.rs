@@ -1817,3 +1817,7 @@ fn choose_split(
     }
     Ok((chosen, choices))
 }
+
+#[cfg(test)]
+#[path = "convert_stl_tests.rs"]
+mod stl_tests;
