@@ -457,10 +457,11 @@ def ttree_values(
     except Exception:
         # A column RDataFrame cannot read (a split collection of a class with collection
         # members): each column alone, the failing ones as objects through TBranch::GetEntry.
+        # (An interrupted event loop leaves its RDataFrame unusable: a fresh one each.)
         out = {}
         for c in read:
             try:
-                out.update(_render(ROOT, df, [c], cstrings, entries))
+                out.update(_render(ROOT, ROOT.RDataFrame(tree, str(path)), [c], cstrings, entries))
             except Exception:
                 out[c] = json.loads(str(ROOT.ttree_oracle.TTreeObjectJson(str(path), tree, c, start, stop)))
     for c in cols:
