@@ -588,6 +588,34 @@ def test_unsplit_bitsets_are_streamer_fields_root_reads_back(
     assert json.loads(dumps[0][5])["bs"] == json.loads(dumps[1][5])["bs"] != ""
 
 
+def test_python_split_policy_chooses_as_the_command(ttrees: dict[str, Path], tmp_path: Path) -> None:
+    """``rntuple.convert(..., split_policy="auto")``: the same choices as the command
+    (``ConvertResult.split_choices``), the chosen branches stored as streamer fields; a
+    policy that does not exist is refused before anything is written."""
+    import rntuple
+
+    src = ttrees["aod_like"]
+    proc = _convert(src, "t", tmp_path / "cli.root", "--split-policy", "auto")
+    assert proc.returncode == 0, proc.stderr
+    cli = {
+        line.split(": branch ")[1].split(":")[0]: line.rsplit("-> ", 1)[1] == "unsplit"
+        for line in proc.stdout.splitlines()
+        if ": branch " in line
+    }
+    out = tmp_path / "py.root"
+    result = rntuple.convert(src, out, tree="t", split_policy="auto")
+    chosen = {branch: unsplit for branch, _, _, _, unsplit in result.split_choices}
+    assert chosen == cli, (chosen, cli)
+    for branch, entries, split_bytes, unsplit_bytes, unsplit in result.split_choices:
+        assert entries > 0 and (unsplit_bytes < split_bytes) == unsplit, branch
+    roles = {f["name"]: f["role"] for f in ttree_oracle.rntuple_schema(out, "t")["fields"]}
+    assert {b for b, u in chosen.items() if u} == {n for n, r in roles.items() if r == "Streamer"}
+    bad = tmp_path / "bad.root"
+    with pytest.raises(rntuple.InvalidArgumentError, match="split_policy"):
+        rntuple.convert(src, bad, tree="t", split_policy="sometimes")
+    assert not bad.exists()
+
+
 def _ttree_key(path: Path, tree: str) -> tuple[int, int, int]:
     """(seek, key length, total bytes) of the tree's key, as ROOT reports it."""
     ROOT = load_root()
