@@ -22,9 +22,9 @@ use crate::error::{Error, Result};
 use crate::format::{ExtraTypeInfoRecord, EXTRA_TYPE_STREAMER_INFO};
 use crate::schema::{arrow_field, ClassSpec, ColumnDefaults, Descriptor, SchemaBuilder};
 use crate::ttree::{
-    encode, restreamable, Branch, BranchChunk, Builder, ChunkReader, ClassKind, ClassLayout,
-    Collection, LeafType, NativeValues, StreamCursor, Streamed, Tree, TreeFile, TypeResolver,
-    TOBJECT_ALLOCATION_BITS,
+    encode, restreamable, with_class_header, Branch, BranchChunk, Builder, ChunkReader, ClassKind,
+    ClassLayout, Collection, LeafType, NativeValues, StreamCursor, Streamed, Tree, TreeFile,
+    TypeResolver, TOBJECT_ALLOCATION_BITS,
 };
 use crate::write::{RNTupleWriter, WriteOptions};
 use arrow_array::{
@@ -1198,22 +1198,7 @@ fn fill(
                         collection_content(entry, ty.as_ref(), &mut bytes).map_err(at)?;
                     }
                     Framing::MembersOnly { version, checksum } => {
-                        let header = if checksum.is_some() { 6 } else { 2 };
-                        let count = u32::try_from(entry.len() + header)
-                            .ok()
-                            .filter(|n| n & 0xC000_0000 == 0)
-                            .ok_or_else(|| {
-                                at(Error::corrupt(
-                                    "streamed object",
-                                    "an object of 1 GiB or more",
-                                ))
-                            })?;
-                        bytes.extend_from_slice(&(0x4000_0000 | count).to_be_bytes());
-                        bytes.extend_from_slice(&version.to_be_bytes());
-                        if let Some(c) = checksum {
-                            bytes.extend_from_slice(&c.to_be_bytes());
-                        }
-                        bytes.extend_from_slice(entry);
+                        with_class_header(*version, *checksum, entry, &mut bytes).map_err(at)?;
                     }
                 }
                 push_offset(&mut offsets, &bytes)

@@ -185,6 +185,19 @@ fn class_version(c: &ClassLayout) -> (u16, Option<u32>) {
     }
 }
 
+/// Appends an object's `members` (already streamed) behind its class header: the byte
+/// count, `version` and, after version 0, `checksum`.
+pub fn with_class_header(
+    version: u16,
+    checksum: Option<u32>,
+    members: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let start = begin(out, version, checksum);
+    out.extend_from_slice(members);
+    end(out, Some(start))
+}
+
 /// Starts a header (a byte count to fill in, the version, a checksum after version 0);
 /// returns where the byte count is.
 fn begin(out: &mut Vec<u8>, version: u16, checksum: Option<u32>) -> usize {

@@ -21,7 +21,7 @@ mod values;
 
 pub use basket::{read_basket, Basket};
 pub use chunk::{BranchChunk, ChunkReader};
-pub use encode::{encode, restreamable};
+pub use encode::{encode, restreamable, with_class_header};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
 pub use streamed::{
     Builder, ClassKind, ClassLayout, Collection, EntryHeader, StreamCursor, Streamed, TypeResolver,
