@@ -210,7 +210,8 @@ def test_missing_key_or_bucket_is_not_found(server: server_s3.Server) -> None:
         out = _dump(url, _client_env(server.env()))
         err = out.stderr.decode()
         assert out.returncode != 0
-        assert f"S3 object {url} not found: no such bucket or key" in err, err
+        assert f"remote read of {url} failed: opening: GET bytes=0-65535: no such bucket or key" in err, err
+        assert "attempt" not in err, "not retried"
 
 
 @pytest.fixture

@@ -55,6 +55,95 @@ impl fmt::Display for Location {
     }
 }
 
+/// What sort of failure an [`Error::Remote`] is, the same for every protocol (HTTP(S),
+/// XRootD, S3), so that callers can react to it without reading messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RemoteKind {
+    /// No such file, bucket or key: HTTP 404 or 410, XRootD `kXR_NotFound`, S3
+    /// `NoSuchKey`/`NoSuchBucket`.
+    NotFound,
+    /// The server refused access: HTTP 401 or 403, XRootD `kXR_NotAuthorized` or
+    /// `kXR_AuthFailed` (or credentials it refused), S3 `AccessDenied`,
+    /// `InvalidAccessKeyId`, `SignatureDoesNotMatch` (HTTP 401 or 403).
+    PermissionDenied,
+    /// The path names a directory, not a file (XRootD).
+    IsADirectory,
+    /// A timeout of the `NetworkOptions` ran out, on the last attempt.
+    TimedOut,
+    /// Nothing listens at the server's port (on the last attempt).
+    ConnectionRefused,
+    /// The server reset or closed the connection before answering in full (on the last
+    /// attempt).
+    ConnectionReset,
+    /// The connection could not be set up or broke otherwise: the host name does not
+    /// resolve, the network is unreachable.
+    Connection,
+    /// TLS failed: the server's certificate is not trusted or the handshake was refused.
+    Tls,
+    /// The file changed on the server while it was read (or since it was cached).
+    Changed,
+    /// Another failure: a server error after the retries, a protocol violation, a reply
+    /// that does not hold what was asked for.
+    Other,
+}
+
+impl RemoteKind {
+    /// A short stable name: `"not_found"`, `"permission_denied"`, `"is_a_directory"`,
+    /// `"timed_out"`, `"connection_refused"`, `"connection_reset"`, `"connection"`,
+    /// `"tls"`, `"changed"` or `"other"` (what Python's `RemoteError.kind` holds).
+    pub fn name(self) -> &'static str {
+        match self {
+            RemoteKind::NotFound => "not_found",
+            RemoteKind::PermissionDenied => "permission_denied",
+            RemoteKind::IsADirectory => "is_a_directory",
+            RemoteKind::TimedOut => "timed_out",
+            RemoteKind::ConnectionRefused => "connection_refused",
+            RemoteKind::ConnectionReset => "connection_reset",
+            RemoteKind::Connection => "connection",
+            RemoteKind::Tls => "tls",
+            RemoteKind::Changed => "changed",
+            RemoteKind::Other => "other",
+        }
+    }
+
+    /// The [`std::io::ErrorKind`] of this kind of failure (`Other` where none fits).
+    pub fn io_error_kind(self) -> std::io::ErrorKind {
+        use std::io::ErrorKind as K;
+        match self {
+            RemoteKind::NotFound => K::NotFound,
+            RemoteKind::PermissionDenied => K::PermissionDenied,
+            RemoteKind::IsADirectory => K::IsADirectory,
+            RemoteKind::TimedOut => K::TimedOut,
+            RemoteKind::ConnectionRefused => K::ConnectionRefused,
+            RemoteKind::ConnectionReset => K::ConnectionReset,
+            RemoteKind::Connection | RemoteKind::Tls | RemoteKind::Changed | RemoteKind::Other => {
+                K::Other
+            }
+        }
+    }
+
+    /// The kind of a connection failure that an I/O error of `kind` is (a refused,
+    /// reset or timed-out connection; anything else is [`RemoteKind::Connection`]).
+    pub fn of_connection_error(kind: std::io::ErrorKind) -> RemoteKind {
+        use std::io::ErrorKind as K;
+        match kind {
+            K::ConnectionRefused => RemoteKind::ConnectionRefused,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                RemoteKind::ConnectionReset
+            }
+            K::TimedOut | K::WouldBlock => RemoteKind::TimedOut,
+            _ => RemoteKind::Connection,
+        }
+    }
+}
+
+impl fmt::Display for RemoteKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Every error the library reports.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -116,9 +205,13 @@ pub enum Error {
     },
     /// A remote source failed: the server refused or broke the request (after the
     /// retries transient faults get), or the object changed while being read. `what`
-    /// names the URL without credentials.
+    /// names the URL without credentials; `kind` says what sort of failure it was, for
+    /// callers that react to it (Python raises `FileNotFoundError` for
+    /// [`RemoteKind::NotFound`], ...).
     #[error("remote read of {what} failed: {detail}")]
     Remote {
+        /// What sort of failure.
+        kind: RemoteKind,
         /// The URL (credentials removed) and what was being read.
         what: String,
         /// What went wrong.
@@ -156,6 +249,36 @@ impl Error {
         Error::Corrupt {
             what: what.into(),
             detail: detail.into(),
+        }
+    }
+
+    /// Shorthand for an [`Error::Remote`] of `kind` about `what` (a URL without
+    /// credentials).
+    pub fn remote(kind: RemoteKind, what: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::Remote {
+            kind,
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The kind of a remote failure ([`Error::Remote`], also wrapped in locations), or
+    /// `None` for any other error.
+    pub fn remote_kind(&self) -> Option<RemoteKind> {
+        match self.root_cause() {
+            Error::Remote { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// The [`std::io::ErrorKind`] of an I/O failure: of the file system's error for
+    /// [`Error::Io`] and [`Error::Write`], of the [`RemoteKind`] for [`Error::Remote`]
+    /// (also wrapped in locations); `None` for errors that are not I/O failures.
+    pub fn io_error_kind(&self) -> Option<std::io::ErrorKind> {
+        match self.root_cause() {
+            Error::Io { source, .. } | Error::Write { source, .. } => Some(source.kind()),
+            Error::Remote { kind, .. } => Some(kind.io_error_kind()),
+            _ => None,
         }
     }
 

@@ -55,4 +55,4 @@ pub mod tools;
 pub mod ttree;
 pub mod write;
 
-pub use error::{Error, Location, Result};
+pub use error::{Error, Location, RemoteKind, Result};

@@ -11,7 +11,7 @@
 use rntuple::io::{
     ByteRange, HttpOptions, HttpSource, NetworkOptions, ReadAt, ReadHints, RetryPolicy,
 };
-use rntuple::Error;
+use rntuple::{Error, RemoteKind};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -549,21 +549,28 @@ fn transient_faults_are_retried_permanent_ones_are_not() {
     let mock = mock_with(|_, _| Some(status(503)));
     let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
     assert!(
-        matches!(&err, Error::Remote { what, detail } if what == &mock.url && detail.contains("503")),
+        matches!(&err, Error::Remote { kind: RemoteKind::Other, what, detail } if what == &mock.url && detail.contains("503")),
         "{err}"
     );
     assert_eq!(mock.seen().len(), 3);
 
     let mock = mock_with(|_, _| Some(status(404)));
     let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
-    assert!(matches!(err, Error::NotFound(_)), "{err}");
-    assert!(err.to_string().contains(&mock.url), "{err}");
+    assert_eq!(err.remote_kind(), Some(RemoteKind::NotFound), "{err}");
+    assert_eq!(err.io_error_kind(), Some(std::io::ErrorKind::NotFound));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "remote read of {} failed: opening: HTTP 404 Not Found",
+            mock.url
+        )
+    );
     assert_eq!(mock.seen().len(), 1);
 
     let mock = mock_with(|_, _| Some(status(403)));
     let err = HttpSource::open_with(&mock.url, options()).unwrap_err();
     assert!(
-        matches!(&err, Error::Remote { detail, .. } if detail.contains("access denied")),
+        matches!(&err, Error::Remote { kind: RemoteKind::PermissionDenied, detail, .. } if detail.contains("access denied")),
         "{err}"
     );
     assert_eq!(mock.seen().len(), 1);
@@ -578,7 +585,7 @@ fn a_server_that_is_gone_is_a_remote_error_naming_the_url() {
     let url = format!("http://127.0.0.1:{port}/f.root");
     let err = HttpSource::open_with(&url, options()).unwrap_err();
     assert!(
-        matches!(&err, Error::Remote { what, detail } if what == &url && detail.contains("3 attempts")),
+        matches!(&err, Error::Remote { kind: RemoteKind::ConnectionRefused, what, detail } if what == &url && detail.contains("3 attempts")),
         "{err}"
     );
 }

@@ -9,6 +9,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use rntuple::io::{open_source_with, NetworkOptions, RetryPolicy, S3Source, SourceOptions};
+use rntuple::RemoteKind;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,14 +59,18 @@ impl Silent {
     }
 }
 
-/// The error of opening `url` with `options`, and how long it took.
-fn open_error(url: &str, options: &SourceOptions) -> (String, Duration) {
+/// The error of opening `url` with `options`, which must be a remote failure of `kind`,
+/// and how long it took.
+fn open_error(url: &str, options: &SourceOptions, kind: RemoteKind) -> (String, Duration) {
     let start = Instant::now();
     let result = open_source_with(url, options);
     let took = start.elapsed();
     match result {
         Ok(_) => panic!("{url}: opened"),
-        Err(e) => (e.to_string(), took),
+        Err(e) => {
+            assert_eq!(e.remote_kind(), Some(kind), "{e}");
+            (e.to_string(), took)
+        }
     }
 }
 
@@ -80,7 +85,7 @@ fn assert_within(took: Duration, low: f64, high: f64, what: &str) {
 fn http_a_silent_server_is_given_up_after_the_first_byte_timeout_and_the_retries() {
     let server = Silent::start();
     let url = format!("http://{}/f.root", server.addr);
-    let (err, took) = open_error(&url, &options(10.0, 0.5, 30.0, 1));
+    let (err, took) = open_error(&url, &options(10.0, 0.5, 30.0, 1), RemoteKind::TimedOut);
     println!("{err} [{took:?}]");
     // Two waits of 0.5 s and a backoff of 0.1 s.
     assert_within(took, 1.0, 2.5, &err);
@@ -100,7 +105,7 @@ fn root_a_silent_server_is_given_up_after_the_connect_timeout_and_the_retries() 
     // XRootD's handshake is part of setting the connection up: the connect timeout.
     let server = Silent::start();
     let url = format!("root://{}//f.root", server.addr);
-    let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1));
+    let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1), RemoteKind::TimedOut);
     println!("{err} [{took:?}]");
     assert_within(took, 1.0, 2.5, &err);
     assert!(
@@ -125,9 +130,9 @@ fn s3_a_silent_endpoint_is_given_up_after_the_first_byte_timeout_and_the_retries
     ];
     let policy = RetryPolicy::new(options(10.0, 0.5, 30.0, 1).network);
     let start = Instant::now();
-    let err = S3Source::open_with("s3://bucket/f.root", vars, policy)
-        .unwrap_err()
-        .to_string();
+    let err = S3Source::open_with("s3://bucket/f.root", vars, policy).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
     let took = start.elapsed();
     println!("{err} [{took:?}]");
     assert_within(took, 1.0, 2.5, &err);
@@ -143,7 +148,11 @@ fn the_retries_setting_is_the_number_of_attempts_after_the_first() {
     for retries in [0, 2] {
         let server = Silent::start();
         let url = format!("http://{}/f.root", server.addr);
-        let (err, took) = open_error(&url, &options(10.0, 0.2, 30.0, retries));
+        let (err, took) = open_error(
+            &url,
+            &options(10.0, 0.2, 30.0, retries),
+            RemoteKind::TimedOut,
+        );
         println!("{err} [{took:?}]");
         let attempts = retries as usize + 1;
         assert_eq!(server.connections(), attempts, "{err}");
@@ -167,7 +176,11 @@ fn a_refused_connection_names_the_attempts() {
         format!("http://{addr}/f.root"),
         format!("root://{addr}//f.root"),
     ] {
-        let (err, took) = open_error(&url, &options(10.0, 30.0, 30.0, 2));
+        let (err, took) = open_error(
+            &url,
+            &options(10.0, 30.0, 30.0, 2),
+            RemoteKind::ConnectionRefused,
+        );
         println!("{err} [{took:?}]");
         // Backoffs of 0.1 and 0.2 s.
         assert_within(took, 0.3, 2.0, &err);
@@ -230,7 +243,7 @@ fn connecting_is_given_up_after_the_connect_timeout() {
             &*format!("connecting to {}", server.addr),
         ),
     ] {
-        let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1));
+        let (err, took) = open_error(&url, &options(0.5, 30.0, 30.0, 1), RemoteKind::TimedOut);
         println!("{err} [{took:?}]");
         assert_within(took, 1.0, 2.5, &err);
         assert!(
@@ -249,9 +262,9 @@ fn connecting_is_given_up_after_the_connect_timeout() {
     ];
     let policy = RetryPolicy::new(options(0.5, 30.0, 30.0, 1).network);
     let start = Instant::now();
-    let err = S3Source::open_with("s3://bucket/f.root", vars, policy)
-        .unwrap_err()
-        .to_string();
+    let err = S3Source::open_with("s3://bucket/f.root", vars, policy).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
     let took = start.elapsed();
     println!("{err} [{took:?}]");
     assert_within(took, 1.0, 2.5, &err);
@@ -331,7 +344,11 @@ fn serve_paced(mut stream: TcpStream, data: &[u8], pace: Pace, requests: &Mutex<
 fn http_a_body_that_stalls_is_given_up_after_the_idle_timeout() {
     let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
     let server = HttpServer::start(data, Pace::StallAfter { bytes: 700 });
-    let (err, took) = open_error(&server.url, &options(10.0, 30.0, 0.5, 1));
+    let (err, took) = open_error(
+        &server.url,
+        &options(10.0, 30.0, 0.5, 1),
+        RemoteKind::TimedOut,
+    );
     println!("{err} [{took:?}]");
     assert_within(took, 1.0, 2.5, &err);
     assert!(

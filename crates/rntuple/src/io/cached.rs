@@ -25,7 +25,7 @@ use super::{
     open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, IoMetricsSnapshot,
     ReadAt, ReadHints, Source, SourceOptions, Validators,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, RemoteKind, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -338,6 +338,7 @@ impl CachedSource {
         if !same_file(self.version.meta(), &fresh) {
             self.store.counters().stale();
             return Err(Error::Remote {
+                kind: RemoteKind::Changed,
                 what: self.name.clone(),
                 detail: "the file changed at its origin since it was cached, and this read \
                          needs bytes the cache does not hold (RNTUPLE_CACHE_VALIDATE=never \
@@ -475,6 +476,7 @@ impl ReadAt for CachedSource {
         let fetched = origin.read_ranges(&wanted)?;
         if fetched.len() != wanted.len() {
             return Err(Error::Remote {
+                kind: RemoteKind::Other,
                 what: self.name.clone(),
                 detail: format!("{} of {} ranges came back", fetched.len(), wanted.len()),
             });

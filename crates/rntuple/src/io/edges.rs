@@ -127,6 +127,7 @@ impl ReadAt for EdgeCached {
             .map(|r| match self.kept(r.offset, r.len) {
                 Some(bytes) => Ok(bytes.to_vec()),
                 None => fetched.next().ok_or_else(|| crate::error::Error::Remote {
+                    kind: crate::error::RemoteKind::Other,
                     what: self.inner.name().to_string(),
                     detail: "a vectored read returned fewer ranges than asked".into(),
                 }),

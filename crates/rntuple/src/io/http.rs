@@ -24,7 +24,7 @@
 
 pub(crate) mod multipart;
 
-use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
+use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spans::Spans;
 use super::spare::SpareBuffers;
@@ -32,7 +32,7 @@ use super::{
     redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
     TimeoutKind,
 };
-use crate::error::{to_usize, Error, Result};
+use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
 use multipart::{Limits, MultipartError, Part};
 use reqwest::header::{self, HeaderMap, HeaderValue};
@@ -263,12 +263,15 @@ impl SharedClient {
             let _context = runtime.handle().enter();
             build()
         }
-        .map_err(|e| Error::Remote {
-            what: display.to_string(),
-            detail: format!(
-                "cannot set up the HTTP client: {}",
-                describe_reqwest_error(e)
-            ),
+        .map_err(|e| {
+            Error::remote(
+                RemoteKind::Other,
+                display,
+                format!(
+                    "cannot set up the HTTP client: {}",
+                    describe_reqwest_error(e)
+                ),
+            )
         })?;
         let shared = Arc::new(SharedClient { client, runtime });
         clients.push((key, Arc::downgrade(&shared)));
@@ -321,7 +324,11 @@ impl Read for Answer<'_> {
                 .block_on(async { within_idle(response.chunk(), idle).await });
             match next {
                 None => return Err(std::io::Error::new(ErrorKind::TimedOut, IdleTimeout)),
-                Some(Err(e)) => return Err(std::io::Error::other(describe_reqwest_error(e))),
+                Some(Err(e)) => {
+                    // The kind travels in the io::Error's kind (see `body_failure`).
+                    let kind = reqwest_kind(&e).io_error_kind();
+                    return Err(std::io::Error::new(kind, describe_reqwest_error(e)));
+                }
                 Some(Ok(None)) => return Ok(0),
                 Some(Ok(Some(chunk))) => self.chunk = chunk,
             }
@@ -523,6 +530,7 @@ impl HttpSource {
             .record(false, 1, probe.data.len() as u64, start);
         if probe.first != 0 {
             return Err(Error::Remote {
+                kind: RemoteKind::Other,
                 what: source.display.clone(),
                 detail: format!(
                     "opening: asked for byte 0, the server sent bytes from {}",
@@ -647,6 +655,7 @@ impl HttpSource {
                         .map_err(transient)?;
                     if data.len() as u64 != total {
                         return Err(Failure::Transient {
+                            kind: RemoteKind::ConnectionReset,
                             detail: format!(
                                 "{doing}: the reply ended after {} of {total} bytes",
                                 data.len()
@@ -718,6 +727,7 @@ impl HttpSource {
             });
             let back = back.join().unwrap_or_else(|_| {
                 Err(Error::Remote {
+                    kind: RemoteKind::Other,
                     what: source.display.clone(),
                     detail: "opening: a request thread panicked".into(),
                 })
@@ -731,6 +741,7 @@ impl HttpSource {
                 .record(false, 1, probe.data.len() as u64, start);
         }
         let fail = |detail: String| Error::Remote {
+            kind: RemoteKind::Other,
             what: source.display.clone(),
             detail: format!("opening: {detail}"),
         };
@@ -958,13 +969,15 @@ impl HttpSource {
                 })
             }
             Ok(Err(e)) => {
-                let permanent = e.is_builder() || e.is_redirect();
-                let detail = format!("{doing}: {}", describe_reqwest_error(e));
+                let kind = reqwest_kind(&e);
                 // A certificate that does not verify will not verify on the next attempt.
-                return Err(if permanent || detail.contains("certificate") {
-                    self.permanent(detail)
+                let permanent = e.is_builder() || e.is_redirect() || kind == RemoteKind::Tls;
+                let detail = format!("{doing}: {}", describe_reqwest_error(e));
+                return Err(if permanent {
+                    self.permanent_of(kind, detail)
                 } else {
                     Failure::Transient {
+                        kind,
                         detail,
                         after: None,
                     }
@@ -989,30 +1002,34 @@ impl HttpSource {
             };
         }
         Failure::Transient {
+            kind: RemoteKind::of_connection_error(e.kind()),
             detail: format!("{doing}: reading the reply: {e}"),
             after: None,
         }
     }
 
+    /// A failure that will not pass (a reply that does not hold what was asked for).
     fn permanent(&self, detail: String) -> Failure {
-        Failure::Permanent(Error::Remote {
-            what: self.display.clone(),
-            detail,
-        })
+        self.permanent_of(RemoteKind::Other, detail)
+    }
+
+    /// A failure of `kind` that will not pass.
+    fn permanent_of(&self, kind: RemoteKind, detail: String) -> Failure {
+        Failure::Permanent(Error::remote(kind, &self.display, detail))
     }
 
     fn changed(&self, how: String) -> Failure {
-        self.permanent(format!("the file changed while being read ({how})"))
+        self.permanent_of(
+            RemoteKind::Changed,
+            format!("the file changed while being read ({how})"),
+        )
     }
 
     /// The failure an unexpected HTTP status means.
     fn status_failure(&self, response: &Answer<'_>, doing: &str) -> Failure {
         let status = response.status();
         match status.as_u16() {
-            404 | 410 => Failure::Permanent(Error::NotFound(format!(
-                "{}: {doing}: HTTP {status}",
-                self.display
-            ))),
+            404 | 410 => self.permanent_of(RemoteKind::NotFound, format!("{doing}: HTTP {status}")),
             401 | 403 => {
                 let hint = match self.credentials {
                     None => {
@@ -1021,10 +1038,14 @@ impl HttpSource {
                     }
                     Some(_) => "the credentials were refused",
                 };
-                self.permanent(format!("{doing}: access denied (HTTP {status}); {hint}"))
+                self.permanent_of(
+                    RemoteKind::PermissionDenied,
+                    format!("{doing}: access denied (HTTP {status}); {hint}"),
+                )
             }
             412 => self.changed(format!("HTTP {status} to a request conditional on it")),
             408 | 429 | 500..=599 => Failure::Transient {
+                kind: RemoteKind::Other,
                 detail: format!("{doing}: HTTP {status}"),
                 after: retry_after(response.headers()),
             },
@@ -1154,6 +1175,7 @@ impl HttpSource {
                 if got < data.len() {
                     self.spare.put_filled(data);
                     return Err(Failure::Transient {
+                        kind: RemoteKind::ConnectionReset,
                         detail: format!("{doing}: the reply ended after {got} of {len} bytes"),
                         after: None,
                     });
@@ -1211,6 +1233,7 @@ impl HttpSource {
         })?;
         self.metrics.record(false, 1, body_bytes, start);
         data.pop().ok_or_else(|| Error::Remote {
+            kind: RemoteKind::Other,
             what: self.display.clone(),
             detail: format!("{doing}: no data"),
         })
@@ -1381,6 +1404,7 @@ impl ReadAt for HttpSource {
             _ => self.fetch_multi(wire)?,
         };
         let fault = |detail: String| Error::Remote {
+            kind: RemoteKind::Other,
             what: self.display.clone(),
             detail,
         };

@@ -17,7 +17,7 @@
 //!   deadline (HTTP: `Answer` in `http.rs`; S3: its `GET`'s body stream), so a transfer
 //!   is never cut while bytes keep coming.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, RemoteKind, Result};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -275,6 +275,59 @@ impl<F: Future> Future for FirstByte<F> {
 /// ran out. Must be awaited inside a tokio runtime's context.
 pub(crate) async fn within_idle<F: Future>(next: F, idle: Duration) -> Option<F::Output> {
     tokio::time::timeout(idle, next).await.ok()
+}
+
+/// What sort of failure a reqwest error (of HTTP(S) or of S3's client) is: the kind of
+/// the I/O error below it (refused, reset, timed out), TLS (the handshake's error is an
+/// `InvalidData` I/O error holding rustls's), a connection the server closed before its
+/// answer ended (reset, as Python's `RemoteDisconnected`), else a connection failure (no
+/// connection, or the exchange broke) or another one.
+pub(crate) fn reqwest_kind(e: &reqwest::Error) -> RemoteKind {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = current {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if let Some(kind) = io_error_kind(io) {
+                return kind;
+            }
+        }
+        if error
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return RemoteKind::ConnectionReset;
+        }
+        current = error.source();
+    }
+    if e.is_timeout() {
+        RemoteKind::TimedOut
+    } else if e.is_connect() || e.is_request() || e.is_body() {
+        RemoteKind::Connection
+    } else {
+        RemoteKind::Other
+    }
+}
+
+/// The kind of a network I/O error: `None` when it tells nothing (its kind is `Other`
+/// and the errors it wraps tell nothing either).
+fn io_error_kind(io: &std::io::Error) -> Option<RemoteKind> {
+    match io.kind() {
+        // rustls's handshake errors, as tokio-rustls reports them.
+        std::io::ErrorKind::InvalidData => Some(RemoteKind::Tls),
+        std::io::ErrorKind::Other | std::io::ErrorKind::Interrupted => {
+            // A wrapped error's own source chain is not the io::Error's: look inside.
+            let mut inner: Option<&(dyn std::error::Error + 'static)> = io
+                .get_ref()
+                .map(|e| e as &(dyn std::error::Error + 'static));
+            while let Some(error) = inner {
+                if let Some(io) = error.downcast_ref::<std::io::Error>() {
+                    return io_error_kind(io);
+                }
+                inner = error.source();
+            }
+            None
+        }
+        kind => Some(RemoteKind::of_connection_error(kind)),
+    }
 }
 
 #[cfg(test)]

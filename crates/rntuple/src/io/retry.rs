@@ -1,7 +1,7 @@
 //! What remote sources share: retries with exponential backoff for transient faults, and
 //! URLs with their credentials removed (for messages and logs).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, RemoteKind, Result};
 use crate::io::options::{format_seconds, NetworkOptions, TimeoutKind, RETRIES_VARIABLE};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,8 @@ pub enum Failure {
     /// A fault that may pass: connection refused or reset, HTTP 5xx, XRootD
     /// kXR_wait. Retried after the backoff (or after `after`, when the server said).
     Transient {
+        /// What sort of fault (the kind of the error if it is the last one).
+        kind: RemoteKind,
         /// What went wrong (no credentials).
         detail: String,
         /// The wait the server asked for, if any.
@@ -77,7 +79,8 @@ pub enum Failure {
 
 impl RetryPolicy {
     /// Runs `attempt` until it succeeds, fails permanently, or the attempts are used up;
-    /// then the last transient fault becomes an [`Error::Remote`] about `what` (which
+    /// then the last transient fault becomes an [`Error::Remote`] of its kind (a timeout:
+    /// [`RemoteKind::TimedOut`]) about `what` (which
     /// must not hold credentials: see [`redact_url`]) that says what was tried: the
     /// fault (a timeout with its value and setting), the attempts, the time they took and
     /// the retries allowed.
@@ -90,16 +93,23 @@ impl RetryPolicy {
         let attempts = self.attempts();
         let mut backoff = self.initial_backoff;
         let mut last = String::new();
+        let mut last_kind = RemoteKind::Other;
         for n in 0..attempts {
             let after = match attempt(n) {
                 Ok(v) => return Ok(v),
                 Err(Failure::Permanent(e)) => return Err(e),
-                Err(Failure::Transient { detail, after }) => {
+                Err(Failure::Transient {
+                    kind,
+                    detail,
+                    after,
+                }) => {
                     last = detail;
+                    last_kind = kind;
                     after
                 }
                 Err(Failure::TimedOut { kind, doing }) => {
                     last = format!("{doing}: {}", self.describe_timeout(kind));
+                    last_kind = RemoteKind::TimedOut;
                     None
                 }
             };
@@ -108,10 +118,11 @@ impl RetryPolicy {
                 backoff = (backoff * 2).min(self.max_backoff);
             }
         }
-        Err(Error::Remote {
-            what: what.to_string(),
-            detail: format!("{last}; {}", self.tried(attempts, started.elapsed())),
-        })
+        Err(Error::remote(
+            last_kind,
+            what,
+            format!("{last}; {}", self.tried(attempts, started.elapsed())),
+        ))
     }
 
     /// `4 attempts over 92 s (3 retries, RNTUPLE_RETRIES)`.
@@ -185,6 +196,7 @@ mod tests {
             calls.set(calls.get() + 1);
             if n < 2 {
                 Err(Failure::Transient {
+                    kind: RemoteKind::ConnectionReset,
                     detail: "reset".into(),
                     after: None,
                 })
@@ -198,12 +210,19 @@ mod tests {
         let err = policy
             .run::<()>("http://h/f", |_| {
                 Err(Failure::Transient {
+                    kind: RemoteKind::ConnectionRefused,
                     detail: "connection refused".into(),
                     after: None,
                 })
             })
-            .unwrap_err()
-            .to_string();
+            .unwrap_err();
+        // The last fault's kind is the error's.
+        assert_eq!(err.remote_kind(), Some(RemoteKind::ConnectionRefused));
+        assert_eq!(
+            err.io_error_kind(),
+            Some(std::io::ErrorKind::ConnectionRefused)
+        );
+        let err = err.to_string();
         assert!(
             err.contains("http://h/f") && err.contains("connection refused"),
             "{err}"
@@ -221,8 +240,9 @@ mod tests {
                     doing: "waiting for h:1094".into(),
                 })
             })
-            .unwrap_err()
-            .to_string();
+            .unwrap_err();
+        assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut));
+        let err = err.to_string();
         assert!(
             err.contains(
                 "waiting for h:1094: no answer within 30 s (first-byte timeout, \

@@ -44,8 +44,10 @@
 //! retried as the [`RetryPolicy`] says, like every remote source; after a fault, only
 //! the ranges still missing are asked for again. Opening asks for the size and ETag (`HEAD`); every later `GET`
 //! carries `If-Match: <ETag>`, so an object replaced while being read is an error, never
-//! a mix of two versions. A missing bucket or key is [`Error::NotFound`]; other
-//! failures are [`Error::Remote`]. Messages never hold the secret key, the session
+//! a mix of two versions. Failures are [`Error::Remote`]s of their [`RemoteKind`]: a
+//! missing bucket or key is [`RemoteKind::NotFound`], a refusal (HTTP 401 or 403:
+//! `AccessDenied`, `InvalidAccessKeyId`, `SignatureDoesNotMatch`)
+//! [`RemoteKind::PermissionDenied`]. Messages never hold the secret key, the session
 //! token or a request signature: server replies are reduced to their status and S3
 //! error code and message, and any credential value left is masked.
 //!
@@ -59,14 +61,14 @@
 //! `HEAD` made when opening is not counted, like a local file's `stat`: `requests` is
 //! the number of (non-empty) ranges read.
 
-use super::net::{first_byte, within_idle, NetRuntime, NoFirstByte, TrackConnects};
+use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spans::Spans;
 use super::{
     redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints,
     RetryPolicy, TimeoutKind,
 };
-use crate::error::{to_usize, Error, Result};
+use crate::error::{to_usize, Error, RemoteKind, Result};
 use crate::io::ByteRange;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
@@ -212,6 +214,7 @@ impl S3Source {
             s3_builder(bucket, &aws_vars, policy)
                 .build()
                 .map_err(|e| Error::Remote {
+                    kind: RemoteKind::Other,
                     what: name.clone(),
                     detail: format!(
                         "configuring the S3 client: {}",
@@ -587,6 +590,7 @@ impl Shared {
         if bytes.len() as u64 != len {
             // The body ended early without a transport error: try again.
             return Err(Failure::Transient {
+                kind: RemoteKind::ConnectionReset,
                 detail: format!("{}: short read: {} of {len} bytes", what(), bytes.len()),
                 after: None,
             });
@@ -599,10 +603,11 @@ impl Shared {
     /// 429), or another refusal.
     fn failure(&self, err: object_store::Error, operation: &str) -> Failure {
         match err {
-            object_store::Error::NotFound { .. } => Failure::Permanent(Error::NotFound(format!(
-                "S3 object {} not found: no such bucket or key",
-                self.name
-            ))),
+            object_store::Error::NotFound { .. } => Failure::Permanent(Error::remote(
+                RemoteKind::NotFound,
+                &self.name,
+                format!("{operation}: no such bucket or key"),
+            )),
             object_store::Error::Precondition { .. } => Failure::Permanent(self.changed(operation)),
             other if connect_timed_out(&other) => Failure::TimedOut {
                 kind: TimeoutKind::Connect,
@@ -610,34 +615,55 @@ impl Shared {
             },
             other => {
                 let detail = format!("{operation}: {}", describe(&other, &self.secrets));
-                if is_transient(&other) {
+                let kind = match &other {
+                    object_store::Error::PermissionDenied { .. }
+                    | object_store::Error::Unauthenticated { .. } => RemoteKind::PermissionDenied,
+                    _ => transport_kind(&other).unwrap_or(RemoteKind::Other),
+                };
+                if is_transient(&other) && kind != RemoteKind::Tls {
                     Failure::Transient {
+                        kind,
                         detail,
                         after: None,
                     }
                 } else {
-                    Failure::Permanent(Error::Remote {
-                        what: self.name.clone(),
-                        detail,
-                    })
+                    Failure::Permanent(Error::remote(kind, &self.name, detail))
                 }
             }
         }
     }
 
     fn changed(&self, operation: &str) -> Error {
-        self.remote(
-            operation,
-            "the object changed since it was opened (its ETag no longer matches)",
+        Error::remote(
+            RemoteKind::Changed,
+            &self.name,
+            format!(
+                "{operation}: the object changed since it was opened (its ETag no longer \
+                 matches)"
+            ),
         )
     }
 
     fn remote(&self, operation: &str, detail: impl std::fmt::Display) -> Error {
         Error::Remote {
+            kind: RemoteKind::Other,
             what: self.name.clone(),
             detail: format!("{operation}: {detail}"),
         }
     }
+}
+
+/// What sort of transport fault `err` is (see [`reqwest_kind`]), when one of
+/// [`S3Connector`]'s clients failed below it.
+fn transport_kind(err: &object_store::Error) -> Option<RemoteKind> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(e) = e.downcast_ref::<reqwest::Error>() {
+            return Some(reqwest_kind(e));
+        }
+        current = e.source();
+    }
+    None
 }
 
 /// Whether `err` is the connect timeout of one of [`S3Connector`]'s clients running out.
@@ -678,6 +704,7 @@ fn run_on<T: Send + 'static>(
         let _ = sender.send(task.await);
     });
     receiver.recv().map_err(|_| Error::Remote {
+        kind: RemoteKind::Other,
         what: name.to_string(),
         detail: "the S3 client's task stopped before answering".to_string(),
     })

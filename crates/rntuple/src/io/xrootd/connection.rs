@@ -15,6 +15,7 @@ use super::protocol::{
     RESPONSE_HEADER_LEN,
 };
 use super::tls;
+use crate::error::RemoteKind;
 use crate::io::{IoMetrics, NetworkOptions, TimeoutKind};
 use std::collections::HashMap;
 use std::io::{BufReader, ErrorKind, Read, Write};
@@ -40,8 +41,9 @@ pub(crate) type Answer = Result<Vec<u8>, Fault>;
 /// Why an exchange with the server did not succeed.
 #[derive(Debug)]
 pub(crate) enum Fault {
-    /// The connection broke or was refused: reconnect and try again.
-    Broken(String),
+    /// The connection broke or was refused (what sort of failure, and what happened):
+    /// reconnect and try again.
+    Broken(RemoteKind, String),
     /// A timeout of the [`NetworkOptions`] ran out while `doing` something: reconnect
     /// and try again.
     TimedOut {
@@ -60,6 +62,11 @@ pub(crate) enum Fault {
     Short(String),
     /// Something this client cannot do (TLS not offered, unknown authentication).
     Unsupported(String),
+    /// The server's certificate is not trusted, or the TLS handshake was refused: not
+    /// retried.
+    Tls(String),
+    /// The server refused every credential this client offered: not retried.
+    Denied(String),
 }
 
 /// The fault an I/O error `e` while doing `context` means; a timeout is one of `kind`
@@ -71,9 +78,15 @@ fn broken(context: &str, e: &std::io::Error, kind: TimeoutKind) -> Fault {
             doing: context.to_string(),
         }
     } else if e.kind() == ErrorKind::UnexpectedEof {
-        Fault::Broken(format!("{context}: connection closed by the server"))
+        Fault::Broken(
+            RemoteKind::ConnectionReset,
+            format!("{context}: connection closed by the server"),
+        )
     } else {
-        Fault::Broken(format!("{context}: {e}"))
+        Fault::Broken(
+            RemoteKind::of_connection_error(e.kind()),
+            format!("{context}: {e}"),
+        )
     }
 }
 
@@ -285,11 +298,14 @@ impl Connection {
         } else {
             format!("{host}:{port}")
         };
-        let addrs = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| Fault::Broken(format!("cannot resolve {peer}: {e}")))?;
+        let addrs = (host, port).to_socket_addrs().map_err(|e| {
+            Fault::Broken(
+                RemoteKind::Connection,
+                format!("cannot resolve {peer}: {e}"),
+            )
+        })?;
         let connect = settings.network.connect_timeout;
-        let mut last = Fault::Broken(format!("{peer} has no address"));
+        let mut last = Fault::Broken(RemoteKind::Connection, format!("{peer} has no address"));
         let mut stream = None;
         // Each address gets the connect timeout; the set-up that follows must end
         // within the connect timeout of the start of the connection that succeeded.
@@ -505,7 +521,7 @@ impl Connection {
                         TimeoutKind::Connect,
                     ),
                     tls::TlsError::Rejected(msg) => {
-                        Fault::Violation(format!("TLS handshake with {peer} failed: {msg}"))
+                        Fault::Tls(format!("TLS handshake with {peer} failed: {msg}"))
                     }
                     tls::TlsError::Setup(msg) => {
                         Fault::Unsupported(format!("TLS with {peer}: {msg}"))
@@ -534,6 +550,8 @@ impl Connection {
         }
         self.authenticated = true;
         let mut failures = Vec::new();
+        // Whether the server refused credentials (rather than none being offered).
+        let mut refused = false;
         for protocol in &wanted {
             let Some(credentials) = auth::credentials(
                 &protocol.name,
@@ -548,12 +566,15 @@ impl Connection {
                 credentials,
             }) {
                 Ok(_) => return Ok(()),
-                Err(Fault::Server(e)) => failures.push(format!("{}: {}", protocol.name, e)),
+                Err(Fault::Server(e)) => {
+                    refused = true;
+                    failures.push(format!("{}: {}", protocol.name, e));
+                }
                 Err(other) => return Err(other),
             }
         }
         let offered: Vec<&str> = wanted.iter().map(|p| p.name.as_str()).collect();
-        Err(Fault::Unsupported(format!(
+        let message = format!(
             "authentication to {} failed: the server accepts {} ; {}",
             self.peer,
             offered.join(", "),
@@ -562,7 +583,12 @@ impl Connection {
             } else {
                 failures.join("; ")
             }
-        )))
+        );
+        Err(if refused {
+            Fault::Denied(message)
+        } else {
+            Fault::Unsupported(message)
+        })
     }
 
     /// Whether the connection is encrypted.
@@ -600,7 +626,7 @@ impl Connection {
                 Fault::Violation(format!("{}: the open was not answered", self.peer))
             }));
         }
-        if let Err(fault @ (Fault::Broken(_) | Fault::Violation(_))) = outcome {
+        if let Err(fault @ (Fault::Broken(..) | Fault::Violation(_))) = outcome {
             return Err(fault);
         }
         let body = calls[0].take_body();
@@ -837,11 +863,14 @@ impl Connection {
                 let call = &mut calls[index];
                 call.waited += wait;
                 if call.waited > self.network.first_byte_timeout * WAIT_LIMIT_IN_TIMEOUTS {
-                    return Err(Fault::Broken(format!(
-                        "{} kept asking to wait ({} s in total)",
-                        self.peer,
-                        call.waited.as_secs()
-                    )));
+                    return Err(Fault::Broken(
+                        RemoteKind::TimedOut,
+                        format!(
+                            "{} kept asking to wait ({} s in total)",
+                            self.peer,
+                            call.waited.as_secs()
+                        ),
+                    ));
                 }
                 call.state = CallState::WaitUntil(Instant::now() + wait);
                 Ok(None)
@@ -897,10 +926,10 @@ impl Connection {
             let first = self.io.read(&mut head);
             match first {
                 Ok(0) => {
-                    return Err(Fault::Broken(format!(
-                        "{}: connection closed by the server",
-                        self.peer
-                    )))
+                    return Err(Fault::Broken(
+                        RemoteKind::ConnectionReset,
+                        format!("{}: connection closed by the server", self.peer),
+                    ))
                 }
                 Ok(n) => {
                     // The rest of the response: stalls are bounded by the idle timeout.
@@ -927,10 +956,13 @@ impl Connection {
                         .iter()
                         .any(|c| matches!(c.state, CallState::AwaitAsync(_)))
                     {
-                        return Err(Fault::Broken(format!(
-                            "{} announced a deferred response (kXR_waitresp) that never came",
-                            self.peer
-                        )));
+                        return Err(Fault::Broken(
+                            RemoteKind::TimedOut,
+                            format!(
+                                "{} announced a deferred response (kXR_waitresp) that never came",
+                                self.peer
+                            ),
+                        ));
                     }
                     return Err(broken(&format!("waiting for {}", self.peer), &e, kind));
                 }

@@ -25,7 +25,7 @@ use self::connection::{Answer, Call, Connection, Fault, Segment, Settings, Sink}
 use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl};
 use super::retry::Failure;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
-use crate::error::{to_usize, Error, Result};
+use crate::error::{to_usize, Error, RemoteKind, Result};
 use crate::io::spare::SpareBuffers;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -247,6 +247,7 @@ impl XRootDSource {
                 for h in handles {
                     results.push(h.join().unwrap_or_else(|_| {
                         Err(Error::Remote {
+                            kind: RemoteKind::Other,
                             what: self.sessions.name.clone(),
                             detail: "a reader thread panicked".into(),
                         })
@@ -312,6 +313,7 @@ impl XRootDSource {
                 }
                 let Some(conn) = slot.as_mut() else {
                     return Err(Failure::Transient {
+                        kind: RemoteKind::Connection,
                         detail: "no connection".into(),
                         after: None,
                     });
@@ -319,6 +321,7 @@ impl XRootDSource {
                 let Some(handle) = conn.handle else {
                     *slot = None;
                     return Err(Failure::Transient {
+                        kind: RemoteKind::Other,
                         detail: "the file is not open on this connection".into(),
                         after: None,
                     });
@@ -349,6 +352,7 @@ impl XRootDSource {
                                 old.close_file();
                             }
                             return Err(Failure::Transient {
+                                kind: RemoteKind::Other,
                                 detail: format!(
                                     "more than {MAX_REDIRECTS} redirects while reading \
                                      (last to {}:{})",
@@ -363,12 +367,13 @@ impl XRootDSource {
                         }
                         redirect = Some(r);
                         Err(Failure::Transient {
+                            kind: RemoteKind::Other,
                             detail,
                             after: Some(Duration::ZERO),
                         })
                     }
                     Err(
-                        fault @ (Fault::Broken(_) | Fault::TimedOut { .. } | Fault::Violation(_)),
+                        fault @ (Fault::Broken(..) | Fault::TimedOut { .. } | Fault::Violation(_)),
                     ) => {
                         *slot = None;
                         Err(self.sessions.failure(fault))
@@ -531,13 +536,16 @@ impl Sessions {
             match opened {
                 Ok((conn, stat, answer)) => {
                     if stat.is_directory_or_special() {
-                        return Err(Failure::Permanent(Error::Remote {
-                            what: self.name.clone(),
-                            detail: "not a regular file".into(),
-                        }));
+                        let (kind, detail) = if stat.is_directory() {
+                            (RemoteKind::IsADirectory, "a directory, not a file")
+                        } else {
+                            (RemoteKind::Other, "not a regular file")
+                        };
+                        return Err(Failure::Permanent(Error::remote(kind, &self.name, detail)));
                     }
                     if let Some(expected) = expected_size.filter(|&e| e != stat.size) {
                         return Err(Failure::Permanent(Error::Remote {
+                            kind: RemoteKind::Changed,
                             what: self.name.clone(),
                             detail: format!(
                                 "the file changed on the server: its size was {expected} bytes, now {}",
@@ -557,6 +565,7 @@ impl Sessions {
         }
         // A loop, or a federation still settling: tried again after the backoff.
         Err(Failure::Transient {
+            kind: RemoteKind::Other,
             detail: format!("more than {MAX_REDIRECTS} redirects (last to {host}:{port})"),
             after: None,
         })
@@ -564,12 +573,10 @@ impl Sessions {
 
     /// What a fault means for the retry loop.
     fn failure(&self, fault: Fault) -> Failure {
-        let remote = |detail: String| {
-            Failure::Permanent(Error::Remote {
-                what: self.name.clone(),
-                detail,
-            })
+        let remote_of = |kind: RemoteKind, detail: String| {
+            Failure::Permanent(Error::remote(kind, &self.name, detail))
         };
+        let remote = |detail: String| remote_of(RemoteKind::Other, detail);
         // Server messages may quote the path with its opaque part (tokens).
         let fault = match fault {
             Fault::Server(mut e) => {
@@ -579,22 +586,33 @@ impl Sessions {
             other => other,
         };
         match fault {
-            Fault::Broken(detail) => Failure::Transient {
+            Fault::Broken(kind, detail) => Failure::Transient {
+                kind,
                 detail,
                 after: None,
             },
             Fault::TimedOut { kind, doing } => Failure::TimedOut { kind, doing },
-            Fault::Server(e) if e.code == error_code::NOT_FOUND => {
-                Failure::Permanent(Error::NotFound(format!(
-                    "{}: no such file on the server ({})",
-                    self.name, e.message
-                )))
-            }
+            Fault::Server(e) if e.code == error_code::NOT_FOUND => remote_of(
+                RemoteKind::NotFound,
+                format!("no such file on the server ({e})"),
+            ),
             Fault::Server(e) if e.is_transient() => Failure::Transient {
+                kind: RemoteKind::Other,
                 detail: format!("server error {e}"),
                 after: None,
             },
-            Fault::Server(e) => remote(format!("server error {e}")),
+            Fault::Server(e) => {
+                let kind = match e.code {
+                    error_code::NOT_AUTHORIZED | error_code::AUTH_FAILED => {
+                        RemoteKind::PermissionDenied
+                    }
+                    error_code::IS_DIRECTORY => RemoteKind::IsADirectory,
+                    _ => RemoteKind::Other,
+                };
+                remote_of(kind, format!("server error {e}"))
+            }
+            Fault::Tls(detail) => remote_of(RemoteKind::Tls, detail),
+            Fault::Denied(detail) => remote_of(RemoteKind::PermissionDenied, detail),
             Fault::Redirect(r) => remote(format!("unexpected redirect to {}:{}", r.host, r.port)),
             Fault::Violation(detail) | Fault::Short(detail) => remote(detail),
             Fault::Unsupported(detail) => {

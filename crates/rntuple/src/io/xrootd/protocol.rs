@@ -68,12 +68,16 @@ pub(crate) const ATTN_ASYNC_RESPONSE: u32 = 5008;
 pub(crate) mod error_code {
     /// I/O error on the server.
     pub(crate) const IO_ERROR: u32 = 3007;
+    /// Access refused (permissions, authorization).
+    pub(crate) const NOT_AUTHORIZED: u32 = 3010;
     /// No such file.
     pub(crate) const NOT_FOUND: u32 = 3011;
     /// Internal server error.
     pub(crate) const SERVER_ERROR: u32 = 3012;
     /// No server is available to serve the file.
     pub(crate) const NO_SERVER: u32 = 3014;
+    /// The path is a directory.
+    pub(crate) const IS_DIRECTORY: u32 = 3016;
     /// The operation is in progress.
     pub(crate) const IN_PROGRESS: u32 = 3020;
     /// The server is overloaded.
@@ -82,6 +86,8 @@ pub(crate) mod error_code {
     pub(crate) const REQUEST_TIMED_OUT: u32 = 3034;
     /// A server-side timer expired.
     pub(crate) const TIMER_EXPIRED: u32 = 3035;
+    /// Authentication failed.
+    pub(crate) const AUTH_FAILED: u32 = 3030;
 }
 
 /// Flags of the `kXR_protocol` request.
@@ -574,6 +580,11 @@ impl StatInfo {
             flags: fields[2].parse().map_err(|_| bad())?,
             mtime: fields[3].parse().map_err(|_| bad())?,
         })
+    }
+
+    /// Whether the path is a directory.
+    pub(crate) fn is_directory(&self) -> bool {
+        self.flags & 2 != 0
     }
 
     /// Whether the path is a directory or not a regular file.

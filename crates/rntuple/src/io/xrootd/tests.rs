@@ -6,7 +6,7 @@
 
 use super::protocol::{request, status, ResponseHeader, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN};
 use super::{auth, XRootDOptions, XRootDSource};
-use crate::error::Error;
+use crate::error::{Error, RemoteKind};
 use crate::io::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -818,16 +818,25 @@ fn server_errors_become_not_found_or_remote() {
         false
     });
     match XRootDSource::open_with(&server.url("//missing.root"), quick(3, 5000)) {
-        Err(Error::NotFound(msg)) => {
+        Err(Error::Remote {
+            kind: RemoteKind::NotFound,
+            what,
+            detail,
+        }) => {
+            assert!(what.contains("missing.root"), "{what}");
             assert!(
-                msg.contains("no such file") && msg.contains("missing.root"),
-                "{msg}"
+                detail.contains("no such file") && detail.contains("kXR_NotFound"),
+                "{detail}"
             )
         }
         other => panic!("expected NotFound, got {other:?}"),
     }
     match XRootDSource::open_with(&server.url("//secret"), quick(3, 5000)) {
-        Err(Error::Remote { what, detail }) => {
+        Err(Error::Remote {
+            kind: RemoteKind::PermissionDenied,
+            what,
+            detail,
+        }) => {
             assert!(what.contains("/secret"), "{what}");
             assert!(
                 detail.contains("kXR_NotAuthorized") && detail.contains("permission denied"),
@@ -1097,6 +1106,29 @@ fn unix_authentication_when_asked() {
         Err(Error::Unsupported(msg)) => assert!(msg.contains("gsi, krb5"), "{msg}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
+
+    // Credentials the server refuses: permission denied, not retried.
+    let mut config = Config::new(Vec::new());
+    config.login_security = "&P=unix\0".into();
+    let server = FakeServer::start(config, |peer, m| {
+        if m.code == request::AUTH {
+            peer.send(m.stream, status::ERROR, &error_body(3030, "unknown user"));
+            return true;
+        }
+        false
+    });
+    match XRootDSource::open_with(&server.url("//f"), quick(3, 5000)) {
+        Err(Error::Remote {
+            kind: RemoteKind::PermissionDenied,
+            detail,
+            ..
+        }) => assert!(
+            detail.contains("kXR_AuthFailed") && detail.contains("unknown user"),
+            "{detail}"
+        ),
+        other => panic!("expected PermissionDenied, got {other:?}"),
+    }
+    assert_eq!(server.requests(request::AUTH).len(), 1);
 }
 
 #[test]
@@ -1144,7 +1176,11 @@ fn a_refused_connection_is_a_remote_error_after_retries() {
     let start = Instant::now();
     let url = format!("root://user:secret@127.0.0.1:{port}//f?authz=token");
     match XRootDSource::open_with(&url, quick(3, 1000)) {
-        Err(Error::Remote { what, detail }) => {
+        Err(Error::Remote {
+            kind: RemoteKind::ConnectionRefused,
+            what,
+            detail,
+        }) => {
             assert!(
                 !what.contains("secret") && !what.contains("token"),
                 "{what}"
@@ -1273,10 +1309,14 @@ fn tls_with_a_ztn_token() {
     })
     .unwrap_err();
     match err {
-        Error::Remote { detail, .. } => {
+        Error::Remote {
+            kind: RemoteKind::Tls,
+            detail,
+            ..
+        } => {
             assert!(detail.contains("invalid peer certificate"), "{detail}")
         }
-        other => panic!("expected Remote, got {other:?}"),
+        other => panic!("expected a TLS Remote error, got {other:?}"),
     }
     assert_eq!(server.connections.load(Ordering::SeqCst), before + 1);
 }

@@ -13,7 +13,7 @@ mod prefetch;
 use super::RNTupleReader;
 use crate::compression;
 use crate::container::{self, RootFile};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, RemoteKind, Result};
 use crate::format::{
     stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer, Header, PageInfo,
     PageList,
@@ -641,6 +641,7 @@ impl RNTupleReader {
             (envelopes.next(), envelopes.next())
         else {
             return Err(in_file(Error::Remote {
+                kind: RemoteKind::Other,
                 what: storage.source.name().to_string(),
                 detail: "a read of the header and footer envelopes came back short".into(),
             }));

@@ -6,7 +6,7 @@
 use super::direct::DirectPages;
 use super::plan::{Bunch, PageKey};
 use super::{PageSource, ReadCounters};
-use crate::error::{Error, Result};
+use crate::error::{Error, RemoteKind, Result};
 use crate::format::{stored_page_len, PageInfo};
 use crate::io::{RangeBuffer, Source};
 use std::collections::HashMap;
@@ -74,25 +74,45 @@ struct State {
     cancelled: bool,
 }
 
-/// A fetch error, handed to the first page that needs it and described to later ones.
+/// A fetch error, handed to the first page that needs it and described to later ones
+/// (as an error of the same sort: a file system error of the same kind, a remote one of
+/// the same [`RemoteKind`]).
 struct Failure {
     message: String,
+    io_kind: Option<std::io::ErrorKind>,
+    remote_kind: Option<RemoteKind>,
     error: Option<Error>,
 }
 
 impl Failure {
     fn new(error: Error) -> Failure {
+        let io_kind = match error.root_cause() {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        };
         Failure {
             message: error.to_string(),
+            io_kind,
+            remote_kind: error.remote_kind(),
             error: Some(error),
         }
     }
 
     fn take(&mut self) -> Error {
-        self.error.take().unwrap_or_else(|| Error::Remote {
-            what: "a planned read".into(),
-            detail: self.message.clone(),
-        })
+        if let Some(error) = self.error.take() {
+            return error;
+        }
+        match self.io_kind {
+            Some(kind) => Error::Io {
+                what: "a planned read".into(),
+                source: std::io::Error::new(kind, self.message.clone()),
+            },
+            None => Error::remote(
+                self.remote_kind.unwrap_or(RemoteKind::Other),
+                "a planned read",
+                self.message.clone(),
+            ),
+        }
     }
 }
 
