@@ -2,12 +2,23 @@
 
 Every error raised by the package for bad input, bad arguments or unsupported data is an
 :class:`RNTupleError`; failures of the file system or the network are :class:`OSError`
-(:class:`FileNotFoundError` for a missing file). Messages say what went wrong and where
-(file, RNTuple, field, cluster, page, byte offset).
+of the subclass Python itself would raise, with its ``errno``: a missing file is a
+:class:`FileNotFoundError` (``ENOENT``), a refused one a :class:`PermissionError`
+(``EACCES``), a directory an :class:`IsADirectoryError` (``EISDIR``), locally as over
+HTTP(S), XRootD and S3. A remote failure is also a :class:`RemoteError` (an
+:class:`RNTupleError`): :class:`RemoteFileNotFoundError`, :class:`RemotePermissionError`,
+:class:`RemoteIsADirectoryError`, :class:`RemoteTimeoutError`,
+:class:`RemoteConnectionRefusedError`, :class:`RemoteConnectionResetError`,
+:class:`RemoteConnectionError`, else :class:`RemoteError` itself (a TLS failure, a file
+that changed while read, a server error); ``kind`` names the failure and ``filename`` the
+URL (without credentials). Messages say what went wrong and where (file or URL, RNTuple,
+field, cluster, page, byte offset).
 """
 
 from __future__ import annotations
 
+import errno as _errno
+import os
 from typing import Any
 
 
@@ -48,7 +59,117 @@ class MissingDependencyError(RNTupleError, ImportError):
 
 class RemoteError(RNTupleError, OSError):
     """A remote source (HTTP, XRootD, S3) failed after its retries, or the object changed
-    while being read. The message names the URL without credentials."""
+    while being read. The message names the URL without credentials.
+
+    Attributes:
+        kind: what sort of failure: ``"not_found"``, ``"permission_denied"``,
+            ``"is_a_directory"``, ``"timed_out"``, ``"connection_refused"``,
+            ``"connection_reset"``, ``"connection"``, ``"tls"`` (the server's certificate
+            is not trusted, or the handshake failed), ``"changed"`` (the file changed on
+            the server while being read) or ``"other"``.
+        errno: the ``errno`` value Python gives that failure (``ENOENT``, ``EACCES``,
+            ``EISDIR``, ``ETIMEDOUT``, ``ECONNREFUSED``, ``ECONNRESET``), else ``None``.
+        filename: the URL, without credentials.
+    """
+
+    kind: str = "other"
+
+    def __str__(self) -> str:
+        # The message as given: OSError would format errno, strerror and filename.
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # OSError pickles (errno, strerror, filename) as the arguments when a filename
+        # is set; the message is the argument here, the rest is state.
+        state = {**self.__dict__, "errno": self.errno, "strerror": self.strerror, "filename": self.filename}
+        return (type(self), self.args, state)
+
+
+class RemoteFileNotFoundError(RemoteError, FileNotFoundError):
+    """No such file, bucket or key on the server: HTTP 404 or 410, XRootD
+    ``kXR_NotFound``, S3 ``NoSuchKey`` or ``NoSuchBucket`` (``errno`` ``ENOENT``)."""
+
+
+class RemotePermissionError(RemoteError, PermissionError):
+    """The server refused access: HTTP 401 or 403, XRootD ``kXR_NotAuthorized`` or refused
+    credentials, S3 ``AccessDenied``, ``InvalidAccessKeyId``, ``SignatureDoesNotMatch``
+    (``errno`` ``EACCES``)."""
+
+
+class RemoteIsADirectoryError(RemoteError, IsADirectoryError):
+    """The URL names a directory (XRootD; ``errno`` ``EISDIR``)."""
+
+
+class RemoteTimeoutError(RemoteError, TimeoutError):
+    """A timeout (``timeout=``, ``connect_timeout=``, ``RNTUPLE_*_TIMEOUT``) ran out on the
+    last attempt; the message names it (``errno`` ``ETIMEDOUT``)."""
+
+
+class RemoteConnectionError(RemoteError, ConnectionError):
+    """The connection could not be set up or broke (the host name does not resolve, the
+    network is unreachable), on the last attempt."""
+
+
+class RemoteConnectionRefusedError(RemoteConnectionError, ConnectionRefusedError):
+    """Nothing listens at the server's port, on the last attempt (``errno``
+    ``ECONNREFUSED``)."""
+
+
+class RemoteConnectionResetError(RemoteConnectionError, ConnectionResetError):
+    """The server reset or closed the connection before answering in full, on the last
+    attempt (``errno`` ``ECONNRESET``)."""
+
+
+#: The class and errno of each kind of remote failure (the library's ``RemoteKind``).
+_REMOTE_KINDS: dict[str, tuple[type[RemoteError], int | None]] = {
+    "not_found": (RemoteFileNotFoundError, _errno.ENOENT),
+    "permission_denied": (RemotePermissionError, _errno.EACCES),
+    "is_a_directory": (RemoteIsADirectoryError, _errno.EISDIR),
+    "timed_out": (RemoteTimeoutError, _errno.ETIMEDOUT),
+    "connection_refused": (RemoteConnectionRefusedError, _errno.ECONNREFUSED),
+    "connection_reset": (RemoteConnectionResetError, _errno.ECONNRESET),
+    "connection": (RemoteConnectionError, None),
+}
+
+#: The errno of a file system error that carries none, by its Rust ``io::ErrorKind``.
+_IO_KIND_ERRNO: dict[str, int] = {
+    "NotFound": _errno.ENOENT,
+    "PermissionDenied": _errno.EACCES,
+    "IsADirectory": _errno.EISDIR,
+    "NotADirectory": _errno.ENOTDIR,
+    "AlreadyExists": _errno.EEXIST,
+    "TimedOut": _errno.ETIMEDOUT,
+    "ConnectionRefused": _errno.ECONNREFUSED,
+    "ConnectionReset": _errno.ECONNRESET,
+    "StorageFull": _errno.ENOSPC,
+    "ReadOnlyFilesystem": _errno.EROFS,
+}
+
+
+def _remote_error(kind: str, message: str, url: str | None) -> RemoteError:
+    """The exception of a remote failure of ``kind`` (the extension raises it)."""
+    cls, code = _REMOTE_KINDS.get(kind, (RemoteError, None))
+    error = cls(message)
+    error.kind = kind
+    error.errno = code
+    error.strerror = os.strerror(code) if code is not None else None
+    error.filename = url
+    return error
+
+
+def _os_error(code: int | None, io_kind: str, message: str) -> OSError:
+    """The :class:`OSError` of a file system failure, of the subclass Python gives its
+    ``errno`` (``code``, else the one of ``io_kind``, the Rust ``io::ErrorKind``), with
+    that ``errno`` (the extension raises it)."""
+    if code is None:
+        code = _IO_KIND_ERRNO.get(io_kind)
+    if code is None:
+        return OSError(message)
+    # OSError(errno, ...) is the subclass Python gives that errno.
+    cls = type(OSError(code, message))
+    error = cls(message)
+    error.errno = code
+    return error
 
 
 class ConversionError(RNTupleError):
@@ -74,6 +195,13 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "RNTupleError",
+    "RemoteConnectionError",
+    "RemoteConnectionRefusedError",
+    "RemoteConnectionResetError",
     "RemoteError",
+    "RemoteFileNotFoundError",
+    "RemoteIsADirectoryError",
+    "RemotePermissionError",
+    "RemoteTimeoutError",
     "UnsupportedError",
 ]

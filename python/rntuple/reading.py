@@ -20,7 +20,7 @@ from . import _core
 from ._extras import require
 from .cache import check_cache
 from .convert import to_awkward, to_library
-from .errors import FormatError, InvalidArgumentError, NotFoundError
+from .errors import FormatError, InvalidArgumentError, NotFoundError, _os_error
 from .inspection import BY, Inspection
 from .selection import (
     Compiled,
@@ -1041,7 +1041,7 @@ def _expand_files(files: Any) -> list[tuple[str, str | None]]:
         if any(c in path for c in "*?[") and "://" not in path:
             matched = sorted(glob.glob(path))
             if not matched:
-                raise FileNotFoundError(f"no file matches {path!r}")
+                raise _os_error(None, "NotFound", f"no file matches {path!r}")
             out.extend((m, name) for m in matched)
         else:
             out.append((path, name))

@@ -23,34 +23,43 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 mod inspect;
 
-/// Raises the `rntuple.errors` class that fits a library error; I/O errors become
-/// `OSError` (`FileNotFoundError` for a missing file).
+/// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
+/// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
+/// `IsADirectoryError`, ...), with that `errno`; remote ones are also `RemoteError`s, of
+/// the subclass of their kind (`RemoteFileNotFoundError`, ...; `rntuple.errors`).
 fn to_py_err(err: Error) -> PyErr {
     Python::attach(|py| {
         let message = err.to_string();
-        let class = match err.root_cause() {
-            Error::Io { source, .. } | Error::Write { source, .. } => {
-                return if source.kind() == std::io::ErrorKind::NotFound {
-                    pyo3::exceptions::PyFileNotFoundError::new_err(message)
-                } else {
-                    pyo3::exceptions::PyOSError::new_err(message)
+        let errors = py.import("rntuple.errors");
+        let made = match err.root_cause() {
+            Error::Io { source, .. } | Error::Write { source, .. } => errors.and_then(|m| {
+                m.getattr("_os_error")?.call1((
+                    source.raw_os_error(),
+                    format!("{:?}", source.kind()),
+                    message.clone(),
+                ))
+            }),
+            Error::Remote { kind, what, .. } => errors.and_then(|m| {
+                // `what` is the URL, except for errors retold to later readers.
+                let url = what.contains("://").then_some(what.as_str());
+                m.getattr("_remote_error")?
+                    .call1((kind.name(), message.clone(), url))
+            }),
+            other => {
+                let class = match other {
+                    Error::Truncated { .. }
+                    | Error::Corrupt { .. }
+                    | Error::Decompression { .. } => "FormatError",
+                    Error::ChecksumMismatch { .. } => "ChecksumError",
+                    Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
+                    Error::NotFound(_) => "NotFoundError",
+                    Error::InvalidArgument(_) => "InvalidArgumentError",
+                    _ => "RNTupleError",
                 };
+                errors.and_then(|m| m.getattr(class)?.call1((message.clone(),)))
             }
-            Error::Truncated { .. } | Error::Corrupt { .. } | Error::Decompression { .. } => {
-                "FormatError"
-            }
-            Error::ChecksumMismatch { .. } => "ChecksumError",
-            Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
-            Error::NotFound(_) => "NotFoundError",
-            Error::InvalidArgument(_) => "InvalidArgumentError",
-            Error::Remote { .. } => "RemoteError",
-            Error::Arrow(_) | Error::At { .. } => "RNTupleError",
         };
-        match py
-            .import("rntuple.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|c| c.call1((message.clone(),)))
-        {
+        match made {
             Ok(instance) => PyErr::from_value(instance),
             Err(_) => pyo3::exceptions::PyRuntimeError::new_err(message),
         }
