@@ -1081,7 +1081,15 @@ def open_rntuples(
 
     def open_and_read(index: int) -> tuple[RNTuple, Any]:
         nt = opening[index].result()
-        return nt, None if first_read is None else first_read(nt)
+        if first_read is None:
+            return nt, None
+        try:
+            return nt, first_read(nt)
+        except NotFoundError as err:
+            # A field one file of many lacks: say which file.
+            if nt.file_path in str(err):
+                raise
+            raise type(err)(f"{nt.file_path}: {err}") from None
 
     if not items:
         return
@@ -1189,6 +1197,7 @@ def concatenate(
         return plan, nt._read_table(plan.selection, 0, nt.num_entries)
 
     tables = []
+    sources = []
     parts = []
     offset = 0
     for nt, (plan, read_out) in open_rntuples(files, **options, first_read=read):
@@ -1197,6 +1206,7 @@ def concatenate(
             parts.append((_awkward_records(columns, len(entries)), entries + offset))
         else:
             tables.append(read_out)
+            sources.append(nt.file_path)
         offset += nt.num_entries
     if not tables and not parts:
         raise InvalidArgumentError("no files to concatenate")
@@ -1207,5 +1217,8 @@ def concatenate(
     try:
         table = pa.concat_tables(tables)
     except pa.ArrowInvalid as err:
-        raise InvalidArgumentError(f"the files' schemas differ: {err}") from None
+        # Name the first file whose selection differs from the first file's.
+        other = next((i for i, t in enumerate(tables) if not t.schema.equals(tables[0].schema)), None)
+        which = f" ({sources[0]} and {sources[other]})" if other is not None else ""
+        raise InvalidArgumentError(f"the files' schemas differ{which}: {err}") from None
     return ReadPlan().convert(table, 0, library, how)
