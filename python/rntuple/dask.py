@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import Any
 
 from ._extras import require
 from .cache import check_cache
-from .errors import ConversionError, InvalidArgumentError
+from .errors import ConversionError, InvalidArgumentError, RNTupleError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
 from .selection import check_flag, check_network, check_step_size
 from .ttree import ConvertResult, EntryRange, convert
@@ -701,9 +702,29 @@ def _whole_clusters(ranges: list[tuple[int, int]], cluster_starts: set[int]) -> 
     return merged
 
 
-def _convert_task(input: str, output: str, tree: str | None, options: dict[str, Any]) -> ConvertResult:
-    """One file's conversion, as a worker runs it."""
-    return convert(input, output, tree=tree, **options)
+class _Failed:
+    """A conversion that failed on a worker, with its exception: returned as the task's
+    value rather than raised, so that the worker does not log the failure with its
+    traceback (``convert_files`` reports every failed file once, in its
+    :class:`~rntuple.ConversionError`)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _convert_task(
+    input: str, output: str, tree: str | None, options: dict[str, Any]
+) -> ConvertResult | _Failed:
+    """One file's conversion, as a worker runs it: its result, or its failure."""
+    try:
+        return convert(input, output, tree=tree, **options)
+    except Exception as error:  # reported by convert_files, with the file it concerns
+        try:
+            pickle.dumps(error)
+        except Exception:
+            # An exception that cannot travel back: its class and message can.
+            error = RNTupleError(f"{type(error).__name__}: {error}")
+        return _Failed(error)
 
 
 def _absolute(path: str) -> str:
@@ -796,9 +817,14 @@ def convert_files(
     failures: dict[str, BaseException] = {}
     for (src, _, _), future in zip(tasks, futures, strict=True):
         try:
-            results.append(future.result())
+            outcome = future.result()
         except Exception as error:  # each file's failure is reported, after all finished
             failures[src] = error
+            continue
+        if isinstance(outcome, _Failed):
+            failures[src] = outcome.error
+        else:
+            results.append(outcome)
     if failures:
         raise ConversionError(failures, results, len(tasks))
     return results
