@@ -92,6 +92,8 @@ class Server:
     max_ranges: int | None = None
     header_buffers: str = "4 64k"
     tls: TestCertificates | None = None
+    #: More directives of the ``server`` block (``location /private/ { deny all; }``).
+    server_config: str = ""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -156,6 +158,7 @@ http {{
         root {self.root};
         {max_ranges}
         {tls}
+        {self.server_config}
     }}
 }}
 """
@@ -241,6 +244,7 @@ def start(
     header_buffers: str = "4 64k",
     port: int | None = None,
     tls: TestCertificates | None = None,
+    server_config: str = "",
 ) -> Server:
     """Starts nginx serving ``root_dir`` on a free port of 127.0.0.1.
 
@@ -248,6 +252,8 @@ def start(
     file comes back with HTTP 200). ``header_buffers``: ``large_client_header_buffers``
     (nginx's default ``4 8k`` refuses a Range header of more than about 400 ranges).
     ``tls``: serve HTTPS with these certificates (see :func:`make_test_certificates`).
+    ``server_config``: more directives of the ``server`` block, such as
+    ``location /private/ { deny all; }`` (HTTP 403 there).
     """
     workdir = Path(tempfile.mkdtemp(prefix="rntuple-nginx-"))
     server = Server(
@@ -257,6 +263,7 @@ def start(
         max_ranges=max_ranges,
         header_buffers=header_buffers,
         tls=tls,
+        server_config=server_config,
     )
     server.launch()
     return server
