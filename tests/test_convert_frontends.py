@@ -18,6 +18,7 @@ ROOT, the CLI binary or the package, the tests fail.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import re
@@ -256,8 +257,9 @@ def test_python_convert_refuses_an_existing_output_unless_overwrite(ttrees, tmp_
     out = tmp_path / "out.root"
     rntuple.convert(f"{ttrees['leaflist']}:t", out)
     before = sha256(out)
-    with pytest.raises(rntuple.InvalidArgumentError, match="already exists"):
+    with pytest.raises(FileExistsError, match="already exists.*overwrite=True") as refused:
         rntuple.convert(f"{ttrees['count_arrays']}:t", out)
+    assert isinstance(refused.value, rntuple.OutputExistsError) and refused.value.errno == errno.EEXIST
     assert sha256(out) == before
     rntuple.convert(f"{ttrees['count_arrays']}:t", out, overwrite=True)
     assert sha256(out) != before

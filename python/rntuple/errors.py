@@ -8,6 +8,7 @@ Every error raised by the package for bad input, bad arguments or unsupported da
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 
@@ -51,6 +52,21 @@ class RemoteError(RNTupleError, OSError):
     while being read. The message names the URL without credentials."""
 
 
+class OutputExistsError(RNTupleError, FileExistsError):
+    """An output file exists and was not to be replaced: pass ``overwrite=True`` to
+    replace it (it is replaced only once the new file is complete)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.EEXIST, f"{message}; pass overwrite=True to replace it")
+        self.message = message
+
+    def __str__(self) -> str:
+        return str(self.args[1])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,))
+
+
 class ConversionError(RNTupleError):
     """Some conversions of a batch failed (:func:`rntuple.dask.convert_files`): the
     message names every failed input with its error. ``failures`` maps each failed input
@@ -73,6 +89,7 @@ __all__ = [
     "InvalidArgumentError",
     "MissingDependencyError",
     "NotFoundError",
+    "OutputExistsError",
     "RNTupleError",
     "RemoteError",
     "UnsupportedError",

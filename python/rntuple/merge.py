@@ -89,8 +89,10 @@ def merge(
 
     Raises:
         InvalidArgumentError: bad options; schemas that do not merge in this ``mode``
-            (the message names the input and the field); ``output`` exists and
-            ``overwrite`` is false, or is one of the inputs.
+            (the message names the input and the field); ``output`` is one of the
+            inputs.
+        OutputExistsError: ``output`` exists and ``overwrite`` is false (a
+            ``FileExistsError``).
         NotFoundError: an input without the RNTuple.
         ChecksumError: a page whose checksum does not match (the input is corrupt).
         UnsupportedError: fields with several column representations; a streamer

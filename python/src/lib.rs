@@ -42,6 +42,7 @@ fn to_py_err(err: Error) -> PyErr {
             Error::ChecksumMismatch { .. } => "ChecksumError",
             Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
             Error::NotFound(_) => "NotFoundError",
+            Error::OutputExists { .. } => "OutputExistsError",
             Error::InvalidArgument(_) => "InvalidArgumentError",
             Error::Remote { .. } => "RemoteError",
             Error::Arrow(_) | Error::At { .. } => "RNTupleError",

@@ -40,6 +40,13 @@ pub(crate) struct Job {
     force: bool,
 }
 
+impl Job {
+    /// The inputs, FILE or FILE:NAME each.
+    pub(crate) fn inputs(&self) -> &[String] {
+        &self.inputs
+    }
+}
+
 /// Merges the inputs, with a progress bar on a terminal and a summary when done.
 pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
     let mode: MergeMode = job
@@ -79,10 +86,7 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
             bar.set_message(format!("{} entries", at.entries));
         },
     )
-    .map_err(|e| match e {
-        rntuple::Error::InvalidArgument(m) => Failure::Usage(m),
-        other => Failure::Input(other),
-    })?;
+    .map_err(Failure::Input)?;
     bar.finish_and_clear();
     report(&job.output, &summary, start.elapsed().as_secs_f64(), out)
 }

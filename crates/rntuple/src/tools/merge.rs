@@ -233,11 +233,8 @@ pub fn merge_files(
     let files: Vec<String> = inputs.iter().map(|t| split_target(t).0).collect();
     let file_refs: Vec<&str> = files.iter().map(String::as_str).collect();
     ensure_distinct(output, &file_refs)?;
-    if !replace && std::fs::symlink_metadata(output).is_ok() {
-        return Err(Error::InvalidArgument(format!(
-            "{} already exists (replace it with --force / overwrite=True)",
-            output.display()
-        )));
+    if !replace {
+        crate::io::refuse_existing(output)?;
     }
     let compression = match options.compression {
         OutputCompression::Fixed(c) => c,

@@ -66,7 +66,12 @@ pub fn verify_file(location: &str) -> FileCheck {
     let file = match open_source(location).and_then(RootFile::open) {
         Ok(f) => f,
         Err(e) => {
-            check.problems.push(e.to_string());
+            // The report names the file already.
+            let text = e.to_string();
+            let named = format!("file {location}: ");
+            check
+                .problems
+                .push(text.strip_prefix(&named).unwrap_or(&text).to_string());
             return check;
         }
     };
