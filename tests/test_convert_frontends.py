@@ -257,7 +257,7 @@ def test_python_convert_refuses_an_existing_output_unless_overwrite(ttrees, tmp_
     out = tmp_path / "out.root"
     rntuple.convert(f"{ttrees['leaflist']}:t", out)
     before = sha256(out)
-    with pytest.raises(FileExistsError, match="already exists.*overwrite=True") as refused:
+    with pytest.raises(FileExistsError, match=r"already exists.*overwrite=True") as refused:
         rntuple.convert(f"{ttrees['count_arrays']}:t", out)
     assert isinstance(refused.value, rntuple.OutputExistsError) and refused.value.errno == errno.EEXIST
     assert sha256(out) == before

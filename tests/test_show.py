@@ -607,10 +607,13 @@ def _same_float(decimal: Any, hex_text: Any) -> bool:
         as_float32 = struct.unpack("f", struct.pack("f", decimal))[0] if abs(decimal) < 3.5e38 else None
         return float(decimal) == exact or as_float32 == exact
     if isinstance(hex_text, list):
-        return isinstance(decimal, list) and len(decimal) == len(hex_text) and all(map(_same_float, decimal, hex_text))
+        same_length = isinstance(decimal, list) and len(decimal) == len(hex_text)
+        return same_length and all(map(_same_float, decimal, hex_text))
     if isinstance(hex_text, dict):
-        return isinstance(decimal, dict) and decimal.keys() == hex_text.keys() and all(
-            _same_float(decimal[k], v) for k, v in hex_text.items()
+        return (
+            isinstance(decimal, dict)
+            and decimal.keys() == hex_text.keys()
+            and all(_same_float(decimal[k], v) for k, v in hex_text.items())
         )
     return decimal == hex_text
 

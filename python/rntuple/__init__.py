@@ -48,7 +48,7 @@ from .errors import (
     UnsupportedError,
 )
 from .inspection import Inspection, PageSizeHistogram
-from .merge import MergeResult, merge
+from .merge import MergeResult, MergeWarning, merge
 from .reading import Field, ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
 from .writing import FillContext, ParallelWriter, WritableFile, WritableRNTuple, recreate, recreate_parallel
@@ -64,6 +64,7 @@ __all__ = [
     "Inspection",
     "InvalidArgumentError",
     "MergeResult",
+    "MergeWarning",
     "MissingDependencyError",
     "NotFoundError",
     "OutputExistsError",

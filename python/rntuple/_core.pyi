@@ -179,8 +179,20 @@ def merge_rntuples(
     keep_compression: bool = False,
     name: str | None = None,
     overwrite: bool = False,
-) -> tuple[int, int, int, int, int, int, int, int, int, list[str], list[str], list[str]]:
+    allow_disjoint: bool = False,
+) -> tuple[
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    tuple[list[str], list[str], list[str], list[tuple[str, int, list[str]]]],
+]:
     """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file (GIL released);
     returns ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages,
-    bytes_read, bytes_written, compression, fields_added, fields_dropped,
-    attribute_sets_dropped)``."""
+    bytes_read, bytes_written, compression, (fields_added, fields_dropped,
+    attribute_sets_dropped, inputs_lacking))``."""

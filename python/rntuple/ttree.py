@@ -134,7 +134,8 @@ def convert(
     except UnsupportedError as e:
         if skip_unsupported or 'branch "' not in str(e):
             raise
-        raise UnsupportedError(f"{e}; pass skip_unsupported=True to convert the other branches without it") from e
+        hint = "pass skip_unsupported=True to convert the other branches without it"
+        raise UnsupportedError(f"{e}; {hint}") from e
     seconds = time.perf_counter() - start
     return ConvertResult(
         input=source,

@@ -180,7 +180,12 @@ pub(crate) fn many(
             )?,
             Err(e) => {
                 failed += 1;
-                eprintln!("rntuple: {input}: {}", e.message());
+                let message = e.message();
+                if message.contains(input.as_str()) {
+                    eprintln!("rntuple: {message}");
+                } else {
+                    eprintln!("rntuple: {input}: {message}");
+                }
             }
         }
     }

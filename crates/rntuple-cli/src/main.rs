@@ -849,9 +849,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             out.flush()?;
             if bad > 0 {
+                let names: Vec<&str> = checks
+                    .iter()
+                    .filter(|c| !c.is_good())
+                    .map(|c| c.file.as_str())
+                    .collect();
                 return Err(Failure::Bad(format!(
-                    "{bad} of {} files are bad",
-                    checks.len()
+                    "{bad} of {} files are bad: {}",
+                    checks.len(),
+                    names.join(", ")
                 )));
             }
         }
