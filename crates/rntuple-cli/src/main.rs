@@ -328,6 +328,21 @@ enum Command {
         /// RNTupleInspector::PrintColumnTypeInfo prints it).
         #[arg(long)]
         csv: bool,
+        /// Order the rows by size (compressed bytes, the largest first), uncompressed,
+        /// compression (factor, the worst first), pages or name (default: the file's
+        /// order; per field, subfields stay under their parent).
+        #[arg(
+            long,
+            value_name = "KEY",
+            conflicts_with = "json",
+            value_parser = rntuple::tools::inspect::SortKey::NAMES
+        )]
+        sort: Option<String>,
+        /// Show only the N first rows (by --sort, default size; with --by field,
+        /// top-level fields, their subfields' bytes included) and one row summing the
+        /// rest.
+        #[arg(long, value_name = "N", conflicts_with = "json")]
+        top: Option<usize>,
     },
     /// Check files: every RNTuple opened, its structure checked, every page read, its
     /// checksum checked and every value decoded. One line per file; exit status 1 if
@@ -706,6 +721,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             by,
             json,
             csv,
+            sort,
+            top,
         } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
@@ -717,7 +734,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 _ => inspect::Format::Text,
             };
             let i = rntuple::tools::inspect::inspect(&reader)?;
-            inspect::print(&mut out, reader.path(), &i, by, format)?;
+            inspect::print(
+                &mut out,
+                reader.path(),
+                &i,
+                by,
+                format,
+                sort.as_deref(),
+                top,
+            )?;
         }
         Command::Verify { files, json } => {
             let checks = rntuple::tools::verify::verify_files(&files);
