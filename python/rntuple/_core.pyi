@@ -75,8 +75,9 @@ class InspectionHandle:
 
     def figures(self) -> dict[str, int | float]:
         """The whole-RNTuple figures by name."""
-    def table(self, by: str) -> dict[str, list[Any]]:
-        """The table per ``by`` (``"field"``, ``"column"``, ``"type"``) as column lists."""
+    def table(self, by: str, sort: str | None = None, top: int | None = None) -> dict[str, list[Any]]:
+        """The table per ``by`` (``"field"``, ``"column"``, ``"type"``) as column lists,
+        sorted by ``sort``, with ``top`` only its first rows and one summing the rest."""
     def page_sizes(self) -> tuple[list[int], list[int]]:
         """Every page's physical column id and compressed size."""
     def histogram(self, columns: list[int] | None, bins: int) -> dict[str, Any]:

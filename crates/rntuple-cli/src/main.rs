@@ -4,7 +4,6 @@ use arrow_array::RecordBatch;
 use clap::{Args, Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
-use rntuple::container::RootFile;
 use rntuple::io::{
     ensure_distinct, open_source, parse_seconds, split_target, AtomicFile, Existing, SourceOptions,
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
@@ -181,16 +180,22 @@ impl SourceArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List every RNTuple in a ROOT file: path, entries, fields.
+    /// List every RNTuple (and TTree) of ROOT files: path, entries, fields (the first
+    /// 10 of more). Several files each under a "== FILE ==" header; exit status 1 if any
+    /// failed, the others still listed.
     Ls {
-        /// The ROOT file.
-        file: String,
+        /// The ROOT files (paths or URLs).
+        #[arg(required = true)]
+        files: Vec<String>,
     },
-    /// Show an RNTuple's schema tree, clusters, cluster groups and sizes.
+    /// Show an RNTuple's schema tree, clusters, cluster groups and sizes. Several
+    /// targets each under a "== TARGET ==" header; exit status 1 if any failed, the
+    /// others still shown.
     Info {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple); FILE
         /// may be a path or an http(s)://, root(s):// or s3:// URL.
-        target: String,
+        #[arg(required = true)]
+        targets: Vec<String>,
         /// Also show what opening cost: requests, vectored requests, ranges, bytes read.
         #[arg(long)]
         stats: bool,
@@ -325,6 +330,21 @@ enum Command {
         /// RNTupleInspector::PrintColumnTypeInfo prints it).
         #[arg(long)]
         csv: bool,
+        /// Order the rows by size (compressed bytes, the largest first), uncompressed,
+        /// compression (factor, the worst first), pages or name (default: the file's
+        /// order; per field, subfields stay under their parent).
+        #[arg(
+            long,
+            value_name = "KEY",
+            conflicts_with = "json",
+            value_parser = rntuple::tools::inspect::SortKey::NAMES
+        )]
+        sort: Option<String>,
+        /// Show only the N first rows (by --sort, default size; with --by field,
+        /// top-level fields, their subfields' bytes included) and one row summing the
+        /// rest.
+        #[arg(long, value_name = "N", conflicts_with = "json")]
+        top: Option<usize>,
     },
     /// Check files: every RNTuple opened, its structure checked, every page read, its
     /// checksum checked and every value decoded. One line per file; exit status 1 if
@@ -501,6 +521,7 @@ mod cache;
 mod convert;
 mod failure;
 mod inspect;
+mod ls;
 mod merge;
 mod trees;
 
@@ -537,65 +558,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Ls { file } => {
-            let root = RootFile::open(open_source(&file)?)?;
-            for anchor in root.rntuple_anchors()? {
-                let reader = RNTupleReader::open(&root, Some(&anchor.path))?;
-                let d = reader.descriptor();
-                let names: Vec<&str> = d.top_level.iter().map(|&id| d.field(id).name()).collect();
-                writeln!(
-                    out,
-                    "{}\t{} entries\t{} fields: {}",
-                    anchor.path,
-                    d.n_entries,
-                    names.len(),
-                    names.join(", ")
-                )?;
-            }
-            let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;
-            let trees = trees::all_trees(&tree_file)?;
-            for (path, tree) in &trees {
-                writeln!(out, "{}", trees::ls_line(path, tree))?;
-            }
-            if !trees.is_empty() {
-                out.flush()?;
-                let only = match trees.as_slice() {
-                    [(path, _)] => Some(path.as_str()),
-                    _ => None,
-                };
-                eprintln!("convert a TTree with: {}", trees::convert_hint(&file, only));
-            }
-        }
-        Command::Info { target, stats } => {
-            let (file, name) = split_target(&target);
-            let start = std::time::Instant::now();
-            let reader = match RNTupleReader::open_path(&file, name.as_deref()) {
-                Ok(reader) => reader,
-                Err(e) if matches!(e.root_cause(), rntuple::Error::NotFound(_)) => {
-                    // A TTree of that name, or the file's TTrees when it holds no RNTuple.
-                    if trees::info(&file, name.as_deref(), &mut out)? {
-                        out.flush()?;
-                        return Ok(());
-                    }
-                    return Err(e.into());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let seconds = start.elapsed().as_secs_f64();
-            out.write_all(rntuple::read::describe(&reader).as_bytes())?;
-            if stats {
-                let io = reader.metrics().io;
-                writeln!(
-                    out,
-                    "opening: {} requests ({} vectored), {} ranges, {} bytes read, {:.1} ms",
-                    io.requests,
-                    io.vector_requests,
-                    io.ranges,
-                    io.bytes_read,
-                    seconds * 1e3
-                )?;
-            }
-        }
+        Command::Ls { files } => ls::each(&files, &mut out, ls::ls)?,
+        Command::Info { targets, stats } => ls::each(&targets, &mut out, |target, out| {
+            ls::info(target, stats, out)
+        })?,
         Command::ReadBench {
             target,
             fields,
@@ -800,6 +766,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             by,
             json,
             csv,
+            sort,
+            top,
         } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
@@ -811,7 +779,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 _ => inspect::Format::Text,
             };
             let i = rntuple::tools::inspect::inspect(&reader)?;
-            inspect::print(&mut out, reader.path(), &i, by, format)?;
+            inspect::print(
+                &mut out,
+                reader.path(),
+                &i,
+                by,
+                format,
+                sort.as_deref(),
+                top,
+            )?;
         }
         Command::Verify { files, json } => {
             let checks = rntuple::tools::verify::verify_files(&files);
