@@ -243,9 +243,9 @@ def test_convert_many_files_expanded_by_the_shell_into_a_new_directory(
     # Without --out-dir, more than two paths point to it.
     proc = run("convert", trees["run1"], trees["run2"], tmp_path / "x.root")
     assert proc.returncode == 2
-    assert (
-        f"to convert many files give --out-dir DIR: rntuple convert {trees['run1']} {trees['run2']} --out-dir DIR"
-        in (one_sentence(proc))
+    both = f"{trees['run1']} {trees['run2']}"
+    assert f"to convert many files give --out-dir DIR: rntuple convert {both} --out-dir DIR" in one_sentence(
+        proc
     )
 
 
@@ -272,9 +272,8 @@ def test_a_copy_says_what_it_wrote(tmp_path: Path) -> None:
     proc = run("copy", EVENTS, out)
     assert proc.returncode == 0, proc.stderr
     size_in, size_out = EVENTS.stat().st_size / 1e6, out.stat().st_size / 1e6
-    assert proc.stdout.startswith(
-        f'copied 2000 entries of RNTuple "Events": {EVENTS} ({size_in:.1f} MB) -> {out} ({size_out:.1f} MB, zstd level 5) in '
-    ), proc.stdout
+    sizes = f"{EVENTS} ({size_in:.1f} MB) -> {out} ({size_out:.1f} MB, zstd level 5)"
+    assert proc.stdout.startswith(f'copied 2000 entries of RNTuple "Events": {sizes} in '), proc.stdout
 
 
 def test_a_fifo_is_refused_at_once_by_python_too(bad_inputs: dict[str, Path]) -> None:

@@ -493,10 +493,11 @@ def test_union_warns_per_input_lacking_fields(schemas: dict[str, Path], tmp_path
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "warning: input" in line]
     extras = "extra_f, extra_v, extra_p"
+    lacks = "rntuple: warning: input {} lacks {} of the output's fields ({}): its {} entries hold zeros there"
     assert warnings == [
-        f"rntuple: warning: input {schemas['A']} lacks 3 of the output's fields ({extras}): its 1000 entries hold zeros there",
-        f"rntuple: warning: input {schemas['A']} lacks 3 of the output's fields ({extras}): its 1000 entries hold zeros there",
-        f"rntuple: warning: input {schemas['C']} lacks 4 of the output's fields (s, {extras}): its 500 entries hold zeros there",
+        lacks.format(schemas["A"], 3, extras, 1000),
+        lacks.format(schemas["A"], 3, extras, 1000),
+        lacks.format(schemas["C"], 4, f"s, {extras}", 500),
     ], proc.stderr
 
 

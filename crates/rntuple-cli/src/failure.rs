@@ -38,24 +38,31 @@ impl Failure {
     /// The message and exit status; `inputs` are the files the command reads (paths or
     /// URLs): the input an error names gets the way out of its state when there is one.
     pub(crate) fn report(self, inputs: &[String]) -> ExitCode {
-        let (message, status) = match self {
-            Failure::Usage(m) => (m, 2),
-            Failure::Bad(m) => (m, 1),
-            Failure::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                return ExitCode::SUCCESS
+        match self.render(inputs) {
+            Some((message, status)) => {
+                eprintln!("rntuple: {message}");
+                ExitCode::from(status)
             }
+            None => ExitCode::SUCCESS,
+        }
+    }
+
+    /// The message (with the way out for the input it names, among `inputs`) and the
+    /// exit status; `None` for a closed pipe, which is no failure.
+    pub(crate) fn render(&self, inputs: &[String]) -> Option<(String, u8)> {
+        Some(match self {
+            Failure::Usage(m) => (m.clone(), 2),
+            Failure::Bad(m) => (m.clone(), 1),
+            Failure::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return None,
             Failure::Output(e) => (format!("cannot write the output: {e}"), 1),
             Failure::Input(e) => {
-                let mut message = describe(&e);
-                if let Some(hint) = way_out(&e, &message, inputs) {
+                let mut message = describe(e);
+                if let Some(hint) = way_out(e, &message, inputs) {
                     message = format!("{message}; {hint}");
                 }
-                let status = if is_usage(&e) { 2 } else { 1 };
-                (message, status)
+                (message, if is_usage(e) { 2 } else { 1 })
             }
-        };
-        eprintln!("rntuple: {message}");
-        ExitCode::from(status)
+        })
     }
 
     /// The message alone, for a failure reported among others (one line per input).

@@ -38,29 +38,37 @@ pub(crate) fn each<W: Write>(
     if let [one] = files {
         return each(one, out);
     }
-    let mut failed = 0;
+    let mut failed = Vec::new();
     for (k, file) in files.iter().enumerate() {
         if k > 0 {
             writeln!(out)?;
         }
         writeln!(out, "== {file} ==")?;
-        let message = match each(file, out) {
+        let failure = match each(file, out) {
             Ok(()) => continue,
             // The output itself failed (a closed pipe): nothing more can be listed.
             Err(Failure::Output(e)) => return Err(Failure::Output(e)),
-            Err(Failure::Usage(message)) => message,
-            Err(Failure::Input(e)) => e.to_string(),
+            Err(failure) => failure,
         };
-        failed += 1;
+        failed.push(file.as_str());
         out.flush()?;
-        eprintln!("rntuple: {file}: {message}");
+        let (file_name, _) = split_target(file);
+        if let Some((message, _)) = failure.render(std::slice::from_ref(&file_name)) {
+            if message.contains(file_name.as_str()) {
+                eprintln!("rntuple: {message}");
+            } else {
+                eprintln!("rntuple: {file}: {message}");
+            }
+        }
     }
     out.flush()?;
-    if failed > 0 {
-        return Err(Failure::Input(rntuple::Error::InvalidArgument(format!(
-            "{failed} of {} files failed",
-            files.len()
-        ))));
+    if !failed.is_empty() {
+        return Err(Failure::Bad(format!(
+            "{} of {} files failed: {}",
+            failed.len(),
+            files.len(),
+            failed.join(", ")
+        )));
     }
     Ok(())
 }
@@ -82,8 +90,14 @@ pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
             name_list(&names, &format!("{file}:{}", anchor.path))
         )?;
     }
+    let anchors = root.rntuple_anchors()?.len();
     let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;
     let trees = trees::all_trees(&tree_file)?;
+    if anchors == 0 && trees.is_empty() {
+        return Err(Failure::Input(rntuple::Error::NotFound(format!(
+            "{file} holds no RNTuple and no TTree"
+        ))));
+    }
     for (path, tree) in &trees {
         writeln!(out, "{}", trees::ls_line(file, path, tree))?;
     }

@@ -533,9 +533,9 @@ impl Command {
     fn inputs(&self) -> Vec<String> {
         let file = |target: &String| split_target(target).0;
         match self {
-            Command::Ls { file: f } => vec![f.clone()],
-            Command::Info { target, .. }
-            | Command::ReadBench { target, .. }
+            Command::Ls { files } => files.clone(),
+            Command::Info { targets, .. } => targets.iter().map(file).collect(),
+            Command::ReadBench { target, .. }
             | Command::Inspect { target, .. }
             | Command::Show { target, .. }
             | Command::Dump { target, .. } => vec![file(target)],
