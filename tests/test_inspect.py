@@ -21,6 +21,12 @@ For a few files, the page size distribution of every column, of every column typ
 of all pages equals ROOT's ``GetPageSizeDistribution`` histograms bin by bin. The Python
 ``RNTuple.inspect()`` gives the command's figures, as Arrow and pandas, and draws its
 bar chart with matplotlib.
+
+Importer-layout files (TTrees with counted arrays written by ROOT, converted by
+``rntuple convert`` and by ROOT's ``RNTupleImporter``): the ``_collectionN`` fields are
+labelled by the arrays ROOT's TTree counts with one leaf (``Jet_* (_collectionN)``) in
+the JSON, the text, Python's tables and its bar chart; ``--sort`` and ``--top`` give
+the rows the JSON's figures order, and the rest summed to the JSON's totals.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from typing import Any
 import conformance_data
 import numpy as np
 import pytest
+import ttree_oracle
+import ttreegen
 from conftest import REPO_ROOT, require_rntuple_bin
 
 import rntuple
@@ -412,9 +420,12 @@ def test_python_inspect_plot_and_errors() -> None:
     ax = inspection.plot(n=3)
     bars = sorted(ax.patches, key=lambda p: -p.get_y())  # top to bottom
     labels = [t.get_text() for t in sorted(ax.get_yticklabels(), key=lambda t: -t.get_position()[1])]
-    assert labels == [r["name"] for r in top[:3]]
+    assert labels == [r["name"] for r in top[:3]] == [r["label"] for r in top[:3]]
     assert [b.get_width() for b in bars] == [r["compressed"] for r in top[:3]]
-    assert ax.get_xlabel() == "compressed bytes"
+    file_bytes = os.path.getsize(REPO_ROOT / EXAMPLE)
+    assert ax.get_xlabel() == f"compressed bytes (%: of the file's {file_bytes:,} B)"
+    shares = [t.get_text() for t in ax.texts]
+    assert shares == [f"{100 * r['compressed'] / file_bytes:.1f}%" for r in top[:3]][::-1]
     plt.close(ax.figure)
     fig, given = plt.subplots()
     assert inspection.plot(ax=given) is given
@@ -439,3 +450,230 @@ def test_python_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None
     assert str(raised.value) == (
         "Inspection.plot() needs matplotlib, which is not installed: pip install 'rntuple[plot]'"
     )
+
+
+# ------------------------------------------------------------ importer-layout files
+
+#: The labels of the collections of ``count_arrays``' counted arrays, by count leaf
+#: (hand-computed: a1, a2, a3 share ``a``; a single array is its own name).
+COUNT_ARRAYS_LABELS = {"mS": "m1", "nA": "a*", "nB": "b1", "zN": "z1"}
+
+
+@pytest.fixture(scope="module")
+def importer_layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path, str]]:
+    """``{name: (RNTuple file, TTree file, tree)}``: ttreegen's ``nanoaod`` and
+    ``count_arrays`` TTrees (written by ROOT) converted by ``rntuple convert``
+    (``nanoaod``, ``count_arrays``) and by ROOT's ``RNTupleImporter``
+    (``nanoaod_importer``)."""
+    out = tmp_path_factory.mktemp("importer_layout")
+    trees = ttreegen.generate(out / "ttrees", ["nanoaod", "count_arrays"])
+    files = {}
+    for case in ("nanoaod", "count_arrays"):
+        tree = ttreegen.CASES[case].tree
+        dst = out / f"{case}.root"
+        proc = subprocess.run(
+            [str(require_rntuple_bin()), "convert", f"{trees[case]}:{tree}", str(dst)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        files[case] = (dst, trees[case], tree)
+    dst = out / "nanoaod_importer.root"
+    result = ttree_oracle.root_import(trees["nanoaod"], "Events", dst)
+    assert result.ok, result.error
+    files["nanoaod_importer"] = (dst, trees["nanoaod"], "Events")
+    return files
+
+
+def _counted_arrays(path: Path, tree: str) -> dict[str, list[str]]:
+    """ROOT's reading of a TTree: per count leaf, the branches of the arrays it counts."""
+    ROOT = load_root()
+    f = ROOT.TFile.Open(str(path))
+    try:
+        groups: dict[str, list[str]] = {}
+        for b in f.Get(tree).GetListOfBranches():
+            count = b.GetListOfLeaves()[0].GetLeafCount()
+            if count:
+                groups.setdefault(str(count.GetName()), []).append(str(b.GetName()))
+        return groups
+    finally:
+        f.Close()
+
+
+def _expected_labels(name: str, files: dict[str, tuple[Path, Path, str]]) -> dict[str, str]:
+    """The label each ``_collectionN`` field of file ``name`` should have, by field name:
+    the arrays ROOT counts with one leaf are the members of one collection (found in
+    our JSON as ``_collectionN._0.MEMBER``), labelled by NanoAOD's convention (count
+    leaf ``nJet``, arrays ``Jet_*``) or by hand (:data:`COUNT_ARRAYS_LABELS`)."""
+    path, ttree, tree = files[name]
+    fields = [f["name"] for f in _ours(path, tree)["fields"]]
+    expected = {}
+    for count, members in _counted_arrays(ttree, tree).items():
+        holders = {f.split(".")[0] for f in fields if f.split(".")[-1] in members and f.count(".") == 2}
+        assert len(holders) == 1, (count, holders)
+        (holder,) = holders
+        assert re.fullmatch(r"_collection\d+", holder)
+        assert sorted(f.split(".")[-1] for f in fields if f.startswith(f"{holder}._0.")) == sorted(members)
+        if name.startswith("nanoaod"):
+            assert count.startswith("n")
+            label = f"{count[1:]}_*"
+        else:
+            label = COUNT_ARRAYS_LABELS[count]
+        expected[holder] = label
+    return expected
+
+
+@pytest.mark.parametrize("name", ["nanoaod", "nanoaod_importer", "count_arrays"])
+def test_importer_collections_are_labelled_by_their_arrays(
+    name: str, importer_layout: dict[str, tuple[Path, Path, str]]
+) -> None:
+    path, _, tree = importer_layout[name]
+    expected = _expected_labels(name, importer_layout)
+    assert len(expected) == (6 if name.startswith("nanoaod") else 4)
+    ours = _ours(path, tree)
+    # The JSON keeps each field's name and adds its label.
+    for f in ours["fields"]:
+        top = f["name"].split(".")[0]
+        if top in expected and f["name"].count(".") < 2:
+            assert f["label"] == f"{expected[top]} ({f['name']})", f
+        else:
+            assert f["label"] == f["name"], f
+    for c in ours["columns"]:
+        field = next(f for f in ours["fields"] if f["name"] == c["field"])
+        assert c["label"] == field["label"]
+    # The text shows the labels where the names were.
+    lines = _cli(f"{path}:{tree}").stdout.splitlines()
+    assert lines[0].startswith("field ")
+    for holder, label in expected.items():
+        assert sum(line.startswith(f"{label} ({holder}) ") for line in lines) == 1
+        assert sum(line.startswith(f"{label} ({holder}._0) ") for line in lines) == 1
+        assert not any(line.startswith(f"{holder} ") for line in lines)
+    column_lines = _cli(f"{path}:{tree}", "--by", "column").stdout.splitlines()
+    for holder, label in expected.items():
+        offsets = re.compile(rf"\s*\d+  {re.escape(label)} \({holder}\) +SplitIndex")
+        assert any(offsets.match(line) for line in column_lines)
+    # Python: the same labels in the tables and on the bars.
+    inspection = rntuple.open(f"{path}:{tree}").inspect()
+    assert inspection.table("field").column("label").to_pylist() == [f["label"] for f in ours["fields"]]
+    assert inspection.table("column").column("label").to_pylist() == [c["label"] for c in ours["columns"]]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = inspection.plot(n=1000)
+    ticks = {t.get_text() for t in ax.get_yticklabels()}
+    assert {f"{label} ({holder})" for holder, label in expected.items()} <= ticks
+    assert not any(t.startswith("_collection") for t in ticks)
+    plt.close(ax.figure)
+
+
+def _table_rows(text: str, numbers: int = 7) -> list[tuple[str, list[float]]]:
+    """The rows of the text table: each row's text before its last ``numbers`` values
+    (field label and type), and those values (``%`` removed)."""
+    lines = text.splitlines()
+    end = next(k for k, line in enumerate(lines) if line.startswith("% of file: "))
+    row = re.compile(r"(.*?)" + r"\s+(\S+)" * numbers + r"\s*")
+    rows = []
+    for line in lines[1:end]:
+        m = row.fullmatch(line)
+        assert m, line
+        rows.append((m.group(1), [float(v.rstrip("%")) for v in m.groups()[1:]]))
+    return rows
+
+
+@pytest.mark.parametrize("name", ["nanoaod", "nanoaod_importer"])
+def test_sort_and_top_against_the_json(name: str, importer_layout: dict[str, tuple[Path, Path, str]]) -> None:
+    path, _, tree = importer_layout[name]
+    target = f"{path}:{tree}"
+    ours = _ours(path, tree)
+    top_level = [f for f in ours["fields"] if "." not in f["name"]]
+    # Every column is in one top-level field: they add up to the whole RNTuple.
+    assert sum(f["compressed"] for f in top_level) == ours["compressed"]
+    assert sum(f["uncompressed"] for f in top_level) == ours["uncompressed"]
+    assert sum(f["pages"] for f in top_level) == ours["pages"]
+
+    proc = _cli(target, "--sort", "size", "--top", "10")
+    assert proc.returncode == 0, proc.stderr
+    rows = _table_rows(proc.stdout)
+    largest = sorted(top_level, key=lambda f: -f["compressed"])  # stable: ties in file order
+    assert len(rows) == 11
+    for (head, values), f in zip(rows, largest[:10], strict=False):
+        assert head.split("  ")[0] == f["label"], (head, f)
+        assert values[1:3] == [f["compressed"], f["uncompressed"]]
+        assert values[4] == f["pages"]
+        assert values[6] == round(100 * f["compressed"] / ours["file_bytes"], 1)
+    rest = largest[10:]
+    head, values = rows[-1]
+    assert head == f"... {len(top_level) - 10} more fields"
+    compressed = ours["compressed"] - sum(f["compressed"] for f in largest[:10])
+    assert compressed == sum(f["compressed"] for f in rest)
+    assert values[0] == sum(f["columns"] for f in rest)
+    assert values[1] == compressed
+    assert values[2] == ours["uncompressed"] - sum(f["uncompressed"] for f in largest[:10])
+    assert values[4] == ours["pages"] - sum(f["pages"] for f in largest[:10])
+    assert values[6] == round(100 * compressed / ours["file_bytes"], 1)
+    # What the percentages are of.
+    legend = "% of file: compressed B (the bytes of the row's pages, checksums not included)"
+    assert f"{legend} over the whole file's {ours['file_bytes']} B\n" in proc.stdout
+    # --top alone is by size.
+    assert _cli(target, "--top", "10").stdout == proc.stdout
+
+    # Per column, by compression factor (the worst first), as CSV with the rest summed.
+    proc = _cli(target, "--by", "column", "--sort", "compression", "--top", "5", "--csv")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    worst = sorted(ours["columns"], key=lambda c: c["compression_factor"])
+    assert [int(line.split(",")[0]) for line in lines[1:6]] == [c["id"] for c in worst[:5]]
+    rest_cells = lines[6].split(",")
+    elements = sum(c["elements"] for c in worst[5:])
+    assert rest_cells[:4] == ["", f"... {len(worst) - 5} more columns", "", str(elements)]
+    assert int(rest_cells[4]) == ours["compressed"] - sum(c["compressed"] for c in worst[:5])
+    assert len(lines) == 7
+
+    # Sorted without --top: every field, subfields right after their parent.
+    proc = _cli(target, "--sort", "name")
+    labels = [head.split("  ")[0] for head, _ in _table_rows(proc.stdout)]
+    assert sorted(labels) == sorted(f["label"] for f in ours["fields"])
+    tops = [f["label"] for f in sorted(top_level, key=lambda f: f["label"].encode())]
+    assert [label for label in labels if label in tops] == tops
+    for f in top_level:
+        if f["name"].startswith("_collection"):
+            at = labels.index(f["label"])
+            members = sorted(g["label"] for g in ours["fields"] if g["name"].startswith(f"{f['name']}._0."))
+            assert labels[at + 1] == f"{f['label'].split(' (')[0]} ({f['name']}._0)"
+            assert labels[at + 2 : at + 2 + len(members)] == members
+
+    # Python: the same rows and rest.
+    inspection = rntuple.open(target).inspect()
+    table = inspection.table(sort="size", top=10).to_pylist()
+    assert [r["label"] for r in table[:10]] == [f["label"] for f in largest[:10]]
+    assert table[10]["label"] == table[10]["name"] == f"... {len(top_level) - 10} more fields"
+    assert table[10]["type"] is None
+    assert (table[10]["compressed"], table[10]["pages"]) == (compressed, values[4])
+    assert sum(r["compressed"] for r in table) == ours["compressed"]
+    frame = inspection.to_pandas(sort="compression")
+    assert len(frame) == len(ours["fields"])
+    assert inspection.to_arrow(top=0).to_pylist()[0]["compressed"] == ours["compressed"]
+
+
+def test_sort_and_top_usage() -> None:
+    from rntuple.errors import InvalidArgumentError
+
+    target = f"{REPO_ROOT / EXAMPLE}:Events"
+    for args in (["--sort", "size", "--json"], ["--top", "3", "--json"]):
+        proc = _cli(target, *args)
+        assert proc.returncode == 2 and "cannot be used with" in proc.stderr
+    for args in (["--sort", "largest"], ["--top=-1"], ["--top", "x"]):
+        proc = _cli(target, *args)
+        assert proc.returncode == 2 and "invalid value" in proc.stderr, args
+    # Fewer rows than --top: all of them, no rest.
+    proc = _cli(target, "--top", "100")
+    assert "more fields" not in proc.stdout
+    inspection = rntuple.open(target).inspect()
+    with pytest.raises(InvalidArgumentError, match="sort must be one of"):
+        inspection.table(sort="largest")
+    for top in (-1, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="top must be"):
+            inspection.table(top=top)

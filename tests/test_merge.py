@@ -483,3 +483,62 @@ except rntuple.InvalidArgumentError as e:
     assert root_merge(roots, [schemas["A"], schemas["B"], schemas["C"]], "Union")
     assert_same(root_reading(tmp_path / "py.root"), root_reading(roots))
     assert not (tmp_path / "no.root").exists()
+
+
+def test_union_warns_per_input_lacking_fields(schemas: dict[str, Path], tmp_path: Path) -> None:
+    """A union merge says, per input, which of the output's fields it lacks and that its
+    entries hold zeros there: A and B lack B's extra fields (A twice), C lacks s too."""
+    inputs = [schemas[k] for k in "ABAC"]
+    proc = run_merge(tmp_path / "ours.root", *inputs, "--mode", "union")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "warning: input" in line]
+    extras = "extra_f, extra_v, extra_p"
+    lacks = "rntuple: warning: input {} lacks {} of the output's fields ({}): its {} entries hold zeros there"
+    assert warnings == [
+        lacks.format(schemas["A"], 3, extras, 1000),
+        lacks.format(schemas["A"], 3, extras, 1000),
+        lacks.format(schemas["C"], 4, f"s, {extras}", 500),
+    ], proc.stderr
+
+
+def test_union_of_inputs_sharing_no_field_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """Inputs with no field in common would make a file of zeros for half of every
+    entry: refused (exit 2, naming the input and the option), merged with
+    --allow-disjoint (ROOT reads the zeros), with a warning per input."""
+    import numpy as np
+
+    import rntuple
+
+    left, right = tmp_path / "left.root", tmp_path / "right.root"
+    with rntuple.recreate(left) as f:
+        f["ntpl"] = {"x": np.arange(3, dtype=np.int32)}
+    with rntuple.recreate(right) as f:
+        f["ntpl"] = {"y": np.arange(10, 12, dtype=np.float64)}
+    out = tmp_path / "out.root"
+    refused = run_merge(out, left, right, "--mode", "union")
+    assert refused.returncode == 2 and not out.exists(), refused.stderr
+    assert f"({right})" in refused.stderr and "shares no field" in refused.stderr, refused.stderr
+    assert "--allow-disjoint" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    merged = run_merge(out, left, right, "--mode", "union", "--allow-disjoint")
+    assert merged.returncode == 0, merged.stderr
+    assert (
+        f"warning: input {left} lacks 1 of the output's fields (y): its 3 entries hold zeros there"
+        in merged.stderr
+    )
+    assert (
+        f"warning: input {right} lacks 1 of the output's fields (x): its 2 entries hold zeros there"
+        in merged.stderr
+    )
+    got = [dict(e) for e in root_reading(out)]
+    assert got == [
+        {"x": 0, "y": "0x0p+0"},
+        {"x": 1, "y": "0x0p+0"},
+        {"x": 2, "y": "0x0p+0"},
+        {"x": 0, "y": "0x1.4p+3"},
+        {"x": 0, "y": "0x1.6p+3"},
+    ]
+    with pytest.warns(rntuple.MergeWarning, match=r"lacks 1 of the output's fields \(y\)"):
+        result = rntuple.merge([left, right], tmp_path / "py.root", mode="union", allow_disjoint=True)
+    assert result.inputs_lacking == [(str(left), 3, ["y"]), (str(right), 2, ["x"])]
+    with pytest.raises(rntuple.InvalidArgumentError, match="shares no field"):
+        rntuple.merge([left, right], tmp_path / "no.root", mode="union")

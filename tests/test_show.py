@@ -54,6 +54,8 @@ _UNORDERED = frozenset(c for c in SHOWN if c.startswith("types.unordered_"))
 _FLOATS = frozenset(
     {"types.fundamental.real", "types.fundamental.real32quant", "types.fundamental.real32trunc", EVENTS}
 )
+#: Cases with a char or string that holds a control character or a byte past ASCII.
+_CONTROL_CHARS = frozenset({"types.atomic", "types.fundamental.misc", "types.user.enum"})
 _VARIANTS = frozenset(
     {
         "types.array",
@@ -86,6 +88,12 @@ EXPECTED: dict[str, Difference] = {
         "RNTupleCardinality: 'type mismatch'), so it prints no entry of the file; we print "
         "the number, which must equal ROOT's reading",
         frozenset({"projections.cardinality"}),
+    ),
+    "escaped control characters": Difference(
+        "ROOT writes a char or a string as its bytes, control characters included (they "
+        "reach the terminal as commands); we write a control character or a char past "
+        r"ASCII as a C escape (\0, \n, \x1b, \xff), which must be ROOT's byte",
+        _CONTROL_CHARS,
     ),
     "unordered order": Difference(
         "ROOT lists an unordered container in the order of the hash table it re-inserts "
@@ -295,6 +303,8 @@ def compare(root: Any, ours: Any, path: tuple[Any, ...], found: list[Found]) -> 
         isinstance(root, Str) and root.text.startswith("<ROOT error: ") and "RNTupleCardinality" in root.text
     ):
         found.append(Found("cardinality", path, root, ours))
+    elif type(root) is type(ours) and isinstance(root, Bare | Str) and unescaped(ours.text) == raw(root.text):
+        found.append(Found("escaped control characters", path, root, ours))
     elif isinstance(root, Bare) and isinstance(ours, Bare) and float_agrees(ours.text, root.text):
         found.append(Found("float digits", path, root, ours))
     elif isinstance(root, Seq) and isinstance(ours, Seq):
@@ -316,6 +326,34 @@ def compare(root: Any, ours: Any, path: tuple[Any, ...], found: list[Found]) -> 
             compare(r, o, (*path, k), found)
     else:
         found.append(Found("mismatch", path, root, ours))
+
+
+def raw(text: str) -> bytes:
+    """The bytes of a shown value as the text was read (``surrogateescape``)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+#: The C escapes ``rntuple show`` writes: ``\0``, ``\n``, ``\t``, ``\r``, ``\xNN``, ``\u{N}``.
+_ESCAPE = re.compile(r"\\(0|n|t|r|x[0-9a-f]{2}|u\{[0-9a-f]+\})")
+
+
+def unescaped(text: str) -> bytes:
+    """The bytes of a value we show with C escapes, the escapes decoded."""
+    simple = {"0": b"\0", "n": b"\n", "t": b"\t", "r": b"\r"}
+    out = bytearray()
+    at = 0
+    for m in _ESCAPE.finditer(text):
+        out += raw(text[at : m.start()])
+        body = m.group(1)
+        if body in simple:
+            out += simple[body]
+        elif body.startswith("x"):
+            out.append(int(body[1:], 16))
+        else:
+            out += chr(int(body[2:-1], 16)).encode()
+        at = m.end()
+    out += raw(text[at:])
+    return bytes(out)
 
 
 def same_tokens(root: list[tuple[str, str]], ours: list[tuple[str, str]]) -> bool:
@@ -361,6 +399,10 @@ def check_found(f: Found, ref_entry: dict[str, Any]) -> None:
         assert plain(f.ours) == ref, f"{f.path}: {f.ours} is not ROOT's reading {ref!r}"
     elif f.cls == "unordered order":
         assert _canonical(f.root) == _canonical(f.ours)
+    elif f.cls == "escaped control characters":
+        # The reference has a char as its number, a string as its text.
+        want = bytes([ref % 256]) if isinstance(ref, int) else str(ref).encode()
+        assert unescaped(f.ours.text) == want, f"{f.path}: {f.ours.text} is not {ref!r}"
 
 
 # --- Running both ----------------------------------------------------------------------
@@ -481,7 +523,7 @@ def test_show_refuses_what_it_cannot_read() -> None:
     nofield = subprocess.run(
         [binary, "show", path, "--fields", "nope"], capture_output=True, text=True, timeout=60
     )
-    assert nofield.returncode == 1 and 'no field "nope"' in nofield.stderr and nofield.stdout == ""
+    assert nofield.returncode == 2 and 'no field "nope"' in nofield.stderr and nofield.stdout == ""
     badrange = subprocess.run(
         [binary, "show", path, "--entries", "3:1"], capture_output=True, text=True, timeout=60
     )
@@ -522,9 +564,11 @@ COMPACT_CHECKS = 10_000
 
 @pytest.mark.parametrize("case", conformance_data.cases())
 def test_dump_jsonl_equals_json(case: str) -> None:
-    """One compact JSON entry a line: the entries ``--json`` prints, in order."""
+    """One compact JSON entry a line: the entries ``--json`` prints, in order (with
+    ``--floats hex``; by default floats are decimal numbers, see
+    :func:`test_dump_jsonl_floats_are_numbers_that_read_back_exactly`)."""
     path = conformance_data.write_file(case)
-    pretty, jsonl = _dump(path, "--json"), _dump(path, "--jsonl")
+    pretty, jsonl = _dump(path, "--json"), _dump(path, "--jsonl", "--floats", "hex")
     if case == "structure.feature_flag":
         assert (pretty.returncode, jsonl.returncode) == (1, 1)
         assert pretty.stdout == jsonl.stdout == ""
@@ -544,6 +588,80 @@ def test_dump_jsonl_equals_json(case: str) -> None:
     step = max(1, len(lines) // COMPACT_CHECKS)
     for k in [*range(0, len(lines), step), len(lines) - 1][: len(lines)]:
         assert lines[k] == json.dumps(values[k], ensure_ascii=False, separators=(",", ":")), f"line {k}"
+
+
+_HEX_FLOAT = re.compile(r"-?0x[0-9a-f](\.[0-9a-f]+)?p[+-]\d+|-?(inf|nan)")
+
+
+def _same_float(decimal: Any, hex_text: Any) -> bool:
+    """Whether a ``--floats decimal`` value is the float a ``--floats hex`` value is
+    (a float's shortest digits read back as a float, not as a double)."""
+    if isinstance(hex_text, str) and _HEX_FLOAT.fullmatch(hex_text):
+        exact = float.fromhex(hex_text) if "0x" in hex_text else float(hex_text)
+        if exact != exact:
+            return decimal == "nan"
+        if exact in (float("inf"), float("-inf")):
+            return decimal == ("inf" if exact > 0 else "-inf")
+        if not isinstance(decimal, int | float) or isinstance(decimal, bool):
+            return False
+        as_float32 = struct.unpack("f", struct.pack("f", decimal))[0] if abs(decimal) < 3.5e38 else None
+        return float(decimal) == exact or as_float32 == exact
+    if isinstance(hex_text, list):
+        same_length = isinstance(decimal, list) and len(decimal) == len(hex_text)
+        return same_length and all(map(_same_float, decimal, hex_text))
+    if isinstance(hex_text, dict):
+        return (
+            isinstance(decimal, dict)
+            and decimal.keys() == hex_text.keys()
+            and all(_same_float(decimal[k], v) for k, v in hex_text.items())
+        )
+    return decimal == hex_text
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "types.fundamental.real",
+        "types.fundamental.real32quant",
+        "types.fundamental.real32trunc",
+        EVENTS,
+    ],
+)
+def test_dump_jsonl_floats_are_numbers_that_read_back_exactly(case: str) -> None:
+    """``dump --jsonl`` writes floats as JSON numbers (for ``jq``), each the shortest
+    decimal that reads back to the float or double ROOT stored (its hex form)."""
+    path = REPO_ROOT / EVENTS if case == EVENTS else conformance_data.write_file(case)
+    decimal, hexed = _dump(path, "--jsonl"), _dump(path, "--jsonl", "--floats", "hex")
+    assert decimal.returncode == hexed.returncode == 0, decimal.stderr
+    numbers = [json.loads(line) for line in decimal.stdout.splitlines()]
+    exact = [json.loads(line) for line in hexed.stdout.splitlines()]
+    assert len(numbers) == len(exact) > 0
+    floats_seen = 0
+    for k, (d, h) in enumerate(zip(numbers, exact, strict=True)):
+        assert _same_float(d, h), f"entry {k}: {d} is not {h}"
+        floats_seen += json.dumps(h).count("0x")
+    assert floats_seen > 0
+    # --json takes --floats decimal too, to the same values.
+    pretty = _dump(path, "--json", "--floats", "decimal")
+    assert json.loads(pretty.stdout) == numbers
+
+
+def test_dump_jsonl_floats_add_up_in_jq_as_uproot_reads_them() -> None:
+    """The issue's reproducer: ``jq 'map(.MET_pt)|add'`` over ``dump --jsonl`` sums
+    numbers (it concatenated hex strings), to uproot's sum of the same values."""
+    import shutil
+
+    import uproot
+
+    jq = shutil.which("jq")
+    assert jq, "jq is needed (apt-get install jq)"
+    path = REPO_ROOT / EVENTS
+    lines = _dump(path, "--jsonl", "--fields", "MET_pt")
+    assert lines.returncode == 0, lines.stderr
+    total = subprocess.run([jq, "-s", "map(.MET_pt)|add"], input=lines.stdout, capture_output=True, text=True)
+    assert total.returncode == 0, total.stderr
+    want = float(uproot.open(path)["Events"].arrays(["MET_pt"])["MET_pt"].to_numpy().astype("f8").sum())
+    assert float(total.stdout) == pytest.approx(want, rel=1e-12)
 
 
 def test_dump_jsonl_attributes() -> None:

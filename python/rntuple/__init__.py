@@ -42,6 +42,7 @@ from .errors import (
     InvalidArgumentError,
     MissingDependencyError,
     NotFoundError,
+    OutputExistsError,
     RemoteConnectionError,
     RemoteConnectionRefusedError,
     RemoteConnectionResetError,
@@ -54,7 +55,7 @@ from .errors import (
     UnsupportedError,
 )
 from .inspection import Inspection, PageSizeHistogram
-from .merge import MergeResult, merge
+from .merge import MergeResult, MergeWarning, merge
 from .reading import Field, ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
 from .writing import FillContext, ParallelWriter, WritableFile, WritableRNTuple, recreate, recreate_parallel
@@ -70,8 +71,10 @@ __all__ = [
     "Inspection",
     "InvalidArgumentError",
     "MergeResult",
+    "MergeWarning",
     "MissingDependencyError",
     "NotFoundError",
+    "OutputExistsError",
     "PageSizeHistogram",
     "ParallelWriter",
     "RNTuple",

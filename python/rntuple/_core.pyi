@@ -75,8 +75,9 @@ class InspectionHandle:
 
     def figures(self) -> dict[str, int | float]:
         """The whole-RNTuple figures by name."""
-    def table(self, by: str) -> dict[str, list[Any]]:
-        """The table per ``by`` (``"field"``, ``"column"``, ``"type"``) as column lists."""
+    def table(self, by: str, sort: str | None = None, top: int | None = None) -> dict[str, list[Any]]:
+        """The table per ``by`` (``"field"``, ``"column"``, ``"type"``) as column lists,
+        sorted by ``sort``, with ``top`` only its first rows and one summing the rest."""
     def page_sizes(self) -> tuple[list[int], list[int]]:
         """Every page's physical column id and compressed size."""
     def histogram(self, columns: list[int] | None, bins: int) -> dict[str, Any]:
@@ -179,8 +180,20 @@ def merge_rntuples(
     keep_compression: bool = False,
     name: str | None = None,
     overwrite: bool = False,
-) -> tuple[int, int, int, int, int, int, int, int, int, list[str], list[str], list[str]]:
+    allow_disjoint: bool = False,
+) -> tuple[
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    tuple[list[str], list[str], list[str], list[tuple[str, int, list[str]]]],
+]:
     """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file (GIL released);
     returns ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages,
-    bytes_read, bytes_written, compression, fields_added, fields_dropped,
-    attribute_sets_dropped)``."""
+    bytes_read, bytes_written, compression, (fields_added, fields_dropped,
+    attribute_sets_dropped, inputs_lacking))``."""

@@ -172,6 +172,21 @@ def _os_error(code: int | None, io_kind: str, message: str) -> OSError:
     return error
 
 
+class OutputExistsError(RNTupleError, FileExistsError):
+    """An output file exists and was not to be replaced: pass ``overwrite=True`` to
+    replace it (it is replaced only once the new file is complete)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_errno.EEXIST, f"{message}; pass overwrite=True to replace it")
+        self.message = message
+
+    def __str__(self) -> str:
+        return str(self.args[1])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,))
+
+
 class ConversionError(RNTupleError):
     """Some conversions of a batch failed (:func:`rntuple.dask.convert_files`): the
     message names every failed input with its error. ``failures`` maps each failed input
@@ -194,6 +209,7 @@ __all__ = [
     "InvalidArgumentError",
     "MissingDependencyError",
     "NotFoundError",
+    "OutputExistsError",
     "RNTupleError",
     "RemoteConnectionError",
     "RemoteConnectionRefusedError",

@@ -17,6 +17,10 @@ from .errors import InvalidArgumentError
 BY = ("field", "column", "type")
 #: The bins ROOT's ``RNTupleInspector::GetPageSizeDistribution`` uses.
 ROOT_BINS = 64
+#: The orders of :meth:`Inspection.table`'s ``sort``: compressed bytes (the largest
+#: first), uncompressed bytes, compression factor (the worst first), pages, name (the
+#: label of fields and columns, the column type).
+SORT = ("size", "uncompressed", "compression", "pages", "name")
 
 
 class PageSizeHistogram(NamedTuple):
@@ -43,8 +47,12 @@ class Inspection:
 
     The table of ``by`` (``"field"``, ``"column"`` or ``"type"``) is :meth:`to_arrow`
     and :meth:`to_pandas`: compressed and uncompressed bytes, compression factor,
-    elements (columns and types), pages, average page size and share of the file on
-    every row; a field's row sums its subfields' columns. The figures of the whole
+    elements (columns and types), pages, average page size and share of the file
+    (``share``: the compressed bytes over the whole file's) on every row; a field's row
+    sums its subfields' columns. Fields and columns have a ``label`` next to the
+    field's name: the name, or what the field holds where the name does not say it
+    (``Jet_* (_collection8)`` for the collections ROOT's ``RNTupleImporter`` makes of
+    a TTree's counted arrays ``Jet_pt[nJet]``, ...). The figures of the whole
     RNTuple are attributes (``header_bytes``, ``footer_bytes``, ``page_list_bytes``,
     ``metadata_data_ratio``, ``file_bytes``, ...; :attr:`figures` has them all), and
     :attr:`page_sizes` lists every page's compressed size."""
@@ -117,24 +125,39 @@ class Inspection:
         """The whole-RNTuple figures by name, as ``rntuple inspect --json`` has them."""
         return dict(self._figures)
 
-    def table(self, by: str | None = None) -> pa.Table:
+    def table(self, by: str | None = None, *, sort: str | None = None, top: int | None = None) -> pa.Table:
         """The table per ``by`` (this inspection's own by default) as a
-        ``pyarrow.Table``."""
+        ``pyarrow.Table``, in the file's order, or sorted by ``sort`` (one of
+        :data:`SORT`: ``"size"`` puts the largest compressed first; per field,
+        subfields stay under their parent). With ``top``, only the first ``top`` rows
+        (by ``sort``, ``"size"`` by default; per field, top-level fields, their
+        subfields' bytes included) and, when rows are left out, a last row summing
+        them: its name and label say ``... 840 more fields``, its other texts and ids
+        are null, so that the rows add up to the whole RNTuple (as ``rntuple inspect
+        --sort KEY --top N``)."""
         by = self.by if by is None else by
         if by not in BY:
             raise InvalidArgumentError(f"by must be one of {', '.join(map(repr, BY))}, not {by!r}")
+        if sort is not None and sort not in SORT:
+            raise InvalidArgumentError(f"sort must be one of {', '.join(map(repr, SORT))}, not {sort!r}")
+        if top is not None and (isinstance(top, bool) or int(top) != top or top < 0):
+            raise InvalidArgumentError(f"top must be a whole number of rows, 0 or more, not {top!r}")
+        if sort is not None or top is not None:
+            return pa.table(self._handle.table(by, sort, None if top is None else int(top)))
         if by not in self._tables:
             self._tables[by] = pa.table(self._handle.table(by))
         return self._tables[by]
 
-    def to_arrow(self) -> pa.Table:
-        """The table (per field, column or column type) as a ``pyarrow.Table``."""
-        return self.table()
+    def to_arrow(self, *, sort: str | None = None, top: int | None = None) -> pa.Table:
+        """The table (per field, column or column type) as a ``pyarrow.Table``, sorted
+        and cut as :meth:`table` does."""
+        return self.table(sort=sort, top=top)
 
-    def to_pandas(self) -> Any:
-        """The table as a ``pandas.DataFrame`` (pandas must be installed)."""
+    def to_pandas(self, *, sort: str | None = None, top: int | None = None) -> Any:
+        """The table as a ``pandas.DataFrame`` (pandas must be installed), sorted and
+        cut as :meth:`table` does."""
         require("pandas", "Inspection.to_pandas()")
-        return self.table().to_pandas()
+        return self.table(sort=sort, top=top).to_pandas()
 
     @property
     def page_sizes(self) -> pa.Table:
@@ -198,14 +221,17 @@ class Inspection:
 
     def plot(self, n: int = 20, ax: Any = None) -> Any:
         """Draws the compressed bytes of the ``n`` largest top-level fields as a
-        horizontal bar chart, the largest on top, with matplotlib (on ``ax``, or on a
-        new figure); returns the axes."""
+        horizontal bar chart, the largest on top, each bar named by the field's label
+        (``Jet_* (_collection8)`` for a collection of a TTree's counted arrays) and
+        labelled with its share of the file's bytes, with matplotlib (on ``ax``, or on
+        a new figure); returns the axes."""
         plt = require("matplotlib.pyplot", "Inspection.plot()")
         fields = self.table("field")
         rows = [
-            (name, size, share)
-            for name, size, share in zip(
+            (label, size, share)
+            for name, label, size, share in zip(
                 fields.column("name").to_pylist(),
+                fields.column("label").to_pylist(),
                 fields.column("compressed").to_pylist(),
                 fields.column("share").to_pylist(),
                 strict=True,
@@ -220,7 +246,7 @@ class Inspection:
         sizes = [r[1] for r in rows][::-1]
         bars = ax.barh(names, sizes)
         ax.bar_label(bars, labels=[f"{100 * r[2]:.1f}%" for r in rows][::-1], padding=3, fontsize="small")
-        ax.set_xlabel("compressed bytes")
+        ax.set_xlabel(f"compressed bytes (%: of the file's {self.file_bytes:,} B)")
         title = f"{self.name}: " if self.name else ""
         ax.set_title(
             f"{title}{self.compressed:,} B in {self.pages} pages, factor {self.compression_factor:.2f}",

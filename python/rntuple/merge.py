@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +53,14 @@ class MergeResult:
     fields_dropped: list[str] = field(default_factory=list)
     #: Attribute sets of the inputs, not merged (as ROOT).
     attribute_sets_dropped: list[str] = field(default_factory=list)
+    #: The inputs that lack fields of the output (``mode="union"``), each as
+    #: ``(input, entries, fields)``: those entries hold zeros there (a
+    #: :class:`MergeWarning` says so for each).
+    inputs_lacking: list[tuple[str, int, list[str]]] = field(default_factory=list)
+
+
+class MergeWarning(UserWarning):
+    """A union merge filled the fields an input lacks with zeros."""
 
 
 def merge(
@@ -63,6 +72,7 @@ def merge(
     keep_compression: bool = False,
     name: str | None = None,
     overwrite: bool = False,
+    allow_disjoint: bool = False,
 ) -> MergeResult:
     """Merges RNTuples into a new ROOT file, as ``hadd`` (ROOT's ``RNTupleMerger``) does.
 
@@ -83,14 +93,20 @@ def merge(
         keep_compression: keep every page's compression (nothing is recompressed).
         name: the output RNTuple's name (default: the first input's).
         overwrite: replace ``output`` if it exists.
+        allow_disjoint: with ``mode="union"``, merge an input that shares no field with
+            the inputs before it (refused by default: every entry would hold zeros for
+            the other side's fields).
 
     Returns:
-        :class:`MergeResult`.
+        :class:`MergeResult`. With ``mode="union"``, a :class:`MergeWarning` for each
+        input that lacks fields of the output, naming them.
 
     Raises:
         InvalidArgumentError: bad options; schemas that do not merge in this ``mode``
-            (the message names the input and the field); ``output`` exists and
-            ``overwrite`` is false, or is one of the inputs.
+            (the message names the input and the field); ``output`` is one of the
+            inputs.
+        OutputExistsError: ``output`` exists and ``overwrite`` is false (a
+            ``FileExistsError``).
         NotFoundError: an input without the RNTuple.
         ChecksumError: a page whose checksum does not match (the input is corrupt).
         UnsupportedError: fields with several column representations; a streamer
@@ -118,9 +134,7 @@ def merge(
         bytes_read,
         bytes_written,
         settings,
-        added,
-        dropped,
-        attribute_sets,
+        (added, dropped, attribute_sets, lacking),
     ) = _core.merge_rntuples(
         sources,
         target,
@@ -129,7 +143,15 @@ def merge(
         keep_compression=keep_compression,
         name=name,
         overwrite=overwrite,
+        allow_disjoint=allow_disjoint,
     )
+    for source, n, fields in lacking:
+        warnings.warn(
+            f"input {source} lacks {len(fields)} of the output's fields ({', '.join(fields)}): "
+            f"its {n} entries hold zeros there",
+            MergeWarning,
+            stacklevel=2,
+        )
     return MergeResult(
         output=target,
         inputs=n_inputs,
@@ -146,7 +168,8 @@ def merge(
         fields_added=list(added),
         fields_dropped=list(dropped),
         attribute_sets_dropped=list(attribute_sets),
+        inputs_lacking=[(source, n, list(fields)) for source, n, fields in lacking],
     )
 
 
-__all__ = ["MODES", "MergeResult", "merge"]
+__all__ = ["MODES", "MergeResult", "MergeWarning", "merge"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import _core
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 
 #: An entry range ``(start, stop)``: ``stop`` exclusive, ``None`` or past the end for
 #: the end of the tree.
@@ -97,8 +97,9 @@ def convert(
 
     Raises:
         NotFoundError: no such TTree (or file holding one).
-        InvalidArgumentError: a bad option, or ``output`` exists and ``overwrite`` is
-            false, or it is the input file.
+        InvalidArgumentError: a bad option, or ``output`` is the input file.
+        OutputExistsError: ``output`` exists and ``overwrite`` is false (a
+            ``FileExistsError``).
         UnsupportedError: a branch of a type that cannot be converted.
         FormatError: a corrupt or truncated TTree.
         OSError: the file system failed (``FileNotFoundError`` for a missing input).
@@ -116,19 +117,25 @@ def convert(
     start = time.perf_counter()
     if split_policy not in ("split", "unsplit", "auto"):
         raise InvalidArgumentError(f"split_policy={split_policy!r}: expected 'split', 'unsplit' or 'auto'")
-    n, input_bytes, skipped, choices = _core.convert_ttree(
-        source,
-        target,
-        tree=tree,
-        name=name,
-        branches=patterns,
-        entries=span,
-        compression=None if compression is None else str(compression),
-        skip_unsupported=skip_unsupported,
-        overwrite=overwrite,
-        unsplit=unsplit_patterns,
-        split_policy=split_policy,
-    )
+    try:
+        n, input_bytes, skipped, choices = _core.convert_ttree(
+            source,
+            target,
+            tree=tree,
+            name=name,
+            branches=patterns,
+            entries=span,
+            compression=None if compression is None else str(compression),
+            skip_unsupported=skip_unsupported,
+            overwrite=overwrite,
+            unsplit=unsplit_patterns,
+            split_policy=split_policy,
+        )
+    except UnsupportedError as e:
+        if skip_unsupported or 'branch "' not in str(e):
+            raise
+        hint = "pass skip_unsupported=True to convert the other branches without it"
+        raise UnsupportedError(f"{e}; {hint}") from e
     seconds = time.perf_counter() - start
     return ConvertResult(
         input=source,

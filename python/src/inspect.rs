@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use rntuple::tools::inspect::{By, Cell, Histogram, Inspection, Summary};
+use rntuple::tools::inspect::{By, Cell, Histogram, Inspection, SortKey, Summary};
 
 /// The storage of an RNTuple: per field, column and column type, the whole-RNTuple
 /// figures and the pages' compressed sizes.
@@ -19,11 +19,13 @@ impl InspectionHandle {
     }
 }
 
-/// A table cell as a Python value: text as `str`, counts as `int`, the rest as `float`.
+/// A table cell as a Python value: text as `str`, counts as `int`, no value as `None`,
+/// the rest as `float`.
 fn cell_object<'py>(py: Python<'py>, cell: &Cell) -> PyResult<Bound<'py, PyAny>> {
     Ok(match cell {
         Cell::Text(s) => s.into_pyobject(py)?.into_any(),
         Cell::Count(n) => n.into_pyobject(py)?.into_any(),
+        Cell::Empty => py.None().into_bound(py),
         other => other.number().unwrap_or(0.0).into_pyobject(py)?.into_any(),
     })
 }
@@ -51,18 +53,36 @@ impl InspectionHandle {
         Ok(d)
     }
 
-    /// The table per `by` ("field", "column" or "type") as a dict of column lists.
-    fn table<'py>(&self, py: Python<'py>, by: &str) -> PyResult<Bound<'py, PyDict>> {
+    /// The table per `by` ("field", "column" or "type") as a dict of column lists,
+    /// sorted by `sort` (one of `SortKey::NAMES`) and with `top` only its first rows
+    /// and one summing the rest (`Inspection::arranged_table`).
+    #[pyo3(signature = (by, sort=None, top=None))]
+    fn table<'py>(
+        &self,
+        py: Python<'py>,
+        by: &str,
+        sort: Option<&str>,
+        top: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let by = By::from_name(by).ok_or_else(|| {
             pyo3::exceptions::PyValueError::new_err(format!(
                 "by must be \"field\", \"column\" or \"type\", not {by:?}"
             ))
         })?;
-        let table = self.inspection.table(by);
+        let sort = match sort {
+            None => None,
+            Some(name) => Some(SortKey::from_name(name).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "sort must be one of {}, not {name:?}",
+                    SortKey::NAMES.join(", ")
+                ))
+            })?),
+        };
+        let table = self.inspection.arranged_table(by, sort, top);
         let d = PyDict::new(py);
         for (k, column) in table.columns.iter().enumerate() {
             let values = PyList::empty(py);
-            for row in &table.rows {
+            for row in table.rows.iter().chain(table.rest.iter().map(|r| &r.cells)) {
                 if let Some(cell) = row.get(k) {
                     values.append(cell_object(py, cell)?)?;
                 }

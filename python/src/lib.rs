@@ -53,6 +53,7 @@ fn to_py_err(err: Error) -> PyErr {
                     Error::ChecksumMismatch { .. } => "ChecksumError",
                     Error::UnsupportedFeature(_) | Error::Unsupported(_) => "UnsupportedError",
                     Error::NotFound(_) => "NotFoundError",
+                    Error::OutputExists { .. } => "OutputExistsError",
                     Error::InvalidArgument(_) => "InvalidArgumentError",
                     _ => "RNTupleError",
                 };
@@ -1113,13 +1114,23 @@ fn convert_ttree(
 /// choices (branch, sample entries, split bytes, unsplit bytes, unsplit).
 type ConvertedTree = (u64, u64, Vec<String>, Vec<(String, u64, u64, u64, bool)>);
 
+/// What `merge_rntuples` returns by name: fields added, fields dropped, attribute sets
+/// dropped, and the inputs lacking fields of the output as `(input, entries, fields)`.
+type MergeNames = (
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<(String, u64, Vec<String>)>,
+);
+
 /// Merges RNTuples into a new file (`rntuple merge`), with the GIL released: `inputs`
 /// are `FILE` or `FILE:NAME` each; `mode` is filter, strict or union; `compression` an
 /// `ALG[:LEVEL]` or ROOT number (default: the first input's). Returns `(inputs, entries,
 /// clusters, pages_copied, pages_resealed, zero_pages, bytes_read, bytes_written,
-/// compression, fields_added, fields_dropped, attribute_sets_dropped)`.
+/// compression, (fields_added, fields_dropped, attribute_sets_dropped, inputs_lacking))`,
+/// `inputs_lacking` as `(input, entries, fields)` each.
 #[pyfunction]
-#[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false))]
+#[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false, allow_disjoint=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn merge_rntuples(
     py: Python<'_>,
@@ -1130,20 +1141,8 @@ fn merge_rntuples(
     keep_compression: bool,
     name: Option<String>,
     overwrite: bool,
-) -> PyResult<(
-    usize,
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    u32,
-    Vec<String>,
-    Vec<String>,
-    Vec<String>,
-)> {
+    allow_disjoint: bool,
+) -> PyResult<(usize, u64, u64, u64, u64, u64, u64, u64, u32, MergeNames)> {
     use rntuple::tools::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
     let mode: MergeMode = mode.parse().map_err(to_py_err)?;
     let compression = match (compression, keep_compression) {
@@ -1162,6 +1161,7 @@ fn merge_rntuples(
         mode,
         compression,
         name,
+        allow_disjoint,
     };
     let s = py
         .detach(|| {
@@ -1184,9 +1184,15 @@ fn merge_rntuples(
         s.bytes_read,
         s.bytes_written,
         s.compression,
-        s.fields_added,
-        s.fields_dropped,
-        s.attribute_sets_dropped,
+        (
+            s.fields_added,
+            s.fields_dropped,
+            s.attribute_sets_dropped,
+            s.inputs_lacking
+                .into_iter()
+                .map(|g| (g.input, g.entries, g.fields))
+                .collect(),
+        ),
     ))
 }
 

@@ -66,39 +66,61 @@ pub(crate) fn one(
             bar.set_position(done);
         },
     )
-    .map_err(usage_or_input)?;
+    .map_err(|e| converting(e, job))?;
     bar.finish_and_clear();
     report(&file, output, &summary, start.elapsed().as_secs_f64(), out)
 }
 
-/// Converts every file matching the pattern `input` into `dir`, `jobs` at a time; each
-/// output is named like its input. Fails (after trying all) if any conversion failed.
+/// The files `inputs` name (each a file or a glob pattern, with an optional `:TREE`), in
+/// order, each once, with its tree.
+fn input_files(inputs: &[String]) -> Result<Vec<(PathBuf, Option<String>)>, Failure> {
+    let mut files: Vec<(PathBuf, Option<String>)> = Vec::new();
+    for input in inputs {
+        let (pattern, tree) = split_target(input);
+        let mut matched: Vec<PathBuf> = match glob::glob(&pattern) {
+            Ok(paths) => paths
+                .filter_map(std::result::Result::ok)
+                .filter(|p| p.is_file())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        // A file whose name holds glob characters (`run[1].root`) is itself.
+        if matched.is_empty() && Path::new(&pattern).is_file() {
+            matched.push(PathBuf::from(&pattern));
+        }
+        if matched.is_empty() {
+            return Err(Failure::Usage(format!("no file matches \"{pattern}\"")));
+        }
+        for path in matched {
+            if !files.iter().any(|(f, _)| *f == path) {
+                files.push((path, tree.clone()));
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Converts every file `inputs` name (files or glob patterns) into `dir` (created if
+/// missing), `jobs` at a time; each output is named like its input. Fails (after trying
+/// all) if any conversion failed.
 pub(crate) fn many(
-    input: &str,
+    inputs: &[String],
     dir: &str,
     jobs: usize,
     job: &Job,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let (pattern, tree) = split_target(input);
     let options = options_of(job)?;
-    let files: Vec<PathBuf> = glob::glob(&pattern)
-        .map_err(|e| Failure::Usage(format!("input pattern \"{pattern}\": {e}")))?
-        .filter_map(std::result::Result::ok)
-        .filter(|p| p.is_file())
-        .collect();
-    if files.is_empty() {
-        return Err(Failure::Usage(format!("no file matches \"{pattern}\"")));
-    }
+    let files = input_files(inputs)?;
     let dir = Path::new(dir);
-    if !dir.is_dir() {
+    if dir.exists() && !dir.is_dir() {
         return Err(Failure::Usage(format!(
             "--out-dir {}: not a directory",
             dir.display()
         )));
     }
     let mut outputs = std::collections::HashSet::new();
-    for f in &files {
+    for (f, _) in &files {
         if !outputs.insert(f.file_name()) {
             return Err(Failure::Usage(format!(
                 "two inputs are named {:?}: their outputs in {} would collide",
@@ -107,6 +129,12 @@ pub(crate) fn many(
             )));
         }
     }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Failure::Input(rntuple::Error::Write {
+            what: format!("the directory {} (--out-dir)", dir.display()),
+            source: e,
+        })
+    })?;
     let bar = progress(files.len() as u64, false);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
@@ -114,7 +142,9 @@ pub(crate) fn many(
         for _ in 0..jobs.clamp(1, files.len()) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(file) = files.get(i) else { break };
+                let Some((file, tree)) = files.get(i) else {
+                    break;
+                };
                 let output = dir.join(file.file_name().unwrap_or_default());
                 let start = Instant::now();
                 let input = file.display().to_string();
@@ -127,7 +157,7 @@ pub(crate) fn many(
                     job.force,
                     |_, _| {},
                 )
-                .map_err(usage_or_input);
+                .map_err(|e| converting(e, job));
                 bar.inc(1);
                 if let Ok(mut r) = results.lock() {
                     r.push((i, input, output, result, start.elapsed().as_secs_f64()));
@@ -150,20 +180,20 @@ pub(crate) fn many(
             )?,
             Err(e) => {
                 failed += 1;
-                let message = match e {
-                    Failure::Usage(m) => m,
-                    Failure::Input(e) => e.to_string(),
-                    Failure::Output(e) => e.to_string(),
-                };
-                eprintln!("rntuple: {input}: {message}");
+                let message = e.message();
+                if message.contains(input.as_str()) {
+                    eprintln!("rntuple: {message}");
+                } else {
+                    eprintln!("rntuple: {input}: {message}");
+                }
             }
         }
     }
     if failed > 0 {
-        return Err(Failure::Input(rntuple::Error::InvalidArgument(format!(
+        return Err(Failure::Bad(format!(
             "{failed} of {} conversions failed",
             files.len()
-        ))));
+        )));
     }
     Ok(())
 }
@@ -188,11 +218,18 @@ fn options_of(job: &Job) -> Result<ConvertOptions, Failure> {
     })
 }
 
-fn usage_or_input(e: rntuple::Error) -> Failure {
-    match e {
-        rntuple::Error::InvalidArgument(m) => Failure::Usage(m),
-        other => Failure::Input(other),
+/// The failure of a conversion: a branch of a type that cannot be converted names the
+/// option that leaves such branches out.
+fn converting(e: rntuple::Error, job: &Job) -> Failure {
+    let unsupported_branch =
+        matches!(e.root_cause(), rntuple::Error::Unsupported(m) if m.contains("branch \""));
+    if unsupported_branch && !job.skip_unsupported {
+        return Failure::Bad(format!(
+            "{}; pass --skip-unsupported to convert the other branches without it",
+            super::failure::describe(&e)
+        ));
     }
+    Failure::Input(e)
 }
 
 /// The summary line: entries, sizes, time and throughput; then the branches left out.

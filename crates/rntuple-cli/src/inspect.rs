@@ -1,7 +1,8 @@
 //! `rntuple inspect`: the storage of an RNTuple as a text table, CSV or JSON.
 
 use rntuple::tools::inspect::{
-    root_compression_factor, By, Cell, Histogram, Inspection, Summary, Table, ROOT_PAGE_SIZE_BINS,
+    root_compression_factor, By, Cell, Histogram, Inspection, SortKey, Summary, Table,
+    ROOT_PAGE_SIZE_BINS,
 };
 use std::io::{self, Write};
 
@@ -19,19 +20,30 @@ pub(crate) enum Format {
 /// Bins of the small page-size table of the text output.
 const TEXT_BINS: usize = 8;
 
-/// Prints the inspection `i` of the RNTuple at `path`.
+/// Prints the inspection `i` of the RNTuple at `path`: the table of `by` sorted by
+/// `sort` (`--sort`, one of [`SortKey::NAMES`]; the file's order without), with `top`
+/// only its first rows and one summing the rest (text and CSV; JSON has every table
+/// whole).
 pub(crate) fn print(
     out: &mut impl Write,
     path: &str,
     i: &Inspection,
     by: By,
     format: Format,
+    sort: Option<&str>,
+    top: Option<usize>,
 ) -> io::Result<()> {
+    let table = || i.arranged_table(by, sort.and_then(SortKey::from_name), top);
     match format {
         Format::Json => writeln!(out, "{}", json(path, i)),
-        Format::Csv => csv(out, &i.table(by)),
+        Format::Csv => csv(out, &table()),
         Format::Text => {
-            text_table(out, &i.table(by))?;
+            text_table(out, &table())?;
+            writeln!(
+                out,
+                "% of file: compressed B (the bytes of the row's pages, checksums not included) over the whole file's {} B",
+                i.file_bytes
+            )?;
             writeln!(out)?;
             text_figures(out, path, i)
         }
@@ -43,6 +55,7 @@ fn json_cell(cell: &Cell) -> serde_json::Value {
     match cell {
         Cell::Text(s) => s.as_str().into(),
         Cell::Count(n) => (*n).into(),
+        Cell::Empty => serde_json::Value::Null,
         other => other.number().unwrap_or(0.0).into(),
     }
 }
@@ -132,7 +145,7 @@ fn csv(out: &mut impl Write, table: &Table) -> io::Result<()> {
         .collect();
     let header: Vec<&str> = keep.iter().filter_map(|&k| table.columns[k].csv).collect();
     writeln!(out, "{}", header.join(","))?;
-    for row in &table.rows {
+    for row in table.rows.iter().chain(table.rest.iter().map(|r| &r.cells)) {
         let cells: Vec<String> = keep
             .iter()
             .filter_map(|&k| row.get(k))
@@ -145,6 +158,7 @@ fn csv(out: &mut impl Write, table: &Table) -> io::Result<()> {
                 } => format!("{:.3}", root_compression_factor(*uncompressed, *compressed)),
                 Cell::Average(x) => format!("{x:.1}"),
                 Cell::Fraction(x) => format!("{x:.6}"),
+                Cell::Empty => String::new(),
             })
             .collect();
         writeln!(out, "{}", cells.join(","))?;
@@ -160,32 +174,46 @@ fn text_cell(cell: &Cell) -> String {
         Cell::Factor { .. } => format!("{:.2}", cell.number().unwrap_or(0.0)),
         Cell::Average(x) => format!("{x:.0}"),
         Cell::Fraction(x) => format!("{:.1}%", 100.0 * x),
+        Cell::Empty => String::new(),
     }
 }
 
-/// The table with columns as wide as their contents, names left and numbers right.
+/// The table (its columns a text table shows, its rest last) with columns as wide as
+/// their contents, names left and numbers right.
 fn text_table(out: &mut impl Write, table: &Table) -> io::Result<()> {
-    let cells: Vec<Vec<String>> = table
+    let shown: Vec<usize> = (0..table.columns.len())
+        .filter(|&k| table.columns[k].text)
+        .collect();
+    let rows: Vec<&Vec<Cell>> = table
         .rows
         .iter()
-        .map(|row| row.iter().map(text_cell).collect())
+        .chain(table.rest.iter().map(|r| &r.cells))
         .collect();
-    let widths: Vec<usize> = table
-        .columns
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            shown
+                .iter()
+                .map(|&k| row.get(k).map(text_cell).unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = shown
         .iter()
         .enumerate()
-        .map(|(k, c)| {
+        .map(|(j, &k)| {
             cells
                 .iter()
-                .filter_map(|row| row.get(k))
+                .filter_map(|row| row.get(j))
                 .map(|s| s.chars().count())
                 .max()
                 .unwrap_or(0)
-                .max(c.label.len())
+                .max(table.columns[k].label.len())
         })
         .collect();
-    let left: Vec<bool> = (0..table.columns.len())
-        .map(|k| {
+    let left: Vec<bool> = shown
+        .iter()
+        .map(|&k| {
             table
                 .rows
                 .first()
@@ -209,7 +237,7 @@ fn text_table(out: &mut impl Write, table: &Table) -> io::Result<()> {
     writeln!(
         out,
         "{}",
-        line(table.columns.iter().map(|c| c.label).collect())
+        line(shown.iter().map(|&k| table.columns[k].label).collect())
     )?;
     for row in &cells {
         writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;

@@ -4,7 +4,6 @@ use arrow_array::RecordBatch;
 use clap::{Args, Parser, Subcommand};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
-use rntuple::container::RootFile;
 use rntuple::io::{
     ensure_distinct, open_source, parse_seconds, split_target, AtomicFile, Existing, SourceOptions,
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
@@ -181,16 +180,22 @@ impl SourceArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List every RNTuple in a ROOT file: path, entries, fields.
+    /// List every RNTuple (and TTree) of ROOT files: path, entries, fields (the first
+    /// 10 of more). Several files each under a "== FILE ==" header; exit status 1 if any
+    /// failed, the others still listed.
     Ls {
-        /// The ROOT file.
-        file: String,
+        /// The ROOT files (paths or URLs).
+        #[arg(required = true)]
+        files: Vec<String>,
     },
-    /// Show an RNTuple's schema tree, clusters, cluster groups and sizes.
+    /// Show an RNTuple's schema tree, clusters, cluster groups and sizes. Several
+    /// targets each under a "== TARGET ==" header; exit status 1 if any failed, the
+    /// others still shown.
     Info {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple); FILE
         /// may be a path or an http(s)://, root(s):// or s3:// URL.
-        target: String,
+        #[arg(required = true)]
+        targets: Vec<String>,
         /// Also show what opening cost: requests, vectored requests, ranges, bytes read.
         #[arg(long)]
         stats: bool,
@@ -201,7 +206,8 @@ enum Command {
     ReadBench {
         /// FILE or FILE:NAME, FILE a path or URL.
         target: String,
-        /// Comma-separated top-level fields (default: all).
+        /// Comma-separated fields (default: all): names, dotted paths and glob patterns
+        /// (`'Jet_*'`).
         #[arg(long, value_delimiter = ',')]
         fields: Option<Vec<String>>,
         /// Entry range START:STOP (either may be omitted; STOP is exclusive).
@@ -239,15 +245,16 @@ enum Command {
         force: bool,
     },
     /// Convert a TTree to an RNTuple, as ROOT's RNTupleImporter does (same fields, types
-    /// and projections), without ROOT. With --out-dir, INPUT is a glob pattern of files
-    /// (quote it) and each is converted to DIR/<its file name>.
+    /// and projections), without ROOT: `convert INPUT OUTPUT`, or `convert INPUT...
+    /// --out-dir DIR` to convert many files, each to DIR/<its file name>.
     Convert {
-        /// FILE or FILE:TREE (TREE may be omitted when the file holds one TTree); with
-        /// --out-dir a pattern such as 'in/*.root' (or 'in/*.root:TREE').
-        input: String,
-        /// The ROOT file to create (not with --out-dir).
-        output: Option<String>,
-        /// Write one output per input file into this directory.
+        /// INPUT OUTPUT: FILE or FILE:TREE (TREE may be omitted when the file holds one
+        /// TTree) and the ROOT file to create. With --out-dir, only inputs: files or glob
+        /// patterns such as 'in/*.root' (quoted or expanded by the shell; 'in/*.root:TREE'
+        /// names the tree).
+        #[arg(required = true, value_name = "INPUT [OUTPUT]")]
+        paths: Vec<String>,
+        /// Write one output per input file into this directory (created if missing).
         #[arg(long)]
         out_dir: Option<String>,
         /// Files converted at once with --out-dir.
@@ -323,6 +330,21 @@ enum Command {
         /// RNTupleInspector::PrintColumnTypeInfo prints it).
         #[arg(long)]
         csv: bool,
+        /// Order the rows by size (compressed bytes, the largest first), uncompressed,
+        /// compression (factor, the worst first), pages or name (default: the file's
+        /// order; per field, subfields stay under their parent).
+        #[arg(
+            long,
+            value_name = "KEY",
+            conflicts_with = "json",
+            value_parser = rntuple::tools::inspect::SortKey::NAMES
+        )]
+        sort: Option<String>,
+        /// Show only the N first rows (by --sort, default size; with --by field,
+        /// top-level fields, their subfields' bytes included) and one row summing the
+        /// rest.
+        #[arg(long, value_name = "N", conflicts_with = "json")]
+        top: Option<usize>,
     },
     /// Check files: every RNTuple opened, its structure checked, every page read, its
     /// checksum checked and every value decoded. One line per file; exit status 1 if
@@ -341,7 +363,8 @@ enum Command {
     Show {
         /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
         target: String,
-        /// Comma-separated top-level fields to print (default: all).
+        /// Comma-separated fields to print (default: all): names, dotted paths
+        /// (`a.b`, `Jet._0.pt`) and glob patterns (`'Jet_*'`).
         #[arg(long, value_delimiter = ',')]
         fields: Option<Vec<String>>,
         /// Entry range START:STOP (either may be omitted; STOP is exclusive).
@@ -355,11 +378,18 @@ enum Command {
         /// Print one JSON list of the entries.
         #[arg(long)]
         json: bool,
-        /// Print JSON Lines: one entry a line (compact JSON, the values --json prints),
-        /// written as they are read.
+        /// Print JSON Lines: one entry a line (compact JSON), written as they are read;
+        /// floats as numbers (for jq) unless --floats hex.
         #[arg(long, conflicts_with = "json")]
         jsonl: bool,
-        /// Comma-separated top-level fields to print (default: all).
+        /// How floats are written: hex (C99 hex strings such as "0x1.8p+3", bit exact,
+        /// the conformance suite's convention; the default of --json) or decimal (JSON
+        /// numbers, the shortest digits that read back to the same value; NaN and
+        /// infinities as the strings "nan", "inf", "-inf"; the default of --jsonl).
+        #[arg(long, value_enum, value_name = "FORM")]
+        floats: Option<FloatsArg>,
+        /// Comma-separated fields to print (default: all): names, dotted paths
+        /// (`a.b`, `Jet._0.pt`) and glob patterns (`'Jet_*'`).
         #[arg(long, value_delimiter = ',')]
         fields: Option<Vec<String>>,
         /// Entry range START:STOP (either may be omitted; STOP is exclusive).
@@ -381,6 +411,15 @@ enum Command {
     Cache(cache::Job),
 }
 
+/// `--floats`: how `dump` writes floats.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FloatsArg {
+    /// C99 hex strings, bit exact.
+    Hex,
+    /// JSON numbers, shortest round-trip decimal.
+    Decimal,
+}
+
 /// Parses `START:STOP` against `n` entries.
 fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = spec
@@ -396,14 +435,14 @@ fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
     };
     let start = parse(a, 0)?;
     let stop = parse(b, n)?;
-    if start > stop {
-        return Err(format!(
-            "--entries {spec}: start {start} is after stop {stop}"
-        ));
-    }
     if start > n {
         return Err(format!(
             "--entries {spec} starts past the end: the RNTuple has {n} entries (0:{n})"
+        ));
+    }
+    if start > stop {
+        return Err(format!(
+            "--entries {spec}: start {start} is after stop {stop}"
         ));
     }
     // A stop past the end reads to the end, as a slice does.
@@ -480,25 +519,33 @@ impl ReadBenchReport {
 
 mod cache;
 mod convert;
+mod failure;
 mod inspect;
+mod ls;
 mod merge;
 mod trees;
 
-enum Failure {
-    Usage(String),
-    Input(rntuple::Error),
-    Output(std::io::Error),
-}
+use failure::Failure;
 
-impl From<rntuple::Error> for Failure {
-    fn from(e: rntuple::Error) -> Self {
-        Failure::Input(e)
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Self {
-        Failure::Output(e)
+impl Command {
+    /// The files the command reads (paths or URLs, without `:NAME`): the one an error
+    /// names gets the way out of its state.
+    fn inputs(&self) -> Vec<String> {
+        let file = |target: &String| split_target(target).0;
+        match self {
+            Command::Ls { files } => files.clone(),
+            Command::Info { targets, .. } => targets.iter().map(file).collect(),
+            Command::ReadBench { target, .. }
+            | Command::Inspect { target, .. }
+            | Command::Show { target, .. }
+            | Command::Dump { target, .. } => vec![file(target)],
+            Command::Copy { source, .. } => vec![file(source)],
+            Command::Convert { paths, .. } => paths.iter().map(file).collect(),
+            Command::Recover { broken, .. } => vec![broken.clone()],
+            Command::Verify { files, .. } => files.clone(),
+            Command::Merge(job) => job.inputs().iter().map(file).collect(),
+            Command::Cache(_) => Vec::new(),
+        }
     }
 }
 
@@ -511,65 +558,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Ls { file } => {
-            let root = RootFile::open(open_source(&file)?)?;
-            for anchor in root.rntuple_anchors()? {
-                let reader = RNTupleReader::open(&root, Some(&anchor.path))?;
-                let d = reader.descriptor();
-                let names: Vec<&str> = d.top_level.iter().map(|&id| d.field(id).name()).collect();
-                writeln!(
-                    out,
-                    "{}\t{} entries\t{} fields: {}",
-                    anchor.path,
-                    d.n_entries,
-                    names.len(),
-                    names.join(", ")
-                )?;
-            }
-            let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;
-            let trees = trees::all_trees(&tree_file)?;
-            for (path, tree) in &trees {
-                writeln!(out, "{}", trees::ls_line(path, tree))?;
-            }
-            if !trees.is_empty() {
-                out.flush()?;
-                let only = match trees.as_slice() {
-                    [(path, _)] => Some(path.as_str()),
-                    _ => None,
-                };
-                eprintln!("convert a TTree with: {}", trees::convert_hint(&file, only));
-            }
-        }
-        Command::Info { target, stats } => {
-            let (file, name) = split_target(&target);
-            let start = std::time::Instant::now();
-            let reader = match RNTupleReader::open_path(&file, name.as_deref()) {
-                Ok(reader) => reader,
-                Err(e) if matches!(e.root_cause(), rntuple::Error::NotFound(_)) => {
-                    // A TTree of that name, or the file's TTrees when it holds no RNTuple.
-                    if trees::info(&file, name.as_deref(), &mut out)? {
-                        out.flush()?;
-                        return Ok(());
-                    }
-                    return Err(e.into());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let seconds = start.elapsed().as_secs_f64();
-            out.write_all(rntuple::read::describe(&reader).as_bytes())?;
-            if stats {
-                let io = reader.metrics().io;
-                writeln!(
-                    out,
-                    "opening: {} requests ({} vectored), {} ranges, {} bytes read, {:.1} ms",
-                    io.requests,
-                    io.vector_requests,
-                    io.ranges,
-                    io.bytes_read,
-                    seconds * 1e3
-                )?;
-            }
-        }
+        Command::Ls { files } => ls::each(&files, &mut out, ls::ls)?,
+        Command::Info { targets, stats } => ls::each(&targets, &mut out, |target, out| {
+            ls::info(target, stats, out)
+        })?,
         Command::ReadBench {
             target,
             fields,
@@ -580,6 +572,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let start = std::time::Instant::now();
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let opened = start.elapsed().as_secs_f64();
+            let fields = selected(&reader, fields)?;
             let at_open = reader.metrics();
             let range = match entries {
                 Some(spec) => parse_entries(&spec, reader.num_entries()).map_err(Failure::Usage)?,
@@ -639,7 +632,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let options = options.build().map_err(|e| Failure::Usage(e.to_string()))?;
             let (file, name) = split_target(&source);
-            let out = open_output(&output, &[&file], force)?;
+            let atomic = open_output(&output, &[&file], force)?;
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let compression = match requested {
                 Some(settings) => settings,
@@ -655,19 +648,29 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .next()
                 .unwrap_or("ntuple")
                 .to_string();
-            let mut out_file = FileWriter::create_atomic(out, options.compression())?;
+            let started = std::time::Instant::now();
+            let algorithm = compression.to_string();
+            let mut out_file = FileWriter::create_atomic(atomic, options.compression())?;
             let bar = progress(reader.num_entries(), false);
             copy_rntuple(&reader, &mut out_file, &out_name, options, |done| {
                 bar.set_position(done)
             })?;
             out_file.finish()?;
             bar.finish_and_clear();
+            let mb = |path: &str| std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1e6);
+            writeln!(
+                out,
+                "copied {} entries of RNTuple \"{out_name}\": {source} ({:.1} MB) -> {output} ({:.1} MB, {algorithm}) in {:.2} s",
+                reader.num_entries(),
+                mb(&file),
+                mb(&output),
+                started.elapsed().as_secs_f64()
+            )?;
         }
         Command::Merge(job) => merge::run(job, &mut out)?,
         Command::Cache(job) => cache::run(job, cache_dir, &mut out)?,
         Command::Convert {
-            input,
-            output,
+            paths,
             out_dir,
             jobs,
             name,
@@ -696,13 +699,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 force,
                 write,
             };
-            match (output, out_dir) {
-                (Some(output), None) => convert::one(&input, &output, &job, &mut out)?,
-                (None, Some(dir)) => convert::many(&input, &dir, jobs, &job, &mut out)?,
-                _ => {
-                    return Err(Failure::Usage(
-                        "convert takes INPUT OUTPUT, or INPUT --out-dir DIR".into(),
-                    ))
+            match (paths.as_slice(), out_dir) {
+                ([input, output], None) => convert::one(input, output, &job, &mut out)?,
+                (inputs, Some(dir)) => convert::many(inputs, &dir, jobs, &job, &mut out)?,
+                ([input], None) => {
+                    return Err(Failure::Usage(format!(
+                        "convert {input}: the output is missing: convert INPUT OUTPUT, or INPUT... --out-dir DIR"
+                    )))
+                }
+                (many, None) => {
+                    return Err(Failure::Usage(format!(
+                        "convert takes one INPUT and its OUTPUT, got {} paths ({}); to convert many files give --out-dir DIR: rntuple convert {} --out-dir DIR",
+                        many.len(),
+                        many.join(" "),
+                        many[..many.len() - 1].join(" ")
+                    )))
                 }
             }
         }
@@ -755,6 +766,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             by,
             json,
             csv,
+            sort,
+            top,
         } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
@@ -766,7 +779,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 _ => inspect::Format::Text,
             };
             let i = rntuple::tools::inspect::inspect(&reader)?;
-            inspect::print(&mut out, reader.path(), &i, by, format)?;
+            inspect::print(
+                &mut out,
+                reader.path(),
+                &i,
+                by,
+                format,
+                sort.as_deref(),
+                top,
+            )?;
         }
         Command::Verify { files, json } => {
             let checks = rntuple::tools::verify::verify_files(&files);
@@ -804,10 +825,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             out.flush()?;
             if bad > 0 {
-                return Err(Failure::Input(rntuple::Error::InvalidArgument(format!(
-                    "{bad} of {} files are bad",
-                    checks.len()
-                ))));
+                let names: Vec<&str> = checks
+                    .iter()
+                    .filter(|c| !c.is_good())
+                    .map(|c| c.file.as_str())
+                    .collect();
+                return Err(Failure::Bad(format!(
+                    "{bad} of {} files are bad: {}",
+                    checks.len(),
+                    names.join(", ")
+                )));
             }
         }
         Command::Show {
@@ -816,6 +843,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             entries,
         } => {
             let (reader, range) = open_entries(&target, entries.as_deref())?;
+            let fields = selected(&reader, fields)?;
             let shower = show::Shower::new(reader.descriptor());
             for_each_batch(&reader, fields.as_deref(), range, |batch| {
                 for row in 0..batch.num_rows() {
@@ -828,6 +856,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             target,
             json,
             jsonl,
+            floats,
             fields,
             entries,
             attributes,
@@ -836,21 +865,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if !json && !jsonl {
                 return Err(Failure::Usage("dump needs --json or --jsonl".into()));
             }
+            let floats = match floats {
+                Some(FloatsArg::Hex) => render::Floats::Hex,
+                Some(FloatsArg::Decimal) => render::Floats::Decimal,
+                None if jsonl => render::Floats::Decimal,
+                None => render::Floats::Hex,
+            };
             if let Some(set) = attributes {
                 let (file, name) = split_target(&target);
                 let reader = RNTupleReader::open_path(&file, name.as_deref())?;
                 let attrs = reader.attribute_set(&set)?;
                 if jsonl {
-                    for entry in render::attribute_entries(&attrs)? {
+                    for entry in render::attribute_entries(&attrs, floats)? {
                         writeln!(out, "{entry}")?;
                     }
                 } else {
-                    render::dump_attributes(&mut out, &attrs)?;
+                    render::dump_attributes(&mut out, &attrs, floats)?;
                 }
                 out.flush()?;
                 return Ok(());
             }
             let (reader, range) = open_entries(&target, entries.as_deref())?;
+            let fields = selected(&reader, fields)?;
             let streamer = if streamer_bytes {
                 StreamerFields::default()
             } else {
@@ -863,12 +899,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     let batch = streamer.decode(batch, at)?;
                     at += batch.num_rows() as u64;
                     for row in 0..batch.num_rows() {
-                        writeln!(out, "{}", render::json_row(&batch, row))?;
+                        writeln!(out, "{}", render::json_row_with(&batch, row, floats))?;
                     }
                     Ok(())
                 })?;
             } else {
-                dump_json(&mut out, &reader, fields.as_deref(), range, &streamer)?;
+                dump_json(
+                    &mut out,
+                    &reader,
+                    fields.as_deref(),
+                    range,
+                    &streamer,
+                    floats,
+                )?;
             }
         }
     }
@@ -881,14 +924,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// existing file unless `force`.
 fn open_output(output: &str, inputs: &[&str], force: bool) -> Result<AtomicFile, Failure> {
     let path = std::path::Path::new(output);
-    ensure_distinct(path, inputs).map_err(|e| match e {
-        rntuple::Error::InvalidArgument(message) => Failure::Usage(message),
-        other => Failure::Input(other),
-    })?;
-    if !force && std::fs::symlink_metadata(path).is_ok() {
-        return Err(Failure::Usage(format!(
-            "{output} already exists; pass --force to replace it"
-        )));
+    ensure_distinct(path, inputs)?;
+    if !force {
+        rntuple::io::refuse_existing(path)?;
     }
     let existing = if force {
         Existing::Replace
@@ -933,6 +971,15 @@ fn open_entries(
     Ok((reader, range))
 }
 
+/// The fields `--fields` names (names, dotted paths and glob patterns), each once; all
+/// without it.
+fn selected(
+    reader: &RNTupleReader,
+    fields: Option<Vec<String>>,
+) -> Result<Option<Vec<String>>, Failure> {
+    Ok(fields.map(|f| reader.resolve_fields(&f)).transpose()?)
+}
+
 /// Reads the selected fields over `range` cluster by cluster and hands each cluster's
 /// batch to `each` as it comes, so memory stays bounded (from a remote source the pages
 /// of the next clusters are fetched meanwhile). The selection is checked before `each`
@@ -968,6 +1015,7 @@ fn dump_json(
     fields: Option<&[String]>,
     range: std::ops::Range<u64>,
     streamer: &StreamerFields,
+    floats: render::Floats,
 ) -> Result<(), Failure> {
     // The selection is checked before the first byte of output.
     reader.arrow_schema(fields)?;
@@ -979,7 +1027,7 @@ fn dump_json(
         let batch = streamer.decode(batch, at)?;
         at += batch.num_rows() as u64;
         for row in 0..batch.num_rows() {
-            let text = format!("{:#}", render::json_row(&batch, row));
+            let text = format!("{:#}", render::json_row_with(&batch, row, floats));
             let indented = text.replace('\n', "\n  ");
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;
@@ -992,20 +1040,9 @@ fn dump_json(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let inputs = cli.command.inputs();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(msg)) => {
-            eprintln!("rntuple: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Input(e)) => {
-            eprintln!("rntuple: {e}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(Failure::Output(e)) => {
-            eprintln!("rntuple: cannot write the output: {e}");
-            ExitCode::from(1)
-        }
+        Err(failure) => failure.report(&inputs),
     }
 }

@@ -35,9 +35,20 @@ pub(crate) struct Job {
     /// The output RNTuple's name (default: the first input's).
     #[arg(long)]
     name: Option<String>,
+    /// With --mode union, merge an input that shares no field with the inputs before it
+    /// (refused by default: every entry would hold zeros for the other side's fields).
+    #[arg(long)]
+    allow_disjoint: bool,
     /// Replace OUTPUT if it exists (it is replaced only once the merge is complete).
     #[arg(long)]
     force: bool,
+}
+
+impl Job {
+    /// The inputs, FILE or FILE:NAME each.
+    pub(crate) fn inputs(&self) -> &[String] {
+        &self.inputs
+    }
 }
 
 /// Merges the inputs, with a progress bar on a terminal and a summary when done.
@@ -63,6 +74,7 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
         mode,
         compression,
         name: job.name,
+        allow_disjoint: job.allow_disjoint,
     };
     let start = Instant::now();
     let bar = bar(job.inputs.len());
@@ -79,10 +91,7 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
             bar.set_message(format!("{} entries", at.entries));
         },
     )
-    .map_err(|e| match e {
-        rntuple::Error::InvalidArgument(m) => Failure::Usage(m),
-        other => Failure::Input(other),
-    })?;
+    .map_err(Failure::Input)?;
     bar.finish_and_clear();
     report(&job.output, &summary, start.elapsed().as_secs_f64(), out)
 }
@@ -123,6 +132,15 @@ fn report(
     }
     for field in &summary.fields_added {
         eprintln!("rntuple: added field \"{field}\" (inputs without it read as zeros)");
+    }
+    for gap in &summary.inputs_lacking {
+        eprintln!(
+            "rntuple: warning: input {} lacks {} of the output's fields ({}): its {} entries hold zeros there",
+            gap.input,
+            gap.fields.len(),
+            gap.fields.join(", "),
+            gap.entries
+        );
     }
     let mb = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
     writeln!(

@@ -24,6 +24,9 @@ use std::io;
 pub enum Json {
     /// `null`, a number or a string.
     Scalar(Value),
+    /// A number written as this text: a float's shortest decimal digits that read
+    /// back to the same `float` or `double` (`0.1`, `3.4028235e38`).
+    Number(String),
     /// A list.
     Array(Vec<Json>),
     /// An object: its members in order, keys repeated as the data has them.
@@ -36,6 +39,7 @@ impl Json {
     fn write<W: io::Write, F: Formatter>(&self, w: &mut W, f: &mut F) -> io::Result<()> {
         match self {
             Json::Scalar(v) => serde_json::to_writer(w, v).map_err(io::Error::from),
+            Json::Number(text) => w.write_all(text.as_bytes()),
             Json::Array(items) => {
                 f.begin_array(w)?;
                 for (i, item) in items.iter().enumerate() {
@@ -81,6 +85,7 @@ impl From<Json> for Value {
     fn from(json: Json) -> Value {
         match json {
             Json::Scalar(v) => v,
+            Json::Number(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
             Json::Array(items) => Value::Array(items.into_iter().map(Value::from).collect()),
             Json::Object(members) => Value::Object(
                 members
@@ -109,9 +114,52 @@ pub fn type_name(field: &Field) -> &str {
     t
 }
 
+/// How floats are written: as C99 hex strings (`"0x1.8p+3"`, bit exact, the
+/// conformance suite's convention) or as JSON numbers in the shortest decimal that
+/// reads back to the same value (`3`, `0.1`; NaN and infinities, which JSON numbers
+/// cannot be, as the strings `"nan"`, `"inf"`, `"-inf"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Floats {
+    /// C99 hex float strings.
+    Hex,
+    /// Shortest round-trip decimal numbers.
+    Decimal,
+}
+
+/// The JSON of a float `x` whose shortest digits `{x:e}` and `{x}` write, as `floats`
+/// says.
+fn float_json<T>(x: T, as_f64: f64, floats: Floats) -> Json
+where
+    T: std::fmt::Display + std::fmt::LowerExp,
+{
+    if floats == Floats::Hex {
+        return Json::Scalar(Value::String(format_hex_double(as_f64)));
+    }
+    if as_f64.is_nan() {
+        return Json::Scalar(Value::String("nan".into()));
+    }
+    if as_f64.is_infinite() {
+        let text = if as_f64 > 0.0 { "inf" } else { "-inf" };
+        return Json::Scalar(Value::String(text.into()));
+    }
+    // Rust writes the shortest digits that read back exactly; plain below 1e16 and
+    // from 1e-5, else with an exponent (`1e30`), both valid JSON numbers.
+    let magnitude = as_f64.abs();
+    if magnitude == 0.0 || (1e-5..1e16).contains(&magnitude) {
+        Json::Number(x.to_string())
+    } else {
+        Json::Number(format!("{x:e}"))
+    }
+}
+
 /// One entry (row) of a batch as a JSON object keyed by field name, in schema order:
 /// what `rntuple dump --json` prints.
 pub fn json_row(batch: &RecordBatch, row: usize) -> Json {
+    json_row_with(batch, row, Floats::Hex)
+}
+
+/// [`json_row`] with floats written as `floats` says.
+pub fn json_row_with(batch: &RecordBatch, row: usize, floats: Floats) -> Json {
     Json::Object(
         batch
             .schema()
@@ -121,7 +169,7 @@ pub fn json_row(batch: &RecordBatch, row: usize) -> Json {
             .map(|(field, column)| {
                 (
                     field.name().clone(),
-                    json_value(field, column.as_ref(), row),
+                    json_value_with(field, column.as_ref(), row, floats),
                 )
             })
             .collect(),
@@ -252,15 +300,22 @@ pub fn node<'a>(field: &'a Field, array: &'a dyn Array, row: usize) -> Node<'a> 
 
 /// The value at `row` of `array`, whose Arrow field is `field`.
 pub fn json_value(field: &Field, array: &dyn Array, row: usize) -> Json {
+    json_value_with(field, array, row, Floats::Hex)
+}
+
+/// [`json_value`] with floats written as `floats` says.
+pub fn json_value_with(field: &Field, array: &dyn Array, row: usize, floats: Floats) -> Json {
     let scalar = Json::Scalar;
+    let json_value =
+        |field: &Field, array: &dyn Array, row: usize| json_value_with(field, array, row, floats);
     match node(field, array, row) {
         Node::Null => scalar(Value::Null),
         // The suite renders bools as the numbers 0 and 1, like C++ streams do.
         Node::Bool(b) => scalar(Value::from(u8::from(b))),
         Node::Int(i) => scalar(Value::from(i)),
         Node::UInt(u) => scalar(Value::Number(Number::from(u))),
-        Node::Float32(x) => scalar(Value::String(format_hex_double(f64::from(x)))),
-        Node::Float64(x) => scalar(Value::String(format_hex_double(x))),
+        Node::Float32(x) => float_json(x, f64::from(x), floats),
+        Node::Float64(x) => float_json(x, x, floats),
         Node::Str(s) => scalar(Value::String(s.to_string())),
         Node::Bytes(bytes) => Json::Array(bytes.iter().map(|&b| scalar(Value::from(b))).collect()),
         Node::Bits(text) => scalar(Value::String(text)),
@@ -322,6 +377,7 @@ pub fn render_value(field: &Field, array: &dyn Array, row: usize) -> Value {
 /// range renders as `null`.
 pub fn attribute_entries(
     attrs: &rntuple::read::RNTupleReader,
+    floats: Floats,
 ) -> Result<Vec<Json>, rntuple::Error> {
     let names = ["_rangeStart", "_rangeLen", "_userData"].map(String::from);
     let batch = attrs.read(Some(&names), 0..attrs.num_entries())?;
@@ -334,7 +390,7 @@ pub fn attribute_entries(
     order.sort_by_key(|&i| starts.value(i));
     let mut entries = Vec::with_capacity(order.len());
     for i in order {
-        let value = match json_value(user_field, user, i) {
+        let value = match json_value_with(user_field, user, i, floats) {
             Json::Object(mut m) if m.len() == 1 => {
                 m.pop().map_or(Json::Scalar(Value::Null), |(_, v)| v)
             }
@@ -361,8 +417,9 @@ pub fn attribute_entries(
 pub fn dump_attributes(
     out: &mut impl std::io::Write,
     attrs: &rntuple::read::RNTupleReader,
+    floats: Floats,
 ) -> Result<(), rntuple::Error> {
-    let entries = attribute_entries(attrs)?;
+    let entries = attribute_entries(attrs, floats)?;
     writeln!(out, "{:#}", Json::Array(entries)).map_err(|source| rntuple::Error::Io {
         what: "standard output".into(),
         source,

@@ -84,15 +84,19 @@ impl Shower {
         match node(field, array, row) {
             Node::Null => out.write_all(b"null"),
             Node::Bool(b) => out.write_all(if b { b"true" } else { b"false" }),
-            // A char is written as the byte it is, as a C++ stream writes it.
-            Node::Int(i) if self.is_char(field) => out.write_all(&i.to_le_bytes()[..1]),
+            // A char is written as the character it is, as a C++ stream writes it, but a
+            // control character or a byte past ASCII escaped, so that it never reaches
+            // the terminal as a command.
+            Node::Int(i) if self.is_char(field) => {
+                out.write_all(escape_byte(i.to_le_bytes()[0]).as_bytes())
+            }
             Node::Int(i) => write!(out, "{i}"),
             Node::UInt(u) if type_name(field) == "std::byte" => write!(out, "0x{u:02x}"),
             Node::UInt(u) => write!(out, "{u}"),
             Node::Float32(x) => out.write_all(format_f32(x).as_bytes()),
             Node::Float64(x) => out.write_all(format_f64(x).as_bytes()),
-            // ROOT does not escape strings either.
-            Node::Str(s) => write!(out, "\"{s}\""),
+            // Quotes are not escaped, as ROOT writes strings; control characters are.
+            Node::Str(s) => write!(out, "\"{}\"", escape_controls(s)),
             Node::Bytes(_) => out.write_all(b"<streamer mode>"),
             Node::Bits(bits) => write!(out, "\"{bits}\""),
             Node::List(item, values) => {
@@ -173,6 +177,36 @@ impl Shower {
         let t = type_name(field);
         t == "char" || self.char_enums.contains(t)
     }
+}
+
+/// A char's byte for the terminal: printable ASCII as it is, else a C escape (`\0`,
+/// `\n`, `\t`, `\x1b`, `\xff`).
+fn escape_byte(byte: u8) -> String {
+    match byte {
+        0x20..=0x7e => char::from(byte).to_string(),
+        0 => "\\0".to_string(),
+        b'\n' => "\\n".to_string(),
+        b'\t' => "\\t".to_string(),
+        b'\r' => "\\r".to_string(),
+        other => format!("\\x{other:02x}"),
+    }
+}
+
+/// A string for the terminal: control characters (C0, DEL, C1) as C escapes; every
+/// other character, quotes and non-ASCII letters included, as it is.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match u8::try_from(u32::from(c)) {
+            Ok(byte) if c.is_control() => escaped.push_str(&escape_byte(byte)),
+            _ if c.is_control() => escaped.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            _ => escaped.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(escaped)
 }
 
 /// Whether `field` is an optional, a `std::unique_ptr` or an atomic: its Arrow field is
@@ -373,7 +407,7 @@ mod tests {
             "}\n",
         ))
         .into_bytes();
-        want.extend_from_slice(b"{\n  \"b\": false,\n  \"c\": \xff,\n  \"y\": 0x07,\n");
+        want.extend_from_slice(b"{\n  \"b\": false,\n  \"c\": \\xff,\n  \"y\": 0x07,\n");
         want.extend_from_slice(
             concat!(
                 "  \"s\": \"\",\n",
@@ -395,6 +429,22 @@ mod tests {
             String::from_utf8_lossy(&want)
         );
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        use super::{escape_byte, escape_controls};
+        assert_eq!(escape_byte(b'a'), "a");
+        assert_eq!(escape_byte(b'"'), "\"");
+        assert_eq!(escape_byte(0), "\\0");
+        assert_eq!(escape_byte(0x1b), "\\x1b");
+        assert_eq!(escape_byte(b'\n'), "\\n");
+        assert_eq!(escape_byte(0xff), "\\xff");
+        assert_eq!(escape_controls("Müon \"1\""), "Müon \"1\"");
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\u{7f}\u{85}"),
+            "a\\x1b[2Jb\\x7f\\x85"
+        );
     }
 
     #[test]

@@ -5,14 +5,15 @@ use super::Failure;
 use rntuple::ttree::{Branch, ElementInfo, StreamerInfo, Tree, TreeFile};
 use std::io::Write;
 
-/// The `ls` line of a TTree: path, `TTree`, entries and top-level branch names.
-pub(crate) fn ls_line(path: &str, tree: &Tree) -> String {
+/// The `ls` line of the TTree `path` of `file`: path, `TTree`, entries and top-level
+/// branch names (the first ones of many: [`crate::ls::name_list`]).
+pub(crate) fn ls_line(file: &str, path: &str, tree: &Tree) -> String {
     let names: Vec<&str> = tree.branches.iter().map(|b| b.name.as_str()).collect();
     format!(
         "{path}\tTTree\t{} entries\t{} branches: {}",
         tree.entries,
         names.len(),
-        names.join(", ")
+        crate::ls::name_list(&names, &format!("{file}:{path}"))
     )
 }
 

@@ -194,8 +194,9 @@ fn entry_range_and_field_selection_slice_roots_reading() {
 fn bad_usage_exits_2_and_bad_input_exits_1() {
     let out = dump("types.vector.fundamental", &["--entries", "x:y"]);
     assert_eq!(out.status, 2, "{}", out.stderr);
+    // A field the RNTuple does not have is a usage error, as a bad option.
     let out = dump("types.vector.fundamental", &["--fields", "NoSuchField"]);
-    assert_eq!(out.status, 1, "{}", out.stderr);
+    assert_eq!(out.status, 2, "{}", out.stderr);
     assert!(out.stderr.contains("NoSuchField"), "{}", out.stderr);
     let missing = Command::new(env!("CARGO_BIN_EXE_rntuple"))
         .args(["dump", "/nonexistent/file.root", "--json"])
@@ -223,7 +224,8 @@ fn a_mistyped_environment_variable_is_refused_by_name() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{variable}: {stderr}");
+        // A usage error, as a bad value of the network variables.
+        assert_eq!(out.status.code(), Some(2), "{variable}: {stderr}");
         assert!(
             stderr.contains(&format!("{variable}=\"sometimes\"")),
             "{stderr}"

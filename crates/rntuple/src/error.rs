@@ -223,9 +223,16 @@ pub enum Error {
     /// Something valid but not supported by this implementation.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// The file is not a ROOT file or has no such RNTuple.
+    /// No such RNTuple, TTree or field in the file (a file that is not a ROOT file is
+    /// [`Error::Corrupt`]).
     #[error("{0}")]
     NotFound(String),
+    /// An output file exists and was not to be replaced.
+    #[error("{path} already exists (not replaced)")]
+    OutputExists {
+        /// The output's path as given.
+        path: String,
+    },
     /// The caller asked for something impossible (unknown field, bad range).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -290,6 +297,18 @@ impl Error {
         }
     }
 
+    /// The error naming the file (path or URL) `file` it was found in: wrapped with
+    /// the file's [`Location`] unless its message already names the file.
+    pub fn in_file(self, file: &str) -> Self {
+        if self.to_string().contains(file) {
+            return self;
+        }
+        self.at(Location {
+            file: Some(file.to_string()),
+            ..Default::default()
+        })
+    }
+
     /// The innermost error, without the locations wrapped around it.
     pub fn root_cause(&self) -> &Error {
         match self {
@@ -297,6 +316,44 @@ impl Error {
             other => other,
         }
     }
+}
+
+/// The hint for a name that does not exist: `did you mean "Jet_pt"?` with up to three
+/// of `candidates` close to `wanted` (the same but for case, or a small edit away), or
+/// `None` when none is.
+pub fn did_you_mean<'a>(
+    wanted: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let lower = wanted.to_lowercase();
+    let mut close: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .filter(|c| *c != wanted)
+        .map(|c| {
+            let score = if c.to_lowercase() == lower {
+                2.0
+            } else {
+                strsim::jaro_winkler(&lower, &c.to_lowercase())
+            };
+            (score, c)
+        })
+        .filter(|(score, _)| *score >= 0.85)
+        .collect();
+    close.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    close.dedup_by(|a, b| a.1 == b.1);
+    // A name that differs only in case is the one meant.
+    if close.first().is_some_and(|(score, _)| *score > 1.0) {
+        close.retain(|(score, _)| *score > 1.0);
+    }
+    if close.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = close
+        .iter()
+        .take(3)
+        .map(|(_, c)| format!("\"{c}\""))
+        .collect();
+    Some(format!("did you mean {}?", names.join(" or ")))
 }
 
 /// The library's result type.
@@ -318,6 +375,21 @@ pub(crate) fn to_usize(value: u64, what: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn did_you_mean_offers_close_names_only() {
+        let names = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "nJet"];
+        assert_eq!(
+            did_you_mean("Jet_Pt", names).as_deref(),
+            Some("did you mean \"Jet_pt\"?")
+        );
+        assert_eq!(
+            did_you_mean("Jet_p", names).as_deref(),
+            Some("did you mean \"Jet_pt\" or \"Jet_eta\"?")
+        );
+        assert_eq!(did_you_mean("Electron_charge", names), None);
+        assert_eq!(did_you_mean("x", []), None);
+    }
 
     #[test]
     fn to_usize_converts_up_to_the_address_space_and_fails_past_it() {

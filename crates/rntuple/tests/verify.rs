@@ -88,3 +88,47 @@ fn finds_every_corruption_compressed() {
 fn finds_every_corruption_uncompressed() {
     sweep("tests/data/events_uncompressed.root");
 }
+
+/// The fault probe: a footer whose cluster group claims 2^50 entries (ROOT takes
+/// the entries from the groups' spans and aborts reading) is reported, naming the group
+/// and both counts; the same file with the true span passes.
+#[test]
+fn a_cluster_group_span_that_is_not_its_clusters_is_found() {
+    use rntuple::container::RootFile;
+    use rntuple::format::{seal_envelope, Anchor, EnvelopeType, Footer};
+    use rntuple::io::MemorySource;
+    use std::sync::Arc;
+
+    let bytes = data_file("tests/data/events_uncompressed.root");
+    let file = RootFile::open(Arc::new(MemorySource::new("x.root", bytes.clone()))).unwrap();
+    let key = file.rntuple_anchors().unwrap().remove(0);
+    let anchor = Anchor::from_object(&key.object, "anchor").unwrap();
+    // Uncompressed: the envelope is stored as it is, its checksum in its last 8 bytes.
+    assert_eq!(anchor.nbytes_footer, anchor.len_footer);
+    let at = anchor.seek_footer as usize..(anchor.seek_footer + anchor.nbytes_footer) as usize;
+    let envelope = &bytes[at.clone()];
+    let footer = Footer::read(&envelope[8..envelope.len() - 8]).unwrap();
+    let rewritten = |span: u64| {
+        let mut footer = footer.clone();
+        footer.cluster_groups[0].entry_span = span;
+        let sealed = seal_envelope(EnvelopeType::Footer, &footer.write());
+        assert_eq!(sealed.len(), envelope.len());
+        let mut out = bytes.clone();
+        out[at.clone()].copy_from_slice(&sealed);
+        let path = scratch(&format!("span-{span}.root"));
+        std::fs::write(&path, out).unwrap();
+        verify_file(path.to_str().unwrap())
+    };
+    let true_span = footer.cluster_groups[0].entry_span;
+    assert!(rewritten(true_span).is_good());
+    let check = rewritten(1 << 50);
+    assert!(!check.is_good());
+    let problems = check.all_problems().join("; ");
+    assert!(
+        problems.contains(&format!(
+            "cluster group 0: the footer gives entries 0..{0} ({0} entries), its clusters hold {true_span} from entry 0",
+            1u64 << 50
+        )),
+        "{problems}"
+    );
+}

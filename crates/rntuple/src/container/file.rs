@@ -102,14 +102,23 @@ fn pick_key<'a>(
 
 impl RootFile {
     /// Opens a ROOT file: reads and checks the file header, the top directory record and
-    /// its keys list.
+    /// its keys list. Every error names the file.
     pub fn open(source: Source) -> Result<RootFile> {
+        let name = source.name().to_string();
+        Self::open_unnamed(source).map_err(|e| e.in_file(&name))
+    }
+
+    /// [`RootFile::open`], with errors that may not name the file.
+    fn open_unnamed(source: Source) -> Result<RootFile> {
         let size = source.size();
         if size < 4 {
-            return Err(Error::NotFound(format!(
-                "{} is not a ROOT file: it has only {size} bytes",
-                source.name()
-            )));
+            return Err(Error::corrupt(
+                "TFile header",
+                format!(
+                    "{} is not a ROOT file: it has only {size} bytes",
+                    source.name()
+                ),
+            ));
         }
         let head = source.read_at(0, size.min(FileHeader::LARGE_LEN as u64))?;
         let header = FileHeader::parse(&head)?;

@@ -91,9 +91,13 @@ impl FileHeader {
         let mut r = BeReader::new(data, 0, WHAT);
         let magic = r.bytes(4)?;
         if magic != Self::MAGIC {
-            return Err(Error::NotFound(format!(
-                "not a ROOT file: magic bytes at offset 0 are {magic:02x?}, expected \"root\""
-            )));
+            // Bad data (Python's FormatError), not a missing RNTuple.
+            return Err(Error::corrupt(
+                WHAT,
+                format!(
+                    "not a ROOT file: magic bytes at offset 0 are {magic:02x?}, expected \"root\""
+                ),
+            ));
         }
         let version = r.non_negative_i32("fVersion")?;
         let large = version >= Self::LARGE_FILE_VERSION;

@@ -114,6 +114,67 @@ pub struct LocalFile {
     direct_reads: DirectReads,
 }
 
+/// Opens `path` for reading if it is a file that can be read at any offset: a regular
+/// file or a block device. A directory, a FIFO, a socket or a character device is
+/// refused with an error saying what it is. The file is opened without blocking, so a
+/// FIFO without a writer is refused at once instead of hanging the open.
+fn open_regular(path: &str) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking only matters for the open of a FIFO; reads of a regular file or
+        // block device ignore it.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    let what = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_file() {
+        None
+    } else {
+        special_file_kind(&kind)
+    };
+    match what {
+        None => Ok(file),
+        Some(what) => Err(std::io::Error::new(
+            if kind.is_dir() {
+                std::io::ErrorKind::IsADirectory
+            } else {
+                std::io::ErrorKind::InvalidInput
+            },
+            format!("it is {what}, not a file that can be read at any offset"),
+        )),
+    }
+}
+
+/// What a file that is neither a regular file nor a directory is, or `None` for a block
+/// device (readable at any offset, as a file).
+#[cfg(unix)]
+fn special_file_kind(kind: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_block_device() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Everything but a regular file or directory is refused where special files are not
+/// known.
+#[cfg(not(unix))]
+fn special_file_kind(_kind: &std::fs::FileType) -> Option<&'static str> {
+    Some("not a regular file")
+}
+
 impl LocalFile {
     /// Opens `path` for reading. Planned reads of pages mostly not in the page cache
     /// bypass it as [`DIRECT_IO_VARIABLE`] says (`auto`, `always` or `never`); another
@@ -124,7 +185,7 @@ impl LocalFile {
             what: path.to_string(),
             source,
         };
-        let file = File::open(path).map_err(io_err)?;
+        let file = open_regular(path).map_err(io_err)?;
         let size = file.metadata().map_err(io_err)?.len();
         Ok(LocalFile {
             path: path.to_string(),
@@ -420,6 +481,29 @@ impl ReadAt for LocalFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_or_a_fifo_is_refused_at_once_saying_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap().to_string();
+        let err = LocalFile::open(&path).unwrap_err();
+        assert!(err.to_string().contains("it is a directory"), "{err}");
+        assert!(err.to_string().contains(&path), "{err}");
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("events.root");
+            let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: `c_path` is a valid NUL-terminated path that outlives the call.
+            assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+            // Without a writer, a blocking open would never return.
+            let err = LocalFile::open(fifo.to_str().unwrap()).unwrap_err();
+            assert!(err.to_string().contains("a FIFO (named pipe)"), "{err}");
+            let Error::Io { source, .. } = err else {
+                panic!("not an I/O error: {err}")
+            };
+            assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput);
+        }
+    }
 
     #[test]
     fn read_ahead_hints_never_fail_and_change_no_byte() {

@@ -45,7 +45,7 @@ pub use options::{
     format_seconds, parse_seconds, NetworkOptions, SourceOptions, TimeoutKind,
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
 };
-pub use output::{ensure_distinct, AtomicFile, Existing};
+pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 #[cfg(feature = "s3")]
 pub use s3::S3Source;

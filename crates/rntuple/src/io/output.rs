@@ -100,11 +100,8 @@ impl AtomicFile {
     pub fn create(path: &Path, existing: Existing) -> Result<AtomicFile> {
         let target = resolve_links(path);
         let shown = path.to_path_buf();
-        if existing == Existing::Refuse && std::fs::symlink_metadata(path).is_ok() {
-            return Err(Error::InvalidArgument(format!(
-                "{} already exists (not replaced)",
-                shown.display()
-            )));
+        if existing == Existing::Refuse {
+            refuse_existing(path)?;
         }
         if target.is_dir() {
             return Err(Error::InvalidArgument(format!(
@@ -283,6 +280,21 @@ impl Seek for AtomicFile {
 fn default_permissions() -> std::fs::Permissions {
     use std::os::unix::fs::PermissionsExt;
     std::fs::Permissions::from_mode(0o666)
+}
+
+/// Refuses an output `path` that exists (a file, a link, even a dangling one):
+/// [`Error::OutputExists`]; a directory is an invalid argument saying so.
+pub fn refuse_existing(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) if path.is_dir() => Err(Error::InvalidArgument(format!(
+            "{} is a directory, not a file to write",
+            path.display()
+        ))),
+        Ok(_) => Err(Error::OutputExists {
+            path: path.display().to_string(),
+        }),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Refuses an output that is the same file as one of the inputs: same device and inode,

@@ -212,6 +212,79 @@ impl RNTupleReader {
             .collect()
     }
 
+    /// Every field's dotted path (`Jet`, `Jet._0`, `Jet._0.pt`), parents first.
+    pub fn field_paths(&self) -> Vec<String> {
+        let d = &self.descriptor;
+        let mut paths = Vec::new();
+        let mut stack: Vec<(u32, String)> = d
+            .top_level
+            .iter()
+            .rev()
+            .map(|&id| (id, d.field(id).name().to_string()))
+            .collect();
+        while let Some((id, path)) = stack.pop() {
+            for &child in d.field(id).children.iter().rev() {
+                stack.push((child, format!("{path}.{}", d.field(child).name())));
+            }
+            paths.push(path);
+        }
+        paths
+    }
+
+    /// The error for a field `name` the RNTuple does not have, with the names close to
+    /// it.
+    fn no_field(&self, name: &str) -> Error {
+        let paths = self.field_paths();
+        let hint = crate::error::did_you_mean(name, paths.iter().map(String::as_str))
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+        Error::InvalidArgument(format!(
+            "no field \"{name}\" in RNTuple \"{}\" of {}{hint}",
+            self.path,
+            self.source().name()
+        ))
+    }
+
+    /// The field names `patterns` select, in order, each once: a name or dotted path as
+    /// it is, a glob pattern (`Jet_*`, `Jet.*`) every top-level field (with a dot:
+    /// every path) it matches. A name the RNTuple does not have, or a pattern that
+    /// matches nothing, is an error with the names close to it.
+    pub fn resolve_fields(&self, patterns: &[String]) -> Result<Vec<String>> {
+        let paths = self.field_paths();
+        let mut names: Vec<String> = Vec::new();
+        for text in patterns {
+            let matched: Vec<String> = if text.contains(['*', '?', '[']) {
+                let pattern = glob::Pattern::new(text).map_err(|e| {
+                    Error::InvalidArgument(format!("field pattern \"{text}\": {e}"))
+                })?;
+                let matched: Vec<String> = paths
+                    .iter()
+                    .filter(|p| text.contains('.') || !p.contains('.'))
+                    .filter(|p| pattern.matches(p))
+                    .cloned()
+                    .collect();
+                if matched.is_empty() {
+                    return Err(Error::InvalidArgument(format!(
+                        "field pattern \"{text}\" matches no field of RNTuple \"{}\" of {}",
+                        self.path,
+                        self.source().name()
+                    )));
+                }
+                matched
+            } else if self.descriptor.find_field(text).is_some() {
+                vec![text.clone()]
+            } else {
+                return Err(self.no_field(text));
+            };
+            for name in matched {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        Ok(names)
+    }
+
     /// Resolves field names to the output columns they make: `None` means every
     /// readable top-level field; a top-level name or a dotted path through records
     /// (`"a.b"`) is a column of its own, named as given; paths into collections of
@@ -269,13 +342,7 @@ impl RNTupleReader {
         // Each name's field and its path from the top-level field down.
         let mut chains = Vec::with_capacity(names.len());
         for n in names {
-            let id = d.find_field(n).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "no field \"{n}\" in RNTuple \"{}\" of {}",
-                    self.path,
-                    self.source().name()
-                ))
-            })?;
+            let id = d.find_field(n).ok_or_else(|| self.no_field(n))?;
             if let Some(why) = d.unreadable_reason(id) {
                 return Err(Error::Unsupported(why));
             }

@@ -364,8 +364,12 @@ fn branch_patterns(tree: &Tree, patterns: &[String], what: &str) -> Result<Vec<g
             if tree.branches.iter().any(|b| p.matches(&b.name)) {
                 Ok(p)
             } else {
+                let names = tree.branches.iter().map(|b| b.name.as_str());
+                let hint = crate::error::did_you_mean(text, names)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
                 Err(Error::InvalidArgument(format!(
-                    "{what} \"{text}\" matches no branch of TTree \"{}\"",
+                    "{what} \"{text}\" matches no branch of TTree \"{}\"{hint}",
                     tree.name
                 )))
             }
@@ -504,6 +508,12 @@ impl ConversionPlan {
                     arrays,
                 },
             ));
+        }
+        if plan.fields.is_empty() && !plan.skipped.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "nothing left to convert: every selected branch is of a type that cannot be converted ({})",
+                plan.skipped.join("; ")
+            )));
         }
         // The projections: per collection, each array as an RVec, then the count leaf.
         let collection_fields: Vec<CollectionProjections> = plan
@@ -1688,11 +1698,8 @@ pub fn convert_file(
 ) -> Result<ConvertSummary> {
     use crate::io::{ensure_distinct, AtomicFile, Existing};
     ensure_distinct(output, &[input])?;
-    if !replace && std::fs::symlink_metadata(output).is_ok() {
-        return Err(Error::InvalidArgument(format!(
-            "{} already exists (replace it with --force / overwrite=True)",
-            output.display()
-        )));
+    if !replace {
+        crate::io::refuse_existing(output)?;
     }
     let file = TreeFile::open_path(input)?;
     let (tree_path, tree) = file.tree(tree)?;

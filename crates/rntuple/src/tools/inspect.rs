@@ -5,12 +5,18 @@
 //! elements times the in-memory size of the column's element); the sizes of the header,
 //! footer and page-list envelopes; and the distribution of the pages' compressed sizes,
 //! binned as ROOT's `RNTupleInspector::GetPageSizeDistribution` bins it.
+//!
+//! Fields are labelled by what they hold where their names do not say it: the
+//! `_collection0`, `_collection1`, ... fields ROOT's `RNTupleImporter` (and `convert`)
+//! make of a TTree's counted arrays read `Jet_* (_collection8)` ([`field_labels`]).
+//! Tables sort and keep their largest rows, the rest summed in one row
+//! ([`Inspection::arranged_table`]).
 
 use crate::encoding::ColumnType;
 use crate::error::{Error, Result};
 use crate::format::Anchor;
 use crate::read::RNTupleReader;
-use crate::schema::Descriptor;
+use crate::schema::{Descriptor, FieldRole};
 
 /// The bins ROOT's `RNTupleInspector::GetPageSizeDistribution` uses by default.
 pub const ROOT_PAGE_SIZE_BINS: usize = 64;
@@ -55,6 +61,9 @@ pub struct ColumnStats {
     pub id: u32,
     /// The qualified name of its field.
     pub field: String,
+    /// Its field's label ([`field_labels`]): the qualified name, or what the field holds
+    /// where its name does not say it.
+    pub label: String,
     /// Its type's name (`SplitReal32`, ...).
     pub column_type: String,
     /// Elements over all clusters.
@@ -90,6 +99,11 @@ pub struct FieldStats {
     pub id: u32,
     /// Qualified name (`Jet.pt`).
     pub name: String,
+    /// Its label ([`field_labels`]): the qualified name, or what the field holds where
+    /// its name does not say it (`Jet_* (_collection8)`).
+    pub label: String,
+    /// The parent field's id (`None` for a top-level field).
+    pub parent: Option<u32>,
     /// C++ type name.
     pub type_name: String,
     /// Physical columns of the field and its subfields.
@@ -487,6 +501,13 @@ pub fn inspect(reader: &RNTupleReader) -> Result<Inspection> {
 /// Like [`inspect`], from a descriptor, the anchor it was read with and the size of
 /// its file.
 pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> Result<Inspection> {
+    let labels = field_labels(d);
+    let label_of = |id: u32| {
+        labels
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| d.qualified_name(id))
+    };
     let mut columns: Vec<ColumnStats> = d
         .columns
         .iter()
@@ -495,6 +516,7 @@ pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> R
             ColumnStats {
                 id: c.id,
                 field: d.qualified_name(c.record.field_id),
+                label: label_of(c.record.field_id),
                 column_type: known.map_or_else(
                     || format!("0x{:02x}", c.record.column_type),
                     |t| t.name().to_string(),
@@ -586,6 +608,8 @@ pub fn inspect_descriptor(d: &Descriptor, anchor: &Anchor, file_bytes: u64) -> R
         fields.push(FieldStats {
             id: f.id,
             name: d.qualified_name(f.id),
+            label: label_of(f.id),
+            parent: f.parent,
             type_name: f.type_name().to_string(),
             columns: ids.len(),
             pages: pick(|c| c.pages),
@@ -731,6 +755,142 @@ fn collect_columns(d: &Descriptor, id: u32, out: &mut Vec<u32>) {
     }
 }
 
+/// The most characters of member names a label lists when the members share no prefix.
+const LABEL_LIST_CHARS: usize = 32;
+/// The most member names such a label lists.
+const LABEL_LIST_NAMES: usize = 3;
+
+/// Whether `name` is one of the names ROOT's `RNTupleImporter` gives the fields it makes
+/// of a TTree's counted arrays: `_collection` and a number.
+fn is_importer_collection(name: &str) -> bool {
+    name.strip_prefix("_collection")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The longest prefix (whole characters) all of `names` share.
+fn common_prefix<'a>(names: &[&'a str]) -> &'a str {
+    let Some((first, rest)) = names.split_first() else {
+        return "";
+    };
+    let mut end = first.len();
+    for other in rest {
+        let mut shared = 0;
+        for ((i, a), b) in first.char_indices().zip(other.chars()) {
+            if a != b {
+                break;
+            }
+            shared = i + a.len_utf8();
+        }
+        end = end.min(shared);
+    }
+    first.get(..end).unwrap_or("")
+}
+
+/// `prefix` up to its last `_` or `.` (included) where that leaves more than
+/// separators: the name the members share (`Muon_` of `Muon_p`, from `Muon_pt` and
+/// `Muon_phi`), not a piece of one of them.
+fn at_separator(prefix: &str) -> &str {
+    let cut = prefix
+        .rfind(['_', '.'])
+        .and_then(|i| prefix.get(..=i))
+        .unwrap_or(prefix);
+    if cut.chars().any(|c| c != '_' && c != '.') {
+        cut
+    } else {
+        prefix
+    }
+}
+
+/// `name` in at most `most` characters, ending with `...` when cut.
+fn shortened(name: &str, most: usize) -> String {
+    if name.chars().count() <= most {
+        name.to_string()
+    } else {
+        let mut short: String = name.chars().take(most.saturating_sub(3)).collect();
+        short.push_str("...");
+        short
+    }
+}
+
+/// The label of the field `name` whose items are records of the fields `members`, by
+/// what it holds: with members sharing a prefix, that prefix (up to its last `_` or `.`
+/// where that leaves more than separators; a prefix of separators alone is none) and
+/// `*` (`Jet_* (_collection8)` of `Jet_pt`, `Jet_eta`, ...); with one member, its name (`m1 (_collection0)`); else the first
+/// members' names, shortened (`{a, b, c, ...} (_collection3)`); without members,
+/// `name`.
+pub fn collection_label(name: &str, members: &[&str]) -> String {
+    match members {
+        [] => name.to_string(),
+        [one] => format!("{one} ({name})"),
+        _ => {
+            let prefix = at_separator(common_prefix(members));
+            if prefix.chars().any(char::is_alphanumeric) {
+                return format!("{prefix}* ({name})");
+            }
+            let mut list = String::new();
+            let mut shown = 0;
+            for member in members {
+                let member = shortened(member, LABEL_LIST_CHARS);
+                if shown == LABEL_LIST_NAMES
+                    || (shown > 0
+                        && list.chars().count() + 2 + member.chars().count() > LABEL_LIST_CHARS)
+                {
+                    break;
+                }
+                if shown > 0 {
+                    list.push_str(", ");
+                }
+                list.push_str(&member);
+                shown += 1;
+            }
+            if shown < members.len() {
+                list.push_str(", ...");
+            }
+            format!("{{{list}}} ({name})")
+        }
+    }
+}
+
+/// Every field's label, by field id: its qualified name, but for the fields ROOT's
+/// `RNTupleImporter` (and `convert`) make of a TTree's counted arrays (`Jet_pt[nJet]`,
+/// `Jet_eta[nJet]`, ...): a top-level collection `_collection8` of untyped records `_0`
+/// holding `Jet_pt`, `Jet_eta`, ... (which the projected fields `Jet_pt`, ... show).
+/// Those collections and their records are labelled by their members
+/// ([`collection_label`]): `Jet_* (_collection8)`, `Jet_* (_collection8._0)`.
+pub fn field_labels(d: &Descriptor) -> Vec<String> {
+    let mut labels: Vec<String> = d.fields.iter().map(|f| d.qualified_name(f.id)).collect();
+    for &id in &d.top_level {
+        let Some(f) = d.fields.get(id as usize) else {
+            continue;
+        };
+        if f.is_projected() || f.role != FieldRole::Collection || !is_importer_collection(f.name())
+        {
+            continue;
+        }
+        let [item] = f.children.as_slice() else {
+            continue;
+        };
+        let Some(record) = d.fields.get(*item as usize) else {
+            continue;
+        };
+        if record.role != FieldRole::Record {
+            continue;
+        }
+        let members: Vec<&str> = record
+            .children
+            .iter()
+            .filter_map(|&c| d.fields.get(c as usize))
+            .map(|m| m.name())
+            .collect();
+        for at in [id, *item] {
+            if let Some(label) = labels.get_mut(at as usize) {
+                *label = collection_label(label, &members);
+            }
+        }
+    }
+    labels
+}
+
 /// What the rows of an inspection [`Table`] are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
@@ -749,6 +909,51 @@ impl By {
             "field" => Some(By::Field),
             "column" => Some(By::Column),
             "type" => Some(By::Type),
+            _ => None,
+        }
+    }
+
+    /// What a row is, in the plural (`fields`, `columns`, `column types`), or in the
+    /// singular for one.
+    fn rows(self, n: u64) -> &'static str {
+        match (self, n == 1) {
+            (By::Field, true) => "field",
+            (By::Field, false) => "fields",
+            (By::Column, true) => "column",
+            (By::Column, false) => "columns",
+            (By::Type, true) => "column type",
+            (By::Type, false) => "column types",
+        }
+    }
+}
+
+/// How [`Inspection::arranged_table`] orders rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// Compressed bytes, the largest first.
+    Size,
+    /// Uncompressed bytes, the largest first.
+    Uncompressed,
+    /// Compression factor, the smallest (the worst compressed) first.
+    Compression,
+    /// Pages, the most first.
+    Pages,
+    /// Label (fields, columns) or column type, in byte order.
+    Name,
+}
+
+impl SortKey {
+    /// The keys' names, as [`SortKey::from_name`] takes them.
+    pub const NAMES: [&'static str; 5] = ["size", "uncompressed", "compression", "pages", "name"];
+
+    /// The key of one of [`SortKey::NAMES`].
+    pub fn from_name(name: &str) -> Option<SortKey> {
+        match name {
+            "size" => Some(SortKey::Size),
+            "uncompressed" => Some(SortKey::Uncompressed),
+            "compression" => Some(SortKey::Compression),
+            "pages" => Some(SortKey::Pages),
+            "name" => Some(SortKey::Name),
             _ => None,
         }
     }
@@ -773,13 +978,16 @@ pub enum Cell {
     Average(f64),
     /// A fraction: of the file, or of the data.
     Fraction(f64),
+    /// No value (the type or id of a row summing others).
+    Empty,
 }
 
 impl Cell {
-    /// The value as a number (`None` for text); a factor is its double-precision ratio.
+    /// The value as a number (`None` for text and no value); a factor is its
+    /// double-precision ratio.
     pub fn number(&self) -> Option<f64> {
         match self {
-            Cell::Text(_) => None,
+            Cell::Text(_) | Cell::Empty => None,
             Cell::Count(n) => Some(*n as f64),
             Cell::Factor {
                 uncompressed,
@@ -800,6 +1008,20 @@ pub struct TableColumn {
     pub csv: Option<&'static str>,
     /// Its heading in a text table.
     pub label: &'static str,
+    /// Whether a text table shows it (a field's name is shown as its label).
+    pub text: bool,
+}
+
+/// The rows left out of an arranged [`Table`], summed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rest {
+    /// Rows left out (per field: top-level fields, each with its subfields).
+    pub rows: u64,
+    /// Their sums, one cell per column of the table: the name and label say
+    /// `... 840 more fields`, other texts and ids are [`Cell::Empty`], counts are
+    /// summed, and the compression factor, average page size and share of the file are
+    /// those of the sums.
+    pub cells: Vec<Cell>,
 }
 
 /// The rows of an inspection, per field, column or column type, as the command and the
@@ -810,13 +1032,146 @@ pub struct Table {
     pub columns: Vec<TableColumn>,
     /// The rows, one cell per column.
     pub rows: Vec<Vec<Cell>>,
+    /// Per row, the row of its parent field (per field, subfields follow their parent);
+    /// `None` for top-level fields and the rows of the other tables.
+    pub parents: Vec<Option<usize>>,
+    /// The rows [`Inspection::arranged_table`] left out, summed (`None` when it kept
+    /// them all).
+    pub rest: Option<Rest>,
+}
+
+impl Table {
+    /// The position of the column named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// The count in column `name` of row `row` (0 where there is none).
+    fn count(&self, row: usize, name: &str) -> u64 {
+        match self
+            .position(name)
+            .and_then(|k| self.rows.get(row).and_then(|r| r.get(k)))
+        {
+            Some(Cell::Count(n)) => *n,
+            _ => 0,
+        }
+    }
+
+    /// The name a row sorts by: its label, or its column type.
+    fn sort_name(&self, row: usize) -> &str {
+        let k = self.position("label").or_else(|| self.position("type"));
+        match k.and_then(|k| self.rows.get(row).and_then(|r| r.get(k))) {
+            Some(Cell::Text(s)) => s,
+            _ => "",
+        }
+    }
+
+    /// How rows `a` and `b` compare by `key` (ties: equal, for a stable sort).
+    fn compare(&self, key: SortKey, a: usize, b: usize) -> std::cmp::Ordering {
+        let factor = |row| {
+            compression_factor(
+                self.count(row, "uncompressed"),
+                self.count(row, "compressed"),
+            )
+        };
+        match key {
+            SortKey::Size => self
+                .count(b, "compressed")
+                .cmp(&self.count(a, "compressed")),
+            SortKey::Uncompressed => self
+                .count(b, "uncompressed")
+                .cmp(&self.count(a, "uncompressed")),
+            SortKey::Compression => factor(a).total_cmp(&factor(b)),
+            SortKey::Pages => self.count(b, "pages").cmp(&self.count(a, "pages")),
+            SortKey::Name => self.sort_name(a).cmp(self.sort_name(b)),
+        }
+    }
+
+    /// The rows in `order` (their parents renumbered; a parent not kept is `None`).
+    fn reordered(self, order: &[usize]) -> Table {
+        let mut at = vec![None; self.rows.len()];
+        for (new, &old) in order.iter().enumerate() {
+            if let Some(slot) = at.get_mut(old) {
+                *slot = Some(new);
+            }
+        }
+        let parents = order
+            .iter()
+            .map(|&old| {
+                self.parents
+                    .get(old)
+                    .copied()
+                    .flatten()
+                    .and_then(|p| at.get(p).copied().flatten())
+            })
+            .collect();
+        let mut rows: Vec<Option<Vec<Cell>>> = self.rows.into_iter().map(Some).collect();
+        Table {
+            columns: self.columns,
+            rows: order
+                .iter()
+                .filter_map(|&old| rows.get_mut(old).and_then(Option::take))
+                .collect(),
+            parents,
+            rest: self.rest,
+        }
+    }
+
+    /// The rows in tree order, siblings sorted by `key`: each row followed by its
+    /// subfields (and theirs), top-level rows in `key` order.
+    fn tree_order(&self, key: SortKey) -> Vec<usize> {
+        let n = self.rows.len();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut roots = Vec::new();
+        for i in 0..n {
+            match self.parents.get(i).copied().flatten() {
+                Some(p) if p != i && p < n => {
+                    if let Some(c) = children.get_mut(p) {
+                        c.push(i);
+                    }
+                }
+                _ => roots.push(i),
+            }
+        }
+        roots.sort_by(|&a, &b| self.compare(key, a, b));
+        for c in &mut children {
+            c.sort_by(|&a, &b| self.compare(key, a, b));
+        }
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            order.push(i);
+            if let Some(c) = children.get(i) {
+                stack.extend(c.iter().rev());
+            }
+        }
+        order
+    }
 }
 
 /// A table column.
 const fn col(name: &'static str, csv: Option<&'static str>, label: &'static str) -> TableColumn {
-    TableColumn { name, csv, label }
+    TableColumn {
+        name,
+        csv,
+        label,
+        text: true,
+    }
 }
 
+/// A table column a text table does not show.
+const fn hidden(name: &'static str, csv: Option<&'static str>) -> TableColumn {
+    TableColumn {
+        name,
+        csv,
+        label: name,
+        text: false,
+    }
+}
 impl Inspection {
     /// The whole-RNTuple figures by name, as the command's JSON and the Python package
     /// give them: entries, clusters, pages, data and metadata bytes, file size.
@@ -863,34 +1218,52 @@ impl Inspection {
 
     /// The table of `by`: per field (subfields included), column or column type, with
     /// compression factor, pages, average page size and share of the file on every row.
+    /// Fields and columns have the field's label ([`field_labels`]) next to its name.
     pub fn table(&self, by: By) -> Table {
         match by {
-            By::Field => Table {
-                columns: [
-                    col("name", Some("fieldName"), "field"),
-                    col("type", Some("typeName"), "type"),
-                    col("columns", Some("nColumns"), "columns"),
-                ]
-                .into_iter()
-                .chain(size_columns(true))
-                .collect(),
-                rows: self
+            By::Field => {
+                let row_of: std::collections::HashMap<u32, usize> = self
                     .fields
                     .iter()
-                    .map(|f| {
-                        let head = [
-                            Cell::Text(f.name.clone()),
-                            Cell::Text(f.type_name.clone()),
-                            Cell::Count(f.columns as u64),
-                        ];
-                        self.row(head, f.compressed, f.uncompressed, f.pages)
-                    })
+                    .enumerate()
+                    .map(|(row, f)| (f.id, row))
+                    .collect();
+                Table {
+                    columns: [
+                        hidden("name", Some("fieldName")),
+                        col("label", None, "field"),
+                        col("type", Some("typeName"), "type"),
+                        col("columns", Some("nColumns"), "columns"),
+                    ]
+                    .into_iter()
+                    .chain(size_columns(true))
                     .collect(),
-            },
+                    rows: self
+                        .fields
+                        .iter()
+                        .map(|f| {
+                            let head = [
+                                Cell::Text(f.name.clone()),
+                                Cell::Text(f.label.clone()),
+                                Cell::Text(f.type_name.clone()),
+                                Cell::Count(f.columns as u64),
+                            ];
+                            self.row(head, f.compressed, f.uncompressed, f.pages)
+                        })
+                        .collect(),
+                    parents: self
+                        .fields
+                        .iter()
+                        .map(|f| f.parent.and_then(|p| row_of.get(&p).copied()))
+                        .collect(),
+                    rest: None,
+                }
+            }
             By::Column => Table {
                 columns: [
                     col("id", Some("columnId"), "id"),
-                    col("field", Some("fieldName"), "field"),
+                    hidden("field", Some("fieldName")),
+                    col("label", None, "field"),
                     col("type", Some("columnType"), "type"),
                     col("elements", Some("nElements"), "elements"),
                 ]
@@ -904,12 +1277,15 @@ impl Inspection {
                         let head = [
                             Cell::Count(c.id.into()),
                             Cell::Text(c.field.clone()),
+                            Cell::Text(c.label.clone()),
                             Cell::Text(c.column_type.clone()),
                             Cell::Count(c.elements),
                         ];
                         self.row(head, c.compressed, c.uncompressed, c.pages)
                     })
                     .collect(),
+                parents: vec![None; self.columns.len()],
+                rest: None,
             },
             // ROOT's PrintColumnTypeInfo columns, in its order; the CSV has only those.
             By::Type => Table {
@@ -933,8 +1309,74 @@ impl Inspection {
                         self.row(head, t.compressed, t.uncompressed, t.pages)
                     })
                     .collect(),
+                parents: vec![None; self.types.len()],
+                rest: None,
             },
         }
+    }
+
+    /// The table of `by` with its rows ordered by `sort` (as [`Inspection::table`]
+    /// without) and, with `top`, only the first `top` rows (by compressed size when
+    /// `sort` is `None`), the others summed in [`Table::rest`]. Per field, rows are
+    /// sorted among their siblings, subfields staying under their parent; with `top`,
+    /// only top-level fields are rows (their figures include their subfields'), so that
+    /// the rows and the rest add up to the whole RNTuple.
+    pub fn arranged_table(&self, by: By, sort: Option<SortKey>, top: Option<usize>) -> Table {
+        let table = self.table(by);
+        let Some(top) = top else {
+            return match sort {
+                Some(key) => {
+                    let order = table.tree_order(key);
+                    table.reordered(&order)
+                }
+                None => table,
+            };
+        };
+        let key = sort.unwrap_or(SortKey::Size);
+        let mut order: Vec<usize> = (0..table.rows.len())
+            .filter(|&i| table.parents.get(i).copied().flatten().is_none())
+            .collect();
+        order.sort_by(|&a, &b| table.compare(key, a, b));
+        let left_out = order.split_off(top.min(order.len()));
+        let rest = (!left_out.is_empty()).then(|| self.rest(by, &table, &left_out));
+        let mut kept = table.reordered(&order);
+        kept.rest = rest;
+        kept
+    }
+
+    /// The rows `rows` of `table` (of `by`) summed.
+    fn rest(&self, by: By, table: &Table, rows: &[usize]) -> Rest {
+        let sum = |name: &str| {
+            rows.iter()
+                .map(|&r| table.count(r, name))
+                .fold(0, u64::saturating_add)
+        };
+        let n = rows.len() as u64;
+        let what = format!("... {n} more {}", by.rows(n));
+        let (compressed, uncompressed, pages) =
+            (sum("compressed"), sum("uncompressed"), sum("pages"));
+        let names: &[&str] = match by {
+            By::Field => &["name", "label"],
+            By::Column => &["field", "label"],
+            By::Type => &["type"],
+        };
+        let cells = table
+            .columns
+            .iter()
+            .map(|c| match c.name {
+                name if names.contains(&name) => Cell::Text(what.clone()),
+                "compression_factor" => Cell::Factor {
+                    uncompressed,
+                    compressed,
+                },
+                "average_page_size" => Cell::Average(average(compressed, pages)),
+                "share" => Cell::Fraction(self.file_share(compressed)),
+                name @ ("columns" | "count" | "elements" | "compressed" | "uncompressed"
+                | "pages") => Cell::Count(sum(name)),
+                _ => Cell::Empty,
+            })
+            .collect();
+        Rest { rows: n, cells }
     }
 
     /// A table row: `head`, then the cells of [`size_columns`].
@@ -978,6 +1420,238 @@ fn size_columns(all_in_csv: bool) -> [TableColumn; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::FieldRecord;
+
+    #[test]
+    fn collections_are_labelled_by_their_members() {
+        let label = |members: &[&str]| collection_label("_collection8", members);
+        assert_eq!(
+            label(&["Jet_pt", "Jet_eta", "Jet_phi", "Jet_mass"]),
+            "Jet_* (_collection8)"
+        );
+        // The shared prefix "Muon_p" is cut after its last separator.
+        assert_eq!(label(&["Muon_pt", "Muon_phi"]), "Muon_* (_collection8)");
+        assert_eq!(label(&["Jet.pt", "Jet.eta"]), "Jet.* (_collection8)");
+        // Without a separator, the prefix as it is.
+        assert_eq!(label(&["a1", "a2", "a3"]), "a* (_collection8)");
+        assert_eq!(label(&["Jét_pt", "Jét_eta"]), "Jét_* (_collection8)");
+        assert_eq!(label(&["m1"]), "m1 (_collection8)");
+        assert_eq!(label(&[]), "_collection8");
+        // No prefix (or separators only): the first names.
+        assert_eq!(
+            label(&["x", "y", "z", "w"]),
+            "{x, y, z, ...} (_collection8)"
+        );
+        assert_eq!(label(&["alpha", "beta"]), "{alpha, beta} (_collection8)");
+        assert_eq!(label(&["_x", "_y"]), "{_x, _y} (_collection8)");
+        assert_eq!(
+            // 33 characters: 29 and "...".
+            label(&["energy_deposit_in_the_calorimeter", "time_of_flight", "z"]),
+            "{energy_deposit_in_the_calorim..., ...} (_collection8)"
+        );
+        assert_eq!(
+            label(&["electron_energy", "time_of_flight", "z"]),
+            "{electron_energy, time_of_flight, ...} (_collection8)"
+        );
+    }
+
+    /// A field record: `parent` is its own id for a top-level field.
+    fn field(name: &str, parent: u32, role: FieldRole, source: Option<u32>) -> FieldRecord {
+        FieldRecord {
+            parent_id: parent,
+            role: role.code(),
+            name: name.into(),
+            source_field_id: source,
+            flags: if source.is_some() {
+                crate::format::FIELD_FLAG_PROJECTED
+            } else {
+                0
+            },
+            ..FieldRecord::default()
+        }
+    }
+
+    #[test]
+    fn importer_collections_and_their_records_are_labelled() {
+        use FieldRole::{Collection, Leaf, Record};
+        let fields = vec![
+            field("run", 0, Leaf, None),
+            field("_collection0", 1, Collection, None),
+            field("_0", 1, Record, None),
+            field("Jet_pt", 2, Leaf, None),
+            field("Jet_eta", 2, Leaf, None),
+            field("Jet_pt", 5, Collection, Some(1)),
+            field("nJet", 6, Leaf, Some(1)),
+            // Not the importer's: a named collection, and a _collection of leaves.
+            field("Muon", 7, Collection, None),
+            field("_0", 7, Record, None),
+            field("Muon_pt", 8, Leaf, None),
+            field("_collection12", 10, Collection, None),
+            field("_0", 10, Leaf, None),
+            field("_collection1", 12, Collection, None),
+            field("_0", 12, Record, None),
+            field("x", 13, Leaf, None),
+            field("y", 13, Leaf, None),
+        ];
+        let header = crate::format::Header {
+            name: "t".into(),
+            description: String::new(),
+            writer: String::new(),
+            schema: crate::format::SchemaDescription {
+                fields,
+                ..Default::default()
+            },
+        };
+        let d = Descriptor::build(
+            (1, 0, 0, 0),
+            header,
+            crate::format::Footer::default(),
+            Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            field_labels(&d),
+            vec![
+                "run",
+                "Jet_* (_collection0)",
+                "Jet_* (_collection0._0)",
+                "_collection0._0.Jet_pt",
+                "_collection0._0.Jet_eta",
+                "Jet_pt",
+                "nJet",
+                "Muon",
+                "Muon._0",
+                "Muon._0.Muon_pt",
+                "_collection12",
+                "_collection12._0",
+                "{x, y} (_collection1)",
+                "{x, y} (_collection1._0)",
+                "_collection1._0.x",
+                "_collection1._0.y",
+            ]
+        );
+    }
+
+    /// An inspection of fields `(name, parent, compressed, uncompressed, pages)` (ids in
+    /// order) in a file of 1000 bytes.
+    fn of_fields(fields: &[(&str, Option<u32>, u64, u64, u64)]) -> Inspection {
+        Inspection {
+            columns: Vec::new(),
+            fields: fields
+                .iter()
+                .enumerate()
+                .map(
+                    |(id, &(name, parent, compressed, uncompressed, pages))| FieldStats {
+                        id: id as u32,
+                        name: name.into(),
+                        label: format!("label of {name}"),
+                        parent,
+                        type_name: "float".into(),
+                        columns: 1,
+                        pages,
+                        compressed,
+                        uncompressed,
+                    },
+                )
+                .collect(),
+            types: Vec::new(),
+            compressed: 0,
+            uncompressed: 0,
+            pages: 0,
+            stored_page_bytes: 0,
+            shared_pages: 0,
+            checksum_bytes: 0,
+            zero_pages: 0,
+            zero_page_bytes: 0,
+            entries: 0,
+            clusters: 0,
+            cluster_groups: 0,
+            header: EnvelopeSize::default(),
+            footer: EnvelopeSize::default(),
+            page_lists: EnvelopeSize::default(),
+            file_bytes: 1000,
+        }
+    }
+
+    /// The names of a table's rows, and of its rest.
+    fn names(t: &Table) -> Vec<String> {
+        let k = t.position("name").unwrap();
+        t.rows
+            .iter()
+            .chain(t.rest.iter().map(|r| &r.cells))
+            .map(|r| match &r[k] {
+                Cell::Text(s) => s.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tables_sort_among_siblings_and_keep_the_largest() {
+        let i = of_fields(&[
+            ("a", None, 10, 40, 1),
+            ("b", None, 300, 600, 3),
+            ("b.x", Some(1), 100, 300, 1),
+            ("b.y", Some(1), 200, 300, 2),
+            ("c", None, 50, 50, 2),
+        ]);
+        let t = i.arranged_table(By::Field, None, None);
+        assert_eq!(names(&t), ["a", "b", "b.x", "b.y", "c"]);
+        assert_eq!(t.parents, [None, None, Some(1), Some(1), None]);
+        let t = i.arranged_table(By::Field, Some(SortKey::Size), None);
+        assert_eq!(names(&t), ["b", "b.y", "b.x", "c", "a"]);
+        assert_eq!(t.parents, [None, Some(0), Some(0), None, None]);
+        // Factors: a 4, b 2, b.x 3, b.y 1.5, c 1: the worst first.
+        let t = i.arranged_table(By::Field, Some(SortKey::Compression), None);
+        assert_eq!(names(&t), ["c", "b", "b.y", "b.x", "a"]);
+        let t = i.arranged_table(By::Field, Some(SortKey::Pages), None);
+        assert_eq!(names(&t), ["b", "b.y", "b.x", "c", "a"]);
+        // Ties keep the file's order.
+        let t = i.arranged_table(By::Field, Some(SortKey::Uncompressed), None);
+        assert_eq!(names(&t), ["b", "b.x", "b.y", "c", "a"]);
+        let t = i.arranged_table(By::Field, Some(SortKey::Name), None);
+        assert_eq!(names(&t), ["a", "b", "b.x", "b.y", "c"]);
+
+        // --top: top-level fields only, the rest summed.
+        let t = i.arranged_table(By::Field, None, Some(1));
+        assert_eq!(names(&t), ["b", "... 2 more fields"]);
+        assert_eq!(t.parents, [None]);
+        let rest = t.rest.as_ref().unwrap();
+        assert_eq!(rest.rows, 2);
+        let at = |name: &str| rest.cells[t.position(name).unwrap()].clone();
+        assert_eq!(at("label"), Cell::Text("... 2 more fields".into()));
+        assert_eq!(at("type"), Cell::Empty);
+        assert_eq!(
+            (
+                at("columns"),
+                at("compressed"),
+                at("uncompressed"),
+                at("pages")
+            ),
+            (
+                Cell::Count(2),
+                Cell::Count(60),
+                Cell::Count(90),
+                Cell::Count(3)
+            )
+        );
+        assert_eq!(
+            at("compression_factor"),
+            Cell::Factor {
+                uncompressed: 90,
+                compressed: 60
+            }
+        );
+        assert_eq!(at("average_page_size"), Cell::Average(20.0));
+        assert_eq!(at("share"), Cell::Fraction(0.06));
+        let t = i.arranged_table(By::Field, Some(SortKey::Name), Some(2));
+        assert_eq!(names(&t), ["a", "b", "... 1 more field"]);
+        let t = i.arranged_table(By::Field, None, Some(3));
+        assert_eq!(names(&t), ["b", "c", "a"]);
+        assert_eq!(t.rest, None);
+        let t = i.arranged_table(By::Field, None, Some(0));
+        assert_eq!(names(&t), ["... 3 more fields"]);
+    }
 
     #[test]
     fn root_binning_puts_the_largest_in_the_last_bin() {

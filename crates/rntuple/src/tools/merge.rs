@@ -154,6 +154,21 @@ pub struct MergeOptions {
     pub compression: OutputCompression,
     /// The output RNTuple's name (default: the first input's, with its directory).
     pub name: Option<String>,
+    /// With `Union`, merge an input that shares no top-level field with the inputs
+    /// before it (by default an error: every entry would hold zeros for half the
+    /// fields).
+    pub allow_disjoint: bool,
+}
+
+/// An input that lacks fields of the output (`Union`): its entries hold zeros there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputGap {
+    /// The input, as given.
+    pub input: String,
+    /// Its entries.
+    pub entries: u64,
+    /// The output's top-level fields it lacks.
+    pub fields: Vec<String>,
 }
 
 /// What a merge did.
@@ -181,6 +196,8 @@ pub struct MergeSummary {
     pub fields_added: Vec<String>,
     /// Fields of later inputs left out (`Filter`), by qualified name.
     pub fields_dropped: Vec<String>,
+    /// The inputs that lack fields of the output (`Union`), in input order.
+    pub inputs_lacking: Vec<InputGap>,
     /// Attribute sets of the inputs that were not merged (as ROOT, which does not merge
     /// them either).
     pub attribute_sets_dropped: Vec<String>,
@@ -233,11 +250,8 @@ pub fn merge_files(
     let files: Vec<String> = inputs.iter().map(|t| split_target(t).0).collect();
     let file_refs: Vec<&str> = files.iter().map(String::as_str).collect();
     ensure_distinct(output, &file_refs)?;
-    if !replace && std::fs::symlink_metadata(output).is_ok() {
-        return Err(Error::InvalidArgument(format!(
-            "{} already exists (replace it with --force / overwrite=True)",
-            output.display()
-        )));
+    if !replace {
+        crate::io::refuse_existing(output)?;
     }
     let compression = match options.compression {
         OutputCompression::Fixed(c) => c,
@@ -436,6 +450,8 @@ fn produce(
     let mut max_page_bytes = 1u64 << 20;
     let mut entries = 0u64;
     let mut dropped = BTreeSet::new();
+    // Per input: its name, entries and top-level field names.
+    let mut input_fields: Vec<(String, u64, Vec<String>)> = Vec::new();
     let mut attribute_sets = BTreeSet::new();
     // The next input is opened in the background while this one is merged: with remote
     // inputs, its round trips overlap the work instead of adding to it.
@@ -482,6 +498,25 @@ fn produce(
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("merge: no output schema".into()))?;
         let matched = match_schemas(&out.descriptor, desc, options.mode).map_err(at_input)?;
+        let shared = desc
+            .top_level
+            .iter()
+            .any(|&f| out.descriptor.find_field(desc.field(f).name()).is_some());
+        if i > 0 && !shared && options.mode == MergeMode::Union && !options.allow_disjoint {
+            return Err(at_input(Error::InvalidArgument(format!(
+                "it shares no field with the inputs before it (it has {}; they have {}): a union would fill every entry with zeros for the fields of the other side; pass --allow-disjoint to merge it all the same",
+                names(desc, &desc.top_level),
+                names(&out.descriptor, &out.descriptor.top_level)
+            ))));
+        }
+        input_fields.push((
+            target.clone(),
+            desc.n_entries,
+            desc.top_level
+                .iter()
+                .map(|&f| desc.field(f).name().to_string())
+                .collect::<Vec<String>>(),
+        ));
         if !matched.extra.is_empty() {
             match options.mode {
                 MergeMode::Filter => {
@@ -561,6 +596,24 @@ fn produce(
         summary.inputs += 1;
     }
     summary.fields_dropped = dropped.into_iter().collect();
+    if let Some(out) = &output {
+        let d = &out.descriptor;
+        for (input, entries, fields) in input_fields {
+            let lacking: Vec<String> = d
+                .top_level
+                .iter()
+                .map(|&f| d.field(f).name().to_string())
+                .filter(|name| !fields.contains(name))
+                .collect();
+            if !lacking.is_empty() {
+                summary.inputs_lacking.push(InputGap {
+                    input,
+                    entries,
+                    fields: lacking,
+                });
+            }
+        }
+    }
     summary.attribute_sets_dropped = attribute_sets.into_iter().collect();
     Ok(())
 }

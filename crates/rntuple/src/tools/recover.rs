@@ -280,7 +280,7 @@ pub fn examine(source: Source) -> Result<FileState> {
         let why = if headers_without_data.is_empty() {
             "it holds no RNTuple header".to_string()
         } else {
-            "its writer committed no cluster group (no page list was written; write with checkpoints to make clusters recoverable)".to_string()
+            "no cluster group was committed before the data ends (no page list is there: the writer stopped before its first checkpoint, or commits only when it closes, as ROOT's writer)".to_string()
         };
         return Err(Error::NotFound(format!(
             "{name}: nothing to recover: {why}"

@@ -66,7 +66,12 @@ pub fn verify_file(location: &str) -> FileCheck {
     let file = match open_source(location).and_then(RootFile::open) {
         Ok(f) => f,
         Err(e) => {
-            check.problems.push(e.to_string());
+            // The report names the file already.
+            let text = e.to_string();
+            let named = format!("file {location}: ");
+            check
+                .problems
+                .push(text.strip_prefix(&named).unwrap_or(&text).to_string());
             return check;
         }
     };
@@ -162,6 +167,38 @@ fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
     check
 }
 
+/// Cluster groups whose entry range in the footer is not the range of their clusters
+/// (ROOT takes the RNTuple's entries from the groups' spans and aborts reading past the
+/// clusters; this reader takes them from the clusters), or that do not follow each other.
+fn cluster_group_problems(d: &crate::schema::Descriptor) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut next_entry = 0u64;
+    let mut groups: Vec<(usize, &crate::schema::ClusterGroupDescriptor)> =
+        d.cluster_groups.iter().enumerate().collect();
+    groups.sort_by_key(|(_, g)| g.min_entry);
+    for (g, group) in groups {
+        let clusters = d.clusters.iter().filter(|c| c.group == g);
+        let first = clusters.clone().map(|c| c.first_entry).min();
+        let entries = clusters.fold(0u64, |sum, c| sum.saturating_add(c.n_entries));
+        if group.entry_span != entries || first.is_some_and(|f| f != group.min_entry) {
+            out.push(format!(
+                "cluster group {g}: the footer gives entries {}..{} ({} entries), its clusters hold {entries} from entry {}",
+                group.min_entry,
+                group.min_entry.saturating_add(group.entry_span),
+                group.entry_span,
+                first.unwrap_or(group.min_entry)
+            ));
+        } else if group.entry_span > 0 && group.min_entry != next_entry {
+            out.push(format!(
+                "cluster group {g} starts at entry {}, the groups before it end at {next_entry}",
+                group.min_entry
+            ));
+        }
+        next_entry = next_entry.max(group.min_entry.saturating_add(group.entry_span));
+    }
+    out
+}
+
 /// Structure problems: clusters that do not follow each other, a column whose elements
 /// do not continue from one cluster to the next, pages outside the file.
 fn structure_problems(reader: &RNTupleReader, file_size: u64) -> Vec<String> {
@@ -209,6 +246,7 @@ fn structure_problems(reader: &RNTupleReader, file_size: u64) -> Vec<String> {
             }
         }
     }
+    out.extend(cluster_group_problems(d));
     if next_entry != d.n_entries {
         out.push(format!(
             "the clusters hold {next_entry} entries, the footer says {}",

@@ -135,10 +135,7 @@ impl TreeFile {
         let Some(wanted) = name_or_path.map(|n| n.trim_start_matches('/')) else {
             return match all.as_slice() {
                 [one] => Ok(one.clone()),
-                [] => Err(Error::NotFound(format!(
-                    "{} holds no TTree",
-                    self.source().name()
-                ))),
+                [] => Err(self.no_tree()),
                 _ => Err(Error::InvalidArgument(format!(
                     "{} holds several TTrees ({}): name one as FILE:TREE",
                     self.source().name(),
@@ -155,16 +152,40 @@ impl TreeFile {
             .collect();
         match matches.as_slice() {
             [e] => Ok((*e).clone()),
-            [] => Err(Error::NotFound(format!(
-                "no TTree \"{wanted}\" in {} (it has: {})",
-                self.source().name(),
-                paths()
-            ))),
+            [] if all.is_empty() => Err(self.no_tree()),
+            [] => {
+                let names = all.iter().map(|e| e.path.as_str());
+                let hint = crate::error::did_you_mean(wanted, names)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                Err(Error::NotFound(format!(
+                    "no TTree \"{wanted}\" in {} (it has: {}){hint}",
+                    self.source().name(),
+                    paths()
+                )))
+            }
             _ => Err(Error::InvalidArgument(format!(
                 "TTree name \"{wanted}\" is ambiguous in {}: {}",
                 self.source().name(),
                 paths()
             ))),
+        }
+    }
+
+    /// The error for a file without a TTree: one that holds RNTuples already says so.
+    fn no_tree(&self) -> Error {
+        let name = self.source().name();
+        match self.file.rntuple_anchors() {
+            Ok(anchors) if !anchors.is_empty() => {
+                let paths: Vec<String> =
+                    anchors.iter().map(|a| format!("\"{}\"", a.path)).collect();
+                Error::NotFound(format!(
+                    "{name} holds no TTree but RNTuple{} {}: it needs no conversion",
+                    if paths.len() == 1 { "" } else { "s" },
+                    paths.join(", ")
+                ))
+            }
+            _ => Error::NotFound(format!("{name} holds no TTree")),
         }
     }
 

@@ -45,7 +45,16 @@ pub(super) fn no_rntuple_named(file: &RootFile, name: &str) -> Error {
             convert_hint(file_name, path)
         )),
         None if trees.is_empty() => {
-            Error::NotFound(format!("no RNTuple named \"{name}\" in {file_name}"))
+            let rntuples: Vec<String> = file
+                .rntuple_anchors()
+                .map(|anchors| anchors.into_iter().map(|a| a.path).collect())
+                .unwrap_or_default();
+            let hint = match crate::error::did_you_mean(wanted, rntuples.iter().map(String::as_str)) {
+                Some(hint) => format!("; {hint}"),
+                None if rntuples.is_empty() => String::new(),
+                None => format!(" (it holds {})", quoted(&rntuples)),
+            };
+            Error::NotFound(format!("no RNTuple named \"{name}\" in {file_name}{hint}"))
         }
         None => Error::NotFound(format!(
             "no RNTuple named \"{name}\" in {file_name} (it holds the TTree{} {}; convert one with: rntuple convert {file_name}:TREE OUT.root)",
@@ -53,6 +62,12 @@ pub(super) fn no_rntuple_named(file: &RootFile, name: &str) -> Error {
             trees.join(", ")
         )),
     }
+}
+
+/// Names in quotes, separated by commas.
+fn quoted(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    quoted.join(", ")
 }
 
 /// The error for a file without any RNTuple: when it holds TTrees, it names them and
