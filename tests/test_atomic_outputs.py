@@ -127,7 +127,8 @@ def test_failed_copy_leaves_the_old_output(
         "100",
         cwd=tmp_path,
     )
-    assert result.returncode == 1
+    # A value the schema cannot take is a usage error.
+    assert result.returncode == 2
     assert "cluster size of 100 bytes is too small" in result.stderr and "at least" in result.stderr
     assert sha256(out) == before
     assert leftovers(tmp_path) == []

@@ -228,8 +228,8 @@ def test_cli_many_files_with_a_bad_one(rntuple_bin, ttrees, tmp_path):
     outdir.mkdir()
     r = run(rntuple_bin(), "convert", f"{indir}/*.root", "--out-dir", outdir, "-j", "2")
     assert r.returncode != 0
-    assert f"{indir / 'bad.root'}:" in r.stderr, r.stderr
-    assert "1 of 4 conversions failed" in r.stderr
+    assert f"file {indir / 'bad.root'} (fEND in the file header)" in r.stderr, r.stderr
+    assert f"1 of 4 conversions failed: {indir / 'bad.root'}" in r.stderr
     assert sorted(p.name for p in outdir.iterdir()) == sorted(f"{c}.root" for c in CASES)
     for case in CASES:
         assert (

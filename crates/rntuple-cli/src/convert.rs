@@ -168,7 +168,7 @@ pub(crate) fn many(
     bar.finish_and_clear();
     let mut results = results.into_inner().unwrap_or_default();
     results.sort_by_key(|r| r.0);
-    let mut failed = 0;
+    let mut failed = Vec::new();
     for (_, input, output, result, seconds) in results {
         match result {
             Ok(summary) => report(
@@ -179,7 +179,7 @@ pub(crate) fn many(
                 out,
             )?,
             Err(e) => {
-                failed += 1;
+                failed.push(input.clone());
                 let message = e.message();
                 if message.contains(input.as_str()) {
                     eprintln!("rntuple: {message}");
@@ -189,10 +189,12 @@ pub(crate) fn many(
             }
         }
     }
-    if failed > 0 {
+    if !failed.is_empty() {
         return Err(Failure::Bad(format!(
-            "{failed} of {} conversions failed",
-            files.len()
+            "{} of {} conversions failed: {}",
+            failed.len(),
+            files.len(),
+            failed.join(", ")
         )));
     }
     Ok(())
