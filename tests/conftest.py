@@ -253,6 +253,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 #: Test files that take minutes, run first: with the suite spread over workers a file at
 #: a time (tests/run.sh), a long file begun last would leave the other workers idle.
 SLOW_FILES_FIRST = (
+    "test_install.py",
     "test_writer_properties.py",
     "test_crash_recovery.py",
     "test_remote_cache.py",

@@ -22,7 +22,9 @@ command -v openssl >/dev/null || { apt-get update && apt-get install -y openssl;
 step "pip install -r tests/requirements.txt"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 step "the Python package"
-# The Python package, built from this checkout by maturin (the README's install command).
+# The Python package, built from this checkout by maturin (the README's install command,
+# quiet: the README's -v shows cargo's progress). tests/test_install.py builds it again in
+# a fresh venv from the same target/ (no recompiling: pyproject's PYO3_NO_PYTHON).
 python3 -m pip install --quiet --disable-pip-version-check ./python
 
 step "lint"
