@@ -81,7 +81,11 @@ def test_ls_of_several_files_goes_on_past_a_bad_one(wide: Path, bad: Path, tmp_p
     # Each error as alone (it names its file), then which files failed.
     errors = proc.stderr.splitlines()
     assert errors[:2] == [alone[bad].stderr.strip(), alone[missing].stderr.strip()]
-    assert f"file {bad}: not a ROOT file" in errors[0] and f"{missing}: No such file" in errors[1]
+    assert (
+        errors[0].startswith(f"rntuple: file {bad}: ")
+        and "not a ROOT file" in errors[0]
+        and f"{missing}: No such file" in errors[1]
+    )
     assert errors[2:] == [f"rntuple: 2 of 4 files failed: {bad}, {missing}"]
     # All good: exit 0, every file under its header.
     proc = _cli("ls", wide, EXAMPLE)

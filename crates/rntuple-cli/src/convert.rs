@@ -179,13 +179,8 @@ pub(crate) fn many(
                 out,
             )?,
             Err(e) => {
-                failed.push(input.clone());
-                let message = e.message();
-                if message.contains(input.as_str()) {
-                    eprintln!("rntuple: {message}");
-                } else {
-                    eprintln!("rntuple: {input}: {message}");
-                }
+                e.report_input(&input);
+                failed.push(input);
             }
         }
     }

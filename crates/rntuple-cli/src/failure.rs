@@ -65,12 +65,17 @@ impl Failure {
         })
     }
 
-    /// The message alone, for a failure reported among others (one line per input).
-    pub(crate) fn message(&self) -> String {
-        match self {
-            Failure::Usage(m) | Failure::Bad(m) => m.clone(),
-            Failure::Input(e) => describe(e),
-            Failure::Output(e) => format!("cannot write the output: {e}"),
+    /// Reports the failure of one input among many (one line each, the command going
+    /// on): its message with its way out, naming `file` (a path or URL) if the message
+    /// does not.
+    pub(crate) fn report_input(&self, file: &str) {
+        let Some((message, _)) = self.render(&[file.to_string()]) else {
+            return;
+        };
+        if message.contains(file) {
+            eprintln!("rntuple: {message}");
+        } else {
+            eprintln!("rntuple: {file}: {message}");
         }
     }
 }

@@ -52,14 +52,7 @@ pub(crate) fn each<W: Write>(
         };
         failed.push(file.as_str());
         out.flush()?;
-        let (file_name, _) = split_target(file);
-        if let Some((message, _)) = failure.render(std::slice::from_ref(&file_name)) {
-            if message.contains(file_name.as_str()) {
-                eprintln!("rntuple: {message}");
-            } else {
-                eprintln!("rntuple: {file}: {message}");
-            }
-        }
+        failure.report_input(&split_target(file).0);
     }
     out.flush()?;
     if !failed.is_empty() {
