@@ -846,14 +846,19 @@ fn flipped_bytes_never_panic() {
 
 #[test]
 fn not_root_files() {
-    assert!(matches!(
-        RootFile::open(mem("empty", vec![])),
-        Err(Error::NotFound(_))
-    ));
-    assert!(matches!(
-        RootFile::open(mem("text", b"hello world, this is not ROOT".to_vec())),
-        Err(Error::NotFound(_))
-    ));
+    // Bad data (not a missing RNTuple), naming the file.
+    for (name, bytes) in [
+        ("empty", vec![]),
+        ("text", b"hello world, this is not ROOT".to_vec()),
+    ] {
+        let err = RootFile::open(mem(name, bytes)).unwrap_err();
+        assert!(
+            matches!(err.root_cause(), Error::Corrupt { .. }),
+            "{name}: {err}"
+        );
+        assert!(err.to_string().contains("not a ROOT file"), "{err}");
+        assert!(err.to_string().contains(name), "{err}");
+    }
     let mut bare = b"rntuple".to_vec();
     bare.resize(200, 0);
     assert!(RootFile::open(mem("bare", bare)).is_err());
