@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import shutil
 import socket
 import struct
@@ -381,7 +382,9 @@ def test_a_closed_port_is_connection_refused(scheme: str, clean_env: pytest.Monk
         retries=0,
     ):
         assert "Connection refused" in message, message
-        assert message.endswith("; 1 attempt over 0 s (0 retries, RNTUPLE_RETRIES or --retries)"), message
+        # The time of the one attempt depends on the machine's load.
+        tail = r"; 1 attempt over \d+(\.\d+)? s \(0 retries, RNTUPLE_RETRIES or --retries\)"
+        assert re.search(tail + "$", message), message
     err = raised(lambda: rntuple.open(url, retries=0))
     assert isinstance(err, ConnectionError) and isinstance(err, rntuple.RemoteConnectionError)
 
