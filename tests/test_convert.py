@@ -404,7 +404,8 @@ def test_dump_and_python_read_arrays_and_bitsets_as_root_reads_the_ttree(
     assert proc.returncode == 0, proc.stderr
     want = {c: [_root_plain(v) for v in vs] for c, vs in ttree_oracle.ttree_values(ttrees[case], "t").items()}
     dump = subprocess.run(
-        [str(require_rntuple_bin()), "dump", "--jsonl", f"{ours}:t"],
+        # Floats as hex strings: bit exact, compared as ROOT's values.
+        [str(require_rntuple_bin()), "dump", "--jsonl", "--floats", "hex", f"{ours}:t"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -96,6 +96,25 @@ def start_writer(command: list[str]) -> subprocess.Popen[str]:
     return proc
 
 
+def kill_at_size(proc: subprocess.Popen[str], run_dir: Path, target: float, deadline: float) -> float:
+    """Kills the writer with SIGKILL once its temporary file in ``run_dir`` holds
+    ``target`` bytes (or when it ends, or after ``deadline`` seconds); returns the
+    seconds it ran."""
+    t0 = time.perf_counter()
+    while proc.poll() is None and time.perf_counter() - t0 < deadline:
+        partials = list(run_dir.glob("out.root.*.partial"))
+        try:
+            if partials and partials[0].stat().st_size >= target:
+                break
+        except FileNotFoundError:
+            pass  # renamed to the output meanwhile: complete
+        time.sleep(0.002)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return time.perf_counter() - t0
+
+
 def python_command(out: Path) -> list[str]:
     """The Python writer of ``out``."""
     return [
@@ -171,7 +190,8 @@ def assert_clean_exit(proc: subprocess.CompletedProcess[str], what: str) -> None
 def test_killed_writer_is_recovered_to_its_committed_groups(
     writer: str, references: dict[str, Reference], tmp_path: Path, rntuple_bin: Callable[[], Path]
 ) -> None:
-    """30 writes killed with SIGKILL at random moments: ``recover`` gives, every time, a
+    """30 writes killed with SIGKILL at random moments (a random share of the bytes
+    written): ``recover`` gives, every time, a
     file ROOT reads to exactly the entries of the committed cluster groups, every value
     as written; or, when no group was committed yet, a clear error."""
     ref = references[writer]
@@ -183,11 +203,12 @@ def test_killed_writer_is_recovered_to_its_committed_groups(
         run_dir = tmp_path / f"run{k}"
         run_dir.mkdir()
         out = run_dir / "out.root"
-        delay = rng.uniform(0.02, 0.98) * ref.seconds
+        # A random moment of the write, by the bytes written rather than by the time
+        # (which the machine's load stretches): the kill comes once the temporary file
+        # holds a random share of the reference file's bytes.
+        target = rng.uniform(0.02, 0.98) * ref.path.stat().st_size
         proc = start_writer(ref.command(out))
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        delay = kill_at_size(proc, run_dir, target, deadline=5.0 + 3 * ref.seconds)
         partials = sorted(run_dir.glob("out.root.*.partial"))
         assert len(partials) <= 1, partials
         if not partials:
