@@ -118,6 +118,21 @@ class Server:
         lines = self.access_log.read_text().splitlines()
         return [dict(zip(LOG_FIELDS, line.split("\t"), strict=True)) for line in lines if line]
 
+    def settled_requests(self, quiet: float = 0.3, timeout: float = 10.0) -> list[dict[str, str]]:
+        """The requests logged once the log has stopped growing for ``quiet`` seconds:
+        nginx writes a request's line after sending its answer, so a client that has
+        just finished may be ahead of the log (at most ``timeout`` seconds of waiting)."""
+        deadline = time.monotonic() + timeout
+        size, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = self.access_log.stat().st_size if self.access_log.exists() else 0
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                break
+            time.sleep(0.02)
+        return self.requests()
+
     def clear_log(self) -> None:
         """Empties the access log (nginx keeps appending to the same file)."""
         if self.access_log.exists():
