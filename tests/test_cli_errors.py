@@ -241,6 +241,10 @@ def test_convert_many_files_expanded_by_the_shell_into_a_new_directory(
     assert sorted(p.name for p in out_dir.iterdir()) == ["run1.root", "run2.root"]
     dumped = run("dump", out_dir / "run2.root", "--jsonl")
     assert [line for line in dumped.stdout.splitlines()] == [f'{{"x":{i}}}' for i in range(5, 9)]
+    # A run whose every conversion fails leaves no directory it made.
+    not_made = tmp_path / "never" / "made"
+    proc = run("convert", trees["only_dotted"], "--out-dir", not_made)
+    assert proc.returncode == 1 and not (tmp_path / "never").exists(), proc.stderr
     # Without --out-dir, more than two paths point to it.
     proc = run("convert", trees["run1"], trees["run2"], tmp_path / "x.root")
     assert proc.returncode == 2

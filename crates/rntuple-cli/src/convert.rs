@@ -129,6 +129,13 @@ pub(crate) fn many(
             )));
         }
     }
+    // The directories made here, the deepest first: removed again if nothing was
+    // written into them, so that a run that fails leaves the disk as it was.
+    let made: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(dir).map_err(|e| {
         Failure::Input(rntuple::Error::Write {
             what: format!("the directory {} (--out-dir)", dir.display()),
@@ -182,6 +189,12 @@ pub(crate) fn many(
                 e.report_input(&input);
                 failed.push(input);
             }
+        }
+    }
+    if failed.len() == files.len() {
+        for d in &made {
+            // Fails, and keeps it, where something else was put there meanwhile.
+            let _ = std::fs::remove_dir(d);
         }
     }
     if !failed.is_empty() {

@@ -70,7 +70,8 @@ pub(crate) fn each<W: Write>(
 /// on standard error how to convert the TTrees.
 pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
     let root = RootFile::open(open_source(file)?)?;
-    for anchor in root.rntuple_anchors()? {
+    let anchors = root.rntuple_anchors()?;
+    for anchor in &anchors {
         let reader = RNTupleReader::open(&root, Some(&anchor.path))?;
         let d = reader.descriptor();
         let names: Vec<&str> = d.top_level.iter().map(|&id| d.field(id).name()).collect();
@@ -83,10 +84,9 @@ pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
             name_list(&names, &format!("{file}:{}", anchor.path))
         )?;
     }
-    let anchors = root.rntuple_anchors()?.len();
     let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;
     let trees = trees::all_trees(&tree_file)?;
-    if anchors == 0 && trees.is_empty() {
+    if anchors.is_empty() && trees.is_empty() {
         return Err(Failure::Input(rntuple::Error::NotFound(format!(
             "{file} holds no RNTuple and no TTree"
         ))));

@@ -172,14 +172,20 @@ fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
 /// clusters; this reader takes them from the clusters), or that do not follow each other.
 fn cluster_group_problems(d: &crate::schema::Descriptor) -> Vec<String> {
     let mut out = Vec::new();
+    // Per group, in one pass over the clusters: its first entry and its entries.
+    let mut held: Vec<(Option<u64>, u64)> = vec![(None, 0); d.cluster_groups.len()];
+    for c in &d.clusters {
+        if let Some((first, entries)) = held.get_mut(c.group) {
+            *first = Some(first.map_or(c.first_entry, |f| f.min(c.first_entry)));
+            *entries = entries.saturating_add(c.n_entries);
+        }
+    }
     let mut next_entry = 0u64;
     let mut groups: Vec<(usize, &crate::schema::ClusterGroupDescriptor)> =
         d.cluster_groups.iter().enumerate().collect();
     groups.sort_by_key(|(_, g)| g.min_entry);
     for (g, group) in groups {
-        let clusters = d.clusters.iter().filter(|c| c.group == g);
-        let first = clusters.clone().map(|c| c.first_entry).min();
-        let entries = clusters.fold(0u64, |sum, c| sum.saturating_add(c.n_entries));
+        let (first, entries) = held[g];
         if group.entry_span != entries || first.is_some_and(|f| f != group.min_entry) {
             out.push(format!(
                 "cluster group {g}: the footer gives entries {}..{} ({} entries), its clusters hold {entries} from entry {}",
