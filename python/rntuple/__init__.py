@@ -39,6 +39,7 @@ from .errors import (
     ChecksumError,
     ConversionError,
     FormatError,
+    IncompatibleTypeError,
     InvalidArgumentError,
     MissingDependencyError,
     NotFoundError,
@@ -53,6 +54,7 @@ from .errors import (
     RemoteTimeoutError,
     RNTupleError,
     UnsupportedError,
+    ValueOutOfRangeError,
 )
 from .inspection import Inspection, PageSizeHistogram
 from .merge import MergeResult, MergeWarning, merge
@@ -68,6 +70,7 @@ __all__ = [
     "Field",
     "FillContext",
     "FormatError",
+    "IncompatibleTypeError",
     "Inspection",
     "InvalidArgumentError",
     "MergeResult",
@@ -89,6 +92,7 @@ __all__ = [
     "RemotePermissionError",
     "RemoteTimeoutError",
     "UnsupportedError",
+    "ValueOutOfRangeError",
     "WritableFile",
     "WritableRNTuple",
     "__version__",

@@ -187,6 +187,18 @@ class OutputExistsError(RNTupleError, FileExistsError):
         return (type(self), (self.message,))
 
 
+class IncompatibleTypeError(RNTupleError, TypeError):
+    """A field cannot be read as the type asked for (``types=``): schema evolution's
+    rules (ROOT's) refuse it. Raised before anything is read; the message names the field
+    and both types."""
+
+
+class ValueOutOfRangeError(RNTupleError, ValueError):
+    """A value does not fit the type its field is read as (``types=``): the message names
+    the field, the entry and the value. ``on_overflow="mask"`` reads such values as
+    None instead."""
+
+
 class ConversionError(RNTupleError):
     """Some conversions of a batch failed (:func:`rntuple.dask.convert_files`): the
     message names every failed input with its error. ``failures`` maps each failed input
@@ -206,6 +218,7 @@ __all__ = [
     "ChecksumError",
     "ConversionError",
     "FormatError",
+    "IncompatibleTypeError",
     "InvalidArgumentError",
     "MissingDependencyError",
     "NotFoundError",
@@ -220,4 +233,5 @@ __all__ = [
     "RemotePermissionError",
     "RemoteTimeoutError",
     "UnsupportedError",
+    "ValueOutOfRangeError",
 ]

@@ -361,6 +361,9 @@ class RNTuple:
         entry_stop: int | None = None,
         library: str = "ak",
         how: Any = None,
+        types: dict[str, Any] | None = None,
+        on_overflow: str = "raise",
+        defaults: dict[str, Any] | None = None,
     ) -> Any:
         """Reads fields or expressions of them over ``entry_start:entry_stop`` (Python
         slice semantics, clipped), as uproot's ``arrays``:
@@ -378,9 +381,21 @@ class RNTuple:
           NumPy arrays as uproot gives them: jagged fields as object arrays of per-entry
           arrays), ``"pd"`` (a DataFrame indexed by entry number), ``"pl"``, ``"arrow"``;
         - ``how``: ``dict``, ``tuple`` or ``list`` of the results, or ``"zip"`` (for
-          ``"ak"``: jagged fields with equal counts zipped by their common prefix).
+          ``"ak"``: jagged fields with equal counts zipped by their common prefix);
+        - ``types``: fields read as another type than the one on disk, by ROOT's schema
+          evolution rules: ``{"x": "double", "v": "std::vector<std::int64_t>"}`` (C++
+          type names as ROOT spells them, or NumPy's ``"float64"``, ``"int32"``, ...); a
+          dict of members reads a record member by member, by name, in the dict's
+          order (``{"evo": {"a": "std::int64_t", "c": "float"}}``: members not listed
+          are left out, listed members not on disk are None, or ``defaults[path]``); a
+          path converts one member (``{"evo.a": "std::int64_t"}``). A conversion the
+          rules refuse raises :class:`~rntuple.IncompatibleTypeError` before anything
+          is read; a value that does not fit raises
+          :class:`~rntuple.ValueOutOfRangeError` naming the field, the entry and the
+          value, or is None with ``on_overflow="mask"``.
         """
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
+        plan.types = self._read_types(types, on_overflow, defaults)
         library = check_library(library)
         how = check_how(how, library)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
@@ -400,6 +415,9 @@ class RNTuple:
         library: str = "ak",
         how: Any = None,
         decode_ahead: bool = True,
+        types: dict[str, Any] | None = None,
+        on_overflow: str = "raise",
+        defaults: dict[str, Any] | None = None,
     ) -> Iterator[Any]:
         """Yields :meth:`arrays` in batches aligned to cluster boundaries: ``step_size``
         is a number of entries or a memory size (``"100 MB"``) of the fields read,
@@ -410,8 +428,10 @@ class RNTuple:
         thread of its own while the caller works on the current one, so that a loop
         costs about the larger of reading and computing, not their sum; memory holds at
         most one decoded batch beyond the caller's. ``decode_ahead=False`` reads each
-        batch only when the loop asks for it."""
+        batch only when the loop asks for it. ``types``, ``on_overflow``, ``defaults``:
+        as :meth:`arrays`."""
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
+        plan.types = self._read_types(types, on_overflow, defaults)
         library = check_library(library)
         how = check_how(how, library)
         step_size = check_step_size(step_size)
@@ -421,11 +441,11 @@ class RNTuple:
         # one is used (decode_ahead), and from a remote file the next batches' pages are
         # fetched meanwhile.
         if not plan.computes:
-            streams = [self._stream(plan.selection, ranges, decode_ahead)]
+            streams = [self._stream(plan.selection, ranges, decode_ahead, plan.types)]
         else:
             # The fields selected as they are and the expressions' inputs.
             streams = [
-                self._stream(paths, ranges, decode_ahead) if paths else None
+                self._stream(paths, ranges, decode_ahead, plan.types) if paths else None
                 for paths in (plan.selection, plan.inputs)
             ]
         try:
@@ -441,14 +461,57 @@ class RNTuple:
                 if s is not None:
                     s.close()
 
-    def _stream(self, paths: list[str], ranges: list[tuple[int, int]], decode_ahead: bool) -> Any:
+    def _stream(
+        self, paths: list[str], ranges: list[tuple[int, int]], decode_ahead: bool, types: Any = None
+    ) -> Any:
         """An iterator of the ``pyarrow.RecordBatch`` of ``paths`` over each of
-        ``ranges``, in turn (``close()`` stops it)."""
-        return self._reader.batches(self._qualified(paths), ranges, decode_ahead)
+        ``ranges``, in turn (``close()`` stops it); ``types``: :meth:`_read_types`."""
+        return self._reader.batches(self._qualified(paths), ranges, decode_ahead, types)
 
-    def _read_table(self, paths: list[str], start: int, stop: int) -> pa.Table:
-        batch = self._reader.read(self._qualified(paths), start, stop)
+    def _read_table(self, paths: list[str], start: int, stop: int, types: Any = None) -> pa.Table:
+        batch = self._reader.read(self._qualified(paths), start, stop, types)
         return pa.Table.from_batches([batch])
+
+    def _read_types(
+        self,
+        types: dict[str, Any] | None,
+        on_overflow: str = "raise",
+        defaults: dict[str, Any] | None = None,
+        integers_to_reals: bool = False,
+    ) -> Any:
+        """The core's parsed form of ``types=`` (field paths as :meth:`keys` names them,
+        C++ type names or dicts of members), or None when nothing is converted."""
+        if on_overflow not in ("raise", "mask"):
+            raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
+        if types is None:
+            if defaults:
+                raise InvalidArgumentError("defaults= names members added by types=, and no types= is given")
+            return None
+        if not isinstance(types, dict):
+            raise InvalidArgumentError(
+                f"types must be a dict of field names to C++ type names, not {type(types).__name__}"
+            )
+        if defaults is not None and not isinstance(defaults, dict):
+            raise InvalidArgumentError(f"defaults must be a dict, not {type(defaults).__name__}")
+        info = self._field_paths()
+
+        def qualified(path: str) -> str:
+            if not isinstance(path, str):
+                raise InvalidArgumentError(f"types and defaults name fields by strings, not {path!r}")
+            if path in info:
+                return info[path][2]
+            head, _, tail = path.rpartition(".")
+            # A member added by types= is not on disk: qualify its record.
+            return f"{info[head][2]}.{tail}" if head in info else path
+
+        if not types:
+            return None
+        return _core.read_types(
+            {qualified(k): v for k, v in types.items()},
+            on_overflow,
+            {qualified(k): v for k, v in (defaults or {}).items()},
+            integers_to_reals,
+        )
 
     def _plan(
         self, expressions: Any, cut: Any, filter_name: Any, filter_typename: Any, aliases: Any
@@ -589,6 +652,8 @@ class ReadPlan:
         self.aliases: dict[str, Compiled] = {}
         #: The field paths the expressions, cut and aliases use.
         self.inputs: list[str] = []
+        #: The types fields are read as (the core's parsed ``types=``), or None.
+        self.types: Any = None
 
     def select(self, paths: list[str]) -> None:
         """Reads ``paths`` as they are; each is output as its top-level record."""
@@ -619,15 +684,15 @@ class ReadPlan:
     def read(self, nt: RNTuple, start: int, stop: int, library: str, how: Any) -> Any:
         """The results over ``start:stop`` in ``library``'s form, grouped as ``how``."""
         if not self.computes:
-            return self.convert(nt._read_table(self.selection, start, stop), start, library, how)
+            return self.convert(nt._read_table(self.selection, start, stop, self.types), start, library, how)
         return self._finish(*self.evaluate(nt, start, stop), library, how)
 
     def evaluate(self, nt: RNTuple, start: int, stop: int) -> tuple[dict[str, Any], np.ndarray]:
         """The output columns over ``start:stop`` (Awkward or NumPy, the cut applied)
         and the entry numbers they hold."""
         return self.evaluate_tables(
-            nt._read_table(self.selection, start, stop) if self.selection else None,
-            nt._read_table(self.inputs, start, stop) if self.inputs else None,
+            nt._read_table(self.selection, start, stop, self.types) if self.selection else None,
+            nt._read_table(self.inputs, start, stop, self.types) if self.inputs else None,
             start,
             stop,
         )
@@ -1061,6 +1126,7 @@ def open_rntuples(
     retries: int | None = None,
     cache: Any = None,
     first_read: Callable[[RNTuple], Any] | None = None,
+    first_read_at: Callable[[RNTuple, int], Any] | None = None,
 ) -> Iterator[tuple[RNTuple, Any]]:
     """Opens each RNTuple a files spec names (see :func:`iterate`), with the options of
     :func:`open`, and yields it with ``first_read(nt)`` (``None`` without one). The next
@@ -1068,7 +1134,8 @@ def open_rntuples(
     threads of their own while the caller uses the current one (the core releases the
     GIL while it opens and reads): over many remote files the round trips of opening
     them, and the fetching of the next one's first pages, overlap the work on this one.
-    A file is no longer referenced here once the caller moves on."""
+    A file is no longer referenced here once the caller moves on. ``first_read_at``:
+    as ``first_read``, also given the file's index in the chain."""
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
     items = _expand_files(files)
@@ -1081,10 +1148,10 @@ def open_rntuples(
 
     def open_and_read(index: int) -> tuple[RNTuple, Any]:
         nt = opening[index].result()
-        if first_read is None:
+        if first_read is None and first_read_at is None:
             return nt, None
         try:
-            return nt, first_read(nt)
+            return nt, first_read(nt) if first_read is not None else first_read_at(nt, index)  # type: ignore[misc]
         except NotFoundError as err:
             # A field one file of many lacks: say which file.
             if nt.file_path in str(err):
@@ -1126,6 +1193,10 @@ def iterate(
     connect_timeout: float | None = None,
     retries: int | None = None,
     cache: Any = None,
+    types: dict[str, Any] | None = None,
+    on_overflow: str = "raise",
+    defaults: dict[str, Any] | None = None,
+    allow_missing: bool = False,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
     order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
@@ -1136,30 +1207,51 @@ def iterate(
     batch read, while the caller works on the current file's batches: a chain of
     remote files does not wait at each file boundary; a file is closed once its last
     batch is handed out. ``timeout``, ``connect_timeout``, ``retries`` and ``cache``:
-    for remote files, as :func:`open`."""
+    for remote files, as :func:`open`.
+
+    Every batch has one schema, fixed before the first is read from the headers of
+    every file: a field whose type differs between files is read as one type (numbers
+    promoted as uproot and NumPy promote them, ``float`` and ``double`` as ``double``,
+    ``std::int32_t`` and ``std::int64_t`` as ``std::int64_t``; collections of
+    different kinds as vectors; records member by member); ``types`` (as
+    :meth:`RNTuple.arrays`, with ``on_overflow`` and ``defaults``) names the type
+    instead. A selected field that some files lack is an error naming them, or None in
+    their entries with ``allow_missing=True``."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
     options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
+    allow_missing = check_flag("allow_missing", allow_missing)
+    chain = _chain_plan(
+        files, expressions, cut, aliases, filter_name, filter_typename, types, allow_missing, options
+    )
     done = object()
 
-    def first_batch(nt: RNTuple) -> tuple[Iterator[Any], Any]:
-        batches = nt.iterate(
-            expressions,
-            cut,
-            filter_name=filter_name,
-            filter_typename=filter_typename,
-            aliases=aliases,
-            step_size=step_size,
-            library=library,
-            how=how,
-            decode_ahead=decode_ahead,
-        )
+    def first_batch(nt: RNTuple, index: int) -> tuple[Iterator[Any], Any]:
+        if chain is None or chain.schema is None:
+            batches = nt.iterate(
+                expressions if chain is None else chain.expressions[index],
+                cut,
+                filter_name=filter_name,
+                filter_typename=filter_typename,
+                aliases=aliases,
+                step_size=step_size,
+                library=library,
+                how=how,
+                decode_ahead=decode_ahead,
+                types=types if chain is None else chain.types[index],
+                on_overflow=on_overflow,
+                defaults=defaults,
+            )
+        else:
+            batches = _conformed_batches(
+                nt, chain, index, step_size, library, how, decode_ahead, on_overflow, defaults
+            )
         return batches, next(batches, done)
 
-    for _, (batches, first) in open_rntuples(files, **options, first_read=first_batch):
+    for _, (batches, first) in open_rntuples(files, **options, first_read_at=first_batch):
         if first is not done:
             yield first
             yield from batches
@@ -1179,28 +1271,53 @@ def concatenate(
     connect_timeout: float | None = None,
     retries: int | None = None,
     cache: Any = None,
+    types: dict[str, Any] | None = None,
+    on_overflow: str = "raise",
+    defaults: dict[str, Any] | None = None,
+    allow_missing: bool = False,
 ) -> Any:
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
     entries in file order (a pandas index counts entries over all files). The next file
     is opened and read while the current one is converted. ``timeout``,
-    ``connect_timeout``, ``retries`` and ``cache``: for remote files, as :func:`open`."""
+    ``connect_timeout``, ``retries`` and ``cache``: for remote files, as :func:`open`.
+    ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
+    every file, as :func:`iterate`."""
     library = check_library(library)
     how = check_how(how, library)
     options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
+    allow_missing = check_flag("allow_missing", allow_missing)
+    chain = _chain_plan(
+        files, expressions, cut, aliases, filter_name, filter_typename, types, allow_missing, options
+    )
 
-    def read(nt: RNTuple) -> tuple[ReadPlan, Any]:
-        plan = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
+    def read(nt: RNTuple, index: int) -> tuple[ReadPlan, Any]:
+        if chain is not None and chain.schema is not None:
+            from .unify import conform
+
+            plan = nt._plan(chain.expressions[index], None, filter_name, filter_typename, aliases)
+            plan.types = nt._read_types(chain.types[index], on_overflow, defaults, integers_to_reals=True)
+            if not plan.selection:
+                return plan, conform(pa.table({}), chain.schema, nt.num_entries)
+            return plan, conform(nt._read_table(plan.selection, 0, nt.num_entries, plan.types), chain.schema)
+        plan = nt._plan(
+            expressions if chain is None else chain.expressions[index],
+            cut,
+            filter_name,
+            filter_typename,
+            aliases,
+        )
+        plan.types = nt._read_types(types if chain is None else chain.types[index], on_overflow, defaults)
         if plan.computes:
             return plan, plan.evaluate(nt, 0, nt.num_entries)
-        return plan, nt._read_table(plan.selection, 0, nt.num_entries)
+        return plan, nt._read_table(plan.selection, 0, nt.num_entries, plan.types)
 
     tables = []
     sources = []
     parts = []
     offset = 0
-    for nt, (plan, read_out) in open_rntuples(files, **options, first_read=read):
+    for nt, (plan, read_out) in open_rntuples(files, **options, first_read_at=read):
         if plan.computes:
             columns, entries = read_out
             parts.append((_awkward_records(columns, len(entries)), entries + offset))
@@ -1222,3 +1339,68 @@ def concatenate(
         which = f" ({sources[0]} and {sources[other]})" if other is not None else ""
         raise InvalidArgumentError(f"the files' schemas differ{which}: {err}") from None
     return ReadPlan().convert(table, 0, library, how)
+
+
+def _chain_plan(
+    files: Any,
+    expressions: Any,
+    cut: Any,
+    aliases: Any,
+    filter_name: Any,
+    filter_typename: Any,
+    types: Any,
+    allow_missing: bool,
+    options: dict[str, Any],
+) -> Any:
+    """The one schema of a chain (:func:`rntuple.unify.plan_chain`) when fields are
+    selected as they are (no cut, no aliases); None otherwise (each file as it is, with
+    the caller's ``types``)."""
+    if cut is not None or aliases:
+        if allow_missing:
+            raise InvalidArgumentError("allow_missing reads fields by name: it takes no cut or aliases")
+        return None
+    from .unify import plan_chain
+
+    return plan_chain(
+        files,
+        expressions,
+        filter_name=filter_name,
+        filter_typename=filter_typename,
+        types=types,
+        allow_missing=allow_missing,
+        options=options,
+    )
+
+
+def _conformed_batches(
+    nt: RNTuple,
+    chain: Any,
+    index: int,
+    step_size: Any,
+    library: str,
+    how: Any,
+    decode_ahead: bool,
+    on_overflow: str,
+    defaults: Any,
+) -> Iterator[Any]:
+    """The batches of one file of a chain, each read with the chain's types for it and
+    given the chain's schema (fields it lacks as None)."""
+    from .unify import conform
+
+    plan = nt._plan(chain.expressions[index], None, None, None, None)
+    plan.types = nt._read_types(chain.types[index], on_overflow, defaults, integers_to_reals=True)
+    start, stop = 0, nt.num_entries
+    paths = plan.selection
+    ranges = nt.batch_ranges(paths or nt.fields, start, stop, step_size)
+    if not paths:
+        for first, last in ranges:
+            table = conform(pa.table({}), chain.schema, last - first)
+            yield plan.convert(table, first, library, how)
+        return
+    stream = nt._stream(paths, ranges, decode_ahead, plan.types)
+    try:
+        for first, _ in ranges:
+            table = conform(pa.Table.from_batches([next(stream)]), chain.schema)
+            yield plan.convert(table, first, library, how)
+    finally:
+        stream.close()

@@ -13,7 +13,9 @@ use rntuple::container::{FileWriter, RootFile};
 use rntuple::format::SchemaDescription;
 use rntuple::io::AtomicFile;
 use rntuple::io::{open_source_with, SourceOptions};
-use rntuple::read::{Projection, RNTupleReader, RecordPaths, StepSize};
+use rntuple::read::{
+    DefaultValue, OnOverflow, Projection, RNTupleReader, ReadAs, ReadTypes, RecordPaths, StepSize,
+};
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{FillContext, ParallelWriter, SharedFile, WriteOptions};
 use rntuple::Error;
@@ -55,6 +57,8 @@ fn to_py_err(err: Error) -> PyErr {
                     Error::NotFound(_) => "NotFoundError",
                     Error::OutputExists { .. } => "OutputExistsError",
                     Error::InvalidArgument(_) => "InvalidArgumentError",
+                    Error::IncompatibleType(_) => "IncompatibleTypeError",
+                    Error::OutOfRange { .. } => "ValueOutOfRangeError",
                     _ => "RNTupleError",
                 };
                 errors.and_then(|m| m.getattr(class)?.call1((message.clone(),)))
@@ -357,15 +361,30 @@ impl Reader {
 
     /// The projection Python reads: field paths (qualified names) through records stay
     /// members of their top-level record, as uproot and Awkward users expect.
-    fn projection(&self, fields: Option<Vec<String>>) -> PyResult<Projection> {
+    fn projection(
+        &self,
+        fields: Option<Vec<String>>,
+        types: Option<&ReadTypesHandle>,
+    ) -> PyResult<Projection> {
+        let empty = ReadTypes::new();
+        let types = types.map_or(&empty, |t| &t.types);
         self.reader
-            .projection(fields.as_deref(), RecordPaths::Members)
+            .projection_as(fields.as_deref(), RecordPaths::Members, types)
             .map_err(to_py_err)
     }
 }
 
 #[pymethods]
 impl Reader {
+    /// The schema alone (the descriptor), kept after the file is closed: for
+    /// [`unify_field`].
+    fn schema_handle(&self) -> SchemaHandle {
+        SchemaHandle {
+            descriptor: self.reader.shared_descriptor(),
+            file: self.reader.source().name().to_string(),
+        }
+    }
+
     /// Number of entries.
     #[getter]
     fn num_entries(&self) -> u64 {
@@ -456,13 +475,14 @@ impl Reader {
     }
 
     /// The Arrow schema (a `pyarrow.Schema`) of the selected fields, all for `None`.
-    #[pyo3(signature = (fields=None))]
+    #[pyo3(signature = (fields=None, types=None))]
     fn schema<'py>(
         &self,
         py: Python<'py>,
         fields: Option<Vec<String>>,
+        types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, types.as_deref())?;
         // Streamer fields as the records they are read as.
         self.streamer_fields()?
             .schema(projection.schema())
@@ -482,7 +502,7 @@ impl Reader {
     /// The uncompressed bytes of the selected fields in each cluster.
     #[pyo3(signature = (fields=None))]
     fn cluster_bytes(&self, fields: Option<Vec<String>>) -> PyResult<Vec<u64>> {
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, None)?;
         Ok(self.reader.projection_bytes_per_cluster(&projection))
     }
 
@@ -507,7 +527,7 @@ impl Reader {
                 )))
             }
         };
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, None)?;
         let range = entry_range(&self.reader, start, stop)?;
         let ranges = self
             .reader
@@ -547,16 +567,17 @@ impl Reader {
 
     /// Reads the selected fields over entries `start..stop` into one
     /// `pyarrow.RecordBatch`; the GIL is released while pages are read and decoded.
-    #[pyo3(signature = (fields, start, stop))]
+    #[pyo3(signature = (fields, start, stop, types=None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
         fields: Option<Vec<String>>,
         start: u64,
         stop: u64,
+        types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let range = entry_range(&self.reader, start, stop)?;
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, types.as_deref())?;
         let reader = self.reader.clone();
         let streamer = self.streamer_fields()?;
         let batch = py
@@ -571,15 +592,16 @@ impl Reader {
     /// A `pyarrow.RecordBatchReader` that reads the selected fields over each of
     /// `ranges` in turn, one batch per range (see [`Reader::batches`]); pyarrow releases
     /// the GIL while it waits for a batch.
-    #[pyo3(signature = (fields, ranges, decode_ahead=true))]
+    #[pyo3(signature = (fields, ranges, decode_ahead=true, types=None))]
     fn stream<'py>(
         &self,
         py: Python<'py>,
         fields: Option<Vec<String>>,
         ranges: Vec<(u64, u64)>,
         decode_ahead: bool,
+        types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, types.as_deref())?;
         let schema = Arc::new(self.streamer_fields()?.schema(projection.schema()));
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
@@ -591,14 +613,15 @@ impl Reader {
     /// batch is decoded on a thread of its own while the consumer uses the current one
     /// (at most one ahead); without it, each batch is decoded when the consumer asks for
     /// it. The GIL is released while waiting for a batch; errors keep their class.
-    #[pyo3(signature = (fields, ranges, decode_ahead=true))]
+    #[pyo3(signature = (fields, ranges, decode_ahead=true, types=None))]
     fn batches(
         &self,
         fields: Option<Vec<String>>,
         ranges: Vec<(u64, u64)>,
         decode_ahead: bool,
+        types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<BatchIterator> {
-        let projection = self.projection(fields)?;
+        let projection = self.projection(fields, types.as_deref())?;
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         Ok(BatchIterator {
             batches: Mutex::new(Some(batches)),
@@ -1196,11 +1219,172 @@ fn merge_rntuples(
     ))
 }
 
+/// One file's schema (its descriptor), without the file.
+#[pyclass(module = "rntuple._core", frozen)]
+struct SchemaHandle {
+    descriptor: Arc<rntuple::schema::Descriptor>,
+    file: String,
+}
+
+#[pymethods]
+impl SchemaHandle {
+    /// The C++ type of field `path` (a qualified name), or an error naming the file.
+    fn type_name(&self, path: &str) -> PyResult<String> {
+        let id = self.descriptor.find_field(path).ok_or_else(|| {
+            to_py_err(Error::NotFound(format!(
+                "{}: no field \"{path}\"",
+                self.file
+            )))
+        })?;
+        Ok(self.descriptor.field(id).type_name().to_string())
+    }
+}
+
+/// A requested type as Python gives it: a C++ type name or a dict of members.
+fn read_as_to_py<'py>(py: Python<'py>, read_as: &ReadAs) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match read_as {
+        ReadAs::Type(name) => name.into_pyobject(py)?.into_any(),
+        ReadAs::Record(members) => {
+            let d = PyDict::new(py);
+            for (name, m) in members {
+                d.set_item(name, read_as_to_py(py, m)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// The type that reads field `path` of every one of `schemas` alike (see
+/// `rntuple::read::unify`): a C++ type name or a dict of members, as `types=` takes.
+#[pyfunction]
+fn unify_field<'py>(
+    py: Python<'py>,
+    schemas: Vec<PyRef<'py, SchemaHandle>>,
+    path: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut fields = Vec::with_capacity(schemas.len());
+    for s in &schemas {
+        let id = s.descriptor.find_field(path).ok_or_else(|| {
+            to_py_err(Error::NotFound(format!("{}: no field \"{path}\"", s.file)))
+        })?;
+        fields.push(rntuple::read::FieldOf {
+            descriptor: &s.descriptor,
+            id,
+            file: &s.file,
+        });
+    }
+    if fields.is_empty() {
+        return Err(to_py_err(Error::InvalidArgument(
+            "unify_field of no file".into(),
+        )));
+    }
+    let unified = rntuple::read::unify(&fields).map_err(to_py_err)?;
+    read_as_to_py(py, &unified)
+}
+
+/// The types fields are read as (`types=` of Python's reads), parsed once.
+#[pyclass(module = "rntuple._core", frozen)]
+struct ReadTypesHandle {
+    types: ReadTypes,
+}
+
+/// A requested type from Python: a C++ type name, or a dict of members.
+fn read_as_of(value: &Bound<'_, PyAny>, path: &str) -> PyResult<ReadAs> {
+    if let Ok(text) = value.extract::<String>() {
+        return Ok(ReadAs::Type(text));
+    }
+    if let Ok(members) = value.cast::<PyDict>() {
+        let mut out = Vec::with_capacity(members.len());
+        for (k, v) in members.iter() {
+            let name: String = k.extract().map_err(|_| {
+                to_py_err(Error::InvalidArgument(format!(
+                    "types[{path:?}]: member names must be strings"
+                )))
+            })?;
+            let member = read_as_of(&v, &format!("{path}.{name}"))?;
+            out.push((name, member));
+        }
+        return Ok(ReadAs::Record(out));
+    }
+    Err(to_py_err(Error::InvalidArgument(format!(
+        "types[{path:?}] must be a C++ type name or a dict of members, not {}",
+        value.get_type().name()?
+    ))))
+}
+
+/// A default value from Python.
+fn default_of(value: &Bound<'_, PyAny>, path: &str) -> PyResult<DefaultValue> {
+    if let Ok(b) = value.cast::<pyo3::types::PyBool>() {
+        return Ok(DefaultValue::Bool(b.is_true()));
+    }
+    if let Ok(i) = value.extract::<i128>() {
+        return Ok(DefaultValue::Int(i));
+    }
+    if let Ok(x) = value.extract::<f64>() {
+        return Ok(DefaultValue::Float(x));
+    }
+    if let Ok(text) = value.extract::<String>() {
+        return Ok(DefaultValue::Text(text));
+    }
+    Err(to_py_err(Error::InvalidArgument(format!(
+        "defaults[{path:?}] must be a bool, an int, a float or a str, not {}",
+        value.get_type().name()?
+    ))))
+}
+
+/// Parses `types=` (field path -> C++ type name or dict of members), `on_overflow=`
+/// (`"raise"` or `"mask"`), `defaults=` (added member path -> value) and whether
+/// integers may be read as reals (promotion over many files).
+#[pyfunction]
+#[pyo3(signature = (types, on_overflow="raise", defaults=None, integers_to_reals=false))]
+fn read_types(
+    types: &Bound<'_, PyDict>,
+    on_overflow: &str,
+    defaults: Option<&Bound<'_, PyDict>>,
+    integers_to_reals: bool,
+) -> PyResult<ReadTypesHandle> {
+    let mut out = ReadTypes::new().integers_to_reals(integers_to_reals);
+    out = out.on_overflow(match on_overflow {
+        "raise" => OnOverflow::Raise,
+        "mask" => OnOverflow::Mask,
+        other => {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "on_overflow={other:?}: expected \"raise\" or \"mask\""
+            ))))
+        }
+    });
+    for (k, v) in types.iter() {
+        let path: String = k.extract().map_err(|_| {
+            to_py_err(Error::InvalidArgument(
+                "types: field names must be strings".into(),
+            ))
+        })?;
+        let read_as = read_as_of(&v, &path)?;
+        out = out.with_type(path, read_as);
+    }
+    if let Some(defaults) = defaults {
+        for (k, v) in defaults.iter() {
+            let path: String = k.extract().map_err(|_| {
+                to_py_err(Error::InvalidArgument(
+                    "defaults: member paths must be strings".into(),
+                ))
+            })?;
+            let value = default_of(&v, &path)?;
+            out = out.with_default(path, value);
+        }
+    }
+    Ok(ReadTypesHandle { types: out })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
     m.add_class::<Reader>()?;
     m.add_class::<BatchIterator>()?;
+    m.add_class::<ReadTypesHandle>()?;
+    m.add_class::<SchemaHandle>()?;
+    m.add_function(wrap_pyfunction!(unify_field, m)?)?;
+    m.add_function(wrap_pyfunction!(read_types, m)?)?;
     m.add_class::<FileWriterHandle>()?;
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;

@@ -233,6 +233,24 @@ pub enum Error {
         /// The output's path as given.
         path: String,
     },
+    /// A field cannot be read as the type asked for (schema evolution's rules refuse
+    /// it); the message names the field and both types.
+    #[error("{0}")]
+    IncompatibleType(String),
+    /// A value does not fit the type its field is read as.
+    #[error(
+        "field \"{field}\": the value {value} of entry {entry} is out of the range of {target}"
+    )]
+    OutOfRange {
+        /// The field, by its qualified name.
+        field: String,
+        /// The entry holding the value.
+        entry: u64,
+        /// The value, as text.
+        value: String,
+        /// The type it does not fit.
+        target: String,
+    },
     /// The caller asked for something impossible (unknown field, bad range).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

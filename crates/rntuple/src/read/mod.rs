@@ -6,12 +6,14 @@ mod ahead;
 mod assemble;
 mod column;
 mod convert;
+mod evolve;
 mod shared_offsets;
 pub(crate) mod source;
 mod stream;
 mod summary;
 
 pub use ahead::DecodeAhead;
+pub use evolve::{unify, DefaultValue, FieldOf, OnOverflow, ReadAs, ReadTypes};
 pub use source::{ReadMetrics, BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE};
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
@@ -69,6 +71,11 @@ pub enum RecordPaths {
 pub struct Projection {
     selection: Vec<Selection>,
     schema: SchemaRef,
+    /// The columns as decoded, before the conversions (the same as `schema` without).
+    decoded: SchemaRef,
+    /// Per column, its conversion to the type asked for (`None`: as on disk); empty
+    /// when nothing is converted.
+    conversions: Arc<[Option<evolve::Conversion>]>,
 }
 
 impl Projection {
@@ -80,6 +87,15 @@ impl Projection {
     /// The Arrow schema of the record batches a read of this projection makes.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// Column `i` as decoded from its first entry `first_entry`, converted to the type
+    /// asked for.
+    fn convert(&self, i: usize, array: ArrayRef, first_entry: u64) -> Result<ArrayRef> {
+        match self.conversions.get(i) {
+            Some(Some(c)) => c.apply(&array, first_entry),
+            _ => Ok(array),
+        }
     }
 }
 
@@ -184,6 +200,11 @@ impl RNTupleReader {
     /// The descriptor: schema, columns, clusters.
     pub fn descriptor(&self) -> &Descriptor {
         &self.descriptor
+    }
+
+    /// The descriptor, shared: it outlives the reader (and its open file).
+    pub fn shared_descriptor(&self) -> Arc<Descriptor> {
+        self.descriptor.clone()
     }
 
     /// The anchor.
@@ -316,10 +337,62 @@ impl RNTupleReader {
             .iter()
             .map(|s| arrow_field_kept(&self.descriptor, s.id, &s.name, s.keep.as_ref()))
             .collect::<Result<Vec<_>>>()?;
+        let schema = Arc::new(Schema::new(fields));
         Ok(Projection {
             selection,
-            schema: Arc::new(Schema::new(fields)),
+            decoded: schema.clone(),
+            schema,
+            conversions: Arc::new([]),
         })
+    }
+
+    /// The projection `names` make (as [`RNTupleReader::projection`]), each field read as
+    /// `types` asks: checked now, before any page is read (a conversion the rules refuse
+    /// is an [`Error::IncompatibleType`] naming the field and both types); values that do
+    /// not fit are found as they are read ([`Error::OutOfRange`], naming the field, the
+    /// entry and the value) or read as nulls ([`OnOverflow::Mask`]).
+    pub fn projection_as(
+        &self,
+        names: Option<&[String]>,
+        record_paths: RecordPaths,
+        types: &ReadTypes,
+    ) -> Result<Projection> {
+        let mut projection = self.projection(names, record_paths)?;
+        if types.is_empty() {
+            return Ok(projection);
+        }
+        let columns: Vec<(u32, arrow_schema::FieldRef)> = projection
+            .selection
+            .iter()
+            .zip(projection.decoded.fields().iter())
+            .map(|(s, f)| (s.id, f.clone()))
+            .collect();
+        let conversions = evolve::plan(&self.descriptor, &columns, types, |n| self.no_field(n))?;
+        if conversions.iter().all(Option::is_none) {
+            return Ok(projection);
+        }
+        let fields: Vec<arrow_schema::FieldRef> = conversions
+            .iter()
+            .zip(projection.decoded.fields().iter())
+            .map(|(c, f)| c.as_ref().map_or_else(|| f.clone(), |c| c.field.clone()))
+            .collect();
+        projection.schema = Arc::new(Schema::new(fields));
+        projection.conversions = conversions.into();
+        Ok(projection)
+    }
+
+    /// Reads the selected fields over `entries` into one record batch, each as `types`
+    /// asks (see [`RNTupleReader::projection_as`]).
+    pub fn read_as(
+        &self,
+        names: Option<&[String]>,
+        entries: Range<u64>,
+        types: &ReadTypes,
+    ) -> Result<RecordBatch> {
+        self.read_projection(
+            &self.projection_as(names, RecordPaths::Columns, types)?,
+            entries,
+        )
     }
 
     fn selection_with(

@@ -100,7 +100,7 @@ impl Planned {
             let arrays = decode_fields(
                 &decoder,
                 &self.projection.selection,
-                self.projection.schema.fields(),
+                self.projection.decoded.fields(),
                 which,
                 &bunch.entries,
                 || self.plan.pages.starting(k),
@@ -118,7 +118,7 @@ impl Planned {
                 ));
             }
             for (&i, a) in which.iter().zip(arrays) {
-                slots[i] = Some(a);
+                slots[i] = Some(self.projection.convert(i, a, bunch.entries.start)?);
             }
             if slots.iter().all(Option::is_some) {
                 let (entries, slots) = open.take().unwrap_or_default();

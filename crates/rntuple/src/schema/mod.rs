@@ -6,7 +6,7 @@ mod arrow;
 mod builder;
 mod descriptor;
 mod kind;
-mod type_name;
+pub(crate) mod type_name;
 mod value;
 
 pub use arrow::{arrow_field, arrow_field_kept, primitive_data_type};

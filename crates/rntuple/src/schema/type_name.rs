@@ -26,7 +26,7 @@ pub(crate) enum TemplateArg {
 
 impl CppType {
     /// A type without template arguments.
-    pub(super) fn plain(name: &str) -> CppType {
+    pub(crate) fn plain(name: &str) -> CppType {
         CppType {
             name: name.to_string(),
             args: Vec::new(),
@@ -34,7 +34,7 @@ impl CppType {
     }
 
     /// A template type with type arguments.
-    pub(super) fn template(name: &str, args: Vec<CppType>) -> CppType {
+    pub(crate) fn template(name: &str, args: Vec<CppType>) -> CppType {
         CppType {
             name: name.to_string(),
             args: args.into_iter().map(TemplateArg::Type).collect(),
@@ -42,7 +42,7 @@ impl CppType {
     }
 
     /// The name as stored in the field record: typedefs resolved (`Double32_t` becomes `double`).
-    pub(super) fn type_name(&self) -> String {
+    pub(crate) fn type_name(&self) -> String {
         let mut s = String::new();
         self.render(&mut s, false);
         s
@@ -50,7 +50,7 @@ impl CppType {
 
     /// The type alias as stored: the name keeping `Double32_t`, or empty if it equals the
     /// type name.
-    pub(super) fn type_alias(&self) -> String {
+    pub(crate) fn type_alias(&self) -> String {
         let mut s = String::new();
         self.render(&mut s, true);
         if s == self.type_name() {
@@ -88,7 +88,7 @@ impl CppType {
     }
 
     /// Type argument `i`, or an error naming the type.
-    pub(super) fn type_arg(&self, i: usize) -> Result<&CppType> {
+    pub(crate) fn type_arg(&self, i: usize) -> Result<&CppType> {
         match self.args.get(i) {
             Some(TemplateArg::Type(t)) => Ok(t),
             _ => Err(Error::InvalidArgument(format!(
@@ -100,7 +100,7 @@ impl CppType {
     }
 
     /// Integer argument `i`, or an error naming the type.
-    pub(super) fn int_arg(&self, i: usize) -> Result<u64> {
+    pub(crate) fn int_arg(&self, i: usize) -> Result<u64> {
         match self.args.get(i) {
             Some(TemplateArg::Int(n)) => Ok(*n),
             _ => Err(Error::InvalidArgument(format!(
@@ -112,7 +112,7 @@ impl CppType {
     }
 
     /// All arguments as types (variant, tuple), or an error.
-    pub(super) fn type_args(&self) -> Result<Vec<&CppType>> {
+    pub(crate) fn type_args(&self) -> Result<Vec<&CppType>> {
         (0..self.args.len()).map(|i| self.type_arg(i)).collect()
     }
 }
