@@ -9,6 +9,7 @@ TTree files to RNTuple, one task per file, on a ``dask.distributed`` cluster.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import pickle
@@ -22,7 +23,7 @@ from ._extras import require
 from .cache import check_cache
 from .errors import ConversionError, InvalidArgumentError, RNTupleError
 from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
-from .selection import check_flag, check_network, check_step_size
+from .selection import check_flag, check_network, check_step_size, is_glob
 from .ttree import ConvertResult, EntryRange, convert
 
 _OPEN_LIMIT = 8
@@ -117,6 +118,45 @@ def _following(partitions: list[tuple[str, str, int, int]]) -> Following:
     return dict(itertools.pairwise(files))
 
 
+@dataclasses.dataclass
+class ChainReading:
+    """How each file of a chain whose schemas differ is read as one schema: per file
+    (path, RNTuple path), the ``types=`` it is read with and the fields it lacks, and
+    the Arrow schema every partition is given (:mod:`rntuple.unify`)."""
+
+    types: dict[tuple[str, str], dict[str, Any]]
+    missing: dict[tuple[str, str], list[str]]
+    schema: Any
+    on_overflow: str = "raise"
+    defaults: dict[str, Any] | None = None
+    #: the fields whose types unify the files (integers may be read as reals)
+    unified: list[str] = dataclasses.field(default_factory=list)
+
+    def of(self, table: dict[tuple[str, str], Any], path: str, name: str) -> Any:
+        """The entry of ``table`` for a file (its RNTuple named, or the file's only one)."""
+        return table[(path, name)] if (path, name) in table else table.get((path, ""))
+
+    def read(self, nt: Any, partition: tuple[str, str, int, int], fields: list[str], paths: list[str]) -> Any:
+        """The layout of ``fields`` (read through ``paths``) over the partition's entries."""
+        import pyarrow as pa
+
+        from .convert import to_awkward
+        from .unify import conform
+
+        path, name, start, stop = partition
+        lacking = self.of(self.missing, path, name) or []
+        present = [p for p in paths if p.split(".", 1)[0] not in lacking]
+        schema = pa.schema([self.schema.field(f) for f in fields])
+        if present:
+            mine = self.of(self.types, path, name)
+            unified = [u for u in self.unified if u in (mine or {})]
+            types = nt._read_types(mine, self.on_overflow, self.defaults, unified)
+            table = conform(nt._read_table(present, start, stop, types), schema)
+        else:
+            table = conform(pa.table({}), schema, stop - start)
+        return to_awkward(table).layout
+
+
 class PartitionReader:
     """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
     the picklable function Dask calls on its workers. It holds field names and the
@@ -141,10 +181,13 @@ class PartitionReader:
         token: str | None = None,
         network: dict[str, Any] | None = None,
         following: Following | None = None,
+        chain: ChainReading | None = None,
     ) -> None:
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
+        #: how each file is read as the one schema of the chain (``types=``), if at all
+        self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
         #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
@@ -222,6 +265,7 @@ class PartitionReader:
             token=self.token,
             network=self.network,
             following=self.following,
+            chain=self.chain,
         )
 
     def __dask_tokenize__(self) -> Any:
@@ -244,8 +288,11 @@ class PartitionReader:
 
         _, _, start, stop = partition
         paths = [p for f in self.fields for p in self.selection[f]]
+        chain = self.chain
 
         def read(nt: Any) -> Any:
+            if chain is not None:
+                return chain.read(nt, partition, self.fields, paths)
             if paths:
                 return nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak").layout
             # only the number of entries is needed: no field is read
@@ -573,6 +620,10 @@ def dask(
     connect_timeout: float | None = None,
     retries: int | None = None,
     cache: Any = None,
+    types: dict[str, Any] | None = None,
+    on_overflow: str = "raise",
+    defaults: dict[str, Any] | None = None,
+    allow_missing: bool = False,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). By default each partition is one or more
@@ -617,7 +668,11 @@ def dask(
     workers of a node). The files are opened here (for their metadata) several at a
     time. On a worker, a partition of one file has the next file opened (its metadata
     read) in the background while it reads, unless ``report`` is on (its counts then
-    are each partition's own); the few files a worker process used last stay open."""
+    are each partition's own); the few files a worker process used last stay open.
+
+    ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
+    every file, as :func:`rntuple.iterate` (fixed here, from every file's header; a
+    partition reads its file as that schema)."""
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
     check_network(timeout, connect_timeout, retries)
@@ -635,20 +690,26 @@ def dask(
     if step_size is not None:
         step_size = check_step_size(step_size)
 
+    allow_missing = check_flag("allow_missing", allow_missing)
     partitions: list[tuple[str, str, int, int]] = []
     form = None
     selected: list[str] | None = None
     first_typenames: dict[str, str] = {}
     first_name = ""
+    chain = _chain_reading(files, fields, types, on_overflow, defaults, allow_missing, network)
     for nt, _ in open_rntuples(files, **network):
-        paths = nt.resolve_fields(fields)
+        paths = nt.resolve_fields(fields) if chain is None else _chain_paths(nt, fields, chain)
         if selected is None:
-            selected = paths
-            empty = nt.arrays(paths, entry_start=0, entry_stop=0)
-            form = empty.layout.form
+            if chain is None:
+                selected = paths
+                empty = nt.arrays(paths, entry_start=0, entry_stop=0, types=types, on_overflow=on_overflow)
+            else:
+                selected = [f.name for f in chain.schema]
+                empty = chain.read(nt, (_absolute(nt.file_path), nt.path, 0, 0), selected, paths)
+            form = empty.form if chain is not None else empty.layout.form
             first_typenames = nt.typenames()
             first_name = nt.name
-        ranges = nt.batch_ranges(paths, 0, nt.num_entries, step_size or "100 MB")
+        ranges = nt.batch_ranges(paths or nt.fields, 0, nt.num_entries, step_size or "100 MB")
         if step_size is None:
             ranges = _whole_clusters(ranges, {c.start for c in nt.clusters})
         partitions.extend((_absolute(nt.file_path), nt.path, start, stop) for start, stop in ranges)
@@ -681,7 +742,7 @@ def dask(
         )
     else:
         reader = PartitionReader(
-            selection, form, report=report, network=network, following=_following(partitions)
+            selection, form, report=report, network=network, following=_following(partitions), chain=chain
         )
     return dak.from_map(
         reader,
@@ -689,6 +750,70 @@ def dask(
         label="rntuple",
         divisions=tuple(divisions),
     )
+
+
+def _chain_reading(
+    files: Any,
+    fields: Any,
+    types: dict[str, Any] | None,
+    on_overflow: str,
+    defaults: dict[str, Any] | None,
+    allow_missing: bool,
+    network: dict[str, Any],
+) -> ChainReading | None:
+    """How the chain's files are read as one schema, or None when each reads as it is
+    (the caller's ``types`` then apply to every file)."""
+    from .unify import plan_chain
+
+    if fields is not None and (
+        not isinstance(fields, (str, list, tuple))
+        or any(is_glob(f) for f in ([fields] if isinstance(fields, str) else fields))
+    ):
+        return None
+    plan = plan_chain(
+        files,
+        fields,
+        filter_name=None,
+        filter_typename=None,
+        types=types,
+        allow_missing=allow_missing,
+        options=network,
+    )
+    items = _expand_files(files)
+    keys = [(_absolute(path), name or "") for path, name in items]
+    if plan is None or plan.schema is None:
+        if not types or not items:
+            return None
+        # The same fields everywhere, read as the caller's types: the first file's schema.
+        from .unify import _open
+
+        nt = _open(items[0], network)
+        handle = nt._read_types(types, on_overflow, defaults)
+        schema = nt._reader.schema(nt._qualified(nt.resolve_fields(fields)), handle)
+        return ChainReading(
+            types={k: types for k in keys},
+            missing={},
+            schema=schema,
+            on_overflow=on_overflow,
+            defaults=defaults,
+        )
+    return ChainReading(
+        types=dict(zip(keys, plan.types, strict=True)),
+        missing=dict(zip(keys, plan.missing, strict=True)),
+        schema=plan.schema,
+        on_overflow=on_overflow,
+        defaults=defaults,
+        unified=plan.unified,
+    )
+
+
+def _chain_paths(nt: Any, fields: Any, chain: ChainReading) -> list[str]:
+    """The field paths of ``nt`` a chain partition reads (its fields it has)."""
+    lacking = chain.of(chain.missing, _absolute(nt.file_path), nt.path) or []
+    if fields is None:
+        return [f.name for f in chain.schema if f.name not in lacking]
+    names = [fields] if isinstance(fields, str) else list(fields)
+    return [n for n in names if n.split(".", 1)[0] not in lacking]
 
 
 def _whole_clusters(ranges: list[tuple[int, int]], cluster_starts: set[int]) -> list[tuple[int, int]]:

@@ -477,10 +477,12 @@ class RNTuple:
         types: dict[str, Any] | None,
         on_overflow: str = "raise",
         defaults: dict[str, Any] | None = None,
-        integers_to_reals: bool = False,
+        unified: Iterable[str] = (),
     ) -> Any:
         """The core's parsed form of ``types=`` (field paths as :meth:`keys` names them,
-        C++ type names or dicts of members), or None when nothing is converted."""
+        C++ type names or dicts of members), or None when nothing is converted.
+        ``unified``: the paths whose types make many files alike (integers may then be
+        read as reals, as uproot and NumPy promote them)."""
         if on_overflow not in ("raise", "mask"):
             raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
         if types is None:
@@ -510,7 +512,7 @@ class RNTuple:
             {qualified(k): v for k, v in types.items()},
             on_overflow,
             {qualified(k): v for k, v in (defaults or {}).items()},
-            integers_to_reals,
+            [qualified(k) for k in unified],
         )
 
     def _plan(
@@ -1297,7 +1299,7 @@ def concatenate(
             from .unify import conform
 
             plan = nt._plan(chain.expressions[index], None, filter_name, filter_typename, aliases)
-            plan.types = nt._read_types(chain.types[index], on_overflow, defaults, integers_to_reals=True)
+            plan.types = nt._read_types(chain.types[index], on_overflow, defaults, chain.unified)
             if not plan.selection:
                 return plan, conform(pa.table({}), chain.schema, nt.num_entries)
             return plan, conform(nt._read_table(plan.selection, 0, nt.num_entries, plan.types), chain.schema)
@@ -1388,7 +1390,7 @@ def _conformed_batches(
     from .unify import conform
 
     plan = nt._plan(chain.expressions[index], None, None, None, None)
-    plan.types = nt._read_types(chain.types[index], on_overflow, defaults, integers_to_reals=True)
+    plan.types = nt._read_types(chain.types[index], on_overflow, defaults, chain.unified)
     start, stop = 0, nt.num_entries
     paths = plan.selection
     ranges = nt.batch_ranges(paths or nt.fields, start, stop, step_size)

@@ -34,6 +34,8 @@ class ChainPlan:
     #: the columns of every batch, in order, with their unified Arrow types, or None
     #: when every file has the same fields of the same types
     schema: pa.Schema | None
+    #: the fields whose types unify the files (not the caller's ``types``)
+    unified: list[str] = dataclasses.field(default_factory=list)
 
 
 def _field_names(expressions: Any) -> list[str] | None:
@@ -54,24 +56,24 @@ def plan_chain(
     types: dict[str, Any] | None,
     allow_missing: bool,
     options: dict[str, Any],
+    opened: list[RNTuple] | None = None,
 ) -> ChainPlan | None:
     """The plan of a chain of more than one file whose fields are selected by name (not
     computed by expressions), or None when there is nothing to unify (one file). Every
     file's header is read (several at a time); a field that some files lack is an error
     naming them unless ``allow_missing``; types that cannot be unified are an
     :class:`~rntuple.IncompatibleTypeError` naming two files and their types. ``types``
-    (the caller's) decides the type of the fields it names."""
-    items = _expand_files(files)
+    (the caller's) decides the type of the fields it names. ``opened``: the chain's
+    RNTuples when the caller has opened them already (then not opened again)."""
+    items = _expand_files(files) if opened is None else [(nt.file_path, nt.path) for nt in opened]
     if len(items) < 2:
         return None
     names = _field_names(expressions)
     if names is not None and any(not isinstance(n, str) or is_glob(n) for n in names):
         return None
 
-    def header(item: tuple[str, str | None]) -> tuple[Any, str, list[str], dict[str, str], int]:
-        path, name = item
-        f = ReadOnlyFile(path, **options)
-        nt = f[name] if name else RNTuple(f._file().open_rntuple(None))
+    def header(index: int) -> tuple[Any, str, list[str], dict[str, str], int]:
+        nt = opened[index] if opened is not None else _open(items[index], options)
         if names is None and filter_name is None and filter_typename is None:
             selected = nt.fields
         elif names is None:
@@ -86,7 +88,7 @@ def plan_chain(
         return nt._reader.schema_handle(), nt.file_path, selected, qualified, nt.num_entries
 
     with concurrent.futures.ThreadPoolExecutor(min(OPEN_AT_ONCE, len(items))) as pool:
-        headers = list(pool.map(header, items))
+        headers = list(pool.map(header, range(len(items))))
     handles = [h for h, *_ in headers]
     paths = [p for _, p, *_ in headers]
     selected = [s for _, _, s, _, _ in headers]
@@ -131,12 +133,9 @@ def plan_chain(
     expressions_per_file = [
         expressions if names is None else [e for e in names if e.split(".")[0] in s] for s in selected
     ]
-    return ChainPlan(
-        per_file_types,
-        missing,
-        expressions_per_file,
-        _schema(items, order, selected, per_file_types, missing, options),
-    )
+    schema = _schema(items, order, selected, per_file_types, missing, options, opened)
+    unified_names = [n for n in order if not (types and n in types)]
+    return ChainPlan(per_file_types, missing, expressions_per_file, schema, unified_names)
 
 
 def _same_as_disk(handle: Any, types: dict[str, Any], qualified: dict[str, str]) -> bool:
@@ -156,19 +155,25 @@ def _schema(
     per_file_types: list[dict[str, Any]],
     missing: list[list[str]],
     options: dict[str, Any],
+    opened: list[RNTuple] | None,
 ) -> pa.Schema:
     """The columns as read with the unified types (from the first file that has each),
     nullable where some file lacks them."""
     fields: dict[str, pa.Field] = {}
     for n in order:
         i = next(k for k, s in enumerate(selected) if n in s)
-        path, name = items[i]
-        f = ReadOnlyFile(path, **options)
-        nt = f[name] if name else RNTuple(f._file().open_rntuple(None))
-        handle = nt._read_types({n: per_file_types[i][n]}, integers_to_reals=True)
+        nt = opened[i] if opened is not None else _open(items[i], options)
+        handle = nt._read_types({n: per_file_types[i][n]}, unified=[n])
         field = nt._reader.schema(nt._qualified([nt._lookup(n) or n]), handle).field(0)
         fields[n] = field.with_nullable(field.nullable or any(n in m for m in missing))
     return pa.schema([fields[n] for n in order])
+
+
+def _open(item: tuple[str, str | None], options: dict[str, Any]) -> RNTuple:
+    """The RNTuple of a chain's ``(file, name)``."""
+    path, name = item
+    f = ReadOnlyFile(path, **options)
+    return f[name] if name else RNTuple(f._file().open_rntuple(None))
 
 
 def conform(table: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> pa.Table:

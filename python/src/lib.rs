@@ -1333,17 +1333,17 @@ fn default_of(value: &Bound<'_, PyAny>, path: &str) -> PyResult<DefaultValue> {
 }
 
 /// Parses `types=` (field path -> C++ type name or dict of members), `on_overflow=`
-/// (`"raise"` or `"mask"`), `defaults=` (added member path -> value) and whether
-/// integers may be read as reals (promotion over many files).
+/// (`"raise"` or `"mask"`), `defaults=` (added member path -> value) and the paths whose
+/// types unify many files (integers may be read as reals there).
 #[pyfunction]
-#[pyo3(signature = (types, on_overflow="raise", defaults=None, integers_to_reals=false))]
+#[pyo3(signature = (types, on_overflow="raise", defaults=None, unified=Vec::new()))]
 fn read_types(
     types: &Bound<'_, PyDict>,
     on_overflow: &str,
     defaults: Option<&Bound<'_, PyDict>>,
-    integers_to_reals: bool,
+    unified: Vec<String>,
 ) -> PyResult<ReadTypesHandle> {
-    let mut out = ReadTypes::new().integers_to_reals(integers_to_reals);
+    let mut out = ReadTypes::new();
     out = out.on_overflow(match on_overflow {
         "raise" => OnOverflow::Raise,
         "mask" => OnOverflow::Mask,
@@ -1360,7 +1360,11 @@ fn read_types(
             ))
         })?;
         let read_as = read_as_of(&v, &path)?;
-        out = out.with_type(path, read_as);
+        out = if unified.contains(&path) {
+            out.with_unified_type(path, read_as)
+        } else {
+            out.with_type(path, read_as)
+        };
     }
     if let Some(defaults) = defaults {
         for (k, v) in defaults.iter() {

@@ -66,10 +66,11 @@ pub enum DefaultValue {
 /// The types fields are read as (see [`RNTupleReader::projection_as`](super::RNTupleReader::projection_as)).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadTypes {
-    types: Vec<(String, ReadAs)>,
+    /// Each field path's type, and whether it unifies files (integers may be read as
+    /// reals).
+    types: Vec<(String, ReadAs, bool)>,
     defaults: Vec<(String, DefaultValue)>,
     on_overflow: OnOverflow,
-    integers_to_reals: bool,
 }
 
 impl ReadTypes {
@@ -81,7 +82,15 @@ impl ReadTypes {
     /// Field `path` (a top-level field, or a member path such as `evo.a`, `Jet._0.pt`)
     /// read as `read_as`.
     pub fn with_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
-        self.types.push((path.into(), read_as));
+        self.types.push((path.into(), read_as, false));
+        self
+    }
+
+    /// Field `path` read as `read_as`, the type that reads many files alike ([`unify`]):
+    /// integers (and `bool`) may also be read as `float` or `double`, which ROOT's rules
+    /// refuse, as uproot and NumPy promote a mix of integers and reals.
+    pub fn with_unified_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
+        self.types.push((path.into(), read_as, true));
         self
     }
 
@@ -94,13 +103,6 @@ impl ReadTypes {
     /// What to do with a value that does not fit.
     pub fn on_overflow(mut self, on_overflow: OnOverflow) -> ReadTypes {
         self.on_overflow = on_overflow;
-        self
-    }
-
-    /// Also reads integers (and `bool`) as `float` or `double`, which ROOT refuses: the
-    /// promotion of many files' schemas to one, as uproot and NumPy promote.
-    pub fn integers_to_reals(mut self, allow: bool) -> ReadTypes {
-        self.integers_to_reals = allow;
         self
     }
 
@@ -340,12 +342,13 @@ pub(crate) struct Conversion {
 /// What the planner needs at each field.
 struct Planner<'a> {
     desc: &'a Descriptor,
-    /// Requested types by field id.
-    wanted: HashMap<u32, Want>,
+    /// Requested types by field id, and whether each unifies files.
+    wanted: HashMap<u32, (Want, bool)>,
     /// Defaults by the qualified path of an added member (`evo.c`).
     defaults: HashMap<String, DefaultValue>,
     on_overflow: OnOverflow,
-    integers_to_reals: bool,
+    /// Whether the conversion being planned unifies files (integers read as reals).
+    integers_to_reals: std::cell::Cell<bool>,
     /// Defaults used, to report those that named nothing.
     used_defaults: std::cell::RefCell<std::collections::HashSet<String>>,
 }
@@ -360,7 +363,7 @@ pub(crate) fn plan(
     no_field: impl Fn(&str) -> Error,
 ) -> Result<Vec<Option<Conversion>>> {
     let mut wanted = HashMap::new();
-    for (path, read_as) in &types.types {
+    for (path, read_as, unified) in &types.types {
         let id = desc.find_field(path).ok_or_else(|| no_field(path))?;
         let want = Want::parse(read_as).map_err(|e| match e {
             Error::InvalidArgument(m) => {
@@ -368,7 +371,7 @@ pub(crate) fn plan(
             }
             other => other,
         })?;
-        if wanted.insert(id, want).is_some() {
+        if wanted.insert(id, (want, *unified)).is_some() {
             return Err(Error::InvalidArgument(format!(
                 "field \"{path}\" is given two types"
             )));
@@ -393,7 +396,7 @@ pub(crate) fn plan(
         wanted,
         defaults: types.defaults.iter().cloned().collect(),
         on_overflow: types.on_overflow,
-        integers_to_reals: types.integers_to_reals,
+        integers_to_reals: std::cell::Cell::new(false),
         used_defaults: Default::default(),
     };
     let out = columns
@@ -456,7 +459,8 @@ impl Planner<'_> {
     /// Field `id` (decoded as `field`) as requested, or as on disk with the requested
     /// types below it.
     fn field(&self, id: u32, field: &Field) -> Result<(Node, Field)> {
-        if let Some(want) = self.wanted.get(&id) {
+        if let Some((want, unified)) = self.wanted.get(&id) {
+            self.integers_to_reals.set(*unified);
             return self.convert(
                 id,
                 field,
@@ -1006,7 +1010,7 @@ impl Planner<'_> {
             (Float32 | Float64, Float64) => Ok((Node::Number(to), out(field.is_nullable()))),
             (Float64, Float32) => Ok((Node::Number(to), out(field.is_nullable() || masked))),
             (f, Float32 | Float64) if integral_or_bool(f) => {
-                if self.integers_to_reals {
+                if self.integers_to_reals.get() {
                     Ok((Node::Number(to), out(field.is_nullable())))
                 } else {
                     refuse("an integer is not read as a real number (ROOT's rules)")
@@ -1955,7 +1959,7 @@ pub struct FieldOf<'a> {
 
 /// The type that reads field `fields` of every file alike: numbers promoted as uproot and
 /// NumPy promote them (the widest integer that holds every file's, `double` for a mix of
-/// integers and reals: read with [`ReadTypes::integers_to_reals`]), collections of every
+/// integers and reals: read with [`ReadTypes::with_unified_type`]), collections of every
 /// kind as vectors when the kinds differ, `std::optional` when some file may miss a value,
 /// records by member name (members missing in some files read as null). A mix that cannot
 /// be read as one type (a string and a number, ...) is an error naming two files and their
