@@ -2251,7 +2251,18 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
                         .map(|&id| FieldOf { id, ..*f })
                 })
                 .collect();
-            members.push((name, unify_at(&having, true)?));
+            let member = unify_at(&having, true)?;
+            // A member some files lack is null there: optional in every file, so that
+            // all read to the same (nullable) type.
+            let member = match member {
+                Unified::Name(n)
+                    if having.len() < fields.len() && !n.starts_with("std::optional<") =>
+                {
+                    Unified::Name(format!("std::optional<{n}>"))
+                }
+                other => other,
+            };
+            members.push((name, member));
         }
         return Ok(Unified::Members(members));
     }
