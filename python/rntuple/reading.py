@@ -504,7 +504,11 @@ class RNTuple:
                 return info[path][2]
             head, _, tail = path.rpartition(".")
             # A member added by types= is not on disk: qualify its record.
-            return f"{info[head][2]}.{tail}" if head in info else path
+            if head in info:
+                return f"{info[head][2]}.{tail}"
+            close = difflib.get_close_matches(path, list(info), n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise NotFoundError(f"RNTuple {self.path!r} of {self.file_path} has no field {path!r}{hint}")
 
         if not types:
             return None
