@@ -497,14 +497,15 @@ class RNTuple:
             raise InvalidArgumentError(f"defaults must be a dict, not {type(defaults).__name__}")
         info = self._field_paths()
 
-        def qualified(path: str) -> str:
+        def qualified(path: str, added: bool = False) -> str:
             if not isinstance(path, str):
                 raise InvalidArgumentError(f"types and defaults name fields by strings, not {path!r}")
             if path in info:
                 return info[path][2]
             head, _, tail = path.rpartition(".")
-            # A member added by types= is not on disk: qualify its record.
-            if head in info:
+            # A member added by types= (a default's path) is not on disk, nor the item of a
+            # collection (``v._0``): qualify its record or collection.
+            if head in info and (added or re.fullmatch(r"_\d+", tail)):
                 return f"{info[head][2]}.{tail}"
             close = difflib.get_close_matches(path, list(info), n=3)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -515,7 +516,7 @@ class RNTuple:
         return _core.read_types(
             {qualified(k): v for k, v in types.items()},
             on_overflow,
-            {qualified(k): v for k, v in (defaults or {}).items()},
+            {qualified(k, added=True): v for k, v in (defaults or {}).items()},
             [qualified(k) for k in unified],
         )
 

@@ -461,13 +461,42 @@ impl Planner<'_> {
     fn field(&self, id: u32, field: &Field) -> Result<(Node, Field)> {
         if let Some((want, unified)) = self.wanted.get(&id) {
             self.integers_to_reals.set(*unified);
-            return self.convert(
-                id,
-                field,
-                &want.target,
-                &want.name,
-                &self.desc.qualified_name(id),
-            );
+            let path = self.desc.qualified_name(id);
+            return self
+                .convert(id, field, &want.target, &want.name, &path)
+                .map_err(|e| match e {
+                    // A part refused: say which field and types were asked for, too.
+                    Error::IncompatibleType(m) => {
+                        let disk = self.desc.field(id).type_name();
+                        let asked = if want.name.is_empty() {
+                            "its members as given"
+                        } else {
+                            &want.name
+                        };
+                        let head = format!(
+                            "field \"{path}\" of type \"{disk}\" cannot be read as \"{asked}\""
+                        );
+                        if m.starts_with(&head) {
+                            return Error::IncompatibleType(m);
+                        }
+                        // The same field refused as a part of the type asked (the T of an
+                        // optional<T>): its reason alone.
+                        let same =
+                            format!("field \"{path}\" of type \"{disk}\" cannot be read as ");
+                        let reason = match m.strip_prefix(&same).and_then(|r| r.split_once("\": "))
+                        {
+                            Some((_, why)) => why.to_string(),
+                            None if m.starts_with(&same) => String::new(),
+                            None => m,
+                        };
+                        Error::IncompatibleType(if reason.is_empty() {
+                            head
+                        } else {
+                            format!("{head}: {reason}")
+                        })
+                    }
+                    other => other,
+                });
         }
         if !self.touches(id) {
             return Ok((Node::Same, field.clone()));
@@ -644,7 +673,8 @@ impl Planner<'_> {
                 }
             }
             let (node, out) = self.convert(child, &inner, target, want, path)?;
-            return Ok((node, out.with_nullable(field.is_nullable())));
+            let nullable = out.is_nullable() || field.is_nullable();
+            return Ok((node, out.with_nullable(nullable).with_name(field.name())));
         }
         match (target, &kind) {
             (Target::Optional(inner), FieldKind::Optional(child)) => {
