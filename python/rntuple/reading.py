@@ -517,7 +517,7 @@ class RNTuple:
             {qualified(k): v for k, v in types.items()},
             on_overflow,
             {qualified(k, added=True): v for k, v in (defaults or {}).items()},
-            [qualified(k) for k in unified],
+            [qualified(k) for k in unified if k in types],
         )
 
     def _plan(
