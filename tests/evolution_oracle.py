@@ -22,6 +22,9 @@ loaded version 2 (``evolution_classes_v2.hxx``), both compiled with ACLiC (cache
 STL dictionaries, in ``rootdump.dictionary_cache_dir()``).  :func:`generate` runs both and
 returns the oracle (also written to ``OUTDIR/oracle.json``).
 
+The oracle also lists where every page of each file is (``files[key]["pages"]``: offset
+and size), so that a test can overwrite them and see whether a reader touched a page.
+
 Each :class:`Case` also says what our ``RNTuple.arrays(..., types=...)`` is asked
 (``types``) and what the reference expects ROOT to do (``expect``); ``tests/test_evolution.py``
 checks both.
@@ -627,12 +630,16 @@ def _read_cases(outdir: Path) -> dict[str, Any]:
             "outcome": outcome(root["main"]),
             "root": root,
         }
-    return {
-        "root_version": str(ROOT.gROOT.GetVersion()),
-        "ntuple": NTUPLE,
-        "files": {k: {"path": v[0], "entries": v[1], "cluster_per_entry": v[2]} for k, v in FILES.items()},
-        "cases": cases,
+    files = {
+        key: {
+            "path": name,
+            "entries": entries,
+            "cluster_per_entry": per_entry,
+            "pages": json.loads(str(ev.PageLocations(_path(outdir, key), NTUPLE))),
+        }
+        for key, (name, entries, per_entry) in FILES.items()
     }
+    return {"root_version": str(ROOT.gROOT.GetVersion()), "ntuple": NTUPLE, "files": files, "cases": cases}
 
 
 def _run_step(step: str, outdir: Path, timeout: float) -> None:

@@ -13,7 +13,8 @@ ROOT writes the files and reads every case of ``evolution_oracle.CASES`` through
     bit, sets, maps and unordered containers as multisets, nullable targets as option
     types, a dict target's members in the dict's order; members not on disk None, or
     ``defaults=``' value, which is ROOT's default constructor's);
-  - refused (E4, E6): ``IncompatibleTypeError`` naming the field and both types;
+  - refused (E4, E6): ``IncompatibleTypeError`` naming the field and both types, also
+    from a copy of the file whose pages are overwritten (refused before any page is read);
   - out of range (E2, E3, E6): ``ValueOutOfRangeError`` naming the field path, the entry
     and the value, where ROOT fails the whole page (10 entries) of which one is bad; with
     ``on_overflow="mask"`` that entry is None and the others are what ROOT reads from the
@@ -53,6 +54,15 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     outdir = Path(keep) / "evolution" if keep else tmp_path_factory.mktemp("evolution")
     data = evolution_oracle.generate(outdir)
     data["dir"] = outdir
+    # Copies whose pages are overwritten: a reader that touches a page fails there.
+    unreadable = outdir / "unreadable"
+    unreadable.mkdir(exist_ok=True)
+    for info in data["files"].values():
+        content = bytearray((outdir / info["path"]).read_bytes())
+        for offset, size in info["pages"]:
+            content[offset : offset + size] = b"\xa5" * size
+        (unreadable / info["path"]).write_bytes(bytes(content))
+    data["unreadable"] = unreadable
     return data
 
 
@@ -304,11 +314,15 @@ def check_value(oracle: dict[str, Any], case: Case, entry: dict[str, Any]) -> No
 
 
 def check_refused(oracle: dict[str, Any], case: Case, entry: dict[str, Any]) -> None:
-    """Refused: ``IncompatibleTypeError`` (a ``TypeError``) naming the field and both types."""
+    """Refused: ``IncompatibleTypeError`` (a ``TypeError``) naming the field and both types,
+    before any page is read (the same from a copy of the file whose pages are overwritten)."""
     with pytest.raises(rntuple.IncompatibleTypeError) as info:
         read(oracle, case.file, case)
     assert isinstance(info.value, rntuple.RNTupleError) and isinstance(info.value, TypeError)
     assert_names(str(info.value), case.names)
+    nt = rntuple.open(f"{oracle['unreadable'] / oracle['files'][case.file]['path']}:{NTUPLE}")
+    with pytest.raises(rntuple.IncompatibleTypeError):
+        nt.arrays([case.field], types=case.types)
 
 
 def check_range(oracle: dict[str, Any], case: Case, entry: dict[str, Any]) -> None:
@@ -373,6 +387,16 @@ def check_abort(oracle: dict[str, Any], case: Case, entry: dict[str, Any]) -> No
     else:  # an enum type name: we have no dictionaries, enums are spelled as integers
         assert {"IncompatibleTypeError", "InvalidArgumentError"} & set(result["raised"]), result
     assert_names(result["message"], case.names)
+
+
+@pytest.mark.parametrize("key", list(evolution_oracle.FILES))
+def test_unreadable_copies(oracle: dict[str, Any], key: str) -> None:
+    """The copies with overwritten pages (for the refusals' "before any page is read") do
+    fail when a page is read: ours opens them (the metadata is intact) but reads no field."""
+    nt = rntuple.open(f"{oracle['unreadable'] / oracle['files'][key]['path']}:{NTUPLE}")
+    for name in nt.keys(recursive=False):
+        with pytest.raises(rntuple.RNTupleError):
+            nt.arrays([name])
 
 
 # --- the arguments -------------------------------------------------------------------------------

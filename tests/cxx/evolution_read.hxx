@@ -287,4 +287,32 @@ std::string OnDiskType(const std::string &path, const std::string &ntuple, const
    return desc.GetFieldDescriptor(id).GetTypeName();
 }
 
+/// Where every page of the RNTuple is: a JSON list of [offset, bytes on storage] (a copy of
+/// the file with these bytes overwritten shows whether a reader touched any page).
+std::string PageLocations(const std::string &path, const std::string &ntuple)
+{
+   auto reader = ROOT::RNTupleReader::Open(ntuple, path);
+   const auto &desc = reader->GetDescriptor();
+   std::string out = "[";
+   bool first = true;
+   for (const auto &cluster : desc.GetClusterIterable()) {
+      for (const auto &column : desc.GetColumnIterable()) {
+         const auto id = column.GetPhysicalId();
+         if (column.IsAliasColumn() || !cluster.ContainsColumn(id))
+            continue;
+         for (const auto &info : cluster.GetPageRange(id).GetPageInfos()) {
+            const auto &locator = info.GetLocator();
+            if (locator.GetType() != ROOT::RNTupleLocator::kTypeFile)
+               continue;
+            if (!first)
+               out += ',';
+            first = false;
+            out += "[" + std::to_string(locator.GetPosition<std::uint64_t>()) + "," +
+                   std::to_string(locator.GetNBytesOnStorage()) + "]";
+         }
+      }
+   }
+   return out + "]";
+}
+
 } // namespace evolution_oracle
