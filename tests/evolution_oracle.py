@@ -200,6 +200,9 @@ CASES: list[Case] = [
     _value("E1", "scalars", "i8", "char"),
     *[_value("E1", "scalars", "ch", t) for t in (I32, I64)],
     *[_value("E1", "scalars", "e16", t) for t in (I16, I32, I64)],
+    # enum E16 (int16) <- enum E8 (uint8): ours spells the target enum by its underlying type
+    _value("E1", "scalars", "e8", I16, root_type="E16"),
+    _value("E1", "scalars", "e8", U16),
     # --- E2: narrowing / sign change: one value out of range, in a page of 10 entries ------
     _range("E2", "i32_i8", I8, (7,), 200),
     _range("E2", "i32_i16", I16, (0,), 40000),

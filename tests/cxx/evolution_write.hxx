@@ -61,6 +61,7 @@ void WriteScalars(const std::string &path, const std::string &name)
    auto u64 = model->MakeField<std::uint64_t>("u64");
    auto ch = model->MakeField<char>("ch");
    auto e16 = model->MakeField<E16>("e16");
+   auto e8 = model->MakeField<E8>("e8");
    const float vf32[] = {1.5f, -0.1f, 3.4e38f, 1e-40f, -0.0f};
    const double vf64[] = {0.1, -2.5, 1e10, -0.0, 2.0};
    const bool vb[] = {false, true, true, false, true};
@@ -74,6 +75,7 @@ void WriteScalars(const std::string &path, const std::string &name)
    const std::uint64_t vu64[] = {0, std::numeric_limits<std::uint64_t>::max(), std::uint64_t(1) << 63, 1, 2};
    const char vch[] = {0, -56, 65, 127, -128};
    const std::int16_t ve16[] = {0, 300, -5, 32767, -32768};
+   const std::uint8_t ve8[] = {0, 200, 255, 1, 7};
    WriteEntries(std::move(model), name, path, 5, false, [&](int i) {
       *f32 = vf32[i];
       *f64 = vf64[i];
@@ -88,6 +90,7 @@ void WriteScalars(const std::string &path, const std::string &name)
       *u64 = vu64[i];
       *ch = vch[i];
       *e16 = static_cast<E16>(ve16[i]);
+      *e8 = static_cast<E8>(ve8[i]);
    });
 }
 
