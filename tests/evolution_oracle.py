@@ -474,7 +474,7 @@ CASES: list[Case] = [
         root_field="st",
         root_type="EvoStreamed",
         expect="value",
-        note="ROOT's view reads it as a streamer field: the values are the bytes TClass::Streamer writes",
+        note="ROOT's view reads it as a streamer field (its value: the bytes and the object's members)",
     ),
 ]
 

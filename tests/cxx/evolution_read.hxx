@@ -7,7 +7,7 @@
 // arrays, pairs and tuples as lists, maps and multimaps as lists of [key, value], optional and
 // unique_ptr as null or the value, variants as the active value, atomics as the value, bitsets as
 // "0101..." (most significant bit first), classes as objects of their members (bases ":_0", ...),
-// streamer fields as the list of bytes TClass::Streamer writes.
+// streamer fields as {"bytes": the bytes TClass::Streamer writes, "object": the object's members}.
 #include <ROOT/RField.hxx>
 #include <ROOT/RNTupleModel.hxx>
 #include <ROOT/RNTupleReader.hxx>
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -69,18 +70,28 @@ void RenderValue(std::string &out, const ROOT::RFieldBase &f, const void *p)
    if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return; }
 
    if (dynamic_cast<const ROOT::RStreamerField *>(&f)) {
+      // {"bytes": what TClass::Streamer writes (RStreamerField's storage), "object": the
+      // object's members, rendered through a class field of the same type}.
       TClass *cl = TClass::GetClass(t.c_str());
       if (!cl)
          throw std::runtime_error("evolution_oracle: no TClass for streamer field type '" + t + "'");
       TBufferFile buf(TBuffer::kWrite);
       cl->Streamer(const_cast<void *>(p), buf);
-      out += '[';
+      out += "{\"bytes\":[";
       for (Int_t k = 0; k < buf.Length(); ++k) {
          if (k)
             out += ',';
          out += std::to_string(static_cast<unsigned char>(buf.Buffer()[k]));
       }
-      out += ']';
+      out += "],\"object\":";
+      static std::map<std::string, std::unique_ptr<ROOT::RFieldBase>> classFields;
+      auto &classField = classFields[t];
+      if (!classField)
+         classField = ROOT::RFieldBase::Create("object", t).Unwrap();
+      if (!dynamic_cast<const ROOT::RClassField *>(classField.get()))
+         throw std::runtime_error("evolution_oracle: no class field for streamer field type '" + t + "'");
+      RenderValue(out, *classField, p);
+      out += '}';
       return;
    }
    if (auto bf = dynamic_cast<const ROOT::RBitsetField *>(&f)) {
