@@ -425,7 +425,7 @@ def test_types_unknown_field(oracle: dict[str, Any]) -> None:
     """``types`` naming a field the file lacks: ``NotFoundError`` suggesting the near one."""
     nt = rntuple.open(f"{file_path(oracle, 'collections')}:{NTUPLE}")
     with pytest.raises(rntuple.NotFoundError) as info:
-        nt.arrays(["vec_f32"], types={"vec_f23": "std::vector<double>"})
+        nt.arrays(["opt_i32"], types={"vec_f23": "std::vector<double>"})
     assert_names(str(info.value), ("vec_f23", "vec_f32"))
 
 
