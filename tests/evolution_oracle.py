@@ -86,7 +86,8 @@ class Case:
     - ``expect``: what the reference says ROOT does (``value``, ``refused``, ``range``,
       ``abort``); for ``range`` the ``bad_entries`` and the first bad value ``bad_value``
       (our error must name ``bad_path``, the first bad entry and that value);
-    - ``names``: what our refusal message must name (the field and both types);
+    - ``names``: what our refusal message must name (the field and both types), or else
+      ``inner_names`` (the subfield whose types clash, and its two types);
     - ``unordered``: compare the collections of each entry as multisets (sets, maps,
       unordered containers: ROOT sorts or hashes, we need not);
     - ``option``: the target is nullable, our leaf must be an option type;
@@ -109,6 +110,7 @@ class Case:
     bad_value: int | float | None = None
     bad_path: str = ""
     names: tuple[str, ...] = ()
+    inner_names: tuple[str, ...] = ()
     unordered: bool = False
     option: bool = False
     added: tuple[str, ...] = ()
@@ -255,9 +257,23 @@ CASES: list[Case] = [
     _refused("E4", "collections", "mset_i32", f"std::multiset<{I32}>", f"std::set<{I32}>"),
     _refused("E4", "collections", "vpair_if", f"std::vector<{PAIR_IF}>", f"std::map<{I32},float>"),
     _refused("E4", "collections", "vpair_if", f"std::vector<{PAIR_IF}>", f"std::set<{PAIR_IF}>"),
-    _refused("E4", "collections", "pair_if", PAIR_IF, f"std::pair<float,{I32}>"),
+    _refused(
+        "E4",
+        "collections",
+        "pair_if",
+        PAIR_IF,
+        f"std::pair<float,{I32}>",
+        inner_names=("pair_if._0", I32, "float"),
+    ),
     _refused("E4", "collections", "tup_if", f"std::tuple<{I32},float>", f"std::tuple<{I32},float,{I32}>"),
-    _refused("E4", "collections", "var_if", VAR_IF, f"std::variant<float,{I32}>"),
+    _refused(
+        "E4",
+        "collections",
+        "var_if",
+        VAR_IF,
+        f"std::variant<float,{I32}>",
+        inner_names=("var_if._0", I32, "float"),
+    ),
     _refused("E4", "collections", "var_if", VAR_IF, f"std::variant<{I32},float,double>"),
     # --- E5: nullable, collection, pair/tuple and variant conversions (elements as E1) -----
     _value("E5", "collections", "atom_i32", I64),
