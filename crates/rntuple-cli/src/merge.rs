@@ -127,6 +127,9 @@ fn report(
     for field in &summary.fields_dropped {
         eprintln!("rntuple: warning: field \"{field}\" of a later input is not in the first input: left out (--mode union keeps it)");
     }
+    for (field, ty) in &summary.fields_converted {
+        eprintln!("rntuple: field \"{field}\" differs in type between inputs: every input read as {ty} (values decoded and written again)");
+    }
     for set in &summary.attribute_sets_dropped {
         eprintln!("rntuple: warning: attribute set \"{set}\" is not merged (as ROOT)");
     }

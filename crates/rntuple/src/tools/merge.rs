@@ -201,6 +201,9 @@ pub struct MergeSummary {
     /// Attribute sets of the inputs that were not merged (as ROOT, which does not merge
     /// them either).
     pub attribute_sets_dropped: Vec<String>,
+    /// Top-level fields whose types differ between inputs, each with the type every
+    /// input was read as: the merge then decodes every value and writes it again.
+    pub fields_converted: Vec<(String, String)>,
 }
 
 /// Where a merge stands, for a progress display.
@@ -296,6 +299,11 @@ pub fn merge_into<W: FileOutput>(
     options: &MergeOptions,
     mut progress: impl FnMut(MergeProgress),
 ) -> Result<MergeSummary> {
+    // Fields whose types differ between inputs: every value read as the one type that
+    // reads them all, and written again (pages cannot be copied).
+    if let Some(plan) = unified_types(inputs, options)? {
+        return merge_converting(inputs, file, options, &plan, &mut progress);
+    }
     let pool = BufferPool::default();
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Result<Step>>(1);
@@ -1301,4 +1309,182 @@ fn read_pages(
     out.into_iter()
         .map(|p| p.ok_or_else(|| Error::InvalidArgument("merge: a page was not read".into())))
         .collect()
+}
+
+// --- inputs whose field types differ ---------------------------------------------------------
+
+/// The one type of each field whose types differ between the inputs (by
+/// [`crate::read::unify`]), in the output's field order, or `None` when every input's
+/// fields are of the same types (pages are then copied). The output's fields are the
+/// first input's (`Filter`, `Strict`); a merge that must both convert and fill fields
+/// some inputs lack (`Union`) is refused.
+fn unified_types(
+    inputs: &[String],
+    options: &MergeOptions,
+) -> Result<Option<Vec<(String, String)>>> {
+    use crate::read::{unify, FieldOf, ReadAs};
+    if inputs.len() < 2 {
+        return Ok(None);
+    }
+    let readers = inputs
+        .iter()
+        .map(|t| open_input(t))
+        .collect::<Result<Vec<_>>>()?;
+    let first = readers[0].descriptor();
+    let mut converted = Vec::new();
+    for &top in &first.top_level {
+        let name = first.field(top).name();
+        let mut fields = vec![FieldOf {
+            descriptor: first,
+            id: top,
+            file: &inputs[0],
+        }];
+        for (reader, target) in readers.iter().zip(inputs).skip(1) {
+            if let Some(id) = reader.descriptor().find_field(name) {
+                fields.push(FieldOf {
+                    descriptor: reader.descriptor(),
+                    id,
+                    file: target,
+                });
+            }
+        }
+        let types: BTreeSet<&str> = fields
+            .iter()
+            .map(|f| f.descriptor.field(f.id).type_name())
+            .collect();
+        if types.len() < 2 {
+            continue;
+        }
+        match unify(&fields)? {
+            ReadAs::Type(t) => converted.push((name.to_string(), t)),
+            ReadAs::Record(_) => {
+                return Err(Error::Unsupported(format!(
+                    "merging field \"{name}\": its records have different members in \
+                     different inputs, which a merge cannot write as one type"
+                )))
+            }
+        }
+    }
+    if converted.is_empty() {
+        return Ok(None);
+    }
+    if options.mode == MergeMode::Union {
+        return Err(Error::Unsupported(format!(
+            "merge --mode union of inputs whose field types differ ({}): merge them with \
+             --mode filter or strict, which read every input as one type",
+            converted
+                .iter()
+                .map(|(n, t)| format!("\"{n}\" as {t}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(Some(converted))
+}
+
+/// Merges `inputs` by reading every value (the fields of `plan` as its types) and
+/// writing it again: the first input's fields, each input cluster by cluster.
+fn merge_converting<W: FileOutput>(
+    inputs: &[String],
+    file: &mut FileWriter<W>,
+    options: &MergeOptions,
+    plan: &[(String, String)],
+    progress: &mut impl FnMut(MergeProgress),
+) -> Result<MergeSummary> {
+    use crate::read::{ReadAs, ReadTypes, RecordPaths};
+    use crate::schema::{ColumnDefaults, SchemaBuilder};
+    let readers = inputs
+        .iter()
+        .map(|t| open_input(t))
+        .collect::<Result<Vec<_>>>()?;
+    let first = &readers[0];
+    let names: Vec<String> = first
+        .readable_fields()
+        .into_iter()
+        .map(|id| first.descriptor().field(id).name().to_string())
+        .collect();
+    let types = plan.iter().fold(ReadTypes::new(), |t, (n, ty)| {
+        t.with_unified_type(n.clone(), ReadAs::Type(ty.clone()))
+    });
+    let compression = match options.compression {
+        OutputCompression::Fixed(c) => c,
+        _ => CompressionSettings::from_u32(first_compression(first))?,
+    };
+    let output = first.projection_as(Some(&names), RecordPaths::Columns, &types)?;
+    let mut schema = SchemaBuilder::new(ColumnDefaults { compressed: true });
+    for f in output.schema().fields() {
+        schema.add_arrow_field(f)?;
+    }
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| first.path().to_string());
+    let write = WriteOptions::default().with_compression(compression);
+    let mut summary = MergeSummary {
+        inputs: inputs.len(),
+        compression: compression.as_u32(),
+        fields_converted: plan.to_vec(),
+        ..MergeSummary::default()
+    };
+    let mut writer = crate::write::RNTupleWriter::new(&mut *file, &name, schema.finish(), write)?;
+    for (i, (reader, target)) in readers.iter().zip(inputs).enumerate() {
+        let at_input = |e: Error| match e {
+            Error::InvalidArgument(m) | Error::NotFound(m) => {
+                Error::InvalidArgument(format!("merging input {} ({target}): {m}", i + 1))
+            }
+            other => other,
+        };
+        let d = reader.descriptor();
+        let extra: Vec<String> = d
+            .top_level
+            .iter()
+            .map(|&f| d.field(f).name().to_string())
+            .filter(|n| !names.contains(n))
+            .collect();
+        if !extra.is_empty() && options.mode == MergeMode::Strict {
+            return Err(at_input(Error::InvalidArgument(format!(
+                "the input has fields the output lacks: {} (mode strict)",
+                extra.join(", ")
+            ))));
+        }
+        summary.fields_dropped.extend(extra);
+        let projection = reader
+            .projection_as(Some(&names), RecordPaths::Columns, &types)
+            .map_err(at_input)?;
+        if projection.schema().fields() != output.schema().fields() {
+            return Err(at_input(Error::IncompatibleType(
+                "its fields read as the merge's types do not give the output's schema".into(),
+            )));
+        }
+        let ranges: Vec<std::ops::Range<u64>> = d
+            .clusters
+            .iter()
+            .map(|c| c.first_entry..c.first_entry + c.n_entries)
+            .collect();
+        let total = ranges.len().max(1);
+        for (k, batch) in reader
+            .read_projection_ranges(&projection, ranges)?
+            .enumerate()
+        {
+            let batch = batch?;
+            summary.entries += batch.num_rows() as u64;
+            writer.write_batch(&batch)?;
+            #[allow(clippy::cast_precision_loss)]
+            progress(MergeProgress {
+                inputs_done: i,
+                inputs_total: inputs.len(),
+                input_fraction: (k + 1) as f64 / total as f64,
+                entries: summary.entries,
+            });
+        }
+        summary.bytes_read += d.compressed_bytes();
+    }
+    // The last cluster is committed by finish: count it (when it holds entries).
+    let open = u64::from(writer.num_entries() > writer.committed_entries());
+    summary.clusters = writer.num_clusters() + open;
+    let anchor = writer.finish()?;
+    file.write_anchor(&name, &anchor.to_object())?;
+    summary.fields_dropped.sort();
+    summary.fields_dropped.dedup();
+    Ok(summary)
 }

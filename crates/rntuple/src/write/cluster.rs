@@ -137,6 +137,12 @@ impl ClusterBook {
         self.n_entries
     }
 
+    /// The committed clusters.
+    pub(crate) fn num_clusters(&self) -> u64 {
+        let grouped: u64 = self.groups.iter().map(|g| u64::from(g.n_clusters)).sum();
+        grouped + self.open_group.len() as u64
+    }
+
     /// Records a cluster of `n_entries` entries whose pages were written at `pages` (per
     /// column, in order), compressed with the options' settings. Commits the cluster
     /// group when a checkpoint is due.

@@ -79,6 +79,16 @@ impl<S: BlobSink> RNTupleWriter<S> {
         self.filler.descriptor()
     }
 
+    /// Entries of the clusters committed so far.
+    pub fn committed_entries(&self) -> u64 {
+        self.committer.book.num_entries()
+    }
+
+    /// Clusters committed so far.
+    pub fn num_clusters(&self) -> u64 {
+        self.committer.book.num_clusters()
+    }
+
     /// Entries written so far.
     pub fn num_entries(&self) -> u64 {
         self.committer.book.num_entries() + self.filler.open_entries()
