@@ -22,6 +22,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 mod inspect;
+mod metadata;
 
 /// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
@@ -534,6 +535,12 @@ impl Reader {
     /// The whole description, as `rntuple info` prints it.
     fn describe(&self) -> String {
         rntuple::read::describe(&self.reader)
+    }
+
+    /// The anchor, header, footer and page lists as the descriptor holds them (plain
+    /// dicts and lists; see `metadata.rs`).
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        metadata::metadata(py, self.reader.anchor(), self.reader.descriptor())
     }
 
     /// Where the bytes go (`rntuple inspect`), from the page lists (GIL released).
