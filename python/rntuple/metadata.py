@@ -195,16 +195,23 @@ class RNTupleMetadata:
     def decoded_bytes(self, field_ids: list[int], first_cluster: int, stop_cluster: int) -> int:
         """The bytes the columns of ``field_ids`` take decoded over clusters
         ``first_cluster:stop_cluster``: each column's elements (one more for an offset
-        column) times the width of one element; of a field with several
-        representations, the one each cluster uses."""
+        column) times the width of one element, counted once however many fields read
+        it (a projected field reads its source field's columns; a cardinality field
+        reads its collection's offsets as counts, a buffer of its own); of a field with
+        several representations, the one each cluster uses."""
         total = 0
+        counted: set[tuple[int, bool]] = set()
         for field_id in field_ids:
+            record = self.field_records[field_id]
+            source = field_id if record.source_field_id is None else record.source_field_id
+            cardinality = record.type_name.startswith("ROOT::RNTupleCardinality")
             by_representation: dict[int, list[MetaRecord]] = {}
-            for record in self.column_records:
-                if record.field_id == field_id:
-                    by_representation.setdefault(record.repr_idx, []).append(record)
+            for column in self.column_records:
+                if column.field_id == source and (column.idx, cardinality) not in counted:
+                    by_representation.setdefault(column.repr_idx, []).append(column)
             if not by_representation:
                 continue
+            counted.update((c.idx, cardinality) for cols in by_representation.values() for c in cols)
             for cluster in self.page_link_list[max(first_cluster, 0) : stop_cluster]:
                 used = next(
                     (
