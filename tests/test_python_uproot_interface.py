@@ -343,6 +343,40 @@ def test_step_size_in_bytes_as_uproot(written: dict[str, str]) -> None:
     assert all(a == b for (_, a), (b, _) in itertools.pairwise(ranges))
 
 
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A TTree uproot writes (``nJet``, ``Jet_pt``, ``Jet_eta``, ``MET``) converted by
+    ``rntuple.convert`` into ROOT's importer layout: a ``_collection0`` of records, the
+    ``Jet_*`` fields projected onto it, ``nJet`` a cardinality field."""
+    out = tmp_path_factory.mktemp("imported")
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 4, 5000)
+    jets = ak.zip(
+        {
+            "pt": ak.unflatten(rng.random(int(counts.sum())).astype(np.float32), counts),
+            "eta": ak.unflatten(rng.random(int(counts.sum())), counts),
+        }
+    )
+    with uproot.recreate(out / "tree.root") as f:
+        f.mktree("Events", {"Jet": jets.type.content, "MET": "float64"})
+        f["Events"].extend({"Jet": jets, "MET": rng.random(5000)})
+    rntuple.convert(f"{out / 'tree.root'}:Events", str(out / "imported.root"))
+    return str(out / "imported.root")
+
+
+def test_step_size_in_bytes_counts_projections_as_uproot(imported: str) -> None:
+    ours = rntuple.open(f"{imported}:Events")
+    theirs = uproot.open(f"{imported}:Events")
+    sources = [r.source_field_id for r in ours.field_records]
+    assert any(s is not None for s in sources)  # projected fields, nJet's cardinality
+    assert [r.source_field_id for r in theirs.field_records] == sources
+    for arguments in ({}, {"filter_name": "nJet"}, {"filter_name": "Jet_*"}):
+        for step in ("10 kB", "33 kB"):
+            a = [len(x) for x in ours.iterate(step_size=step, **arguments)]
+            b = [len(x) for x in theirs.iterate(step_size=step, **arguments)]
+            assert a == b, (arguments, step)
+
+
 def test_field_iterate(written: dict[str, str]) -> None:
     ours = rntuple.open(f"{written['flat']}:nt")
     theirs = uproot.open(f"{written['flat']}:nt")
