@@ -225,6 +225,16 @@ def test_ak_add_doc(written: dict[str, str]) -> None:
             == b[name].layout.parameters.get("__doc__")
             == f"field {name}"
         )
+    ours_form, theirs_form = (
+        ours["struct4"].to_akform(ak_add_doc=True),
+        theirs["struct4"].to_akform(ak_add_doc=True),
+    )
+    assert ours_form[1] == theirs_form[1] == ["struct4"]
+    assert (
+        ours_form[0].contents[0].parameters
+        == theirs_form[0].contents[0].parameters
+        == {"__doc__": "field struct4"}
+    )
     a = ours.arrays(ak_add_doc={"typename": "typename"})
     b = theirs.arrays(ak_add_doc={"typename": "typename"})
     assert a["struct1"].layout.parameters["typename"] == b["struct1"].layout.parameters["typename"]

@@ -76,6 +76,7 @@ class RNTupleMetadata:
     """The metadata of one RNTuple, built from the core's ``Reader.metadata()``."""
 
     def __init__(self, raw: dict[str, Any]) -> None:
+        self._field_paths: dict[str, int] | None = None
         #: The anchor's members by ROOT's names (``fVersionEpoch``, ``fSeekHeader``, ...).
         self.anchor: dict[str, int] = dict(raw["anchor"])
         fields = []
@@ -232,6 +233,11 @@ class RNTupleMetadata:
         """Field ids by the path the reader shows (``Jet.pt`` for a member of the
         records of collection ``Jet``: a collection's or array's item field adds no
         segment)."""
+        if self._field_paths is None:
+            self._field_paths = self._paths_of_fields()
+        return self._field_paths
+
+    def _paths_of_fields(self) -> dict[str, int]:
         records = self.field_records
         out: dict[str, int] = {}
         for i in range(len(records)):

@@ -1009,14 +1009,11 @@ class Field:
         """The Awkward form of :meth:`arrays` with these filters (the record
         ``{name: values}``) and the path to this field from the form's top (as uproot)."""
         values = self.arrays(filter_name=filter_name, filter_typename=filter_typename, entry_stop=0)
-        if ak_add_doc is not False:
-            values = ak.Array(
-                {
-                    self.name: self._ntuple._add_doc(
-                        ak.Array({self.name: values[self.name]}), "ak", None, ak_add_doc
-                    )[self.name]
-                }
-            )
+        if ak_add_doc is not False and ak_add_doc is not None:
+            if not (ak_add_doc is True or isinstance(ak_add_doc, dict)):
+                raise InvalidArgumentError(f"ak_add_doc must be True, False or a dict, not {ak_add_doc!r}")
+            layout = add_doc(values[self.name].layout, self._ntuple.metadata, self.field_id, ak_add_doc)
+            values = ak.Array(ak.contents.RecordArray([layout], [self.name], length=0))
         return values.layout.form, [self.name]
 
     def iterate(
