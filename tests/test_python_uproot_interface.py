@@ -182,6 +182,17 @@ def test_get_field_metadata(pair: tuple[rntuple.RNTuple, Any]) -> None:
         ours.get_field_metadata(len(ours.column_records))
 
 
+def test_read_cluster_pages(pair: tuple[rntuple.RNTuple, Any]) -> None:
+    ours, theirs = pair
+    for cluster in sorted({0, len(ours.clusters) - 1}):
+        for ncol in range(len(ours.column_records)):
+            a = ours.read_cluster_pages(cluster, ncol)
+            b = theirs.read_cluster_pages(cluster, ncol, theirs.get_field_metadata(ncol))
+            assert len(a) == len(b) and np.array_equal(a, b), (cluster, ncol)
+    with pytest.raises(rntuple.NotFoundError, match="no cluster"):
+        ours.read_cluster_pages(len(ours.clusters), 0)
+
+
 def test_field_records_and_roles(written: dict[str, str]) -> None:
     ours = rntuple.open(f"{written['nested']}:ntuple")
     theirs = uproot.open(f"{written['nested']}:ntuple")

@@ -193,6 +193,33 @@ class RNTuple:
             )
         return self.metadata.column_metadata(int(ncol))
 
+    def read_cluster_pages(self, cluster_idx: int, col_idx: int, field_metadata: Any = None) -> np.ndarray:
+        """The decoded elements of column ``col_idx`` in cluster ``cluster_idx``, page
+        after page (an offset column's count from the cluster's start; a switch column's
+        are records of ``index`` and ``tag``); of a column the cluster suppresses, those
+        of the representation of its field the cluster uses. ``field_metadata`` (uproot's
+        argument) is not needed: the column's type is in the metadata."""
+        for argument, value in (("cluster_idx", cluster_idx), ("col_idx", col_idx)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InvalidArgumentError(f"{argument} must be a non-negative integer, not {value!r}")
+        meta = self.metadata
+        if cluster_idx < len(meta.page_link_list) and col_idx < len(meta.page_link_list[cluster_idx]):
+            listed = meta.page_link_list[cluster_idx]
+            if listed[col_idx].suppressed:
+                field_id = meta.column_records[col_idx].field_id
+                col_idx = next(
+                    (
+                        c.idx
+                        for c in meta.column_records
+                        if c.field_id == field_id and c.idx < len(listed) and not listed[c.idx].suppressed
+                    ),
+                    col_idx,
+                )
+        dtype, data = self._reader.column_values(int(cluster_idx), int(col_idx))
+        if dtype == "switch":
+            return np.frombuffer(data, dtype=np.dtype([("index", "<u8"), ("tag", "<u4")]))
+        return np.frombuffer(data, dtype=np.dtype(dtype))
+
     def to_akform(
         self,
         *,

@@ -543,6 +543,21 @@ impl Reader {
         metadata::metadata(py, self.reader.anchor(), self.reader.descriptor())
     }
 
+    /// The decoded elements of physical column `column` in cluster `cluster` as
+    /// `(NumPy dtype, bytes)` (GIL released while the pages are read and decoded).
+    fn column_values<'py>(
+        &self,
+        py: Python<'py>,
+        cluster: usize,
+        column: u32,
+    ) -> PyResult<(&'static str, Bound<'py, pyo3::types::PyBytes>)> {
+        let reader = &self.reader;
+        let values = py
+            .detach(|| reader.column_values(cluster, column))
+            .map_err(to_py_err)?;
+        Ok(metadata::column_values_bytes(py, &values))
+    }
+
     /// Where the bytes go (`rntuple inspect`), from the page lists (GIL released).
     fn inspect(&self, py: Python<'_>) -> PyResult<inspect::InspectionHandle> {
         let reader = &self.reader;

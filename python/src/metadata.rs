@@ -3,7 +3,8 @@
 //! metadata objects (`RNTuple.header`, `.footer`, `.page_link_list`, ...).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
+use rntuple::encoding::ColumnValues;
 use rntuple::format::{Anchor, ColumnPages};
 use rntuple::schema::Descriptor;
 
@@ -142,4 +143,37 @@ pub(crate) fn metadata<'py>(
     }
     out.set_item("attribute_sets", sets)?;
     Ok(out)
+}
+
+/// A column's decoded elements as `(NumPy dtype, little-endian bytes)`: a switch column's
+/// as records of an 8-byte index and a 4-byte tag.
+pub(crate) fn column_values_bytes<'py>(
+    py: Python<'py>,
+    values: &ColumnValues,
+) -> (&'static str, Bound<'py, PyBytes>) {
+    fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        v.iter().flat_map(|&x| f(x)).collect()
+    }
+    let (dtype, bytes) = match values {
+        ColumnValues::Bool(v) => ("bool", v.iter().map(|&b| u8::from(b)).collect()),
+        ColumnValues::I8(v) => ("int8", le(v, i8::to_le_bytes)),
+        ColumnValues::U8(v) => ("uint8", v.clone()),
+        ColumnValues::I16(v) => ("<i2", le(v, i16::to_le_bytes)),
+        ColumnValues::U16(v) => ("<u2", le(v, u16::to_le_bytes)),
+        ColumnValues::I32(v) => ("<i4", le(v, i32::to_le_bytes)),
+        ColumnValues::U32(v) => ("<u4", le(v, u32::to_le_bytes)),
+        ColumnValues::I64(v) => ("<i8", le(v, i64::to_le_bytes)),
+        ColumnValues::U64(v) | ColumnValues::Index(v) => ("<u8", le(v, u64::to_le_bytes)),
+        ColumnValues::F32(v) => ("<f4", le(v, f32::to_le_bytes)),
+        ColumnValues::F64(v) => ("<f8", le(v, f64::to_le_bytes)),
+        ColumnValues::Switch { index, tag } => (
+            "switch",
+            index
+                .iter()
+                .zip(tag)
+                .flat_map(|(i, t)| i.to_le_bytes().into_iter().chain(t.to_le_bytes()))
+                .collect(),
+        ),
+    };
+    (dtype, PyBytes::new(py, &bytes))
 }
