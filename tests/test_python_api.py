@@ -211,16 +211,24 @@ def test_iterate_by_entries(nt: rntuple.RNTuple, up: ak.Array) -> None:
 
 
 def test_iterate_by_bytes(nt: rntuple.RNTuple, up: ak.Array) -> None:
-    boundaries = {r.start for r in nt.clusters} | {2000}
+    # A memory size is a number of entries as uproot computes it; batches of at most
+    # that many entries group whole clusters or cut one larger than a step.
+    clusters = nt.clusters
+    fields = ["Jet_pt", "Jet_eta", "MET_pt"]
     for step in ("30 kB", "60kB", "1 MB"):
-        ranges = nt.batch_ranges(["Jet_pt", "Jet_eta", "MET_pt"], 0, 2000, step)
-        assert {a for a, _ in ranges} | {b for _, b in ranges} <= boundaries, step
-        batches = list(nt.iterate(["Jet_pt", "Jet_eta", "MET_pt"], step_size=step, library="arrow"))
+        ranges = nt.step_ranges(fields, 0, 2000, step)
+        theirs = [len(b) for b in uproot.open(f"{EXAMPLE}:Events").iterate(fields, step_size=step)]
+        assert max(b - a for a, b in ranges) <= max(theirs), step
+        for a, b in ranges:
+            inside = any(c.start <= a and b <= c.stop for c in clusters)
+            whole = all((c.start >= a and c.stop <= b) or c.stop <= a or c.start >= b for c in clusters)
+            assert inside or whole, (step, a, b)
+        batches = list(nt.iterate(fields, step_size=step, library="arrow"))
         assert [b.num_rows for b in batches] == [b - a for a, b in ranges]
         merged = ak.concatenate([to_awkward(b) for b in batches])
         assert ak.to_list(merged.Jet_eta) == ak.to_list(up.Jet_eta)
-    assert len(nt.batch_ranges(["MET_pt"], 0, 2000, "1 MB")) == 1
-    assert len(nt.batch_ranges(["Jet_pt", "Jet_eta", "MET_pt"], 0, 2000, "30 kB")) >= 4
+    assert len(nt.step_ranges(["MET_pt"], 0, 2000, "1 MB")) == 1
+    assert len(nt.step_ranges(fields, 0, 2000, "30 kB")) >= 4
 
 
 def test_iterate_and_concatenate_many_files(three_files: list[Path]) -> None:
@@ -236,7 +244,7 @@ def test_iterate_and_concatenate_many_files(three_files: list[Path]) -> None:
     batches = list(rntuple.iterate(glob_spec, ["MET_pt"], step_size=400, library="np"))
     # Batches never span two files: the 400-entry plan of each file, one after the other.
     plans = [
-        rntuple.open(f"{p}:Events").batch_ranges(["MET_pt"], 0, n, 400)
+        rntuple.open(f"{p}:Events").step_ranges(["MET_pt"], 0, n, 400)
         for p, n in zip(three_files, (1200, 1900, 2600), strict=True)
     ]
     assert [len(b["MET_pt"]) for b in batches] == [b - a for plan in plans for a, b in plan]

@@ -418,8 +418,8 @@ def test_iterate_step_entries(nt: rntuple.RNTuple, un: Any) -> None:
     theirs = list(un.iterate(filter_name="Jet_*", step_size=4000))
     same_records(ak.concatenate(ours), ak.concatenate(theirs))
     # Our batches follow the cluster plan (a cluster larger than the step is cut into
-    # equal parts: here the same 4000-entry batches as uproot's).
-    plan = nt.batch_ranges(nt.keys(filter_name="Jet_*"), 0, len(nt), 4000)
+    # steps from its start: here the same 4000-entry batches as uproot's).
+    plan = nt.step_ranges(nt.keys(filter_name="Jet_*"), 0, len(nt), 4000)
     assert [len(b) for b in ours] == [b - a for a, b in plan]
     assert [len(b) for b in theirs] == [4000] * 5
 

@@ -63,6 +63,10 @@ class Reader:
         """The schema tree as text."""
     def describe(self) -> str:
         """The whole description, as ``rntuple info`` prints it."""
+    def metadata(self) -> dict[str, Any]:
+        """The anchor, header, footer and page lists as plain dicts and lists."""
+    def column_values(self, cluster: int, column: int) -> tuple[str, bytes]:
+        """The decoded elements of a column in a cluster as ``(dtype, bytes)``."""
     def inspect(self) -> InspectionHandle:
         """Where the bytes go, from the page lists (GIL released)."""
     def read(self, fields: list[str] | None, start: int, stop: int) -> pa.RecordBatch:

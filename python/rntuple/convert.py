@@ -35,9 +35,15 @@ def _type_name(field: pa.Field) -> str:
 
 
 def _is_tuple(field: pa.Field) -> bool:
-    """Whether an Arrow struct is a C++ pair or tuple (shown as an Awkward tuple)."""
+    """Whether an Arrow struct is a C++ pair or tuple, or a record of no C++ type whose
+    two or more members are named ``_0``, ``_1``, ... as a tuple's (uproot writes Awkward
+    tuples so; one member ``_0`` is what a projection of a pair keeps, a record), shown
+    as an Awkward tuple."""
     name = _type_name(field)
-    return name.startswith("std::pair<") or name.startswith("std::tuple<")
+    if name.startswith("std::pair<") or name.startswith("std::tuple<"):
+        return True
+    t = field.type
+    return name == "" and t.num_fields > 1 and all(t.field(i).name == f"_{i}" for i in range(t.num_fields))
 
 
 def _buffer(arr: pa.Array, i: int, dtype: Any, start: int, count: int) -> np.ndarray:
@@ -129,7 +135,9 @@ def _content(arr: pa.Array, field: pa.Field) -> ak.contents.Content:
         return ak.contents.RegularArray(_layout(values, t.value_field), size, zeros_length=n)
     if pa.types.is_struct(t):
         contents = [_layout(arr.field(i), t.field(i)) for i in range(t.num_fields)]
-        names = None if _is_tuple(field) else [t.field(i).name for i in range(t.num_fields)]
+        # A pair, a tuple and a class without members are Awkward tuples, as uproot shows them.
+        tuple_like = _is_tuple(field) or t.num_fields == 0
+        names = None if tuple_like else [t.field(i).name for i in range(t.num_fields)]
         return ak.contents.RecordArray(contents, names, length=n)
     if pa.types.is_union(t):
         if t.mode != "dense":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import difflib
 import fnmatch
+import itertools
 import os
 import re
 import sys
@@ -22,6 +23,7 @@ from .cache import check_cache
 from .convert import to_awkward, to_library
 from .errors import FormatError, InvalidArgumentError, NotFoundError, _os_error
 from .inspection import BY, Inspection
+from .metadata import MetaRecord, RNTupleMetadata
 from .selection import (
     Compiled,
     Evaluator,
@@ -40,6 +42,14 @@ from .selection import (
     make_filter,
     to_numpy_like_uproot,
     zip_jagged,
+)
+from .uproot_compat import (
+    Report,
+    add_doc,
+    check_virtual,
+    step_entries_for_bytes,
+    step_ranges,
+    virtual_content,
 )
 
 FieldSelection = str | Sequence[str] | None
@@ -107,6 +117,122 @@ class RNTuple:
         self._reader = reader
         # path -> (C++ type, read directly, qualified name the core takes)
         self._paths: dict[str, tuple[str, bool, str]] | None = None
+        # One Field object per path, as uproot gives the same RField each time.
+        self._field_objects: dict[str, Field] = {}
+        self._metadata: RNTupleMetadata | None = None
+
+    def __enter__(self) -> RNTuple:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # The file stays open while any RNTuple or Field of it is referenced.
+        return None
+
+    # -- metadata objects (as uproot names them; see rntuple.metadata) ------------------
+
+    @property
+    def classname(self) -> str:
+        """The ROOT class of the object: ``"ROOT::RNTuple"``."""
+        return "ROOT::RNTuple"
+
+    @property
+    def metadata(self) -> RNTupleMetadata:
+        """The anchor, header, footer and page lists (see :class:`rntuple.metadata.RNTupleMetadata`)."""
+        if self._metadata is None:
+            self._metadata = RNTupleMetadata(self._reader.metadata())
+        return self._metadata
+
+    def member(self, name: str) -> int:
+        """A member of the anchor by ROOT's name (``"fVersionEpoch"``, ``"fSeekHeader"``,
+        ``"fNBytesHeader"``, ``"fLenHeader"``, the same of the footer, ``"fMaxKeySize"``)."""
+        anchor = self.metadata.anchor
+        if name not in anchor:
+            raise NotFoundError(
+                f"the anchor of RNTuple {self.path!r} has no member {name!r} (it has {', '.join(anchor)})"
+            )
+        return anchor[name]
+
+    @property
+    def header(self) -> MetaRecord:
+        """The header: ``ntuple_name``, ``ntuple_description``, ``writer_identifier``,
+        ``field_records``, ``column_records``, ``extra_type_infos``, ``checksum``."""
+        return self.metadata.header
+
+    @property
+    def footer(self) -> MetaRecord:
+        """The footer: ``header_checksum``, ``extension_links`` (the schema extension's
+        ``field_records`` and ``column_records``), ``cluster_group_records``,
+        ``linked_attribute_sets``."""
+        return self.metadata.footer
+
+    @property
+    def field_records(self) -> list[MetaRecord]:
+        """Every field record, the header's then the schema extension's."""
+        return self.metadata.field_records
+
+    @property
+    def column_records(self) -> list[MetaRecord]:
+        """Every column record, the header's then the schema extension's."""
+        return self.metadata.column_records
+
+    @property
+    def cluster_summaries(self) -> list[MetaRecord]:
+        """``num_first_entry`` and ``num_entries`` of every cluster."""
+        return self.metadata.cluster_summaries
+
+    @property
+    def page_link_list(self) -> list[list[MetaRecord]]:
+        """Per cluster, per column: its ``pages``, ``element_offset``, ``suppressed``."""
+        return self.metadata.page_link_list
+
+    def get_field_metadata(self, ncol: int) -> MetaRecord:
+        """How column ``ncol`` is stored (see :meth:`RNTupleMetadata.column_metadata`)."""
+        if not isinstance(ncol, (int, np.integer)) or not 0 <= ncol < len(self.column_records):
+            raise NotFoundError(
+                f"RNTuple {self.path!r} has {len(self.column_records)} columns, no column {ncol!r}"
+            )
+        return self.metadata.column_metadata(int(ncol))
+
+    def read_cluster_pages(self, cluster_idx: int, col_idx: int, field_metadata: Any = None) -> np.ndarray:
+        """The decoded elements of column ``col_idx`` in cluster ``cluster_idx``, page
+        after page (an offset column's count from the cluster's start; a switch column's
+        are records of ``index`` and ``tag``); of a column the cluster suppresses, those
+        of the representation of its field the cluster uses. ``field_metadata`` (uproot's
+        argument) is not needed: the column's type is in the metadata."""
+        for argument, value in (("cluster_idx", cluster_idx), ("col_idx", col_idx)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InvalidArgumentError(f"{argument} must be a non-negative integer, not {value!r}")
+        meta = self.metadata
+        if cluster_idx < len(meta.page_link_list) and col_idx < len(meta.page_link_list[cluster_idx]):
+            listed = meta.page_link_list[cluster_idx]
+            if listed[col_idx].suppressed:
+                field_id = meta.column_records[col_idx].field_id
+                col_idx = next(
+                    (
+                        c.idx
+                        for c in meta.column_records
+                        if c.field_id == field_id and c.idx < len(listed) and not listed[c.idx].suppressed
+                    ),
+                    col_idx,
+                )
+        dtype, data = self._reader.column_values(int(cluster_idx), int(col_idx))
+        if dtype == "switch":
+            return np.frombuffer(data, dtype=np.dtype([("index", "<u8"), ("tag", "<u4")]))
+        return np.frombuffer(data, dtype=np.dtype(dtype))
+
+    def to_akform(
+        self,
+        *,
+        filter_name: NameFilter = None,
+        filter_typename: NameFilter = None,
+        ak_add_doc: Any = False,
+    ) -> tuple[ak.forms.Form, None]:
+        """The Awkward form of :meth:`arrays` with these filters, and ``None`` (as uproot,
+        whose second item is the path to a field within its form)."""
+        values = self.arrays(
+            filter_name=filter_name, filter_typename=filter_typename, entry_stop=0, ak_add_doc=ak_add_doc
+        )
+        return values.layout.form, None
 
     # -- metadata --------------------------------------------------------------------
 
@@ -191,7 +317,7 @@ class RNTuple:
                 raise NotFoundError(
                     f"RNTuple {self.path!r} has {len(top)} top-level fields, no field {where}"
                 )
-            return Field(self, top[where])
+            return self._field(top[where])
         if not isinstance(where, str):
             raise InvalidArgumentError(f"a field is named by a string or an integer, not {where!r}")
         path = self._lookup(where)
@@ -201,7 +327,13 @@ class RNTuple:
         if path is None:
             self.resolve_fields([where])  # raises NotFoundError with close matches
         assert path is not None
-        return Field(self, path)
+        return self._field(path)
+
+    def _field(self, path: str) -> Field:
+        """The one :class:`Field` object of ``path``."""
+        if path not in self._field_objects:
+            self._field_objects[path] = Field(self, path)
+        return self._field_objects[path]
 
     def __contains__(self, where: object) -> bool:
         return isinstance(where, str) and self._lookup(where) is not None
@@ -364,6 +496,9 @@ class RNTuple:
         types: dict[str, Any] | None = None,
         on_overflow: str = "raise",
         defaults: dict[str, Any] | None = None,
+        ak_add_doc: Any = False,
+        virtual: bool = False,
+        access_log: Any = None,
     ) -> Any:
         """Reads fields or expressions of them over ``entry_start:entry_stop`` (Python
         slice semantics, clipped), as uproot's ``arrays``:
@@ -393,13 +528,59 @@ class RNTuple:
           is read; a value that does not fit raises
           :class:`~rntuple.ValueOutOfRangeError` naming the field, the entry and the
           value, or is None with ``on_overflow="mask"``.
+        - ``ak_add_doc``: for ``"ak"``, ``True`` puts each field's description in its
+          Awkward ``__doc__`` parameter (the RNTuple's on the records), a dict
+          ``{parameter: attribute}`` a field's ``"typename"``, ``"description"`` or
+          ``"name"`` in that parameter;
+        - ``virtual=True``: Awkward records whose fields are read when first used, each
+          field with one read (no expressions, cut, aliases or ``how``); each buffer
+          read is appended to ``access_log`` (a list, or anything with ``+=``) as an
+          :class:`rntuple.uproot_compat.Accessed`.
         """
+        virtual = check_virtual(
+            virtual, access_log, library=library, how=how, expressions=expressions, cut=cut, aliases=aliases
+        )
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
         plan.types = self._read_types(types, on_overflow, defaults)
         library = check_library(library)
         how = check_how(how, library)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        return plan.read(self, start, stop, library, how)
+        if virtual:
+            return self._virtual_records(plan.selection, start, stop, access_log, ak_add_doc)
+        return self._add_doc(plan.read(self, start, stop, library, how), library, how, ak_add_doc)
+
+    def _virtual_records(
+        self, selection: list[str], start: int, stop: int, access_log: Any, ak_add_doc: Any
+    ) -> ak.Array:
+        """Records of the top-level fields holding ``selection``, read when first used."""
+        groups: dict[str, list[str]] = {}
+        for path in selection:
+            groups.setdefault(path.split(".")[0], []).append(path)
+        contents = [
+            virtual_content(self, paths, name, start, stop, access_log) for name, paths in groups.items()
+        ]
+        records = ak.Array(ak.contents.RecordArray(contents, list(groups), length=stop - start))
+        return self._add_doc(records, "ak", None, ak_add_doc)
+
+    def _add_doc(self, result: Any, library: str, how: Any, ak_add_doc: Any) -> Any:
+        """``result`` with field descriptions as Awkward parameters (see :meth:`arrays`)."""
+        if ak_add_doc is False or ak_add_doc is None:
+            return result
+        if not (ak_add_doc is True or isinstance(ak_add_doc, dict)):
+            raise InvalidArgumentError(f"ak_add_doc must be True, False or a dict, not {ak_add_doc!r}")
+        if library != "ak" or how is not None:
+            return result
+        meta = self.metadata
+        ids = meta.field_paths()
+        layout = result.layout
+        contents = [
+            add_doc(content, meta, ids[name], ak_add_doc) if name in ids else content
+            for name, content in zip(layout.fields, layout.contents, strict=True)
+        ]
+        parameters = dict(layout.parameters)
+        if ak_add_doc is True and meta.header.ntuple_description:
+            parameters["__doc__"] = meta.header.ntuple_description
+        return ak.Array(layout.copy(contents=contents, parameters=parameters))
 
     def iterate(
         self,
@@ -418,11 +599,19 @@ class RNTuple:
         types: dict[str, Any] | None = None,
         on_overflow: str = "raise",
         defaults: dict[str, Any] | None = None,
+        report: bool = False,
+        ak_add_doc: Any = False,
     ) -> Iterator[Any]:
-        """Yields :meth:`arrays` in batches aligned to cluster boundaries: ``step_size``
-        is a number of entries or a memory size (``"100 MB"``) of the fields read,
-        uncompressed. A batch holds whole clusters (or equal parts of one larger than
-        the step), so its length may differ from uproot's ``step_size`` entries.
+        """Yields :meth:`arrays` in batches of at most ``step_size`` entries that end at
+        cluster boundaries: whole clusters are grouped while they fit in a step, and a
+        cluster larger than a step is cut into steps from its first entry (so a batch
+        may be shorter than uproot's, never longer). A memory size (``"100 MB"``) is
+        turned into entries as uproot does: the step's share of the decoded bytes of the
+        selected columns over the clusters the range touches.
+
+        ``report=True`` yields ``(arrays, report)`` pairs, the
+        :class:`rntuple.uproot_compat.Report` saying which entries the batch holds.
+        ``ak_add_doc``: as :meth:`arrays`.
 
         With ``decode_ahead`` (the default) the next batch is read and decoded on a
         thread of its own while the caller works on the current one, so that a loop
@@ -430,13 +619,70 @@ class RNTuple:
         most one decoded batch beyond the caller's. ``decode_ahead=False`` reads each
         batch only when the loop asks for it. ``types``, ``on_overflow``, ``defaults``:
         as :meth:`arrays`."""
+        report = check_flag("report", report)
+        for result, first, last in self._iterate(
+            expressions,
+            cut,
+            filter_name,
+            filter_typename,
+            aliases,
+            step_size,
+            entry_start,
+            entry_stop,
+            library,
+            how,
+            decode_ahead,
+            0,
+            types,
+            on_overflow,
+            defaults,
+        ):
+            result = self._add_doc(result, library, how, ak_add_doc)
+            yield (result, Report(self, first, last)) if report else result
+
+    def step_ranges(
+        self, fields: FieldSelection, start: int, stop: int, step_size: StepSize
+    ) -> list[tuple[int, int]]:
+        """The entry ranges :meth:`iterate` reads over ``start:stop`` (see there)."""
+        step_size = check_step_size(step_size)
+        if isinstance(step_size, str):
+            try:
+                target = parse_size(step_size)
+            except InvalidArgumentError as err:
+                raise InvalidArgumentError(f"step_size: {err}") from None
+            ids = self.metadata.field_paths()
+            paths = self.resolve_fields(fields)
+            field_ids = sorted({i for p in paths if p in ids for i in self.metadata.subtree(ids[p])})
+            step_size = step_entries_for_bytes(self.metadata, field_ids, target, start, stop)
+        return step_ranges(self.clusters, start, stop, step_size)
+
+    def _iterate(
+        self,
+        expressions: Any,
+        cut: Any,
+        filter_name: Any,
+        filter_typename: Any,
+        aliases: Any,
+        step_size: Any,
+        entry_start: Any,
+        entry_stop: Any,
+        library: Any,
+        how: Any,
+        decode_ahead: bool,
+        global_offset: int,
+        types: dict[str, Any] | None = None,
+        on_overflow: str = "raise",
+        defaults: dict[str, Any] | None = None,
+    ) -> Iterator[tuple[Any, int, int]]:
+        """:meth:`iterate`'s batches with their entry ranges; a pandas index counts from
+        ``global_offset`` (the entries of the files before this one)."""
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
         plan.types = self._read_types(types, on_overflow, defaults)
         library = check_library(library)
         how = check_how(how, library)
         step_size = check_step_size(step_size)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        ranges = self.batch_ranges(plan.read_paths or self.fields, start, stop, step_size)
+        ranges = self.step_ranges(plan.read_paths or self.fields, start, stop, step_size)
         # One stream over all the batches: the next batch is decoded while the current
         # one is used (decode_ahead), and from a remote file the next batches' pages are
         # fetched meanwhile.
@@ -452,9 +698,11 @@ class RNTuple:
             for first, last in ranges:
                 tables = [None if s is None else pa.Table.from_batches([next(s)]) for s in streams]
                 if not plan.computes:
-                    yield plan.convert(tables[0], first, library, how)
+                    result = plan.convert(tables[0], first + global_offset, library, how)
                 else:
-                    yield plan._finish(*plan.evaluate_tables(tables[0], tables[1], first, last), library, how)
+                    columns, index = plan.evaluate_tables(tables[0], tables[1], first, last)
+                    result = plan._finish(columns, index + global_offset, library, how)
+                yield result, first, last
         finally:
             # Leaving the loop early stops the decoding threads now, not when collected.
             for s in streams:
@@ -596,7 +844,8 @@ class RNTuple:
     def batch_ranges(
         self, fields: FieldSelection, start: int, stop: int, step_size: StepSize
     ) -> list[tuple[int, int]]:
-        """The entry ranges :meth:`iterate` reads, cut at cluster boundaries: whole
+        """The entry ranges :func:`rntuple.dask` partitions cover (:meth:`iterate`'s are
+        :meth:`step_ranges`), cut at cluster boundaries: whole
         clusters are grouped until the next one would pass ``step_size`` (entries for an
         integer, uncompressed bytes of the selected fields for a string), and a cluster
         larger than the step is cut into equal parts; at least one entry per batch."""
@@ -627,6 +876,8 @@ def _descend(records: ak.Array, path: str) -> ak.Array:
     """The values at a field path of records read with that path (through lists)."""
     value = records
     for segment in path.split("."):
+        if segment not in value.fields and re.fullmatch(r"_[0-9]+", segment) and value.is_tuple:
+            segment = segment[1:]  # a tuple's member "_0" is Awkward's field "0"
         value = value[segment]
     return value
 
@@ -830,10 +1081,65 @@ class Field:
         members), in schema order."""
         prefix = f"{self._path}."
         return [
-            Field(self._ntuple, p)
+            self._ntuple._field(p)
             for p in self._ntuple._field_paths()
             if p.startswith(prefix) and "." not in p[len(prefix) :]
         ]
+
+    def __len__(self) -> int:
+        """The number of direct subfields (as uproot's ``len`` of a field)."""
+        return len(self.fields)
+
+    def __iter__(self) -> Iterator[Field]:
+        return iter(self.fields)
+
+    @property
+    def field_id(self) -> int:
+        """The field's id in the RNTuple's schema."""
+        return self._ntuple.metadata.field_paths()[self._path]
+
+    @property
+    def record(self) -> MetaRecord:
+        """The field's record in the schema (``struct_role``, ``type_name``, ...)."""
+        return self._ntuple.field_records[self.field_id]
+
+    @property
+    def description(self) -> str:
+        """The field's description."""
+        return self.record.field_desc
+
+    def to_akform(
+        self, *, filter_name: NameFilter = None, filter_typename: NameFilter = None, ak_add_doc: Any = False
+    ) -> tuple[ak.forms.Form, list[str]]:
+        """The Awkward form of :meth:`arrays` with these filters (the record
+        ``{name: values}``) and the path to this field from the form's top (as uproot)."""
+        values = self.arrays(filter_name=filter_name, filter_typename=filter_typename, entry_stop=0)
+        if ak_add_doc is not False and ak_add_doc is not None:
+            if not (ak_add_doc is True or isinstance(ak_add_doc, dict)):
+                raise InvalidArgumentError(f"ak_add_doc must be True, False or a dict, not {ak_add_doc!r}")
+            layout = add_doc(values[self.name].layout, self._ntuple.metadata, self.field_id, ak_add_doc)
+            values = ak.Array(ak.contents.RecordArray([layout], [self.name], length=0))
+        return values.layout.form, [self.name]
+
+    def iterate(
+        self,
+        *,
+        step_size: StepSize = "100 MB",
+        entry_start: int | None = None,
+        entry_stop: int | None = None,
+        library: str = "ak",
+        how: Any = None,
+        report: bool = False,
+    ) -> Iterator[Any]:
+        """Yields :meth:`arrays` (the record ``{name: values}``) in the batches of
+        :meth:`RNTuple.iterate` (``step_size``, ``report`` as there)."""
+        library = check_library(library)
+        how = check_how(how, library)
+        report = check_flag("report", report)
+        start, stop = _entry_range(self._ntuple.num_entries, entry_start, entry_stop)
+        for first, last in self._ntuple.step_ranges([self._path], start, stop, step_size):
+            result = self.arrays(entry_start=first, entry_stop=last, library=library, how=how)
+            yield (result, Report(self._ntuple, first, last)) if report else result
 
     def keys(
         self,
@@ -895,12 +1201,33 @@ class Field:
         return _descend(records, self._path), start
 
     def array(
-        self, *, entry_start: int | None = None, entry_stop: int | None = None, library: str = "ak"
+        self,
+        *,
+        entry_start: int | None = None,
+        entry_stop: int | None = None,
+        library: str = "ak",
+        virtual: bool = False,
+        access_log: Any = None,
     ) -> Any:
         """The field's values over ``entry_start:entry_stop``: an ``awkward.Array``
         (``"ak"``), a NumPy array as uproot gives it (``"np"``), a pandas Series indexed
-        by entry (``"pd"``), a pyarrow Array (``"arrow"``) or a Polars Series (``"pl"``)."""
+        by entry (``"pd"``), a pyarrow Array (``"arrow"``) or a Polars Series (``"pl"``).
+        ``virtual``, ``access_log``: as :meth:`RNTuple.arrays`."""
+        virtual = check_virtual(virtual, access_log, library=library)
         library = check_library(library)
+        if virtual:
+            start, stop = _entry_range(self._ntuple.num_entries, entry_start, entry_stop)
+            top = self._path.split(".")[0]
+            layout = virtual_content(
+                self._ntuple,
+                [self._path],
+                top,
+                start,
+                stop,
+                access_log,
+                select=lambda records: _descend(ak.Array({top: records}), self._path),
+            )
+            return ak.Array(layout)
         values, start = self._values([self._path], entry_start, entry_stop)
         index = np.arange(start, start + len(values))
         if library == "ak":
@@ -974,6 +1301,7 @@ class ReadOnlyFile:
             message = str(err) if self._path in str(err) else f"{self._path}: {err}"
             raise FormatError(message) from None
         self._keys: list[str] | None = None
+        self._rntuples: dict[str, RNTuple] = {}
 
     @property
     def file_path(self) -> str:
@@ -991,8 +1319,24 @@ class ReadOnlyFile:
             self._keys = self._file().rntuple_paths()
         return list(self._keys)
 
-    def __getitem__(self, name: str) -> RNTuple:
-        return RNTuple(self._file().open_rntuple(name))
+    def __getitem__(self, name: str) -> RNTuple | Field:
+        """The RNTuple at path ``name`` (the same object each time), or a field of one
+        (``"Events/Jet/pt"``, as uproot's paths into an RNTuple)."""
+        handle = self._file()  # a closed file opens nothing
+        key = name.strip("/").split(";")[0] if isinstance(name, str) else name
+        if isinstance(key, str) and key in self._rntuples:
+            return self._rntuples[key]
+        if isinstance(key, str) and key not in self.keys():
+            # "ntuple/field/subfield": the longest leading part that is an RNTuple.
+            parts = key.split("/")
+            for i in range(len(parts) - 1, 0, -1):
+                head = "/".join(parts[:i])
+                if head in self.keys():
+                    return self[head]["/".join(parts[i:])]
+        nt = RNTuple(handle.open_rntuple(name))
+        if isinstance(key, str):
+            self._rntuples[key] = nt
+        return nt
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.strip("/") in self.keys()
@@ -1006,6 +1350,7 @@ class ReadOnlyFile:
     def close(self) -> None:
         """Closes the file (RNTuples already opened keep their own handle)."""
         self._handle = None
+        self._rntuples.clear()
 
     def __enter__(self) -> ReadOnlyFile:
         return self
@@ -1196,6 +1541,8 @@ def iterate(
     library: str = "ak",
     how: Any = None,
     decode_ahead: bool = True,
+    report: bool = False,
+    ak_add_doc: Any = False,
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
@@ -1206,7 +1553,11 @@ def iterate(
     allow_missing: bool = False,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
-    order (a batch never spans two files). ``files`` is a spec ``"file.root:Events"``
+    order (a batch never spans two files; ``step_size`` as :meth:`RNTuple.iterate`).
+    ``report=True`` yields ``(arrays, report)`` pairs whose
+    :class:`rntuple.uproot_compat.Report` gives the batch's entries in its file
+    (``tree_entry_start``/``stop``) and over all files (``global_entry_start``/``stop``);
+    a pandas index counts entries over all files, as uproot's. ``files`` is a spec ``"file.root:Events"``
     (glob patterns allowed in the file name; the RNTuple path may be omitted when a file
     holds one), a URL, a list of specs, or a dict ``{file: rntuple_name}``.
     ``decode_ahead``: as :meth:`RNTuple.iterate` (the next batch of a file is decoded
@@ -1227,6 +1578,7 @@ def iterate(
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
+    report = check_flag("report", report)
     options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
@@ -1238,19 +1590,22 @@ def iterate(
 
     def first_batch(nt: RNTuple, index: int) -> tuple[Iterator[Any], Any]:
         if chain is None or chain.schema is None:
-            batches = nt.iterate(
+            batches = nt._iterate(
                 expressions if chain is None else chain.expressions[index],
                 cut,
-                filter_name=filter_name,
-                filter_typename=filter_typename,
-                aliases=aliases,
-                step_size=step_size,
-                library=library,
-                how=how,
-                decode_ahead=decode_ahead,
-                types=types if chain is None else chain.types[index],
-                on_overflow=on_overflow,
-                defaults=defaults,
+                filter_name,
+                filter_typename,
+                aliases,
+                step_size,
+                None,
+                None,
+                library,
+                how,
+                decode_ahead,
+                0,
+                types if chain is None else chain.types[index],
+                on_overflow,
+                defaults,
             )
         else:
             batches = _conformed_batches(
@@ -1258,10 +1613,27 @@ def iterate(
             )
         return batches, next(batches, done)
 
-    for _, (batches, first) in open_rntuples(files, **options, first_read_at=first_batch):
+    global_offset = 0
+    for nt, (batches, first) in open_rntuples(files, **options, first_read_at=first_batch):
         if first is not done:
-            yield first
-            yield from batches
+            for result, start, stop in itertools.chain([first], batches):
+                # Batches were read with file-local entry numbers (the next file is read
+                # ahead, before the entries of this one are counted in).
+                result = nt._add_doc(_shift_index(result, global_offset, library), library, how, ak_add_doc)
+                yield (result, Report(nt, start, stop, global_offset)) if report else result
+        global_offset += nt.num_entries
+
+
+def _shift_index(result: Any, offset: int, library: str) -> Any:
+    """A pandas result with its index moved on by ``offset`` entries (others as they are)."""
+    if library != "pd" or offset == 0:
+        return result
+    if isinstance(result, (tuple, list)):
+        return type(result)(_shift_index(r, offset, library) for r in result)
+    if isinstance(result, dict):
+        return {k: _shift_index(v, offset, library) for k, v in result.items()}
+    result.index = result.index + offset
+    return result
 
 
 def concatenate(
@@ -1389,25 +1761,25 @@ def _conformed_batches(
     decode_ahead: bool,
     on_overflow: str,
     defaults: Any,
-) -> Iterator[Any]:
-    """The batches of one file of a chain, each read with the chain's types for it and
-    given the chain's schema (fields it lacks as None)."""
+) -> Iterator[tuple[Any, int, int]]:
+    """The batches of one file of a chain (each with its entry range), each read with
+    the chain's types for it and given the chain's schema (fields it lacks as None)."""
     from .unify import conform
 
     plan = nt._plan(chain.expressions[index], None, None, None, None)
     plan.types = nt._read_types(chain.types[index], on_overflow, defaults, chain.unified)
     start, stop = 0, nt.num_entries
     paths = plan.selection
-    ranges = nt.batch_ranges(paths or nt.fields, start, stop, step_size)
+    ranges = nt.step_ranges(paths or nt.fields, start, stop, step_size)
     if not paths:
         for first, last in ranges:
             table = conform(pa.table({}), chain.schema, last - first)
-            yield plan.convert(table, first, library, how)
+            yield plan.convert(table, first, library, how), first, last
         return
     stream = nt._stream(paths, ranges, decode_ahead, plan.types)
     try:
-        for first, _ in ranges:
+        for first, last in ranges:
             table = conform(pa.Table.from_batches([next(stream)]), chain.schema)
-            yield plan.convert(table, first, library, how)
+            yield plan.convert(table, first, library, how), first, last
     finally:
         stream.close()

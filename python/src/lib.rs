@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 mod inspect;
+mod metadata;
 
 /// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
@@ -554,6 +555,27 @@ impl Reader {
     /// The whole description, as `rntuple info` prints it.
     fn describe(&self) -> String {
         rntuple::read::describe(&self.reader)
+    }
+
+    /// The anchor, header, footer and page lists as the descriptor holds them (plain
+    /// dicts and lists; see `metadata.rs`).
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        metadata::metadata(py, self.reader.anchor(), self.reader.descriptor())
+    }
+
+    /// The decoded elements of physical column `column` in cluster `cluster` as
+    /// `(NumPy dtype, bytes)` (GIL released while the pages are read and decoded).
+    fn column_values<'py>(
+        &self,
+        py: Python<'py>,
+        cluster: usize,
+        column: u32,
+    ) -> PyResult<(&'static str, Bound<'py, pyo3::types::PyBytes>)> {
+        let reader = &self.reader;
+        let values = py
+            .detach(|| reader.column_values(cluster, column))
+            .map_err(to_py_err)?;
+        Ok(metadata::column_values_bytes(py, &values))
     }
 
     /// Where the bytes go (`rntuple inspect`), from the page lists (GIL released).

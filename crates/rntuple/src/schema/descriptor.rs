@@ -166,6 +166,9 @@ pub struct Descriptor {
     pub description: String,
     /// The library that wrote it.
     pub writer: String,
+    /// The header envelope's checksum, as the footer states it (checked against the
+    /// header when the RNTuple is opened).
+    pub header_checksum: u64,
     /// Format version (epoch, major, minor, patch) from the anchor.
     pub version: (u16, u16, u16, u16),
     /// Fields by id.
@@ -320,6 +323,7 @@ impl Descriptor {
             name: header.name,
             description: header.description,
             writer: header.writer,
+            header_checksum: footer.header_checksum,
             version,
             fields,
             columns,

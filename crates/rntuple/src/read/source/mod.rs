@@ -13,10 +13,11 @@ mod prefetch;
 use super::RNTupleReader;
 use crate::compression;
 use crate::container::{self, RootFile};
+use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
 use crate::error::{Error, Location, RemoteKind, Result};
 use crate::format::{
-    stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer, Header, PageInfo,
-    PageList,
+    open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
+    Header, PageInfo, PageList,
 };
 use crate::io::{
     open_source, open_source_with, IoMetricsSnapshot, ReadHints, Source, SourceOptions,
@@ -684,6 +685,67 @@ impl RNTupleReader {
     /// The byte source.
     pub fn source(&self) -> &Source {
         &self.storage.source
+    }
+
+    /// The decoded elements of physical column `column` in cluster `cluster`, page after
+    /// page, each page read and checked (an offset column's elements count from the
+    /// cluster's start): one column as stored, for tools that look at columns rather
+    /// than fields. A column the cluster lists no pages for has no elements.
+    pub fn column_values(&self, cluster: usize, column: u32) -> Result<ColumnValues> {
+        let d = &self.descriptor;
+        let c = d.clusters.get(cluster).ok_or_else(|| {
+            Error::NotFound(format!(
+                "RNTuple \"{}\" has {} clusters, no cluster {cluster}",
+                self.path,
+                d.clusters.len()
+            ))
+        })?;
+        let record = &d
+            .columns
+            .get(column as usize)
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "RNTuple \"{}\" has {} columns, no column {column}",
+                    self.path,
+                    d.columns.len()
+                ))
+            })?
+            .record;
+        let enc = ColumnEncoding::from_record(
+            record.column_type,
+            record.bits_on_storage,
+            record.value_range,
+        )?;
+        let mut out = ColumnValues::empty(enc.column_type);
+        let Some(pages) = c.column(column) else {
+            return Ok(out);
+        };
+        for page in &pages.pages {
+            let stored = self
+                .storage
+                .read_blob(page.locator.offset, stored_page_len(page))?;
+            let data = open_page(&stored, page, &enc)?;
+            let n = u64::from(page.n_elements);
+            let unzipped = enc
+                .page_bytes(n)
+                .and_then(|u| usize::try_from(u).ok())
+                .ok_or_else(|| {
+                    Error::corrupt("page list", format!("page of {n} elements is too large"))
+                })?;
+            let values = if data.len() == unzipped {
+                decode_page(&enc, data, n)?
+            } else {
+                let mut buf = vec![0u8; unzipped];
+                compression::decompress_into(
+                    data,
+                    &mut buf,
+                    &format!("page at byte offset {}", page.locator.offset),
+                )?;
+                decode_page(&enc, &buf, n)?
+            };
+            out.append(values)?;
+        }
+        Ok(out)
     }
 
     /// What reading has cost so far (see [`ReadMetrics`]).
