@@ -227,3 +227,17 @@ def test_dask_reads_the_chain_s_one_schema(files: dict[str, str]) -> None:
     assert eager.y.tolist() == [None, None, None, 200.0, 210.0, None, None]
     # A projection to one field reads it alone, still as the chain's type.
     assert lazy.x.compute().tolist() == eager.x.tolist()
+
+
+def test_files_alike_with_untyped_records_read_as_they_are(tmp_path: Path) -> None:
+    # uproot writes records without a C++ type name, here inside a list: two files of the
+    # same schema have nothing to unify, and read as uproot reads them.
+    data = ak.Array({"jets": [[{"pt": 1.5, "n": 1}], [], [{"pt": 2.5, "n": 2}, {"pt": 3.5, "n": 3}]]})
+    paths = []
+    for name in ("one", "two"):
+        path = tmp_path / f"{name}.root"
+        with uproot.recreate(path) as f:
+            f.mkrntuple("t", data)
+        paths.append(f"{path}:t")
+    ours = rntuple.concatenate(paths)
+    assert ours.tolist() == uproot.concatenate(paths).tolist() == ak.concatenate([data, data]).tolist()

@@ -121,7 +121,7 @@ def plan_chain(
         unified[n] = _core.unify_field([handles[i] for i in having], qualified)
     per_file_types = []
     for s in selected:
-        mine = {n: unified[n] for n in s}
+        mine = {n: unified[n] for n in s if unified[n] is not None}
         # Member paths the caller gave (``"evo.a"``) apply as they are.
         mine.update({k: v for k, v in (types or {}).items() if k.split(".")[0] in s and k not in mine})
         per_file_types.append(mine)
@@ -163,7 +163,8 @@ def _schema(
     for n in order:
         i = next(k for k, s in enumerate(selected) if n in s)
         nt = opened[i] if opened is not None else _open(items[i], options)
-        handle = nt._read_types({n: per_file_types[i][n]}, unified=[n])
+        wanted = per_file_types[i].get(n)
+        handle = None if wanted is None else nt._read_types({n: wanted}, unified=[n])
         field = nt._reader.schema(nt._qualified([nt._lookup(n) or n]), handle).field(0)
         fields[n] = field.with_nullable(field.nullable or any(n in m for m in missing))
     return pa.schema([fields[n] for n in order])

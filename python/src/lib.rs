@@ -1273,6 +1273,7 @@ fn read_as_to_py<'py>(py: Python<'py>, read_as: &ReadAs) -> PyResult<Bound<'py, 
             }
             d.into_any()
         }
+        ReadAs::AsOnDisk => py.None().into_bound(py),
     })
 }
 
@@ -1312,6 +1313,9 @@ struct ReadTypesHandle {
 
 /// A requested type from Python: a C++ type name, or a dict of members.
 fn read_as_of(value: &Bound<'_, PyAny>, path: &str) -> PyResult<ReadAs> {
+    if value.is_none() {
+        return Ok(ReadAs::AsOnDisk);
+    }
     if let Ok(text) = value.extract::<String>() {
         return Ok(ReadAs::Type(text));
     }

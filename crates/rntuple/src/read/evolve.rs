@@ -38,6 +38,8 @@ pub enum ReadAs {
     /// and not listed are left out; listed members that are not on disk are added, null
     /// (or the default given for them).
     Record(Vec<(String, ReadAs)>),
+    /// The type on disk, unchanged (what [`unify`] gives for fields alike in every file).
+    AsOnDisk,
 }
 
 /// What a read does with a value that does not fit the type asked for.
@@ -158,6 +160,8 @@ enum Target {
     Named,
     /// Members by name.
     Members(Vec<(String, Target)>),
+    /// As on disk.
+    Keep,
 }
 
 /// A requested type with its normalized C++ name (empty for a record of members).
@@ -195,6 +199,10 @@ impl Want {
                     target: target_of(&parsed)?,
                 })
             }
+            ReadAs::AsOnDisk => Ok(Want {
+                name: String::new(),
+                target: Target::Keep,
+            }),
             ReadAs::Record(members) => {
                 let mut seen = std::collections::HashSet::new();
                 let mut out = Vec::with_capacity(members.len());
@@ -364,6 +372,9 @@ pub(crate) fn plan(
 ) -> Result<Vec<Option<Conversion>>> {
     let mut wanted = HashMap::new();
     for (path, read_as, unified) in &types.types {
+        if *read_as == ReadAs::AsOnDisk {
+            continue;
+        }
         let id = desc.find_field(path).ok_or_else(|| no_field(path))?;
         let want = Want::parse(read_as).map_err(|e| match e {
             Error::InvalidArgument(m) => {
@@ -641,6 +652,9 @@ impl Planner<'_> {
         let disk_name = d.field(id).type_name();
         let kind = d.field_kind(id);
         let refuse = |why: &str| Err(refuse(d, id, want, why));
+        if let Target::Keep = target {
+            return Ok((Node::Same, field.clone()));
+        }
         // The same type: nothing to do (a class by name included).
         if !want.is_empty() && want == disk_name && !matches!(target, Target::Members(_)) {
             return Ok((Node::Same, field.clone()));
@@ -1155,7 +1169,7 @@ fn target_name(t: &Target) -> String {
             "std::variant<{}>",
             parts.iter().map(target_name).collect::<Vec<_>>().join(",")
         ),
-        Target::Named | Target::Members(_) => String::new(),
+        Target::Named | Target::Members(_) | Target::Keep => String::new(),
     }
 }
 
@@ -1269,7 +1283,7 @@ fn target_data_type(t: &Target, name: &str) -> std::result::Result<DataType, Str
                 "a missing member of type \"{name}\" cannot be made here"
             ))
         }
-        Target::Named => {
+        Target::Named | Target::Keep => {
             return Err(format!(
                 "type \"{name}\" is not known here: give the member's type as a C++ \
                  fundamental or standard type, or as a record of members"
@@ -1995,19 +2009,19 @@ pub struct FieldOf<'a> {
 /// be read as one type (a string and a number, ...) is an error naming two files and their
 /// types.
 pub fn unify(fields: &[FieldOf<'_>]) -> Result<ReadAs> {
-    match unify_at(fields, true)? {
-        Unified::Name(n) => Ok(ReadAs::Type(n)),
-        members @ Unified::Members(_) => Ok(to_read_as(members)),
-    }
+    Ok(to_read_as(unify_at(fields, true)?))
 }
 
 enum Unified {
+    /// Alike in every file, with no type name to spell it (an untyped record).
+    Same,
     Name(String),
     Members(Vec<(String, Unified)>),
 }
 
 fn to_read_as(u: Unified) -> ReadAs {
     match u {
+        Unified::Same => ReadAs::AsOnDisk,
         Unified::Name(n) => ReadAs::Type(n),
         Unified::Members(m) => {
             ReadAs::Record(m.into_iter().map(|(n, u)| (n, to_read_as(u))).collect())
@@ -2057,8 +2071,12 @@ fn same_tree(a: FieldOf<'_>, b: FieldOf<'_>) -> bool {
 fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified> {
     let first = fields[0];
     let first_name = first.descriptor.field(first.id).type_name();
-    if fields.iter().all(|&f| same_tree(first, f)) && !first_name.is_empty() {
-        return Ok(Unified::Name(first_name.to_string()));
+    if fields.iter().all(|&f| same_tree(first, f)) {
+        return Ok(if first_name.is_empty() {
+            Unified::Same
+        } else {
+            Unified::Name(first_name.to_string())
+        });
     }
     let kinds: Vec<FieldKind> = fields
         .iter()
@@ -2303,7 +2321,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
 fn name_of(u: Unified, fields: &[FieldOf<'_>]) -> Result<String> {
     match u {
         Unified::Name(n) => Ok(n),
-        Unified::Members(_) => Err(unify_error(
+        Unified::Same | Unified::Members(_) => Err(unify_error(
             fields,
             "records whose members differ inside a collection or another type",
         )),

@@ -1357,6 +1357,7 @@ fn unified_types(
         }
         match unify(&fields)? {
             ReadAs::Type(t) => converted.push((name.to_string(), t)),
+            ReadAs::AsOnDisk => {}
             ReadAs::Record(_) => {
                 return Err(Error::Unsupported(format!(
                     "merging field \"{name}\": its records have different members in \
