@@ -440,7 +440,7 @@ def test_dask_aligned_and_key_joins_on_two_processes(big: dict[str, str], client
     assert index_read <= 1.1 * key_pages + 8192, (index_read, key_pages)
     eager = keyed.arrays(["x", "fr.z"])
     assert ak.sum(ak.is_none(eager.fr)) == BIG // 2
-    lazy, report = keyed.dask(["x", "fr.z"], report=True)
+    lazy, report = keyed.dask(["x", "fr.z"], step_size=BLOCK, report=True)
     got, parts = dask.compute(lazy, report, scheduler=client)
     assert ak.to_list(got) == ak.to_list(eager)
     pids = set(ak.to_list(parts.pid))
@@ -454,10 +454,13 @@ def test_dask_aligned_and_key_joins_on_two_processes(big: dict[str, str], client
     assert total <= 1.1 * asked + 16384 * 2 * 3
     # Each partition read the one friend cluster holding its matches: z of one block.
     z_per_cluster = page_bytes(friend, ["z"]) / (BIG // BLOCK)
+    print(
+        f"[join dask] friend bytes per partition {ak.to_list(parts.friend_bytes_read)}; z pages per cluster {z_per_cluster:,.0f}"
+    )
     assert all(b <= 1.2 * z_per_cluster + 16384 for b in ak.to_list(parts.friend_bytes_read))
     # Aligned: the same entry ranges of both sides.
     joined = rntuple.join(primary, aligned)
-    lazy, report = joined.dask(["x", "al.y"], report=True)
+    lazy, report = joined.dask(["x", "al.y"], step_size=BLOCK, report=True)
     got, parts = dask.compute(lazy, report, scheduler=client)
     assert ak.to_list(got) == ak.to_list(joined.arrays(["x", "al.y"]))
     total = int(ak.sum(parts.bytes_read))
@@ -466,7 +469,7 @@ def test_dask_aligned_and_key_joins_on_two_processes(big: dict[str, str], client
     assert total <= 1.1 * asked + 16384 * 2 * 3
     # Projection: a graph of the friend's field only reads neither x nor the primary's keys
     # beyond what the join needs.
-    only_y = joined.dask(report=True)
+    only_y = joined.dask(step_size=BLOCK, report=True)
     values, parts = dask.compute(only_y[0].al.y, only_y[1], scheduler=client)
     assert set(map(tuple, ak.to_list(parts["fields"]))) == {("al.y",)}
     np.testing.assert_array_equal(ak.to_numpy(values), (np.arange(BIG) * 0.25).astype(np.float32))
