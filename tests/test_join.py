@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -459,9 +460,14 @@ def test_dask_aligned_and_key_joins_on_two_processes(big: dict[str, str], client
     assert index_read <= 1.1 * key_pages + 8192, (index_read, key_pages)
     eager = keyed.arrays(["x", "fr.z"])
     assert ak.sum(ak.is_none(eager.fr)) == BIG // 2
-    lazy, report = keyed.dask(["x", "fr.z"], step_size=BLOCK, report=True)
+    # The index built here is broadcast to the workers: the graph carries its key only.
+    lazy, report = keyed.dask(["x", "fr.z"], step_size=BLOCK, report=True, client=client)
+    (reader,) = [layer.io_func for layer in lazy.dask.layers.values() if hasattr(layer, "io_func")]
+    assert len(pickle.dumps(reader)) < 4096 < len(pickle.dumps(keyed.index))
     got, parts = dask.compute(lazy, report, scheduler=client)
     assert ak.array_equal(got, eager, check_parameters=False)
+    # Without a client the index travels pickled in the graph, with the same result.
+    assert ak.array_equal(keyed.dask(["x", "fr.z"], step_size=BLOCK).compute(scheduler=client), eager)
     pids = set(ak.to_list(parts.pid))
     assert pids <= set(client.run(os.getpid).values()) and os.getpid() not in pids
     asked = page_bytes(primary, ["run", "event", "x"]) + page_bytes(friend, ["z"])

@@ -327,13 +327,19 @@ class Join:
             yield self._convert(table, entries, library)
 
     def dask(
-        self, expressions: str | Sequence[str] | None = None, *, step_size: Any = None, report: bool = False
+        self,
+        expressions: str | Sequence[str] | None = None,
+        *,
+        step_size: Any = None,
+        report: bool = False,
+        client: Any = None,
     ) -> Any:
         """A ``dask_awkward.Array`` of the join, one partition per cluster-aligned step
-        of the primary (see :func:`rntuple.join_dask.join_dask`)."""
+        of the primary; with a ``dask.distributed`` ``client`` a key join's index is
+        broadcast to the workers (see :func:`rntuple.join_dask.join_dask`)."""
         from .join_dask import join_dask
 
-        return join_dask(self, expressions, step_size=step_size, report=report)
+        return join_dask(self, expressions, step_size=step_size, report=report, client=client)
 
     def _convert(self, table: pa.Table, entries: np.ndarray, library: str) -> Any:
         if library == "ak":

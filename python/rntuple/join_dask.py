@@ -20,26 +20,54 @@ from ._extras import require
 from .errors import InvalidArgumentError
 from .selection import check_flag, check_step_size
 
-#: per graph token: the join opened in this process, a lock for exact metrics, and what
-#: opening it cost until a partition claims it
+#: per graph token: the join opened in this process (a broadcast index fetched once), a
+#: lock for exact metrics, and what opening it cost until a partition claims it
 _joins: dict[str, tuple[Any, threading.Lock, dict[str, int]]] = {}
 _joins_lock = threading.Lock()
 _KEEP = 4
 
 
-def _spec(join: Any) -> dict[str, Any]:
-    """A picklable description of ``join`` (files, options and the built key index)."""
+class _Scattered:
+    """A key index a ``dask.distributed`` client broadcast to every worker: the graph
+    carries only its future (a key), and a worker gets the index from its own memory."""
+
+    def __init__(self, key: Any) -> None:
+        #: the scattered data's key (a future itself cannot be unpickled outside a
+        #: client's context, as a worker deserializes tasks)
+        self.key = key
+
+    def get(self) -> Any:
+        """The index: from this worker's memory (broadcast), else fetched by its key."""
+        import distributed
+
+        worker = distributed.get_worker()
+        if self.key in worker.data:
+            return worker.data[self.key]
+        client = distributed.get_client()
+        return distributed.Future(self.key, client).result()
+
+
+def _spec(join: Any, client: Any = None, keep: list[Any] | None = None) -> dict[str, Any]:
+    """A picklable description of ``join`` (files, options and the built key index);
+    with a ``dask.distributed`` client, each index is broadcast to its workers instead
+    of travelling in the graph (``keep`` holds the futures while the graph lives)."""
     from .join import Join
 
     primary = join._primary
+    index = join.index
+    if client is not None and index is not None:
+        future = client.scatter(index, broadcast=True, hash=False)
+        if keep is not None:
+            keep.append(future)
+        index = _Scattered(future.key)
     return {
-        "primary": _spec(primary) if isinstance(primary, Join) else _files(primary),
+        "primary": _spec(primary, client, keep) if isinstance(primary, Join) else _files(primary),
         "friend": _files(join._friend),
         "on": join._on,
         "how": join._how,
         "duplicates": join._duplicates,
         "name": join._name,
-        "index": join.index,
+        "index": index,
     }
 
 
@@ -62,7 +90,8 @@ def _build(spec: dict[str, Any], network: dict[str, Any]) -> Any:
     )
     right = _Chain.of([f"{p}:{n}" for p, n in spec["friend"]], network)
     join = Join(left, right, spec["on"], spec["how"], spec["duplicates"], spec["name"])
-    join._index = spec["index"]
+    index = spec["index"]
+    join._index = index.get() if isinstance(index, _Scattered) else index
     return join
 
 
@@ -247,13 +276,18 @@ class _nothing:
         return None
 
 
-def join_dask(join: Any, expressions: Any = None, *, step_size: Any = None, report: bool = False) -> Any:
+def join_dask(
+    join: Any, expressions: Any = None, *, step_size: Any = None, report: bool = False, client: Any = None
+) -> Any:
     """A ``dask_awkward.Array`` of ``join`` (see :meth:`rntuple.Join.dask`): partitions
     are the primary's cluster-aligned steps (``step_size`` as :func:`rntuple.dask`,
     default 100 MB of the selected fields); with ``report=True``, also one record per
     partition: ``bytes_read`` (primary and friend, the files' opening on that worker
     included), ``friend_bytes_read``, ``bytes_used``, ``requests``, ``entry_start``,
-    ``entry_stop``, ``rows``, ``fields``, ``seconds``, ``pid``."""
+    ``entry_stop``, ``rows``, ``fields``, ``seconds``, ``pid``. With a
+    ``dask.distributed`` ``client``, a key join's index (built here once) is broadcast
+    to the workers (``client.scatter(broadcast=True)``) and the graph carries only its
+    key; without one, the index travels pickled with the graph's reader."""
     dak = require("dask_awkward", "Join.dask")
     report = check_flag("report", report)
     step = "100 MB" if step_size is None else check_step_size(step_size)
@@ -279,5 +313,8 @@ def join_dask(join: Any, expressions: Any = None, *, step_size: Any = None, repo
         for a, b in ranges:
             divisions.append(divisions[-1] + b - a)
         divisions = tuple(divisions)
-    reader = JoinPartitionReader(_spec(join), selection, form, report=report)
+    keep: list[Any] = []
+    reader = JoinPartitionReader(_spec(join, client, keep), selection, form, report=report)
+    # The broadcast indexes live as long as the join (the graph holds only their keys).
+    join._scattered = [*getattr(join, "_scattered", []), *keep]
     return dak.from_map(reader, ranges, label="rntuple-join", divisions=divisions)
