@@ -28,6 +28,11 @@ Converting TTrees::
 Merging RNTuples (as ``hadd``, pages copied where they can be)::
 
     rntuple.merge(["job1.root", "job2.root"], "merged.root")
+
+Joining a friend (by entry number, or on key fields)::
+
+    events = rntuple.join("events.root:Events", "calib.root:Calib", on=["run", "event"])
+    events.arrays(["x", "Calib.z"])  # records with a field Calib: None without a match
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from .errors import (
     ValueOutOfRangeError,
 )
 from .inspection import Inspection, PageSizeHistogram
+from .join import Join, join
 from .merge import MergeResult, MergeWarning, merge
 from .reading import Field, ReadOnlyFile, RNTuple, concatenate, iterate, open
 from .ttree import ConvertResult, convert
@@ -73,6 +79,7 @@ __all__ = [
     "IncompatibleTypeError",
     "Inspection",
     "InvalidArgumentError",
+    "Join",
     "MergeResult",
     "MergeWarning",
     "MissingDependencyError",
@@ -101,6 +108,7 @@ __all__ = [
     "convert_files",
     "dask",
     "iterate",
+    "join",
     "merge",
     "open",
     "recreate",

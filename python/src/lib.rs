@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 mod inspect;
+mod join;
 mod metadata;
 
 /// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
@@ -1419,6 +1420,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;
     m.add_class::<inspect::InspectionHandle>()?;
+    m.add_class::<join::ReaderChainHandle>()?;
+    m.add_class::<join::KeyIndexHandle>()?;
+    m.add_class::<join::MatchesHandle>()?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add_function(wrap_pyfunction!(merge_rntuples, m)?)?;

@@ -370,6 +370,8 @@ enum Command {
         /// Entry range START:STOP (either may be omitted; STOP is exclusive).
         #[arg(long)]
         entries: Option<String>,
+        #[command(flatten)]
+        friend: friend::FriendArgs,
     },
     /// Print entries as JSON (the conformance suite's conventions).
     Dump {
@@ -405,6 +407,8 @@ enum Command {
         /// class).
         #[arg(long)]
         streamer_bytes: bool,
+        #[command(flatten)]
+        friend: friend::FriendArgs,
     },
     /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
     /// ls, verify [--repair], clear, purge [--target SIZE].
@@ -520,6 +524,7 @@ impl ReadBenchReport {
 mod cache;
 mod convert;
 mod failure;
+mod friend;
 mod inspect;
 mod ls;
 mod merge;
@@ -841,10 +846,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
             target,
             fields,
             entries,
+            friend,
         } => {
             let (reader, range) = open_entries(&target, entries.as_deref())?;
-            let fields = selected(&reader, fields)?;
             let shower = show::Shower::new(reader.descriptor());
+            if let Some(join) = friend::open_join(&reader, &friend)? {
+                let fields = friend::joined_fields(&join, fields)?;
+                friend::for_each_joined_batch(&join, &fields, range, |batch| {
+                    for row in 0..batch.num_rows() {
+                        shower.write_entry(&mut out, batch, row)?;
+                    }
+                    Ok(())
+                })?;
+                out.flush()?;
+                return Ok(());
+            }
+            let fields = selected(&reader, fields)?;
             for_each_batch(&reader, fields.as_deref(), range, |batch| {
                 for row in 0..batch.num_rows() {
                     shower.write_entry(&mut out, batch, row)?;
@@ -861,6 +878,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             entries,
             attributes,
             streamer_bytes,
+            friend,
         } => {
             if !json && !jsonl {
                 return Err(Failure::Usage("dump needs --json or --jsonl".into()));
@@ -886,6 +904,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 return Ok(());
             }
             let (reader, range) = open_entries(&target, entries.as_deref())?;
+            if let Some(join) = friend::open_join(&reader, &friend)? {
+                let fields = friend::joined_fields(&join, fields)?;
+                dump_joined(&mut out, &join, &fields, range, jsonl, floats)?;
+                out.flush()?;
+                return Ok(());
+            }
             let fields = selected(&reader, fields)?;
             let streamer = if streamer_bytes {
                 StreamerFields::default()
@@ -1035,6 +1059,38 @@ fn dump_json(
         Ok(())
     })?;
     writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    Ok(())
+}
+
+/// Writes a join's entries as `dump` does: JSON Lines, or one JSON list.
+fn dump_joined(
+    out: &mut impl Write,
+    join: &rntuple::tools::Join,
+    fields: &friend::JoinedFields,
+    range: std::ops::Range<u64>,
+    jsonl: bool,
+    floats: render::Floats,
+) -> Result<(), Failure> {
+    let mut first = true;
+    if !jsonl {
+        write!(out, "[")?;
+    }
+    friend::for_each_joined_batch(join, fields, range, |batch| {
+        for row in 0..batch.num_rows() {
+            if jsonl {
+                writeln!(out, "{}", render::json_row_with(batch, row, floats))?;
+            } else {
+                let text = format!("{:#}", render::json_row_with(batch, row, floats));
+                let indented = text.replace('\n', "\n  ");
+                write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
+            }
+            first = false;
+        }
+        Ok(())
+    })?;
+    if !jsonl {
+        writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    }
     Ok(())
 }
 

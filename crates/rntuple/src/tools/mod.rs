@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod copy;
 pub mod inspect;
+pub mod join;
 pub mod merge;
 pub mod recover;
 pub mod streamer;
@@ -11,6 +12,7 @@ pub mod verify;
 
 pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
 pub use copy::{copy_rntuple, source_compression};
+pub use join::{friend_column, Duplicates, How, Join, JoinSpec, KeyIndex, Matches, ReaderChain};
 pub use merge::{
     merge_files, merge_into, MergeMode, MergeOptions, MergeProgress, MergeSummary,
     OutputCompression,

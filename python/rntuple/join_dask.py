@@ -1,0 +1,351 @@
+"""Dask for joins: :func:`join_dask` makes a ``dask_awkward.Array`` of a
+:class:`rntuple.Join`, one partition per cluster-aligned step of the primary.
+
+An aligned friend's partition reads the same entry range of the primary and the
+friend. A key join's friend index is built once, on the client, from the friend's key
+columns only, and travels with the graph's reader (a ``KeyIndex`` pickles as its bytes):
+no worker reads the friend's keys again; a partition looks its primary keys up and
+reads only the friend clusters holding its matches. Column projection (dask-awkward's
+protocol, as :class:`rntuple.dask.PartitionReader`) narrows each partition's read to the
+primary's top-level fields and the friend's fields (``name.field``) the graph uses."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from ._extras import require
+from .errors import InvalidArgumentError
+from .selection import check_flag, check_step_size
+
+#: per graph token: the join opened in this process (a broadcast index fetched once), a
+#: lock for exact metrics, and what opening it cost until a partition claims it
+_joins: dict[str, tuple[Any, threading.Lock, dict[str, int]]] = {}
+_joins_lock = threading.Lock()
+_KEEP = 4
+
+
+class _Scattered:
+    """A key index a ``dask.distributed`` client broadcast to every worker: the graph
+    carries only its future (a key), and a worker gets the index from its own memory."""
+
+    def __init__(self, key: Any) -> None:
+        #: the scattered data's key (a future itself cannot be unpickled outside a
+        #: client's context, as a worker deserializes tasks)
+        self.key = key
+
+    def get(self) -> Any:
+        """The index: from this worker's memory (broadcast), else fetched by its key."""
+        import distributed
+
+        worker = distributed.get_worker()
+        if self.key in worker.data:
+            return worker.data[self.key]
+        client = distributed.get_client()
+        return distributed.Future(self.key, client).result()
+
+
+def _spec(join: Any, client: Any = None, keep: list[Any] | None = None) -> dict[str, Any]:
+    """A picklable description of ``join`` (files, options and the built key index);
+    with a ``dask.distributed`` client, each index is broadcast to its workers instead
+    of travelling in the graph (``keep`` holds the futures while the graph lives)."""
+    from .join import Join
+
+    primary = join._primary
+    index = join.index
+    if client is not None and index is not None:
+        future = client.scatter(index, broadcast=True, hash=False)
+        if keep is not None:
+            keep.append(future)
+        index = _Scattered(future.key)
+    return {
+        "primary": _spec(primary, client, keep) if isinstance(primary, Join) else _files(primary),
+        "friend": _files(join._friend),
+        "on": join._on,
+        "how": join._how,
+        "duplicates": join._duplicates,
+        "name": join._name,
+        "index": index,
+    }
+
+
+def _files(chain: Any) -> list[tuple[str, str]]:
+    return [
+        (os.path.abspath(m.file_path) if "://" not in m.file_path else m.file_path, m.path)
+        for m in chain.members
+    ]
+
+
+def _build(spec: dict[str, Any], network: dict[str, Any]) -> Any:
+    """The join a spec describes, its files opened here, its index the spec's."""
+    from .join import Join, _Chain
+
+    primary = spec["primary"]
+    left = (
+        _build(primary, network)
+        if isinstance(primary, dict)
+        else _Chain.of([f"{p}:{n}" for p, n in primary], network)
+    )
+    right = _Chain.of([f"{p}:{n}" for p, n in spec["friend"]], network)
+    join = Join(left, right, spec["on"], spec["how"], spec["duplicates"], spec["name"])
+    index = spec["index"]
+    join._index = index.get() if isinstance(index, _Scattered) else index
+    return join
+
+
+def _chains(join: Any) -> list[Any]:
+    from .join import Join
+
+    inner = join._primary
+    return [join._friend, *(_chains(inner) if isinstance(inner, Join) else [inner])]
+
+
+def _metrics(join: Any) -> dict[str, int]:
+    """Bytes read, page bytes used and requests over every file of the join."""
+    total = {"bytes_read": 0, "bytes_used": 0, "requests": 0, "friend_bytes_read": 0}
+    for i, chain in enumerate(_chains(join)):
+        for m in chain.members:
+            metrics = m.metrics()
+            for k in ("bytes_read", "bytes_used", "requests"):
+                total[k] += int(metrics[k])
+            if i == 0:
+                total["friend_bytes_read"] += int(metrics["bytes_read"])
+    return total
+
+
+def _opened(
+    token: str, spec: dict[str, Any], network: dict[str, Any]
+) -> tuple[Any, threading.Lock, dict[str, int]]:
+    """The join of the graph ``token`` as this process opened it (once), a lock, and
+    its opening cost for the first partition that asks."""
+    with _joins_lock:
+        hit = _joins.get(token)
+        if hit is None:
+            join = _build(spec, network)
+            hit = (join, threading.Lock(), _metrics(join))
+            _joins[token] = hit
+            while len(_joins) > _KEEP:
+                del _joins[next(iter(_joins))]
+        opening = dict(hit[2])
+        hit[2].clear()
+        return hit[0], hit[1], opening
+
+
+def _top(path: str, name: str) -> str:
+    """The projection unit of a path: a primary top-level field, or ``name.field``."""
+    parts = path.split(".")
+    return ".".join(parts[:2]) if parts[0] == name and len(parts) > 1 else parts[0]
+
+
+def _indexed_options(layout: Any) -> Any:
+    """``layout`` with every option type as an ``IndexedOptionArray``: the form of an
+    empty read (options without nulls are ``UnmaskedArray``s) and of any partition
+    (bit-masked where the friend has no match) are then the same, as column
+    projection's filling-in of unread fields requires."""
+    import awkward as ak
+
+    if layout.is_option:
+        indexed = layout.to_IndexedOptionArray64()
+        return ak.contents.IndexedOptionArray(
+            indexed.index, _indexed_options(indexed.content), parameters=indexed.parameters
+        )
+    if layout.is_record:
+        return ak.contents.RecordArray(
+            [_indexed_options(c) for c in layout.contents],
+            None if layout.is_tuple else layout.fields,
+            length=layout.length,
+            parameters=layout.parameters,
+        )
+    if (
+        layout.is_list
+        and not layout.is_regular
+        and layout.parameter("__array__") not in ("string", "bytestring")
+    ):
+        packed = layout.to_ListOffsetArray64(False)
+        return ak.contents.ListOffsetArray(
+            packed.offsets, _indexed_options(packed.content), parameters=packed.parameters
+        )
+    return layout
+
+
+class JoinPartitionReader:
+    """Reads one partition ``(start, stop)`` of the primary's entries of a join as an
+    Awkward Array (the picklable function Dask calls on its workers)."""
+
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        selection: dict[str, list[str]],
+        form: Any,
+        *,
+        fields: list[str] | None = None,
+        report: bool = False,
+        token: str | None = None,
+        network: dict[str, Any] | None = None,
+    ) -> None:
+        self.spec = spec
+        #: each projection unit (primary top-level field, or ``name.field``): its paths
+        self.selection = dict(selection)
+        self.form = form
+        self.fields = list(selection) if fields is None else list(fields)
+        self.report = report
+        self.token = os.urandom(8).hex() if token is None else token
+        self.network = dict(network or {})
+        self.behavior: dict | None = None
+        self.attrs: dict | None = None
+
+    @property
+    def return_report(self) -> bool:
+        """Whether each call also returns its report record."""
+        return self.report
+
+    @property
+    def use_optimization(self) -> bool:
+        """Column projection is always on."""
+        return True
+
+    def mock(self) -> Any:
+        """A data-less (typetracer) array of the full form."""
+        from awkward.typetracer import typetracer_from_form
+
+        return typetracer_from_form(self.form, behavior=self.behavior, attrs=self.attrs)
+
+    def mock_empty(self, backend: str = "cpu") -> Any:
+        """A length-0 array of the full form."""
+        import awkward as ak
+
+        layout = self.form.length_zero_array(highlevel=False)
+        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
+
+    def prepare_for_projection(self) -> Any:
+        """A typetracer with a report of touched buffers."""
+        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
+
+        return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
+
+    def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
+        """The projection units (primary fields, ``name.field``) the graph touched."""
+        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
+
+        paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
+        return frozenset(_top(p, self.spec["name"]) for p in paths) & frozenset(self.selection)
+
+    def project(self, report: Any, state: Any) -> JoinPartitionReader:
+        """The reader of only the units the traced graph needs."""
+        return self.project_columns(self.necessary_columns(report, state))
+
+    def project_manually(self, columns: frozenset[str]) -> JoinPartitionReader:
+        """The reader of the units ``columns`` names."""
+        return self.project_columns(columns)
+
+    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> JoinPartitionReader:
+        """The reader of the units ``columns`` name (a friend's record: all its units)."""
+        name = self.spec["name"]
+        wanted = {_top(c, name) for c in columns}
+        if name in columns:
+            wanted |= {u for u in self.selection if u.startswith(name + ".")}
+        unknown = wanted - set(self.selection)
+        if unknown:
+            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
+        return JoinPartitionReader(
+            self.spec,
+            self.selection,
+            self.form,
+            fields=[f for f in self.selection if f in wanted],
+            report=self.report,
+            token=self.token,
+            network=self.network,
+        )
+
+    def __dask_tokenize__(self) -> Any:
+        return ("rntuple.JoinPartitionReader", self.token, self.selection, self.fields, self.report)
+
+    def __call__(self, partition: tuple[int, int]) -> Any:
+        """The partition's rows (and, with ``report``, what reading them cost)."""
+        import awkward as ak
+
+        from .convert import to_awkward
+
+        start, stop = partition
+        began = time.perf_counter()
+        join, lock, opening = _opened(self.token, self.spec, self.network)
+        paths = [p for f in self.fields for p in self.selection[f]]
+        with lock if self.report else _nothing():
+            before = _metrics(join) if self.report else {}
+            table, _ = join.read(paths, start, stop)
+            after = _metrics(join) if self.report else {}
+        layout = _indexed_options(to_awkward(table).layout)
+        if len(self.fields) != len(self.selection):
+            from dask_awkward.lib.unproject_layout import unproject_layout
+
+            layout = unproject_layout(self.form, layout)
+        out = ak.Array(layout, behavior=self.behavior, attrs=self.attrs)
+        if not self.report:
+            return out
+        record = {k: after[k] - before[k] + opening.get(k, 0) for k in before}
+        record.update(
+            entry_start=start,
+            entry_stop=stop,
+            rows=len(out),
+            fields=list(self.fields),
+            seconds=time.perf_counter() - began,
+            pid=os.getpid(),
+        )
+        return out, ak.Array([record])
+
+    def __repr__(self) -> str:
+        return f"JoinPartitionReader(fields={self.fields!r}, of {len(self.selection)})"
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def join_dask(
+    join: Any, expressions: Any = None, *, step_size: Any = None, report: bool = False, client: Any = None
+) -> Any:
+    """A ``dask_awkward.Array`` of ``join`` (see :meth:`rntuple.Join.dask`): partitions
+    are the primary's cluster-aligned steps (``step_size`` as :func:`rntuple.dask`,
+    default 100 MB of the selected fields); with ``report=True``, also one record per
+    partition: ``bytes_read`` (primary and friend, the files' opening on that worker
+    included), ``friend_bytes_read``, ``bytes_used``, ``requests``, ``entry_start``,
+    ``entry_stop``, ``rows``, ``fields``, ``seconds``, ``pid``. With a
+    ``dask.distributed`` ``client``, a key join's index (built here once) is broadcast
+    to the workers (``client.scatter(broadcast=True)``) and the graph carries only its
+    key; without one, the index travels pickled with the graph's reader."""
+    dak = require("dask_awkward", "Join.dask")
+    report = check_flag("report", report)
+    step = "100 MB" if step_size is None else check_step_size(step_size)
+    paths = join._resolve(expressions, None)
+    if paths is None:
+        paths = join.paths()
+        paths = [p for p in paths if "." not in p or _top(p, join.name) == p]
+    form = _indexed_options(join.arrays(paths, entry_start=0, entry_stop=0).layout).form
+    selection: dict[str, list[str]] = {}
+    for p in paths:
+        if p == join.name:
+            for q in join.paths():
+                if q.startswith(join.name + ".") and _top(q, join.name) == q:
+                    selection.setdefault(q, []).append(q)
+        else:
+            selection.setdefault(_top(p, join.name), []).append(p)
+    ranges = join.ranges(paths, 0, join.num_entries, step)
+    if not ranges:
+        raise ValueError("no entries to read: the primary is empty")
+    divisions = None
+    if join._how != "inner":
+        divisions = [0]
+        for a, b in ranges:
+            divisions.append(divisions[-1] + b - a)
+        divisions = tuple(divisions)
+    keep: list[Any] = []
+    reader = JoinPartitionReader(_spec(join, client, keep), selection, form, report=report)
+    # The broadcast indexes live as long as the join (the graph holds only their keys).
+    join._scattered = [*getattr(join, "_scattered", []), *keep]
+    return dak.from_map(reader, ranges, label="rntuple-join", divisions=divisions)
