@@ -1354,6 +1354,8 @@ struct Place<'a> {
 enum Level {
     Offsets(Vec<i64>),
     Fixed(usize),
+    /// The parent of each item (a variant's alternative: its values' rows).
+    Parents(Vec<usize>),
 }
 
 impl Place<'_> {
@@ -1363,6 +1365,7 @@ impl Place<'_> {
                 // The list whose range holds the item: the last start at or before it.
                 Level::Offsets(o) => o.partition_point(|&x| x <= index as i64).saturating_sub(1),
                 Level::Fixed(n) => index / (*n).max(1),
+                Level::Parents(p) => p.get(index).copied().unwrap_or(index),
             };
         }
         self.first_entry + index as u64
@@ -1617,9 +1620,20 @@ fn apply(node: &Node, array: &ArrayRef, out: &Field, place: &Place<'_>) -> Resul
             };
             let mut children = Vec::new();
             for ((type_id, f), node) in fields.iter().zip(alts) {
-                // A value of an alternative does not know its entry without the union's
-                // offsets: name the batch's first entry in messages for these.
-                children.push(apply(node, union.child(type_id), f, place)?);
+                // The row of each value of this alternative, for messages.
+                let mut parents = vec![0usize; union.child(type_id).len()];
+                if let Some(offsets) = union.offsets() {
+                    for (row, (&t, &o)) in union.type_ids().iter().zip(offsets.iter()).enumerate() {
+                        if let Some(slot) = usize::try_from(o).ok().and_then(|o| parents.get_mut(o))
+                        {
+                            if t == type_id {
+                                *slot = row;
+                            }
+                        }
+                    }
+                }
+                let below = place.below(Level::Parents(parents));
+                children.push(apply(node, union.child(type_id), f, &below)?);
             }
             let offsets = union.offsets().cloned();
             Arc::new(UnionArray::try_new(
@@ -1975,6 +1989,18 @@ mod tests {
         assert_eq!(place.entry_of(7), 102);
         assert_eq!(place.entry_of(0), 100);
         assert_eq!(place.entry_of(5), 100);
+    }
+
+    #[test]
+    fn a_variant_value_is_found_at_its_row() {
+        let place = Place {
+            path: "var",
+            first_entry: 10,
+            levels: vec![Level::Parents(vec![1, 4, 6])],
+            mask: false,
+        };
+        assert_eq!(place.entry_of(2), 16);
+        assert_eq!(place.entry_of(0), 11);
     }
 
     #[test]
