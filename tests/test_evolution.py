@@ -491,3 +491,39 @@ def test_no_types_is_on_disk(oracle: dict[str, Any]) -> None:
     nt = rntuple.open(f"{file_path(oracle, 'narrow')}:{NTUPLE}")
     got = nt.arrays(["i32_i8"])["i32_i8"]
     assert ak.to_list(got) == [1, -128, 127, 0, -1, 5, -5, 200, 3, 2]
+
+
+VARIANT_WRITER = r"""
+#include <ROOT/RNTupleModel.hxx>
+#include <ROOT/RNTupleWriter.hxx>
+#include <variant>
+void evolution_write_variant(const char *path)
+{
+   auto model = ROOT::RNTupleModel::Create();
+   auto v = model->MakeField<std::variant<std::int32_t, float>>("v");
+   auto writer = ROOT::RNTupleWriter::Recreate(std::move(model), "t", path);
+   for (auto value : std::vector<std::variant<std::int32_t, float>>{1, 2.5f, 3.5f, 300, 4}) {
+      *v = value;
+      writer->Fill();
+   }
+}
+"""
+
+
+def test_a_variant_value_out_of_range_names_its_own_entry(tmp_path: Path) -> None:
+    """The int32 alternative's 300 is the second int32 value but entry 3: the message
+    names entry 3, and masking it leaves the other entries (ROOT fails the page)."""
+    import ROOT
+
+    if not hasattr(ROOT, "evolution_write_variant"):
+        ROOT.gInterpreter.Declare(VARIANT_WRITER)
+    path = tmp_path / "variant.root"
+    ROOT.evolution_write_variant(str(path))
+    nt = rntuple.open(f"{path}:t")
+    with pytest.raises(rntuple.ValueOutOfRangeError) as info:
+        nt.arrays(["v"], types={"v": "std::variant<std::int8_t,float>"})
+    assert 'field "v": the value 300 of entry 3 is out of the range of std::int8_t' in str(info.value)
+    masked = nt.arrays(["v"], types={"v": "std::variant<std::int8_t,float>"}, on_overflow="mask")
+    assert masked.v.tolist() == [1, 2.5, 3.5, None, 4]
+    wide = nt.arrays(["v"], types={"v": "std::variant<std::int64_t,double>"})
+    assert wide.v.tolist() == [1, 2.5, 3.5, 300, 4]
