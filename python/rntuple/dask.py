@@ -118,6 +118,48 @@ def _following(partitions: list[tuple[str, str, int, int]]) -> Following:
     return dict(itertools.pairwise(files))
 
 
+class FormReader:
+    """dask-awkward's IO-function protocol shared by the readers of a form (``form``,
+    ``report``, ``behavior``, ``attrs`` attributes): the report flag, column projection
+    always on, data-less and empty arrays of the form, and the typetracer that reports the
+    buffers a graph touches."""
+
+    form: Any
+    report: bool
+    behavior: dict | None
+    attrs: dict | None
+
+    @property
+    def return_report(self) -> bool:
+        """Whether each call returns ``(array, report)`` (dask-awkward's ``from_map``
+        then returns the array and the report as two collections)."""
+        return self.report
+
+    @property
+    def use_optimization(self) -> bool:
+        """Column projection is always on (dask-awkward's configuration can skip it)."""
+        return True
+
+    def mock(self) -> Any:
+        """A data-less (typetracer) array of the full form."""
+        from awkward.typetracer import typetracer_from_form
+
+        return typetracer_from_form(self.form, behavior=self.behavior, attrs=self.attrs)
+
+    def mock_empty(self, backend: str = "cpu") -> Any:
+        """A length-0 array of the full form."""
+        import awkward as ak
+
+        layout = self.form.length_zero_array(highlevel=False)
+        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
+
+    def prepare_for_projection(self) -> Any:
+        """A typetracer with a report of touched buffers, and the form's structure."""
+        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
+
+        return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
+
+
 @dataclasses.dataclass
 class ChainReading:
     """How each file of a chain whose schemas differ is read as one schema: per file
@@ -157,7 +199,7 @@ class ChainReading:
         return to_awkward(table).layout
 
 
-class PartitionReader:
+class PartitionReader(FormReader):
     """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
     the picklable function Dask calls on its workers. It holds field names and the
     Awkward form (computed once, when the graph is built), never an open file.
@@ -202,36 +244,6 @@ class PartitionReader:
         self.attrs: dict | None = None
 
     # -- dask-awkward's IO-function protocol -----------------------------------------
-
-    @property
-    def return_report(self) -> bool:
-        """Whether each call returns ``(array, report)`` (dask-awkward's ``from_map``
-        then returns the array and the report as two collections)."""
-        return self.report
-
-    @property
-    def use_optimization(self) -> bool:
-        """Column projection is always on (dask-awkward's configuration can skip it)."""
-        return True
-
-    def mock(self) -> Any:
-        """A data-less (typetracer) array of the full form."""
-        from awkward.typetracer import typetracer_from_form
-
-        return typetracer_from_form(self.form, behavior=self.behavior, attrs=self.attrs)
-
-    def mock_empty(self, backend: str = "cpu") -> Any:
-        """A length-0 array of the full form."""
-        import awkward as ak
-
-        layout = self.form.length_zero_array(highlevel=False)
-        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
-
-    def prepare_for_projection(self) -> Any:
-        """A typetracer with a report of touched buffers, and the form's structure."""
-        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
-
-        return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
 
     def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
         """The top-level fields whose buffers the traced graph touched (data, or the

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from ._extras import require
+from .dask import FormReader
 from .errors import InvalidArgumentError
 from .selection import check_flag, check_step_size
 
@@ -170,7 +171,7 @@ def _indexed_options(layout: Any) -> Any:
     return layout
 
 
-class JoinPartitionReader:
+class JoinPartitionReader(FormReader):
     """Reads one partition ``(start, stop)`` of the primary's entries of a join as an
     Awkward Array (the picklable function Dask calls on its workers)."""
 
@@ -195,35 +196,6 @@ class JoinPartitionReader:
         self.network = dict(network or {})
         self.behavior: dict | None = None
         self.attrs: dict | None = None
-
-    @property
-    def return_report(self) -> bool:
-        """Whether each call also returns its report record."""
-        return self.report
-
-    @property
-    def use_optimization(self) -> bool:
-        """Column projection is always on."""
-        return True
-
-    def mock(self) -> Any:
-        """A data-less (typetracer) array of the full form."""
-        from awkward.typetracer import typetracer_from_form
-
-        return typetracer_from_form(self.form, behavior=self.behavior, attrs=self.attrs)
-
-    def mock_empty(self, backend: str = "cpu") -> Any:
-        """A length-0 array of the full form."""
-        import awkward as ak
-
-        layout = self.form.length_zero_array(highlevel=False)
-        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
-
-    def prepare_for_projection(self) -> Any:
-        """A typetracer with a report of touched buffers."""
-        from dask_awkward.lib.io.columnar import ColumnProjectionMixin
-
-        return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
 
     def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
         """The projection units (primary fields, ``name.field``) the graph touched."""

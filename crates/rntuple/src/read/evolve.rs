@@ -2247,22 +2247,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         _ => None,
     };
     if let Some(parts) = kinds.iter().map(positional).collect::<Option<Vec<_>>>() {
-        let n = parts[0].len();
-        if parts.iter().any(|p| p.len() != n) {
-            return Err(unify_error(fields, "tuples of different sizes"));
-        }
-        let mut names = Vec::new();
-        for i in 0..n {
-            let members: Vec<FieldOf<'_>> = fields
-                .iter()
-                .zip(&parts)
-                .map(|(f, p)| FieldOf {
-                    id: p[i],
-                    ..unwrapped(*f)
-                })
-                .collect();
-            names.push(name_of(unify_at(&members, false)?, &members)?);
-        }
+        let names = unify_positions(fields, &parts, "tuples of different sizes")?;
         let pairs = kinds
             .iter()
             .all(|k| matches!(k, FieldKind::Record(crate::schema::RecordStyle::Pair, _)));
@@ -2277,22 +2262,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         })
         .collect::<Option<Vec<_>>>()
     {
-        let n = alts[0].len();
-        if alts.iter().any(|a| a.len() != n) {
-            return Err(unify_error(fields, "variants of different alternatives"));
-        }
-        let mut names = Vec::new();
-        for i in 0..n {
-            let members: Vec<FieldOf<'_>> = fields
-                .iter()
-                .zip(&alts)
-                .map(|(f, a)| FieldOf {
-                    id: a[i],
-                    ..unwrapped(*f)
-                })
-                .collect();
-            names.push(name_of(unify_at(&members, false)?, &members)?);
-        }
+        let names = unify_positions(fields, &alts, "variants of different alternatives")?;
         return Ok(Unified::Name(format!("std::variant<{}>", names.join(","))));
     }
     // Records: members by name, in the order they are first seen.
@@ -2341,6 +2311,32 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         return Ok(Unified::Members(members));
     }
     Err(unify_error(fields, "no one type reads both"))
+}
+
+/// The unified C++ names of the parts at each position (a tuple's members, a variant's
+/// alternatives): `parts` holds each file's part ids, which must be as many.
+fn unify_positions(
+    fields: &[FieldOf<'_>],
+    parts: &[Vec<u32>],
+    differ: &str,
+) -> Result<Vec<String>> {
+    let n = parts[0].len();
+    if parts.iter().any(|p| p.len() != n) {
+        return Err(unify_error(fields, differ));
+    }
+    (0..n)
+        .map(|i| {
+            let at: Vec<FieldOf<'_>> = fields
+                .iter()
+                .zip(parts)
+                .map(|(f, p)| FieldOf {
+                    id: p[i],
+                    ..unwrapped(*f)
+                })
+                .collect();
+            name_of(unify_at(&at, false)?, &at)
+        })
+        .collect()
 }
 
 /// A unified type that must have a C++ name (inside a collection, an optional, ...).
