@@ -27,10 +27,20 @@ impl Locator {
                 offset,
             });
         }
-        let bits = head as u32;
+        // ROOT writes the head of a non-standard locator as the negation of
+        // `own size | reserved << 16 | type << 24` (RNTupleSerializer::SerializeLocator).
+        let bits = head.unsigned_abs();
         let own_size = (bits & 0xffff) as usize;
-        // The type is the low 7 bits of the top byte; its high bit is the sign (T).
+        // The type takes the top byte's low 7 bits (the negated value stays below 2^31).
         let locator_type = ((bits >> 24) & 0x7f) as u8;
+        if bits > i32::MAX.unsigned_abs() {
+            return Err(Error::corrupt(
+                c.what(),
+                format!(
+                    "locator at offset {start} has the head {head}, which negates to no locator"
+                ),
+            ));
+        }
         if own_size < 4 {
             return Err(Error::corrupt(
                 c.what(),
@@ -67,8 +77,9 @@ impl Locator {
             w.i32(size);
             w.u64(self.offset);
         } else {
-            let own_size: u32 = 4 + 16;
-            w.u32(0x8000_0000 | ((LOCATOR_TYPE_LARGE as u32) << 24) | own_size);
+            let own_size: i32 = 4 + 16;
+            // Negated, as ROOT writes it: -(own size | type << 24).
+            w.i32(-(own_size | (i32::from(LOCATOR_TYPE_LARGE) << 24)));
             w.u64(self.size);
             w.u64(self.offset);
         }
@@ -138,24 +149,43 @@ mod tests {
     }
 
     #[test]
-    fn large_locator_bytes_match_the_spec_layout() {
-        // Size field: T=1, type 0x01, reserved 0, own size 20 → 0x81000014.
-        let mut w = Writer::new();
-        Locator {
-            size: 1 << 32,
+    fn large_locator_bytes_equal_roots() {
+        // ROOT 6.40's RNTupleSerializer::SerializeLocator of 5 GiB at position 7 (a file
+        // locator too large for 31 bits), as printed through PyROOT:
+        // ec ff ff fe | 00 00 00 40 01 00 00 00 | 07 00 00 00 00 00 00 00.
+        // The head is -(20 | 0x01 << 24) = 0xfeffffec.
+        let root: [u8; 20] = [
+            0xec, 0xff, 0xff, 0xfe, 0x00, 0x00, 0x00, 0x40, 0x01, 0x00, 0x00, 0x00, 0x07, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let loc = Locator {
+            size: 5 << 30,
             offset: 7,
-        }
-        .write(&mut w);
+        };
+        let mut w = Writer::new();
+        loc.write(&mut w);
+        assert_eq!(w.into_bytes(), root);
+        let mut c = Cursor::new(&root, "x");
+        assert_eq!(Locator::read(&mut c).unwrap(), loc);
+        assert_eq!(c.remaining(), 0);
+    }
+
+    #[test]
+    fn a_head_that_negates_to_no_locator_is_corrupt() {
+        let mut w = Writer::new();
+        w.i32(i32::MIN);
+        w.u64(0);
         let b = w.into_bytes();
-        assert_eq!(&b[..4], &0x8100_0014u32.to_le_bytes());
-        assert_eq!(&b[4..12], &(1u64 << 32).to_le_bytes());
-        assert_eq!(&b[12..20], &7u64.to_le_bytes());
+        assert!(matches!(
+            Locator::read(&mut Cursor::new(&b, "x")),
+            Err(Error::Corrupt { .. })
+        ));
     }
 
     #[test]
     fn unknown_locator_type_is_an_error() {
         let mut w = Writer::new();
-        w.u32(0x8000_0000 | (0x05 << 24) | 12);
+        w.i32(-((0x05 << 24) | 12));
         w.u64(0);
         let b = w.into_bytes();
         assert!(Locator::read(&mut Cursor::new(&b, "x")).is_err());
