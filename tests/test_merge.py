@@ -368,6 +368,13 @@ def test_types_that_differ_are_promoted_where_root_refuses(schemas: dict[str, Pa
     assert others
     for key in others:
         assert [dict(e)[key] for e in got] == [dict(e).get(key) for e in expected], key
+    # Python's merge says the same.
+    import rntuple
+
+    result = rntuple.merge([str(p) for p in inputs], tmp_path / "py.root")
+    assert result.fields_converted == [("x", "double")]
+    assert result.entries == 1000 + 300
+    assert root_reading(tmp_path / "py.root") == got
 
 
 def test_strict_accepts_equal_schemas(schemas: dict[str, Path], tmp_path: Path) -> None:

@@ -57,6 +57,9 @@ class MergeResult:
     #: ``(input, entries, fields)``: those entries hold zeros there (a
     #: :class:`MergeWarning` says so for each).
     inputs_lacking: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    #: Fields whose types differ between inputs, each with the type every input was read
+    #: as (``(field, C++ type)``): their values were decoded and written again.
+    fields_converted: list[tuple[str, str]] = field(default_factory=list)
 
 
 class MergeWarning(UserWarning):
@@ -134,7 +137,7 @@ def merge(
         bytes_read,
         bytes_written,
         settings,
-        (added, dropped, attribute_sets, lacking),
+        (added, dropped, attribute_sets, lacking, converted),
     ) = _core.merge_rntuples(
         sources,
         target,
@@ -169,6 +172,7 @@ def merge(
         fields_dropped=list(dropped),
         attribute_sets_dropped=list(attribute_sets),
         inputs_lacking=[(source, n, list(fields)) for source, n, fields in lacking],
+        fields_converted=[(name, cpp) for name, cpp in converted],
     )
 
 

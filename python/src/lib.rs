@@ -1161,20 +1161,23 @@ fn convert_ttree(
 type ConvertedTree = (u64, u64, Vec<String>, Vec<(String, u64, u64, u64, bool)>);
 
 /// What `merge_rntuples` returns by name: fields added, fields dropped, attribute sets
-/// dropped, and the inputs lacking fields of the output as `(input, entries, fields)`.
+/// dropped, the inputs lacking fields of the output as `(input, entries, fields)`, and
+/// the fields converted to one type as `(field, type)`.
 type MergeNames = (
     Vec<String>,
     Vec<String>,
     Vec<String>,
     Vec<(String, u64, Vec<String>)>,
+    Vec<(String, String)>,
 );
 
 /// Merges RNTuples into a new file (`rntuple merge`), with the GIL released: `inputs`
 /// are `FILE` or `FILE:NAME` each; `mode` is filter, strict or union; `compression` an
 /// `ALG[:LEVEL]` or ROOT number (default: the first input's). Returns `(inputs, entries,
 /// clusters, pages_copied, pages_resealed, zero_pages, bytes_read, bytes_written,
-/// compression, (fields_added, fields_dropped, attribute_sets_dropped, inputs_lacking))`,
-/// `inputs_lacking` as `(input, entries, fields)` each.
+/// compression, (fields_added, fields_dropped, attribute_sets_dropped, inputs_lacking,
+/// fields_converted))`, `inputs_lacking` as `(input, entries, fields)` each,
+/// `fields_converted` as `(field, type)`.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false, allow_disjoint=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -1238,6 +1241,7 @@ fn merge_rntuples(
                 .into_iter()
                 .map(|g| (g.input, g.entries, g.fields))
                 .collect(),
+            s.fields_converted,
         ),
     ))
 }
