@@ -22,7 +22,7 @@ from typing import Any
 from ._extras import require
 from .cache import check_cache
 from .errors import ConversionError, InvalidArgumentError, RNTupleError
-from .reading import FieldSelection, StepSize, _expand_files, open_rntuples
+from .reading import FieldSelection, StepSize, _expand_files, open_chain_member, open_rntuples
 from .selection import check_flag, check_network, check_step_size, is_glob
 from .ttree import ConvertResult, EntryRange, convert
 
@@ -797,9 +797,7 @@ def _chain_reading(
         if not types or not items:
             return None
         # The same fields everywhere, read as the caller's types: the first file's schema.
-        from .unify import _open
-
-        nt = _open(items[0], network)
+        nt = open_chain_member(items[0], network)
         handle = nt._read_types(types, on_overflow, defaults)
         schema = nt._reader.schema(nt._qualified(nt.resolve_fields(fields)), handle)
         return ChainReading(

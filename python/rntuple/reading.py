@@ -1465,6 +1465,14 @@ def _expand_files(files: Any) -> list[tuple[str, str | None]]:
     return out
 
 
+def open_chain_member(item: tuple[str, str | None], options: dict[str, Any]) -> RNTuple:
+    """The RNTuple of a chain's ``(file, RNTuple path)`` (the file's only one when the
+    path is None), opened with :func:`open`'s ``options``."""
+    path, name = item
+    f = ReadOnlyFile(path, **options)
+    return f[name] if name else RNTuple(f._file().open_rntuple(None))
+
+
 #: Files a chain (:func:`iterate`, :func:`concatenate`, :func:`rntuple.dask`) opens
 #: ahead of the one in use.
 OPEN_AHEAD = 4
@@ -1494,9 +1502,7 @@ def open_rntuples(
     options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
 
     def open_only(index: int) -> RNTuple:
-        path, name = items[index]
-        f = ReadOnlyFile(path, **options)
-        return f[name] if name else RNTuple(f._file().open_rntuple(None))
+        return open_chain_member(items[index], options)
 
     def open_and_read(index: int) -> tuple[RNTuple, Any]:
         nt = opening[index].result()

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import _core
 from .errors import NotFoundError
-from .reading import ReadOnlyFile, RNTuple, _expand_files
+from .reading import _expand_files, open_chain_member
 from .selection import is_glob
 
 #: Files opened at once to read their headers.
@@ -56,16 +56,14 @@ def plan_chain(
     types: dict[str, Any] | None,
     allow_missing: bool,
     options: dict[str, Any],
-    opened: list[RNTuple] | None = None,
 ) -> ChainPlan | None:
     """The plan of a chain of more than one file whose fields are selected by name (not
     computed by expressions), or None when there is nothing to unify (one file). Every
     file's header is read (several at a time); a field that some files lack is an error
     naming them unless ``allow_missing``; types that cannot be unified are an
     :class:`~rntuple.IncompatibleTypeError` naming two files and their types. ``types``
-    (the caller's) decides the type of the fields it names. ``opened``: the chain's
-    RNTuples when the caller has opened them already (then not opened again)."""
-    items = _expand_files(files) if opened is None else [(nt.file_path, nt.path) for nt in opened]
+    (the caller's) decides the type of the fields it names."""
+    items = _expand_files(files)
     if len(items) < 2:
         return None
     names = _field_names(expressions)
@@ -73,7 +71,7 @@ def plan_chain(
         return None
 
     def header(index: int) -> tuple[Any, str, list[str], dict[str, str], int]:
-        nt = opened[index] if opened is not None else _open(items[index], options)
+        nt = open_chain_member(items[index], options)
         if names is None and filter_name is None and filter_typename is None:
             selected = nt.fields
         elif names is None:
@@ -133,7 +131,7 @@ def plan_chain(
     expressions_per_file = [
         expressions if names is None else [e for e in names if e.split(".")[0] in s] for s in selected
     ]
-    schema = _schema(items, order, selected, per_file_types, missing, options, opened)
+    schema = _schema(items, order, selected, per_file_types, missing, options)
     unified_names = [n for n in order if not (types and n in types)]
     return ChainPlan(per_file_types, missing, expressions_per_file, schema, unified_names)
 
@@ -155,26 +153,21 @@ def _schema(
     per_file_types: list[dict[str, Any]],
     missing: list[list[str]],
     options: dict[str, Any],
-    opened: list[RNTuple] | None,
 ) -> pa.Schema:
-    """The columns as read with the unified types (from the first file that has each),
-    nullable where some file lacks them."""
-    fields: dict[str, pa.Field] = {}
+    """The columns as read with the unified types (from the first file that has each,
+    each such file opened once), nullable where some file lacks them."""
+    holders: dict[int, list[str]] = {}
     for n in order:
-        i = next(k for k, s in enumerate(selected) if n in s)
-        nt = opened[i] if opened is not None else _open(items[i], options)
-        wanted = per_file_types[i].get(n)
-        handle = None if wanted is None else nt._read_types({n: wanted}, unified=[n])
-        field = nt._reader.schema(nt._qualified([nt._lookup(n) or n]), handle).field(0)
-        fields[n] = field.with_nullable(field.nullable or any(n in m for m in missing))
+        holders.setdefault(next(k for k, s in enumerate(selected) if n in s), []).append(n)
+    fields: dict[str, pa.Field] = {}
+    for i, names in holders.items():
+        nt = open_chain_member(items[i], options)
+        wanted = {n: per_file_types[i][n] for n in names if n in per_file_types[i]}
+        handle = nt._read_types(wanted, unified=list(wanted)) if wanted else None
+        schema = nt._reader.schema(nt._qualified([nt._lookup(n) or n for n in names]), handle)
+        for n, field in zip(names, schema, strict=True):
+            fields[n] = field.with_nullable(field.nullable or any(n in m for m in missing))
     return pa.schema([fields[n] for n in order])
-
-
-def _open(item: tuple[str, str | None], options: dict[str, Any]) -> RNTuple:
-    """The RNTuple of a chain's ``(file, name)``."""
-    path, name = item
-    f = ReadOnlyFile(path, **options)
-    return f[name] if name else RNTuple(f._file().open_rntuple(None))
 
 
 def conform(table: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> pa.Table:

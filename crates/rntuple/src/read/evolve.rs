@@ -11,7 +11,10 @@
 use crate::encoding::f64_to_f32;
 use crate::error::{Error, Result};
 use crate::schema::type_name::{parse_type_name, CppType, TemplateArg};
-use crate::schema::{primitive_data_type, Descriptor, FieldKind, PrimitiveType, TYPE_NAME_KEY};
+use crate::schema::{
+    primitive_data_type, primitive_of_data_type, Descriptor, FieldKind, PrimitiveType,
+    TYPE_NAME_KEY,
+};
 use arrow_array::builder::BooleanBufferBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -1134,7 +1137,7 @@ fn is_pair_like(type_name: &str) -> bool {
 /// The C++ name of a requested type (empty for a record of members).
 fn target_name(t: &Target) -> String {
     match t {
-        Target::Primitive(p) => target_name_static(*p).to_string(),
+        Target::Primitive(p) => p.type_name().to_string(),
         Target::String => "std::string".into(),
         Target::Seq(k, item) => {
             let head = match k {
@@ -1300,7 +1303,7 @@ fn check_default(v: &DefaultValue, dt: &DataType) -> std::result::Result<(), Str
     let ok = match (v, dt) {
         (DefaultValue::Bool(_), DataType::Boolean) => true,
         (DefaultValue::Int(i), dt) if dt.is_integer() => {
-            let p = primitive_of(dt).ok_or("not a number")?;
+            let p = primitive_of_data_type(dt).ok_or("not a number")?;
             let (lo, hi) = int_range(p);
             if !(lo..=hi).contains(i) {
                 return Err(format!("{i} does not fit {dt}"));
@@ -1318,24 +1321,6 @@ fn check_default(v: &DefaultValue, dt: &DataType) -> std::result::Result<(), Str
     } else {
         Err(format!("{v:?} is not a value of Arrow type {dt}"))
     }
-}
-
-fn primitive_of(dt: &DataType) -> Option<PrimitiveType> {
-    use PrimitiveType::*;
-    Some(match dt {
-        DataType::Boolean => Bool,
-        DataType::Int8 => Int8,
-        DataType::UInt8 => UInt8,
-        DataType::Int16 => Int16,
-        DataType::UInt16 => UInt16,
-        DataType::Int32 => Int32,
-        DataType::UInt32 => UInt32,
-        DataType::Int64 => Int64,
-        DataType::UInt64 => UInt64,
-        DataType::Float32 => Float32,
-        DataType::Float64 => Float64,
-        _ => return None,
-    })
 }
 
 // --- applying a plan --------------------------------------------------------------------
@@ -1661,7 +1646,7 @@ fn filled(v: &DefaultValue, dt: &DataType, n: usize) -> Result<ArrayRef> {
     Ok(match (v, dt) {
         (DefaultValue::Bool(b), DataType::Boolean) => Arc::new(BooleanArray::from(vec![*b; n])),
         (DefaultValue::Int(i), dt) if dt.is_integer() => {
-            let to = primitive_of(dt).ok_or_else(bad)?;
+            let to = primitive_of_data_type(dt).ok_or_else(bad)?;
             ints_to(&vec![*i; n], to, None)?
         }
         (DefaultValue::Int(i), DataType::Float32) => {
@@ -2368,7 +2353,7 @@ fn promote(types: &[PrimitiveType]) -> &'static str {
     if types.iter().all(|&t| t == types[0]) {
         return match types[0] {
             Char => "char",
-            _ => target_name_static(types[0]),
+            _ => types[0].type_name(),
         };
     }
     let (lo, hi) = types.iter().fold((0i128, 0i128), |(lo, hi), &t| {
@@ -2386,26 +2371,7 @@ fn promote(types: &[PrimitiveType]) -> &'static str {
             let (a, b) = int_range(c);
             a <= lo && hi <= b
         })
-        .map_or("double", target_name_static)
-}
-
-fn target_name_static(p: PrimitiveType) -> &'static str {
-    use PrimitiveType::*;
-    match p {
-        Bool => "bool",
-        Char => "char",
-        Byte => "std::byte",
-        Int8 => "std::int8_t",
-        UInt8 => "std::uint8_t",
-        Int16 => "std::int16_t",
-        UInt16 => "std::uint16_t",
-        Int32 => "std::int32_t",
-        UInt32 => "std::uint32_t",
-        Int64 => "std::int64_t",
-        UInt64 => "std::uint64_t",
-        Float32 => "float",
-        Float64 => "double",
-    }
+        .map_or("double", PrimitiveType::type_name)
 }
 
 #[cfg(test)]

@@ -27,6 +27,25 @@ pub fn primitive_data_type(p: PrimitiveType) -> DataType {
     }
 }
 
+/// The primitive an Arrow type holds (the inverse of [`primitive_data_type`], `Int8`
+/// read as `std::int8_t` and `UInt8` as `std::uint8_t`).
+pub fn primitive_of_data_type(data_type: &DataType) -> Option<PrimitiveType> {
+    Some(match data_type {
+        DataType::Boolean => PrimitiveType::Bool,
+        DataType::Int8 => PrimitiveType::Int8,
+        DataType::UInt8 => PrimitiveType::UInt8,
+        DataType::Int16 => PrimitiveType::Int16,
+        DataType::UInt16 => PrimitiveType::UInt16,
+        DataType::Int32 => PrimitiveType::Int32,
+        DataType::UInt32 => PrimitiveType::UInt32,
+        DataType::Int64 => PrimitiveType::Int64,
+        DataType::UInt64 => PrimitiveType::UInt64,
+        DataType::Float32 => PrimitiveType::Float32,
+        DataType::Float64 => PrimitiveType::Float64,
+        _ => return None,
+    })
+}
+
 fn with_type(field: Field, type_name: &str) -> Field {
     let mut md = HashMap::new();
     md.insert(TYPE_NAME_KEY.to_string(), type_name.to_string());

@@ -55,6 +55,25 @@ impl PrimitiveType {
             _ => return None,
         })
     }
+
+    /// The normalized C++ type name (the inverse of [`PrimitiveType::from_type_name`]).
+    pub fn type_name(self) -> &'static str {
+        match self {
+            PrimitiveType::Bool => "bool",
+            PrimitiveType::Char => "char",
+            PrimitiveType::Byte => "std::byte",
+            PrimitiveType::Int8 => "std::int8_t",
+            PrimitiveType::UInt8 => "std::uint8_t",
+            PrimitiveType::Int16 => "std::int16_t",
+            PrimitiveType::UInt16 => "std::uint16_t",
+            PrimitiveType::Int32 => "std::int32_t",
+            PrimitiveType::UInt32 => "std::uint32_t",
+            PrimitiveType::Int64 => "std::int64_t",
+            PrimitiveType::UInt64 => "std::uint64_t",
+            PrimitiveType::Float32 => "float",
+            PrimitiveType::Float64 => "double",
+        }
+    }
 }
 
 /// How a record's members render: a class by member names, a pair or tuple by position.

@@ -9,7 +9,7 @@ mod kind;
 pub(crate) mod type_name;
 mod value;
 
-pub use arrow::{arrow_field, arrow_field_kept, primitive_data_type};
+pub use arrow::{arrow_field, arrow_field_kept, primitive_data_type, primitive_of_data_type};
 pub use builder::{ClassSpec, ColumnDefaults, ColumnSpec, SchemaBuilder};
 pub use descriptor::{
     ClusterDescriptor, ClusterGroupDescriptor, ColumnDescriptor, Descriptor, FieldDescriptor,

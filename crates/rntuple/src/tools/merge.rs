@@ -301,8 +301,8 @@ pub fn merge_into<W: FileOutput>(
 ) -> Result<MergeSummary> {
     // Fields whose types differ between inputs: every value read as the one type that
     // reads them all, and written again (pages cannot be copied).
-    if let Some(plan) = unified_types(inputs, options)? {
-        return merge_converting(inputs, file, options, &plan, &mut progress);
+    if let Some(converting) = unified_types(inputs, options)? {
+        return merge_converting(inputs, file, options, &converting, &mut progress);
     }
     let pool = BufferPool::default();
     std::thread::scope(|scope| {
@@ -1318,45 +1318,64 @@ fn read_pages(
 /// fields are of the same types (pages are then copied). The output's fields are the
 /// first input's (`Filter`, `Strict`); a merge that must both convert and fill fields
 /// some inputs lack (`Union`) is refused.
-fn unified_types(
-    inputs: &[String],
-    options: &MergeOptions,
-) -> Result<Option<Vec<(String, String)>>> {
+fn unified_types(inputs: &[String], options: &MergeOptions) -> Result<Option<Converting>> {
     use crate::read::{unify, FieldOf, ReadAs};
     if inputs.len() < 2 {
         return Ok(None);
     }
+    // The type names of the first input's fields in every input, one input open at a
+    // time (memory stays bounded whatever the number of inputs).
+    let first = open_input(&inputs[0])?;
+    let tops: Vec<(String, String)> = first
+        .descriptor()
+        .top_level
+        .iter()
+        .map(|&id| {
+            let f = first.descriptor().field(id);
+            (f.name().to_string(), f.type_name().to_string())
+        })
+        .collect();
+    drop(first);
+    let mut differing = BTreeSet::new();
+    for target in &inputs[1..] {
+        let reader = open_input(target)?;
+        let d = reader.descriptor();
+        for (name, type_name) in &tops {
+            if let Some(id) = d.find_field(name) {
+                if d.field(id).type_name() != type_name {
+                    differing.insert(name.clone());
+                }
+            }
+        }
+    }
+    if differing.is_empty() {
+        return Ok(None);
+    }
+    // Types differ: every input's schema, to find the one type of each such field.
     let readers = inputs
         .iter()
         .map(|t| open_input(t))
         .collect::<Result<Vec<_>>>()?;
-    let first = readers[0].descriptor();
     let mut converted = Vec::new();
-    for &top in &first.top_level {
-        let name = first.field(top).name();
-        let mut fields = vec![FieldOf {
-            descriptor: first,
-            id: top,
-            file: &inputs[0],
-        }];
-        for (reader, target) in readers.iter().zip(inputs).skip(1) {
-            if let Some(id) = reader.descriptor().find_field(name) {
-                fields.push(FieldOf {
-                    descriptor: reader.descriptor(),
+    for name in tops
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| differing.contains(*n))
+    {
+        let fields: Vec<FieldOf<'_>> = readers
+            .iter()
+            .zip(inputs)
+            .filter_map(|(reader, target)| {
+                let d = reader.descriptor();
+                d.find_field(name).map(|id| FieldOf {
+                    descriptor: d,
                     id,
                     file: target,
-                });
-            }
-        }
-        let types: BTreeSet<&str> = fields
-            .iter()
-            .map(|f| f.descriptor.field(f.id).type_name())
+                })
+            })
             .collect();
-        if types.len() < 2 {
-            continue;
-        }
         match unify(&fields)? {
-            ReadAs::Type(t) => converted.push((name.to_string(), t)),
+            ReadAs::Type(t) => converted.push((name.clone(), t)),
             ReadAs::AsOnDisk => {}
             ReadAs::Record(_) => {
                 return Err(Error::Unsupported(format!(
@@ -1365,9 +1384,6 @@ fn unified_types(
                 )))
             }
         }
-    }
-    if converted.is_empty() {
-        return Ok(None);
     }
     if options.mode == MergeMode::Union {
         return Err(Error::Unsupported(format!(
@@ -1380,24 +1396,31 @@ fn unified_types(
                 .join(", ")
         )));
     }
-    Ok(Some(converted))
+    Ok(Some(Converting {
+        readers,
+        plan: converted,
+    }))
 }
 
-/// Merges `inputs` by reading every value (the fields of `plan` as its types) and
-/// writing it again: the first input's fields, each input cluster by cluster.
+/// A merge whose inputs' field types differ: the inputs, opened, and each such field
+/// with the type every input is read as.
+struct Converting {
+    readers: Vec<RNTupleReader>,
+    plan: Vec<(String, String)>,
+}
+
+/// Merges `inputs` by reading every value (the fields of `converting.plan` as its
+/// types) and writing it again: the first input's fields, each input cluster by cluster.
 fn merge_converting<W: FileOutput>(
     inputs: &[String],
     file: &mut FileWriter<W>,
     options: &MergeOptions,
-    plan: &[(String, String)],
+    converting: &Converting,
     progress: &mut impl FnMut(MergeProgress),
 ) -> Result<MergeSummary> {
     use crate::read::{ReadAs, ReadTypes, RecordPaths};
     use crate::schema::{ColumnDefaults, SchemaBuilder};
-    let readers = inputs
-        .iter()
-        .map(|t| open_input(t))
-        .collect::<Result<Vec<_>>>()?;
+    let (readers, plan) = (&converting.readers, &converting.plan);
     let first = &readers[0];
     let names: Vec<String> = first
         .readable_fields()
