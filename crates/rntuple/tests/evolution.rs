@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
+mod common;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int16Type, Int64Type, UInt8Type};
 use arrow_array::{
@@ -14,10 +16,7 @@ use arrow_array::{
 };
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field};
-use rntuple::io::MemorySource;
 use rntuple::read::{unify, FieldOf, OnOverflow, RNTupleReader, ReadAs, ReadTypes, RecordPaths};
-use rntuple::schema::{ColumnDefaults, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Error;
 use std::sync::Arc;
 
@@ -72,22 +71,7 @@ fn batch(first: i32, n: i32) -> RecordBatch {
 }
 
 fn reader() -> RNTupleReader {
-    let mut schema = SchemaBuilder::new(ColumnDefaults { compressed: false });
-    for f in batch(0, 1).schema().fields() {
-        schema.add_arrow_field(f).unwrap();
-    }
-    let mut sink: Vec<u8> = Vec::new();
-    let anchor = {
-        let mut writer =
-            RNTupleWriter::new(&mut sink, "t", schema.finish(), WriteOptions::default()).unwrap();
-        for (first, n) in [(0, 10), (10, 20), (30, 30)] {
-            writer.write_batch(&batch(first, n)).unwrap();
-            writer.commit_cluster().unwrap();
-        }
-        writer.finish().unwrap()
-    };
-    RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())
-        .unwrap()
+    common::reader_of_clusters(&[batch(0, 10), batch(10, 20), batch(30, 30)])
 }
 
 fn names(list: &[&str]) -> Vec<String> {

@@ -6,14 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+mod common;
+
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StructArray,
 };
 use arrow_schema::{DataType, Field, Fields};
-use rntuple::io::MemorySource;
 use rntuple::read::{RNTupleReader, RecordPaths, StepSize};
-use rntuple::schema::{ColumnDefaults, SchemaBuilder};
-use rntuple::write::{RNTupleWriter, WriteOptions};
 use std::sync::Arc;
 
 /// Entries `first..first + n`: `n` = entry number, `rec` = {x: entry, y: entry / 2}.
@@ -37,22 +36,7 @@ fn batch(first: i64, n: i64) -> RecordBatch {
 }
 
 fn reader() -> RNTupleReader {
-    let mut schema = SchemaBuilder::new(ColumnDefaults { compressed: false });
-    for f in batch(0, 1).schema().fields() {
-        schema.add_arrow_field(f).unwrap();
-    }
-    let mut sink: Vec<u8> = Vec::new();
-    let anchor = {
-        let mut writer =
-            RNTupleWriter::new(&mut sink, "t", schema.finish(), WriteOptions::default()).unwrap();
-        for (first, n) in [(0, 10), (10, 20), (30, 30)] {
-            writer.write_batch(&batch(first, n)).unwrap();
-            writer.commit_cluster().unwrap();
-        }
-        writer.finish().unwrap()
-    };
-    RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())
-        .unwrap()
+    common::reader_of_clusters(&[batch(0, 10), batch(10, 20), batch(30, 30)])
 }
 
 fn names(list: &[&str]) -> Vec<String> {

@@ -202,6 +202,29 @@ pub(crate) fn write_in_memory(
     (sink, anchor)
 }
 
+/// `batches` written as the RNTuple `t` in memory, one cluster per batch (the schema
+/// of the first), uncompressed; its reader.
+pub(crate) fn reader_of_clusters(batches: &[arrow_array::RecordBatch]) -> RNTupleReader {
+    use rntuple::schema::{ColumnDefaults, SchemaBuilder};
+    use rntuple::write::{RNTupleWriter, WriteOptions};
+    let mut schema = SchemaBuilder::new(ColumnDefaults { compressed: false });
+    for f in batches[0].schema().fields() {
+        schema.add_arrow_field(f).unwrap();
+    }
+    let mut sink: Vec<u8> = Vec::new();
+    let anchor = {
+        let mut writer =
+            RNTupleWriter::new(&mut sink, "t", schema.finish(), WriteOptions::default()).unwrap();
+        for batch in batches {
+            writer.write_batch(batch).unwrap();
+            writer.commit_cluster().unwrap();
+        }
+        writer.finish().unwrap()
+    };
+    RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())
+        .unwrap()
+}
+
 /// A source (memory by default, or a local file) that behaves like a remote one: the
 /// given hints, vectored reads counted as one request each.
 pub(crate) struct RemoteLike<R: ReadAt = MemorySource> {
