@@ -53,7 +53,23 @@ def load_root() -> Any:
         import ROOT
 
     ROOT.gROOT.SetBatch(True)
+    _find_loaded_libraries(ROOT)
     return ROOT
+
+
+def _find_loaded_libraries(ROOT: Any) -> None:
+    """Let ROOT find pyarrow's Arrow libraries. ACLiC links a dictionary library against
+    every library its process had loaded, so one built by a process that imported pyarrow
+    (the cache is shared) needs ``libarrow*.so`` wherever it is loaded; cling looks for
+    them in ROOT's dynamic path, which does not hold pyarrow's directory."""
+    try:
+        import pyarrow
+    except ImportError:
+        return
+    known = str(ROOT.gSystem.GetDynamicPath()).split(":")
+    for directory in pyarrow.get_library_dirs():
+        if directory not in known:
+            ROOT.gSystem.AddDynamicPath(directory)
 
 
 def _declare() -> Any:

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's start, in seconds since this script began: where CI's time goes.
-step() { echo "== [${SECONDS}s] $*" >&2; }
+# With the disk's free space: a machine that runs out shows where.
+step() { echo "== [${SECONDS}s] $* ($(df -h --output=avail . 2>/dev/null | tail -1 | tr -d ' ') free)" >&2; }
 
 step "system packages"
 # Servers for the remote-read tests (nginx for http://; openssl makes its test CA).
@@ -48,6 +49,12 @@ step "without remote sources"
 # builds, lints clean, and a URL of a left-out source is a clear error.
 cargo clippy -p rntuple --no-default-features --all-targets -- -D warnings
 cargo test -p rntuple --no-default-features --lib
+
+# CI's machines may have little disk: the debug build (about 4 GB) is not needed past
+# here (pytest runs the release binaries and the installed package).
+if [ "${RNTUPLE_FREE_DISK:-}" = 1 ]; then
+    rm -rf target/debug
+fi
 
 export RNTUPLE_BIN="$PWD/target/release/rntuple"
 step "pytest"

@@ -9,8 +9,13 @@ __version__: str
 def cache_stats(dir: str) -> dict[str, int]:
     """What the cache of remote reads in ``dir`` holds and did."""
 
+def is_object_layout(location: str) -> bool:
+    """Whether ``location`` names an RNTuple stored as objects (``ntpl+s3+http(s)://``,
+    ``ntpl+file://``: ROOT's S3 layout) rather than a file."""
+
 class RootFileHandle:
-    """An open ROOT file: lists its RNTuples and opens them."""
+    """An open ROOT file: lists its RNTuples and opens them (or a dataset of objects,
+    ``ntpl+s3+https://...``, ``ntpl+file://...``, holding one RNTuple)."""
 
     def __init__(
         self, path: str, network: dict[str, float] | None = None, cache: dict[str, str] | None = None
@@ -156,6 +161,38 @@ class FileWriterHandle:
     def abort(self) -> None:
         """Abandons the file: the temporary file is removed, the path left as it was."""
 
+class ObjectWriterHandle:
+    """One RNTuple being written as objects (ROOT's S3 layout), with
+    :class:`FileWriterHandle`'s methods; the anchor is written on :meth:`close`."""
+
+    def __init__(
+        self,
+        url: str,
+        compression: str = "zstd:5",
+        cluster_size: int | None = None,
+        page_size: int | None = None,
+        page_checksums: bool = True,
+        checkpoint_every: int | None = 1,
+    ) -> None: ...
+    def create(
+        self,
+        name: str,
+        data: Any,
+        types: dict[str, str] | None = None,
+    ) -> int:
+        """Creates the dataset's RNTuple ``name`` from an Arrow stream (an existing
+        dataset at the URL is removed first)."""
+    def extend(self, name: str, data: Any) -> int:
+        """Appends the entries of an Arrow stream to RNTuple ``name``."""
+    def num_entries(self, name: str) -> int:
+        """Entries written so far into RNTuple ``name``."""
+    def names(self) -> list[str]:
+        """The RNTuple being written (none before ``create``)."""
+    def close(self) -> None:
+        """Commits the RNTuple and writes the anchor, last."""
+    def abort(self) -> None:
+        """Removes the objects stored; no anchor is written."""
+
 class ParallelWriterHandle:
     """One RNTuple in a new ROOT file, filled from several threads."""
 
@@ -230,9 +267,18 @@ def merge_rntuples(
     int,
     int,
     int,
-    tuple[list[str], list[str], list[str], list[tuple[str, int, list[str]]]],
+    tuple[
+        list[str],
+        list[str],
+        list[str],
+        list[tuple[str, int, list[str]]],
+        list[tuple[str, str]],
+    ],
+    int | None,
 ]:
-    """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file (GIL released);
-    returns ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages,
-    bytes_read, bytes_written, compression, (fields_added, fields_dropped,
-    attribute_sets_dropped, inputs_lacking))``."""
+    """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file, or a dataset of
+    objects (``ntpl+s3+https://...``, ``ntpl+file://...``) (GIL released); returns
+    ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages, bytes_read,
+    bytes_written, compression, (fields_added, fields_dropped, attribute_sets_dropped,
+    inputs_lacking, fields_converted), output_bytes)``, ``output_bytes`` the bytes of
+    the objects stored (``None`` for a file)."""

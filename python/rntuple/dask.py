@@ -21,7 +21,7 @@ from typing import Any
 
 from ._extras import require
 from .cache import check_cache
-from .errors import ConversionError, InvalidArgumentError, RNTupleError
+from .errors import ConversionError, InvalidArgumentError, RNTupleError, UnsupportedError
 from .reading import FieldSelection, StepSize, _expand_files, open_chain_member, open_rntuples
 from .selection import check_flag, check_network, check_step_size, is_glob
 from .ttree import ConvertResult, EntryRange, convert
@@ -918,6 +918,11 @@ def convert_files(
     pairs = _expand_files(inputs)
     if not pairs:
         raise InvalidArgumentError("no input files to convert")
+    if "://" in os.fspath(out_dir):
+        raise UnsupportedError(
+            f"out_dir={os.fspath(out_dir)!r}: convert_files writes ROOT files into a local (or "
+            "shared) directory, not to a URL"
+        )
     directory = Path(_absolute(os.fspath(out_dir)))
     directory.mkdir(parents=True, exist_ok=True)
     tasks: list[tuple[str, str, str | None]] = []

@@ -43,7 +43,8 @@ class MergeResult:
     bytes_written: int
     #: The output's compression (ROOT's number, e.g. 505).
     compression: int
-    #: Size of the output file in bytes.
+    #: Size of the output file in bytes (a dataset of objects: the bytes of its objects,
+    #: the anchor included).
     output_bytes: int
     #: Wall-clock time in seconds.
     seconds: float
@@ -86,7 +87,15 @@ def merge(
         inputs: the RNTuples, ``"file.root"`` or ``"file.root:Events"`` each (paths or
             URLs); a single string is one input.
         output: the ROOT file to write. It appears only when complete: on any error
-            nothing is left at ``output`` (an existing file there is kept).
+            nothing is left at ``output`` (an existing file there is kept). Or an
+            object-store URL, ``ntpl+s3+https://HOST/BUCKET/PREFIX`` (``ntpl+s3+http://``
+            for a local test server) or ``ntpl+file:///DIR/PREFIX``: the RNTuple is
+            stored in ROOT's S3 layout (an object per page, page list, header and
+            footer; the JSON anchor at ``PREFIX`` last, so a dataset is complete once
+            it is visible; on an error the objects stored are removed). One input with
+            ``keep_compression=True`` copies an RNTuple between a file and an object
+            store as stored. Attribute sets are not stored there (ROOT's S3 layout has
+            none yet): ``attribute_sets_dropped`` names them.
         mode: ``"filter"`` (default, as ROOT: a later input's extra fields are left out,
             a missing field is an error), ``"strict"`` (both are errors) or ``"union"``
             (fields first seen in a later input are added; the entries of inputs that
@@ -138,6 +147,7 @@ def merge(
         bytes_written,
         settings,
         (added, dropped, attribute_sets, lacking, converted),
+        stored_bytes,
     ) = _core.merge_rntuples(
         sources,
         target,
@@ -166,7 +176,7 @@ def merge(
         bytes_read=bytes_read,
         bytes_written=bytes_written,
         compression=settings,
-        output_bytes=os.stat(target).st_size,
+        output_bytes=os.stat(target).st_size if stored_bytes is None else stored_bytes,
         seconds=time.perf_counter() - start,
         fields_added=list(added),
         fields_dropped=list(dropped),

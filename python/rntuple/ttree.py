@@ -106,6 +106,11 @@ def convert(
     """
     source = os.fspath(input)
     target = os.fspath(output)
+    if _core.is_object_layout(target):
+        raise UnsupportedError(
+            f"{target}: convert writes ROOT files; convert to a file, then copy it into the "
+            "object store with rntuple.merge([file], url, keep_compression=True)"
+        )
     patterns = _patterns(branches)
     unsplit_patterns = _patterns(unsplit)
     span = None

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import _core
 from .convert import to_arrow_input
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 from .reading import parse_size
 
 
@@ -133,8 +133,10 @@ class WritableFile(_AtomicOutput):
     ) -> None:
         _check_checkpoint_every(checkpoint_every)
         self._path = os.fspath(path)
-        self._handle: _core.FileWriterHandle | None = None
-        self._handle = _core.FileWriterHandle(
+        self._handle: _core.FileWriterHandle | _core.ObjectWriterHandle | None = None
+        # An object-store URL (ROOT's S3 layout) holds one RNTuple, stored as objects.
+        handle = _core.ObjectWriterHandle if _core.is_object_layout(self._path) else _core.FileWriterHandle
+        self._handle = handle(
             self._path,
             str(compression),
             None if cluster_size is None else _size_option(cluster_size),
@@ -143,7 +145,7 @@ class WritableFile(_AtomicOutput):
             checkpoint_every,
         )
 
-    def _writer(self) -> _core.FileWriterHandle:
+    def _writer(self) -> _core.FileWriterHandle | _core.ObjectWriterHandle:
         if self._handle is None:
             raise InvalidArgumentError(f"file {self._path!r} is closed")
         return self._handle
@@ -214,7 +216,18 @@ def recreate(
     holding the old file keeps reading it). ``checkpoint_every`` commits a cluster group
     every that many clusters (default 1): if the process is killed while writing, every
     committed cluster of the ``.partial`` file can be recovered with
-    ``rntuple recover``; ``None`` commits one group at the end, as ROOT."""
+    ``rntuple recover``; ``None`` commits one group at the end, as ROOT.
+
+    ``path`` may also be an object-store URL, ``ntpl+s3+https://HOST/BUCKET/PREFIX``
+    (``ntpl+s3+http://`` for a local test server; credentials from ``AWS_*`` or ROOT's
+    ``S3_ACCESS_KEY``, ``S3_SECRET_KEY``, ``S3_REGION``) or ``ntpl+file:///DIR/PREFIX``:
+    the RNTuple is stored in ROOT's S3 layout, an object per page, page list, header and
+    footer, and the JSON anchor at ``PREFIX`` written last, on :meth:`~WritableFile.close`,
+    so that readers see the dataset only once it is complete. Such a dataset holds one
+    RNTuple. An existing dataset at the URL is removed when the RNTuple is created (not
+    when the new one is complete, as for a file); an error, an exception in the ``with``
+    block or :meth:`~WritableFile.abort` removes the objects stored and leaves no
+    dataset."""
     return WritableFile(
         path,
         compression=compression,
@@ -310,6 +323,12 @@ class ParallelWriter(_AtomicOutput):
             raise InvalidArgumentError(f"invalid RNTuple name {name!r}")
         _check_checkpoint_every(checkpoint_every)
         self._path = os.fspath(path)
+        if _core.is_object_layout(self._path):
+            raise UnsupportedError(
+                f"{self._path}: recreate_parallel writes ROOT files only; write an RNTuple "
+                "as objects with rntuple.recreate (one thread), or write a file and copy it "
+                "with rntuple.merge([file], url, keep_compression=True)"
+            )
         self._name = name
         self._contexts: list[FillContext] = []
         self._lock = threading.Lock()

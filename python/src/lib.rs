@@ -17,7 +17,7 @@ use rntuple::read::{
     DefaultValue, OnOverflow, Projection, RNTupleReader, ReadAs, ReadTypes, RecordPaths, StepSize,
 };
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
-use rntuple::write::{FillContext, ParallelWriter, SharedFile, WriteOptions};
+use rntuple::write::{FillContext, ParallelWriter, RNTupleWriter, SharedFile, WriteOptions};
 use rntuple::Error;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -173,19 +173,59 @@ fn cache_stats(py: Python<'_>, dir: String) -> PyResult<BTreeMap<String, u64>> {
     Ok(out)
 }
 
-/// An open ROOT file: lists its RNTuples and opens them.
+/// An open ROOT file: lists its RNTuples and opens them. Or an RNTuple stored as
+/// objects (`ntpl+s3+http(s)://host/bucket/prefix`, `ntpl+file:///dir/prefix`: ROOT's
+/// S3 layout), which holds one RNTuple and acts as a file holding only it.
 #[pyclass(module = "rntuple._core", frozen)]
 struct RootFileHandle {
-    file: RootFile,
+    opened: Opened,
+}
+
+/// What a [`RootFileHandle`] holds.
+enum Opened {
+    /// A ROOT file.
+    File(RootFile),
+    /// A dataset of objects, opened (its anchor, header, footer and page lists read),
+    /// and the URL it was opened with.
+    Objects {
+        url: String,
+        reader: Arc<RNTupleReader>,
+    },
+}
+
+/// The error of an object-store dataset that is not there (no anchor object, no
+/// directory): a `FileNotFoundError` as for a missing file, remote (a
+/// `RemoteFileNotFoundError`) for S3; every other error as `to_py_err` makes it.
+fn objects_open_err(url: &str, err: Error) -> PyErr {
+    if !matches!(err.root_cause(), Error::NotFound(_)) {
+        return to_py_err(err);
+    }
+    let message = err.to_string();
+    let remote = !url.to_ascii_lowercase().starts_with("ntpl+file:");
+    let made = Python::attach(|py| {
+        let errors = py.import("rntuple.errors")?;
+        if remote {
+            errors
+                .getattr("_remote_error")?
+                .call1(("not_found", message.clone(), url))
+                .map(PyErr::from_value)
+        } else {
+            errors
+                .getattr("_os_error")?
+                .call1((Some(2i32), "NotFound", message.clone()))
+                .map(PyErr::from_value)
+        }
+    });
+    made.unwrap_or_else(|e| e)
 }
 
 #[pymethods]
 impl RootFileHandle {
-    /// Opens the ROOT file at `path` (a path or URL). `network` sets some of the
-    /// network options of a remote file (`connect_timeout`, `first_byte_timeout`,
-    /// `idle_timeout` in seconds, `retries`); the others are the environment's
-    /// (`RNTUPLE_*`), else the defaults. `cache`: the cache of remote reads (see
-    /// `with_cache`).
+    /// Opens the ROOT file at `path` (a path or URL), or the RNTuple stored as objects
+    /// at an object-store URL. `network` sets some of the network options of a remote
+    /// file (`connect_timeout`, `first_byte_timeout`, `idle_timeout` in seconds,
+    /// `retries`); the others are the environment's (`RNTUPLE_*`), else the defaults.
+    /// `cache`: the cache of remote reads (see `with_cache`; files only).
     #[new]
     #[pyo3(signature = (path, network=None, cache=None))]
     fn new(
@@ -197,34 +237,72 @@ impl RootFileHandle {
         let options = source_options(network.unwrap_or_default())
             .and_then(|options| with_cache(options, cache))
             .map_err(to_py_err)?;
+        if rntuple::io::is_object_layout(&path) {
+            let reader = py
+                .detach(|| RNTupleReader::open_objects_url(&path, None, &options))
+                .map_err(|e| objects_open_err(&path, e))?;
+            return Ok(RootFileHandle {
+                opened: Opened::Objects {
+                    url: path,
+                    reader: Arc::new(reader),
+                },
+            });
+        }
         let file = py
             .detach(|| open_source_with(&path, &options).and_then(RootFile::open))
             .map_err(to_py_err)?;
-        Ok(RootFileHandle { file })
+        Ok(RootFileHandle {
+            opened: Opened::File(file),
+        })
     }
 
     /// The file's name as given when opening.
     #[getter]
     fn name(&self) -> String {
-        self.file.source().name().to_string()
+        match &self.opened {
+            Opened::File(file) => file.source().name().to_string(),
+            Opened::Objects { url, .. } => url.clone(),
+        }
     }
 
-    /// Every RNTuple in the file (also in sub-directories) by path, as `dir/name`.
+    /// Every RNTuple in the file (also in sub-directories) by path, as `dir/name`; a
+    /// dataset of objects has one, its RNTuple's name.
     fn rntuple_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        py.detach(|| self.file.rntuple_anchors())
-            .map(|keys| keys.into_iter().map(|k| k.path).collect())
-            .map_err(to_py_err)
+        match &self.opened {
+            Opened::File(file) => py
+                .detach(|| file.rntuple_anchors())
+                .map(|keys| keys.into_iter().map(|k| k.path).collect())
+                .map_err(to_py_err),
+            Opened::Objects { reader, .. } => Ok(vec![reader.path().to_string()]),
+        }
     }
 
     /// Opens the RNTuple at `path` (or the only one, for `None`).
     #[pyo3(signature = (path=None))]
     fn open_rntuple(&self, py: Python<'_>, path: Option<String>) -> PyResult<Reader> {
-        let reader = py
-            .detach(|| RNTupleReader::open(&self.file, path.as_deref()))
-            .map_err(to_py_err)?;
-        Ok(Reader {
-            reader: Arc::new(reader),
-        })
+        match &self.opened {
+            Opened::File(file) => {
+                let reader = py
+                    .detach(|| RNTupleReader::open(file, path.as_deref()))
+                    .map_err(to_py_err)?;
+                Ok(Reader {
+                    reader: Arc::new(reader),
+                    origin: None,
+                })
+            }
+            Opened::Objects { url, reader } => {
+                let stored = reader.path();
+                match path.as_deref().map(|p| p.trim_matches('/')) {
+                    Some(p) if !p.is_empty() && p != stored => Err(to_py_err(Error::NotFound(
+                        format!("{url}: no RNTuple \"{p}\": the dataset holds one, \"{stored}\""),
+                    ))),
+                    _ => Ok(Reader {
+                        reader: reader.clone(),
+                        origin: Some(url.clone()),
+                    }),
+                }
+            }
+        }
     }
 }
 
@@ -233,6 +311,10 @@ impl RootFileHandle {
 #[pyclass(module = "rntuple._core", frozen)]
 struct Reader {
     reader: Arc<RNTupleReader>,
+    /// The URL a dataset of objects was opened with (its source names the objects' base
+    /// URL, which opens nothing): what `file_name` gives, so that the RNTuple can be
+    /// opened again by it (chains, Dask partitions).
+    origin: Option<String>,
 }
 
 /// The entry range `start..stop`, checked against the RNTuple's size.
@@ -383,7 +465,7 @@ impl Reader {
     fn schema_handle(&self) -> SchemaHandle {
         SchemaHandle {
             descriptor: self.reader.shared_descriptor(),
-            file: self.reader.source().name().to_string(),
+            file: self.file_name(),
         }
     }
 
@@ -399,10 +481,13 @@ impl Reader {
         self.reader.path().to_string()
     }
 
-    /// The file's name.
+    /// The file's name (a dataset of objects: the URL it was opened with).
     #[getter]
     fn file_name(&self) -> String {
-        self.reader.source().name().to_string()
+        match &self.origin {
+            Some(url) => url.clone(),
+            None => self.reader.source().name().to_string(),
+        }
     }
 
     /// Why fields were skipped (types this reader cannot decode).
@@ -901,6 +986,219 @@ impl FileWriterHandle {
     }
 }
 
+/// An [`ObjectSink`](rntuple::write::ObjectSink) shared by the writer filling it and the
+/// handle that writes its anchor once the writer is finished (the writer's `finish`
+/// consumes its sink; an object sink dropped without its anchor removes its objects).
+#[derive(Clone)]
+struct SharedObjectSink(Arc<Mutex<rntuple::write::ObjectSink>>);
+
+impl SharedObjectSink {
+    fn lock(&self) -> std::sync::MutexGuard<'_, rntuple::write::ObjectSink> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl rntuple::write::BlobSink for SharedObjectSink {
+    fn write_blob(&mut self, payload: &[u8], max_key_size: u64) -> rntuple::Result<u64> {
+        self.lock().write_blob(payload, max_key_size)
+    }
+
+    fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> rntuple::Result<u64> {
+        self.lock().write_blob_parts(parts, max_key_size)
+    }
+
+    fn write_located(
+        &mut self,
+        parts: &[&[u8]],
+        max_key_size: u64,
+    ) -> rntuple::Result<Vec<rntuple::format::Locator>> {
+        self.lock().write_located(parts, max_key_size)
+    }
+
+    fn checkpoint(&mut self) -> rntuple::Result<()> {
+        self.lock().checkpoint()
+    }
+}
+
+/// An RNTuple being written as objects (`ntpl+s3+https://host/bucket/prefix`,
+/// `ntpl+file:///dir/prefix`: ROOT's S3 layout), with `FileWriterHandle`'s methods: a
+/// dataset holds one RNTuple. Objects are stored as the writer goes; the JSON anchor,
+/// which makes the dataset visible, only on `close`. An existing dataset there is
+/// removed when the RNTuple is created; an abort (or an error) removes the objects
+/// stored and leaves no dataset.
+#[pyclass(module = "rntuple._core")]
+struct ObjectWriterHandle {
+    url: String,
+    options: WriteOptions,
+    /// The RNTuple being written: its name, writer and sink. `None` before `create`.
+    writing: Option<(String, RNTupleWriter<SharedObjectSink>, SharedObjectSink)>,
+    /// Closed or aborted.
+    closed: bool,
+}
+
+impl ObjectWriterHandle {
+    /// The writer of RNTuple `name`, or an error naming what is being written.
+    fn writer_of(&mut self, name: &str) -> PyResult<&mut RNTupleWriter<SharedObjectSink>> {
+        if self.closed {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "{} is already closed",
+                self.url
+            ))));
+        }
+        match &mut self.writing {
+            Some((n, writer, _)) if n == name => Ok(writer),
+            _ => Err(to_py_err(Error::NotFound(format!(
+                "no RNTuple named \"{name}\" is being written in {}",
+                self.url
+            )))),
+        }
+    }
+}
+
+#[pymethods]
+impl ObjectWriterHandle {
+    /// Writes to the dataset of objects at `url`; the options as `FileWriterHandle`'s.
+    #[new]
+    #[pyo3(signature = (url, compression="zstd:5", cluster_size=None, page_size=None, page_checksums=true, checkpoint_every=Some(rntuple::write::DEFAULT_CHECKPOINT_EVERY)))]
+    fn new(
+        url: String,
+        compression: &str,
+        cluster_size: Option<u64>,
+        page_size: Option<u64>,
+        page_checksums: bool,
+        checkpoint_every: Option<u64>,
+    ) -> PyResult<Self> {
+        if !rntuple::io::is_object_layout(&url) {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "{url} is not an object-store URL (ntpl+s3+https://HOST/BUCKET/PREFIX, \
+                 ntpl+file:///DIR/PREFIX)"
+            ))));
+        }
+        let options = write_options(
+            compression,
+            cluster_size,
+            page_size,
+            page_checksums,
+            checkpoint_every,
+        )?;
+        Ok(ObjectWriterHandle {
+            url,
+            options,
+            writing: None,
+            closed: false,
+        })
+    }
+
+    /// Creates the RNTuple `name` from `data` as `FileWriterHandle.create` does: the
+    /// dataset's one RNTuple. Returns the entries written.
+    #[pyo3(signature = (name, data, types=None))]
+    fn create(
+        &mut self,
+        py: Python<'_>,
+        name: String,
+        data: &Bound<'_, PyAny>,
+        types: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        if self.closed {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "{} is already closed",
+                self.url
+            ))));
+        }
+        if let Some((existing, _, _)) = &self.writing {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "{}: a dataset of objects holds one RNTuple, and \"{existing}\" is being \
+                 written{}",
+                self.url,
+                if *existing == name {
+                    "; use extend() to add entries"
+                } else {
+                    ""
+                }
+            ))));
+        }
+        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let schema = stream.schema();
+        let type_names = type_overrides(&schema, types)?;
+        let options = self.options.clone();
+        let url = self.url.clone();
+        let (writer, sink, entries) = py
+            .detach(move || -> rntuple::Result<_> {
+                let schema = rntuple_schema(&schema, &type_names, &options)?;
+                let dataset =
+                    rntuple::io::ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
+                let sink = SharedObjectSink(Arc::new(Mutex::new(
+                    rntuple::write::ObjectSink::create(dataset, true)?,
+                )));
+                let mut writer = RNTupleWriter::new(sink.clone(), &name, schema, options)?;
+                // On an error the writer and sink are dropped: the objects stored go.
+                write_stream(&mut stream, |b| writer.write_batch(b))?;
+                let entries = writer.num_entries();
+                Ok((writer, sink, entries))
+            })
+            .map_err(to_py_err)?;
+        let name = writer.descriptor().name.clone();
+        self.writing = Some((name, writer, sink));
+        Ok(entries)
+    }
+
+    /// Appends the entries of `data` (same fields as when created) to RNTuple `name`.
+    /// Returns the RNTuple's entries so far. On an error the dataset is abandoned.
+    fn extend(&mut self, py: Python<'_>, name: String, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let writer = self.writer_of(&name)?;
+        let result = py.detach(|| write_stream(&mut stream, |b| writer.write_batch(b)));
+        match result {
+            Ok(_) => Ok(writer.num_entries()),
+            Err(e) => {
+                // What the writer holds may be half written: nothing of it is kept.
+                self.writing = None;
+                self.closed = true;
+                Err(to_py_err(e))
+            }
+        }
+    }
+
+    /// Entries written so far into RNTuple `name`.
+    fn num_entries(&mut self, name: &str) -> PyResult<u64> {
+        Ok(self.writer_of(name)?.num_entries())
+    }
+
+    /// The name of the RNTuple being written, if any.
+    fn names(&self) -> Vec<String> {
+        self.writing
+            .iter()
+            .map(|(name, _, _)| name.clone())
+            .collect()
+    }
+
+    /// Abandons the dataset: the objects stored are removed and no anchor is written.
+    /// Closing or aborting afterwards does nothing.
+    fn abort(&mut self, py: Python<'_>) {
+        self.closed = true;
+        if let Some(writing) = self.writing.take() {
+            py.detach(move || drop(writing));
+        }
+    }
+
+    /// Commits the RNTuple (last cluster, page lists, footer) and writes the anchor,
+    /// after every other object is stored: the dataset is complete only now. Closing
+    /// twice does nothing. On an error the objects are removed and no anchor is left.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.closed = true;
+        let Some((name, writer, sink)) = self.writing.take() else {
+            return Ok(());
+        };
+        py.detach(move || -> rntuple::Result<()> {
+            use rntuple::write::RNTupleOutput;
+            let anchor = writer.finish()?;
+            let mut sink = sink.lock();
+            sink.write_rntuple_anchor(&name, &anchor)
+        })
+        .map_err(to_py_err)
+    }
+}
+
 /// One RNTuple filled from several threads (`ParallelWriter`): each thread fills through
 /// a fill context of its own; the file appears at its path only on `close`.
 #[pyclass(module = "rntuple._core")]
@@ -1176,8 +1474,11 @@ type MergeNames = (
 /// `ALG[:LEVEL]` or ROOT number (default: the first input's). Returns `(inputs, entries,
 /// clusters, pages_copied, pages_resealed, zero_pages, bytes_read, bytes_written,
 /// compression, (fields_added, fields_dropped, attribute_sets_dropped, inputs_lacking,
-/// fields_converted))`, `inputs_lacking` as `(input, entries, fields)` each,
-/// `fields_converted` as `(field, type)`.
+/// fields_converted), output_bytes)`, `inputs_lacking` as `(input, entries, fields)`
+/// each, `fields_converted` as `(field, type)`, `output_bytes` the bytes of the objects
+/// stored when `output` is a dataset of objects (`ntpl+s3+https://...`,
+/// `ntpl+file://...`: ROOT's S3 layout; `overwrite` replaces an existing one), `None`
+/// for a file.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false, allow_disjoint=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -1191,7 +1492,19 @@ fn merge_rntuples(
     name: Option<String>,
     overwrite: bool,
     allow_disjoint: bool,
-) -> PyResult<(usize, u64, u64, u64, u64, u64, u64, u64, u32, MergeNames)> {
+) -> PyResult<(
+    usize,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u32,
+    MergeNames,
+    Option<u64>,
+)> {
     use rntuple::tools::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
     let mode: MergeMode = mode.parse().map_err(to_py_err)?;
     let compression = match (compression, keep_compression) {
@@ -1212,15 +1525,38 @@ fn merge_rntuples(
         name,
         allow_disjoint,
     };
-    let s = py
+    let (s, output_bytes) = py
         .detach(|| {
-            merge_files(
+            if !rntuple::io::is_object_layout(&output) {
+                return merge_files(
+                    &inputs,
+                    std::path::Path::new(&output),
+                    &options,
+                    overwrite,
+                    |_| {},
+                )
+                .map(|s| (s, None));
+            }
+            // A dataset of objects (ROOT's S3 layout): pages copied as objects, the
+            // anchor written last.
+            if let Some(input) = inputs
+                .iter()
+                .find(|i| rntuple::io::split_target(i).0 == output)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "{input} is both an input and the output"
+                )));
+            }
+            let dataset =
+                rntuple::io::ObjectDataset::open(&output, &SourceOptions::current()?, true)?;
+            let (s, written) = rntuple::tools::merge::merge_to_dataset(
                 &inputs,
-                std::path::Path::new(&output),
+                dataset,
                 &options,
                 overwrite,
                 |_| {},
-            )
+            )?;
+            Ok((s, Some(written.bytes)))
         })
         .map_err(to_py_err)?;
     Ok((
@@ -1243,6 +1579,7 @@ fn merge_rntuples(
                 .collect(),
             s.fields_converted,
         ),
+        output_bytes,
     ))
 }
 
@@ -1411,6 +1748,13 @@ fn read_types(
     Ok(ReadTypesHandle { types: out })
 }
 
+/// Whether `location` names an RNTuple stored as objects (`ntpl+s3+http(s)://`,
+/// `ntpl+file://`: ROOT's S3 layout) rather than a file.
+#[pyfunction]
+fn is_object_layout(location: &str) -> bool {
+    rntuple::io::is_object_layout(location)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RootFileHandle>()?;
@@ -1421,6 +1765,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unify_field, m)?)?;
     m.add_function(wrap_pyfunction!(read_types, m)?)?;
     m.add_class::<FileWriterHandle>()?;
+    m.add_class::<ObjectWriterHandle>()?;
+    m.add_function(wrap_pyfunction!(is_object_layout, m)?)?;
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;
     m.add_class::<inspect::InspectionHandle>()?;

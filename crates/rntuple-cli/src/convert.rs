@@ -52,12 +52,37 @@ pub(crate) fn one(
     let (file, tree) = split_target(input);
     let start = Instant::now();
     let options = options_of(job)?;
+    // Into an object store: converted into a file of a temporary directory first, whose
+    // pages are then copied as objects (the TTree reading and the writer stay one code).
+    let staging = if rntuple::io::is_object_layout(output) {
+        let dataset = rntuple::io::ObjectDataset::open(
+            output,
+            &rntuple::io::SourceOptions::current()?,
+            true,
+        )?;
+        if !job.force && dataset.store().size_of(dataset.anchor_key())?.is_some() {
+            return Err(rntuple::Error::OutputExists {
+                path: output.to_string(),
+            }
+            .into());
+        }
+        Some(tempfile::tempdir().map_err(|source| rntuple::Error::Write {
+            what: "a temporary directory for the conversion".into(),
+            source,
+        })?)
+    } else {
+        None
+    };
+    let local = match &staging {
+        Some(dir) => dir.path().join("converted.root"),
+        None => PathBuf::from(output),
+    };
     // Its length is known once the tree is open: the first report sets it.
     let bar = progress(0, false);
     let summary = convert_file(
         &file,
         tree.as_deref(),
-        Path::new(output),
+        &local,
         &options,
         job.write.clone(),
         job.force,
@@ -68,6 +93,14 @@ pub(crate) fn one(
     )
     .map_err(|e| converting(e, job))?;
     bar.finish_and_clear();
+    if staging.is_some() {
+        let copy = rntuple::tools::MergeOptions {
+            compression: rntuple::tools::OutputCompression::Keep,
+            ..Default::default()
+        };
+        let staged = local.to_string_lossy().into_owned();
+        super::merge::merge_to(&[staged], output, &copy, job.force, |_| {})?;
+    }
     report(&file, output, &summary, start.elapsed().as_secs_f64(), out)
 }
 

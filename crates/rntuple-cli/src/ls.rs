@@ -69,6 +69,22 @@ pub(crate) fn each<W: Write>(
 /// `ls` of one file: a line per RNTuple (path, entries, fields), then per TTree, and
 /// on standard error how to convert the TTrees.
 pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
+    if rntuple::io::is_object_layout(file) || rntuple::io::is_daos(file) {
+        // A dataset of objects holds one RNTuple; DAOS's is named: daos://POOL/CONT:NAME.
+        let (dataset, name) = split_target(file);
+        let reader = RNTupleReader::open_path(&dataset, name.as_deref())?;
+        let d = reader.descriptor();
+        let names: Vec<&str> = d.top_level.iter().map(|&id| d.field(id).name()).collect();
+        writeln!(
+            out,
+            "{}\t{} entries\t{} fields: {}",
+            reader.path(),
+            d.n_entries,
+            names.len(),
+            name_list(&names, file)
+        )?;
+        return Ok(());
+    }
     let root = RootFile::open(open_source(file)?)?;
     let anchors = root.rntuple_anchors()?;
     for anchor in &anchors {
@@ -112,7 +128,11 @@ pub(crate) fn info(target: &str, stats: bool, out: &mut impl Write) -> Result<()
     let start = std::time::Instant::now();
     let reader = match RNTupleReader::open_path(&file, name.as_deref()) {
         Ok(reader) => reader,
-        Err(e) if matches!(e.root_cause(), rntuple::Error::NotFound(_)) => {
+        Err(e)
+            if matches!(e.root_cause(), rntuple::Error::NotFound(_))
+                && !rntuple::io::is_object_layout(&file)
+                && !rntuple::io::is_daos(&file) =>
+        {
             // A TTree of that name, or the file's TTrees when it holds no RNTuple.
             if trees::info(&file, name.as_deref(), out)? {
                 out.flush()?;

@@ -637,6 +637,48 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let options = options.build().map_err(|e| Failure::Usage(e.to_string()))?;
             let (file, name) = split_target(&source);
+            let stored_as_objects =
+                |p: &str| rntuple::io::is_object_layout(p) || rntuple::io::is_daos(p);
+            if stored_as_objects(&output) || stored_as_objects(&file) {
+                // Between a file and objects: the stored pages are copied, as a merge of
+                // one input copies them (recompressed only if asked).
+                if cluster_size.is_some() || page_size.is_some() {
+                    return Err(Failure::Usage(
+                        "copy to or from an object store copies the stored pages: \
+                         --cluster-size and --page-size need a copy between files"
+                            .into(),
+                    ));
+                }
+                let merge_options = rntuple::tools::MergeOptions {
+                    compression: match requested {
+                        Some(settings) => rntuple::tools::OutputCompression::Fixed(settings),
+                        None => rntuple::tools::OutputCompression::Keep,
+                    },
+                    ..Default::default()
+                };
+                let started = std::time::Instant::now();
+                let summary = merge::merge_to(
+                    std::slice::from_ref(&source),
+                    &output,
+                    &merge_options,
+                    force,
+                    |_| {},
+                )?;
+                for set in &summary.attribute_sets_dropped {
+                    eprintln!(
+                        "rntuple: warning: attribute set \"{set}\" is not copied (ROOT's object \
+                         layout has no attribute sets yet)"
+                    );
+                }
+                writeln!(
+                    out,
+                    "copied {} entries: {source} -> {output} ({} clusters, pages copied as stored) in {:.2} s",
+                    summary.entries,
+                    summary.clusters,
+                    started.elapsed().as_secs_f64()
+                )?;
+                return Ok(());
+            }
             let atomic = open_output(&output, &[&file], force)?;
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let compression = match requested {

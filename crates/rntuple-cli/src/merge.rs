@@ -2,9 +2,14 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::tools::merge::{
-    merge_files, MergeMode, MergeOptions, MergeSummary, OutputCompression,
+use rntuple::io::{
+    is_daos, is_object_layout, open_daos_uri, split_target, ObjectDataset, SourceOptions,
 };
+use rntuple::tools::merge::{
+    merge_files, merge_to_daos, merge_to_dataset, MergeMode, MergeOptions, MergeProgress,
+    MergeSummary, OutputCompression,
+};
+use rntuple::write::daos_mapping_from_env;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -14,7 +19,8 @@ use std::time::Instant;
 /// verified) where encoding and compression match, compressed again elsewhere.
 #[derive(clap::Args)]
 pub(crate) struct Job {
-    /// The ROOT file to create.
+    /// The ROOT file to create (or an object-store URL, or a DAOS container
+    /// daos://POOL/CONTAINER[:NAME], stored under $RNTUPLE_DAOS_DIR).
     output: String,
     /// The inputs, FILE or FILE:NAME each (paths or URLs).
     #[arg(required = true)]
@@ -78,22 +84,86 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
     };
     let start = Instant::now();
     let bar = bar(job.inputs.len());
-    let summary = merge_files(
-        &job.inputs,
-        Path::new(&job.output),
-        &options,
-        job.force,
-        |at| {
-            let done = at.inputs_done as f64 + at.input_fraction;
-            // A progress position in thousandths of an input.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            bar.set_position((done * 1000.0) as u64);
-            bar.set_message(format!("{} entries", at.entries));
-        },
-    )
-    .map_err(Failure::Input)?;
+    let summary = merge_to(&job.inputs, &job.output, &options, job.force, |at| {
+        let done = at.inputs_done as f64 + at.input_fraction;
+        // A progress position in thousandths of an input.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        bar.set_position((done * 1000.0) as u64);
+        bar.set_message(format!("{} entries", at.entries));
+    })?;
     bar.finish_and_clear();
     report(&job.output, &summary, start.elapsed().as_secs_f64(), out)
+}
+
+/// Merges `inputs` into `output`: a new ROOT file, or a new dataset of objects
+/// (`ntpl+s3+https://...`, `ntpl+file://...`: ROOT's S3 layout, pages copied as objects,
+/// the anchor written last), or a new RNTuple in a DAOS container
+/// (`daos://POOL/CONTAINER[:NAME]`: ROOT's DAOS layout, in the directory store under
+/// `$RNTUPLE_DAOS_DIR`, with the page mapping `$RNTUPLE_DAOS_MAPPING` names).
+pub(crate) fn merge_to(
+    inputs: &[String],
+    output: &str,
+    options: &MergeOptions,
+    force: bool,
+    progress: impl FnMut(MergeProgress),
+) -> Result<MergeSummary, Failure> {
+    if is_daos(output) {
+        return merge_to_daos_target(inputs, output, options, force, progress);
+    }
+    if !is_object_layout(output) {
+        return merge_files(inputs, Path::new(output), options, force, progress)
+            .map_err(Failure::Input);
+    }
+    if let Some(input) = inputs.iter().find(|i| split_target(i).0 == output) {
+        return Err(Failure::Usage(format!(
+            "{input} is both an input and the output"
+        )));
+    }
+    let dataset = ObjectDataset::open(output, &SourceOptions::current()?, true)?;
+    let (summary, _) =
+        merge_to_dataset(inputs, dataset, options, force, progress).map_err(Failure::Input)?;
+    Ok(summary)
+}
+
+/// [`merge_to`] a DAOS container: `output` is `daos://POOL/CONTAINER[:NAME]`; the name
+/// is NAME, else `--name`, else the first input's.
+fn merge_to_daos_target(
+    inputs: &[String],
+    output: &str,
+    options: &MergeOptions,
+    force: bool,
+    progress: impl FnMut(MergeProgress),
+) -> Result<MergeSummary, Failure> {
+    let (uri, target_name) = split_target(output);
+    let name = match (target_name, &options.name) {
+        (Some(a), Some(b)) if &a != b => {
+            return Err(Failure::Usage(format!(
+                "{output} names the RNTuple \"{a}\", --name \"{b}\": give one"
+            )))
+        }
+        (a, b) => a.or_else(|| b.clone()),
+    };
+    if let Some(input) = inputs.iter().find(|i| {
+        let (file, input_name) = split_target(i);
+        file == uri && name.is_some() && input_name == name
+    }) {
+        return Err(Failure::Usage(format!(
+            "{input} is both an input and the output"
+        )));
+    }
+    let mapping = daos_mapping_from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+    let container = open_daos_uri(&uri, true)?;
+    let (summary, _) = merge_to_daos(
+        inputs,
+        container,
+        name.as_deref(),
+        mapping,
+        options,
+        force,
+        progress,
+    )
+    .map_err(Failure::Input)?;
+    Ok(summary)
 }
 
 /// A progress bar over the inputs (hidden unless stderr is a terminal).

@@ -87,14 +87,8 @@ fn embed(
         w.write_blob(payload, max_key_size).unwrap()
     };
 
-    let header_raw = read(Locator {
-        size: anchor.nbytes_header,
-        offset: anchor.seek_header,
-    });
-    let footer_raw = read(Locator {
-        size: anchor.nbytes_footer,
-        offset: anchor.seek_footer,
-    });
+    let header_raw = read(Locator::file(anchor.nbytes_header, anchor.seek_header));
+    let footer_raw = read(Locator::file(anchor.nbytes_footer, anchor.seek_footer));
     let mut footer = Footer::read(&open_env(
         &footer_raw,
         anchor.len_footer,
@@ -170,10 +164,7 @@ fn embed(
         );
         let offset = blob(w, &bytes);
         group.page_list.length = len;
-        group.page_list.locator = Locator {
-            size: bytes.len() as u64,
-            offset,
-        };
+        group.page_list.locator = Locator::file(bytes.len() as u64, offset);
     }
     let (footer_bytes, len_footer) = seal(
         EnvelopeType::Footer,

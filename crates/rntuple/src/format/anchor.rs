@@ -44,10 +44,7 @@ impl Anchor {
     pub fn header_link(&self) -> EnvelopeLink {
         EnvelopeLink {
             length: self.len_header,
-            locator: Locator {
-                size: self.nbytes_header,
-                offset: self.seek_header,
-            },
+            locator: Locator::file(self.nbytes_header, self.seek_header),
         }
     }
 
@@ -55,10 +52,7 @@ impl Anchor {
     pub fn footer_link(&self) -> EnvelopeLink {
         EnvelopeLink {
             length: self.len_footer,
-            locator: Locator {
-                size: self.nbytes_footer,
-                offset: self.seek_footer,
-            },
+            locator: Locator::file(self.nbytes_footer, self.seek_footer),
         }
     }
 

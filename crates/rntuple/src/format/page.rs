@@ -127,7 +127,7 @@ pub fn open_page<'a>(
     encoding: &ColumnEncoding,
 ) -> Result<&'a [u8]> {
     let offset = page.locator.offset;
-    let what = || format!("page at byte offset {offset}");
+    let what = || format!("page at {}", page.locator.describe());
     let expected = stored_page_len(page);
     if stored.len() as u64 != expected {
         return Err(Error::Truncated {
@@ -196,11 +196,7 @@ pub fn unseal_page_into(
         scratch.resize(unzipped, 0);
     }
     let buf = &mut scratch[..unzipped];
-    compression::decompress_into(
-        data,
-        buf,
-        &format!("page at byte offset {}", page.locator.offset),
-    )?;
+    compression::decompress_into(data, buf, &format!("page at {}", page.locator.describe()))?;
     decode_page_into(encoding, buf, n, first, out)
 }
 
@@ -233,7 +229,7 @@ pub fn reseal_page(
             compression::decompress_into(
                 data,
                 &mut buf,
-                &format!("page at byte offset {}", page.locator.offset),
+                &format!("page at {}", page.locator.describe()),
             )?;
             raw = buf;
             &raw
@@ -312,10 +308,10 @@ mod tests {
         PageInfo {
             n_elements: page.n_elements,
             has_checksum: page.has_checksum,
-            locator: Locator {
-                size: page.bytes.len() as u64 - if page.has_checksum { 8 } else { 0 },
+            locator: Locator::file(
+                page.bytes.len() as u64 - if page.has_checksum { 8 } else { 0 },
                 offset,
-            },
+            ),
         }
     }
 

@@ -219,10 +219,7 @@ mod tests {
                         pages: vec![PageInfo {
                             n_elements: 10,
                             has_checksum: true,
-                            locator: Locator {
-                                size: 40,
-                                offset: 1000,
-                            },
+                            locator: Locator::file(40, 1000),
                         }],
                         element_offset: Some(0),
                         compression: Some(505),

@@ -139,6 +139,10 @@ impl ReadAt for EdgeCached {
         self.inner.metrics()
     }
 
+    fn holds_objects(&self) -> bool {
+        self.inner.holds_objects()
+    }
+
     fn validators(&self) -> super::Validators {
         self.inner.validators()
     }

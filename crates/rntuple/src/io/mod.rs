@@ -14,12 +14,16 @@
 
 pub(crate) mod cache;
 mod cached;
+mod daos;
+mod dataset;
 mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 mod local;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod net;
+mod object_space;
+pub mod objects;
 mod options;
 mod output;
 mod retry;
@@ -37,10 +41,16 @@ pub use cache::{
     CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
 };
 pub use cached::CachedSource;
+pub use daos::{
+    check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId, DaosKey,
+    DaosOid, DaosStore, DirectoryDaos, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
+};
+pub use dataset::{is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
 pub use edges::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
+pub use object_space::{ObjectFetcher, ObjectSpace, OBJECT_HINTS};
 pub use options::{
     format_seconds, parse_seconds, NetworkOptions, SourceOptions, TimeoutKind,
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
@@ -294,6 +304,12 @@ pub trait ReadAt: Send + Sync {
     /// requests instead). A hint only: nothing fails.
     fn will_need(&self, ranges: &[ByteRange]) {
         let _ = ranges;
+    }
+    /// Whether the source is a store's objects in one byte space (object `n` at
+    /// `format::object_address(n)`), whose pages have object locators, rather than a
+    /// file, whose pages have file locators.
+    fn holds_objects(&self) -> bool {
+        false
     }
 }
 

@@ -88,7 +88,7 @@ use std::time::{Duration, Instant};
 
 /// Worker threads of a source's runtime: they only drive sockets, never decode, so
 /// two are plenty for the parallel requests of [`S3_HINTS`].
-const RUNTIME_WORKERS: usize = 2;
+pub(crate) const RUNTIME_WORKERS: usize = 2;
 
 /// The longest an error detail gets; server replies can be long.
 const MAX_DETAIL_CHARS: usize = 400;
@@ -565,83 +565,24 @@ impl Shared {
         len: u64,
         what: &str,
     ) -> std::result::Result<Vec<u8>, Failure> {
-        let what = || what.to_string();
-        // The requested length bounds the buffer, whatever the server streams.
-        let mut bytes =
-            Vec::with_capacity(to_usize(len, "an S3 read").map_err(Failure::Permanent)?);
-        let mut body = result.into_stream();
-        loop {
-            let Some(next) = within_idle(body.next(), self.network.idle_timeout).await else {
-                return Err(Failure::TimedOut {
-                    kind: TimeoutKind::Idle,
-                    doing: format!("{}: reading the body", what()),
-                });
-            };
-            let Some(chunk) = next else {
-                break;
-            };
-            let chunk = chunk.map_err(|e| self.failure(e, &what()))?;
-            if bytes.len() as u64 + chunk.len() as u64 > len {
-                let detail = "the server sent more bytes than asked for";
-                return Err(Failure::Permanent(self.remote(&what(), detail)));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        if bytes.len() as u64 != len {
-            // The body ended early without a transport error: try again.
-            return Err(Failure::Transient {
-                kind: RemoteKind::ConnectionReset,
-                detail: format!("{}: short read: {} of {len} bytes", what(), bytes.len()),
-                after: None,
-            });
-        }
-        Ok(bytes)
+        read_body(
+            result,
+            len,
+            what,
+            self.network.idle_timeout,
+            &self.name,
+            &self.secrets,
+        )
+        .await
     }
 
-    /// What an `object_store` error during `operation` means: a missing object, a
-    /// changed one, a fault worth retrying (no answer, a cut connection, HTTP 5xx, 408,
-    /// 429), or another refusal.
+    /// What an `object_store` error during `operation` means (see [`failure`]).
     fn failure(&self, err: object_store::Error, operation: &str) -> Failure {
-        match err {
-            object_store::Error::NotFound { .. } => Failure::Permanent(Error::remote(
-                RemoteKind::NotFound,
-                &self.name,
-                format!("{operation}: no such bucket or key"),
-            )),
-            object_store::Error::Precondition { .. } => Failure::Permanent(self.changed(operation)),
-            other if connect_timed_out(&other) => Failure::TimedOut {
-                kind: TimeoutKind::Connect,
-                doing: format!("{operation}: connecting"),
-            },
-            other => {
-                let detail = format!("{operation}: {}", describe(&other, &self.secrets));
-                let kind = match &other {
-                    object_store::Error::PermissionDenied { .. }
-                    | object_store::Error::Unauthenticated { .. } => RemoteKind::PermissionDenied,
-                    _ => transport_kind(&other).unwrap_or(RemoteKind::Other),
-                };
-                if is_transient(&other) && kind != RemoteKind::Tls {
-                    Failure::Transient {
-                        kind,
-                        detail,
-                        after: None,
-                    }
-                } else {
-                    Failure::Permanent(Error::remote(kind, &self.name, detail))
-                }
-            }
-        }
+        failure(err, &self.name, &self.secrets, operation)
     }
 
     fn changed(&self, operation: &str) -> Error {
-        Error::remote(
-            RemoteKind::Changed,
-            &self.name,
-            format!(
-                "{operation}: the object changed since it was opened (its ETag no longer \
-                 matches)"
-            ),
-        )
+        changed(&self.name, operation)
     }
 
     fn remote(&self, operation: &str, detail: impl std::fmt::Display) -> Error {
@@ -651,6 +592,103 @@ impl Shared {
             detail: format!("{operation}: {detail}"),
         }
     }
+}
+
+/// The `len` bytes of a `GET`'s body, each wait for the next chunk bounded by `idle`
+/// (`what`: the request, `name`: the object's URL, for messages; `secrets`: the
+/// credential values to mask in them).
+pub(crate) async fn read_body(
+    result: GetResult,
+    len: u64,
+    what: &str,
+    idle: Duration,
+    name: &str,
+    secrets: &[String],
+) -> std::result::Result<Vec<u8>, Failure> {
+    let what = || what.to_string();
+    // The requested length bounds the buffer, whatever the server streams.
+    let mut bytes = Vec::with_capacity(to_usize(len, "an S3 read").map_err(Failure::Permanent)?);
+    let mut body = result.into_stream();
+    loop {
+        let Some(next) = within_idle(body.next(), idle).await else {
+            return Err(Failure::TimedOut {
+                kind: TimeoutKind::Idle,
+                doing: format!("{}: reading the body", what()),
+            });
+        };
+        let Some(chunk) = next else {
+            break;
+        };
+        let chunk = chunk.map_err(|e| failure(e, name, secrets, &what()))?;
+        if bytes.len() as u64 + chunk.len() as u64 > len {
+            let detail = format!("{}: the server sent more bytes than asked for", what());
+            return Err(Failure::Permanent(Error::remote(
+                RemoteKind::Other,
+                name,
+                detail,
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if bytes.len() as u64 != len {
+        // The body ended early without a transport error: try again.
+        return Err(Failure::Transient {
+            kind: RemoteKind::ConnectionReset,
+            detail: format!("{}: short read: {} of {len} bytes", what(), bytes.len()),
+            after: None,
+        });
+    }
+    Ok(bytes)
+}
+
+/// What an `object_store` error during `operation` on the object `name` (its URL,
+/// without credentials) means: a missing object, a changed one, a fault worth retrying
+/// (no answer, a cut connection, HTTP 5xx, 408, 429), or another refusal. `secrets`:
+/// the credential values to mask in the message.
+pub(crate) fn failure(
+    err: object_store::Error,
+    name: &str,
+    secrets: &[String],
+    operation: &str,
+) -> Failure {
+    match err {
+        object_store::Error::NotFound { .. } => Failure::Permanent(Error::remote(
+            RemoteKind::NotFound,
+            name,
+            format!("{operation}: no such bucket or key"),
+        )),
+        object_store::Error::Precondition { .. } => Failure::Permanent(changed(name, operation)),
+        other if connect_timed_out(&other) => Failure::TimedOut {
+            kind: TimeoutKind::Connect,
+            doing: format!("{operation}: connecting"),
+        },
+        other => {
+            let detail = format!("{operation}: {}", describe(&other, secrets));
+            let kind = match &other {
+                object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. } => RemoteKind::PermissionDenied,
+                _ => transport_kind(&other).unwrap_or(RemoteKind::Other),
+            };
+            if is_transient(&other) && kind != RemoteKind::Tls {
+                Failure::Transient {
+                    kind,
+                    detail,
+                    after: None,
+                }
+            } else {
+                Failure::Permanent(Error::remote(kind, name, detail))
+            }
+        }
+    }
+}
+
+/// The object `name` changed since it was opened, found during `operation`.
+fn changed(name: &str, operation: &str) -> Error {
+    Error::remote(
+        RemoteKind::Changed,
+        name,
+        format!("{operation}: the object changed since it was opened (its ETag no longer matches)"),
+    )
 }
 
 /// What sort of transport fault `err` is (see [`reqwest_kind`]), when one of
@@ -693,7 +731,7 @@ fn is_transient(err: &object_store::Error) -> bool {
 /// Runs `task` on the source's runtime and waits for it on this thread. The caller
 /// blocks on a channel, not inside the runtime, so this works from any thread (rayon
 /// workers, or a thread of some other async runtime) without starving the runtime.
-fn run_on<T: Send + 'static>(
+pub(crate) fn run_on<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     name: &str,
     task: impl Future<Output = T> + Send + 'static,
@@ -734,7 +772,11 @@ fn parse_s3_url<'a>(url: &'a str, name: &str) -> Result<(&'a str, &'a str)> {
 
 /// The S3 client's configuration: the `AWS_*` settings, the policy's timeouts and
 /// retries (over any `AWS_*` timeout), then the bucket and the addressing style.
-fn s3_builder(bucket: &str, aws_vars: &[(String, String)], policy: RetryPolicy) -> AmazonS3Builder {
+pub(crate) fn s3_builder(
+    bucket: &str,
+    aws_vars: &[(String, String)],
+    policy: RetryPolicy,
+) -> AmazonS3Builder {
     // Retries are RetryPolicy::run's, as for every remote source: deterministic
     // doubling waits. object_store's own loop jitters its waits (each one random between
     // the first wait and twice the last), which for 5 attempts ends the retries after
@@ -896,18 +938,16 @@ impl HttpService for S3Http {
                 .map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
             let mut request = reqwest::Request::new(parts.method, url);
             *request.headers_mut() = parts.headers;
-            if !body.is_empty() {
-                // This source only reads: its requests carry no payload but small
-                // credential requests (one buffer).
-                let Some(bytes) = body.as_bytes() else {
-                    return Err(HttpError::new(
-                        HttpErrorKind::Request,
-                        std::io::Error::other(
-                            "a streamed request body (uploads are not supported)",
-                        ),
-                    ));
+            // By its length: object_store's `is_empty` is true for an upload's payload
+            // that holds bytes.
+            if body.content_length() > 0 {
+                // Credential requests carry one buffer; uploads (`io::objects`) a
+                // payload held in memory, sent as one buffer.
+                let bytes = match body.as_bytes() {
+                    Some(bytes) => bytes.clone(),
+                    None => http_body_util::BodyExt::collect(body).await?.to_bytes(),
                 };
-                *request.body_mut() = Some(reqwest::Body::from(bytes.clone()));
+                *request.body_mut() = Some(reqwest::Body::from(bytes));
             }
             let response = self.0.execute(request).await.map_err(http_error)?;
             let (parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
@@ -918,7 +958,7 @@ impl HttpService for S3Http {
 }
 
 /// The credential values among `aws_vars`, to be masked in messages.
-fn secret_values(aws_vars: &[(String, String)]) -> Vec<String> {
+pub(crate) fn secret_values(aws_vars: &[(String, String)]) -> Vec<String> {
     const SECRET_KEYS: [&str; 4] = [
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
@@ -999,7 +1039,7 @@ fn xml_element<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 /// `text` with every credential value and every `Signature=...` masked.
-fn scrub(text: &str, secrets: &[String]) -> String {
+pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     let mut text = text.to_string();
     for secret in secrets {
         text = text.replace(secret.as_str(), "***");

@@ -49,6 +49,12 @@ impl Planned {
             .iter()
             .map(|s| reader.columns_of(&[s]))
             .collect();
+        let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
+        columns.sort_unstable();
+        columns.dedup();
+        reader
+            .storage
+            .check_pages(&reader.descriptor, &columns, &ranges)?;
         let plan = reader
             .storage
             .plan(&reader.descriptor, &field_columns, &ranges);

@@ -83,6 +83,44 @@ pub fn uncompressed_bytes(d: &Descriptor) -> u64 {
         .sum()
 }
 
+/// A line naming the pages' locator types when any is not a file's (objects of an
+/// object store; a type this reader does not know, whose pages cannot be read).
+fn write_locator_kinds(out: &mut String, d: &Descriptor) -> std::fmt::Result {
+    use crate::format::LocatorKind;
+    use std::collections::BTreeMap;
+    let mut counts: BTreeMap<(u8, u8), u64> = BTreeMap::new();
+    for p in d
+        .clusters
+        .iter()
+        .flat_map(|c| c.columns.iter().flat_map(|cp| cp.pages.iter()))
+    {
+        if p.locator.kind != LocatorKind::File {
+            *counts
+                .entry((p.locator.type_code(), p.locator.reserved))
+                .or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(&(code, reserved), n)| {
+            let reserved = if reserved == 0 {
+                String::new()
+            } else {
+                format!(", reserved {reserved:#04x}")
+            };
+            if code == 0x02 {
+                format!("{n} object (type 0x02{reserved})")
+            } else {
+                format!("{n} of unknown type {code:#04x}{reserved} (their pages cannot be read)")
+            }
+        })
+        .collect();
+    writeln!(out, "page locators: {}", parts.join(", "))
+}
+
 /// The whole description of an RNTuple: name, version, entries, schema tree, cluster
 /// groups, clusters, sizes, attribute sets and warnings.
 pub fn describe(reader: &RNTupleReader) -> String {
@@ -142,6 +180,7 @@ fn write_description(out: &mut String, reader: &RNTupleReader) -> std::fmt::Resu
             c.first_entry + c.n_entries
         )?;
     }
+    write_locator_kinds(out, d)?;
     writeln!(out, "compressed size: {compressed} bytes")?;
     writeln!(out, "uncompressed size: {uncompressed} bytes")?;
     if compressed > 0 {

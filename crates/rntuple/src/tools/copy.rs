@@ -34,10 +34,7 @@ pub fn copy_rntuple<W: FileOutput>(
         let anchor = copy_entries(&attributes, file, &link.name, options.clone(), |_| {}, &[])?;
         let object = anchor.to_object();
         let offset = BlobSink::write_blob(file, &object, options.max_key_size())?;
-        let locator = Locator {
-            size: object.len() as u64,
-            offset,
-        };
+        let locator = Locator::file(object.len() as u64, offset);
         // An anchor object is 78 bytes.
         #[allow(clippy::cast_possible_truncation)]
         links.push((link.clone(), locator, object.len() as u32));

@@ -495,7 +495,29 @@ fn root_type_order(t: ColumnType) -> u16 {
 /// extension zeros over more than 2^22 pages (as ROOT counts them), which no real file
 /// has.
 pub fn inspect(reader: &RNTupleReader) -> Result<Inspection> {
-    inspect_descriptor(reader.descriptor(), reader.anchor(), reader.source().size())
+    let d = reader.descriptor();
+    let stored = if reader.source().holds_objects() {
+        // A dataset of objects has no file: what its objects hold (header, footer, page
+        // lists and every page once; the small JSON anchor left out).
+        objects_bytes(d, reader.anchor())
+    } else {
+        reader.source().size()
+    };
+    inspect_descriptor(d, reader.anchor(), stored)
+}
+
+/// The bytes of an RNTuple's objects: header, footer, page lists, each stored page once.
+fn objects_bytes(d: &Descriptor, anchor: &Anchor) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    let pages: u64 = d
+        .clusters
+        .iter()
+        .flat_map(|c| c.columns.iter().flat_map(|cp| cp.pages.iter()))
+        .filter(|p| seen.insert(p.locator.offset))
+        .map(crate::format::stored_page_len)
+        .sum();
+    let lists: u64 = d.cluster_groups.iter().map(|g| g.page_list_bytes).sum();
+    anchor.nbytes_header + anchor.nbytes_footer + lists + pages
 }
 
 /// Like [`inspect`], from a descriptor, the anchor it was read with and the size of

@@ -26,7 +26,7 @@
 //! of up to 64 MiB kept for reuse, whatever the number of inputs.
 
 use crate::compression::CompressionSettings;
-use crate::container::{read_blob, FileOutput, FileWriter};
+use crate::container::{read_blob, FileWriter};
 use crate::encoding::ColumnEncoding;
 use crate::error::{Error, Location, Result};
 use crate::format::{
@@ -36,6 +36,7 @@ use crate::format::{
 use crate::io::{split_target, ByteRange};
 use crate::read::RNTupleReader;
 use crate::schema::{Descriptor, FieldRole};
+use crate::write::RNTupleOutput;
 use crate::write::{
     extend_schema, schema_for_page_copy, PageBytes, PageCopyWriter, StoredCluster, StoredColumn,
     StoredPage, WriteOptions,
@@ -273,6 +274,84 @@ pub fn merge_files(
     Ok(summary)
 }
 
+/// Merges `inputs` (each `FILE[:NAME]`) into a new dataset of objects (ROOT's S3 layout,
+/// [`ObjectSink`](crate::write::ObjectSink)): pages are copied as stored, each an object; the anchor is written
+/// last. An existing dataset is replaced only with `replace`; a merge that fails removes
+/// what it stored and leaves no anchor. One input copies an RNTuple between a file and
+/// an object store without recompressing.
+pub fn merge_to_dataset(
+    inputs: &[String],
+    dataset: crate::io::ObjectDataset,
+    options: &MergeOptions,
+    replace: bool,
+    progress: impl FnMut(MergeProgress),
+) -> Result<(MergeSummary, crate::write::ObjectWriteSummary)> {
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument("merge: no inputs".into()));
+    }
+    let mut sink = crate::write::ObjectSink::create(dataset, replace)?;
+    let summary = merge_into(inputs, &mut sink, options, progress)?;
+    let written = sink.summary()?;
+    Ok((summary, written))
+}
+
+/// Merges `inputs` (each `FILE[:NAME]`) into a new RNTuple of a DAOS container in
+/// ROOT's DAOS layout ([`crate::write::DaosSink`], `mapping`: ROOT main's object per page
+/// or ROOT 6.40's object per cluster): pages are copied as stored, page lists and footer
+/// written again with DAOS locators (compressed as the output's pages), the anchor last.
+/// The RNTuple is named `name`, else `options.name`, else after the first input; an
+/// RNTuple of that name in the container is replaced only with `replace`. A merge that
+/// fails leaves no anchor. One input copies an RNTuple between a file (or any store) and
+/// DAOS without recompressing.
+pub fn merge_to_daos(
+    inputs: &[String],
+    container: crate::io::DaosContainer,
+    name: Option<&str>,
+    mapping: crate::format::DaosPageMapping,
+    options: &MergeOptions,
+    replace: bool,
+    progress: impl FnMut(MergeProgress),
+) -> Result<(MergeSummary, crate::write::DaosWriteSummary)> {
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument("merge: no inputs".into()));
+    }
+    let mut options = options.clone();
+    if let Some(name) = name {
+        options.name = Some(name.to_string());
+    }
+    if let Some(name) = &options.name {
+        // The header holds the name after the last slash (a file's directories).
+        if name.is_empty() || name.contains('/') {
+            return Err(Error::InvalidArgument(format!(
+                "\"{name}\" cannot name an RNTuple in a DAOS container (not empty, no '/')"
+            )));
+        }
+    }
+    let compression = match options.compression {
+        OutputCompression::Fixed(c) => c,
+        OutputCompression::FirstInput | OutputCompression::Keep => {
+            CompressionSettings::from_u32(first_compression(&open_input(&inputs[0])?))?
+        }
+    };
+    let mut sink = crate::write::DaosSink::new(
+        container,
+        crate::write::DaosSinkOptions {
+            mapping,
+            compression,
+            replace,
+            ..Default::default()
+        },
+    );
+    if let Some(name) = &options.name {
+        sink.check_absent(name)?;
+    }
+    let summary = merge_into(inputs, &mut sink, &options, progress)?;
+    let written = sink.summaries().last().cloned();
+    let written = written
+        .ok_or_else(|| Error::InvalidArgument("merge: the DAOS sink wrote no RNTuple".into()))?;
+    Ok((summary, written))
+}
+
 /// The output's name, schema and write options.
 struct Begin {
     name: String,
@@ -293,9 +372,9 @@ enum Step {
 
 /// Merges `inputs` (each `FILE[:NAME]`) into `file`, as an RNTuple named after the first
 /// input's (or `options.name`), and writes its anchor.
-pub fn merge_into<W: FileOutput>(
+pub fn merge_into<O: RNTupleOutput>(
     inputs: &[String],
-    file: &mut FileWriter<W>,
+    file: &mut O,
     options: &MergeOptions,
     mut progress: impl FnMut(MergeProgress),
 ) -> Result<MergeSummary> {
@@ -332,13 +411,13 @@ pub fn merge_into<W: FileOutput>(
 
 /// The writing side: applies the steps in order; returns entries, clusters and page
 /// bytes written.
-fn consume<W: FileOutput>(
+fn consume<O: RNTupleOutput>(
     rx: Receiver<Result<Step>>,
-    file: &mut FileWriter<W>,
+    file: &mut O,
     pool: &BufferPool,
     progress: &mut impl FnMut(MergeProgress),
 ) -> Result<(u64, u64, u64)> {
-    let mut writer: Option<(PageCopyWriter<&mut FileWriter<W>>, String)> = None;
+    let mut writer: Option<(PageCopyWriter<&mut O>, String)> = None;
     let (mut clusters, mut bytes) = (0u64, 0u64);
     let not_begun = || Error::InvalidArgument("merge: a step before the output's schema".into());
     for step in rx {
@@ -382,7 +461,7 @@ fn consume<W: FileOutput>(
     let (w, name) = writer.ok_or_else(not_begun)?;
     let entries = w.num_entries();
     let anchor = w.finish()?;
-    file.write_anchor(&name, &anchor.to_object())?;
+    file.write_rntuple_anchor(&name, &anchor)?;
     Ok((entries, clusters, bytes))
 }
 
@@ -1411,9 +1490,9 @@ struct Converting {
 
 /// Merges `inputs` by reading every value (the fields of `converting.plan` as its
 /// types) and writing it again: the first input's fields, each input cluster by cluster.
-fn merge_converting<W: FileOutput>(
+fn merge_converting<O: RNTupleOutput>(
     inputs: &[String],
-    file: &mut FileWriter<W>,
+    file: &mut O,
     options: &MergeOptions,
     converting: &Converting,
     progress: &mut impl FnMut(MergeProgress),
@@ -1507,7 +1586,7 @@ fn merge_converting<W: FileOutput>(
     let open = u64::from(writer.num_entries() > writer.committed_entries());
     summary.clusters = writer.num_clusters() + open;
     let anchor = writer.finish()?;
-    file.write_anchor(&name, &anchor.to_object())?;
+    file.write_rntuple_anchor(&name, &anchor)?;
     summary.fields_dropped.sort();
     summary.fields_dropped.dedup();
     Ok(summary)

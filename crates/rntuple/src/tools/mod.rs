@@ -14,7 +14,7 @@ pub use convert::{convert_tree, ConversionPlan, ConvertOptions, ConvertSummary};
 pub use copy::{copy_rntuple, source_compression};
 pub use join::{friend_column, Duplicates, How, Join, JoinSpec, KeyIndex, Matches, ReaderChain};
 pub use merge::{
-    merge_files, merge_into, MergeMode, MergeOptions, MergeProgress, MergeSummary,
-    OutputCompression,
+    merge_files, merge_into, merge_to_daos, merge_to_dataset, MergeMode, MergeOptions,
+    MergeProgress, MergeSummary, OutputCompression,
 };
 pub use streamer::StreamerFields;

@@ -404,10 +404,7 @@ fn recover_one(
             n_clusters: list.clusters.len() as u32,
             page_list: EnvelopeLink {
                 length: e.length,
-                locator: Locator {
-                    size: e.stored,
-                    offset: e.offset,
-                },
+                locator: Locator::file(e.stored, e.offset),
             },
         });
         next_entry = entry;

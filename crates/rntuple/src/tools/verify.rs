@@ -63,6 +63,16 @@ pub fn verify_file(location: &str) -> FileCheck {
         rntuples: Vec::new(),
         problems: Vec::new(),
     };
+    if crate::io::is_object_layout(location) || crate::io::is_daos(location) {
+        // A dataset of objects (its one RNTuple), or DAOS's `daos://POOL/CONTAINER:NAME`.
+        let (dataset, name) = crate::io::split_target(location);
+        let opened = RNTupleReader::open_path(&dataset, name.as_deref());
+        let name = opened
+            .as_ref()
+            .map_or(String::new(), |r| r.path().to_string());
+        check.rntuples.push(verify_reader(opened, &name));
+        return check;
+    }
     let file = match open_source(location).and_then(RootFile::open) {
         Ok(f) => f,
         Err(e) => {
@@ -92,6 +102,11 @@ pub fn verify_file(location: &str) -> FileCheck {
 }
 
 fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
+    verify_reader(RNTupleReader::open(file, Some(path)), path)
+}
+
+/// Checks the RNTuple `path` as opened: its structure, then every page.
+fn verify_reader(opened: crate::error::Result<RNTupleReader>, path: &str) -> RNTupleCheck {
     let mut check = RNTupleCheck {
         name: path.to_string(),
         entries: 0,
@@ -100,7 +115,7 @@ fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
         page_bytes: 0,
         problems: Vec::new(),
     };
-    let reader = match RNTupleReader::open(file, Some(path)) {
+    let reader = match opened {
         Ok(r) => r,
         Err(e) => {
             check.problems.push(e.to_string());
@@ -109,7 +124,7 @@ fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {
     };
     check
         .problems
-        .extend(structure_problems(&reader, file.source().size()));
+        .extend(structure_problems(&reader, reader.source().size()));
     let d = reader.descriptor();
     check.entries = d.n_entries;
     check.clusters = d.clusters.len();

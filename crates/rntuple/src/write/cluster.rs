@@ -191,7 +191,7 @@ impl ClusterBook {
             cluster_columns,
         ));
         self.n_entries += n_entries;
-        if let Some(per_group) = options.checkpoint_every() {
+        if let Some(per_group) = options.checkpoint_every().filter(|_| sink.recovers()) {
             if self.open_group.len() as u64 >= per_group {
                 self.commit_cluster_group(sink, options)?;
             }

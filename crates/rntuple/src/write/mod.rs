@@ -11,11 +11,16 @@
 //! writes several RNTuples into one file, filled in turns. [`ParallelWriter`]
 //! (`parallel`) fills one RNTuple from several threads, a [`FillContext`] (a filler of
 //! its own) per thread. [`PageCopyWriter`] (`page_copy`) writes pages that arrive
-//! sealed, as merging copies them.
+//! sealed, as merging copies them. [`ObjectSink`] (`object_sink`) stores each blob as an
+//! object of ROOT's S3 layout, with object locators, and its JSON anchor last.
+//! [`DaosSink`] (`daos_sink`) stages the blobs and writes ROOT's DAOS layout when the
+//! anchor comes.
 
 mod cluster;
+mod daos_sink;
 mod fill;
 mod model;
+mod object_sink;
 mod options;
 mod page_copy;
 mod page_plan;
@@ -28,14 +33,19 @@ mod sink;
 mod size;
 mod writer;
 
+pub use daos_sink::{
+    daos_mapping_from_env, parse_daos_mapping, DaosSink, DaosSinkOptions, DaosWriteSummary,
+    DAOS_MAPPING_VARIABLE, STAGED_IN_MEMORY,
+};
 pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};
+pub use object_sink::{ObjectSink, ObjectWriteSummary};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use page_copy::{PageBytes, PageCopyWriter, StoredCluster, StoredColumn, StoredPage};
 pub use parallel::{FillContext, ParallelWriter};
 pub use row::EntryWriter;
 pub use shared_file::{SharedFile, SharedSink};
-pub use sink::BlobSink;
+pub use sink::{BlobSink, RNTupleOutput};
 pub use writer::RNTupleWriter;
 
 /// Pseudo-random numbers below `m` from a fixed seed (xorshift), for tests that need

@@ -153,8 +153,8 @@ impl<S: BlobSink> PageCopyWriter<S> {
         let max_blob = self.options.max_key_size();
         let mut infos: Vec<Vec<PageInfo>> = Vec::with_capacity(cluster.columns.len());
         let mut blob: Vec<&[u8]> = Vec::new();
-        // Per page of the blob being assembled: its column, index and offset in the blob.
-        let mut placed: Vec<(usize, usize, u64)> = Vec::new();
+        // Per page of the blob being assembled: its column and index.
+        let mut placed: Vec<(usize, usize)> = Vec::new();
         let mut blob_len = 0u64;
         // Pages that share their source bytes (an input's same-page merging: one stored
         // page listed several times) are written once, at the first one's place.
@@ -193,14 +193,11 @@ impl<S: BlobSink> PageCopyWriter<S> {
                     blob_len = 0;
                 }
                 blob.push(bytes);
-                placed.push((ci, pi, blob_len));
+                placed.push((ci, pi));
                 column_infos.push(PageInfo {
                     n_elements: page.n_elements,
                     has_checksum: page.has_checksum,
-                    locator: Locator {
-                        size: len - checksum,
-                        offset: 0,
-                    },
+                    locator: Locator::file(len - checksum, 0),
                 });
                 blob_len += len;
             }
@@ -230,23 +227,25 @@ impl<S: BlobSink> PageCopyWriter<S> {
     fn flush_blob(
         &mut self,
         blob: &mut Vec<&[u8]>,
-        placed: &mut Vec<(usize, usize, u64)>,
+        placed: &mut Vec<(usize, usize)>,
         infos: &mut [Vec<PageInfo>],
         open_column: &mut [PageInfo],
     ) -> Result<()> {
         if blob.is_empty() {
             return Ok(());
         }
-        let offset = self
-            .sink
-            .write_blob_parts(blob, self.options.max_key_size())?;
-        for &(ci, pi, at) in placed.iter() {
+        let located = self.sink.write_located(blob, self.options.max_key_size())?;
+        for (&(ci, pi), place) in placed.iter().zip(located) {
             let info = match infos.get_mut(ci) {
                 Some(column) => column.get_mut(pi),
                 None => open_column.get_mut(pi),
             };
             if let Some(info) = info {
-                info.locator.offset = offset + at;
+                // The page list's size leaves out the checksum; the place is the sink's.
+                info.locator = Locator {
+                    size: info.locator.size,
+                    ..place
+                };
             }
         }
         blob.clear();

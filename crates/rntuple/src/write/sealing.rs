@@ -497,7 +497,6 @@ impl SealingPipeline {
                 pending.push(PendingPage {
                     column: ci,
                     page: pi,
-                    at: blob_len,
                     len,
                 });
                 blob_len += len;
@@ -548,14 +547,14 @@ impl SealingPipeline {
             .iter()
             .map(|p| self.columns[p.column].sealed[p.page].bytes.as_slice())
             .collect();
-        let offset = sink.write_blob_parts(&parts, options.max_key_size())?;
-        for p in pending.iter() {
+        let located = sink.write_located(&parts, options.max_key_size())?;
+        for (p, place) in pending.iter().zip(located) {
             let page = &self.columns[p.column].sealed[p.page];
             // A locator covers the page without its checksum.
             let checksum = if page.has_checksum { 8 } else { 0 };
             locators[p.column][p.page] = Locator {
                 size: (p.len - checksum) as u64,
-                offset: offset + p.at as u64,
+                ..place
             };
         }
         pending.clear();
@@ -568,7 +567,6 @@ impl SealingPipeline {
 struct PendingPage {
     column: usize,
     page: usize,
-    at: usize,
     len: usize,
 }
 

@@ -4,7 +4,7 @@
 use super::options::WriteOptions;
 use crate::container::{FileOutput, FileWriter};
 use crate::error::Result;
-use crate::format::{pack_envelope, EnvelopeLink, EnvelopeType, Locator};
+use crate::format::{pack_envelope, Anchor, EnvelopeLink, EnvelopeType, Locator};
 
 /// Where the writer puts its payloads: a ROOT file's RBlob keys, or memory in tests.
 pub trait BlobSink {
@@ -16,6 +16,29 @@ pub trait BlobSink {
     /// can write them one after the other need not concatenate them.
     fn write_blob_parts(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<u64> {
         self.write_blob(&parts.concat(), max_key_size)
+    }
+
+    /// Stores each of `parts` and says where each lies, with its size: a file stores them
+    /// as one blob ([`BlobSink::write_blob_parts`]: file ranges of it), an object store
+    /// as one object each (object locators).
+    fn write_located(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<Vec<Locator>> {
+        let mut at = self.write_blob_parts(parts, max_key_size)?;
+        Ok(parts
+            .iter()
+            .map(|part| {
+                let locator = Locator::file(part.len() as u64, at);
+                at += part.len() as u64;
+                locator
+            })
+            .collect())
+    }
+
+    /// Whether a committed cluster group can be recovered from what this sink stored if
+    /// the writer dies (a file: `rntuple recover` reads it; an object store: no, a dataset
+    /// without its anchor is invisible). Without, checkpoints are not written: one page
+    /// list at the end, as ROOT writes.
+    fn recovers(&self) -> bool {
+        true
     }
 
     /// Hands what was stored so far to the operating system (called after each page
@@ -46,8 +69,36 @@ impl<S: BlobSink + ?Sized> BlobSink for &mut S {
         (**self).write_blob_parts(parts, max_key_size)
     }
 
+    fn write_located(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<Vec<Locator>> {
+        (**self).write_located(parts, max_key_size)
+    }
+
+    fn recovers(&self) -> bool {
+        (**self).recovers()
+    }
+
     fn checkpoint(&mut self) -> Result<()> {
         (**self).checkpoint()
+    }
+}
+
+/// Where whole RNTuples go: a [`BlobSink`] that also stores each RNTuple's anchor, last (a
+/// ROOT file: a key named after the RNTuple; an object store: ROOT's JSON anchor).
+pub trait RNTupleOutput: BlobSink {
+    /// Stores the anchor of the RNTuple `name` (the path of its key in a file), once its
+    /// footer is written.
+    fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()>;
+}
+
+impl<W: FileOutput> RNTupleOutput for FileWriter<W> {
+    fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()> {
+        self.write_anchor(name, &anchor.to_object())
+    }
+}
+
+impl<O: RNTupleOutput + ?Sized> RNTupleOutput for &mut O {
+    fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()> {
+        (**self).write_rntuple_anchor(name, anchor)
     }
 }
 
@@ -74,13 +125,15 @@ pub(crate) fn write_envelope<S: BlobSink>(
     options: &WriteOptions,
 ) -> Result<(EnvelopeLink, u64)> {
     let packed = pack_envelope(kind, payload, options.compression())?;
-    let offset = sink.write_blob(&packed.stored, options.max_key_size())?;
+    let locator = sink
+        .write_located(&[&packed.stored], options.max_key_size())?
+        .pop()
+        .ok_or_else(|| {
+            crate::error::Error::InvalidArgument("the sink stored no blob for an envelope".into())
+        })?;
     let link = EnvelopeLink {
         length: packed.length,
-        locator: Locator {
-            size: packed.stored.len() as u64,
-            offset,
-        },
+        locator,
     };
     Ok((link, packed.checksum))
 }

@@ -28,6 +28,14 @@ impl<S: BlobSink> BlobSink for Committer<S> {
         self.sink.write_blob_parts(parts, max_key_size)
     }
 
+    fn write_located(&mut self, parts: &[&[u8]], max_key_size: u64) -> Result<Vec<Locator>> {
+        self.sink.write_located(parts, max_key_size)
+    }
+
+    fn recovers(&self) -> bool {
+        self.sink.recovers()
+    }
+
     fn checkpoint(&mut self) -> Result<()> {
         self.sink.checkpoint()
     }

@@ -4,8 +4,10 @@
 //! for a local file ([`direct`]), or pages fetched ahead by a plan of vectored reads for a
 //! remote one ([`plan`], [`prefetch`]). The decoder above sees only the trait.
 
+mod daos;
 mod direct;
 mod not_found;
+mod objects;
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
@@ -17,7 +19,7 @@ use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
 use crate::error::{Error, Location, RemoteKind, Result};
 use crate::format::{
     open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
-    Header, PageInfo, PageList,
+    Header, Locator, LocatorKind, PageInfo, PageList,
 };
 use crate::io::{
     open_source, open_source_with, IoMetricsSnapshot, ReadHints, Source, SourceOptions,
@@ -391,9 +393,55 @@ impl Storage {
         lists.into_iter().collect()
     }
 
+    /// Checks that `locator` says where its bytes are in this storage: a file locator in
+    /// a file, an object locator in a store's objects; an unknown type anywhere is an
+    /// error naming it (its page list reads, its pages cannot be found).
+    pub(crate) fn check_locator(&self, locator: &Locator) -> Result<()> {
+        let objects = self.source.holds_objects();
+        match locator.kind {
+            LocatorKind::File if !objects => Ok(()),
+            LocatorKind::Object64 { location } if objects => {
+                if locator.offset == u64::MAX {
+                    Err(Error::Unsupported(format!(
+                        "object {location}: object numbers of 2^28 and more cannot be read"
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
+            LocatorKind::Unknown { .. } => Err(Error::Unsupported(format!(
+                "a page stored at a {}, which this reader does not know: its bytes cannot be found",
+                locator.describe()
+            ))),
+            _ => Err(Error::corrupt(
+                "page list",
+                format!(
+                    "a page at {} in {}: {} locators belong in {}",
+                    locator.describe(),
+                    if objects { "an object store" } else { "a file" },
+                    if objects { "file" } else { "object" },
+                    if objects { "files" } else { "object stores" },
+                ),
+            )),
+        }
+    }
+
+    /// Checks the locators of every page of `columns` that a read of `ranges` reads
+    /// ([`Storage::check_locator`]), before anything is read.
+    pub(crate) fn check_pages(
+        &self,
+        descriptor: &Descriptor,
+        columns: &[u32],
+        ranges: &[Range<u64>],
+    ) -> Result<()> {
+        selected_page_infos(descriptor, columns, ranges)
+            .try_for_each(|p| self.check_locator(&p.locator))
+    }
+
     /// The stored bytes of `page`, read at its locator (through the keys of a multi-key
     /// blob if it is larger than a key).
     fn read_page(&self, page: &PageInfo) -> Result<Vec<u8>> {
+        self.check_locator(&page.locator)?;
         let offset = page.locator.offset;
         let bytes = self
             .read_blob(offset, stored_page_len(page))
@@ -417,6 +465,7 @@ impl Storage {
     /// As [`Storage::read_page`], into a buffer of `pool` when the page is one key's
     /// payload (the common case).
     fn read_page_pooled(&self, page: &PageInfo, pool: &Arc<pool::BufferPool>) -> Result<PageBytes> {
+        self.check_locator(&page.locator)?;
         let offset = page.locator.offset;
         let len = stored_page_len(page);
         let one_key = self.max_key_size == 0 || len <= self.max_key_size;
@@ -524,6 +573,20 @@ fn selected_pages(
     columns: &[u32],
     ranges: &[Range<u64>],
 ) -> Vec<crate::io::ByteRange> {
+    selected_page_infos(descriptor, columns, ranges)
+        .map(|p| crate::io::ByteRange {
+            offset: p.locator.offset,
+            len: stored_page_len(p),
+        })
+        .collect()
+}
+
+/// The pages of `columns` in the clusters that hold entries of `ranges`.
+fn selected_page_infos<'a>(
+    descriptor: &'a Descriptor,
+    columns: &'a [u32],
+    ranges: &'a [Range<u64>],
+) -> impl Iterator<Item = &'a PageInfo> + 'a {
     descriptor
         .clusters
         .iter()
@@ -535,11 +598,6 @@ fn selected_pages(
         })
         .flat_map(|c| columns.iter().filter_map(|&col| c.column(col)))
         .flat_map(|cp| cp.pages.iter())
-        .map(|p| crate::io::ByteRange {
-            offset: p.locator.offset,
-            len: stored_page_len(p),
-        })
-        .collect()
 }
 
 /// Wraps an error with the offset of the page it was found at.
@@ -564,8 +622,16 @@ fn in_rntuple(source: &Source, path: &str) -> impl Fn(Error) -> Error {
 
 /// Opening: the reader's constructors that read the file.
 impl RNTupleReader {
-    /// Opens the RNTuple `name` (or the only one) of the ROOT file at `path`.
+    /// Opens the RNTuple `name` (or the only one) of the ROOT file at `path` (a
+    /// `daos://POOL/CONTAINER` path: the RNTuple `name` of that DAOS container,
+    /// [`RNTupleReader::open_daos_uri`]).
     pub fn open_path(path: &str, name: Option<&str>) -> Result<RNTupleReader> {
+        if crate::io::is_daos(path) {
+            return Self::open_daos_uri(path, name);
+        }
+        if crate::io::is_object_layout(path) {
+            return Self::open_objects_url(path, name, &SourceOptions::current()?);
+        }
         let source = open_source(path)?;
         let file = RootFile::open(source)?;
         Self::open(&file, name)
@@ -577,6 +643,12 @@ impl RNTupleReader {
         name: Option<&str>,
         options: &SourceOptions,
     ) -> Result<RNTupleReader> {
+        if crate::io::is_daos(path) {
+            return Self::open_daos_uri(path, name);
+        }
+        if crate::io::is_object_layout(path) {
+            return Self::open_objects_url(path, name, options);
+        }
         let source = open_source_with(path, options)?;
         let file = RootFile::open(source)?;
         Self::open(&file, name)
@@ -721,6 +793,7 @@ impl RNTupleReader {
             return Ok(out);
         };
         for page in &pages.pages {
+            self.storage.check_locator(&page.locator)?;
             let stored = self
                 .storage
                 .read_blob(page.locator.offset, stored_page_len(page))?;
@@ -739,7 +812,7 @@ impl RNTupleReader {
                 compression::decompress_into(
                     data,
                     &mut buf,
-                    &format!("page at byte offset {}", page.locator.offset),
+                    &format!("page at {}", page.locator.describe()),
                 )?;
                 decode_page(&enc, &buf, n)?
             };

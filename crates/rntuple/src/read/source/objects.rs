@@ -1,0 +1,115 @@
+//! Opening an RNTuple stored as objects in ROOT's S3 layout ("Mode B": one object per
+//! header, page, page list and footer, numbered in the order they were written, and a
+//! JSON anchor at the dataset's key, written last). Its objects are read through an
+//! [`ObjectSpace`], so the planner and prefetcher read pages of objects as they read a
+//! file's: every page of a bunch requested at once, many `GET`s in flight (ROOT's
+//! reader fetches one page at a time).
+
+use crate::error::{Error, RemoteKind, Result};
+use crate::format::{object_address, Anchor, S3Anchor, S3_DEFAULT_URL_TEMPLATE};
+use crate::io::{ObjectDataset, ObjectFetcher, ObjectSpace, SourceOptions};
+use crate::read::RNTupleReader;
+use std::sync::Arc;
+
+/// Objects an [`ObjectSpace`] addresses (2^28: its whole byte space).
+const ADDRESSABLE_OBJECTS: u64 = 1 << 28;
+
+impl RNTupleReader {
+    /// Opens the RNTuple at an object-store URL (`ntpl+s3+https://host/bucket/prefix`,
+    /// `ntpl+file:///dir/prefix`); `name`, when given, must be the RNTuple's (a dataset
+    /// holds one).
+    pub fn open_objects_url(
+        url: &str,
+        name: Option<&str>,
+        options: &SourceOptions,
+    ) -> Result<RNTupleReader> {
+        let dataset = ObjectDataset::open(url, options, false)?;
+        Self::open_objects(dataset, name)
+    }
+
+    /// Opens the RNTuple of `dataset`: its anchor (whose checksum is checked), then
+    /// header and footer together, then every page list together.
+    pub fn open_objects(dataset: ObjectDataset, name: Option<&str>) -> Result<RNTupleReader> {
+        let anchor_name = dataset.store().object_name(dataset.anchor_key());
+        let what = format!("S3 anchor {anchor_name}");
+        let bytes = match dataset.store().get(dataset.anchor_key(), None) {
+            Ok(bytes) => bytes,
+            Err(e) if is_not_found(&e) => return Err(no_anchor(&dataset, &anchor_name)),
+            Err(e) => return Err(e),
+        };
+        let s3 = S3Anchor::parse(&bytes, &what)?;
+        if s3.url_template != S3_DEFAULT_URL_TEMPLATE {
+            return Err(Error::Unsupported(format!(
+                "{what}: objects named by {:?} (this reader reads the default {:?})",
+                s3.url_template, S3_DEFAULT_URL_TEMPLATE
+            )));
+        }
+        let version = |v: u64, part: &str| {
+            u16::try_from(v)
+                .map_err(|_| Error::corrupt(&what, format!("format version {part} {v}")))
+        };
+        let address = |object: u64, offset: u64, part: &str| {
+            object_address(object)
+                .filter(|_| offset < 1 << crate::format::OBJECT_ADDRESS_BITS)
+                .map(|a| a + offset)
+                .ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "{what}: the {part} at object {object}, byte {offset}, is beyond what \
+                         this reader addresses (2^28 objects of 64 GiB)"
+                    ))
+                })
+        };
+        let anchor = Anchor {
+            version_epoch: version(s3.version_epoch, "epoch")?,
+            version_major: version(s3.version_major, "major")?,
+            version_minor: version(s3.version_minor, "minor")?,
+            version_patch: version(s3.version_patch, "patch")?,
+            seek_header: address(s3.header_obj_id, s3.header_offset, "header")?,
+            nbytes_header: s3.nbytes_header,
+            len_header: s3.len_header,
+            seek_footer: address(s3.footer_obj_id, s3.footer_offset, "footer")?,
+            nbytes_footer: s3.nbytes_footer,
+            len_footer: s3.len_footer,
+            // Objects are whole: no envelope or page is split over keys.
+            max_key_size: 0,
+        };
+        let fetcher: Arc<dyn ObjectFetcher> = Arc::new(dataset.clone());
+        let source: crate::io::Source = Arc::new(ObjectSpace::new(fetcher, ADDRESSABLE_OBJECTS));
+        let mut reader = Self::from_anchor(source, anchor, name.unwrap_or_default().to_string())?;
+        let stored = reader.descriptor.name.clone();
+        match name {
+            Some(n) if !n.is_empty() && n != stored => Err(Error::NotFound(format!(
+                "{}: the RNTuple stored here is \"{stored}\", not \"{n}\"",
+                dataset.url()
+            ))),
+            _ => {
+                reader.path = stored;
+                Ok(reader)
+            }
+        }
+    }
+}
+
+/// Whether `e` says that an object (or its bucket) is not there.
+fn is_not_found(e: &Error) -> bool {
+    e.remote_kind() == Some(RemoteKind::NotFound) || matches!(e.root_cause(), Error::NotFound(_))
+}
+
+/// The error for a dataset without an anchor: no bucket (listing says so, where a `GET`
+/// cannot tell a missing bucket from a missing key), nothing there, or a write that did
+/// not finish (its objects are invisible until the anchor is written, last).
+fn no_anchor(dataset: &ObjectDataset, anchor_name: &str) -> Error {
+    match dataset.object_keys() {
+        Err(e) => e,
+        Ok(keys) if keys.is_empty() => Error::NotFound(format!(
+            "{}: no RNTuple here: there is no anchor object {anchor_name}",
+            dataset.url()
+        )),
+        Ok(keys) => Error::NotFound(format!(
+            "{}: no RNTuple here: there is no anchor object {anchor_name}, but {} objects of \
+             a dataset whose writer did not finish (the anchor is written last)",
+            dataset.url(),
+            keys.len()
+        )),
+    }
+}

@@ -1,0 +1,407 @@
+//! RNTuples stored as objects in ROOT's S3 layout, in memory and in a directory
+//! (`ntpl+file://`): every conformance case copied file -> objects -> file reads back
+//! to the values of the original; object locators and numbering as ROOT's sink writes
+//! them; a failed or abandoned write leaves no anchor and no objects; an existing
+//! dataset is kept unless replaced; a missing or corrupt object is an error naming it.
+//! (The same on a real S3 server, and ROOT 6.40 reading our objects, are in the Python
+//! tests: tests/test_object_layout.py.)
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use rntuple::format::{
+    pack_envelope, unpack_envelope, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
+};
+use rntuple::io::objects::{MemoryObjects, ObjectStorage};
+use rntuple::io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
+use rntuple::read::RNTupleReader;
+use rntuple::tools::{merge_files, merge_to_dataset, MergeOptions};
+use rntuple::write::ObjectSink;
+use rntuple::{Error, Result};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("object_layout-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every entry of every field, as Arrow batches.
+fn values(reader: &RNTupleReader) -> arrow_array::RecordBatch {
+    reader.read(None, 0..reader.num_entries()).unwrap()
+}
+
+fn memory_dataset(key: &str) -> (Arc<MemoryObjects>, ObjectDataset) {
+    let store = Arc::new(MemoryObjects::new("memory"));
+    let dataset = ObjectDataset::new(store.clone(), key, format!("memory/{key}"));
+    (store, dataset)
+}
+
+fn copy_to(file: &str, dataset: ObjectDataset) -> Result<()> {
+    merge_to_dataset(
+        &[file.to_string()],
+        dataset,
+        &MergeOptions::default(),
+        false,
+        |_| {},
+    )
+    .map(|_| ())
+}
+
+#[test]
+fn every_conformance_case_round_trips_through_a_directory_of_objects() {
+    let dir = scratch("conformance");
+    let (mut cases, mut refused) = (0, 0);
+    for file in common::conformance_files() {
+        let path = file.to_str().unwrap().to_string();
+        let case = file.file_stem().unwrap().to_str().unwrap();
+        let url = format!("ntpl+file://{}/{case}", dir.display());
+        let dataset = ObjectDataset::open(&url, &Default::default(), true).unwrap();
+        let original = match RNTupleReader::open_path(&path, None) {
+            Ok(reader) => reader,
+            Err(e) => {
+                // structure.feature_flag: a feature no reader knows (ROOT refuses it too);
+                // the copy refuses it the same way, and stores nothing.
+                assert!(
+                    matches!(e.root_cause(), Error::UnsupportedFeature(_)),
+                    "{case}: {e}"
+                );
+                let err = copy_to(&path, dataset).expect_err(case);
+                assert!(
+                    matches!(err.root_cause(), Error::UnsupportedFeature(_)),
+                    "{err}"
+                );
+                assert!(RNTupleReader::open_path(&url, None).is_err());
+                refused += 1;
+                continue;
+            }
+        };
+        copy_to(&path, dataset).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let stored = RNTupleReader::open_path(&url, None).unwrap();
+        assert_eq!(stored.path(), original.descriptor().name, "{case}");
+        assert_eq!(stored.num_entries(), original.num_entries(), "{case}");
+        assert_eq!(values(&stored), values(&original), "{case}: objects");
+        // One page list at the end, as ROOT's S3 sink writes (no checkpoints: a dataset
+        // without its anchor cannot be recovered).
+        assert!(stored.descriptor().cluster_groups.len() <= 1, "{case}");
+        // Every page has an object locator.
+        for c in &stored.descriptor().clusters {
+            for p in c.columns.iter().flat_map(|cp| cp.pages.iter()) {
+                assert!(
+                    matches!(p.locator.kind, LocatorKind::Object64 { .. }),
+                    "{case}: {:?}",
+                    p.locator
+                );
+            }
+        }
+        // And back into a file, pages copied again.
+        let back = dir.join(format!("{case}.root"));
+        merge_files(
+            std::slice::from_ref(&url),
+            &back,
+            &MergeOptions::default(),
+            false,
+            |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
+        let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
+        assert_eq!(values(&again), values(&original), "{case}: back in a file");
+        cases += 1;
+    }
+    assert_eq!((cases, refused), (50, 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn objects_are_numbered_as_roots_sink_numbers_them() {
+    let file = common::conformance_file("types.vector.fundamental");
+    let (store, dataset) = memory_dataset("data/vec");
+    copy_to(file.to_str().unwrap(), dataset).unwrap();
+    let anchor = S3Anchor::parse(&store.object("data/vec").unwrap(), "anchor").unwrap();
+    // The header is object 0, the footer the last; nothing after it.
+    assert_eq!(anchor.header_obj_id, 0);
+    assert_eq!(anchor.header_offset, 0);
+    let keys = store.list("data/vec/").unwrap();
+    assert_eq!(keys.len() as u64, anchor.footer_obj_id + 1, "{keys:?}");
+    let footer_bytes = store
+        .object(&format!("data/vec/{}", anchor.footer_obj_id))
+        .unwrap();
+    assert_eq!(footer_bytes.len() as u64, anchor.nbytes_footer);
+    let (payload, _) = unpack_envelope(
+        &footer_bytes,
+        anchor.len_footer,
+        1 << 30,
+        EnvelopeType::Footer,
+        "footer",
+    )
+    .unwrap();
+    let footer = Footer::read(&payload).unwrap();
+    // Page lists are objects before the footer, named by object locators.
+    let mut numbers = Vec::new();
+    for group in &footer.cluster_groups {
+        let LocatorKind::Object64 { location } = group.page_list.locator.kind else {
+            panic!("{:?}", group.page_list.locator);
+        };
+        assert!(location > 0 && location < anchor.footer_obj_id);
+        let list = store.object(&format!("data/vec/{location}")).unwrap();
+        assert_eq!(list.len() as u64, group.page_list.locator.size);
+        let (payload, _) = unpack_envelope(
+            &list,
+            group.page_list.length,
+            1 << 30,
+            EnvelopeType::PageList,
+            "page list",
+        )
+        .unwrap();
+        for cluster in PageList::read(&payload).unwrap().columns {
+            for column in cluster {
+                for page in column.pages {
+                    let LocatorKind::Object64 { location: n } = page.locator.kind else {
+                        panic!("{:?}", page.locator);
+                    };
+                    // The locator's size leaves out the page checksum.
+                    let object = store.object(&format!("data/vec/{n}")).unwrap();
+                    let checksum = if page.has_checksum { 8 } else { 0 };
+                    assert_eq!(object.len() as u64, page.locator.size + checksum);
+                    assert!(n < location, "pages before their page list");
+                    numbers.push(n);
+                }
+            }
+        }
+    }
+    numbers.sort_unstable();
+    numbers.dedup();
+    assert!(!numbers.is_empty());
+}
+
+/// A store whose puts fail after `ok` of them.
+#[derive(Debug)]
+struct Failing {
+    inner: MemoryObjects,
+    ok: usize,
+    puts: AtomicUsize,
+}
+
+impl ObjectStorage for Failing {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn object_name(&self, key: &str) -> String {
+        self.inner.object_name(key)
+    }
+    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        if self.puts.fetch_add(1, Ordering::SeqCst) >= self.ok {
+            return Err(Error::InvalidArgument(format!("refused to store {key}")));
+        }
+        self.inner.put(key, bytes)
+    }
+    fn get(&self, key: &str, range: Option<ByteRange>) -> Result<Vec<u8>> {
+        self.inner.get(key, range)
+    }
+    fn size_of(&self, key: &str) -> Result<Option<u64>> {
+        self.inner.size_of(key)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.inner.metrics()
+    }
+}
+
+#[test]
+fn a_failed_write_leaves_no_anchor_and_no_objects() {
+    let file = common::conformance_file("types.vector.fundamental");
+    for ok in [0, 1, 3, 5] {
+        let store = Arc::new(Failing {
+            inner: MemoryObjects::new("failing"),
+            ok,
+            puts: AtomicUsize::new(0),
+        });
+        let dataset = ObjectDataset::new(store.clone(), "d", "failing/d");
+        let err = copy_to(file.to_str().unwrap(), dataset).expect_err("puts fail");
+        assert!(err.to_string().contains("refused to store"), "{err}");
+        assert!(
+            store.inner.is_empty(),
+            "after {ok} puts: {:?}",
+            store.list("")
+        );
+    }
+}
+
+#[test]
+fn an_abandoned_sink_removes_its_objects() {
+    let (store, dataset) = memory_dataset("d");
+    let mut sink = ObjectSink::create(dataset, false).unwrap();
+    use rntuple::write::BlobSink;
+    sink.write_blob(b"header", 0).unwrap();
+    sink.write_located(&[b"page a", b"page b"], 0).unwrap();
+    drop(sink);
+    assert!(store.is_empty(), "{:?}", store.list(""));
+}
+
+#[test]
+fn an_existing_dataset_is_kept_unless_replaced() {
+    let file = common::conformance_file("types.vector.fundamental");
+    let other = common::conformance_file("types.fundamental.misc");
+    let (store, dataset) = memory_dataset("d");
+    copy_to(file.to_str().unwrap(), dataset.clone()).unwrap();
+    let before = store.list("").unwrap();
+    let err = copy_to(other.to_str().unwrap(), dataset.clone()).expect_err("exists");
+    assert!(matches!(err, Error::OutputExists { .. }), "{err}");
+    assert_eq!(store.list("").unwrap(), before);
+    let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
+    let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
+    assert_eq!(values(&reader), values(&original));
+    // Replaced: the new dataset's objects only.
+    merge_to_dataset(
+        &[other.to_str().unwrap().to_string()],
+        dataset.clone(),
+        &MergeOptions::default(),
+        true,
+        |_| {},
+    )
+    .unwrap();
+    let reader = RNTupleReader::open_objects(dataset, None).unwrap();
+    let original = RNTupleReader::open_path(other.to_str().unwrap(), None).unwrap();
+    assert_eq!(values(&reader), values(&original));
+    let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
+    assert_eq!(
+        store.list("d/").unwrap().len() as u64,
+        anchor.footer_obj_id + 1
+    );
+}
+
+#[test]
+fn no_anchor_is_no_dataset_and_a_missing_or_corrupt_object_is_named() {
+    let file = common::conformance_file("types.vector.fundamental");
+    let (store, dataset) = memory_dataset("d");
+    let err = RNTupleReader::open_objects(dataset.clone(), None).expect_err("empty");
+    assert!(err.to_string().contains("no anchor object"), "{err}");
+    copy_to(file.to_str().unwrap(), dataset.clone()).unwrap();
+    let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
+    // A page's object (the one before the first page list is a page).
+    let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
+    let page = reader.descriptor().clusters[0]
+        .columns
+        .iter()
+        .flat_map(|c| c.pages.iter())
+        .next()
+        .unwrap()
+        .locator;
+    let LocatorKind::Object64 { location } = page.kind else {
+        panic!("{page:?}");
+    };
+    let key = format!("d/{location}");
+    let bytes = store.object(&key).unwrap();
+    // Corrupt: one byte flipped; the page checksum says so.
+    let mut bad = bytes.to_vec();
+    bad[0] ^= 0xff;
+    store.put(&key, bad).unwrap();
+    let err = reader
+        .read(None, 0..reader.num_entries())
+        .expect_err("corrupt page");
+    assert!(
+        err.to_string().contains(&format!("object {location}")),
+        "{err}"
+    );
+    // Missing.
+    store.delete(&key).unwrap();
+    let err = reader
+        .read(None, 0..reader.num_entries())
+        .expect_err("missing page");
+    assert!(err.to_string().contains(&key), "{err}");
+    // A missing footer: opening names it.
+    store
+        .delete(&format!("d/{}", anchor.footer_obj_id))
+        .unwrap();
+    let err = RNTupleReader::open_objects(dataset, None).expect_err("no footer");
+    assert!(
+        err.to_string()
+            .contains(&format!("d/{}", anchor.footer_obj_id)),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_page_of_an_unknown_locator_type_is_named_and_refused() {
+    let file = common::conformance_file("types.vector.fundamental");
+    let (store, dataset) = memory_dataset("d");
+    copy_to(file.to_str().unwrap(), dataset.clone()).unwrap();
+    let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
+    let footer_bytes = store
+        .object(&format!("d/{}", anchor.footer_obj_id))
+        .unwrap();
+    let (payload, _) = unpack_envelope(
+        &footer_bytes,
+        anchor.len_footer,
+        1 << 30,
+        EnvelopeType::Footer,
+        "footer",
+    )
+    .unwrap();
+    let footer = Footer::read(&payload).unwrap();
+    let link = footer.cluster_groups[0].page_list;
+    let LocatorKind::Object64 { location } = link.locator.kind else {
+        panic!();
+    };
+    let key = format!("d/{location}");
+    let (payload, _) = unpack_envelope(
+        &store.object(&key).unwrap(),
+        link.length,
+        1 << 30,
+        EnvelopeType::PageList,
+        "page list",
+    )
+    .unwrap();
+    let mut list = PageList::read(&payload).unwrap();
+    let page = &mut list.columns[0][0].pages[0];
+    page.locator.kind = LocatorKind::Unknown {
+        type_code: 0x05,
+        own_size: 16,
+    };
+    page.locator.reserved = 0x03;
+    // Stored again (uncompressed), and the footer and anchor that link it with it.
+    let none = rntuple::compression::CompressionSettings::UNCOMPRESSED;
+    let packed = pack_envelope(EnvelopeType::PageList, &list.write().unwrap(), none).unwrap();
+    store.put(&key, packed.stored.clone()).unwrap();
+    let mut footer = footer;
+    footer.cluster_groups[0].page_list.locator.size = packed.stored.len() as u64;
+    footer.cluster_groups[0].page_list.length = packed.length;
+    let footer_packed = pack_envelope(EnvelopeType::Footer, &footer.write(), none).unwrap();
+    store
+        .put(
+            &format!("d/{}", anchor.footer_obj_id),
+            footer_packed.stored.clone(),
+        )
+        .unwrap();
+    let anchor = S3Anchor {
+        nbytes_footer: footer_packed.stored.len() as u64,
+        len_footer: footer_packed.length,
+        ..anchor
+    };
+    store.put("d", anchor.to_json().into_bytes()).unwrap();
+    let reader = RNTupleReader::open_objects(dataset, None).unwrap();
+    let info = rntuple::read::describe(&reader);
+    assert!(
+        info.contains("1 of unknown type 0x05, reserved 0x03 (their pages cannot be read)"),
+        "{info}"
+    );
+    let err = reader
+        .read(None, 0..reader.num_entries())
+        .expect_err("unknown locator");
+    assert!(
+        err.to_string()
+            .contains("locator type 0x05 (reserved 0x03)"),
+        "{err}"
+    );
+}
