@@ -97,9 +97,13 @@ def main() -> None:
             env = {**base_env, "AWS_ENDPOINT_URL": endpoint}
             try:
                 layout = f"ntpl+s3+http://{host}/{weed.bucket}/layout-{one_way}"
-                # The last copy leaves the dataset the reads below use.
-                copy = [str(datacenter.CLI), "copy", str(big), layout, "--force"]
-                write_layout = [timed(copy, env) for _ in range(args.repeat)]
+                # Each copy a new dataset, as each upload a new object (replacing one deletes
+                # the old objects first: a request each); the last is the one read below.
+                write_layout = [
+                    timed([str(datacenter.CLI), "copy", str(big), f"{layout}-{i}"], env)
+                    for i in range(args.repeat)
+                ]
+                layout = f"{layout}-{args.repeat - 1}"
                 write_file = [
                     upload_seconds(weed, endpoint, big, f"upload-{one_way}-{i}.root")
                     for i in range(args.repeat)

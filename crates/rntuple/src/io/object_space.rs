@@ -36,7 +36,7 @@ pub const OBJECT_HINTS: ReadHints = ReadHints {
     max_range_bytes: 64 << 20,
     max_ranges_per_request: 4096,
     max_request_bytes: 32 << 20,
-    parallel_requests: 4,
+    parallel_requests: 8,
     remote: true,
     bunch_bytes: 32 << 20,
 };

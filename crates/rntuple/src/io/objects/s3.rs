@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// Gets in flight at once in [`ObjectStorage::get_many`]: objects of the S3 layout are
 /// pages of tens of KB to a few MB, each a round trip; S3 serves far more requests at
 /// once (thousands per second per prefix).
-const GETS_IN_FLIGHT: usize = 32;
+const GETS_IN_FLIGHT: usize = 64;
 
 /// The slowest upload a put waits for: besides the first-byte timeout, it allows one
 /// second for every this many bytes of its object (the answer comes only after the

@@ -7,9 +7,13 @@
 
 use crate::error::{Error, RemoteKind, Result};
 use crate::format::{object_address, Anchor, S3Anchor, S3_DEFAULT_URL_TEMPLATE};
-use crate::io::{ObjectDataset, ObjectFetcher, ObjectSpace, SourceOptions};
+use crate::io::{
+    checked_slice, ByteRange, IoMetricsSnapshot, ObjectDataset, ObjectFetcher, ObjectSpace,
+    SourceOptions,
+};
 use crate::read::RNTupleReader;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Objects an [`ObjectSpace`] addresses (2^28: its whole byte space).
 const ADDRESSABLE_OBJECTS: u64 = 1 << 28;
@@ -27,12 +31,20 @@ impl RNTupleReader {
         Self::open_objects(dataset, name)
     }
 
-    /// Opens the RNTuple of `dataset`: its anchor (whose checksum is checked), then
-    /// header and footer together, then every page list together.
+    /// Opens the RNTuple of `dataset` in two round trips, as a file opens: the anchor
+    /// (whose checksum is checked) with object 0 (where ROOT's writer puts the header),
+    /// then the footer with the object before it (where it puts the last page list);
+    /// other page lists, or a header elsewhere, cost a round trip more.
     pub fn open_objects(dataset: ObjectDataset, name: Option<&str>) -> Result<RNTupleReader> {
         let anchor_name = dataset.store().object_name(dataset.anchor_key());
         let what = format!("S3 anchor {anchor_name}");
-        let bytes = match dataset.store().get(dataset.anchor_key(), None) {
+        let preloaded = Arc::new(Preloaded::new(dataset.clone()));
+        let anchor_bytes = std::thread::scope(|scope| {
+            // A header elsewhere is read later; a failure here says nothing yet.
+            scope.spawn(|| preloaded.load(0));
+            dataset.store().get(dataset.anchor_key(), None)
+        });
+        let bytes = match anchor_bytes {
             Ok(bytes) => bytes,
             Err(e) if is_not_found(&e) => return Err(no_anchor(&dataset, &anchor_name)),
             Err(e) => return Err(e),
@@ -73,9 +85,20 @@ impl RNTupleReader {
             // Objects are whole: no envelope or page is split over keys.
             max_key_size: 0,
         };
-        let fetcher: Arc<dyn ObjectFetcher> = Arc::new(dataset.clone());
+        // The footer, and the object before it (the last page list, as ROOT writes).
+        std::thread::scope(|scope| {
+            if let Some(before) = s3.footer_obj_id.checked_sub(1) {
+                let preloaded = &preloaded;
+                scope.spawn(move || preloaded.load(before));
+            }
+            preloaded.load(s3.footer_obj_id);
+        });
+        let fetcher: Arc<dyn ObjectFetcher> = preloaded.clone();
         let source: crate::io::Source = Arc::new(ObjectSpace::new(fetcher, ADDRESSABLE_OBJECTS));
-        let mut reader = Self::from_anchor(source, anchor, name.unwrap_or_default().to_string())?;
+        let opened = Self::from_anchor(source, anchor, name.unwrap_or_default().to_string());
+        // Reads from now on go to the store; what opening loaded is not kept.
+        preloaded.forget();
+        let mut reader = opened?;
         let stored = reader.descriptor.name.clone();
         match name {
             Some(n) if !n.is_empty() && n != stored => Err(Error::NotFound(format!(
@@ -87,6 +110,85 @@ impl RNTupleReader {
                 Ok(reader)
             }
         }
+    }
+}
+
+/// A dataset's objects with some of them loaded whole ahead of their reading (opening:
+/// the header and the last page list fetched beside the anchor and the footer).
+struct Preloaded {
+    dataset: ObjectDataset,
+    loaded: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+}
+
+impl Preloaded {
+    fn new(dataset: ObjectDataset) -> Preloaded {
+        Preloaded {
+            dataset,
+            loaded: Mutex::default(),
+        }
+    }
+
+    /// Loads object `n` whole, if it is there (a guess: a failure is forgotten, and a
+    /// read of the object asks the store again, which then says what is wrong).
+    fn load(&self, n: u64) {
+        if let Ok(bytes) = self.dataset.store().get(&self.dataset.object_key(n), None) {
+            self.lock().insert(n, Arc::new(bytes));
+        }
+    }
+
+    /// Drops what was loaded.
+    fn forget(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Vec<u8>>>> {
+        self.loaded.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ObjectFetcher for Preloaded {
+    fn name(&self) -> &str {
+        self.dataset.name()
+    }
+
+    fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
+        let loaded: Vec<Option<Arc<Vec<u8>>>> = {
+            let map = self.lock();
+            requests.iter().map(|(n, _)| map.get(n).cloned()).collect()
+        };
+        let missing: Vec<(u64, ByteRange)> = requests
+            .iter()
+            .zip(&loaded)
+            .filter(|(_, l)| l.is_none())
+            .map(|(r, _)| *r)
+            .collect();
+        let mut fetched = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.dataset.fetch(&missing)?
+        }
+        .into_iter();
+        requests
+            .iter()
+            .zip(loaded)
+            .map(|(&(n, range), object)| match object {
+                Some(object) => {
+                    let key = self.dataset.object_key(n);
+                    checked_slice(&object, range.offset, range.len, &key).map(<[u8]>::to_vec)
+                }
+                None => fetched.next().ok_or_else(|| {
+                    Error::remote(
+                        RemoteKind::Other,
+                        self.dataset.url(),
+                        "a read of many objects returned fewer than asked",
+                    )
+                }),
+            })
+            .collect()
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.dataset.metrics()
     }
 }
 
