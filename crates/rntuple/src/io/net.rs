@@ -21,7 +21,9 @@ use crate::error::{Error, RemoteKind, Result};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
+#[cfg(any(feature = "http", test))]
+use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// A tokio runtime that belongs to one source: worker threads that drive its sockets
@@ -58,7 +60,9 @@ impl NetRuntime {
     /// Runs `future` to its end on this thread, inside the runtime's context (its
     /// sockets and timers are driven by the runtime's workers). Unlike tokio's own
     /// `block_on`, it may be called from any thread, a thread of another runtime
-    /// included: it never panics.
+    /// included: it never panics. (The HTTP source blocks on it; S3's requests go
+    /// through `run_on`'s channels.)
+    #[cfg(any(feature = "http", test))]
     pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
         let _context = self.handle.enter();
         block_on(future)
@@ -74,8 +78,10 @@ impl Drop for NetRuntime {
 }
 
 /// Wakes a thread parked in [`block_on`].
+#[cfg(any(feature = "http", test))]
 struct ThreadWaker(std::thread::Thread);
 
+#[cfg(any(feature = "http", test))]
 impl Wake for ThreadWaker {
     fn wake(self: Arc<Self>) {
         self.0.unpark();
@@ -86,6 +92,7 @@ impl Wake for ThreadWaker {
 }
 
 /// Polls `future` on this thread until it is ready, parking in between.
+#[cfg(any(feature = "http", test))]
 fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
