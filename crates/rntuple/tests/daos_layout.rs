@@ -47,19 +47,6 @@ fn daos_dir() -> PathBuf {
     dir
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("daos_layout-files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Every entry of every field, as Arrow batches.
-fn values(reader: &RNTupleReader) -> arrow_array::RecordBatch {
-    reader.read(None, 0..reader.num_entries()).unwrap()
-}
-
 fn memory_container(label: &str) -> (MemoryDaos, DaosContainer) {
     let store = MemoryDaos::new();
     let id = DaosContainerId::new("pool", label);
@@ -101,7 +88,7 @@ fn fetch(container: &DaosContainer, key: DaosKey) -> Option<Vec<u8>> {
 #[test]
 fn every_conformance_case_round_trips_in_both_mappings_and_stores() {
     let root = daos_dir();
-    let files = scratch("conformance");
+    let files = common::scratch_dir("daos_layout-files", "conformance");
     let directory: Arc<dyn DaosStore> = Arc::new(DirectoryDaos::new(&root));
     let (mut cases, mut refused) = (0, 0);
     for file in common::conformance_files() {
@@ -138,8 +125,8 @@ fn every_conformance_case_round_trips_in_both_mappings_and_stores() {
                 assert_eq!(stored.path(), name, "{case}");
                 assert_eq!(stored.num_entries(), original.num_entries(), "{case}");
                 assert_eq!(
-                    values(&stored),
-                    values(original),
+                    common::all_values(&stored),
+                    common::all_values(original),
                     "{case}: {}",
                     mapping.name()
                 );
@@ -175,10 +162,18 @@ fn every_conformance_case_round_trips_in_both_mappings_and_stores() {
             )
             .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
             let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
-            assert_eq!(values(&again), values(original), "{case}: back in a file");
+            assert_eq!(
+                common::all_values(&again),
+                common::all_values(original),
+                "{case}: back in a file"
+            );
             let by_uri =
                 RNTupleReader::open_path(&format!("daos://conf/{label}"), Some(&name)).unwrap();
-            assert_eq!(values(&by_uri), values(original), "{case}: by URI");
+            assert_eq!(
+                common::all_values(&by_uri),
+                common::all_values(original),
+                "{case}: by URI"
+            );
         }
         if original.is_some() {
             cases += 1;
@@ -415,7 +410,11 @@ fn containers_of_either_mapping_read_and_two_rntuples_share_one() {
         let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
         let stored = RNTupleReader::open_daos(container.clone(), name).unwrap();
         assert_eq!(stored.path(), name);
-        assert_eq!(values(&stored), values(&original), "{name}");
+        assert_eq!(
+            common::all_values(&stored),
+            common::all_values(&original),
+            "{name}"
+        );
     }
     // One sink, two RNTuples one after the other (as into a file).
     let (store2, container2) = memory_container("one-sink");
@@ -445,7 +444,11 @@ fn containers_of_either_mapping_read_and_two_rntuples_share_one() {
     for (file, name) in [(&a, "first"), (&b, "second")] {
         let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
         let stored = RNTupleReader::open_daos(container2.clone(), name).unwrap();
-        assert_eq!(values(&stored), values(&original), "{name}");
+        assert_eq!(
+            common::all_values(&stored),
+            common::all_values(&original),
+            "{name}"
+        );
     }
 }
 
@@ -730,7 +733,7 @@ fn an_existing_rntuple_is_kept_unless_replaced() {
     assert_eq!(store.keys(container.id()), before);
     let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
     let stored = RNTupleReader::open_daos(container.clone(), "n").unwrap();
-    assert_eq!(values(&stored), values(&original));
+    assert_eq!(common::all_values(&stored), common::all_values(&original));
     // Replaced, with the other mapping: the new RNTuple reads, and the old first page
     // under the object-per-page key no longer passes for a page.
     copy(
@@ -743,7 +746,7 @@ fn an_existing_rntuple_is_kept_unless_replaced() {
     .unwrap();
     let original = RNTupleReader::open_path(other.to_str().unwrap(), None).unwrap();
     let stored = RNTupleReader::open_daos(container.clone(), "n").unwrap();
-    assert_eq!(values(&stored), values(&original));
+    assert_eq!(common::all_values(&stored), common::all_values(&original));
     let first = stored.descriptor().clusters[0]
         .columns
         .iter()

@@ -20,22 +20,8 @@ use rntuple::read::RNTupleReader;
 use rntuple::tools::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::write::ObjectSink;
 use rntuple::{Error, Result};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("object_layout-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Every entry of every field, as Arrow batches.
-fn values(reader: &RNTupleReader) -> arrow_array::RecordBatch {
-    reader.read(None, 0..reader.num_entries()).unwrap()
-}
 
 fn memory_dataset(key: &str) -> (Arc<MemoryObjects>, ObjectDataset) {
     let store = Arc::new(MemoryObjects::new("memory"));
@@ -56,7 +42,7 @@ fn copy_to(file: &str, dataset: ObjectDataset) -> Result<()> {
 
 #[test]
 fn every_conformance_case_round_trips_through_a_directory_of_objects() {
-    let dir = scratch("conformance");
+    let dir = common::scratch_dir("object_layout", "conformance");
     let (mut cases, mut refused) = (0, 0);
     for file in common::conformance_files() {
         let path = file.to_str().unwrap().to_string();
@@ -86,7 +72,11 @@ fn every_conformance_case_round_trips_through_a_directory_of_objects() {
         let stored = RNTupleReader::open_path(&url, None).unwrap();
         assert_eq!(stored.path(), original.descriptor().name, "{case}");
         assert_eq!(stored.num_entries(), original.num_entries(), "{case}");
-        assert_eq!(values(&stored), values(&original), "{case}: objects");
+        assert_eq!(
+            common::all_values(&stored),
+            common::all_values(&original),
+            "{case}: objects"
+        );
         // One page list at the end, as ROOT's S3 sink writes (no checkpoints: a dataset
         // without its anchor cannot be recovered).
         assert!(stored.descriptor().cluster_groups.len() <= 1, "{case}");
@@ -111,7 +101,11 @@ fn every_conformance_case_round_trips_through_a_directory_of_objects() {
         )
         .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
         let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
-        assert_eq!(values(&again), values(&original), "{case}: back in a file");
+        assert_eq!(
+            common::all_values(&again),
+            common::all_values(&original),
+            "{case}: back in a file"
+        );
         cases += 1;
     }
     assert_eq!((cases, refused), (50, 1));
@@ -261,7 +255,7 @@ fn an_existing_dataset_is_kept_unless_replaced() {
     assert_eq!(store.list("").unwrap(), before);
     let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
     let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
-    assert_eq!(values(&reader), values(&original));
+    assert_eq!(common::all_values(&reader), common::all_values(&original));
     // Replaced: the new dataset's objects only.
     merge_to_dataset(
         &[other.to_str().unwrap().to_string()],
@@ -273,7 +267,7 @@ fn an_existing_dataset_is_kept_unless_replaced() {
     .unwrap();
     let reader = RNTupleReader::open_objects(dataset, None).unwrap();
     let original = RNTupleReader::open_path(other.to_str().unwrap(), None).unwrap();
-    assert_eq!(values(&reader), values(&original));
+    assert_eq!(common::all_values(&reader), common::all_values(&original));
     let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
     assert_eq!(
         store.list("d/").unwrap().len() as u64,

@@ -324,3 +324,18 @@ pub(crate) fn flags_of_a_decoded_column() -> Vec<String> {
         .as_primitive::<Int64Type>();
     vm_flags(s0.values().as_ptr() as usize + s0.len() * 8 / 2)
 }
+
+/// A fresh, empty directory `<test>-<pid>-<name>` under cargo's temporary directory for
+/// integration tests.
+pub(crate) fn scratch_dir(test: &str, name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{test}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every entry of every field of `reader`, as one Arrow batch.
+pub(crate) fn all_values(reader: &RNTupleReader) -> arrow_array::RecordBatch {
+    reader.read(None, 0..reader.num_entries()).unwrap()
+}
