@@ -57,6 +57,12 @@ fn parse_range_header(value: &str) -> Vec<(u64, u64)> {
         .filter(|s| !s.is_empty())
         .map(|s| {
             let (a, b) = s.split_once('-').unwrap();
+            if a.is_empty() {
+                // A suffix range: the last `b` bytes.
+                let n: u64 = b.parse().unwrap();
+                let n = n.min(SIZE as u64);
+                return (SIZE as u64 - n, SIZE as u64 - 1);
+            }
             (a.parse().unwrap(), b.parse().unwrap())
         })
         .collect()
@@ -429,7 +435,7 @@ fn batches_beyond_max_ranges_per_request_go_in_parallel_requests() {
 
 #[test]
 fn a_changed_file_is_an_error_never_mixed_data() {
-    let is_changed = |e: &Error| matches!(e, Error::Remote { detail, .. } if detail.contains("the file changed while being read"));
+    let is_changed = |e: &Error| matches!(e, Error::Remote { detail, .. } if detail.contains("the file changed at its origin while being read"));
     // The server checks If-Match: 412.
     let mock = mock_with(|i, _| (i > 0).then(|| status(412)));
     let source = open(&mock);
@@ -638,4 +644,76 @@ fn credentials_are_sent_and_never_shown() {
             "{shown}"
         );
     }
+}
+
+/// An HTTP date of `time`.
+fn http_date(time: std::time::SystemTime) -> String {
+    httpdate::fmt_http_date(time)
+}
+
+#[test]
+fn a_reply_that_no_longer_names_the_version_opened_is_refused() {
+    // The open names ETAG; a later reply names none: another version cannot be ruled out.
+    let mock = mock_with(|i, seen| {
+        (i > 0).then(|| {
+            let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+            reply.headers.retain(|(name, _)| name != "ETag");
+            reply
+        })
+    });
+    let err = open(&mock).read_at(100, 10).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
+    assert!(
+        err.to_string()
+            .contains("without the ETag it was opened with"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_modified_this_second_is_opened_again_once_the_second_passed() {
+    // nginx's validators: Last-Modified (and an ETag of it) with one-second resolution,
+    // the server's clock in Date. The file was modified just now.
+    let modified = std::time::SystemTime::now();
+    let mock = Mock::start(move |_, seen| {
+        let mut reply = correct_reply(&seen.ranges(), SIZE, "\"6571a9b0-186a0\"");
+        reply
+            .headers
+            .push(header("Last-Modified", http_date(modified)));
+        reply
+            .headers
+            .push(header("Date", http_date(std::time::SystemTime::now())));
+        reply
+    });
+    let options = rntuple::io::SourceOptions::default();
+    let (source, edges) = rntuple::io::open_with_edges(&mock.url, &options, 1000, 2000).unwrap();
+    // Opened twice: the first answer may have been one of two files written in that
+    // second; the second came once it had passed.
+    let openings = mock.seen().len();
+    assert_eq!(openings, 2, "{:?}", mock.seen());
+    assert_eq!(edges.head, file()[..1000]);
+    assert_eq!(edges.tail, file()[SIZE - 2000..]);
+    let v = source.validators();
+    assert_eq!(v.freshness(0), rntuple::io::Freshness::Identified, "{v:?}");
+    assert_eq!(source.read_at(5000, 10).unwrap(), file()[5000..5010]);
+}
+
+#[test]
+fn a_file_rewritten_every_second_is_changed_at_its_origin() {
+    // Every answer names a new modification time, the current second.
+    let mock = Mock::start(move |_, seen| {
+        let now = std::time::SystemTime::now();
+        let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+        reply.headers.retain(|(name, _)| name != "ETag");
+        reply.headers.push(header("Last-Modified", http_date(now)));
+        reply.headers.push(header("Date", http_date(now)));
+        reply
+    });
+    let options = rntuple::io::SourceOptions::default();
+    let Err(err) = rntuple::io::open_with_edges(&mock.url, &options, 1000, 2000) else {
+        panic!("opened a file that changes every second");
+    };
+    assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
+    assert!(err.to_string().contains("changed at its origin"), "{err}");
+    assert_eq!(mock.seen().len(), 3, "the first opening and two more");
 }

@@ -3,16 +3,25 @@
 //!
 //! Opening finds the URL's current cached version. With no version, the origin is
 //! opened as without a cache (its two ends in one request) and a version is made: its
-//! identity hashes the file's size with its first [`PROBE_HEAD`] and last
-//! [`PROBE_TAIL`] bytes (the TFile header with its random UUID, the keys list and the
-//! anchors' neighbourhood), and its meta keeps the origin's validators. With a version:
+//! identity hashes the file's size, its first [`PROBE_HEAD`] and last [`PROBE_TAIL`]
+//! bytes (the TFile header with its random UUID, the keys list and the anchors'
+//! neighbourhood) and the origin's validators, which its meta keeps. With a version:
 //!
 //! - [`CacheValidate::Open`]: one request to the origin reads the probe ranges (and
-//!   learns the validators); the same bytes and no validator that differs mean the same
+//!   learns the validators); the same bytes and the same validators mean the same
 //!   file, else a new version replaces the old one (counted as stale);
 //! - [`CacheValidate::Never`]: no request at all; the origin is opened only if a read
 //!   needs bytes the cache lacks, and then it must still be the cached file (else the
 //!   read fails, saying so: versions never mix).
+//!
+//! Only a version the validators tell apart from every rewrite is cached
+//! ([`Freshness::Identified`](super::Freshness): a content ETag, or a modification time
+//! more than a second old by the origin's clock). The origin source checks every
+//! response against the validators it was opened with, so every byte stored under a
+//! version came in a response that named it. A file modified within the last second
+//! (a rewrite in that second would keep its validators) or without validators is read
+//! from the origin and nothing of it is stored or served from the cache
+//! (`uncacheable_opens`).
 //!
 //! A read is cut into the pieces the cache holds and the pieces it lacks; the lacking
 //! ones go to the origin in one vectored read, and each is stored as an extent. Every
@@ -21,9 +30,10 @@
 //! come from the origin instead, so the cache never fails a read.
 
 use super::cache::{CacheConfig, CacheStore, CacheValidate, Piece, Version, VersionMeta};
+use super::version::now_unix;
 use super::{
-    open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, IoMetricsSnapshot,
-    ReadAt, ReadHints, Source, SourceOptions, Validators,
+    open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, Freshness,
+    IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions, Validators,
 };
 use crate::error::{Error, RemoteKind, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +67,11 @@ pub(crate) fn open_cached(
         return open_uncached(location, options);
     };
     let name = redact_url(location);
+    // The origin alone, for a version the cache must not keep.
+    let uncached = |origin: Source, edges: Edges| -> Source {
+        store.counters().uncacheable();
+        Arc::new(EdgeCached::with_edges(origin, edges))
+    };
     // A source of `version`, reading from `origin` (when open) what the cache lacks.
     let cached = |version: Version, origin: Option<Source>| {
         let hints = origin
@@ -80,6 +95,9 @@ pub(crate) fn open_cached(
                 store
                     .counters()
                     .validation(probe.head.len() as u64 + probe.tail.len() as u64);
+                if !identified(origin.as_ref()) {
+                    return Ok(uncached(origin, probe));
+                }
                 let fresh = version_meta(origin.as_ref(), &probe, &name);
                 if same_file(version.meta(), &fresh) {
                     return Ok(Arc::new(cached(version, Some(origin))));
@@ -105,11 +123,20 @@ pub(crate) fn open_cached(
         super::edges::HEAD_BYTES,
         super::edges::TAIL_BYTES,
     )?;
+    if !identified(origin.as_ref()) {
+        return Ok(uncached(origin, edges));
+    }
     let meta = version_meta(origin.as_ref(), &edges, &name);
     match entry.install(meta) {
         Ok(version) => {
             store_edges(&version, &edges);
-            Ok(Arc::new(cached(version, Some(origin)).keeping(edges)))
+            // Read from the origin: the opening's bytes are the origin's, not hits.
+            let bytes = edges.head.len() as u64 + edges.tail.len() as u64;
+            store.counters().origin_request();
+            store.counters().miss(bytes);
+            Ok(Arc::new(
+                cached(version, Some(origin)).keeping(edges, EdgesFrom::Origin),
+            ))
         }
         Err(_) => {
             store.counters().write_error();
@@ -151,6 +178,12 @@ fn probe_ranges(size: u64) -> [ByteRange; 2] {
     ]
 }
 
+/// Whether what `origin` serves is told apart from every rewrite by its validators, so
+/// that its bytes may be kept under them.
+fn identified(origin: &dyn ReadAt) -> bool {
+    origin.validators().freshness(now_unix()) == Freshness::Identified
+}
+
 /// What identifies the file `origin` serves, from its size, validators and `edges`
 /// (which hold at least the probe ranges).
 fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
@@ -158,6 +191,12 @@ fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
     let validators = origin.validators();
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     hasher.update(&size.to_le_bytes());
+    // The validators are part of the identity: a version is its bytes as named by them.
+    for validator in [&validators.etag, &validators.last_modified] {
+        let text = validator.as_deref().unwrap_or("");
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
     let probe: Vec<(ByteRange, u64)> = probe_ranges(size)
         .into_iter()
         .map(|range| {
@@ -174,22 +213,21 @@ fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
         size,
         etag: validators.etag,
         last_modified: validators.last_modified,
-        mtime: None,
+        mtime: validators.modified,
         probe,
         url: name.to_string(),
     }
 }
 
-/// Whether `fresh` (the origin now) is the file `cached` describes: the same size and
-/// probe bytes, and no validator that both have and that differs.
+/// Whether `fresh` (the origin now) is the file `cached` describes: the same size,
+/// probe bytes and validators.
 fn same_file(cached: &VersionMeta, fresh: &VersionMeta) -> bool {
-    let differs =
-        |a: &Option<String>, b: &Option<String>| matches!((a, b), (Some(a), Some(b)) if a != b);
     cached.identity == fresh.identity
         && cached.size == fresh.size
         && cached.probe == fresh.probe
-        && !differs(&cached.etag, &fresh.etag)
-        && !differs(&cached.last_modified, &fresh.last_modified)
+        && cached.etag == fresh.etag
+        && cached.last_modified == fresh.last_modified
+        && cached.mtime == fresh.mtime
 }
 
 /// Stores the two ends read at opening as extents of `version`.
@@ -211,6 +249,13 @@ fn default_hints(location: &str) -> ReadHints {
     }
 }
 
+/// Where a [`CachedSource`]'s edges came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EdgesFrom {
+    Cache,
+    Origin,
+}
+
 /// A remote file read through a cache of its bytes on local disk.
 pub struct CachedSource {
     /// The URL as given (credentials included: never printed), to open the origin.
@@ -224,6 +269,8 @@ pub struct CachedSource {
     /// The file's two ends, when they were read at opening (from the origin or the
     /// cache).
     edges: Edges,
+    /// Where `edges` came from: reads of them are cache hits only if from the cache.
+    edges_from: EdgesFrom,
     /// The origin, once open.
     origin: Mutex<Option<Source>>,
     hints: ReadHints,
@@ -263,6 +310,7 @@ impl CachedSource {
             version,
             size,
             edges: Edges::default(),
+            edges_from: EdgesFrom::Cache,
             origin: Mutex::new(origin),
             hints,
             spare: super::spare::SpareBuffers::default(),
@@ -271,13 +319,22 @@ impl CachedSource {
         };
         // What opening a ROOT file reads, from the cache into memory.
         let edges = source.cached_edges();
-        source.keeping(edges)
+        source.keeping(edges, EdgesFrom::Cache)
     }
 
-    /// This source, keeping `edges` in memory.
-    fn keeping(mut self, edges: Edges) -> CachedSource {
+    /// This source, keeping `edges` (read from `from`) in memory.
+    fn keeping(mut self, edges: Edges, from: EdgesFrom) -> CachedSource {
         self.edges = edges;
+        self.edges_from = from;
         self
+    }
+
+    /// Counts a read of `bytes` served from the edges kept in memory: a hit when they
+    /// came from the cache (those read from the origin were counted when opening).
+    fn edges_read(&self, bytes: u64) {
+        if self.edges_from == EdgesFrom::Cache {
+            self.store.counters().hit(bytes);
+        }
     }
 
     /// The file's two ends as opening reads them, from the cache (empty where it lacks
@@ -335,7 +392,7 @@ impl CachedSource {
             .counters()
             .validation(probe.head.len() as u64 + probe.tail.len() as u64);
         let fresh = version_meta(source.as_ref(), &probe, &self.name);
-        if !same_file(self.version.meta(), &fresh) {
+        if !identified(source.as_ref()) || !same_file(self.version.meta(), &fresh) {
             self.store.counters().stale();
             return Err(Error::Remote {
                 kind: RemoteKind::Changed,
@@ -409,7 +466,7 @@ impl ReadAt for CachedSource {
         if let Some(bytes) = self.edges.kept(offset, range.len) {
             buf.copy_from_slice(bytes);
             self.store.counters().request(false, 1);
-            self.store.counters().hit(range.len);
+            self.edges_read(range.len);
             return Ok(());
         }
         if self.version.read_into(range, buf) {
@@ -435,7 +492,7 @@ impl ReadAt for CachedSource {
         let mut lacking = Vec::with_capacity(ranges.len());
         for (i, range) in ranges.iter().enumerate() {
             if let Some(bytes) = self.edges.kept(range.offset, range.len) {
-                counters.hit(range.len);
+                self.edges_read(range.len);
                 out.push(bytes.to_vec());
                 lacking.push(0);
                 continue;
@@ -512,6 +569,8 @@ impl ReadAt for CachedSource {
         Validators {
             etag: meta.etag.clone(),
             last_modified: meta.last_modified.clone(),
+            modified: meta.mtime,
+            ..Validators::default()
         }
     }
 

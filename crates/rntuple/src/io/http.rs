@@ -28,9 +28,10 @@ use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte,
 use super::retry::Failure;
 use super::spans::Spans;
 use super::spare::SpareBuffers;
+use super::version::parse_http_date;
 use super::{
     redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
-    TimeoutKind,
+    TimeoutKind, Validators,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
@@ -204,8 +205,8 @@ pub struct HttpSource {
     net: Arc<SharedClient>,
     credentials: Option<Credentials>,
     size: u64,
-    etag: Option<String>,
-    last_modified: Option<String>,
+    /// The version opened: every reply must name the same.
+    version: Validators,
     retry: RetryPolicy,
     hints: ReadHints,
     /// Set once the server answered a multi-range request with something else than the
@@ -345,8 +346,7 @@ impl std::fmt::Debug for HttpSource {
         f.debug_struct("HttpSource")
             .field("url", &self.display)
             .field("size", &self.size)
-            .field("etag", &self.etag)
-            .field("last_modified", &self.last_modified)
+            .field("version", &self.version)
             .field(
                 "multi_range_refused",
                 &self.multi_range_refused.load(Ordering::Relaxed),
@@ -506,8 +506,8 @@ struct Probe {
     /// The file size.
     total: u64,
     data: Vec<u8>,
-    etag: Option<String>,
-    last_modified: Option<String>,
+    /// The validators of the reply.
+    version: Validators,
 }
 
 impl HttpSource {
@@ -591,14 +591,12 @@ impl HttpSource {
         let doing = "opening";
         let response = self.send(self.request(range), doing)?;
         let headers = response.headers();
-        let etag = header_str(headers, header::ETAG).map(str::to_string);
-        let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
+        let version = reply_validators(headers);
         let probe = |total: u64| Probe {
             first: 0,
             total,
             data: Vec::new(),
-            etag: etag.clone(),
-            last_modified: last_modified.clone(),
+            version: version.clone(),
         };
         let transient = |e: std::io::Error| self.body_failure(doing, e);
         let most = head.saturating_add(tail).saturating_add(64 << 10);
@@ -745,11 +743,9 @@ impl HttpSource {
             what: source.display.clone(),
             detail: format!("opening: {detail}"),
         };
-        if (front.total, &front.etag, &front.last_modified)
-            != (back.total, &back.etag, &back.last_modified)
-        {
+        if front.total != back.total || !front.version.same_version(&back.version) {
             return Err(fail(format!(
-                "the file changed while being opened (size {} and {})",
+                "the file changed at its origin while being opened (size {} and {})",
                 front.total, back.total
             )));
         }
@@ -825,8 +821,7 @@ impl HttpSource {
             net,
             credentials,
             size: 0,
-            etag: None,
-            last_modified: None,
+            version: Validators::default(),
             retry: options.retry,
             hints: options.hints,
             multi_range_refused: AtomicBool::new(false),
@@ -839,8 +834,7 @@ impl HttpSource {
     /// Takes the size and validators of an opening reply.
     fn adopt(&mut self, probe: &Probe) {
         self.size = probe.total;
-        self.etag = probe.etag.clone();
-        self.last_modified = probe.last_modified.clone();
+        self.version = probe.version.clone();
     }
 
     /// One `GET` of `range` (at most `max` bytes) at opening: where the bytes start, the
@@ -849,8 +843,7 @@ impl HttpSource {
         let doing = "opening";
         let response = self.send(self.request(range), doing)?;
         let headers = response.headers();
-        let etag = header_str(headers, header::ETAG).map(str::to_string);
-        let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
+        let version = reply_validators(headers);
         match response.status() {
             StatusCode::PARTIAL_CONTENT => {
                 let (first, last, total) = header_str(headers, header::CONTENT_RANGE)
@@ -883,8 +876,7 @@ impl HttpSource {
                     first,
                     total,
                     data,
-                    etag,
-                    last_modified,
+                    version,
                 })
             }
             // An empty file: no byte to serve. Servers say so with `416` and
@@ -899,8 +891,7 @@ impl HttpSource {
                     first: 0,
                     total: 0,
                     data: Vec::new(),
-                    etag,
-                    last_modified,
+                    version,
                 })
             }
             StatusCode::OK => Err(self.permanent(format!(
@@ -930,7 +921,7 @@ impl HttpSource {
             None => {}
         }
         // If-Match compares strongly: a weak ETag never matches, so use the date then.
-        match (&self.etag, &self.last_modified) {
+        match (&self.version.etag, &self.version.last_modified) {
             (Some(etag), _) if !etag.starts_with("W/") => {
                 request = request.header(header::IF_MATCH, etag.as_str());
             }
@@ -1021,7 +1012,7 @@ impl HttpSource {
     fn changed(&self, how: String) -> Failure {
         self.permanent_of(
             RemoteKind::Changed,
-            format!("the file changed while being read ({how})"),
+            format!("the file changed at its origin while being read ({how}): read it again"),
         )
     }
 
@@ -1055,17 +1046,29 @@ impl HttpSource {
 
     /// Checks that a reply is about the same file as the one opened, unencoded.
     fn check_reply_headers(&self, headers: &HeaderMap) -> std::result::Result<(), Failure> {
-        if let (Some(ours), Some(theirs)) = (&self.etag, header_str(headers, header::ETAG)) {
-            if ours != theirs {
-                return Err(self.changed(format!("ETag {ours} became {theirs}")));
-            }
-        }
-        if let (Some(ours), Some(theirs)) = (
-            &self.last_modified,
-            header_str(headers, header::LAST_MODIFIED),
-        ) {
-            if ours != theirs {
-                return Err(self.changed(format!("Last-Modified {ours} became {theirs}")));
+        // Every reply names the version it was cut from (RFC 9110, 15.3.7): the one
+        // opened, or the bytes are another file's. A reply that names none cannot be
+        // told apart from a rewrite.
+        let pairs = [
+            ("ETag", &self.version.etag, header::ETAG),
+            (
+                "Last-Modified",
+                &self.version.last_modified,
+                header::LAST_MODIFIED,
+            ),
+        ];
+        for (name, ours, header) in pairs {
+            match (ours, header_str(headers, header)) {
+                (Some(ours), Some(theirs)) if ours != theirs => {
+                    return Err(self.changed(format!("{name} {ours} became {theirs}")));
+                }
+                (Some(ours), None) => {
+                    return Err(self.changed(format!(
+                        "a reply without the {name} it was opened with, {ours}: the server \
+                         no longer tells which version it sends"
+                    )));
+                }
+                _ => {}
             }
         }
         if let Some(encoding) = header_str(headers, header::CONTENT_ENCODING) {
@@ -1344,6 +1347,19 @@ impl HttpSource {
     }
 }
 
+/// The validators of a reply: `ETag`, `Last-Modified` (also as seconds) and the
+/// server's clock (`Date`).
+fn reply_validators(headers: &HeaderMap) -> Validators {
+    let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
+    Validators {
+        etag: header_str(headers, header::ETAG).map(str::to_string),
+        modified: last_modified.as_deref().and_then(parse_http_date),
+        last_modified,
+        answered: header_str(headers, header::DATE).and_then(parse_http_date),
+        etag_follows_content: false,
+    }
+}
+
 /// A file's two ends from the parts of a reply: the part at offset 0 is the head, the
 /// part that ends at `total` the tail (one part may be both: the whole file). `None`
 /// when either is missing.
@@ -1424,11 +1440,8 @@ impl ReadAt for HttpSource {
         self.metrics.snapshot()
     }
 
-    fn validators(&self) -> super::Validators {
-        super::Validators {
-            etag: self.etag.clone(),
-            last_modified: self.last_modified.clone(),
-        }
+    fn validators(&self) -> Validators {
+        self.version.clone()
     }
 
     fn recycle(&self, buffer: Vec<u8>) {

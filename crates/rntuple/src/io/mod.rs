@@ -32,6 +32,7 @@ mod s3;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod spans;
 mod spare;
+mod version;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
@@ -59,6 +60,7 @@ pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 #[cfg(feature = "s3")]
 pub use s3::S3Source;
+pub use version::Freshness;
 #[cfg(feature = "xrootd")]
 pub use xrootd::{XRootDOptions, XRootDSource};
 
@@ -230,13 +232,22 @@ impl RangeBuffer {
 
 /// What a server says identifies the version of a file it serves: a file replaced on
 /// the server gets other validators (when the server notices: same-size rewrites within
-/// a second keep nginx's ETag and Last-Modified).
+/// a second keep nginx's ETag and Last-Modified; see [`Validators::freshness`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Validators {
-    /// The HTTP or S3 `ETag`.
+    /// The HTTP or S3 `ETag` (XRootD: the file's stat id and modification time).
     pub etag: Option<String>,
-    /// The HTTP `Last-Modified` date.
+    /// The HTTP `Last-Modified` date, as the server wrote it.
     pub last_modified: Option<String>,
+    /// When the file was last modified, in seconds since 1970 (HTTP's `Last-Modified`,
+    /// XRootD's stat), where the origin said.
+    pub modified: Option<i64>,
+    /// The origin's clock when it answered (HTTP's `Date`), in seconds since 1970; `None`:
+    /// this machine's clock stands in for it.
+    pub answered: Option<i64>,
+    /// Whether the ETag changes with every change of the content (S3's hashes it); an
+    /// HTTP server's may not (nginx's is the modification second and the size).
+    pub etag_follows_content: bool,
 }
 
 /// A random-access source of bytes: a local file, HTTP(S), XRootD or S3.
@@ -382,7 +393,26 @@ pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Sourc
 /// bytes, in as few requests as its protocol allows: one over HTTP (a multi-range
 /// request that also tells the size and validators), the open and one vectored read
 /// over XRootD, and concurrent ranged reads over S3.
+///
+/// A file modified within the last second at its origin (so that a rewrite in the same
+/// second would keep its validators) is opened again once that second has passed, up to
+/// twice ([`Freshness`]): every byte read later then belongs to the version opened.
 pub fn open_with_edges(
+    location: &str,
+    options: &SourceOptions,
+    head: u64,
+    tail: u64,
+) -> Result<(Source, Edges)> {
+    version::open_settled(
+        &redact_url(location),
+        || open_remote_with_edges(location, options, head, tail),
+        version::now_unix,
+        std::thread::sleep,
+    )
+}
+
+/// [`open_with_edges`], once.
+fn open_remote_with_edges(
     location: &str,
     options: &SourceOptions,
     head: u64,

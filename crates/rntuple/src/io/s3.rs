@@ -325,7 +325,7 @@ impl S3Source {
             return Err(shared.remote(
                 "opening",
                 format!(
-                    "the object changed while being opened (size {} and {})",
+                    "the object changed at its origin while being opened (size {} and {})",
                     front_meta.size, back_meta.size
                 ),
             ));
@@ -438,9 +438,12 @@ impl ReadAt for S3Source {
     }
 
     fn validators(&self) -> super::Validators {
+        // S3's ETag hashes the object's content (the MD5 of a single upload, of the
+        // parts' MD5s for a multipart one): every rewrite changes it.
         super::Validators {
             etag: self.shared.etag.clone(),
-            last_modified: None,
+            etag_follows_content: true,
+            ..super::Validators::default()
         }
     }
 
@@ -687,7 +690,10 @@ fn changed(name: &str, operation: &str) -> Error {
     Error::remote(
         RemoteKind::Changed,
         name,
-        format!("{operation}: the object changed since it was opened (its ETag no longer matches)"),
+        format!(
+            "{operation}: the object changed at its origin since it was opened (its ETag no \
+             longer matches): read it again"
+        ),
     )
 }
 

@@ -103,6 +103,10 @@ counters! {
     evicted_bytes,
     /// Temporary files of dead or stalled writers removed.
     temp_files_removed,
+    /// Files opened whose version could not be told apart from a rewrite (modified
+    /// within the last second at their origin, or without validators): read from the
+    /// origin, nothing of them stored or served from the cache.
+    uncacheable_opens,
 }
 
 impl CacheStats {
@@ -183,6 +187,11 @@ impl CacheCounters {
     /// `bytes` read from the origin and not stored.
     pub(crate) fn bypass(&self, bytes: u64) {
         Self::bump(&self.bypass_bytes, bytes);
+    }
+
+    /// A file opened whose version cannot be told apart from a rewrite: not cached.
+    pub(crate) fn uncacheable(&self) {
+        Self::bump(&self.uncacheable_opens, 1);
     }
 }
 

@@ -1014,7 +1014,7 @@ fn counters_add_up_and_survive_their_file() {
     };
     assert_eq!(s, expected);
     assert_eq!(CacheStats::from_json(&s.to_json()), Some(s));
-    assert_eq!(s.pairs().len(), 22);
+    assert_eq!(s.pairs().len(), 23);
     store.flush_stats();
     let report = cache_stats(dir.path()).unwrap();
     assert_eq!((report.counters, report.processes), (expected, 1));

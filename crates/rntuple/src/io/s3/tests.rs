@@ -420,7 +420,8 @@ fn a_replaced_object_is_an_error_not_mixed_data() {
     let err = source.read_at(0, 100).unwrap_err();
     assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
     assert!(
-        err.to_string().contains("changed since it was opened"),
+        err.to_string()
+            .contains("changed at its origin since it was opened"),
         "{err}"
     );
     assert_eq!(source.metrics().requests, 0, "no bytes were delivered");
@@ -434,7 +435,8 @@ fn a_replaced_object_is_an_error_not_mixed_data() {
         }])
         .unwrap_err();
     assert!(
-        err.to_string().contains("changed since it was opened"),
+        err.to_string()
+            .contains("changed at its origin since it was opened"),
         "{err}"
     );
 }

@@ -22,7 +22,7 @@ mod tls;
 mod tests;
 
 use self::connection::{Answer, Call, Connection, Fault, Segment, Settings, Sink};
-use self::protocol::{decode_query_config, error_code, Redirect, Request, XrdUrl};
+use self::protocol::{decode_query_config, error_code, Redirect, Request, StatInfo, XrdUrl};
 use super::retry::Failure;
 use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
 use crate::error::{to_usize, Error, RemoteKind, Result};
@@ -74,6 +74,8 @@ pub struct XRootDSource {
     sessions: Arc<Sessions>,
     policy: RetryPolicy,
     size: u64,
+    /// The file as the first session opened it: every later session must open the same.
+    stat: StatInfo,
     readv_segments: usize,
     readv_segment_bytes: u64,
     parallel: usize,
@@ -141,6 +143,12 @@ impl XRootDSource {
             }),
             policy: options.retry,
             size: 0,
+            stat: StatInfo {
+                id: None,
+                size: 0,
+                flags: 0,
+                mtime: 0,
+            },
             readv_segments: DEFAULT_READV_SEGMENTS,
             readv_segment_bytes: DEFAULT_READV_SEGMENT_BYTES,
             parallel: options.parallel_requests.max(1),
@@ -148,16 +156,17 @@ impl XRootDSource {
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
         };
-        let (conn, size, limits) = source.policy.run(&source.sessions.name, |_| {
+        let (conn, stat, limits) = source.policy.run(&source.sessions.name, |_| {
             // The readv limits are asked in the same write as the open.
             let query = Request::QueryConfig {
                 names: "readv_iov_max readv_ior_max".into(),
             };
-            let (conn, size, answer) = source.sessions.open_session(None, None, Some(query))?;
+            let (conn, stat, answer) = source.sessions.open_session(None, None, Some(query))?;
             let limits = source.readv_limits(answer)?;
-            Ok((conn, size, limits))
+            Ok((conn, stat, limits))
         })?;
-        source.size = size;
+        source.size = stat.size;
+        source.stat = stat;
         source
             .sessions
             .quick
@@ -179,11 +188,11 @@ impl XRootDSource {
             if !self.pool.take_empty() {
                 return;
             }
-            let (sessions, pool, size) = (self.sessions.clone(), self.pool.clone(), self.size);
+            let (sessions, pool, stat) = (self.sessions.clone(), self.pool.clone(), self.stat);
             let spawned = std::thread::Builder::new()
                 .name("rntuple-xrootd-session".into())
                 .spawn(move || {
-                    let opened = sessions.open_session(None, Some(size), None).ok();
+                    let opened = sessions.open_session(None, Some(stat), None).ok();
                     pool.release(opened.map(|(conn, _, _)| conn));
                 });
             if spawned.is_err() {
@@ -282,7 +291,7 @@ impl XRootDSource {
                 // connections go on with the queue meanwhile.
                 let opened = self.policy.run(&self.sessions.name, |_| {
                     self.sessions
-                        .open_session(redirect.as_ref(), Some(self.size), None)
+                        .open_session(redirect.as_ref(), Some(self.stat), None)
                 });
                 match opened {
                     Ok((conn, _, _)) => *slot = Some(conn),
@@ -308,7 +317,7 @@ impl XRootDSource {
                 if slot.is_none() {
                     let (conn, _, _) =
                         self.sessions
-                            .open_session(redirect.as_ref(), Some(self.size), None)?;
+                            .open_session(redirect.as_ref(), Some(self.stat), None)?;
                     *slot = Some(conn);
                 }
                 let Some(conn) = slot.as_mut() else {
@@ -401,9 +410,42 @@ impl XRootDSource {
     }
 }
 
+/// How `now` differs from the file opened as `then`, if it does.
+fn stat_change(then: &StatInfo, now: &StatInfo) -> Option<String> {
+    if then.size != now.size {
+        Some(format!(
+            "its size was {} bytes, now {}",
+            then.size, now.size
+        ))
+    } else if then.mtime != now.mtime {
+        Some(format!(
+            "its modification time was {}, now {}",
+            then.mtime, now.mtime
+        ))
+    } else if then.id != now.id {
+        Some("it is another file of the same size and time".to_string())
+    } else {
+        None
+    }
+}
+
 impl ReadAt for XRootDSource {
     fn name(&self) -> &str {
         &self.sessions.name
+    }
+
+    /// The stat's id and modification time (seconds: a rewrite within the same second
+    /// keeps it, see [`super::Freshness`]).
+    fn validators(&self) -> super::Validators {
+        let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
+        super::Validators {
+            etag: Some(format!(
+                "xrootd:{id}:{}:{}",
+                self.stat.size, self.stat.mtime
+            )),
+            modified: i64::try_from(self.stat.mtime).ok(),
+            ..super::Validators::default()
+        }
     }
 
     fn size(&self) -> u64 {
@@ -499,16 +541,18 @@ impl ReadAt for XRootDSource {
 
 impl Sessions {
     /// Connects, logs in and opens the file, following redirects; starts at `start`
-    /// (a redirect received while reading) or at the URL's host. With `expected_size`,
-    /// a file of another size is an error (it changed since it was first opened).
+    /// (a redirect received while reading) or at the URL's host. With `expected` (the
+    /// first session's stat), a file of another size, modification time or id is an
+    /// error: it changed since it was first opened, and each session reads the file it
+    /// opened (a file replaced by a rename keeps the old one open).
     /// `also` goes out with the open (see [`Connection::open_file_and`]); its answer is
     /// returned.
     fn open_session(
         &self,
         start: Option<&Redirect>,
-        expected_size: Option<u64>,
+        expected: Option<StatInfo>,
         also: Option<Request>,
-    ) -> std::result::Result<(Connection, u64, Option<Answer>), Failure> {
+    ) -> std::result::Result<(Connection, StatInfo, Option<Answer>), Failure> {
         let base_path = self.url.path_with_opaque();
         let with_opaque = |opaque: &Option<String>| match opaque {
             Some(o) if base_path.contains('?') => format!("{base_path}&{o}"),
@@ -543,17 +587,19 @@ impl Sessions {
                         };
                         return Err(Failure::Permanent(Error::remote(kind, &self.name, detail)));
                     }
-                    if let Some(expected) = expected_size.filter(|&e| e != stat.size) {
-                        return Err(Failure::Permanent(Error::Remote {
-                            kind: RemoteKind::Changed,
-                            what: self.name.clone(),
-                            detail: format!(
-                                "the file changed on the server: its size was {expected} bytes, now {}",
-                                stat.size
-                            ),
-                        }));
+                    if let Some(expected) = expected {
+                        if let Some(change) = stat_change(&expected, &stat) {
+                            return Err(Failure::Permanent(Error::Remote {
+                                kind: RemoteKind::Changed,
+                                what: self.name.clone(),
+                                detail: format!(
+                                    "the file changed at its origin since it was opened \
+                                     ({change}): read it again"
+                                ),
+                            }));
+                        }
                     }
-                    return Ok((conn, stat.size, answer));
+                    return Ok((conn, stat, answer));
                 }
                 Err(Fault::Redirect(r)) => {
                     host = r.host;

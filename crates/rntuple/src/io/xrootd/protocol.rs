@@ -558,6 +558,8 @@ pub(crate) fn decode_open(body: &[u8]) -> Result<(FileHandle, Option<StatInfo>),
 /// A decoded `kXR_stat` response: `"id size flags mtime"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StatInfo {
+    /// The file's id on the server (an inode number, for a file system), if a number.
+    pub id: Option<u64>,
     /// Size in bytes.
     pub size: u64,
     /// `XStatRespFlags`.
@@ -576,6 +578,7 @@ impl StatInfo {
             return Err(bad());
         }
         Ok(StatInfo {
+            id: fields[0].parse().ok(),
             size: fields[1].parse().map_err(|_| bad())?,
             flags: fields[2].parse().map_err(|_| bad())?,
             mtime: fields[3].parse().map_err(|_| bad())?,
