@@ -162,6 +162,15 @@ pub(crate) fn run(
                     100.0 * c.bytes_from_cache as f64 / read as f64
                 )?;
             }
+            if c.uncacheable_opens > 0 {
+                writeln!(
+                    out,
+                    "{} files opened could not be told apart from a rewrite (modified within \
+                     the last second at their origin, or without validators): read from the \
+                     origin, not cached",
+                    c.uncacheable_opens
+                )?;
+            }
             writeln!(
                 out,
                 "counters (summed over every process; {} not yet compacted):",
