@@ -26,6 +26,7 @@ import pyarrow as pa
 import pytest
 import server_http
 from conftest import require_rntuple_bin
+from netutil import backdate
 from remote_data import nanoaod_like
 
 import rntuple
@@ -40,6 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for k in range(6):
         with rntuple.recreate(root / f"part{k}.root", cluster_size="300 kB") as f:
             f["Events"] = nanoaod_like(12_000, seed=100 + k)
+    backdate(root)
     return root
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 import server_http
 from conftest import require_rntuple_bin
+from netutil import backdate
 from remote_data import nanoaod_like, same_size_pair
 
 import rntuple
@@ -83,6 +84,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cached")
     with rntuple.recreate(root / "nano.root", cluster_size="700 kB") as f:
         f["Events"] = nanoaod_like(60_000, seed=11)
+    backdate(root)
     return root
 
 

@@ -29,6 +29,7 @@ import conformance_data
 import pytest
 import server_http
 from conftest import rust_tool
+from netutil import backdate
 
 #: The conformance cases (all but the one whose expected outcome is an error); without
 #: the conformance data, one pseudo-case whose test fails saying so.
@@ -79,6 +80,7 @@ def served(
     for name in GENERATED_EXTRA:
         shutil.copy(generated_extra[name], root / name)
     (root / RANDOM_FILE).write_bytes(random.Random(7).randbytes(RANDOM_SIZE))
+    backdate(root)
     return root
 
 

@@ -30,6 +30,7 @@ import server_http
 import server_seaweedfs
 import server_xrootd
 from conftest import REPO_ROOT, require_rntuple_bin
+from netutil import backdate
 
 import rntuple
 
@@ -72,6 +73,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f["Events"] = table
     assert _cluster_groups(root / "merged.root") >= 168
     assert _cluster_groups(root / "checkpointed.root") >= 168
+    backdate(root)
     return root
 
 

@@ -134,7 +134,7 @@ def test_object_replaced_after_opening_is_an_error(
         f["Events"] = nanoaod_like(20_000, seed=12)
     server.upload(other, key)
     server.clear_log()
-    with pytest.raises(rntuple.RemoteError, match="changed since it was opened"):
+    with pytest.raises(rntuple.RemoteError, match="changed at its origin since it was opened"):
         remote.arrays(FIELDS, library="arrow")
     assert any(r["status"] == "412" for r in server.requests())
 
