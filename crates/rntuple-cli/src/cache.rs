@@ -3,14 +3,16 @@
 
 use super::Failure;
 use rntuple::io::{
-    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, EntryReport,
-    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE,
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, default_cache_dir,
+    parse_byte_size, CacheConfig, EntryReport, CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE,
 };
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// The cache of remote reads (RNTUPLE_CACHE_DIR): stats, ls, verify, clear, purge.
+/// The cache of remote reads (--cache-dir, else RNTUPLE_CACHE_DIR, else the per-user
+/// default $XDG_CACHE_HOME/rntuple or ~/.cache/rntuple): stats, ls, verify, clear,
+/// purge.
 #[derive(clap::Args)]
 pub(crate) struct Job {
     #[command(subcommand)]
@@ -93,28 +95,60 @@ fn row_json(row: &EntryReport) -> Value {
     })
 }
 
+/// The cache directory `rntuple cache` works on: `cache_dir` (the `--cache-dir`
+/// option), else the environment's `RNTUPLE_CACHE_DIR`, else the per-user default.
+fn cache_dir(cache_dir: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    if let Some(dir) = cache_dir {
+        return Ok(dir);
+    }
+    if let Some(dir) = std::env::var_os(CACHE_DIR_VARIABLE).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let xdg = std::env::var_os("XDG_CACHE_HOME");
+    let home = std::env::var_os("HOME");
+    default_cache_dir(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
+        Failure::Usage(format!(
+            "no cache directory: pass --cache-dir DIR or set {CACHE_DIR_VARIABLE} (the \
+             default, $XDG_CACHE_HOME/rntuple or ~/.cache/rntuple, needs an absolute \
+             XDG_CACHE_HOME or HOME)"
+        ))
+    })
+}
+
+/// The default target of `cache purge` on `dir`: 90% of `RNTUPLE_CACHE_MAX_BYTES`, if
+/// set.
+fn default_target(dir: &std::path::Path) -> Result<Option<u64>, Failure> {
+    let config = CacheConfig::from_env_in(dir).map_err(|e| Failure::Usage(e.to_string()))?;
+    Ok(config.low_mark())
+}
+
+/// Says on stderr what was found unsafe in the cache (links, special files, other
+/// users' files where the cache keeps its own) and what became of it.
+fn warn_unsafe(lines: &[String], removed: bool) {
+    for line in lines {
+        eprintln!("rntuple: cache: {line}");
+    }
+    if !lines.is_empty() && !removed {
+        eprintln!(
+            "rntuple: cache: never followed nor opened; `rntuple cache verify --repair` removes \
+             them (never what a link points to)"
+        );
+    }
+}
+
 /// Runs `rntuple cache ...` on `cache_dir` (the `--cache-dir` option, else the
-/// environment's).
+/// environment's, else the default).
 pub(crate) fn run(
     job: Job,
-    cache_dir: Option<PathBuf>,
+    cache_dir_option: Option<PathBuf>,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let dir = match cache_dir {
-        Some(dir) => dir,
-        None => match std::env::var_os(CACHE_DIR_VARIABLE).filter(|d| !d.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => {
-                return Err(Failure::Usage(format!(
-                    "no cache directory: pass --cache-dir DIR or set {CACHE_DIR_VARIABLE}"
-                )))
-            }
-        },
-    };
+    let dir = cache_dir(cache_dir_option)?;
     let shown = dir.display().to_string();
     match job.action {
         Action::Stats => {
             let report = cache_stats(&dir)?;
+            warn_unsafe(&report.unsafe_files, false);
             if job.json {
                 let counters: serde_json::Map<String, Value> = report
                     .counters
@@ -131,6 +165,7 @@ pub(crate) fn run(
                     "disk_bytes": report.disk_bytes,
                     "temp_files": report.temp_files,
                     "processes": report.processes,
+                    "unsafe_files": report.unsafe_files,
                     "counters": counters,
                     "rows": report.rows.iter().map(row_json).collect::<Vec<_>>(),
                 });
@@ -172,11 +207,14 @@ pub(crate) fn run(
             }
         }
         Action::Ls => {
-            let rows = cache_ls(&dir)?;
+            let listing = cache_ls(&dir)?;
+            warn_unsafe(&listing.unsafe_files, false);
+            let rows = listing.rows;
             if job.json {
                 let value = json!({
                     "dir": shown,
                     "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
+                    "unsafe_files": listing.unsafe_files,
                 });
                 writeln!(out, "{value}")?;
                 return Ok(());
@@ -218,6 +256,7 @@ pub(crate) fn run(
                     "stale_temp_files": report.stale_temp_files,
                     "trash_entries": report.trash_entries,
                     "stray_files": report.stray_files,
+                    "unsafe_files": report.unsafe_files,
                     "problems": report.problems,
                     "repaired": report.repaired,
                     "remaining": remaining,
@@ -254,18 +293,28 @@ pub(crate) fn run(
             }
         }
         Action::Clear => {
-            let bytes = cache_clear(&dir)?;
+            let report = cache_clear(&dir)?;
+            warn_unsafe(&report.unsafe_files, true);
             if job.json {
-                writeln!(out, "{}", json!({"dir": shown, "deleted_bytes": bytes}))?;
+                let value = json!({
+                    "dir": shown,
+                    "deleted_bytes": report.deleted_bytes,
+                    "unsafe_files": report.unsafe_files,
+                });
+                writeln!(out, "{value}")?;
             } else {
-                writeln!(out, "deleted {} from {shown}", size(bytes))?;
+                writeln!(out, "deleted {} from {shown}", size(report.deleted_bytes))?;
             }
         }
         Action::Purge { target } => {
-            let target = target
-                .map(|t| parse_byte_size(&t).map_err(|e| Failure::Usage(format!("--target: {e}"))))
-                .transpose()?;
+            let target = match target {
+                Some(t) => Some(
+                    parse_byte_size(&t).map_err(|e| Failure::Usage(format!("--target: {e}")))?,
+                ),
+                None => default_target(&dir)?,
+            };
             let report = cache_purge(&dir, target)?;
+            warn_unsafe(&report.unsafe_files, true);
             if job.json {
                 let value = json!({
                     "dir": shown,
@@ -279,6 +328,7 @@ pub(crate) fn run(
                     "orphan_versions_removed": report.orphan_versions_removed,
                     "entries_removed": report.entries_removed,
                     "stats_compacted": report.stats_compacted,
+                    "unsafe_files": report.unsafe_files,
                 });
                 writeln!(out, "{value}")?;
             } else {

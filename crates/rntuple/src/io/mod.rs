@@ -36,9 +36,10 @@ mod spare;
 pub(crate) mod xrootd;
 
 pub use cache::{
-    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, CacheConfig,
-    CacheReport, CacheStats, CacheValidate, EntryReport, PurgeReport, VerifyReport,
-    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, default_cache_dir,
+    parse_byte_size, CacheConfig, CacheListing, CacheReport, CacheStats, CacheValidate,
+    ClearReport, EntryReport, PurgeReport, VerifyReport, CACHE_DIR_VARIABLE,
+    CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
 };
 pub use cached::CachedSource;
 pub use daos::{
@@ -372,6 +373,9 @@ pub fn open_source_with(location: &str, options: &SourceOptions) -> Result<Sourc
         return open_raw_source_with(location, options);
     }
     if let Some(cache) = &options.cache {
+        // A cache directory that others control is an error, not passed over; the
+        // store is held while the cached source opens it.
+        let _store = cache::open_store(cache)?;
         return cached::open_cached(location, options, cache);
     }
     let (source, edges) = open_with_edges(location, options, edges::HEAD_BYTES, edges::TAIL_BYTES)?;
