@@ -431,6 +431,9 @@ pub fn cache_clear(dir: &Path) -> Result<ClearReport> {
         let _lock = root
             .lock_purge(true)
             .map_err(|e| failed("the purge lock in", &root.path(), e))?;
+        // A walk first, to report the links and special files among the entries (which
+        // the deletion would remove by name, unreported).
+        let _ = layout::scan_entries(&root);
         root.clear_entries()
             .map_err(|e| failed("the cache's entries in", &root.path(), e))?;
         for name in root.trash_names() {

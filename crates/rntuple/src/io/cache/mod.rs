@@ -106,6 +106,8 @@ mod url;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_safety;
 
 pub use maintain::{
     cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, CacheListing, CacheReport,
