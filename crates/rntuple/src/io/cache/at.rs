@@ -62,12 +62,18 @@ impl fmt::Display for Unsafe {
             Unsafe::Special(kind) => write!(f, "{kind} (never opened)"),
             Unsafe::DirectoryForFile => f.write_str("a directory where the cache keeps a file"),
             Unsafe::FileForDirectory => f.write_str("a file where the cache keeps a directory"),
-            Unsafe::Foreign(uid) => write!(
-                f,
-                "owned by {}, not by you ({})",
-                super::sys::describe_user(*uid),
-                super::sys::describe_user(effective_uid())
-            ),
+            Unsafe::Foreign(uid) => {
+                let me = effective_uid();
+                let you = match super::sys::user_name(me) {
+                    Some(name) => format!("user {name}, uid {me}"),
+                    None => format!("uid {me}"),
+                };
+                write!(
+                    f,
+                    "owned by {}, not by you ({you})",
+                    super::sys::describe_user(*uid)
+                )
+            }
             Unsafe::OpenToOthers(mode) => write!(
                 f,
                 "writable by {} (mode {:04o})",
