@@ -8,7 +8,7 @@ use rntuple::io::{
 };
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The cache of remote reads (--cache-dir, else RNTUPLE_CACHE_DIR, else the per-user
 /// default $XDG_CACHE_HOME/rntuple or ~/.cache/rntuple): stats, ls, verify, clear,
@@ -136,6 +136,235 @@ fn warn_unsafe(lines: &[String], removed: bool) {
     }
 }
 
+/// `rntuple cache stats`.
+fn stats(dir: &Path, shown: &str, json_out: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let report = cache_stats(dir)?;
+    warn_unsafe(&report.unsafe_files, false);
+    if json_out {
+        let counters: serde_json::Map<String, Value> = report
+            .counters
+            .pairs()
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), json!(value)))
+            .collect();
+        let value = json!({
+            "dir": shown,
+            "exists": report.exists,
+            "entries": report.entries,
+            "versions": report.versions,
+            "extents": report.extents,
+            "disk_bytes": report.disk_bytes,
+            "temp_files": report.temp_files,
+            "processes": report.processes,
+            "unsafe_files": report.unsafe_files,
+            "counters": counters,
+            "rows": report.rows.iter().map(row_json).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{value}")?;
+        return Ok(());
+    }
+    if !report.exists {
+        writeln!(out, "no cache in {shown} yet")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{}: {} URLs, {} versions, {} extents, {} on disk ({} temporary files)",
+        report.root.display(),
+        report.entries,
+        report.versions,
+        report.extents,
+        size(report.disk_bytes),
+        report.temp_files
+    )?;
+    let c = &report.counters;
+    let read = c.bytes_from_cache + c.bytes_from_origin;
+    if read > 0 {
+        writeln!(
+            out,
+            "read {} from the cache and {} from the origin ({:.1}% from the cache)",
+            size(c.bytes_from_cache),
+            size(c.bytes_from_origin),
+            100.0 * c.bytes_from_cache as f64 / read as f64
+        )?;
+    }
+    writeln!(
+        out,
+        "counters (summed over every process; {} not yet compacted):",
+        report.processes
+    )?;
+    for (name, value) in c.pairs() {
+        writeln!(out, "  {name:<22}{value:>16}")?;
+    }
+    Ok(())
+}
+
+/// `rntuple cache ls`.
+fn ls(dir: &Path, shown: &str, json_out: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let listing = cache_ls(dir)?;
+    warn_unsafe(&listing.unsafe_files, false);
+    let rows = listing.rows;
+    if json_out {
+        let value = json!({
+            "dir": shown,
+            "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
+            "unsafe_files": listing.unsafe_files,
+        });
+        writeln!(out, "{value}")?;
+        return Ok(());
+    }
+    for row in &rows {
+        let cached = match row.size {
+            Some(total) if total > 0 => format!(
+                "{} of {} ({:.0}%)",
+                size(row.cached_bytes),
+                size(total),
+                100.0 * row.cached_bytes as f64 / total as f64
+            ),
+            _ => "no current version".to_string(),
+        };
+        writeln!(
+            out,
+            "{:<10} {:<30} {:>6} extents  {}",
+            ago(row.last_use),
+            cached,
+            row.extents,
+            row.url.as_deref().unwrap_or(&row.key)
+        )?;
+    }
+    Ok(())
+}
+
+/// `rntuple cache verify [--repair]`.
+fn verify(
+    dir: &Path,
+    shown: &str,
+    json_out: bool,
+    repair: bool,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let report = cache_verify(dir, repair)?;
+    let remaining = report.remaining();
+    if json_out {
+        let value = json!({
+            "dir": shown,
+            "exists": report.exists,
+            "entries": report.entries,
+            "versions": report.versions,
+            "extents_checked": report.extents_checked,
+            "bytes_checked": report.bytes_checked,
+            "corrupt_extents": report.corrupt_extents,
+            "broken_metadata": report.broken_metadata,
+            "orphan_versions": report.orphan_versions,
+            "stale_temp_files": report.stale_temp_files,
+            "trash_entries": report.trash_entries,
+            "stray_files": report.stray_files,
+            "unsafe_files": report.unsafe_files,
+            "problems": report.problems,
+            "repaired": report.repaired,
+            "remaining": remaining,
+        });
+        writeln!(out, "{value}")?;
+    } else {
+        for line in &report.problems {
+            writeln!(out, "{line}")?;
+        }
+        writeln!(
+            out,
+            "checked {} extents ({}) of {} versions in {} entries: {} problems, {} repaired",
+            report.extents_checked,
+            size(report.bytes_checked),
+            report.versions,
+            report.entries,
+            report.problems.len(),
+            report.repaired
+        )?;
+    }
+    if remaining > 0 {
+        out.flush()?;
+        return Err(Failure::Input(rntuple::Error::corrupt(
+            format!("the cache in {shown}"),
+            format!(
+                "{remaining} problems remain{}",
+                if repair {
+                    ""
+                } else {
+                    " (rntuple cache verify --repair deletes what is bad)"
+                }
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// `rntuple cache clear`.
+fn clear(dir: &Path, shown: &str, json_out: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let report = cache_clear(dir)?;
+    warn_unsafe(&report.unsafe_files, true);
+    if json_out {
+        let value = json!({
+            "dir": shown,
+            "deleted_bytes": report.deleted_bytes,
+            "unsafe_files": report.unsafe_files,
+        });
+        writeln!(out, "{value}")?;
+    } else {
+        writeln!(out, "deleted {} from {shown}", size(report.deleted_bytes))?;
+    }
+    Ok(())
+}
+
+/// `rntuple cache purge [--target SIZE]`.
+fn purge(
+    dir: &Path,
+    shown: &str,
+    json_out: bool,
+    target: Option<String>,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let target = match target {
+        Some(t) => Some(parse_byte_size(&t).map_err(|e| Failure::Usage(format!("--target: {e}")))?),
+        None => default_target(dir)?,
+    };
+    let report = cache_purge(dir, target)?;
+    warn_unsafe(&report.unsafe_files, true);
+    if json_out {
+        let value = json!({
+            "dir": shown,
+            "before_bytes": report.before_bytes,
+            "after_bytes": report.after_bytes,
+            "target_bytes": report.target_bytes,
+            "evicted_extents": report.evicted_extents,
+            "evicted_bytes": report.evicted_bytes,
+            "temp_files_removed": report.temp_files_removed,
+            "trash_removed": report.trash_removed,
+            "orphan_versions_removed": report.orphan_versions_removed,
+            "entries_removed": report.entries_removed,
+            "stats_compacted": report.stats_compacted,
+            "unsafe_files": report.unsafe_files,
+        });
+        writeln!(out, "{value}")?;
+    } else {
+        let target = match report.target_bytes {
+            Some(bytes) => format!("target {}", size(bytes)),
+            None => format!("no target: pass --target or set {CACHE_MAX_BYTES_VARIABLE}"),
+        };
+        writeln!(
+            out,
+            "{shown}: {} -> {} ({target}); evicted {} extents ({}); removed {} temporary files, {} trash entries, {} orphan versions, {} empty entries",
+            size(report.before_bytes),
+            size(report.after_bytes),
+            report.evicted_extents,
+            size(report.evicted_bytes),
+            report.temp_files_removed,
+            report.trash_removed,
+            report.orphan_versions_removed,
+            report.entries_removed
+        )?;
+    }
+    Ok(())
+}
+
 /// Runs `rntuple cache ...` on `cache_dir` (the `--cache-dir` option, else the
 /// environment's, else the default).
 pub(crate) fn run(
@@ -146,210 +375,10 @@ pub(crate) fn run(
     let dir = cache_dir(cache_dir_option)?;
     let shown = dir.display().to_string();
     match job.action {
-        Action::Stats => {
-            let report = cache_stats(&dir)?;
-            warn_unsafe(&report.unsafe_files, false);
-            if job.json {
-                let counters: serde_json::Map<String, Value> = report
-                    .counters
-                    .pairs()
-                    .into_iter()
-                    .map(|(name, value)| (name.to_string(), json!(value)))
-                    .collect();
-                let value = json!({
-                    "dir": shown,
-                    "exists": report.exists,
-                    "entries": report.entries,
-                    "versions": report.versions,
-                    "extents": report.extents,
-                    "disk_bytes": report.disk_bytes,
-                    "temp_files": report.temp_files,
-                    "processes": report.processes,
-                    "unsafe_files": report.unsafe_files,
-                    "counters": counters,
-                    "rows": report.rows.iter().map(row_json).collect::<Vec<_>>(),
-                });
-                writeln!(out, "{value}")?;
-                return Ok(());
-            }
-            if !report.exists {
-                writeln!(out, "no cache in {shown} yet")?;
-                return Ok(());
-            }
-            writeln!(
-                out,
-                "{}: {} URLs, {} versions, {} extents, {} on disk ({} temporary files)",
-                report.root.display(),
-                report.entries,
-                report.versions,
-                report.extents,
-                size(report.disk_bytes),
-                report.temp_files
-            )?;
-            let c = &report.counters;
-            let read = c.bytes_from_cache + c.bytes_from_origin;
-            if read > 0 {
-                writeln!(
-                    out,
-                    "read {} from the cache and {} from the origin ({:.1}% from the cache)",
-                    size(c.bytes_from_cache),
-                    size(c.bytes_from_origin),
-                    100.0 * c.bytes_from_cache as f64 / read as f64
-                )?;
-            }
-            writeln!(
-                out,
-                "counters (summed over every process; {} not yet compacted):",
-                report.processes
-            )?;
-            for (name, value) in c.pairs() {
-                writeln!(out, "  {name:<22}{value:>16}")?;
-            }
-        }
-        Action::Ls => {
-            let listing = cache_ls(&dir)?;
-            warn_unsafe(&listing.unsafe_files, false);
-            let rows = listing.rows;
-            if job.json {
-                let value = json!({
-                    "dir": shown,
-                    "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
-                    "unsafe_files": listing.unsafe_files,
-                });
-                writeln!(out, "{value}")?;
-                return Ok(());
-            }
-            for row in &rows {
-                let cached = match row.size {
-                    Some(total) if total > 0 => format!(
-                        "{} of {} ({:.0}%)",
-                        size(row.cached_bytes),
-                        size(total),
-                        100.0 * row.cached_bytes as f64 / total as f64
-                    ),
-                    _ => "no current version".to_string(),
-                };
-                writeln!(
-                    out,
-                    "{:<10} {:<30} {:>6} extents  {}",
-                    ago(row.last_use),
-                    cached,
-                    row.extents,
-                    row.url.as_deref().unwrap_or(&row.key)
-                )?;
-            }
-        }
-        Action::Verify { repair } => {
-            let report = cache_verify(&dir, repair)?;
-            let remaining = report.remaining();
-            if job.json {
-                let value = json!({
-                    "dir": shown,
-                    "exists": report.exists,
-                    "entries": report.entries,
-                    "versions": report.versions,
-                    "extents_checked": report.extents_checked,
-                    "bytes_checked": report.bytes_checked,
-                    "corrupt_extents": report.corrupt_extents,
-                    "broken_metadata": report.broken_metadata,
-                    "orphan_versions": report.orphan_versions,
-                    "stale_temp_files": report.stale_temp_files,
-                    "trash_entries": report.trash_entries,
-                    "stray_files": report.stray_files,
-                    "unsafe_files": report.unsafe_files,
-                    "problems": report.problems,
-                    "repaired": report.repaired,
-                    "remaining": remaining,
-                });
-                writeln!(out, "{value}")?;
-            } else {
-                for line in &report.problems {
-                    writeln!(out, "{line}")?;
-                }
-                writeln!(
-                    out,
-                    "checked {} extents ({}) of {} versions in {} entries: {} problems, {} repaired",
-                    report.extents_checked,
-                    size(report.bytes_checked),
-                    report.versions,
-                    report.entries,
-                    report.problems.len(),
-                    report.repaired
-                )?;
-            }
-            if remaining > 0 {
-                out.flush()?;
-                return Err(Failure::Input(rntuple::Error::corrupt(
-                    format!("the cache in {shown}"),
-                    format!(
-                        "{remaining} problems remain{}",
-                        if repair {
-                            ""
-                        } else {
-                            " (rntuple cache verify --repair deletes what is bad)"
-                        }
-                    ),
-                )));
-            }
-        }
-        Action::Clear => {
-            let report = cache_clear(&dir)?;
-            warn_unsafe(&report.unsafe_files, true);
-            if job.json {
-                let value = json!({
-                    "dir": shown,
-                    "deleted_bytes": report.deleted_bytes,
-                    "unsafe_files": report.unsafe_files,
-                });
-                writeln!(out, "{value}")?;
-            } else {
-                writeln!(out, "deleted {} from {shown}", size(report.deleted_bytes))?;
-            }
-        }
-        Action::Purge { target } => {
-            let target = match target {
-                Some(t) => Some(
-                    parse_byte_size(&t).map_err(|e| Failure::Usage(format!("--target: {e}")))?,
-                ),
-                None => default_target(&dir)?,
-            };
-            let report = cache_purge(&dir, target)?;
-            warn_unsafe(&report.unsafe_files, true);
-            if job.json {
-                let value = json!({
-                    "dir": shown,
-                    "before_bytes": report.before_bytes,
-                    "after_bytes": report.after_bytes,
-                    "target_bytes": report.target_bytes,
-                    "evicted_extents": report.evicted_extents,
-                    "evicted_bytes": report.evicted_bytes,
-                    "temp_files_removed": report.temp_files_removed,
-                    "trash_removed": report.trash_removed,
-                    "orphan_versions_removed": report.orphan_versions_removed,
-                    "entries_removed": report.entries_removed,
-                    "stats_compacted": report.stats_compacted,
-                    "unsafe_files": report.unsafe_files,
-                });
-                writeln!(out, "{value}")?;
-            } else {
-                let target = match report.target_bytes {
-                    Some(bytes) => format!("target {}", size(bytes)),
-                    None => format!("no target: pass --target or set {CACHE_MAX_BYTES_VARIABLE}"),
-                };
-                writeln!(
-                    out,
-                    "{shown}: {} -> {} ({target}); evicted {} extents ({}); removed {} temporary files, {} trash entries, {} orphan versions, {} empty entries",
-                    size(report.before_bytes),
-                    size(report.after_bytes),
-                    report.evicted_extents,
-                    size(report.evicted_bytes),
-                    report.temp_files_removed,
-                    report.trash_removed,
-                    report.orphan_versions_removed,
-                    report.entries_removed
-                )?;
-            }
-        }
+        Action::Stats => stats(&dir, &shown, job.json, out),
+        Action::Ls => ls(&dir, &shown, job.json, out),
+        Action::Verify { repair } => verify(&dir, &shown, job.json, repair, out),
+        Action::Clear => clear(&dir, &shown, job.json, out),
+        Action::Purge { target } => purge(&dir, &shown, job.json, target, out),
     }
-    Ok(())
 }
