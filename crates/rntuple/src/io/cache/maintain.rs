@@ -125,8 +125,8 @@ pub struct VerifyReport {
     /// reverse), other users' files, files writable by others. Never followed nor
     /// opened; with `repair`, removed by name (a link, never what it points to).
     pub unsafe_files: u64,
-    /// One line per problem, naming the file (relative to `rntuple-cache-v1/`); those
-    /// fixed end with "(repaired)".
+    /// One line per problem, naming the file (from the cache directory:
+    /// `rntuple-cache-v1/...`); those fixed end with "(repaired)".
     pub problems: Vec<String>,
     /// Problems fixed (with `repair`).
     pub repaired: u64,
@@ -226,8 +226,10 @@ pub fn cache_stats(dir: &Path) -> Result<CacheReport> {
     })
 }
 
-/// Records a problem, and with `repair` runs `fix` (true when it worked).
+/// Records a problem (`line` starts with a path relative to `rntuple-cache-v1/`), and
+/// with `repair` runs `fix` (true when it worked).
 fn problem(report: &mut VerifyReport, line: String, repair: bool, fix: impl FnOnce() -> bool) {
+    let line = format!("{}/{line}", layout::ROOT_NAME);
     let fixed = repair && fix();
     if fixed {
         report.repaired += 1;
