@@ -226,7 +226,10 @@ def test_a_full_cache_directory_never_fails_a_read(
     cache = tmp_path / "tmpfs"
     cache.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(cache)], capture_output=True, text=True
+        # mode=0700: a tmpfs's root is 1777 (writable by all), which the cache refuses.
+        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(cache)],
+        capture_output=True,
+        text=True,
     )
     assert mounted.returncode == 0, f"mounting a small tmpfs needs root: {mounted.stderr}"
     try:

@@ -9,6 +9,9 @@ __version__: str
 def cache_stats(dir: str) -> dict[str, int]:
     """What the cache of remote reads in ``dir`` holds and did."""
 
+def default_cache_dir(xdg_cache_home: str | None, home: str | None) -> str | None:
+    """The per-user cache directory for these values of ``XDG_CACHE_HOME`` and ``HOME``."""
+
 def is_object_layout(location: str) -> bool:
     """Whether ``location`` names an RNTuple stored as objects (``ntpl+s3+http(s)://``,
     ``ntpl+file://``: ROOT's S3 layout) rather than a file."""

@@ -1400,9 +1400,12 @@ def open(
 
     ``cache``: the cache of remote reads on local disk, shared by every process that
     names the same directory: a directory, an :class:`rntuple.Cache` (with its
-    ``validate`` and ``max_bytes``), ``False`` for none, or ``None`` (the default) for
-    the environment's (``RNTUPLE_CACHE_DIR``, ``RNTUPLE_CACHE_VALIDATE``,
-    ``RNTUPLE_CACHE_MAX_BYTES``; none when unset). A cached remote file is read again
+    ``validate`` and ``max_bytes``), ``True`` for the per-user default
+    (``$XDG_CACHE_HOME/rntuple``, else ``~/.cache/rntuple``), ``False`` for none, or
+    ``None`` (the default) for the environment's (``RNTUPLE_CACHE_DIR``,
+    ``RNTUPLE_CACHE_VALIDATE``, ``RNTUPLE_CACHE_MAX_BYTES``; none when unset). A
+    directory that is not yours alone raises :class:`PermissionError`
+    (:mod:`rntuple.cache` says why). A cached remote file is read again
     without moving its bytes: with ``validate="open"`` (the default) one small request
     checks that the origin still has the same file, with ``"never"`` none."""
     check_network(timeout, connect_timeout, retries)  # before anything is opened

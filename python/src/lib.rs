@@ -152,6 +152,18 @@ fn with_cache(
     Ok(options)
 }
 
+/// The per-user cache directory from the environment's `XDG_CACHE_HOME` and `HOME`
+/// (which `rntuple/cache.py` reads), or `None` without either.
+#[pyfunction]
+#[pyo3(signature = (xdg_cache_home, home))]
+fn default_cache_dir(xdg_cache_home: Option<String>, home: Option<String>) -> Option<String> {
+    rntuple::io::default_cache_dir(
+        xdg_cache_home.as_deref().map(std::ffi::OsStr::new),
+        home.as_deref().map(std::ffi::OsStr::new),
+    )
+    .map(|dir| dir.to_string_lossy().into_owned())
+}
+
 /// What the cache of remote reads in `dir` holds (`entries`, `versions`, `extents`,
 /// `bytes_on_disk`, `temporary_files`) and did (its counters, summed over every process).
 #[pyfunction]
@@ -1774,6 +1786,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<join::KeyIndexHandle>()?;
     m.add_class::<join::MatchesHandle>()?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(default_cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(convert_ttree, m)?)?;
     m.add_function(wrap_pyfunction!(merge_rntuples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

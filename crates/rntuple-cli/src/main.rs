@@ -130,8 +130,10 @@ impl NetworkArgs {
 /// How every command opens remote files: the cache of remote reads.
 #[derive(clap::Args)]
 struct SourceArgs {
-    /// Cache remote reads in this directory, shared by every process that names it
-    /// (default: $RNTUPLE_CACHE_DIR; none without either). `rntuple cache` manages it.
+    /// Cache remote reads in this directory, shared by every process of this user that
+    /// names it (default: $RNTUPLE_CACHE_DIR; none without either). It must be yours
+    /// and writable by nobody else (else refused). `rntuple cache` manages it (without
+    /// either, the default ~/.cache/rntuple).
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<std::path::PathBuf>,
     /// When a cached file is checked against its origin: open (one small request per
@@ -410,8 +412,9 @@ enum Command {
         #[command(flatten)]
         friend: friend::FriendArgs,
     },
-    /// The on-disk cache of remote reads (RNTUPLE_CACHE_DIR or --cache-dir): stats,
-    /// ls, verify [--repair], clear, purge [--target SIZE].
+    /// The on-disk cache of remote reads (--cache-dir, RNTUPLE_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/rntuple or ~/.cache/rntuple): stats, ls, verify [--repair],
+    /// clear, purge [--target SIZE].
     Cache(cache::Job),
 }
 

@@ -59,7 +59,9 @@ pub(crate) fn open_cached(
     options: &SourceOptions,
     config: &CacheConfig,
 ) -> Result<Source> {
-    let Ok(store) = CacheStore::open(config) else {
+    // A cache directory that others control is an error, not passed over; a fault of
+    // the cache itself (a directory that cannot be made or written) reads without it.
+    let Some(store) = super::cache::open_store(config)? else {
         return open_uncached(location, options);
     };
     let Ok(entry) = store.url_entry(location) else {

@@ -37,9 +37,10 @@ mod version;
 pub(crate) mod xrootd;
 
 pub use cache::{
-    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, parse_byte_size, CacheConfig,
-    CacheReport, CacheStats, CacheValidate, EntryReport, PurgeReport, VerifyReport,
-    CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, default_cache_dir,
+    parse_byte_size, CacheConfig, CacheListing, CacheReport, CacheStats, CacheValidate,
+    ClearReport, EntryReport, PurgeReport, VerifyReport, CACHE_DIR_VARIABLE,
+    CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
 };
 pub use cached::CachedSource;
 pub use daos::{

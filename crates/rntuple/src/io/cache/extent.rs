@@ -19,7 +19,6 @@ use crate::io::ByteRange;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 /// The first bytes of every extent file.
@@ -121,6 +120,9 @@ pub(super) enum Fault {
     Corrupt(String),
     /// Reading failed (EIO, EACCES, ...).
     Unreadable(io::Error),
+    /// A link, special file or another user's file in its place: never opened (see
+    /// `at.rs`; counted and removed where it was found).
+    Unsafe,
 }
 
 impl std::fmt::Display for Fault {
@@ -129,6 +131,7 @@ impl std::fmt::Display for Fault {
             Fault::Missing => f.write_str("missing"),
             Fault::Corrupt(detail) => write!(f, "corrupt: {detail}"),
             Fault::Unreadable(e) => write!(f, "unreadable: {e}"),
+            Fault::Unsafe => f.write_str("not a file of the cache (never opened)"),
         }
     }
 }
@@ -158,10 +161,9 @@ pub(super) struct OpenExtent {
 }
 
 impl OpenExtent {
-    /// Opens the file at `path` that must hold `range` of version `identity`, and checks
-    /// its size, header and table.
-    pub(super) fn open(path: &Path, identity: u128, range: ByteRange) -> Result<Self, Fault> {
-        let file = File::open(path).map_err(read_fault)?;
+    /// The open `file` that must hold `range` of version `identity`, its size, header
+    /// and table checked.
+    pub(super) fn from_file(file: File, identity: u128, range: ByteRange) -> Result<Self, Fault> {
         let size = file.metadata().map_err(read_fault)?.len();
         let expected = file_len(range.len);
         if size != expected {

@@ -1,20 +1,42 @@
 //! Where the cache's files are, how a file is published, and the walk over a cache
 //! directory that the purge and the maintenance commands share.
+//!
+//! Everything goes through [`Root`], a checked handle on `<dir>/rntuple-cache-v1/`
+//! (`at.rs`): a path here is relative to it (`e/ab/<key>/<identity>/x/0-100`) and is
+//! walked one name at a time, each directory opened with `O_NOFOLLOW` and checked on its
+//! handle. A thing that is not what the cache keeps there (a link, a special file,
+//! another user's, one writable by others) is noted, counted (`unsafe_files`), and,
+//! unless the root was opened to look only, removed by name; the caller then sees it
+//! as absent.
 
+use super::at::{finding, Handle, Kind, Meta, Unsafe};
 use super::extent;
 use super::meta::{identity_hex, parse_identity, VersionMeta};
+use super::stats::CacheCounters;
 use super::sys;
+use crate::error::{Error, Result};
 use crate::io::ByteRange;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// The subdirectory of a cache directory that holds everything of this format.
 pub(super) const ROOT_NAME: &str = "rntuple-cache-v1";
 /// The purge lock's file (never deleted: a lock on a deleted file excludes no one).
-const PURGE_LOCK: &str = "purge.lock";
+pub(super) const PURGE_LOCK: &str = "purge.lock";
+/// Where every new file is written first.
+pub(super) const TMP_DIR: &str = "tmp";
+/// Where versions and entries go to be deleted.
+pub(super) const TRASH_DIR: &str = "trash";
+/// The per-process stats files.
+pub(super) const STATS_DIR: &str = "stats";
+/// The entries (`e/<hh>/<urlhash>/`).
+pub(super) const ENTRIES_DIR: &str = "e";
 /// The summed counters of finished processes, in `stats/`.
 pub(super) const TOTAL_STATS: &str = "total";
 /// A URL's redacted form, in its entry directory.
@@ -30,97 +52,530 @@ pub(super) const TEMP_MAX_AGE: Duration = Duration::from_secs(3600);
 /// A version directory `current` does not name, or an entry without versions, is left
 /// alone this long after it was made: an install may be under way in another process.
 pub(super) const ORPHAN_GRACE: Duration = Duration::from_secs(600);
+/// Notes kept of unsafe things found (the count goes on).
+const MAX_NOTES: usize = 1000;
 
-/// The paths of one cache directory's `rntuple-cache-v1/`.
-#[derive(Debug, Clone)]
+/// How a cache directory is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Access {
+    /// To look: nothing is created, changed or removed; what is unsafe is noted.
+    Read,
+    /// To clean up: what is unsafe is removed (and noted); nothing is created.
+    Repair,
+    /// For a store: the layout made where missing, what is unsafe removed.
+    Create,
+}
+
+/// A cache directory refused (another user's, writable by others): the payload of the
+/// `PermissionDenied` error that says why.
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Whether `error` is the refusal of a cache directory (not a fault of the disk).
+pub(super) fn is_refusal(error: &Error) -> bool {
+    match error.root_cause() {
+        Error::Io { source, .. } => source
+            .get_ref()
+            .is_some_and(|inner| inner.downcast_ref::<Refused>().is_some()),
+        _ => false,
+    }
+}
+
+/// The error refusing the cache directory `dir` because of `what` is wrong with `rel`
+/// (`None`: `dir` itself).
+fn refused(dir: &Path, rel: Option<&str>, what: Unsafe) -> Error {
+    let shown = dir.display();
+    let place = rel.map_or(String::new(), |rel| format!("{rel} in it is "));
+    let text = if what.is_wrong_kind() {
+        format!(
+            "refused: {place}{what}: `rntuple cache verify --repair --cache-dir {shown}` \
+             removes it (never what it points to), as does the next read through the cache"
+        )
+    } else {
+        let chmod = match what {
+            Unsafe::OpenToOthers(_) => format!(
+                "; or, if only you ever wrote in it, make it yours alone: chmod go-w {shown}"
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "refused: {place}{what}. Whoever owns or can write a cache directory chooses \
+             the bytes read through it (its checksums are not secret), so a cache must be \
+             yours alone: use a directory of your own, such as the default \
+             ($XDG_CACHE_HOME/rntuple, else ~/.cache/rntuple){chmod}"
+        )
+    };
+    Error::Io {
+        what: format!("the cache directory {shown}"),
+        source: io::Error::new(io::ErrorKind::PermissionDenied, Refused(text)),
+    }
+}
+
+/// The error of a failed step on the cache directory `dir`.
+fn failed(what: &str, dir: &Path, source: io::Error) -> Error {
+    Error::Write {
+        what: format!("{what} {}", dir.display()),
+        source,
+    }
+}
+
+/// `rel`'s directory and last name (`("", rel)` at the top).
+fn split(rel: &str) -> (&str, &str) {
+    rel.rsplit_once('/').unwrap_or(("", rel))
+}
+
+/// `rel/name`.
+fn join(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// The names of `dir`'s entries that are UTF-8, with what each is (empty when it
+/// cannot be read).
+fn names(dir: &Handle) -> Vec<(String, Kind)> {
+    dir.list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(name, kind)| Some((name.into_string().ok()?, kind)))
+        .collect()
+}
+
+/// An unsafe thing found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Note {
+    /// Its path (from the cache directory) and what it was: `rntuple-cache-v1/tmp: a
+    /// symbolic link (never followed)`.
+    pub(super) line: String,
+    /// Whether it was removed.
+    pub(super) removed: bool,
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)?;
+        if self.removed {
+            f.write_str(" (removed)")?;
+        }
+        Ok(())
+    }
+}
+
+/// One cache directory's `rntuple-cache-v1/`, by handle.
+#[derive(Debug)]
 pub(super) struct Root {
-    path: PathBuf,
+    /// The cache directory as the user named it (for messages).
+    dir: PathBuf,
+    /// `rntuple-cache-v1/` (`None`: there is no cache there yet).
+    handle: Option<Handle>,
+    access: Access,
+    /// Unsafe things found: relative path -> what was found.
+    notes: Mutex<BTreeMap<String, Note>>,
+    counters: Arc<CacheCounters>,
 }
 
 impl Root {
-    /// The layout below `dir` (the user's cache directory); nothing is created.
-    pub(super) fn of(dir: &Path) -> Root {
-        Root {
-            path: dir.join(ROOT_NAME),
+    /// Opens the cache in `dir` (the user's cache directory) for `access`: `dir` must
+    /// be a directory of the user's that nobody else may write, and so must
+    /// `rntuple-cache-v1/` in it, else the cache is refused (an [`Error::Io`] of kind
+    /// `PermissionDenied` saying why and what to do). A link or special file in the
+    /// place of `rntuple-cache-v1/` is noted, and removed unless looking only.
+    /// Without a cache there, a root that holds nothing (made, with `dir`, for
+    /// [`Access::Create`]).
+    pub(super) fn open(dir: &Path, access: Access) -> Result<Root> {
+        let mut root = Root {
+            dir: dir.to_path_buf(),
+            handle: None,
+            access,
+            notes: Mutex::new(BTreeMap::new()),
+            counters: Arc::new(CacheCounters::default()),
+        };
+        let user = match Handle::open_named(dir) {
+            Ok(user) => user,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && access != Access::Create => {
+                return Ok(root)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                create_dirs(dir).map_err(|e| failed("the cache directory", dir, e))?;
+                Handle::open_named(dir).map_err(|e| root.refusal(None, e))?
+            }
+            Err(e) => return Err(root.refusal(None, e)),
+        };
+        let create = access == Access::Create;
+        root.handle = match user.open_dir(ROOT_NAME, create) {
+            Ok(handle) => Some(handle),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            // A link or special file: looked at, it holds no cache (and is noted);
+            // else removed by name, and for a store a directory made in its place.
+            Err(e) => match finding(&e) {
+                Some(what) if what.is_wrong_kind() => {
+                    let removed = access != Access::Read && user.remove_tree(ROOT_NAME).is_ok();
+                    root.note(ROOT_NAME, what, removed);
+                    match create {
+                        true => Some(
+                            user.open_dir(ROOT_NAME, true)
+                                .map_err(|e| root.refusal(Some(ROOT_NAME), e))?,
+                        ),
+                        false => None,
+                    }
+                }
+                _ => return Err(root.refusal(Some(ROOT_NAME), e)),
+            },
+        };
+        if create {
+            for sub in [TMP_DIR, TRASH_DIR, STATS_DIR, ENTRIES_DIR] {
+                root.dir(sub, true)
+                    .map_err(|e| failed("the cache's layout in", dir, e))?;
+            }
+        } else {
+            root.check_layout();
+        }
+        Ok(root)
+    }
+
+    /// Looks at the layout's own places (the four directories and the purge lock): what
+    /// is unsafe there is noted (and removed, unless looking only).
+    fn check_layout(&self) {
+        let Some(base) = &self.handle else {
+            return;
+        };
+        for sub in [TMP_DIR, TRASH_DIR, STATS_DIR, ENTRIES_DIR] {
+            let _ = self.dir(sub, false);
+        }
+        let unsafe_lock = match base.stat(PURGE_LOCK) {
+            Ok(Meta {
+                kind: Kind::Other(what),
+                ..
+            }) => Some(what),
+            Ok(Meta {
+                kind: Kind::Dir, ..
+            }) => Some(Unsafe::DirectoryForFile),
+            _ => None,
+        };
+        if let Some(what) = unsafe_lock {
+            self.found(base, PURGE_LOCK, PURGE_LOCK, what);
         }
     }
 
-    /// `rntuple-cache-v1/` itself.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
+    /// The error of opening `rel` (`None`: the cache directory itself): a refusal for a
+    /// finding, else the I/O error.
+    fn refusal(&self, rel: Option<&str>, e: io::Error) -> Error {
+        match finding(&e) {
+            Some(what) => refused(&self.dir, rel, what),
+            None => Error::Io {
+                what: format!("the cache directory {}", self.dir.display()),
+                source: e,
+            },
+        }
     }
 
-    /// Whether the cache was ever created here.
+    /// `<dir>/rntuple-cache-v1` as a path, for messages.
+    pub(super) fn path(&self) -> PathBuf {
+        self.dir.join(ROOT_NAME)
+    }
+
+    /// Whether there is a cache here.
     pub(super) fn exists(&self) -> bool {
-        self.path.is_dir()
+        self.handle.is_some()
     }
 
-    /// Where new files are written first.
-    pub(super) fn tmp(&self) -> PathBuf {
-        self.path.join("tmp")
+    /// The device and inode of `rntuple-cache-v1/`.
+    pub(super) fn id(&self) -> Option<(u64, u64)> {
+        self.handle.as_ref().map(Handle::id)
     }
 
-    /// Where versions and entries go to be deleted.
-    pub(super) fn trash(&self) -> PathBuf {
-        self.path.join("trash")
+    /// The counters of what this root found (a store's own).
+    pub(super) fn counters(&self) -> &CacheCounters {
+        &self.counters
     }
 
-    /// The per-process stats files.
-    pub(super) fn stats(&self) -> PathBuf {
-        self.path.join("stats")
+    fn base(&self) -> io::Result<&Handle> {
+        self.handle
+            .as_ref()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 
-    /// The entries (`e/<hh>/<urlhash>/`).
-    pub(super) fn entries(&self) -> PathBuf {
-        self.path.join("e")
-    }
-
-    /// The purge lock's file.
-    pub(super) fn purge_lock(&self) -> PathBuf {
-        self.path.join(PURGE_LOCK)
-    }
-
-    /// The entry directory of a URL key (32 hex digits).
-    pub(super) fn entry(&self, key: &str) -> PathBuf {
-        self.entries().join(key.get(..2).unwrap_or("00")).join(key)
-    }
-
-    /// Creates the directories of the layout (mode 0700), and `dir` too if missing.
-    pub(super) fn create(&self) -> io::Result<()> {
-        for d in [self.tmp(), self.trash(), self.stats(), self.entries()] {
-            create_dirs(&d)?;
+    /// Notes that `rel` was found unsafe (`what`), and whether it was removed.
+    fn note(&self, rel: &str, what: Unsafe, removed: bool) {
+        self.counters.unsafe_file();
+        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        if notes.len() < MAX_NOTES || notes.contains_key(rel) {
+            let path = if rel == ROOT_NAME {
+                rel.to_string()
+            } else {
+                format!("{ROOT_NAME}/{rel}")
+            };
+            let line = format!("{path}: {what}");
+            notes.insert(rel.to_string(), Note { line, removed });
         }
-        Ok(())
+    }
+
+    /// The unsafe things found so far, in path order (and forgets them).
+    pub(super) fn take_notes(&self) -> Vec<Note> {
+        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut *notes).into_values().collect()
+    }
+
+    /// Handles the unsafe `name` in `parent` (at `rel`): noted, counted, and removed by
+    /// name unless looking only. True when removed.
+    pub(super) fn found(&self, parent: &Handle, rel: &str, name: &str, what: Unsafe) -> bool {
+        let removed = self.access != Access::Read && parent.remove_tree(name).is_ok();
+        self.note(rel, what, removed);
+        removed
+    }
+
+    /// The directory `name` in `parent` (at `rel`); an unsafe thing there is handled
+    /// and, when it was removed and `create`, a directory made in its place.
+    fn child_dir(
+        &self,
+        parent: &Handle,
+        rel: &str,
+        name: &str,
+        create: bool,
+    ) -> io::Result<Handle> {
+        match parent.open_dir(name, create) {
+            Err(e) => match finding(&e) {
+                Some(what) if self.found(parent, rel, name, what) && create => {
+                    parent.open_dir(name, true)
+                }
+                _ => Err(e),
+            },
+            opened => opened,
+        }
+    }
+
+    /// The directory `rel`, walked from the root one name at a time (each made, mode
+    /// 0700, when missing and `create`).
+    pub(super) fn dir(&self, rel: &str, create: bool) -> io::Result<Handle> {
+        let mut at = self.base()?.try_clone()?;
+        let mut walked = String::new();
+        for name in rel.split('/').filter(|s| !s.is_empty()) {
+            walked = join(&walked, name);
+            at = self.child_dir(&at, &walked, name, create)?;
+        }
+        Ok(at)
+    }
+
+    /// The file `name` in `parent` (at `rel`) opened for reading; an unsafe thing there
+    /// is handled (and the error returned).
+    fn open_in(&self, parent: &Handle, rel: &str, name: &str) -> io::Result<File> {
+        parent.open_file(name).inspect_err(|e| {
+            if let Some(what) = finding(e) {
+                self.found(parent, rel, name, what);
+            }
+        })
+    }
+
+    /// The file `rel` opened for reading (see [`Root::open_in`]).
+    pub(super) fn open_file(&self, rel: &str) -> io::Result<File> {
+        let (parent, name) = split(rel);
+        self.open_in(&self.dir(parent, false)?, rel, name)
+    }
+
+    /// What `rel` is, without following it.
+    pub(super) fn stat(&self, rel: &str) -> io::Result<Meta> {
+        let (parent, name) = split(rel);
+        self.dir(parent, false)?.stat(name)
+    }
+
+    /// Removes the file (or link) `rel`.
+    pub(super) fn unlink(&self, rel: &str) -> io::Result<()> {
+        let (parent, name) = split(rel);
+        self.dir(parent, false)?.unlink(name)
+    }
+
+    /// Removes `rel`, a file or a directory with everything in it (never through a
+    /// link).
+    pub(super) fn remove_any(&self, rel: &str) -> io::Result<()> {
+        let (parent, name) = split(rel);
+        self.dir(parent, false)?.remove_tree(name)
     }
 
     /// Takes the purge lock: waiting for it when `wait`, else `None` when another
     /// process holds it. The lock lasts as long as the returned file.
     pub(super) fn lock_purge(&self, wait: bool) -> io::Result<Option<File>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(self.purge_lock())?;
+        let base = self.base()?;
+        let file = match base.open_lock(PURGE_LOCK) {
+            Err(e) => match finding(&e) {
+                Some(what) if self.found(base, PURGE_LOCK, PURGE_LOCK, what) => {
+                    base.open_lock(PURGE_LOCK)?
+                }
+                _ => return Err(e),
+            },
+            Ok(file) => file,
+        };
         Ok(sys::lock_exclusive(&file, wait)?.then_some(file))
     }
 
-    /// Renames `path` into `trash/` (under a unique name starting with `label`) and
-    /// deletes it. False when `path` could not be renamed (gone already, or no right).
-    pub(super) fn trash_and_remove(&self, path: &Path, label: &str) -> bool {
-        let target = self
-            .trash()
-            .join(format!("{label}.{}", sys::own_name("trash")));
-        if fs::rename(path, &target).is_err() {
+    /// Renames `rel` into `trash/` (under a unique name starting with `label`) and
+    /// deletes it. False when it could not be renamed (gone already, or no right).
+    pub(super) fn trash_and_remove(&self, rel: &str, label: &str) -> bool {
+        let (parent, name) = split(rel);
+        let (Ok(parent), Ok(trash)) = (self.dir(parent, false), self.dir(TRASH_DIR, false)) else {
+            return false;
+        };
+        let target = format!("{label}.{}", sys::own_name("trash"));
+        if parent.rename(name, &trash, &target).is_err() {
             return false;
         }
-        let _ = remove_any(&target);
+        let _ = trash.remove_tree(&target);
         true
+    }
+
+    /// A new temporary file in `tmp/`, named `<host>.<pid>.<token>.tmp`, mode 0600:
+    /// `tmp/`'s handle, the name and the file.
+    pub(super) fn create_temp(&self) -> io::Result<(Handle, String, File)> {
+        let tmp = self.dir(TMP_DIR, self.access == Access::Create)?;
+        let mut attempt = 0;
+        loop {
+            let name = sys::own_name("tmp");
+            match tmp.create_new(&name) {
+                Ok(file) => return Ok((tmp, name, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A temporary file holding `bytes`, written and closed.
+    fn temp_with(&self, bytes: &[u8]) -> io::Result<(Handle, String)> {
+        let (tmp, name, mut file) = self.create_temp()?;
+        match file.write_all(bytes) {
+            Ok(()) => Ok((tmp, name)),
+            Err(e) => {
+                let _ = tmp.unlink(&name);
+                Err(e)
+            }
+        }
+    }
+
+    /// Publishes the temporary file `temp` of `tmp` as `dest` unless something is there
+    /// (`linkat`, then `unlinkat` of `temp` whatever happened): true when this one was
+    /// published, false when another writer's was there first.
+    pub(super) fn publish_new(&self, tmp: &Handle, temp: &str, dest: &str) -> io::Result<bool> {
+        let (parent, name) = split(dest);
+        let linked = self
+            .dir(parent, false)
+            .and_then(|parent| tmp.link(temp, &parent, name));
+        let _ = tmp.unlink(temp);
+        match linked {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `dest` with `bytes` unless it exists (see [`Root::publish_new`]).
+    pub(super) fn write_new(&self, dest: &str, bytes: &[u8]) -> io::Result<bool> {
+        let (tmp, temp) = self.temp_with(bytes)?;
+        self.publish_new(&tmp, &temp, dest)
+    }
+
+    /// Writes `dest` with `bytes`, replacing it whole (a temporary file renamed over it;
+    /// a directory or unsafe thing there is handled first).
+    pub(super) fn replace_file(&self, dest: &str, bytes: &[u8]) -> io::Result<()> {
+        let (tmp, temp) = self.temp_with(bytes)?;
+        let (parent, name) = split(dest);
+        let renamed = self.dir(parent, false).and_then(|parent| {
+            if let Ok(Meta {
+                kind: Kind::Dir, ..
+            }) = parent.stat(name)
+            {
+                self.found(&parent, dest, name, Unsafe::DirectoryForFile);
+            }
+            tmp.rename(&temp, &parent, name)
+        });
+        renamed.inspect_err(|_| {
+            let _ = tmp.unlink(&temp);
+        })
+    }
+
+    /// Reads the small file `name` of `parent` at `rel` (at most 1 MiB).
+    fn read_small_in(&self, parent: &Handle, rel: &str, name: &str) -> io::Result<String> {
+        let mut text = String::new();
+        self.open_in(parent, rel, name)?
+            .take(1 << 20)
+            .read_to_string(&mut text)?;
+        Ok(text)
+    }
+
+    /// Reads the small file `rel` (at most 1 MiB: `meta`, `current`, `url`, stats).
+    pub(super) fn read_small(&self, rel: &str) -> io::Result<String> {
+        let (parent, name) = split(rel);
+        self.read_small_in(&self.dir(parent, false)?, rel, name)
+    }
+
+    /// The regular files directly in `rel` (`tmp/`, `stats/`) with their sizes; what
+    /// else is there (directories, links, special files) is handled as unsafe.
+    pub(super) fn files_in(&self, rel: &str) -> Vec<(String, FileInfo)> {
+        let Ok(dir) = self.dir(rel, false) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, kind) in names(&dir) {
+            let path = join(rel, &name);
+            match kind {
+                Kind::File => out.extend(FileInfo::stat(&dir, path, &name).map(|f| (name, f))),
+                Kind::Dir => {
+                    self.found(&dir, &path, &name, Unsafe::DirectoryForFile);
+                }
+                Kind::Other(what) => {
+                    self.found(&dir, &path, &name, what);
+                }
+            }
+        }
+        out
+    }
+
+    /// Everything in `trash/`, by name (raw: whatever its names).
+    pub(super) fn trash_names(&self) -> Vec<OsString> {
+        self.dir(TRASH_DIR, false)
+            .and_then(|trash| trash.list())
+            .map(|names| names.into_iter().map(|(name, _)| name).collect())
+            .unwrap_or_default()
+    }
+
+    /// Deletes `name` from `trash/`.
+    pub(super) fn remove_from_trash(&self, name: &OsString) -> io::Result<()> {
+        self.dir(TRASH_DIR, false)?.remove_tree(name)
+    }
+
+    /// Bytes of the cache's regular files.
+    pub(super) fn tree_bytes(&self) -> u64 {
+        self.handle.as_ref().map_or(0, Handle::tree_bytes)
+    }
+
+    /// Renames the entries away into the trash and makes `e/` anew (for a clear):
+    /// the name in `trash/` they went to, `None` when there were none.
+    pub(super) fn clear_entries(&self) -> io::Result<Option<String>> {
+        let base = self.base()?;
+        let trash = self.dir(TRASH_DIR, true)?;
+        let away = sys::own_name("cleared");
+        // A link or special file in the place of `e/` is handled before the rename.
+        let moved = match self.dir(ENTRIES_DIR, false) {
+            Ok(_) => base.rename(ENTRIES_DIR, &trash, &away).map(|()| Some(away)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Ok(None),
+            Err(e) => Err(e),
+        };
+        self.dir(ENTRIES_DIR, true)?;
+        moved
     }
 }
 
-/// Creates `dir` and its missing parents with mode 0700.
+/// Creates `dir` and its missing parents with mode 0700 (the directory the user named:
+/// links in that path are the user's).
 pub(super) fn create_dirs(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
@@ -128,107 +583,10 @@ pub(super) fn create_dirs(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
-/// Deletes a file, or a directory with everything in it.
-pub(super) fn remove_any(path: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
-        Ok(_) => fs::remove_file(path),
-        Err(e) => Err(e),
-    }
-}
-
-/// The entries of `dir` as (name, path), names that are not UTF-8 left out; empty when
-/// `dir` cannot be read.
-pub(super) fn list(dir: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let name = e.file_name().into_string().ok()?;
-            Some((name, e.path()))
-        })
-        .collect()
-}
-
-/// How long ago `path` was last modified, in seconds (0 if unknown or in the future).
-pub(super) fn age_secs(path: &Path) -> u64 {
-    fs::symlink_metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| SystemTime::now().duration_since(t).ok())
-        .map_or(0, |d| d.as_secs())
-}
-
-/// A new temporary file in `tmp/`, named `<host>.<pid>.<token>.tmp`, mode 0600.
-pub(super) fn create_temp(root: &Root) -> io::Result<(PathBuf, File)> {
-    let mut attempt = 0;
-    loop {
-        let path = root.tmp().join(sys::own_name("tmp"));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// A temporary file holding `bytes`, written and closed.
-fn temp_with(root: &Root, bytes: &[u8]) -> io::Result<PathBuf> {
-    let (path, mut file) = create_temp(root)?;
-    match file.write_all(bytes) {
-        Ok(()) => Ok(path),
-        Err(e) => {
-            let _ = fs::remove_file(&path);
-            Err(e)
-        }
-    }
-}
-
-/// Publishes the temporary file `temp` as `dest` unless `dest` exists (`link`, then
-/// `unlink` of `temp` whatever happened): true when this one was published, false when
-/// another writer's was there first.
-pub(super) fn publish_new(temp: &Path, dest: &Path) -> io::Result<bool> {
-    let linked = fs::hard_link(temp, dest);
-    let _ = fs::remove_file(temp);
-    match linked {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Writes `dest` with `bytes` unless it exists (see [`publish_new`]).
-pub(super) fn write_new(root: &Root, dest: &Path, bytes: &[u8]) -> io::Result<bool> {
-    publish_new(&temp_with(root, bytes)?, dest)
-}
-
-/// Writes `dest` with `bytes`, replacing it whole (a temporary file renamed over it).
-pub(super) fn replace_file(root: &Root, dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temp = temp_with(root, bytes)?;
-    fs::rename(&temp, dest).inspect_err(|_| {
-        let _ = fs::remove_file(&temp);
-    })
-}
-
-/// Reads a small file (at most 1 MiB: `meta`, `current`, `url`).
-pub(super) fn read_small(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    File::open(path)?.take(1 << 20).read_to_string(&mut text)?;
-    Ok(text)
-}
-
 /// What a `current` file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Current {
-    /// There is none.
+    /// There is none (or it was unsafe, and handled).
     Missing,
     /// It cannot be read or does not hold an identity.
     Broken,
@@ -236,21 +594,29 @@ pub(super) enum Current {
     Is(u128),
 }
 
-/// Reads the `current` file of the entry directory `entry`.
-pub(super) fn read_current(entry: &Path) -> Current {
-    match read_small(&entry.join(CURRENT_FILE)) {
+/// Reads the `current` file of the entry directory `entry` (at `rel`).
+fn current_in(root: &Root, entry: &Handle, rel: &str) -> Current {
+    match root.read_small_in(entry, &join(rel, CURRENT_FILE), CURRENT_FILE) {
         Ok(text) => {
             parse_identity(text.trim_end_matches('\n')).map_or(Current::Broken, Current::Is)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Current::Missing,
+        Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Current::Missing,
         Err(_) => Current::Broken,
+    }
+}
+
+/// Reads the `current` file of the entry at `rel`.
+pub(super) fn read_current(root: &Root, rel: &str) -> Current {
+    match root.dir(rel, false) {
+        Ok(entry) => current_in(root, &entry, rel),
+        Err(_) => Current::Missing,
     }
 }
 
 /// What a `meta` file holds.
 #[derive(Debug, Clone)]
 pub(super) enum MetaState {
-    /// There is none.
+    /// There is none (or it was unsafe, and handled).
     Missing,
     /// It cannot be read, is not a meta, or names another identity.
     Broken,
@@ -258,23 +624,33 @@ pub(super) enum MetaState {
     Valid(Box<VersionMeta>),
 }
 
-/// Reads the `meta` of the version directory `version` of identity `identity`.
-pub(super) fn read_meta(version: &Path, identity: u128) -> MetaState {
-    match read_small(&version.join(META_FILE)) {
+/// Reads the `meta` of the version directory `version` (at `rel`) of `identity`.
+fn meta_in(root: &Root, version: &Handle, rel: &str, identity: u128) -> MetaState {
+    match root.read_small_in(version, &join(rel, META_FILE), META_FILE) {
         Ok(text) => match VersionMeta::from_json(&text) {
             Some(meta) if meta.identity == identity => MetaState::Valid(Box::new(meta)),
             _ => MetaState::Broken,
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => MetaState::Missing,
+        Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => {
+            MetaState::Missing
+        }
         Err(_) => MetaState::Broken,
     }
 }
 
-/// One file on disk: its path, size and modification time.
+/// Reads the `meta` of the version at `rel` of `identity`.
+pub(super) fn read_meta(root: &Root, rel: &str, identity: u128) -> MetaState {
+    match root.dir(rel, false) {
+        Ok(version) => meta_in(root, &version, rel, identity),
+        Err(_) => MetaState::Missing,
+    }
+}
+
+/// One file of the cache: where it is, its size and modification time.
 #[derive(Debug, Clone)]
 pub(super) struct FileInfo {
-    /// The file.
-    pub(super) path: PathBuf,
+    /// Its path relative to `rntuple-cache-v1/`.
+    pub(super) rel: String,
     /// Its size in bytes.
     pub(super) size: u64,
     /// Its modification time (the extents' last use).
@@ -282,12 +658,12 @@ pub(super) struct FileInfo {
 }
 
 impl FileInfo {
-    fn of(path: PathBuf) -> Option<FileInfo> {
-        let m = fs::symlink_metadata(&path).ok()?;
+    fn stat(dir: &Handle, rel: String, name: &str) -> Option<FileInfo> {
+        let meta = dir.stat(name).ok()?;
         Some(FileInfo {
-            size: m.len(),
-            modified: m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            path,
+            rel,
+            size: meta.size,
+            modified: meta.modified,
         })
     }
 }
@@ -295,8 +671,8 @@ impl FileInfo {
 /// A version directory as found.
 #[derive(Debug)]
 pub(super) struct VersionDir {
-    /// The directory.
-    pub(super) path: PathBuf,
+    /// Its path relative to `rntuple-cache-v1/`.
+    pub(super) rel: String,
     /// The identity its name gives.
     pub(super) identity: u128,
     /// Its meta.
@@ -319,17 +695,16 @@ impl VersionDir {
     /// The extent files whose names are not `<offset>-<len>`, and other strays: files
     /// in `x/` and in the version directory besides `meta` and `x/`.
     pub(super) fn strays(&self) -> impl Iterator<Item = &FileInfo> {
-        self.other
-            .iter()
-            .filter(|f| f.path.file_name().is_none_or(|n| n != META_FILE))
+        let meta = join(&self.rel, META_FILE);
+        self.other.iter().filter(move |f| f.rel != meta)
     }
 }
 
 /// An entry directory as found.
 #[derive(Debug)]
 pub(super) struct EntryDir {
-    /// The directory.
-    pub(super) path: PathBuf,
+    /// Its path relative to `rntuple-cache-v1/`.
+    pub(super) rel: String,
     /// Its key (the URL's hash, 32 hex digits).
     pub(super) key: String,
     /// The redacted URL its `url` file holds.
@@ -360,18 +735,47 @@ impl EntryDir {
     }
 }
 
+/// The directories in `dir` (at `rel`) by name, opened; regular files left out (and
+/// given to `file`), anything else handled as unsafe.
+fn subdirs(
+    root: &Root,
+    dir: &Handle,
+    rel: &str,
+    mut file: impl FnMut(String, &str),
+) -> Vec<(String, String, Handle)> {
+    let mut out = Vec::new();
+    for (name, kind) in names(dir) {
+        let path = join(rel, &name);
+        match kind {
+            Kind::Dir => {
+                if let Ok(handle) = root.child_dir(dir, &path, &name, false) {
+                    out.push((name, path, handle));
+                }
+            }
+            Kind::File => file(path, &name),
+            Kind::Other(what) => {
+                root.found(dir, &path, &name, what);
+            }
+        }
+    }
+    out
+}
+
 /// Every entry of the cache at `root` (empty when there is none).
 pub(super) fn scan_entries(root: &Root) -> Vec<EntryDir> {
+    let Ok(entries) = root.dir(ENTRIES_DIR, false) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for (hh, hh_path) in list(&root.entries()) {
-        if hh.len() != 2 || !hh_path.is_dir() {
+    for (hh, hh_rel, hh_dir) in subdirs(root, &entries, ENTRIES_DIR, |_, _| {}) {
+        if hh.len() != 2 {
             continue;
         }
-        for (key, path) in list(&hh_path) {
+        for (key, rel, dir) in subdirs(root, &hh_dir, &hh_rel, |_, _| {}) {
             if key.len() != 32 || parse_identity(&key).is_none() || !key.starts_with(&hh) {
                 continue;
             }
-            if let Some(entry) = scan_entry(&path, key) {
+            if let Some(entry) = scan_entry(root, &dir, rel, key) {
                 out.push(entry);
             }
         }
@@ -380,24 +784,27 @@ pub(super) fn scan_entries(root: &Root) -> Vec<EntryDir> {
     out
 }
 
-/// The entry directory `path` of key `key`.
-fn scan_entry(path: &Path, key: String) -> Option<EntryDir> {
-    let modified = fs::symlink_metadata(path).ok()?.modified().ok()?;
-    let url = read_small(&path.join(URL_FILE))
+/// The entry directory `dir` at `rel` of key `key`.
+fn scan_entry(root: &Root, dir: &Handle, rel: String, key: String) -> Option<EntryDir> {
+    let modified = dir.meta().ok()?.modified;
+    let url = root
+        .read_small_in(dir, &join(&rel, URL_FILE), URL_FILE)
         .ok()
         .map(|u| u.trim_end().to_string());
-    let current = read_current(path);
-    let mut versions = Vec::new();
+    let current = current_in(root, dir, &rel);
     let mut files = Vec::new();
-    for (name, p) in list(path) {
+    let mut versions = Vec::new();
+    for (name, path, handle) in subdirs(root, dir, &rel, |path, name| {
+        files.extend(FileInfo::stat(dir, path, name));
+    }) {
         match parse_identity(&name) {
-            Some(identity) if p.is_dir() => versions.push(scan_version(p, identity)),
-            _ => files.extend(FileInfo::of(p)),
+            Some(identity) => versions.push(scan_version(root, &handle, path, identity)),
+            None => files.extend(FileInfo::stat(dir, path, &name)),
         }
     }
     versions.sort_by_key(|v| v.identity);
     Some(EntryDir {
-        path: path.to_path_buf(),
+        rel,
         key,
         url,
         current,
@@ -407,53 +814,44 @@ fn scan_entry(path: &Path, key: String) -> Option<EntryDir> {
     })
 }
 
-/// The version directory `path` of identity `identity`.
-fn scan_version(path: PathBuf, identity: u128) -> VersionDir {
-    let meta = read_meta(&path, identity);
+/// The version directory `dir` at `rel` of identity `identity`.
+fn scan_version(root: &Root, dir: &Handle, rel: String, identity: u128) -> VersionDir {
+    let meta = meta_in(root, dir, &rel, identity);
     let mut extents = Vec::new();
     let mut other = Vec::new();
-    for (name, p) in list(&path) {
-        if name == EXTENTS_DIR && p.is_dir() {
-            for (xname, xp) in list(&p) {
-                match (extent::parse_name(&xname), FileInfo::of(xp)) {
-                    (Some(range), Some(info)) => extents.push((range, info)),
-                    (None, Some(info)) => other.push(info),
-                    _ => {}
-                }
+    for (name, path, handle) in subdirs(root, dir, &rel, |path, name| {
+        other.extend(FileInfo::stat(dir, path, name));
+    }) {
+        if name != EXTENTS_DIR {
+            other.extend(FileInfo::stat(dir, path, &name));
+            continue;
+        }
+        for (_, xpath, _) in subdirs(root, &handle, &path, |xpath, xname| {
+            match (
+                extent::parse_name(xname),
+                FileInfo::stat(&handle, xpath, xname),
+            ) {
+                (Some(range), Some(info)) => extents.push((range, info)),
+                (None, Some(info)) => other.push(info),
+                _ => {}
             }
-        } else {
-            other.extend(FileInfo::of(p));
+        }) {
+            // A directory in `x/`: a stray.
+            other.extend(FileInfo::stat(&handle, xpath.clone(), split(&xpath).1));
         }
     }
     extents.sort_by_key(|(r, _)| (r.offset, r.len));
-    let made = fs::symlink_metadata(path.join(META_FILE))
-        .or_else(|_| fs::symlink_metadata(&path))
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let made = dir
+        .stat(META_FILE)
+        .or_else(|_| dir.meta())
+        .map_or(SystemTime::UNIX_EPOCH, |m| m.modified);
     VersionDir {
-        path,
+        rel,
         identity,
         meta,
         made,
         extents,
         other,
-    }
-}
-
-/// Files directly in `dir` (tmp/, stats/, trash/), with their sizes.
-pub(super) fn files_in(dir: &Path) -> Vec<(String, FileInfo)> {
-    list(dir)
-        .into_iter()
-        .filter_map(|(name, path)| Some((name, FileInfo::of(path)?)))
-        .collect()
-}
-
-/// Bytes of everything below `path` (files' sizes; a directory counts nothing itself).
-pub(super) fn tree_bytes(path: &Path) -> u64 {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => list(path).iter().map(|(_, p)| tree_bytes(p)).sum(),
-        Ok(m) => m.len(),
-        Err(_) => 0,
     }
 }
 
@@ -467,4 +865,9 @@ pub(super) fn older_than(time: SystemTime, age: Duration) -> bool {
 /// The name of a version directory: its identity in hex.
 pub(super) fn version_name(identity: u128) -> String {
     identity_hex(identity)
+}
+
+/// The entry directory of a URL key (32 hex digits): `e/<hh>/<key>`.
+pub(super) fn entry_rel(key: &str) -> String {
+    format!("{ENTRIES_DIR}/{}/{key}", key.get(..2).unwrap_or("00"))
 }

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! <dir>/rntuple-cache-v1/        only this subdirectory is ever written or deleted
-//!    purge.lock                  flock(LOCK_EX): one purger at a time (never deleted)
+//!    purge.lock                  flock(LOCK_EX): one purger at a time (never deleted,
+//!                                but for a link or special file in its place)
 //!    tmp/<host>.<pid>.<token>.tmp     every new file is written here first
 //!    trash/                      versions and entries renamed away, being deleted
 //!    stats/<host>.<pid>.<token>.stats one per store instance, rewritten only by it
@@ -17,6 +18,27 @@
 //!       <identity>/meta          the version's VersionMeta as JSON, written once
 //!       <identity>/x/<offset>-<len>   extents: bytes [offset, offset + len) of the file
 //! ```
+//!
+//! # Only what it owns
+//!
+//! The cache directory (`<dir>`, as the user names it) must be the user's and writable
+//! by nobody else, and so must `rntuple-cache-v1/` in it, as OpenSSH's `StrictModes`
+//! asks of `~/.ssh`: else the cache is refused, an error saying whose it is or its
+//! mode and what to do (whoever can write a cache chooses the bytes read through it:
+//! its xxh3 checksums are not keyed, so a group-shared cache is not offered). Both are
+//! checked on their open handles (`fstat`), not by path.
+//!
+//! Every file operation is relative to the handle of `rntuple-cache-v1/` (`at.rs`):
+//! paths are walked one name at a time, each directory opened with `O_DIRECTORY |
+//! O_NOFOLLOW` and checked (a directory, the user's, not writable by others, on the same
+//! file system); files are opened with `O_NOFOLLOW | O_NONBLOCK` and checked before a
+//! byte is read; publishing, eviction, the trash, the purge, a clear and a repair use
+//! `linkat`, `renameat` and `unlinkat` on those handles; deletions walk by handle and
+//! remove a link itself, never what it points to. A link, FIFO, socket, device, another
+//! user's file or a directory where a file belongs (or the reverse) found where the
+//! cache keeps its own is never followed nor opened: it is removed by name (looking
+//! only, `cache stats`, `cache ls` and `cache verify` without `--repair` note it),
+//! counted (`unsafe_files`) and reported; the bytes come from the origin.
 //!
 //! # Protocol
 //!
@@ -71,6 +93,7 @@
 //! - The default ports (80, 443, 1094) are removed from the key, and XRootD client
 //!   options (`xrdcl.*`) are dropped with the credentials: they do not name another file.
 
+mod at;
 mod extent;
 mod layout;
 mod maintain;
@@ -83,18 +106,51 @@ mod url;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_safety;
 
 pub use maintain::{
-    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, CacheReport, EntryReport,
-    PurgeReport, VerifyReport,
+    cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, CacheListing, CacheReport,
+    ClearReport, EntryReport, PurgeReport, VerifyReport,
 };
 pub use stats::CacheStats;
 pub(crate) use store::{CacheStore, Piece, Version, VersionMeta};
 
 use crate::error::{Error, Result};
-use std::ffi::OsString;
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
+
+/// The store of `config`, for a read through the cache: `Ok(Some)` opened; `Ok(None)` a
+/// fault of the cache (a directory that cannot be made or written: the read goes to
+/// the origin without it); `Err` the cache directory refused (another user's, or
+/// writable by others), which the read reports rather than pass over, so that the user
+/// learns the setting is unsafe.
+pub(crate) fn open_store(config: &CacheConfig) -> Result<Option<Arc<CacheStore>>> {
+    match CacheStore::open(config) {
+        Ok(store) => Ok(Some(store)),
+        Err(e) if layout::is_refusal(&e) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The name of the cache's directory in the user's cache directory.
+const DEFAULT_DIR_NAME: &str = "rntuple";
+
+/// The per-user cache directory (the XDG base directory rule): `rntuple` in
+/// `xdg_cache_home` when that is an absolute path, else `home/.cache/rntuple` when
+/// `home` is one; `None` without either. The values are the caller's: a program reads
+/// `XDG_CACHE_HOME` and `HOME` from its environment. A cache opened there is made with
+/// mode 0700.
+pub fn default_cache_dir(xdg_cache_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    fn absolute(value: Option<&OsStr>) -> Option<&Path> {
+        value.map(Path::new).filter(|p| p.is_absolute())
+    }
+    absolute(xdg_cache_home)
+        .map(|dir| dir.join(DEFAULT_DIR_NAME))
+        .or_else(|| absolute(home).map(|home| home.join(".cache").join(DEFAULT_DIR_NAME)))
+}
 
 /// The environment variable naming the cache directory (unset or empty: no cache).
 pub const CACHE_DIR_VARIABLE: &str = "RNTUPLE_CACHE_DIR";
@@ -279,6 +335,31 @@ pub fn parse_byte_size(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod config_tests {
     use super::*;
+
+    #[test]
+    fn the_default_directory_is_per_user() {
+        let os = |s: &'static str| Some(OsStr::new(s));
+        assert_eq!(
+            default_cache_dir(os("/x/cache"), os("/home/u")),
+            Some(PathBuf::from("/x/cache/rntuple"))
+        );
+        assert_eq!(
+            default_cache_dir(None, os("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/rntuple"))
+        );
+        // The XDG rule: a relative or empty XDG_CACHE_HOME is ignored.
+        assert_eq!(
+            default_cache_dir(os("rel/cache"), os("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/rntuple"))
+        );
+        assert_eq!(
+            default_cache_dir(os(""), os("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/rntuple"))
+        );
+        assert_eq!(default_cache_dir(None, os("")), None);
+        assert_eq!(default_cache_dir(None, None), None);
+        assert_eq!(default_cache_dir(os("relative"), os("also")), None);
+    }
 
     #[test]
     fn sizes_parse_with_and_without_units() {

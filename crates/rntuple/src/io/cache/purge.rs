@@ -1,13 +1,14 @@
 //! The purge: least recently used extents deleted down to a target size, and what is
 //! left behind by crashes and replaced versions cleaned up. Under the purge lock.
 
-use super::layout::{self, Current, FileInfo, MetaState, Root, ORPHAN_GRACE, TEMP_MAX_AGE};
+use super::layout::{
+    self, Current, FileInfo, MetaState, Root, ORPHAN_GRACE, TEMP_MAX_AGE, TMP_DIR,
+};
 use super::stats::{self, CacheCounters, CacheStats};
 use super::sys::Writer;
-use std::fs;
 
 /// What a purge did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PurgeReport {
     /// Bytes of the cache's files before.
@@ -31,6 +32,11 @@ pub struct PurgeReport {
     pub entries_removed: u64,
     /// Stats files of finished processes added into `stats/total`.
     pub stats_compacted: u64,
+    /// Things found where the cache keeps its own that were not what it keeps there
+    /// (symbolic links, special files, other users' files), one line each naming it
+    /// (relative to the cache directory) and saying what it was: removed by name,
+    /// never followed.
+    pub unsafe_files: Vec<String>,
 }
 
 /// Whether a temporary file is left over: its writer, on this host, is dead, or it is
@@ -43,22 +49,24 @@ pub(super) fn stale_temp(name: &str, info: &FileInfo) -> bool {
 /// Purges the cache at `root`; the caller holds the purge lock. `target` gives the size
 /// to evict down to from the size after the cleanups (`None`: no eviction). The counts
 /// go to `counters` (a store's, flushed with its stats), or else into `stats/total`.
+/// Every deletion is by name relative to the cache's handles: a link is removed, never
+/// followed (see `at.rs`).
 pub(super) fn run(
     root: &Root,
     target: &dyn Fn(u64) -> Option<u64>,
     counters: Option<&CacheCounters>,
 ) -> PurgeReport {
     let mut report = PurgeReport {
-        before_bytes: layout::tree_bytes(root.path()),
+        before_bytes: root.tree_bytes(),
         ..PurgeReport::default()
     };
-    for (name, info) in layout::files_in(&root.tmp()) {
-        if stale_temp(&name, &info) && fs::remove_file(&info.path).is_ok() {
+    for (name, info) in root.files_in(TMP_DIR) {
+        if stale_temp(&name, &info) && root.unlink(&info.rel).is_ok() {
             report.temp_files_removed += 1;
         }
     }
-    for (_, path) in layout::list(&root.trash()) {
-        if layout::remove_any(&path).is_ok() {
+    for name in root.trash_names() {
+        if root.remove_from_trash(&name).is_ok() {
             report.trash_removed += 1;
         }
     }
@@ -70,7 +78,7 @@ pub(super) fn run(
                 && matches!(version.meta, MetaState::Valid(_));
             if !usable && layout::older_than(version.made, ORPHAN_GRACE) {
                 let label = format!("{}.{}", entry.key, layout::version_name(version.identity));
-                if root.trash_and_remove(&version.path, &label) {
+                if root.trash_and_remove(&version.rel, &label) {
                     report.orphan_versions_removed += 1;
                     continue;
                 }
@@ -80,22 +88,22 @@ pub(super) fn run(
         }
         if kept == 0
             && layout::older_than(entry.modified, ORPHAN_GRACE)
-            && root.trash_and_remove(&entry.path, &entry.key)
+            && root.trash_and_remove(&entry.rel, &entry.key)
         {
             report.entries_removed += 1;
         }
     }
     report.stats_compacted = stats::compact(root, &CacheStats::default());
-    let mut total = layout::tree_bytes(root.path());
+    let mut total = root.tree_bytes();
     report.target_bytes = target(total);
     if let Some(goal) = report.target_bytes {
         // Oldest use first; the name breaks ties, so the order is the same every time.
-        extents.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.path.cmp(&b.path)));
+        extents.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.rel.cmp(&b.rel)));
         for file in extents {
             if total <= goal {
                 break;
             }
-            match fs::remove_file(&file.path) {
+            match root.unlink(&file.rel) {
                 Ok(()) => {
                     total = total.saturating_sub(file.size);
                     report.evicted_extents += 1;
@@ -109,6 +117,7 @@ pub(super) fn run(
             }
         }
     }
+    report.unsafe_files = root.take_notes().iter().map(ToString::to_string).collect();
     match counters {
         Some(counters) => {
             counters.evicted(report.evicted_extents, report.evicted_bytes);
@@ -121,11 +130,13 @@ pub(super) fn run(
                 evicted_extents: report.evicted_extents,
                 evicted_bytes: report.evicted_bytes,
                 temp_files_removed: report.temp_files_removed,
+                // A maintenance root's counters are this purge's alone.
+                unsafe_files: root.counters().snapshot().unsafe_files,
                 ..CacheStats::default()
             };
             stats::add_to_total(root, &extra);
         }
     }
-    report.after_bytes = layout::tree_bytes(root.path());
+    report.after_bytes = root.tree_bytes();
     report
 }

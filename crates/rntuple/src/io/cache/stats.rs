@@ -5,10 +5,9 @@
 //! no process rewrites another's file. A purge adds the files of finished processes
 //! into `stats/total` and deletes them, under the purge lock.
 
-use super::layout::{self, Root};
+use super::layout::{self, Root, STATS_DIR};
 use super::sys::{self, Writer};
 use serde_json::{json, Map, Value};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 macro_rules! counters {
@@ -31,6 +30,11 @@ macro_rules! counters {
             /// The counters now.
             pub(crate) fn snapshot(&self) -> CacheStats {
                 CacheStats { $( $name: self.$name.load(Relaxed), )* }
+            }
+
+            /// Adds `stats` to the counters.
+            pub(super) fn add(&self, stats: &CacheStats) {
+                $( self.$name.fetch_add(stats.$name, Relaxed); )*
             }
         }
 
@@ -107,6 +111,11 @@ counters! {
     /// within the last second at their origin, or without validators): read from the
     /// origin, nothing of them stored or served from the cache.
     uncacheable_opens,
+    /// Things found where the cache keeps its own files that were not what it keeps
+    /// there (symbolic links, FIFOs, sockets, devices, other users' files, files
+    /// writable by others): never followed nor opened, removed by name (never what a
+    /// link points to), and their bytes read from the origin.
+    unsafe_files,
 }
 
 impl CacheStats {
@@ -236,11 +245,17 @@ impl CacheCounters {
     pub(super) fn temp_files_removed(&self, files: u64) {
         Self::bump(&self.temp_files_removed, files);
     }
+
+    /// An unsafe thing found (and removed, unless only looked at).
+    pub(super) fn unsafe_file(&self) {
+        Self::bump(&self.unsafe_files, 1);
+    }
 }
 
-/// The counters a stats file holds, or `None` when it cannot be read as one.
-pub(super) fn read_file(path: &Path) -> Option<CacheStats> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The counters the stats file `stats/<name>` holds, or `None` when it cannot be read
+/// as one (a link or special file there is handled as unsafe).
+pub(super) fn read_file(root: &Root, name: &str) -> Option<CacheStats> {
+    let text = root.read_small(&format!("{STATS_DIR}/{name}")).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     CacheStats::from_json(value.get("counters")?)
 }
@@ -254,20 +269,31 @@ pub(super) fn write_file(root: &Root, name: &str, stats: &CacheStats) -> std::io
         "counters": stats.to_json(),
     })
     .to_string();
-    layout::replace_file(root, &root.stats().join(name), text.as_bytes())
+    root.replace_file(&format!("{STATS_DIR}/{name}"), text.as_bytes())
 }
 
-/// The counters of every stats file of `root`, summed, and how many process files
-/// (not `total`) there were.
-pub(super) fn sum(root: &Root) -> (CacheStats, u64) {
+/// The counters of every stats file of `root`, summed, and how many processes they
+/// are of (not `total`). `live`: the stores of this process that use this cache, by
+/// their stats files' names, with their counters now: counted instead of their files
+/// (which hold what they counted when last written).
+pub(super) fn sum(root: &Root, live: &[(String, CacheStats)]) -> (CacheStats, u64) {
     let mut total = CacheStats::default();
     let mut processes = 0;
-    for (name, path) in layout::list(&root.stats()) {
-        if let Some(stats) = read_file(&path) {
+    for (name, _) in root.files_in(STATS_DIR) {
+        if live.iter().any(|(own, _)| *own == name) {
+            continue;
+        }
+        if let Some(stats) = read_file(root, &name) {
             total.add(&stats);
             if name != layout::TOTAL_STATS {
                 processes += 1;
             }
+        }
+    }
+    for (_, stats) in live {
+        if !stats.is_zero() {
+            total.add(stats);
+            processes += 1;
         }
     }
     (total, processes)
@@ -279,8 +305,7 @@ pub(super) fn add_to_total(root: &Root, extra: &CacheStats) {
     if extra.is_zero() {
         return;
     }
-    let path = root.stats().join(layout::TOTAL_STATS);
-    let mut total = read_file(&path).unwrap_or_default();
+    let mut total = read_file(root, layout::TOTAL_STATS).unwrap_or_default();
     total.add(extra);
     let _ = write_file(root, layout::TOTAL_STATS, &total);
 }
@@ -289,23 +314,22 @@ pub(super) fn add_to_total(root: &Root, extra: &CacheStats) {
 /// deletes them. Files of another host count as finished when not updated for a day.
 /// Under the purge lock. Returns the files compacted.
 pub(super) fn compact(root: &Root, extra: &CacheStats) -> u64 {
-    let dir = root.stats();
-    let total_path = dir.join(layout::TOTAL_STATS);
-    let mut total = read_file(&total_path).unwrap_or_default();
+    let mut total = read_file(root, layout::TOTAL_STATS).unwrap_or_default();
     let mut done = Vec::new();
-    for (name, path) in layout::list(&dir) {
+    for (name, info) in root.files_in(STATS_DIR) {
         let Some(writer) = Writer::from_name(&name, "stats") else {
             continue;
         };
         let finished = writer.is_dead()
-            || (writer.host != sys::host_name() && layout::age_secs(&path) > 86_400);
+            || (writer.host != sys::host_name()
+                && layout::older_than(info.modified, std::time::Duration::from_secs(86_400)));
         if !finished {
             continue;
         }
-        if let Some(stats) = read_file(&path) {
+        if let Some(stats) = read_file(root, &name) {
             total.add(&stats);
         }
-        done.push(path);
+        done.push(info.rel);
     }
     if done.is_empty() && extra.is_zero() {
         return 0;
@@ -314,8 +338,8 @@ pub(super) fn compact(root: &Root, extra: &CacheStats) -> u64 {
     if write_file(root, layout::TOTAL_STATS, &total).is_err() {
         return 0;
     }
-    for path in &done {
-        let _ = std::fs::remove_file(path);
+    for rel in &done {
+        let _ = root.unlink(rel);
     }
     done.len() as u64
 }

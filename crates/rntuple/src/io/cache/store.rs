@@ -2,14 +2,15 @@
 //! reads through it. A URL's entry ([`UrlEntry`]) knows its current version; a
 //! [`Version`] lists its extents, reads and verifies them, and stores new ones.
 
+use super::at::{file_id, finding};
 use super::extent::{self, Fault, OpenExtent};
 use super::layout::{
-    self, Current, MetaState, Root, CURRENT_FILE, EXTENTS_DIR, META_FILE, URL_FILE,
+    self, Access, Current, MetaState, Root, CURRENT_FILE, EXTENTS_DIR, META_FILE, URL_FILE,
 };
 use super::meta::identity_hex;
 pub(crate) use super::meta::VersionMeta;
 use super::purge::{self, PurgeReport};
-use super::stats::{self, CacheCounters};
+use super::stats::{self, CacheCounters, CacheStats};
 use super::sys;
 use super::url::normalize_url;
 use super::{low_mark, CacheConfig};
@@ -18,14 +19,21 @@ use crate::io::{redact_url, ByteRange};
 use std::cell::RefCell;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
+#[cfg(test)]
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use std::time::SystemTime;
 
-/// The stores open in this process, by canonical directory.
-static REGISTRY: Mutex<Vec<(PathBuf, Weak<CacheStore>)>> = Mutex::new(Vec::new());
+/// A directory by its device and inode.
+type DirId = (u64, u64);
+
+/// The stores open in this process, by the device and inode of `rntuple-cache-v1/`.
+static REGISTRY: Mutex<Vec<(DirId, Weak<CacheStore>)>> = Mutex::new(Vec::new());
+
+/// A store writes its counters to its stats file at most this often while it is used
+/// (and when it is dropped), so that other processes see them.
+const FLUSH_EVERY_MS: u64 = 5_000;
 
 /// After ENOSPC (or EDQUOT) a store writes nothing for this long.
 const PAUSE_WHEN_FULL_MS: u64 = 60_000;
@@ -41,16 +49,18 @@ const NO_LIMIT: u64 = u64::MAX;
 pub(crate) struct CacheStore {
     /// This store, for the entries and versions it hands out.
     me: Weak<CacheStore>,
+    /// The cache's handle; its counters are this store's.
     root: Root,
     /// The canonical cache directory.
     #[cfg(test)]
     dir: PathBuf,
     /// The smallest `max_bytes` any opener asked for ([`NO_LIMIT`]: none).
     limit: AtomicU64,
-    counters: CacheCounters,
     /// This store's stats file in `stats/`.
     stats_name: String,
     stats_written: AtomicBool,
+    /// When the stats file was last written (`sys::now_ms`).
+    flushed_at: AtomicU64,
     /// The directory's size as this process believes it: a scan, plus what it stored.
     estimate: AtomicU64,
     scanned: OnceLock<()>,
@@ -68,38 +78,38 @@ pub(crate) struct CacheStore {
 impl CacheStore {
     /// The store of `config.dir`: the one this process has open for that directory (its
     /// size limit lowered to `config.max_bytes` if that is smaller), or a new one. The
-    /// directory is created (mode 0700) if missing, and `rntuple-cache-v1/` in it.
+    /// directory is created (mode 0700) if missing, and `rntuple-cache-v1/` in it. A
+    /// directory of another user's, or one that others may write, is refused (an
+    /// [`Error::Io`] of kind `PermissionDenied` saying why: see `layout::is_refusal`).
     pub(crate) fn open(config: &CacheConfig) -> Result<Arc<CacheStore>> {
-        let failed = |what: &str, source| Error::Write {
-            what: format!("{what} {}", config.dir.display()),
-            source,
-        };
-        layout::create_dirs(&config.dir).map_err(|e| failed("the cache directory", e))?;
-        let dir = fs::canonicalize(&config.dir).map_err(|e| failed("the cache directory", e))?;
+        let root = Root::open(&config.dir, Access::Create)?;
+        let id = root.id().ok_or_else(|| Error::Write {
+            what: format!("the cache directory {}", config.dir.display()),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        })?;
         let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
         registry.retain(|(_, store)| store.strong_count() > 0);
         let open = registry
             .iter()
-            .find(|(d, _)| *d == dir)
+            .find(|(d, _)| *d == id)
             .and_then(|(_, store)| store.upgrade());
         if let Some(store) = open {
             if let Some(max) = config.max_bytes {
                 store.limit.fetch_min(max, Ordering::Relaxed);
             }
+            // What opening found (links removed) is the store's to count.
+            store.counters().add(&root.counters().snapshot());
             return Ok(store);
         }
-        let root = Root::of(&dir);
-        root.create()
-            .map_err(|e| failed("the cache's layout in", e))?;
         let store = Arc::new_cyclic(|me| CacheStore {
             me: me.clone(),
             root,
             #[cfg(test)]
-            dir: dir.clone(),
+            dir: fs::canonicalize(&config.dir).unwrap_or_else(|_| config.dir.clone()),
             limit: AtomicU64::new(config.max_bytes.unwrap_or(NO_LIMIT)),
-            counters: CacheCounters::default(),
             stats_name: sys::own_name("stats"),
             stats_written: AtomicBool::new(false),
+            flushed_at: AtomicU64::new(sys::now_ms()),
             estimate: AtomicU64::new(0),
             scanned: OnceLock::new(),
             since_scan: AtomicU64::new(0),
@@ -108,7 +118,7 @@ impl CacheStore {
             #[cfg(test)]
             fail_writes: std::sync::atomic::AtomicI32::new(0),
         });
-        registry.push((dir, Arc::downgrade(&store)));
+        registry.push((id, Arc::downgrade(&store)));
         Ok(store)
     }
 
@@ -121,9 +131,9 @@ impl CacheStore {
     /// The entry of `url` (the full URL as the user gave it), its directory created.
     pub(crate) fn url_entry(&self, url: &str) -> Result<UrlEntry> {
         let key = identity_hex(xxhash_rust::xxh3::xxh3_128(normalize_url(url).as_bytes()));
-        let dir = self.root.entry(&key);
-        layout::create_dirs(&dir).map_err(|source| Error::Write {
-            what: format!("the cache entry {}", dir.display()),
+        let dir = layout::entry_rel(&key);
+        self.root.dir(&dir, true).map_err(|source| Error::Write {
+            what: format!("the cache entry {}", self.root.path().join(&dir).display()),
             source,
         })?;
         let store = self
@@ -142,18 +152,34 @@ impl CacheStore {
 
     /// This store's counters.
     pub(crate) fn counters(&self) -> &CacheCounters {
-        &self.counters
+        self.root.counters()
     }
 
     /// Writes this process's cumulative counters to its own stats file (nothing if it
     /// never counted anything). Best effort.
     pub(crate) fn flush_stats(&self) {
-        let stats = self.counters.snapshot();
+        let stats = self.counters().snapshot();
+        self.flushed_at.store(sys::now_ms(), Ordering::Relaxed);
         if stats.is_zero() && !self.stats_written.load(Ordering::Relaxed) {
             return;
         }
         if stats::write_file(&self.root, &self.stats_name, &stats).is_ok() {
             self.stats_written.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// [`CacheStore::flush_stats`] if the file was last written more than
+    /// [`FLUSH_EVERY_MS`] ago.
+    fn flush_if_due(&self) {
+        let last = self.flushed_at.load(Ordering::Relaxed);
+        let now = sys::now_ms();
+        if now.saturating_sub(last) >= FLUSH_EVERY_MS
+            && self
+                .flushed_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.flush_stats();
         }
     }
 
@@ -172,7 +198,7 @@ impl CacheStore {
     fn estimate(&self) -> u64 {
         self.scanned.get_or_init(|| {
             self.estimate
-                .fetch_add(layout::tree_bytes(self.root.path()), Ordering::Relaxed);
+                .fetch_add(self.root.tree_bytes(), Ordering::Relaxed);
         });
         self.estimate.load(Ordering::Relaxed)
     }
@@ -185,7 +211,7 @@ impl CacheStore {
         if self.limit().is_some_and(|limit| since > limit / 10) {
             self.since_scan.store(0, Ordering::Relaxed);
             self.estimate
-                .store(layout::tree_bytes(self.root.path()), Ordering::Relaxed);
+                .store(self.root.tree_bytes(), Ordering::Relaxed);
         }
     }
 
@@ -246,7 +272,7 @@ impl CacheStore {
         };
         loop {
             let before = self.estimate.load(Ordering::Relaxed);
-            let report = purge::run(&self.root, &target, Some(&self.counters));
+            let report = purge::run(&self.root, &target, Some(self.counters()));
             // What was stored while the purge ran stays counted.
             let added = self.estimate.load(Ordering::Relaxed).saturating_sub(before);
             self.estimate
@@ -267,6 +293,23 @@ impl Drop for CacheStore {
     }
 }
 
+/// The stores of this process open on the cache whose `rntuple-cache-v1/` is `id`
+/// (device, inode): each one's stats file name and counters now.
+pub(super) fn live_stats(id: DirId) -> Vec<(String, CacheStats)> {
+    let stores: Vec<Arc<CacheStore>> = REGISTRY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|(d, _)| *d == id)
+        .filter_map(|(_, store)| store.upgrade())
+        .collect();
+    // Dropped outside the registry's lock (a last reference flushes its stats).
+    stores
+        .iter()
+        .map(|store| (store.stats_name.clone(), store.counters().snapshot()))
+        .collect()
+}
+
 /// Whether a write failed because the disk (or the quota) is full.
 fn is_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
@@ -276,7 +319,8 @@ fn is_full(e: &io::Error) -> bool {
 #[derive(Debug)]
 pub(crate) struct UrlEntry {
     store: Arc<CacheStore>,
-    dir: PathBuf,
+    /// The entry's directory, relative to `rntuple-cache-v1/`.
+    dir: String,
     /// The `url` file's text (the redacted URL).
     url_text: String,
     /// The normalized URL's xxh3-128, in hex.
@@ -292,31 +336,41 @@ impl UrlEntry {
 
     /// Writes the `url` file if it is missing (for `cache ls` only: best effort).
     fn write_url(&self) {
-        let path = self.dir.join(URL_FILE);
-        if !path.exists() {
-            let _ = layout::write_new(&self.store.root, &path, self.url_text.as_bytes());
+        let path = format!("{}/{URL_FILE}", self.dir);
+        if self
+            .store
+            .root
+            .stat(&path)
+            .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+        {
+            let _ = self.store.root.write_new(&path, self.url_text.as_bytes());
         }
+    }
+
+    /// The directory of the version `identity`, relative to `rntuple-cache-v1/`.
+    fn version_dir(&self, identity: u128) -> String {
+        format!("{}/{}", self.dir, identity_hex(identity))
     }
 
     /// The version `current` names, with a readable meta of that identity. `None` when
     /// there is none; a `current` or `meta` that cannot be read is counted
     /// (`broken_metadata`) and, for a meta, its version removed.
     pub(crate) fn current(&self) -> Option<Version> {
-        let identity = match layout::read_current(&self.dir) {
+        let identity = match layout::read_current(&self.store.root, &self.dir) {
             Current::Is(identity) => identity,
             Current::Missing => return None,
             Current::Broken => {
-                self.store.counters.broken_metadata();
+                self.store.counters().broken_metadata();
                 return None;
             }
         };
-        let dir = self.dir.join(identity_hex(identity));
-        match layout::read_meta(&dir, identity) {
-            MetaState::Valid(meta) => Some(Version::new(self.store.clone(), dir, *meta)),
+        let dir = self.version_dir(identity);
+        match layout::read_meta(&self.store.root, &dir, identity) {
+            MetaState::Valid(meta) => Some(Version::new(self.store.clone(), &dir, *meta)),
             // Cleared or purged, or being installed by another process.
             MetaState::Missing => None,
             MetaState::Broken => {
-                self.store.counters.broken_metadata();
+                self.store.counters().broken_metadata();
                 self.trash_version(identity);
                 None
             }
@@ -330,36 +384,37 @@ impl UrlEntry {
     pub(crate) fn install(&self, meta: VersionMeta) -> Result<Version> {
         let root = &self.store.root;
         let hex = identity_hex(meta.identity);
-        let dir = self.dir.join(&hex);
-        let failed = |path: &Path, source| Error::Write {
-            what: format!("the cache version {}", path.display()),
+        let dir = self.version_dir(meta.identity);
+        let failed = |path: &str, source| Error::Write {
+            what: format!("the cache version {}", root.path().join(path).display()),
             source,
         };
-        layout::create_dirs(&dir.join(EXTENTS_DIR)).map_err(|e| failed(&dir, e))?;
+        root.dir(&format!("{dir}/{EXTENTS_DIR}"), true)
+            .map_err(|e| failed(&dir, e))?;
         // A purge or clear may have removed the entry since it was opened.
         self.write_url();
-        let meta_path = dir.join(META_FILE);
-        match layout::read_meta(&dir, meta.identity) {
+        let meta_path = format!("{dir}/{META_FILE}");
+        match layout::read_meta(root, &dir, meta.identity) {
             MetaState::Valid(_) => {}
             state => {
                 if matches!(state, MetaState::Broken) {
-                    self.store.counters.broken_metadata();
-                    let _ = fs::remove_file(&meta_path);
+                    self.store.counters().broken_metadata();
+                    let _ = root.unlink(&meta_path);
                 }
-                layout::write_new(root, &meta_path, meta.to_json().as_bytes())
+                root.write_new(&meta_path, meta.to_json().as_bytes())
                     .map_err(|e| failed(&meta_path, e))?;
             }
         }
-        let before = layout::read_current(&self.dir);
-        let current = self.dir.join(CURRENT_FILE);
-        layout::replace_file(root, &current, format!("{hex}\n").as_bytes())
+        let before = layout::read_current(root, &self.dir);
+        let current = format!("{}/{CURRENT_FILE}", self.dir);
+        root.replace_file(&current, format!("{hex}\n").as_bytes())
             .map_err(|e| failed(&current, e))?;
         if let Current::Is(old) = before {
             if old != meta.identity {
                 self.trash_version(old);
             }
         }
-        Ok(Version::new(self.store.clone(), dir, meta))
+        Ok(Version::new(self.store.clone(), &dir, meta))
     }
 
     /// Moves the version directory of `identity` to the trash and deletes it.
@@ -367,7 +422,7 @@ impl UrlEntry {
         let label = format!("{}.{}", self.key, identity_hex(identity));
         self.store
             .root
-            .trash_and_remove(&self.dir.join(identity_hex(identity)), &label);
+            .trash_and_remove(&self.version_dir(identity), &label);
     }
 }
 
@@ -395,8 +450,8 @@ pub(crate) struct Version {
 #[derive(Debug)]
 struct VersionInner {
     store: Arc<CacheStore>,
-    /// `<entry>/<identity>/x/`.
-    extents_dir: PathBuf,
+    /// `<entry>/<identity>/x`, relative to `rntuple-cache-v1/`.
+    extents_dir: String,
     meta: VersionMeta,
     map: RwLock<ExtentMap>,
     open: Mutex<OpenExtents>,
@@ -526,11 +581,11 @@ enum Written {
 }
 
 impl Version {
-    fn new(store: Arc<CacheStore>, dir: PathBuf, meta: VersionMeta) -> Version {
+    fn new(store: Arc<CacheStore>, dir: &str, meta: VersionMeta) -> Version {
         let version = Version {
             inner: Arc::new(VersionInner {
                 store,
-                extents_dir: dir.join(EXTENTS_DIR),
+                extents_dir: format!("{dir}/{EXTENTS_DIR}"),
                 meta,
                 map: RwLock::new(ExtentMap::default()),
                 open: Mutex::new(OpenExtents::default()),
@@ -547,11 +602,18 @@ impl Version {
 
     /// Lists the extent directory again (other processes add extents).
     pub(crate) fn refresh(&self) {
-        let ranges: Vec<ByteRange> = match fs::read_dir(&self.inner.extents_dir) {
+        let listed = self
+            .inner
+            .store
+            .root
+            .dir(&self.inner.extents_dir, false)
+            .and_then(|dir| dir.list());
+        let ranges: Vec<ByteRange> = match listed {
             Ok(entries) => entries
-                .filter_map(|e| extent::parse_name(e.ok()?.file_name().to_str()?))
+                .into_iter()
+                .filter_map(|(name, _)| extent::parse_name(name.to_str()?))
                 .collect(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Vec::new(),
             // Keep what is known (too many open files, ...).
             Err(_) => return,
         };
@@ -626,8 +688,9 @@ impl Version {
         pieces
     }
 
-    fn extent_path(&self, range: ByteRange) -> PathBuf {
-        self.inner.extents_dir.join(extent::file_name(range))
+    /// The extent file of `range`, relative to `rntuple-cache-v1/`.
+    fn extent_path(&self, range: ByteRange) -> String {
+        format!("{}/{}", self.inner.extents_dir, extent::file_name(range))
     }
 
     /// The open file of extent `range`, opened (and its header checked) if needed.
@@ -647,8 +710,15 @@ impl Version {
                 return Ok(entry.1.clone());
             }
         }
-        let file = Arc::new(OpenExtent::open(
-            &self.extent_path(range),
+        let file = match self.inner.store.root.open_file(&self.extent_path(range)) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Fault::Missing),
+            // A link or special file: handled (noted, counted and removed) by the root.
+            Err(e) if finding(&e).is_some() => return Err(Fault::Unsafe),
+            Err(e) => return Err(Fault::Unreadable(e)),
+        };
+        let file = Arc::new(OpenExtent::from_file(
+            file,
             self.inner.meta.identity,
             range,
         )?);
@@ -692,6 +762,7 @@ impl Version {
             Ok(mut scratch) => file.read(range, out, &mut scratch),
             Err(_) => file.read(range, out, &mut Vec::new()),
         });
+        self.inner.store.flush_if_due();
         match read {
             Ok(()) => {
                 self.touch(&slot, &file);
@@ -723,21 +794,23 @@ impl Version {
     /// Counts a fault of extent `range`, deletes its file when bad (the one `file` has
     /// open, if given: not a good copy another process stored since), and forgets it.
     fn fault(&self, range: ByteRange, fault: &Fault, file: Option<&OpenExtent>) {
-        let counters = &self.inner.store.counters;
+        let store = &self.inner.store;
         match fault {
-            Fault::Missing => counters.missing(),
+            Fault::Missing => store.counters().missing(),
+            // Counted and removed when it was found.
+            Fault::Unsafe => {}
             Fault::Corrupt(_) | Fault::Unreadable(_) => {
-                counters.corrupt();
+                store.counters().corrupt();
                 let path = self.extent_path(range);
                 let same = match file {
-                    Some(file) => match (file.file().metadata(), fs::symlink_metadata(&path)) {
-                        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                    Some(file) => match (file_id(file.file()), store.root.stat(&path)) {
+                        (Ok(a), Ok(b)) => a == b.id,
                         _ => false,
                     },
                     None => true,
                 };
                 if same {
-                    let _ = fs::remove_file(&path);
+                    let _ = store.root.unlink(&path);
                 }
             }
         }
@@ -771,8 +844,9 @@ impl Version {
             return;
         }
         let range = ByteRange { offset, len };
+        store.flush_if_due();
         if offset.checked_add(len).is_none() {
-            store.counters.bypass(len);
+            store.counters().bypass(len);
             return;
         }
         if self.extent_containing(range).is_some() {
@@ -780,7 +854,7 @@ impl Version {
         }
         let file_len = extent::file_len(len);
         if store.paused() || store.limit().is_some_and(|limit| file_len > limit) {
-            store.counters.bypass(len);
+            store.counters().bypass(len);
             return;
         }
         if store.limit().is_some() {
@@ -789,7 +863,7 @@ impl Version {
         }
         match self.write_extent(range, data) {
             Ok(Written::Published) => {
-                store.counters.stored(len);
+                store.counters().stored(len);
                 store.wrote(file_len);
                 self.inner
                     .map
@@ -804,10 +878,10 @@ impl Version {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(range),
-            Ok(Written::VersionGone) => store.counters.bypass(len),
+            Ok(Written::VersionGone) => store.counters().bypass(len),
             Err(e) => {
-                store.counters.write_error();
-                store.counters.bypass(len);
+                store.counters().write_error();
+                store.counters().bypass(len);
                 if is_full(&e) {
                     store
                         .paused_until
@@ -820,15 +894,15 @@ impl Version {
 
     /// Writes the extent file into `tmp/` and publishes it.
     fn write_extent(&self, range: ByteRange, data: &[u8]) -> io::Result<Written> {
-        let store = &self.inner.store;
-        let (temp, mut file) = layout::create_temp(&store.root)?;
+        let root = &self.inner.store.root;
+        let (tmp, temp, mut file) = root.create_temp()?;
         let written = self.write_payload(&mut file, range, data);
         drop(file);
         if let Err(e) = written {
-            let _ = fs::remove_file(&temp);
+            let _ = tmp.unlink(&temp);
             return Err(e);
         }
-        match layout::publish_new(&temp, &self.extent_path(range)) {
+        match root.publish_new(&tmp, &temp, &self.extent_path(range)) {
             Ok(true) => Ok(Written::Published),
             Ok(false) => Ok(Written::Existed),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Written::VersionGone),

@@ -107,6 +107,42 @@ pub(super) fn unique_token() -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&seed))
 }
 
+/// The name of user `uid` from the user database (`getpwuid_r`), if it has one.
+pub(super) fn user_name(uid: u32) -> Option<String> {
+    let mut size = 1024usize;
+    loop {
+        let mut buf: Vec<libc::c_char> = vec![0; size];
+        // SAFETY: `passwd` is a C struct of integers and pointers, for which all zero
+        // bits are a valid value.
+        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is to a live local (`entry`, `found`) or to `buf`, valid
+        // for writes of `buf.len()` bytes; getpwuid_r writes only there, and sets
+        // `found` to `&entry` or to null.
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) };
+        if rc == libc::ERANGE && size < 1 << 20 {
+            size *= 4;
+            continue;
+        }
+        if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: on success `pw_name` points to a NUL-terminated string inside `buf`,
+        // which lives until the end of this block.
+        let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+        return Some(name.to_string_lossy().into_owned());
+    }
+}
+
+/// A user as messages name one: `user bob (uid 1001)`, or `uid 1001` without a name.
+pub(super) fn describe_user(uid: u32) -> String {
+    match user_name(uid) {
+        Some(name) => format!("user {name} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
 /// Milliseconds on a monotonic clock (since the first call in this process).
 pub(super) fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
@@ -180,6 +216,15 @@ mod tests {
         assert_eq!(Writer::from_name("h.x.tok.tmp", "tmp"), None);
         assert_eq!(Writer::from_name("h.1.2.3.tmp", "tmp"), None);
         assert_ne!(unique_token(), unique_token());
+    }
+
+    #[test]
+    fn users_are_named_from_the_user_database() {
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(describe_user(0), "user root (uid 0)");
+        // A uid no database holds.
+        assert_eq!(user_name(4_000_000_123), None);
+        assert_eq!(describe_user(4_000_000_123), "uid 4000000123");
     }
 
     #[test]

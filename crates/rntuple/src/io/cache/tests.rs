@@ -5,7 +5,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use super::extent::{self, BLOCK};
-use super::layout::{self, Root};
+use super::layout::{self, Access, Root};
 use super::url::normalize_url;
 use super::*;
 use crate::io::ByteRange;
@@ -89,10 +89,20 @@ fn files_below(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The bytes of the cache's regular files below `dir`.
+fn tree_bytes(dir: &Path) -> u64 {
+    files_below(dir)
+        .iter()
+        .map(|p| fs::symlink_metadata(p).unwrap().len())
+        .sum()
+}
+
 fn extent_file(dir: &Path, identity: u128, range: ByteRange) -> PathBuf {
     let key = layout::version_name(xxhash_rust::xxh3::xxh3_128(normalize_url(URL).as_bytes()));
-    Root::of(&fs::canonicalize(dir).unwrap())
-        .entry(&key)
+    fs::canonicalize(dir)
+        .unwrap()
+        .join(layout::ROOT_NAME)
+        .join(layout::entry_rel(&key))
         .join(layout::version_name(identity))
         .join("x")
         .join(extent::file_name(range))
@@ -592,7 +602,7 @@ fn one_store_per_directory_and_nothing_secret_on_disk() {
             );
         }
     }
-    let rows = cache_ls(&cache).unwrap();
+    let rows = cache_ls(&cache).unwrap().rows;
     assert_eq!(rows.len(), 1);
     assert_eq!(
         rows[0].url.as_deref(),
@@ -625,7 +635,7 @@ fn set_mtime(path: &Path, time: SystemTime) {
 /// Waits until `store` runs no purge thread.
 fn wait_for_purge(dir: &Path) {
     // The background purge holds the lock while it works.
-    let root = Root::of(&fs::canonicalize(dir).unwrap());
+    let root = Root::open(dir, Access::Repair).unwrap();
     drop(root.lock_purge(true).unwrap());
 }
 
@@ -644,7 +654,7 @@ fn stores_keep_the_directory_under_its_limit() {
         version.store(i * size, &bytes(1, r(i * size, size)));
     }
     wait_for_purge(dir.path());
-    let total = layout::tree_bytes(&dir.path().join(layout::ROOT_NAME));
+    let total = tree_bytes(&dir.path().join(layout::ROOT_NAME));
     assert!(total <= limit, "{total} > {limit}");
     let c = store.counters().snapshot();
     assert_eq!(c.stored_extents, 32);
@@ -697,7 +707,7 @@ fn eviction_keeps_the_most_recently_used() {
     let report = store.purge_now(false).unwrap();
     assert_eq!(report.target_bytes, Some(low_mark(limit)));
     assert!(report.after_bytes <= low_mark(limit), "{report:?}");
-    assert!(layout::tree_bytes(&dir.path().join(layout::ROOT_NAME)) <= low_mark(limit));
+    assert!(tree_bytes(&dir.path().join(layout::ROOT_NAME)) <= low_mark(limit));
     // Three extents fit (4 x 262,240 bytes would not): the touched one and the two
     // used last.
     let mut by_use: Vec<u64> = (0..16).filter(|&i| i != oldest).collect();
@@ -764,7 +774,8 @@ fn a_full_disk_is_passed_by_and_leaves_no_partial_extent() {
     let mount = dir.path().join("small");
     fs::create_dir(&mount).unwrap();
     let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        // The cache directory must be the user's alone (a tmpfs root is 1777).
+        .args(["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs"])
         .arg(&mount)
         .stderr(std::process::Stdio::null())
         .status()
@@ -903,7 +914,8 @@ fn purge_cleans_up_and_compacts_finished_processes_stats() {
         ..CacheStats::default()
     };
     let dead_name = format!("{}.{dead}.tok.stats", super::sys::host_name());
-    super::stats::write_file(&Root::of(dir.path()), &dead_name, &finished).unwrap();
+    let maintenance = Root::open(dir.path(), Access::Repair).unwrap();
+    super::stats::write_file(&maintenance, &dead_name, &finished).unwrap();
     let old_tmp = root.join("tmp").join("whatever.tmp");
     fs::write(&old_tmp, b"x").unwrap();
     set_mtime(&old_tmp, SystemTime::now() - Duration::from_secs(7200));
@@ -938,9 +950,9 @@ fn clear_deletes_everything_while_readers_go_on() {
     version.store(e.offset, &bytes(1, e));
     assert_eq!(read(&version, r(0, 10)).unwrap(), bytes(1, r(0, 10)));
     store.flush_stats();
-    let removed = cache_clear(dir.path()).unwrap();
+    let removed = cache_clear(dir.path()).unwrap().deleted_bytes;
     assert!(removed >= e.len, "{removed}");
-    assert!(cache_ls(dir.path()).unwrap().is_empty());
+    assert!(cache_ls(dir.path()).unwrap().rows.is_empty());
     assert_eq!(cache_stats(dir.path()).unwrap().extents, 0);
     // The open extent is still read; a store into the cleared version is passed by.
     assert_eq!(read(&version, e).unwrap(), bytes(1, e));
@@ -961,12 +973,12 @@ fn clear_deletes_everything_while_readers_go_on() {
 fn read_only_commands_never_create_a_cache() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nothing-here");
-    assert!(cache_ls(&missing).unwrap().is_empty());
+    assert!(cache_ls(&missing).unwrap().rows.is_empty());
     let stats = cache_stats(&missing).unwrap();
     assert!(!stats.exists && stats.entries == 0 && stats.counters.is_zero());
     let verify = cache_verify(&missing, true).unwrap();
     assert!(!verify.exists && verify.problems.is_empty());
-    assert_eq!(cache_clear(&missing).unwrap(), 0);
+    assert_eq!(cache_clear(&missing).unwrap(), ClearReport::default());
     assert_eq!(
         cache_purge(&missing, Some(0)).unwrap(),
         PurgeReport::default()
@@ -1014,7 +1026,7 @@ fn counters_add_up_and_survive_their_file() {
     };
     assert_eq!(s, expected);
     assert_eq!(CacheStats::from_json(&s.to_json()), Some(s));
-    assert_eq!(s.pairs().len(), 23);
+    assert_eq!(s.pairs().len(), 24);
     store.flush_stats();
     let report = cache_stats(dir.path()).unwrap();
     assert_eq!((report.counters, report.processes), (expected, 1));
@@ -1109,7 +1121,9 @@ fn read_throughput() {
     for _ in 0..(rounds / 5).max(1) {
         let mut at = 7;
         while at + (64 << 10) <= len {
-            let e = super::extent::OpenExtent::open(&path, 1, r(0, len)).unwrap();
+            let e =
+                super::extent::OpenExtent::from_file(fs::File::open(&path).unwrap(), 1, r(0, len))
+                    .unwrap();
             e.read(r(at, 64 << 10), &mut buf, &mut scratch).unwrap();
             at += 64 << 10;
             reads += 1;
