@@ -12,6 +12,7 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
+mod beneath;
 pub(crate) mod cache;
 mod cached;
 mod daos;
@@ -45,7 +46,7 @@ pub use daos::{
     check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId, DaosKey,
     DaosOid, DaosStore, DirectoryDaos, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
 };
-pub use dataset::{is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
+pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
 pub use edges::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
