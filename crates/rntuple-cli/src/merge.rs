@@ -2,11 +2,9 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::io::{
-    is_daos, is_object_layout, open_daos_uri, split_target, ObjectDataset, SourceOptions,
-};
+use rntuple::io::{is_daos, is_object_layout, open_daos_uri, split_target};
 use rntuple::tools::merge::{
-    merge_files, merge_to_daos, merge_to_dataset, MergeMode, MergeOptions, MergeProgress,
+    merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };
 use rntuple::write::daos_mapping_from_env;
@@ -115,18 +113,10 @@ pub(crate) fn merge_to(
             .map_err(Failure::Input);
     }
     // `URL[:NAME]`: NAME names the RNTuple written (as --name does).
-    let (url, target_name) = split_target(output);
-    let mut options = options.clone();
-    options.name = output_name(output, target_name, &options.name)?;
-    if let Some(input) = inputs.iter().find(|i| split_target(i).0 == url) {
-        return Err(Failure::Usage(format!(
-            "{input} is both an input and the output"
-        )));
-    }
-    let dataset = ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
     let (summary, written) =
-        merge_to_dataset(inputs, dataset, &options, force, progress).map_err(Failure::Input)?;
+        merge_to_dataset_url(inputs, output, options, force, progress).map_err(Failure::Input)?;
     if let Some(why) = written.not_removed {
+        let url = split_target(output).0;
         eprintln!(
             "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
              left ({why}); `rntuple verify --repair {url}` removes them"

@@ -37,14 +37,19 @@ pub(crate) fn run(job: &Job, out: &mut impl Write) -> Result<(), Failure> {
             match repair_dataset(file) {
                 Ok(done) if !job.json => {
                     let n = done.removed.len();
+                    let files = match done.unfinished {
+                        0 => String::new(),
+                        1 => ", and 1 unfinished temporary file".to_string(),
+                        k => format!(", and {k} unfinished temporary files"),
+                    };
                     writeln!(
                         out,
-                        "REPAIRED {file}: {n} leftover object{} removed{}",
+                        "REPAIRED {file}: {n} leftover object{} removed{files}{}",
                         if n == 1 { "" } else { "s" },
                         if done.anchored {
                             ""
                         } else {
-                            " (there is no anchor: nothing else is there)"
+                            " (there is no anchor: no dataset is there)"
                         }
                     )?;
                 }

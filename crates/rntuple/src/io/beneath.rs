@@ -157,7 +157,7 @@ pub(crate) fn file_size(dir: BorrowedFd<'_>, name: &str) -> io::Result<Option<u6
 
 /// A name for a temporary file that no other writer picks: `.` + 12 random hex digits
 /// + `suffix`.
-fn temporary_name(suffix: &str) -> String {
+pub(crate) fn temporary_name(suffix: &str) -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

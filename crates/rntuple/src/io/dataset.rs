@@ -50,7 +50,11 @@ impl ObjectDataset {
     pub fn open(url: &str, options: &SourceOptions, create: bool) -> Result<ObjectDataset> {
         let parsed = ParsedUrl::parse(url)?;
         let store: Arc<dyn ObjectStorage> = match parsed.kind {
-            Kind::S3 { endpoint, bucket } => s3_store(&endpoint, &bucket, options)?,
+            Kind::S3 { endpoint, bucket } => {
+                // Objects named in messages under the URL as typed, not the endpoint.
+                let base = &url[..url.len() - parsed.anchor_key.len() - 1];
+                s3_store(&endpoint, &bucket, options, base)?
+            }
             Kind::Directory { root } => Arc::new(if create {
                 DirectoryObjects::create(&root)?
             } else {
@@ -130,10 +134,11 @@ fn s3_store(
     endpoint: &str,
     bucket: &str,
     options: &SourceOptions,
+    name: &str,
 ) -> Result<Arc<dyn ObjectStorage>> {
-    Ok(Arc::new(super::objects::S3Objects::open(
-        endpoint, bucket, options,
-    )?))
+    Ok(Arc::new(
+        super::objects::S3Objects::open(endpoint, bucket, options)?.named(name),
+    ))
 }
 
 #[cfg(not(feature = "s3"))]
@@ -141,6 +146,7 @@ fn s3_store(
     endpoint: &str,
     _bucket: &str,
     _options: &SourceOptions,
+    _name: &str,
 ) -> Result<Arc<dyn ObjectStorage>> {
     Err(Error::Unsupported(format!(
         "{endpoint}: this build of rntuple has no S3 support (cargo feature \"s3\")"

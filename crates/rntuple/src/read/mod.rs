@@ -15,7 +15,8 @@ mod summary;
 pub use ahead::DecodeAhead;
 pub use evolve::{unify, DefaultValue, FieldOf, OnOverflow, ReadAs, ReadTypes};
 pub use source::{
-    dataset_objects, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE,
+    daos_extent, dataset_objects, DaosExtent, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
+    READ_AHEAD_BYTES_VARIABLE,
 };
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};

@@ -120,6 +120,8 @@ pub struct DatasetRepair {
     pub removed: Vec<u64>,
     /// Whether the dataset has an anchor (without one, every object was a leftover).
     pub anchored: bool,
+    /// Files of puts that did not finish, removed (a directory store's temporary files).
+    pub unfinished: u64,
 }
 
 /// Removes the objects under the prefix of the dataset at `location` (an object-store
@@ -179,9 +181,13 @@ pub fn repair_objects(dataset: &ObjectDataset) -> Result<DatasetRepair> {
     let removed = objects.leftovers();
     let keys: Vec<String> = removed.iter().map(|&n| dataset.object_key(n)).collect();
     crate::write::delete_objects(dataset.store().as_ref(), &keys)?;
+    let unfinished = dataset
+        .store()
+        .remove_unfinished(&format!("{}/", dataset.anchor_key()))?;
     Ok(DatasetRepair {
         removed,
         anchored: objects.anchored,
+        unfinished,
     })
 }
 

@@ -232,8 +232,12 @@ impl ObjectSink {
                     .iter()
                     .map(|&n| self.dataset.object_key(n))
                     .collect();
-                match delete_all(store.as_ref(), &keys) {
-                    Ok(()) => (keys.len() as u64, None),
+                // And what puts of killed writers left (a directory store's files).
+                let prefix = format!("{}/", self.dataset.anchor_key());
+                match delete_all(store.as_ref(), &keys)
+                    .and_then(|()| store.remove_unfinished(&prefix))
+                {
+                    Ok(_) => (keys.len() as u64, None),
                     Err(e) => (0, Some(e.to_string())),
                 }
             }

@@ -395,6 +395,40 @@ impl ObjectStorage for DirectoryObjects {
         Ok(keys)
     }
 
+    /// Removes the temporary files (`.XXXXXXXXXXXX.tmp`) in the directory of `prefix`'s
+    /// objects: a put killed before its rename leaves one. (A put in progress loses its
+    /// file and fails.)
+    fn remove_unfinished(&self, prefix: &str) -> Result<u64> {
+        let Some(dir_key) = prefix.strip_suffix('/').filter(|k| validate_key(k).is_ok()) else {
+            return Ok(0);
+        };
+        let dirs: Vec<String> = dir_key
+            .split('/')
+            .map(|s| format!("{s}{DIR_SUFFIX}"))
+            .collect();
+        let io_error = |source| Error::Write {
+            what: format!("{}/{prefix} (removing unfinished objects)", self.name),
+            source,
+        };
+        let Some(chain) = self.open_dirs(&dirs, false).map_err(io_error)? else {
+            return Ok(0);
+        };
+        let Some(dir) = chain.last() else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        for (name, file_type) in beneath::entries(dir.as_fd()).map_err(io_error)? {
+            let temporary = name.starts_with('.') && name.ends_with(TEMP_SUFFIX);
+            if temporary
+                && file_type == FileType::RegularFile
+                && beneath::remove_file(dir.as_fd(), &name).map_err(io_error)?
+            {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
     }

@@ -216,6 +216,35 @@ fn directory_layout_lets_a_key_be_an_object_and_a_prefix() {
 }
 
 #[test]
+fn unfinished_puts_of_a_directory_store_are_removed_and_objects_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirectoryObjects::create(dir.path()).unwrap();
+    store.put("ds/0", b"page".to_vec()).unwrap();
+    store.put("ds/sub/1", b"deeper".to_vec()).unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("ds.d/.0123456789ab.tmp"), b"killed").unwrap();
+    std::fs::write(root.join("ds.d/keep.tmp"), b"not ours").unwrap();
+    std::fs::write(root.join(".0123456789ab.tmp"), b"another dataset's").unwrap();
+    std::fs::create_dir(root.join("ds.d/.dir.tmp")).unwrap();
+    assert_eq!(store.remove_unfinished("ds/").unwrap(), 1);
+    assert!(!root.join("ds.d/.0123456789ab.tmp").exists());
+    for kept in [
+        "ds.d/keep.tmp",
+        ".0123456789ab.tmp",
+        "ds.d/.dir.tmp",
+        "ds.d/0.obj",
+    ] {
+        assert!(root.join(kept).exists(), "{kept}");
+    }
+    assert_eq!(store.list("ds/").unwrap(), ["ds/0", "ds/sub/1"]);
+    assert_eq!(store.remove_unfinished("none/").unwrap(), 0);
+    assert_eq!(
+        MemoryObjects::default().remove_unfinished("ds/").unwrap(),
+        0
+    );
+}
+
+#[test]
 fn directory_writes_are_atomic() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(DirectoryObjects::create(dir.path()).unwrap().durable(true));
