@@ -155,20 +155,28 @@ pub(crate) fn file_size(dir: BorrowedFd<'_>, name: &str) -> io::Result<Option<u6
     }
 }
 
-/// A name for a temporary file that no other writer picks: `.` + 12 random hex digits
-/// + `suffix`.
-pub(crate) fn temporary_name(suffix: &str) -> String {
+/// A name for a temporary file of `name` that no other writer picks:
+/// `.NAME.XXXXXXXXXXXX` + `suffix` (12 random hex digits), or without `NAME.` when
+/// `name` is too long for the whole to be a file name.
+pub(crate) fn temporary_name(name: &str, suffix: &str) -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     hasher.write_u32(std::process::id());
-    format!(".{:012x}{suffix}", hasher.finish() & 0xffff_ffff_ffff)
+    let random = hasher.finish() & 0xffff_ffff_ffff;
+    // NAME_MAX is 255 bytes on the file systems this runs on.
+    if name.len() + suffix.len() + 15 <= 255 {
+        format!(".{name}.{random:012x}{suffix}")
+    } else {
+        format!(".{random:012x}{suffix}")
+    }
 }
 
 /// Writes `bytes` as the file `name` of `dir` through a temporary file (named
-/// `.XXXXXXXXXXXX` + `temp_suffix`, created exclusively, never through a link) renamed
+/// `.NAME.XXXXXXXXXXXX` + `temp_suffix`, [`temporary_name`], created exclusively, never
+/// through a link) renamed
 /// over it: a reader sees the old file or the new one, never part of one. With
 /// `durable`, the file is synced before the rename and the directory after. The new
 /// file has mode 0666 less the umask. A failure removes the temporary file.
@@ -182,7 +190,7 @@ pub(crate) fn write_file(
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut attempts = 0;
     let (temp, fd) = loop {
-        let temp = temporary_name(temp_suffix);
+        let temp = temporary_name(name, temp_suffix);
         match rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(0o666)) {
             Ok(fd) => break (temp, fd),
             Err(rustix::io::Errno::EXIST) if attempts < 8 => attempts += 1,

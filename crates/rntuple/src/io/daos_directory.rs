@@ -126,7 +126,7 @@ impl DirectoryDaos {
         values: &[(String, &[u8])],
     ) -> std::io::Result<()> {
         use rustix::fs::{AtFlags, Mode, RenameFlags};
-        let fresh = beneath::temporary_name(&format!(".{dkey}.new"));
+        let fresh = beneath::temporary_name(dkey, ".new");
         rustix::fs::mkdirat(parent, fresh.as_str(), Mode::from_raw_mode(0o777))?;
         let written = (|| {
             let new = beneath::open_dir(parent, &fresh)?

@@ -41,8 +41,8 @@ const TEMP_SUFFIX: &str = ".tmp";
 ///
 /// # Writes
 ///
-/// [`ObjectStorage::put`] writes a temporary file (`.XXXXXXXXXXXX.tmp`, in the object's
-/// directory) and renames it over the object's file: a reader sees the old object or
+/// [`ObjectStorage::put`] writes a temporary file (`.NAME.obj.XXXXXXXXXXXX.tmp`, in the
+/// object's directory) and renames it over the object's file: a reader sees the old object or
 /// the new one, never part of one. The file is not synced to disk unless
 /// [`DirectoryObjects::durable`] says so (a sync per object costs a disk flush each;
 /// a crash may then lose recent objects, not corrupt older ones). [`ObjectStorage::delete`]
@@ -275,6 +275,21 @@ impl DirectoryObjects {
     }
 }
 
+/// Removes the regular files of `dir` named `*.tmp` that `chosen` picks; how many.
+fn remove_temporaries(
+    dir: std::os::fd::BorrowedFd<'_>,
+    chosen: impl Fn(&str) -> bool,
+) -> std::io::Result<u64> {
+    let mut removed = 0;
+    for (name, file_type) in beneath::entries(dir)? {
+        let temporary = name.ends_with(TEMP_SUFFIX) && chosen(&name);
+        if temporary && file_type == FileType::RegularFile && beneath::remove_file(dir, &name)? {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// The directory names and the file name of `key` (valid).
 fn names_of(key: &str) -> Result<(Vec<String>, String)> {
     validate_key(key)?;
@@ -395,36 +410,35 @@ impl ObjectStorage for DirectoryObjects {
         Ok(keys)
     }
 
-    /// Removes the temporary files (`.XXXXXXXXXXXX.tmp`) in the directory of `prefix`'s
-    /// objects: a put killed before its rename leaves one. (A put in progress loses its
-    /// file and fails.)
+    /// Removes the temporary files of unfinished puts below `prefix` (`KEY/`): those in
+    /// the directory of its objects (`.*.tmp`), and those of the object `KEY` itself
+    /// beside it (`.KEY.obj.XXXXXXXXXXXX.tmp`: the anchor's). A put in progress loses
+    /// its file and fails.
     fn remove_unfinished(&self, prefix: &str) -> Result<u64> {
         let Some(dir_key) = prefix.strip_suffix('/').filter(|k| validate_key(k).is_ok()) else {
             return Ok(0);
         };
-        let dirs: Vec<String> = dir_key
-            .split('/')
-            .map(|s| format!("{s}{DIR_SUFFIX}"))
-            .collect();
         let io_error = |source| Error::Write {
             what: format!("{}/{prefix} (removing unfinished objects)", self.name),
             source,
         };
+        let (dirs, file) = names_of(dir_key)?;
         let Some(chain) = self.open_dirs(&dirs, false).map_err(io_error)? else {
             return Ok(0);
         };
-        let Some(dir) = chain.last() else {
+        let Some(parent) = chain.last() else {
             return Ok(0);
         };
-        let mut removed = 0;
-        for (name, file_type) in beneath::entries(dir.as_fd()).map_err(io_error)? {
-            let temporary = name.starts_with('.') && name.ends_with(TEMP_SUFFIX);
-            if temporary
-                && file_type == FileType::RegularFile
-                && beneath::remove_file(dir.as_fd(), &name).map_err(io_error)?
-            {
-                removed += 1;
-            }
+        let own = format!(".{file}.");
+        let mut removed =
+            remove_temporaries(parent.as_fd(), |name| name.starts_with(&own)).map_err(io_error)?;
+        let below = format!(
+            "{}{DIR_SUFFIX}",
+            file.strip_suffix(OBJECT_SUFFIX).unwrap_or(&file)
+        );
+        if let Some(dir) = beneath::open_dir(parent.as_fd(), &below).map_err(io_error)? {
+            removed +=
+                remove_temporaries(dir.as_fd(), |name| name.starts_with('.')).map_err(io_error)?;
         }
         Ok(removed)
     }

@@ -222,15 +222,17 @@ fn unfinished_puts_of_a_directory_store_are_removed_and_objects_kept() {
     store.put("ds/0", b"page".to_vec()).unwrap();
     store.put("ds/sub/1", b"deeper".to_vec()).unwrap();
     let root = dir.path();
-    std::fs::write(root.join("ds.d/.0123456789ab.tmp"), b"killed").unwrap();
+    std::fs::write(root.join("ds.d/.0.obj.0123456789ab.tmp"), b"killed").unwrap();
+    std::fs::write(root.join(".ds.obj.0123456789ab.tmp"), b"the anchor's").unwrap();
     std::fs::write(root.join("ds.d/keep.tmp"), b"not ours").unwrap();
-    std::fs::write(root.join(".0123456789ab.tmp"), b"another dataset's").unwrap();
+    std::fs::write(root.join(".ds2.obj.0123456789ab.tmp"), b"another dataset's").unwrap();
     std::fs::create_dir(root.join("ds.d/.dir.tmp")).unwrap();
-    assert_eq!(store.remove_unfinished("ds/").unwrap(), 1);
-    assert!(!root.join("ds.d/.0123456789ab.tmp").exists());
+    assert_eq!(store.remove_unfinished("ds/").unwrap(), 2);
+    assert!(!root.join("ds.d/.0.obj.0123456789ab.tmp").exists());
+    assert!(!root.join(".ds.obj.0123456789ab.tmp").exists());
     for kept in [
         "ds.d/keep.tmp",
-        ".0123456789ab.tmp",
+        ".ds2.obj.0123456789ab.tmp",
         "ds.d/.dir.tmp",
         "ds.d/0.obj",
     ] {
