@@ -577,11 +577,16 @@ impl ObjectStorage for S3Objects {
             },
         };
         let operation = format!("LIST {prefix}");
+        // Messages name what is listed: a dataset's objects `ds/` by the dataset.
+        let what = match prefix.trim_end_matches('/') {
+            "" => self.name.clone(),
+            listed => self.object_name(listed),
+        };
         // Each page of the listing is one request and its small answer.
         let limit = self.inner.network.first_byte_timeout + self.inner.network.idle_timeout;
-        let listed = self.policy.run(&self.name, |_| {
+        let listed = self.policy.run(&what, |_| {
             let (inner, parent) = (Arc::clone(&self.inner), parent.clone());
-            let (prefix, operation) = (prefix.to_string(), operation.clone());
+            let (prefix, operation, what) = (prefix.to_string(), operation.clone(), what.clone());
             self.run(async move {
                 let mut listing = inner.store.list(parent.as_ref());
                 let mut keys = Vec::new();
@@ -601,7 +606,7 @@ impl ObjectStorage for S3Objects {
                             }
                         }
                         Some(Err(e)) => {
-                            return Err(failure(e, &inner.name, &inner.secrets, &operation));
+                            return Err(failure(e, &what, &inner.secrets, &operation));
                         }
                     }
                 }
