@@ -714,7 +714,10 @@ def _check_anchor_bytes(data: bytes, where: str) -> dict[str, Any]:
     assert anchor["anchorVersion"] == 0
     assert anchor["urlTemplate"] == "${baseurl}/${objid}"
     assert anchor["cloneTemplate"] == "${baseurl}/_clone/${name}"
-    assert anchor["headerObjId"] == 0 and anchor["headerOffset"] == 0 and anchor["footerOffset"] == 0
+    # The header is the first object a write stores, the footer its last (ids start at 0
+    # in an empty prefix, after the highest one there otherwise).
+    assert anchor["headerObjId"] < anchor["footerObjId"], f"{where}: header and footer ids"
+    assert anchor["headerOffset"] == 0 and anchor["footerOffset"] == 0
     assert anchor["checksum"] == _xxh3(_canonical(anchor)), f"{where}: checksum"
     return anchor
 

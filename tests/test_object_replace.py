@@ -305,6 +305,62 @@ def test_killed_replacements_leave_one_whole_dataset(
     assert leftovers_seen > 0, "no kill left objects over"
 
 
+#: A Python writer replacing a dataset: ``rntuple.recreate(URL)`` with the values of a
+#: source file (argv: URL, source path).
+PYTHON_WRITER = """
+import sys, uproot, rntuple
+with uproot.open(sys.argv[2]) as f:
+    data = f["Events"].arrays(["a", "b"], library="np")
+with rntuple.recreate(sys.argv[1], page_size="4 KiB", cluster_size="64 KiB") as out:
+    out["Events"] = {"a": data["a"], "b": data["b"]}
+"""
+
+
+def test_python_recreate_replaces_as_atomically(sources: tuple[Source, Source], tmp_path: Path) -> None:
+    """``rntuple.recreate(URL)`` over an existing dataset: an exception in the ``with``
+    block leaves the old dataset whole (it is no longer removed when the RNTuple is
+    created), and a Python writer killed at 10 random moments leaves the old dataset or
+    the new one, never neither."""
+    import numpy as np
+
+    import rntuple
+
+    old, new = sources
+    url = f"ntpl+file://{tmp_path}/py"
+    proc = _run(["copy", str(old.path), url], _clean_env())
+    assert proc.returncode == 0, _said(proc)
+    with pytest.raises(RuntimeError, match="in the block"), rntuple.recreate(url) as f:
+        f["Events"] = {"a": np.arange(10), "b": np.zeros(10)}
+        raise RuntimeError("in the block")
+    assert _read_values(url) == old.values
+    command = [sys.executable, "-c", PYTHON_WRITER, url, str(new.path)]
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=COMMAND_TIMEOUT)
+    span = (time.monotonic() - start) * 1.1
+    assert done.returncode == 0, done.stderr
+    assert _read_values(url) == new.values
+    current, other = new, old
+    rng = random.Random(7)
+    seen = {"old": 0, "new": 0}
+    for trial in range(10):
+        command = [sys.executable, "-c", PYTHON_WRITER, url, str(other.path)]
+        writer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, span))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=COMMAND_TIMEOUT)
+        values = _read_values(url)
+        assert values is not None, f"trial {trial}: neither dataset reads whole"
+        if values == other.values:
+            seen["new"] += 1
+            current, other = other, current
+        else:
+            assert values == current.values, f"trial {trial}: values of neither"
+            seen["old"] += 1
+        repair = _run(["verify", "--repair", url], _clean_env())
+        assert repair.returncode == 0, _said(repair)
+    assert seen["old"] > 0, seen
+
+
 # ----------------------------------------------------------------------------- URLs
 
 #: URLs both front ends refuse (``{root}``: a scratch directory), with a word of why.
