@@ -1381,8 +1381,11 @@ def open(
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
-    ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. Many
-    files (lists, glob patterns) are read with :func:`iterate`, :func:`concatenate` or
+    ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. A URL
+    takes ``:NAME`` the same way (``"root://host:1094//f.root:Events"``, an object-store
+    dataset ``"ntpl+s3+https://host/bucket/nano:Events"``): only a colon after the start
+    of its path begins the name, by the rule of the command line. Many files (lists,
+    glob patterns) are read with :func:`iterate`, :func:`concatenate` or
     :func:`rntuple.dask`.
 
     For a remote file (``http(s)://``, ``root(s)://``, ``s3://``), every request and

@@ -54,6 +54,10 @@ pub(crate) fn run(job: &Job, out: &mut impl Write) -> Result<(), Failure> {
                     )?;
                 }
                 Ok(_) => {}
+                // A malformed URL is a usage error (exit status 2), as for any command.
+                Err(e) if matches!(e.root_cause(), rntuple::Error::InvalidArgument(_)) => {
+                    return Err(Failure::Input(e));
+                }
                 Err(e) => {
                     writeln!(out, "BAD  {file}: repair: {}", super::failure::describe(&e))?;
                     repair_failures.push(file.as_str());
