@@ -714,7 +714,10 @@ def _check_anchor_bytes(data: bytes, where: str) -> dict[str, Any]:
     assert anchor["anchorVersion"] == 0
     assert anchor["urlTemplate"] == "${baseurl}/${objid}"
     assert anchor["cloneTemplate"] == "${baseurl}/_clone/${name}"
-    assert anchor["headerObjId"] == 0 and anchor["headerOffset"] == 0 and anchor["footerOffset"] == 0
+    # The header is the first object a write stores, the footer its last (ids start at 0
+    # in an empty prefix, after the highest one there otherwise).
+    assert anchor["headerObjId"] < anchor["footerObjId"], f"{where}: header and footer ids"
+    assert anchor["headerOffset"] == 0 and anchor["footerOffset"] == 0
     assert anchor["checksum"] == _xxh3(_canonical(anchor)), f"{where}: checksum"
     return anchor
 
@@ -760,14 +763,18 @@ def test_anchor_reference_vector(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def object_copies(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """:data:`DESCRIPTOR_CASES` copied into ``ntpl+file://DIR/<case>`` (returns DIR)."""
+    """:data:`DESCRIPTOR_CASES` copied into ``ntpl+file://DIR/<case>`` (returns DIR), each
+    replacing (``--force``) a dataset of another case there before: the header is then
+    not object 0, and ROOT finds every object by the ids the anchor and locators give."""
     conformance = conformance_data.require()
     out = tmp_path_factory.mktemp("object_copies")
 
     def copy(case: str) -> str | None:
-        proc = _run(
-            ["copy", str(conformance / "write" / f"{case}.root"), f"ntpl+file://{out}/{case}"], _clean_env()
-        )
+        url = f"ntpl+file://{out}/{case}"
+        first = _run(["copy", str(conformance / "write" / "types.string.root"), url], _clean_env())
+        if first.returncode != 0:
+            return f"{case}: {_said(first)}"
+        proc = _run(["copy", "--force", str(conformance / "write" / f"{case}.root"), url], _clean_env())
         return None if proc.returncode == 0 else f"{case}: {_said(proc)}"
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -826,8 +833,9 @@ def test_root_deserializes_our_envelopes(
     header, footer and page-list objects to the original file's descriptor: fields,
     columns, entries, clusters, every page's element count, checksum flag and size; every
     page and page list behind an object locator (0x02) whose object holds exactly its
-    bytes (a page: its size plus the 8-byte checksum); objects numbered 0 (header) to the
-    footer's id, each one used."""
+    bytes (a page: its size plus the 8-byte checksum); objects numbered from the
+    header's id (not 0: the dataset replaced one there before, whose objects took the
+    ids before it and are gone) to the footer's, each one used."""
     anchor, original, ours = descriptors[case]
     assert "error" not in original, original
     assert "error" not in ours, f"ROOT could not read our objects: {ours['error']}"
@@ -862,7 +870,8 @@ def test_root_deserializes_our_envelopes(
         used.add(loc["position"])
     assert entries == original["entries"]
     stored = {int(p.stem) for p in objects.glob("*.obj")}
-    assert stored == used == set(range(anchor["footerObjId"] + 1))
+    assert anchor["headerObjId"] > 0, anchor
+    assert stored == used == set(range(anchor["headerObjId"], anchor["footerObjId"] + 1))
     _check_anchor_bytes((object_copies / f"{case}.obj").read_bytes(), f"{case}.obj")
 
 
@@ -1064,8 +1073,9 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_killed_writer_leaves_no_anchor(servers: dict[str, Store | str], big_file: Path) -> None:
     """A copy to SeaweedFS killed (SIGKILL) once it has stored some objects leaves them
-    without an anchor: the dataset does not open (the error says there is no anchor),
-    and a second copy to the same prefix works (and verifies)."""
+    without an anchor: the dataset does not open (the error says there is no anchor,
+    and the command that removes them), and a second copy to the same prefix works (and
+    verifies), its objects beside the leftovers, which it removes."""
     store = _store(servers, "seaweedfs")
     prefix = "killed/big"
     url = store.url(prefix)
@@ -1096,10 +1106,17 @@ def test_killed_writer_leaves_no_anchor(servers: dict[str, Store | str], big_fil
     proc = _run(["info", url], store.env())
     assert proc.returncode == 1, _said(proc)
     assert "no anchor" in proc.stderr, _said(proc)
+    assert f"`rntuple verify --repair {url}` removes them" in proc.stderr, _said(proc)
     again = _run(["copy", str(big_file), url], store.env())
     assert again.returncode == 0, _said(again)
     verify = _run(["verify", url], store.env())
     assert verify.returncode == 0 and "2000000 entries" in verify.stdout, _said(verify)
+    # The second copy took ids after the leftovers, and removed them once its anchor was
+    # stored.
+    anchor = json.loads(store.get(prefix))
+    ids = {int(k.rsplit("/", 1)[1]) for k in store.keys(prefix + "/")}
+    assert anchor["headerObjId"] > 0
+    assert ids == set(range(anchor["headerObjId"], anchor["footerObjId"] + 1))
 
 
 @pytest.mark.parametrize("kind", SERVER_KINDS)
@@ -1126,8 +1143,11 @@ def test_existing_dataset_needs_force(kind: str, servers: dict[str, Store | str]
     now = _run(["dump", "--json", url], env)
     want = _run(["dump", "--json", str(new)], env)
     assert now.returncode == 0 and json.loads(now.stdout) == json.loads(want.stdout), _said(now)
+    # The new objects took the ids after the old ones', which are gone.
     anchor = _check_anchor_bytes(store.get("existing/ds"), f"{kind} existing/ds")
-    assert len(store.keys("existing/ds/")) == anchor["footerObjId"] + 1
+    assert anchor["headerObjId"] == len(old_objects)
+    ids = {int(k.rsplit("/", 1)[1]) for k in store.keys("existing/ds/")}
+    assert ids == set(range(anchor["headerObjId"], anchor["footerObjId"] + 1))
 
 
 @pytest.mark.parametrize("kind", SERVER_KINDS)

@@ -16,6 +16,11 @@ def is_object_layout(location: str) -> bool:
     """Whether ``location`` names an RNTuple stored as objects (``ntpl+s3+http(s)://``,
     ``ntpl+file://``: ROOT's S3 layout) rather than a file."""
 
+def split_target(target: str) -> tuple[str, str | None]:
+    """Splits ``TARGET[:NAME]`` into the file or URL and the RNTuple's name, by the
+    command line's rule: the whole spec if it exists locally; in a URL only a colon after
+    the start of its path begins a NAME."""
+
 class RootFileHandle:
     """An open ROOT file: lists its RNTuples and opens them (or a dataset of objects,
     ``ntpl+s3+https://...``, ``ntpl+file://...``, holding one RNTuple)."""

@@ -92,7 +92,9 @@ def merge(
             for a local test server) or ``ntpl+file:///DIR/PREFIX``: the RNTuple is
             stored in ROOT's S3 layout (an object per page, page list, header and
             footer; the JSON anchor at ``PREFIX`` last, so a dataset is complete once
-            it is visible; on an error the objects stored are removed). One input with
+            it is visible; on an error the objects stored are removed; an existing
+            dataset, with ``overwrite``, stays whole until the new anchor replaces its
+            own; ``URL:NAME`` names the RNTuple written, as ``name`` does). One input with
             ``keep_compression=True`` copies an RNTuple between a file and an object
             store as stored. Attribute sets are not stored there (ROOT's S3 layout has
             none yet): ``attribute_sets_dropped`` names them.

@@ -1363,12 +1363,12 @@ class ReadOnlyFile:
 
 
 def split_object_path(spec: str) -> tuple[str, str | None]:
-    """Splits ``"file.root:dir/Events"`` into the file and the RNTuple path; a spec with
-    no ``:`` after the file name has no RNTuple path."""
-    match = re.match(r"^(.*?\.root):(.*)$", spec)
-    if match and "://" not in match.group(2):
-        return match.group(1), match.group(2) or None
-    return spec, None
+    """Splits ``"file.root:dir/Events"`` into the file and the RNTuple path, by the rule
+    of the command line (the core's ``split_target``, one rule for both): a spec that
+    exists as a local file is the file; in a URL (``ntpl+s3+https://host/bkt/nano:Events``,
+    ``root://host:1094//f.root:Events``) only a colon after the start of its path begins
+    the name, so a port is never taken for one; else the part after the last colon."""
+    return _core.split_target(spec)
 
 
 def open(
@@ -1381,8 +1381,11 @@ def open(
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
-    ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. Many
-    files (lists, glob patterns) are read with :func:`iterate`, :func:`concatenate` or
+    ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. A URL
+    takes ``:NAME`` the same way (``"root://host:1094//f.root:Events"``, an object-store
+    dataset ``"ntpl+s3+https://host/bucket/nano:Events"``): only a colon after the start
+    of its path begins the name, by the rule of the command line. Many files (lists,
+    glob patterns) are read with :func:`iterate`, :func:`concatenate` or
     :func:`rntuple.dask`.
 
     For a remote file (``http(s)://``, ``root(s)://``, ``s3://``), every request and

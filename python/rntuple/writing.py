@@ -224,10 +224,15 @@ def recreate(
     the RNTuple is stored in ROOT's S3 layout, an object per page, page list, header and
     footer, and the JSON anchor at ``PREFIX`` written last, on :meth:`~WritableFile.close`,
     so that readers see the dataset only once it is complete. Such a dataset holds one
-    RNTuple. An existing dataset at the URL is removed when the RNTuple is created (not
-    when the new one is complete, as for a file); an error, an exception in the ``with``
-    block or :meth:`~WritableFile.abort` removes the objects stored and leaves no
-    dataset."""
+    RNTuple (``URL:NAME`` names it: ``f[NAME]`` is then the only RNTuple it takes). An
+    existing dataset at the URL is replaced as a file is: the new objects are stored
+    beside its own (under new object ids), the anchor is switched on close, and only
+    then are the old objects removed; until then, and if the process is killed, the old
+    dataset reads whole. An error, an exception in the ``with`` block or
+    :meth:`~WritableFile.abort` removes the objects stored and leaves the store as it
+    was. A malformed URL (a host in ``ntpl+file://``, a relative path, ``.``/``..``,
+    empty or trailing segments) raises :class:`InvalidArgumentError` before anything is
+    created."""
     return WritableFile(
         path,
         compression=compression,

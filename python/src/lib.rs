@@ -1035,12 +1035,15 @@ impl rntuple::write::BlobSink for SharedObjectSink {
 /// An RNTuple being written as objects (`ntpl+s3+https://host/bucket/prefix`,
 /// `ntpl+file:///dir/prefix`: ROOT's S3 layout), with `FileWriterHandle`'s methods: a
 /// dataset holds one RNTuple. Objects are stored as the writer goes; the JSON anchor,
-/// which makes the dataset visible, only on `close`. An existing dataset there is
-/// removed when the RNTuple is created; an abort (or an error) removes the objects
-/// stored and leaves no dataset.
+/// which makes the dataset visible, only on `close`. An existing dataset there stays
+/// whole until then (the new objects take ids beside its own), and is removed once the
+/// new anchor replaced its own; an abort (or an error) removes the objects stored and
+/// leaves the store as it was.
 #[pyclass(module = "rntuple._core")]
 struct ObjectWriterHandle {
     url: String,
+    /// The RNTuple's name the URL gives (`URL:NAME`), if any.
+    name: Option<String>,
     options: WriteOptions,
     /// The RNTuple being written: its name, writer and sink. `None` before `create`.
     writing: Option<(String, RNTupleWriter<SharedObjectSink>, SharedObjectSink)>,
@@ -1080,12 +1083,16 @@ impl ObjectWriterHandle {
         page_checksums: bool,
         checkpoint_every: Option<u64>,
     ) -> PyResult<Self> {
+        // `URL[:NAME]`, as the command line splits it; the URL checked strictly before
+        // anything is created.
+        let (url, name) = rntuple::io::split_target(&url);
         if !rntuple::io::is_object_layout(&url) {
             return Err(to_py_err(Error::InvalidArgument(format!(
                 "{url} is not an object-store URL (ntpl+s3+https://HOST/BUCKET/PREFIX, \
                  ntpl+file:///DIR/PREFIX)"
             ))));
         }
+        rntuple::io::check_layout_url(&url).map_err(to_py_err)?;
         let options = write_options(
             compression,
             cluster_size,
@@ -1095,6 +1102,7 @@ impl ObjectWriterHandle {
         )?;
         Ok(ObjectWriterHandle {
             url,
+            name,
             options,
             writing: None,
             closed: false,
@@ -1114,6 +1122,12 @@ impl ObjectWriterHandle {
         if self.closed {
             return Err(to_py_err(Error::InvalidArgument(format!(
                 "{} is already closed",
+                self.url
+            ))));
+        }
+        if let Some(named) = self.name.as_ref().filter(|n| **n != name) {
+            return Err(to_py_err(Error::InvalidArgument(format!(
+                "{}:{named} names the RNTuple \"{named}\", not \"{name}\"",
                 self.url
             ))));
         }
@@ -1549,21 +1563,11 @@ fn merge_rntuples(
                 )
                 .map(|s| (s, None));
             }
-            // A dataset of objects (ROOT's S3 layout): pages copied as objects, the
-            // anchor written last.
-            if let Some(input) = inputs
-                .iter()
-                .find(|i| rntuple::io::split_target(i).0 == output)
-            {
-                return Err(Error::InvalidArgument(format!(
-                    "{input} is both an input and the output"
-                )));
-            }
-            let dataset =
-                rntuple::io::ObjectDataset::open(&output, &SourceOptions::current()?, true)?;
-            let (s, written) = rntuple::tools::merge::merge_to_dataset(
+            // A dataset of objects (ROOT's S3 layout, `URL[:NAME]`): pages copied as
+            // objects, the anchor written last, the dataset replaced then.
+            let (s, written) = rntuple::tools::merge::merge_to_dataset_url(
                 &inputs,
-                dataset,
+                &output,
                 &options,
                 overwrite,
                 |_| {},
@@ -1760,6 +1764,14 @@ fn read_types(
     Ok(ReadTypesHandle { types: out })
 }
 
+/// Splits a `TARGET[:NAME]` spec into the file or URL and the RNTuple's name, by the
+/// command line's rule (`rntuple::io::split_target`): the whole spec if it exists
+/// locally; in a URL, only a colon after the start of its path begins a NAME.
+#[pyfunction]
+fn split_target(target: &str) -> (String, Option<String>) {
+    rntuple::io::split_target(target)
+}
+
 /// Whether `location` names an RNTuple stored as objects (`ntpl+s3+http(s)://`,
 /// `ntpl+file://`: ROOT's S3 layout) rather than a file.
 #[pyfunction]
@@ -1779,6 +1791,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FileWriterHandle>()?;
     m.add_class::<ObjectWriterHandle>()?;
     m.add_function(wrap_pyfunction!(is_object_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(split_target, m)?)?;
     m.add_class::<ParallelWriterHandle>()?;
     m.add_class::<FillContextHandle>()?;
     m.add_class::<inspect::InspectionHandle>()?;

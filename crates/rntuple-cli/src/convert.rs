@@ -55,16 +55,12 @@ pub(crate) fn one(
     // Into an object store: converted into a file of a temporary directory first, whose
     // pages are then copied as objects (the TTree reading and the writer stay one code).
     let staging = if rntuple::io::is_object_layout(output) {
-        let dataset = rntuple::io::ObjectDataset::open(
-            output,
-            &rntuple::io::SourceOptions::current()?,
-            true,
-        )?;
+        // `URL[:NAME]`: the name is the copy's to give (merge::merge_to).
+        let (url, _) = split_target(output);
+        let dataset =
+            rntuple::io::ObjectDataset::open(&url, &rntuple::io::SourceOptions::current()?, true)?;
         if !job.force && dataset.store().size_of(dataset.anchor_key())?.is_some() {
-            return Err(rntuple::Error::OutputExists {
-                path: output.to_string(),
-            }
-            .into());
+            return Err(rntuple::Error::OutputExists { path: url }.into());
         }
         Some(tempfile::tempdir().map_err(|source| rntuple::Error::Write {
             what: "a temporary directory for the conversion".into(),

@@ -144,6 +144,17 @@ pub(crate) fn info(target: &str, stats: bool, out: &mut impl Write) -> Result<()
     };
     let seconds = start.elapsed().as_secs_f64();
     out.write_all(rntuple::read::describe(&reader).as_bytes())?;
+    if rntuple::io::is_object_layout(&file) {
+        // Objects under the prefix that no anchor references.
+        let dataset = rntuple::io::ObjectDataset::open(
+            &file,
+            &rntuple::io::SourceOptions::current()?,
+            false,
+        )?;
+        if let Some(note) = rntuple::read::dataset_objects(&dataset)?.leftover_note(&file) {
+            writeln!(out, "leftover objects: {note}")?;
+        }
+    }
     if stats {
         let io = reader.metrics().io;
         writeln!(

@@ -350,15 +350,10 @@ enum Command {
     },
     /// Check files: every RNTuple opened, its structure checked, every page read, its
     /// checksum checked and every value decoded. One line per file; exit status 1 if
-    /// any file is bad.
-    Verify {
-        /// The files (paths or URLs).
-        #[arg(required = true)]
-        files: Vec<String>,
-        /// Print one JSON object per file instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    /// any file is bad. An object-store dataset is also bad when objects under its
+    /// prefix are referenced by no anchor (left by a writer that did not finish):
+    /// --repair removes them first.
+    Verify(verify::Job),
     /// Print entries for people, in the layout of ROOT's RNTupleReader::Show: one
     /// {...} block an entry, records indented, collections on one line; floats with the
     /// digits that read back exactly (ROOT keeps 6).
@@ -532,6 +527,7 @@ mod inspect;
 mod ls;
 mod merge;
 mod trees;
+mod verify;
 
 use failure::Failure;
 
@@ -550,7 +546,7 @@ impl Command {
             Command::Copy { source, .. } => vec![file(source)],
             Command::Convert { paths, .. } => paths.iter().map(file).collect(),
             Command::Recover { broken, .. } => vec![broken.clone()],
-            Command::Verify { files, .. } => files.clone(),
+            Command::Verify(job) => job.files.clone(),
             Command::Merge(job) => job.inputs().iter().map(file).collect(),
             Command::Cache(_) => Vec::new(),
         }
@@ -839,54 +835,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 top,
             )?;
         }
-        Command::Verify { files, json } => {
-            let checks = rntuple::tools::verify::verify_files(&files);
-            let bad = checks.iter().filter(|c| !c.is_good()).count();
-            for c in &checks {
-                if json {
-                    let value = serde_json::json!({
-                        "file": c.file,
-                        "good": c.is_good(),
-                        "problems": c.all_problems(),
-                        "rntuples": c.rntuples.iter().map(|r| serde_json::json!({
-                            "name": r.name,
-                            "entries": r.entries,
-                            "clusters": r.clusters,
-                            "pages": r.pages,
-                            "page_bytes": r.page_bytes,
-                            "problems": r.problems,
-                        })).collect::<Vec<_>>(),
-                    });
-                    writeln!(out, "{value}")?;
-                } else if c.is_good() {
-                    let entries: u64 = c.rntuples.iter().map(|r| r.entries).sum();
-                    let pages: u64 = c.rntuples.iter().map(|r| r.pages).sum();
-                    let bytes: u64 = c.rntuples.iter().map(|r| r.page_bytes).sum();
-                    writeln!(
-                        out,
-                        "OK   {}: {} RNTuple(s), {entries} entries, {pages} pages ({:.1} MB) read and checked",
-                        c.file,
-                        c.rntuples.len(),
-                        bytes as f64 / 1e6
-                    )?;
-                } else {
-                    writeln!(out, "BAD  {}: {}", c.file, c.all_problems().join("; "))?;
-                }
-            }
-            out.flush()?;
-            if bad > 0 {
-                let names: Vec<&str> = checks
-                    .iter()
-                    .filter(|c| !c.is_good())
-                    .map(|c| c.file.as_str())
-                    .collect();
-                return Err(Failure::Bad(format!(
-                    "{bad} of {} files are bad: {}",
-                    checks.len(),
-                    names.join(", ")
-                )));
-            }
-        }
+        Command::Verify(job) => verify::run(&job, &mut out)?,
         Command::Show {
             target,
             fields,

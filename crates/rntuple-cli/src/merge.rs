@@ -2,11 +2,9 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::io::{
-    is_daos, is_object_layout, open_daos_uri, split_target, ObjectDataset, SourceOptions,
-};
+use rntuple::io::{is_daos, is_object_layout, open_daos_uri, split_target};
 use rntuple::tools::merge::{
-    merge_files, merge_to_daos, merge_to_dataset, MergeMode, MergeOptions, MergeProgress,
+    merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };
 use rntuple::write::daos_mapping_from_env;
@@ -114,15 +112,32 @@ pub(crate) fn merge_to(
         return merge_files(inputs, Path::new(output), options, force, progress)
             .map_err(Failure::Input);
     }
-    if let Some(input) = inputs.iter().find(|i| split_target(i).0 == output) {
-        return Err(Failure::Usage(format!(
-            "{input} is both an input and the output"
-        )));
+    // `URL[:NAME]`: NAME names the RNTuple written (as --name does).
+    let (summary, written) =
+        merge_to_dataset_url(inputs, output, options, force, progress).map_err(Failure::Input)?;
+    if let Some(why) = written.not_removed {
+        let url = split_target(output).0;
+        eprintln!(
+            "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
+             left ({why}); `rntuple verify --repair {url}` removes them"
+        );
     }
-    let dataset = ObjectDataset::open(output, &SourceOptions::current()?, true)?;
-    let (summary, _) =
-        merge_to_dataset(inputs, dataset, options, force, progress).map_err(Failure::Input)?;
     Ok(summary)
+}
+
+/// The name of the RNTuple an output `TARGET[:NAME]` gets: its NAME, else `--name`; both
+/// must agree.
+fn output_name(
+    output: &str,
+    target_name: Option<String>,
+    option: &Option<String>,
+) -> Result<Option<String>, Failure> {
+    match (target_name, option) {
+        (Some(a), Some(b)) if &a != b => Err(Failure::Usage(format!(
+            "{output} names the RNTuple \"{a}\", --name \"{b}\": give one"
+        ))),
+        (a, b) => Ok(a.or_else(|| b.clone())),
+    }
 }
 
 /// [`merge_to`] a DAOS container: `output` is `daos://POOL/CONTAINER[:NAME]`; the name
@@ -135,14 +150,7 @@ fn merge_to_daos_target(
     progress: impl FnMut(MergeProgress),
 ) -> Result<MergeSummary, Failure> {
     let (uri, target_name) = split_target(output);
-    let name = match (target_name, &options.name) {
-        (Some(a), Some(b)) if &a != b => {
-            return Err(Failure::Usage(format!(
-                "{output} names the RNTuple \"{a}\", --name \"{b}\": give one"
-            )))
-        }
-        (a, b) => a.or_else(|| b.clone()),
-    };
+    let name = output_name(output, target_name, &options.name)?;
     if let Some(input) = inputs.iter().find(|i| {
         let (file, input_name) = split_target(i);
         file == uri && name.is_some() && input_name == name

@@ -20,8 +20,11 @@ pub struct Location {
     pub cluster: Option<u64>,
     /// A page by its index within its column and cluster.
     pub page: Option<u64>,
-    /// A byte offset in the file.
+    /// A byte offset in the file (in the object, when `object` is set).
     pub offset: Option<u64>,
+    /// An object of an object-store layout, by id (its pages and envelopes are objects
+    /// of their own: an offset alone would be an object's address, no byte of a file).
+    pub object: Option<u64>,
 }
 
 impl fmt::Display for Location {
@@ -48,8 +51,14 @@ impl fmt::Display for Location {
         if let Some(v) = self.page {
             parts.push(format!("page {v}"));
         }
+        if let Some(v) = self.object {
+            parts.push(format!("object {v}"));
+        }
         if let Some(v) = self.offset {
-            parts.push(format!("byte offset {v}"));
+            parts.push(match self.object {
+                Some(_) => format!("byte offset {v} in the object"),
+                None => format!("byte offset {v}"),
+            });
         }
         f.write_str(&parts.join(", "))
     }

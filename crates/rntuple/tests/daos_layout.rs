@@ -555,6 +555,25 @@ impl DaosStore for Faulty {
         }
         self.inner.update(container, oid, dkey, akey, value)
     }
+    fn update_together(
+        &self,
+        container: &DaosContainerId,
+        oid: DaosOid,
+        dkey: u64,
+        values: &[(u64, &[u8])],
+    ) -> Result<()> {
+        // All or none, as the store's own.
+        let before = self.updates.fetch_add(values.len(), Ordering::SeqCst);
+        if before + values.len() > self.ok {
+            return Err(Error::InvalidArgument(format!(
+                "refused to update object {oid}"
+            )));
+        }
+        self.inner.update_together(container, oid, dkey, values)
+    }
+    fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Result<()> {
+        self.inner.punch_many(container, keys)
+    }
 }
 
 #[test]
@@ -677,31 +696,55 @@ fn a_failed_write_leaves_no_anchor() {
             assert!(matches!(err, Error::NotFound(_)), "{err}");
         }
     }
-    // A replacement that fails leaves no RNTuple either (the old anchor is withdrawn
-    // first), rather than the old anchor over a mix of values.
-    let inner = MemoryDaos::new();
-    let id = DaosContainerId::new("pool", "replacing");
-    let good = DaosContainer::create(Arc::new(inner.clone()), id.clone()).unwrap();
-    copy(
-        file.to_str().unwrap(),
-        &good,
-        Some("ntpl"),
-        DaosPageMapping::ObjectPerPage,
-        false,
-    )
-    .unwrap();
-    let failing = DaosContainer::open(Arc::new(Faulty::new(inner.clone(), 3)), id).unwrap();
+    // A replacement stopped after any number of updates (every one: a writer killed at
+    // any moment) leaves the old RNTuple whole, or from the switch of header, footer
+    // and anchor (together) on, the new one; never neither, in all four pairs of
+    // mappings.
     let other = common::conformance_file("types.string");
-    copy(
-        other.to_str().unwrap(),
-        &failing,
-        Some("ntpl"),
-        DaosPageMapping::ObjectPerPage,
-        true,
-    )
-    .expect_err("updates fail");
-    let err = RNTupleReader::open_daos(good, "ntpl").expect_err("withdrawn");
-    assert!(matches!(err, Error::NotFound(_)), "{err}");
+    let values = |path: &std::path::Path| {
+        common::all_values(&RNTupleReader::open_path(path.to_str().unwrap(), None).unwrap())
+    };
+    let (old_values, new_values) = (values(&file), values(&other));
+    for old_mapping in MAPPINGS {
+        for new_mapping in MAPPINGS {
+            let replace = |ok: usize| {
+                let inner = MemoryDaos::new();
+                let id = DaosContainerId::new("pool", "replacing");
+                let good = DaosContainer::create(Arc::new(inner.clone()), id.clone()).unwrap();
+                copy(
+                    file.to_str().unwrap(),
+                    &good,
+                    Some("ntpl"),
+                    old_mapping,
+                    false,
+                )
+                .unwrap();
+                let faulty = Arc::new(Faulty::new(inner, ok));
+                let failing = DaosContainer::open(faulty.clone(), id).unwrap();
+                let done = copy(
+                    other.to_str().unwrap(),
+                    &failing,
+                    Some("ntpl"),
+                    new_mapping,
+                    true,
+                );
+                (good, done.is_ok(), faulty.updates.load(Ordering::SeqCst))
+            };
+            let (_, finished, total) = replace(usize::MAX);
+            assert!(finished && total > 3, "{total} updates");
+            for ok in 0..=total {
+                let (good, switched, _) = replace(ok);
+                let reader = RNTupleReader::open_daos(good, "ntpl")
+                    .unwrap_or_else(|e| panic!("{old_mapping:?} -> {new_mapping:?}, {ok}: {e}"));
+                let got = common::all_values(&reader);
+                let want = if switched { &new_values } else { &old_values };
+                assert_eq!(
+                    &got, want,
+                    "{old_mapping:?} -> {new_mapping:?} after {ok} updates"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -734,8 +777,12 @@ fn an_existing_rntuple_is_kept_unless_replaced() {
     let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
     let stored = RNTupleReader::open_daos(container.clone(), "n").unwrap();
     assert_eq!(common::all_values(&stored), common::all_values(&original));
-    // Replaced, with the other mapping: the new RNTuple reads, and the old first page
-    // under the object-per-page key no longer passes for a page.
+    // Replaced, with the other mapping: the new RNTuple reads; its pages took ids after
+    // the old one's, and once its anchor was in place the old pages and page lists were
+    // removed: the container holds exactly the new RNTuple's values.
+    let old = rntuple::read::daos_extent(&container, "n")
+        .unwrap()
+        .unwrap();
     copy(
         other.to_str().unwrap(),
         &container,
@@ -756,13 +803,19 @@ fn an_existing_rntuple_is_kept_unless_replaced() {
     let LocatorKind::Object64 { location } = first.locator.kind else {
         panic!();
     };
-    let old = fetch(
-        &container,
-        key(
-            "n",
-            DaosPageMapping::ObjectPerPage.page_location(0, 0, location),
-        ),
-    )
-    .unwrap();
-    assert!(old.len() <= 2, "{} bytes", old.len());
+    assert_eq!(location, old.next_page);
+    let new = rntuple::read::daos_extent(&container, "n")
+        .unwrap()
+        .unwrap();
+    let mut expected = new.keys.clone();
+    for at in [
+        DaosLocation::ANCHOR,
+        DaosLocation::HEADER,
+        DaosLocation::FOOTER,
+    ] {
+        expected.push(key("n", at));
+    }
+    expected.sort_unstable();
+    assert_eq!(store.keys(container.id()), expected);
+    assert!(old.keys.iter().all(|k| !expected.contains(k)));
 }

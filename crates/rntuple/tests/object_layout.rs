@@ -256,7 +256,9 @@ fn an_existing_dataset_is_kept_unless_replaced() {
     let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
     let original = RNTupleReader::open_path(file.to_str().unwrap(), None).unwrap();
     assert_eq!(common::all_values(&reader), common::all_values(&original));
-    // Replaced: the new dataset's objects only.
+    let old = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
+    // Replaced: the new dataset's objects only, beside the old ones (after the highest
+    // id), the old ones removed once the anchor was switched.
     merge_to_dataset(
         &[other.to_str().unwrap().to_string()],
         dataset.clone(),
@@ -265,14 +267,15 @@ fn an_existing_dataset_is_kept_unless_replaced() {
         |_| {},
     )
     .unwrap();
-    let reader = RNTupleReader::open_objects(dataset, None).unwrap();
+    let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
     let original = RNTupleReader::open_path(other.to_str().unwrap(), None).unwrap();
     assert_eq!(common::all_values(&reader), common::all_values(&original));
     let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
-    assert_eq!(
-        store.list("d/").unwrap().len() as u64,
-        anchor.footer_obj_id + 1
-    );
+    assert_eq!(anchor.header_obj_id, old.footer_obj_id + 1);
+    let objects = rntuple::read::dataset_objects(&dataset).unwrap();
+    assert_eq!(objects.stored, objects.referenced);
+    assert_eq!(objects.stored.first(), Some(&anchor.header_obj_id));
+    assert_eq!(objects.stored.last(), Some(&anchor.footer_obj_id));
 }
 
 #[test]

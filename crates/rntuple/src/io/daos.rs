@@ -59,11 +59,11 @@
 //!
 //! Such a feature could only be compile-checked here, against the declarations.
 
+use super::daos_directory::DirectoryDaos;
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// The longest pool or container label DAOS accepts (`DAOS_PROP_LABEL_MAX_LEN`).
@@ -160,12 +160,12 @@ impl DaosContainerId {
     }
 
     /// Checks both labels ([`check_label`]).
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         check_label(&self.pool, "pool")?;
         check_label(&self.container, "container")
     }
 
-    fn not_found(&self) -> Error {
+    pub(crate) fn not_found(&self) -> Error {
         Error::NotFound(format!(
             "DAOS container \"{}\" does not exist in pool \"{}\" ({})",
             self.container,
@@ -219,7 +219,7 @@ pub fn check_label(label: &str, kind: &str) -> Result<()> {
 }
 
 /// The error for an empty value: DAOS would punch (delete) the akey instead.
-fn empty_value(container: &DaosContainerId, key: &DaosKey) -> Error {
+pub(crate) fn empty_value(container: &DaosContainerId, key: &DaosKey) -> Error {
     Error::InvalidArgument(format!(
         "empty value for {key} in {container}: DAOS deletes a single value updated with \
          size 0"
@@ -277,6 +277,24 @@ pub trait DaosStore: Send + Sync + fmt::Debug {
             .iter()
             .try_for_each(|(k, v)| self.update(container, k.oid, k.dkey, k.akey, v))
     }
+
+    /// Writes the values of several akeys under one `dkey` of object `oid` at once: a
+    /// reader sees every old value or every new one, never some of each, and a writer
+    /// that dies meanwhile leaves the old ones. (DAOS applies one `daos_obj_update` of a
+    /// dkey, all its I/O descriptors, at one epoch; a `libdaos` binding may as well use
+    /// a transaction, `daos_tx_open` … `daos_tx_commit`.) What the layout's anchor,
+    /// header and footer, which share a dkey, are replaced with.
+    fn update_together(
+        &self,
+        container: &DaosContainerId,
+        oid: DaosOid,
+        dkey: u64,
+        values: &[(u64, &[u8])],
+    ) -> Result<()>;
+
+    /// Removes the values under `keys` (DAOS: `daos_obj_punch_akeys`); a key without a
+    /// value is no error.
+    fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Result<()>;
 }
 
 /// The values of one container of a [`MemoryDaos`]: object → (dkey, akey) → value.
@@ -415,154 +433,33 @@ impl DaosStore for MemoryDaos {
             }
         })
     }
-}
 
-/// A [`DaosStore`] in a directory: the value under `dkey`, `akey` of object `oid` in a
-/// container is the file `ROOT/POOL/CONTAINER/HI-LO/DKEY/AKEY` (each number in 16 hex
-/// digits), a container a directory. Updates write a temporary file beside the value's
-/// and rename it over it, so a reader sees the old value or the new one, never a part;
-/// they are not synced to disk (a store for tests and debugging). Labels `.` and `..`
-/// are refused.
-#[derive(Debug, Clone)]
-pub struct DirectoryDaos {
-    root: PathBuf,
-}
-
-impl DirectoryDaos {
-    /// The store under `root` (created with the first container).
-    pub fn new(root: impl Into<PathBuf>) -> DirectoryDaos {
-        DirectoryDaos { root: root.into() }
-    }
-
-    /// The store's directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// The directory of `container`, its labels checked.
-    fn container_dir(&self, container: &DaosContainerId) -> Result<PathBuf> {
-        container.check()?;
-        for label in [&container.pool, &container.container] {
-            if label == "." || label == ".." {
-                return Err(Error::InvalidArgument(format!(
-                    "\"{label}\" cannot label a DAOS pool or container of a directory store"
-                )));
-            }
-        }
-        Ok(self.root.join(&container.pool).join(&container.container))
-    }
-
-    /// The directory of an existing `container`.
-    fn existing_container_dir(&self, container: &DaosContainerId) -> Result<PathBuf> {
-        let dir = self.container_dir(container)?;
-        if dir.is_dir() {
-            Ok(dir)
-        } else {
-            Err(container.not_found())
-        }
-    }
-
-    /// The directory of the values under `key`'s dkey, and the file name of its value.
-    fn value_path(dir: &Path, key: &DaosKey) -> (PathBuf, String) {
-        let dkey_dir = dir
-            .join(format!("{:016x}-{:016x}", key.oid.hi, key.oid.lo))
-            .join(format!("{:016x}", key.dkey));
-        (dkey_dir, format!("{:016x}", key.akey))
-    }
-
-    fn read_value(dir: &Path, key: &DaosKey) -> Result<Option<Vec<u8>>> {
-        let (dkey_dir, name) = Self::value_path(dir, key);
-        let path = dkey_dir.join(name);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::Io {
-                what: format!("{key} ({})", path.display()),
-                source: e,
-            }),
-        }
-    }
-
-    fn write_value(dir: &Path, key: &DaosKey, value: &[u8]) -> Result<()> {
-        let (dkey_dir, name) = Self::value_path(dir, key);
-        let path = dkey_dir.join(&name);
-        let write_err = |e: std::io::Error| Error::Write {
-            what: format!("{key} ({})", path.display()),
-            source: e,
-        };
-        std::fs::create_dir_all(&dkey_dir).map_err(write_err)?;
-        let mut temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".partial")
-            .tempfile_in(&dkey_dir)
-            .map_err(write_err)?;
-        temp.write_all(value).map_err(write_err)?;
-        temp.persist(&path).map_err(|e| write_err(e.error))?;
-        Ok(())
-    }
-}
-
-impl DaosStore for DirectoryDaos {
-    fn create_container(&self, container: &DaosContainerId) -> Result<()> {
-        let dir = self.container_dir(container)?;
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Write {
-            what: format!("DAOS container {container} ({})", dir.display()),
-            source: e,
-        })
-    }
-
-    fn has_container(&self, container: &DaosContainerId) -> Result<bool> {
-        Ok(self.container_dir(container)?.is_dir())
-    }
-
-    fn fetch(
+    fn update_together(
         &self,
         container: &DaosContainerId,
         oid: DaosOid,
         dkey: u64,
-        akey: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        let dir = self.existing_container_dir(container)?;
-        Self::read_value(&dir, &DaosKey::new(oid, dkey, akey))
-    }
-
-    fn update(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-        value: &[u8],
+        values: &[(u64, &[u8])],
     ) -> Result<()> {
-        let key = DaosKey::new(oid, dkey, akey);
-        if value.is_empty() {
-            return Err(empty_value(container, &key));
-        }
-        let dir = self.existing_container_dir(container)?;
-        Self::write_value(&dir, &key, value)
-    }
-
-    fn fetch_many(
-        &self,
-        container: &DaosContainerId,
-        keys: &[DaosKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
-        let dir = self.existing_container_dir(container)?;
-        // One after the other, on the caller's thread: never on rayon's pool, whose
-        // threads may all be decoders waiting for these very pages (a reader's
-        // prefetcher calls this), which would deadlock.
-        keys.iter().map(|key| Self::read_value(&dir, key)).collect()
-    }
-
-    fn update_many(&self, container: &DaosContainerId, values: &[(DaosKey, &[u8])]) -> Result<()> {
-        if let Some((key, _)) = values.iter().find(|(_, v)| v.is_empty()) {
-            return Err(empty_value(container, key));
-        }
-        let dir = self.existing_container_dir(container)?;
-        // In order: a later value of one key replaces an earlier one.
-        values
+        // One lock held over all of them: together.
+        let keyed: Vec<(DaosKey, &[u8])> = values
             .iter()
-            .try_for_each(|(key, value)| Self::write_value(&dir, key, value))
+            .map(|&(akey, value)| (DaosKey::new(oid, dkey, akey), value))
+            .collect();
+        self.update_many(container, &keyed)
+    }
+
+    fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Result<()> {
+        self.with_container_mut(container, |objects| {
+            for key in keys {
+                if let Some(values) = objects.get_mut(&key.oid) {
+                    values.remove(&(key.dkey, key.akey));
+                    if values.is_empty() {
+                        objects.remove(&key.oid);
+                    }
+                }
+            }
+        })
     }
 }
 
@@ -639,6 +536,17 @@ impl DaosContainer {
     /// Writes many values.
     pub fn update_many(&self, values: &[(DaosKey, &[u8])]) -> Result<()> {
         self.store.update_many(&self.id, values)
+    }
+
+    /// Writes the values of several akeys under one dkey of `oid` at once
+    /// ([`DaosStore::update_together`]).
+    pub fn update_together(&self, oid: DaosOid, dkey: u64, values: &[(u64, &[u8])]) -> Result<()> {
+        self.store.update_together(&self.id, oid, dkey, values)
+    }
+
+    /// Removes the values under `keys`.
+    pub fn punch_many(&self, keys: &[DaosKey]) -> Result<()> {
+        self.store.punch_many(&self.id, keys)
     }
 }
 
@@ -804,6 +712,31 @@ mod tests {
         let other_pool =
             DaosContainer::create(store.clone(), DaosContainerId::new("pool-2", "cont.a")).unwrap();
         assert_eq!(other_pool.fetch(oid, 1, 2).unwrap(), None);
+
+        // Several akeys of one dkey together; other akeys of the dkey stay.
+        let (a, b): (&[u8], &[u8]) = (b"anchor v2", b"header v2");
+        cont.update_together(oid, 1, &[(2, a), (5, b)]).unwrap();
+        assert_eq!(reader.fetch(oid, 1, 2).unwrap().unwrap(), a);
+        assert_eq!(reader.fetch(oid, 1, 5).unwrap().unwrap(), b);
+        assert_eq!(reader.fetch(oid, 1, 3).unwrap().unwrap(), b"other akey");
+        let fresh = DaosOid::new(42, 5);
+        cont.update_together(fresh, 9, &[(1, b"x"), (2, b"y")])
+            .unwrap();
+        assert_eq!(reader.fetch(fresh, 9, 2).unwrap().unwrap(), b"y");
+        let err = cont.update_together(oid, 1, &[(2, b"")]).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        // Punched values are gone; punching a key without a value is no error.
+        cont.punch_many(&[
+            DaosKey::new(fresh, 9, 1),
+            DaosKey::new(fresh, 9, 2),
+            DaosKey::new(oid, 1, 5),
+            DaosKey::new(DaosOid::new(77, 77), 7, 7),
+        ])
+        .unwrap();
+        assert_eq!(reader.fetch(fresh, 9, 1).unwrap(), None);
+        assert_eq!(reader.fetch(oid, 1, 5).unwrap(), None);
+        assert_eq!(reader.fetch(oid, 1, 2).unwrap().unwrap(), a);
+        cont.update(oid, 1, 2, b"2nd").unwrap();
 
         // Labels DAOS refuses are refused.
         for bad in ["", "a/b", "a b", &"x".repeat(128)] {

@@ -12,9 +12,11 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
+mod beneath;
 pub(crate) mod cache;
 mod cached;
 mod daos;
+mod daos_directory;
 mod dataset;
 mod edges;
 #[cfg(feature = "http")]
@@ -45,9 +47,10 @@ pub use cache::{
 pub use cached::CachedSource;
 pub use daos::{
     check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId, DaosKey,
-    DaosOid, DaosStore, DirectoryDaos, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
+    DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
 };
-pub use dataset::{is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
+pub use daos_directory::DirectoryDaos;
+pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
 pub use edges::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
@@ -586,6 +589,82 @@ mod split_target_tests {
             s("nonexistent.root:T"),
             ("nonexistent.root".into(), Some("T".into()))
         );
+    }
+
+    /// `TARGET[:NAME]` for every URL kind: (target, file or URL, name). The Python
+    /// package calls this same function (`_core.split_target`).
+    const TARGETS: &[(&str, &str, Option<&str>)] = &[
+        (
+            "ntpl+file:///tmp/store/nano:Events",
+            "ntpl+file:///tmp/store/nano",
+            Some("Events"),
+        ),
+        (
+            "ntpl+file:///tmp/store/nano",
+            "ntpl+file:///tmp/store/nano",
+            None,
+        ),
+        (
+            "ntpl+file://localhost/tmp/s/nano:Events",
+            "ntpl+file://localhost/tmp/s/nano",
+            Some("Events"),
+        ),
+        (
+            "ntpl+s3+http://host/bkt/nano:Events",
+            "ntpl+s3+http://host/bkt/nano",
+            Some("Events"),
+        ),
+        (
+            "ntpl+s3+http://host:8333/bkt/nano:Events",
+            "ntpl+s3+http://host:8333/bkt/nano",
+            Some("Events"),
+        ),
+        (
+            "ntpl+s3+http://host:8333/bkt/nano",
+            "ntpl+s3+http://host:8333/bkt/nano",
+            None,
+        ),
+        (
+            "ntpl+s3+https://[::1]:9000/bkt/a/b:E",
+            "ntpl+s3+https://[::1]:9000/bkt/a/b",
+            Some("E"),
+        ),
+        (
+            "http://host:8080/f.root:Events",
+            "http://host:8080/f.root",
+            Some("Events"),
+        ),
+        ("http://host:8080/f.root", "http://host:8080/f.root", None),
+        ("http://host:8080", "http://host:8080", None),
+        (
+            "root://host:1094//eos/f.root:dir/Events",
+            "root://host:1094//eos/f.root",
+            Some("dir/Events"),
+        ),
+        ("s3://bkt/k.root:Events", "s3://bkt/k.root", Some("Events")),
+        (
+            "daos://pool/cont:Events",
+            "daos://pool/cont",
+            Some("Events"),
+        ),
+        (
+            "ntpl+file:///tmp/store/nano:",
+            "ntpl+file:///tmp/store/nano:",
+            None,
+        ),
+        ("f.root:Events", "f.root", Some("Events")),
+        ("f.root", "f.root", None),
+    ];
+
+    #[test]
+    fn every_url_kind_takes_a_name_after_a_colon() {
+        for (target, file, name) in TARGETS {
+            assert_eq!(
+                split_target(target),
+                (file.to_string(), name.map(str::to_string)),
+                "{target}"
+            );
+        }
     }
 }
 

@@ -670,7 +670,15 @@ pub(crate) fn failure(
             let kind = match &other {
                 object_store::Error::PermissionDenied { .. }
                 | object_store::Error::Unauthenticated { .. } => RemoteKind::PermissionDenied,
-                _ => transport_kind(&other).unwrap_or(RemoteKind::Other),
+                // A refusal without an S3 error body (a HEAD's, some servers' GETs).
+                _ => transport_kind(&other).unwrap_or_else(|| {
+                    match http_status(&other.to_string()) {
+                        Some(status) if status.starts_with("401") || status.starts_with("403") => {
+                            RemoteKind::PermissionDenied
+                        }
+                        _ => RemoteKind::Other,
+                    }
+                }),
             };
             if is_transient(&other) && kind != RemoteKind::Tls {
                 Failure::Transient {

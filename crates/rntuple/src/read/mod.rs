@@ -14,7 +14,10 @@ mod summary;
 
 pub use ahead::DecodeAhead;
 pub use evolve::{unify, DefaultValue, FieldOf, OnOverflow, ReadAs, ReadTypes};
-pub use source::{ReadMetrics, BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE};
+pub use source::{
+    daos_extent, dataset_objects, DaosExtent, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
+    READ_AHEAD_BYTES_VARIABLE,
+};
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 

@@ -295,6 +295,39 @@ pub fn merge_to_dataset(
     Ok((summary, written))
 }
 
+/// [`merge_to_dataset`] into the dataset `target` names: an object-store URL, with
+/// `:NAME` naming the RNTuple written (as `options.name`, with which it must agree).
+/// The URL is checked (strictly, [`crate::io::check_layout_url`]) and an input that is
+/// the output refused, before anything is read or created.
+pub fn merge_to_dataset_url(
+    inputs: &[String],
+    target: &str,
+    options: &MergeOptions,
+    replace: bool,
+    progress: impl FnMut(MergeProgress),
+) -> Result<(MergeSummary, crate::write::ObjectWriteSummary)> {
+    let (url, target_name) = split_target(target);
+    crate::io::check_layout_url(&url)?;
+    let mut options = options.clone();
+    match (target_name, &options.name) {
+        (Some(a), Some(b)) if &a != b => {
+            return Err(Error::InvalidArgument(format!(
+                "{target} names the RNTuple \"{a}\", the options \"{b}\": give one"
+            )))
+        }
+        (Some(a), _) => options.name = Some(a),
+        _ => {}
+    }
+    if let Some(input) = inputs.iter().find(|i| split_target(i).0 == url) {
+        return Err(Error::InvalidArgument(format!(
+            "{input} is both an input and the output"
+        )));
+    }
+    let dataset =
+        crate::io::ObjectDataset::open(&url, &crate::io::SourceOptions::current()?, true)?;
+    merge_to_dataset(inputs, dataset, &options, replace, progress)
+}
+
 /// Merges `inputs` (each `FILE[:NAME]`) into a new RNTuple of a DAOS container in
 /// ROOT's DAOS layout ([`crate::write::DaosSink`], `mapping`: ROOT main's object per page
 /// or ROOT 6.40's object per cluster): pages are copied as stored, page lists and footer

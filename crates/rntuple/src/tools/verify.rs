@@ -4,8 +4,9 @@
 //! read, its checksum checked and every value decoded.
 
 use crate::container::RootFile;
-use crate::io::open_source;
-use crate::read::RNTupleReader;
+use crate::error::{Error, Result};
+use crate::io::{open_source, ObjectDataset, SourceOptions};
+use crate::read::{dataset_objects, RNTupleReader};
 
 /// What verifying one RNTuple found.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,10 +68,21 @@ pub fn verify_file(location: &str) -> FileCheck {
         // A dataset of objects (its one RNTuple), or DAOS's `daos://POOL/CONTAINER:NAME`.
         let (dataset, name) = crate::io::split_target(location);
         let opened = RNTupleReader::open_path(&dataset, name.as_deref());
+        let anchored = opened.is_ok();
         let name = opened
             .as_ref()
             .map_or(String::new(), |r| r.path().to_string());
         check.rntuples.push(verify_reader(opened, &name));
+        if anchored && crate::io::is_object_layout(&dataset) {
+            // Objects under the prefix that the anchor does not reference.
+            let found = SourceOptions::current()
+                .and_then(|options| ObjectDataset::open(&dataset, &options, false))
+                .and_then(|d| dataset_objects(&d).map(|o| o.leftover_note(&dataset)));
+            match found {
+                Ok(note) => check.problems.extend(note),
+                Err(e) => check.problems.push(format!("listing its objects: {e}")),
+            }
+        }
         return check;
     }
     let file = match open_source(location).and_then(RootFile::open) {
@@ -99,6 +111,84 @@ pub fn verify_file(location: &str) -> FileCheck {
         check.rntuples.push(verify_rntuple(&file, &entry.path));
     }
     check
+}
+
+/// What [`repair_dataset`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetRepair {
+    /// The ids of the objects removed (stored under the prefix, referenced by no anchor).
+    pub removed: Vec<u64>,
+    /// Whether the dataset has an anchor (without one, every object was a leftover).
+    pub anchored: bool,
+    /// Files of puts that did not finish, removed (a directory store's temporary files).
+    pub unfinished: u64,
+}
+
+/// Removes the objects under the prefix of the dataset at `location` (an object-store
+/// layout URL, `[:NAME]` allowed) that its anchor does not reference: those left by
+/// writers that did not finish (every object when there is no anchor). Referenced
+/// objects are never touched: the anchor is read before and after taking stock, and a
+/// change (a write finishing meanwhile) stops the repair, as does a referenced object
+/// missing from the listing (a listing that cannot be trusted). Run it when no write to
+/// the dataset is in progress: a write's objects are leftovers until its anchor is
+/// stored (that write then fails, and the dataset stays as it was).
+pub fn repair_dataset(location: &str) -> Result<DatasetRepair> {
+    let (url, _) = crate::io::split_target(location);
+    if !crate::io::is_object_layout(&url) {
+        return Err(Error::InvalidArgument(format!(
+            "{location}: --repair removes leftover objects of object-store datasets \
+             (ntpl+s3+http(s)://, ntpl+file://); a file has none"
+        )));
+    }
+    repair_objects(&ObjectDataset::open(
+        &url,
+        &SourceOptions::current()?,
+        false,
+    )?)
+}
+
+/// [`repair_dataset`] of an opened dataset.
+pub fn repair_objects(dataset: &ObjectDataset) -> Result<DatasetRepair> {
+    let url = dataset.url();
+    let anchor = |d: &ObjectDataset| {
+        d.store().size_of(d.anchor_key()).and_then(|size| {
+            size.map(|_| d.store().get(d.anchor_key(), None))
+                .transpose()
+        })
+    };
+    let before = anchor(dataset)?;
+    let objects = dataset_objects(dataset)?;
+    if anchor(dataset)? != before {
+        return Err(Error::Write {
+            what: format!("{url} (repairing it)"),
+            source: std::io::Error::other(
+                "the anchor changed while the objects were counted (a write finished \
+                 meanwhile?): nothing removed; run the repair again",
+            ),
+        });
+    }
+    let missing = objects.missing();
+    if let Some(first) = missing.first() {
+        return Err(Error::corrupt(
+            url,
+            format!(
+                "{} objects the anchor references are not listed (the first: object {first}): \
+                 nothing removed, the listing cannot be trusted",
+                missing.len()
+            ),
+        ));
+    }
+    let removed = objects.leftovers();
+    let keys: Vec<String> = removed.iter().map(|&n| dataset.object_key(n)).collect();
+    crate::write::delete_objects(dataset.store().as_ref(), &keys)?;
+    let unfinished = dataset
+        .store()
+        .remove_unfinished(&format!("{}/", dataset.anchor_key()))?;
+    Ok(DatasetRepair {
+        removed,
+        anchored: objects.anchored,
+        unfinished,
+    })
 }
 
 fn verify_rntuple(file: &RootFile, path: &str) -> RNTupleCheck {

@@ -21,17 +21,20 @@
 //! anchor last. The header is stored as the writer sealed it. The writers' code is
 //! untouched; the cost is one more pass over the staged bytes.
 //!
-//! **Failures.** Nothing reaches the container before the anchor is asked for, and the
-//! anchor is written only after every other value: a write that fails leaves no anchor,
-//! and the values it wrote are invisible (ROOT's readers, and ours, look for the anchor
-//! first). An existing RNTuple of the same name is refused unless
-//! [`DaosSinkOptions::replace`]; replacing first overwrites its anchor with one of header
-//! size 0, which ROOT's reader (and ours) takes for no anchor, so a replacement that
-//! fails leaves no RNTuple rather than a mix. DAOS single values cannot be deleted
-//! through [`crate::io::DaosStore`]: the old RNTuple's pages that the new one does not
-//! overwrite stay. When they are under the other page mapping, the reader could take
-//! the old first page for the new one's (it finds the mapping by the first page's key),
-//! so the sink overwrites that key with a one- or two-byte value that is no page.
+//! **Failures and replacement.** Nothing reaches the container before the anchor is
+//! asked for. Pages and page lists are written first; header, footer and anchor, which
+//! share one object and dkey, last and together ([`DaosContainer::update_together`]:
+//! one update of the dkey, which DAOS applies at one epoch). A write that fails leaves
+//! the container's RNTuples as they were. An existing RNTuple of the same name is
+//! refused unless [`DaosSinkOptions::replace`]; a replacement is as atomic as renaming a
+//! file: the new pages take page ids after the old RNTuple's highest, its page lists
+//! locations after the old ones (ROOT's readers find both through the locators), so
+//! nothing of the old RNTuple is overwritten until the header, footer and anchor switch
+//! together; then the old pages and page lists are removed
+//! ([`DaosContainer::punch_many`]). A writer killed at any moment leaves the old RNTuple
+//! readable, or the new one. (Values a killed writer stored are referenced by nothing;
+//! the next write of the name starts at the same ids and overwrites them. A store
+//! without key listing cannot find the others.)
 //!
 //! **Several RNTuples** can be written through one sink, one after the other (as into a
 //! file); each is staged and written when its anchor comes.
@@ -45,6 +48,7 @@ use crate::format::{
     OBJECT_ADDRESS_BITS, PAGE_CHECKSUM_BYTES,
 };
 use crate::io::{DaosContainer, DaosKey, DaosOid};
+use crate::read::daos_extent;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -138,6 +142,13 @@ pub struct DaosWriteSummary {
     pub values: u64,
     /// Bytes written, the anchor included.
     pub bytes: u64,
+    /// The first page id: 0, or for a replacement the first after the replaced
+    /// RNTuple's.
+    pub first_page_id: u64,
+    /// Values of the replaced RNTuple removed (its pages and page lists).
+    pub removed: u64,
+    /// Why they could not be removed, if so (the write itself succeeded).
+    pub not_removed: Option<String>,
 }
 
 /// A [`BlobSink`] and [`RNTupleOutput`] writing RNTuples into a DAOS container in ROOT's
@@ -247,8 +258,10 @@ impl DaosSink {
         Ok(n)
     }
 
-    /// Turns the staged RNTuple of `anchor` into DAOS values and writes them, anchor last.
-    fn commit(&mut self, anchor: &Anchor) -> Result<DaosWriteSummary> {
+    /// What the staged RNTuple of `anchor` is: its header, footer, page lists and pages
+    /// (blob → the cluster group listing it first, and every (cluster id, column id)
+    /// listing it), learnt from anchor, footer and page lists.
+    fn plan(&self, anchor: &Anchor) -> Result<Staged> {
         let id = self.container.id().clone();
         let corrupt = |detail: String| Error::InvalidArgument(format!("{id}: {detail}"));
         // Header: stored as sealed; its name is the RNTuple's.
@@ -262,13 +275,10 @@ impl DaosSink {
             "header envelope",
         )?;
         let name = Header::read(&header_payload)?.name;
-        let index = ntuple_index(&name);
-        let rntuple = format!("{id}:{name}");
-        let existed = self.may_write(&name)?;
         // Footer and page lists, as the writer stored them.
         let footer_blob = self.blob_at(anchor.seek_footer, "footer")?;
         let footer_bytes = self.staged.read(footer_blob)?;
-        let mut footer = Footer::read(&unpack(
+        let footer = Footer::read(&unpack(
             &footer_bytes,
             anchor.nbytes_footer,
             anchor.len_footer,
@@ -277,7 +287,7 @@ impl DaosSink {
         )?)?;
         if !footer.attribute_sets.is_empty() {
             return Err(Error::Unsupported(format!(
-                "{rntuple}: attribute sets have no place in ROOT's DAOS layout"
+                "{id}:{name}: attribute sets have no place in ROOT's DAOS layout"
             )));
         }
         let mut role: HashMap<u64, String> = HashMap::new();
@@ -305,20 +315,36 @@ impl DaosSink {
                 &what,
             )?)?);
         }
-        // Pages: blob → the cluster group listing it first, and every (cluster id,
-        // column id) listing it, in order.
-        let mut pages: HashMap<u64, (usize, Vec<(u64, u64)>)> = HashMap::new();
+        let pages = self.listed_pages(&lists, &role).map_err(corrupt)?;
+        Ok(Staged {
+            name,
+            header_bytes,
+            footer,
+            lists,
+            pages,
+        })
+    }
+
+    /// Blob → (the cluster group listing it first, every (cluster id, column id)
+    /// listing it, in order); an error text when a page is not a staged blob of its
+    /// listed size.
+    fn listed_pages(
+        &self,
+        lists: &[PageList],
+        role: &HashMap<u64, String>,
+    ) -> std::result::Result<PagePlaces, String> {
+        let mut pages: PagePlaces = HashMap::new();
         let mut cluster = 0u64;
         for (g, list) in lists.iter().enumerate() {
             for columns in &list.columns {
                 for (column, column_pages) in columns.iter().enumerate() {
                     for page in &column_pages.pages {
                         let LocatorKind::Object64 { location: blob } = page.locator.kind else {
-                            return Err(corrupt(format!(
+                            return Err(format!(
                                 "a page of column {column} in cluster {cluster} is at a {}, \
                                  not a blob stored through this sink",
                                 page.locator.describe()
-                            )));
+                            ));
                         };
                         let checksum = if page.has_checksum {
                             PAGE_CHECKSUM_BYTES
@@ -326,17 +352,17 @@ impl DaosSink {
                             0
                         };
                         let len = self.staged.len(blob).ok_or_else(|| {
-                            corrupt(format!("a page names blob {blob}, which was not stored"))
+                            format!("a page names blob {blob}, which was not stored")
                         })?;
                         if let Some(other) = role.get(&blob) {
-                            return Err(corrupt(format!("a page names blob {blob}, {other}")));
+                            return Err(format!("a page names blob {blob}, {other}"));
                         }
                         if len != page.locator.size + checksum {
-                            return Err(corrupt(format!(
+                            return Err(format!(
                                 "a page of column {column} in cluster {cluster} is listed \
                                  with {} bytes, its blob {blob} has {len}",
                                 page.locator.size + checksum
-                            )));
+                            ));
                         }
                         let listings = &mut pages.entry(blob).or_insert((g, Vec::new())).1;
                         if !listings.contains(&(cluster, column as u64)) {
@@ -347,13 +373,44 @@ impl DaosSink {
                 cluster += 1;
             }
         }
-        // Page ids in the order the writer stored the pages, as ROOT counts them.
+        Ok(pages)
+    }
+
+    /// Turns the staged RNTuple of `anchor` into DAOS values and writes them: pages and
+    /// page lists under ids no value of an RNTuple it replaces has, then header, footer
+    /// and anchor together (one update of their dkey), then the replaced RNTuple's pages
+    /// and page lists are removed (module documentation).
+    fn commit(&mut self, anchor: &Anchor) -> Result<DaosWriteSummary> {
+        let Staged {
+            name,
+            header_bytes,
+            mut footer,
+            mut lists,
+            pages,
+        } = self.plan(anchor)?;
+        let index = ntuple_index(&name);
+        let rntuple = format!("{}:{name}", self.container.id());
+        let old = if self.may_write(&name)? {
+            daos_extent(&self.container, &name)?
+        } else {
+            None
+        };
+        // Page ids in the order the writer stored the pages, as ROOT counts them, after
+        // those of the RNTuple replaced; its page lists' locations likewise.
         let mut blobs: Vec<u64> = pages.keys().copied().collect();
         blobs.sort_unstable();
+        let (first_page, first_group) =
+            old.as_ref().map_or((0, 0), |o| (o.next_page, o.next_group));
+        if first_page.saturating_add(blobs.len() as u64) > DAOS_PAGE_IDS {
+            return Err(Error::Unsupported(format!(
+                "{rntuple}: page ids {first_page} and up would pass 2^28 (what a reader \
+                 addresses); write the RNTuple under another name"
+            )));
+        }
         let page_id: HashMap<u64, u64> = blobs
             .iter()
             .enumerate()
-            .map(|(i, &b)| (b, i as u64))
+            .map(|(i, &b)| (b, first_page + i as u64))
             .collect();
         for list in &mut lists {
             for page in list.columns.iter_mut().flatten().flat_map(|c| &mut c.pages) {
@@ -374,7 +431,7 @@ impl DaosSink {
             )?;
             group.page_list = EnvelopeLink {
                 length: packed.length,
-                locator: Locator::object(packed.stored.len() as u64, g as u64),
+                locator: Locator::object(packed.stored.len() as u64, first_group + g as u64),
             };
             packed_lists.push(packed.stored);
         }
@@ -404,20 +461,9 @@ impl DaosSink {
         }
         .to_bytes()?;
 
-        // Write: (a withdrawn old anchor,) header, per group its pages and page list,
-        // footer, anchor.
+        // Write: per group its pages and page list; then header, footer and anchor at once.
         let mapping = self.options.mapping;
         let mut out = Batch::new(&self.container);
-        if existed {
-            let withdrawn = DaosAnchor {
-                object_class: self.options.object_class.clone(),
-                ..DaosAnchor::default()
-            };
-            out.push(key(index, DaosLocation::ANCHOR), withdrawn.to_bytes()?)?;
-            out.flush()?;
-            self.spoil_other_mapping(&mut out, index, &lists)?;
-        }
-        out.push(key(index, DaosLocation::HEADER), header_bytes)?;
         let mut by_group: Vec<Vec<u64>> = vec![Vec::new(); lists.len()];
         for &blob in &blobs {
             if let Some(&(g, _)) = pages.get(&blob) {
@@ -449,65 +495,56 @@ impl DaosSink {
                     out.push(first, value)?;
                 }
             }
-            out.push(key(index, DaosLocation::page_list(g as u64)), list)?;
+            let at = DaosLocation::page_list(first_group + g as u64);
+            out.push(key(index, at), list)?;
         }
-        out.push(key(index, DaosLocation::FOOTER), packed_footer.stored)?;
-        // Everything before the anchor is stored before the anchor is written.
+        // Everything the anchor names is stored before it is.
         out.flush()?;
-        out.push(key(index, DaosLocation::ANCHOR), daos_anchor)?;
-        out.flush()?;
+        let metadata = key(index, DaosLocation::ANCHOR);
+        let together: [(u64, &[u8]); 3] = [
+            (DaosLocation::HEADER.akey, &header_bytes),
+            (DaosLocation::FOOTER.akey, &packed_footer.stored),
+            (DaosLocation::ANCHOR.akey, &daos_anchor),
+        ];
+        self.container
+            .update_together(metadata.oid, metadata.dkey, &together)?;
+        let written: u64 = together.iter().map(|(_, v)| v.len() as u64).sum();
+        // The replaced RNTuple's pages and page lists: referenced by nothing now.
+        let removed = old.map_or(Ok(0), |old| {
+            self.container
+                .punch_many(&old.keys)
+                .map(|()| old.keys.len() as u64)
+        });
         Ok(DaosWriteSummary {
             name,
             ntuple_index: index,
             mapping,
             pages: blobs.len() as u64,
             cluster_groups: lists.len() as u64,
-            values: out.values,
-            bytes: out.bytes,
+            values: out.values + 3,
+            bytes: out.bytes + written,
+            first_page_id: first_page,
+            removed: removed.as_ref().map_or(0, |n| *n),
+            not_removed: removed.err().map(|e| e.to_string()),
         })
     }
-
-    /// When replacing an RNTuple: overwrites the first page's key under the other page
-    /// mapping, if it holds a value, with one that is no page (module documentation).
-    fn spoil_other_mapping(
-        &self,
-        out: &mut Batch<'_>,
-        index: u32,
-        lists: &[PageList],
-    ) -> Result<()> {
-        let first = lists
-            .iter()
-            .flat_map(|l| l.columns.iter())
-            .enumerate()
-            .find_map(|(cluster, columns)| {
-                columns.iter().enumerate().find_map(|(column, c)| {
-                    c.pages.first().map(|p| (cluster as u64, column as u64, p))
-                })
-            });
-        let Some((cluster, column, page)) = first else {
-            return Ok(());
-        };
-        let LocatorKind::Object64 { location } = page.locator.kind else {
-            return Ok(());
-        };
-        let other = match self.options.mapping {
-            DaosPageMapping::ObjectPerPage => DaosPageMapping::ObjectPerCluster,
-            DaosPageMapping::ObjectPerCluster => DaosPageMapping::ObjectPerPage,
-        };
-        let at = key(index, other.page_location(cluster, column, location));
-        if self.container.fetch(at.oid, at.dkey, at.akey)?.is_some() {
-            let stored = page.locator.size
-                + if page.has_checksum {
-                    PAGE_CHECKSUM_BYTES
-                } else {
-                    0
-                };
-            let no_page = if stored == 1 { vec![0u8; 2] } else { vec![0u8] };
-            out.push(at, no_page)?;
-        }
-        Ok(())
-    }
 }
+
+/// A staged RNTuple, as [`DaosSink::plan`] learns it.
+struct Staged {
+    name: String,
+    header_bytes: Vec<u8>,
+    footer: Footer,
+    lists: Vec<PageList>,
+    pages: PagePlaces,
+}
+
+/// Page blob → (the cluster group listing it first, every (cluster id, column id)
+/// listing it, in order).
+type PagePlaces = HashMap<u64, (usize, Vec<(u64, u64)>)>;
+
+/// Page ids a reader addresses (its `ObjectSpace`: object `n` is page id `n`).
+const DAOS_PAGE_IDS: u64 = 1 << 28;
 
 /// The key of a value of the RNTuple of ntuple index `index`.
 fn key(index: u32, at: DaosLocation) -> DaosKey {

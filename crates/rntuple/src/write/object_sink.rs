@@ -1,34 +1,102 @@
 //! Writing an RNTuple as objects in ROOT's S3 layout ("Mode B", `RPageSinkS3`): every
-//! blob the writer stores is an object of its own, numbered from 0 in the order written
-//! (the header is 0, pages and page lists follow as committed, the footer is last), with
-//! object locators (type 0x02) in the page lists and footer; the JSON anchor is written
-//! at the dataset's key once every other object is stored, so a dataset without an
-//! anchor (a writer that died or failed) is incomplete and invisible.
+//! blob the writer stores is an object of its own, numbered in the order written (the
+//! header first, pages and page lists as committed, the footer last), with object
+//! locators (type 0x02) in the page lists and footer; the JSON anchor is written at the
+//! dataset's key once every other object is stored, so a dataset without an anchor (a
+//! writer that died or failed) is incomplete and invisible.
+//!
+//! **Replacing a dataset** is as atomic as renaming a file over another: the new
+//! dataset's objects take ids no object under the prefix has (after the highest there:
+//! the old dataset's, and any a killed writer left), so the old dataset stays whole
+//! while the new one is written beside it; the anchor, which names the header and
+//! footer objects by id (and through them every page list and page), is switched last
+//! in one put; only then are the old objects removed. A writer killed at any moment
+//! leaves the old dataset readable, or, once its anchor is stored, the new one. Ids
+//! only grow while the prefix holds objects, so an id never names two different objects
+//! a reader could mix. (Apache Iceberg and Delta Lake replace tables the same way: new
+//! objects, one pointer switched, unreferenced objects removed after.)
 //!
 //! Objects go out many at a time ([`ObjectUploader`]): the writer goes on sealing while
 //! they are stored. A write that fails, or a sink dropped before [`ObjectSink::finish`],
-//! removes the objects it stored.
+//! removes the objects it stored, and nothing else.
 
 use super::sink::{BlobSink, RNTupleOutput};
 use crate::error::{Error, Result};
 use crate::format::{object_address, Anchor, Locator, S3Anchor, OBJECT_ADDRESS_BITS};
-use crate::io::objects::ObjectUploader;
+use crate::io::objects::{ObjectStorage, ObjectUploader};
 use crate::io::ObjectDataset;
 
 /// What a finished object write stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectWriteSummary {
     /// Objects stored, the anchor included.
     pub objects: u64,
     /// Bytes stored, the anchor included.
     pub bytes: u64,
+    /// The id of the first object stored (the header): 0 for a new dataset, after the
+    /// highest id there was for a replacement.
+    pub first_object: u64,
+    /// Objects removed once the anchor was stored: the replaced dataset's, and any that
+    /// writers which did not finish had left.
+    pub removed: u64,
+    /// Why some of those could not be removed (the write itself succeeded; `rntuple
+    /// verify --repair URL` removes them later), if so.
+    pub not_removed: Option<String>,
+}
+
+/// Object ids a layout's reader addresses ([`object_address`]): 2^28.
+const OBJECT_IDS: u64 = 1 << (64 - OBJECT_ADDRESS_BITS);
+
+/// Hands out object ids that no object under the prefix had when the write began:
+/// after the highest, and once those run out (2^28), the free ones from 0.
+#[derive(Debug)]
+struct ObjectIds {
+    /// The ids there were, sorted.
+    taken: Vec<u64>,
+    first: u64,
+    next: u64,
+    wrapped: bool,
+}
+
+impl ObjectIds {
+    fn new(taken: Vec<u64>) -> ObjectIds {
+        let first = taken.last().map_or(0, |&highest| highest.saturating_add(1));
+        ObjectIds {
+            taken,
+            first,
+            next: first,
+            wrapped: false,
+        }
+    }
+
+    fn next(&mut self) -> Option<u64> {
+        loop {
+            if self.next >= OBJECT_IDS {
+                if self.wrapped {
+                    return None;
+                }
+                self.wrapped = true;
+                self.next = 0;
+            }
+            if self.wrapped && self.next >= self.first {
+                return None;
+            }
+            let n = self.next;
+            self.next += 1;
+            if self.taken.binary_search(&n).is_err() {
+                return Some(n);
+            }
+        }
+    }
 }
 
 /// A [`BlobSink`] storing each blob as an object of an [`ObjectDataset`].
 pub struct ObjectSink {
     dataset: ObjectDataset,
     uploader: ObjectUploader,
-    next_object: u64,
+    ids: ObjectIds,
+    /// The ids stored, in order.
+    stored: Vec<u64>,
     bytes: u64,
     finished: bool,
     summary: Option<ObjectWriteSummary>,
@@ -36,24 +104,21 @@ pub struct ObjectSink {
 
 impl ObjectSink {
     /// Starts writing `dataset`. An existing dataset (its anchor is there) is refused
-    /// unless `replace`; replacing removes its anchor first (so no reader sees the old
-    /// anchor with new objects), then its numbered objects.
+    /// unless `replace`. Nothing there is touched before the new anchor is stored: the
+    /// new objects take ids after every id under the prefix (module documentation).
     pub fn create(dataset: ObjectDataset, replace: bool) -> Result<ObjectSink> {
         let store = dataset.store().clone();
-        if store.size_of(dataset.anchor_key())?.is_some() {
-            if !replace {
-                return Err(Error::OutputExists {
-                    path: dataset.url().to_string(),
-                });
-            }
-            store.delete(dataset.anchor_key())?;
+        if !replace && store.size_of(dataset.anchor_key())?.is_some() {
+            return Err(Error::OutputExists {
+                path: dataset.url().to_string(),
+            });
         }
-        // Objects of an earlier dataset here (complete or not) would be taken for ours.
-        delete_all(store.as_ref(), &dataset.object_keys()?)?;
+        let taken = dataset.object_ids()?;
         Ok(ObjectSink {
             uploader: ObjectUploader::new(store),
             dataset,
-            next_object: 0,
+            ids: ObjectIds::new(taken),
+            stored: Vec::new(),
             bytes: 0,
             finished: false,
             summary: None,
@@ -65,24 +130,25 @@ impl ObjectSink {
         &self.dataset
     }
 
-    /// Stores `bytes` as the next object; returns its number.
+    /// Stores `bytes` as the next object; returns its id.
     fn store(&mut self, bytes: Vec<u8>) -> Result<u64> {
-        let n = self.next_object;
-        if object_address(n).is_none() {
-            return Err(Error::Unsupported(format!(
-                "{}: more than 2^28 objects",
+        let n = self.ids.next().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{}: no object id left (a reader addresses ids below 2^28, and the others \
+                 are taken by objects under the prefix)",
                 self.dataset.url()
-            )));
-        }
+            ))
+        })?;
         self.bytes += bytes.len() as u64;
         self.uploader.put(self.dataset.object_key(n), bytes)?;
-        self.next_object += 1;
+        self.stored.push(n);
         Ok(n)
     }
 
     /// Waits for every object, then writes the JSON anchor of `anchor` (the writer's:
-    /// its header and footer links are object addresses) at the dataset's key. On a
-    /// failure the objects stored are removed and no anchor is left.
+    /// its header and footer links are object addresses) at the dataset's key, then
+    /// removes the objects there were before. On a failure before the anchor is
+    /// stored, the objects this write stored are removed and the store is as it was.
     pub fn finish(mut self, anchor: &Anchor) -> Result<ObjectWriteSummary> {
         self.write_rntuple_anchor("", anchor)?;
         self.summary()
@@ -90,7 +156,7 @@ impl ObjectSink {
 
     /// What the write stored, once its anchor is written.
     pub fn summary(&self) -> Result<ObjectWriteSummary> {
-        self.summary.ok_or_else(|| {
+        self.summary.clone().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{}: the write has no anchor yet",
                 self.dataset.url()
@@ -98,8 +164,36 @@ impl ObjectSink {
         })
     }
 
+    /// Checks, before the anchor names them, that every object this write stored is
+    /// still there: `rntuple verify --repair` (or another writer) running meanwhile
+    /// takes them for leftovers of a writer that did not finish.
+    fn check_stored(&self) -> Result<()> {
+        let present = self.dataset.object_ids()?;
+        let gone = self
+            .stored
+            .iter()
+            .filter(|n| present.binary_search(n).is_err())
+            .count();
+        if gone == 0 {
+            return Ok(());
+        }
+        Err(Error::Write {
+            what: format!("{} (its anchor)", self.dataset.url()),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{gone} of the {} objects this write stored were removed before its \
+                     anchor was written (by `rntuple verify --repair` or another writer of \
+                     the dataset, run meanwhile?); nothing was replaced",
+                    self.stored.len()
+                ),
+            ),
+        })
+    }
+
     fn write_anchor(&mut self, anchor: &Anchor) -> Result<ObjectWriteSummary> {
         self.uploader.finish()?;
+        self.check_stored()?;
         let split = |address: u64| {
             (
                 address >> OBJECT_ADDRESS_BITS,
@@ -125,12 +219,40 @@ impl ObjectSink {
         }
         .to_json();
         let bytes = json.len() as u64;
-        self.dataset
-            .store()
-            .put(self.dataset.anchor_key(), json.into_bytes())?;
+        let store = self.dataset.store().clone();
+        store.put(self.dataset.anchor_key(), json.clone().into_bytes())?;
+        // The new dataset is in place: the objects there were (the replaced dataset's,
+        // leftovers) are referenced by nothing. Unless another writer's anchor replaced
+        // this one meanwhile (its objects are not ours to judge).
+        let (removed, not_removed) = match store.get(self.dataset.anchor_key(), None) {
+            Ok(now) if now == json.as_bytes() => {
+                let keys: Vec<String> = self
+                    .ids
+                    .taken
+                    .iter()
+                    .map(|&n| self.dataset.object_key(n))
+                    .collect();
+                // And what puts of killed writers left (a directory store's files).
+                let prefix = format!("{}/", self.dataset.anchor_key());
+                match delete_all(store.as_ref(), &keys)
+                    .and_then(|()| store.remove_unfinished(&prefix))
+                {
+                    Ok(_) => (keys.len() as u64, None),
+                    Err(e) => (0, Some(e.to_string())),
+                }
+            }
+            Ok(_) => (
+                0,
+                Some("another writer replaced the anchor meanwhile".to_string()),
+            ),
+            Err(e) => (0, Some(e.to_string())),
+        };
         Ok(ObjectWriteSummary {
-            objects: self.next_object + 1,
+            objects: self.stored.len() as u64 + 1,
             bytes: self.bytes + bytes,
+            first_object: self.stored.first().copied().unwrap_or(self.ids.first),
+            removed,
+            not_removed,
         })
     }
 
@@ -149,7 +271,7 @@ impl ObjectSink {
 const DELETES_IN_FLIGHT: usize = 16;
 
 /// Deletes `keys`, [`DELETES_IN_FLIGHT`] at a time; the first error (in key order).
-fn delete_all(store: &dyn crate::io::objects::ObjectStorage, keys: &[String]) -> Result<()> {
+pub(crate) fn delete_all(store: &dyn ObjectStorage, keys: &[String]) -> Result<()> {
     let chunk = keys.len().div_ceil(DELETES_IN_FLIGHT).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = keys
@@ -201,7 +323,7 @@ impl RNTupleOutput for ObjectSink {
 impl BlobSink for ObjectSink {
     fn write_blob(&mut self, payload: &[u8], _max_key_size: u64) -> Result<u64> {
         let n = self.store(payload.to_vec())?;
-        // store() checked that the number has an address.
+        // Ids are below OBJECT_IDS: each has an address.
         Ok(object_address(n).unwrap_or(u64::MAX))
     }
 

@@ -2,10 +2,13 @@
 
 use super::{no_such_object, past_the_end, validate_key, ObjectStorage};
 use crate::error::{to_usize, Error, Result};
+use crate::io::beneath;
 use crate::io::{ByteRange, IoMetrics, IoMetricsSnapshot};
-use std::io::Write;
+use rustix::fs::FileType;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// The suffix of an object's file.
@@ -27,14 +30,29 @@ const TEMP_SUFFIX: &str = ".tmp";
 /// directory name, whatever the keys (`x.obj` and `x.d` are keys like any other: files
 /// `x.obj.obj` and `x.d.obj`). Entries named otherwise are not objects and are ignored.
 ///
+/// # Files, not links or special files
+///
+/// Below the root (whose own path may hold symbolic links), every file and directory
+/// is reached one name at a time from the directory above it, never through a symbolic
+/// link (`crate::io::beneath`): a link in place of an object or a directory is an
+/// error naming it, and deleting one removes the link, never what it points to. A FIFO,
+/// socket or device in place of an object is refused before it is opened (it could
+/// block a reader forever): a read of it fails at once, naming the object.
+///
 /// # Writes
 ///
-/// [`ObjectStorage::put`] writes a temporary file (`.XXXXXX.tmp`, in the object's
-/// directory) and renames it over the object's file: a reader sees the old object or
+/// [`ObjectStorage::put`] writes a temporary file (`.NAME.obj.XXXXXXXXXXXX.tmp`, in the
+/// object's directory) and renames it over the object's file: a reader sees the old object or
 /// the new one, never part of one. The file is not synced to disk unless
 /// [`DirectoryObjects::durable`] says so (a sync per object costs a disk flush each;
 /// a crash may then lose recent objects, not corrupt older ones). [`ObjectStorage::delete`]
-/// removes the file, then the directories it leaves empty (not the root).
+/// removes the file, then the directories it leaves empty; the root too, and its
+/// parents, when this store created them and they are empty again (a write that failed
+/// leaves the disk as it was).
+///
+/// The root is created by the first put of a store made with
+/// [`DirectoryObjects::create`], not before: a write refused or failing before it
+/// stores anything creates no directory.
 ///
 /// Names are compared as the file system does: on a case-insensitive one (macOS's
 /// default), keys that differ only in case are one object.
@@ -43,6 +61,9 @@ pub struct DirectoryObjects {
     root: PathBuf,
     name: String,
     durable: bool,
+    /// Directories the first put created (the root and missing parents, outermost
+    /// first), removed again when they are left empty.
+    created: Mutex<Vec<PathBuf>>,
     metrics: IoMetrics,
 }
 
@@ -52,10 +73,7 @@ impl DirectoryObjects {
         let root = root.as_ref();
         match std::fs::metadata(root) {
             Ok(meta) if meta.is_dir() => Ok(Self::at(root)),
-            Ok(_) => Err(Error::InvalidArgument(format!(
-                "{} is not a directory of objects",
-                root.display()
-            ))),
+            Ok(_) => Err(not_a_directory(root)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(format!(
                 "no directory of objects {}",
                 root.display()
@@ -67,14 +85,14 @@ impl DirectoryObjects {
         }
     }
 
-    /// The objects under `root`, created (with its parents) if missing.
+    /// The objects under `root`, which the first put creates (with its parents) if it
+    /// is missing; something other than a directory there is an error now.
     pub fn create(root: impl AsRef<Path>) -> Result<Self> {
         let root = root.as_ref();
-        std::fs::create_dir_all(root).map_err(|source| Error::Write {
-            what: format!("{} (creating the directory of objects)", root.display()),
-            source,
-        })?;
-        Self::open(root)
+        match std::fs::metadata(root) {
+            Ok(meta) if !meta.is_dir() => Err(not_a_directory(root)),
+            _ => Ok(Self::at(root)),
+        }
     }
 
     fn at(root: &Path) -> Self {
@@ -82,6 +100,7 @@ impl DirectoryObjects {
             root: root.to_path_buf(),
             name: root.display().to_string(),
             durable: false,
+            created: Mutex::default(),
             metrics: IoMetrics::default(),
         }
     }
@@ -100,17 +119,10 @@ impl DirectoryObjects {
 
     /// The file of `key` (valid). See the type's documentation.
     pub fn path_of(&self, key: &str) -> Result<PathBuf> {
-        validate_key(key)?;
+        let (dirs, file) = names_of(key)?;
         let mut path = self.root.clone();
-        let mut segments = key.split('/').peekable();
-        while let Some(segment) = segments.next() {
-            let suffix = if segments.peek().is_some() {
-                DIR_SUFFIX
-            } else {
-                OBJECT_SUFFIX
-            };
-            path.push(format!("{segment}{suffix}"));
-        }
+        path.extend(dirs);
+        path.push(file);
         Ok(path)
     }
 
@@ -122,96 +134,140 @@ impl DirectoryObjects {
         }
     }
 
-    /// Writes `bytes` as `path` through a temporary file in `dir`.
-    fn write_atomically(&self, dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        // A concurrent delete may remove the (empty) directory between its creation
-        // and the temporary file's: create it again, a few times.
+    /// The root's handle; `None` if it does not exist.
+    fn open_root(&self) -> std::io::Result<Option<OwnedFd>> {
+        match beneath::open_root(&self.root) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The root's handle, the root created first if missing (remembering what was
+    /// created).
+    fn open_or_create_root(&self) -> std::io::Result<OwnedFd> {
+        if let Some(fd) = self.open_root()? {
+            return Ok(fd);
+        }
+        let mut missing = Vec::new();
+        let mut at = Some(self.root.as_path());
+        while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            missing.push(dir.to_path_buf());
+            at = dir.parent();
+        }
+        std::fs::create_dir_all(&self.root)?;
+        missing.reverse();
+        self.lock_created().extend(missing);
+        beneath::open_root(&self.root)
+    }
+
+    fn lock_created(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.created.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The handles of the directories of `dirs` (the root's first), `None` if one is
+    /// missing; with `create`, missing ones are made.
+    fn open_dirs(&self, dirs: &[String], create: bool) -> std::io::Result<Option<Vec<OwnedFd>>> {
+        let root = if create {
+            self.open_or_create_root()?
+        } else {
+            match self.open_root()? {
+                Some(fd) => fd,
+                None => return Ok(None),
+            }
+        };
+        let names: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        beneath::open_dirs(root, &names, create)
+    }
+
+    /// Stores `bytes` as `key`'s file.
+    fn write(&self, key: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let (dirs, file) = names_of(key).map_err(std::io::Error::other)?;
+        // A concurrent delete may remove an (empty) directory between its creation and
+        // the temporary file's: open the chain again, a few times.
         let mut attempts = 0;
-        let mut temp = loop {
-            std::fs::create_dir_all(dir)?;
-            let created = tempfile::Builder::new()
-                // Short: the object's own name may be as long as the file system allows.
-                .prefix(".")
-                .suffix(TEMP_SUFFIX)
-                .rand_bytes(6)
-                .permissions(default_permissions())
-                .tempfile_in(dir);
-            match created {
+        loop {
+            let chain = self
+                .open_dirs(&dirs, true)?
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+            let dir = chain
+                .last()
+                .map(AsFd::as_fd)
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+            match beneath::write_file(dir, &file, bytes, TEMP_SUFFIX, self.durable) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 3 => {
                     attempts += 1;
                 }
-                other => break other?,
+                other => return other,
             }
-        };
-        temp.write_all(bytes)?;
-        if self.durable {
-            temp.as_file().sync_all()?;
         }
-        // Dropped on an error, the temporary file is removed.
-        temp.persist(path).map_err(|e| e.error)?;
-        if self.durable {
-            std::fs::File::open(dir)?.sync_all()?;
+    }
+
+    /// Removes `key`'s file, then the directories it leaves empty.
+    fn remove(&self, key: &str) -> std::io::Result<()> {
+        let (dirs, file) = names_of(key).map_err(std::io::Error::other)?;
+        let Some(chain) = self.open_dirs(&dirs, false)? else {
+            return Ok(());
+        };
+        let Some(dir) = chain.last() else {
+            return Ok(());
+        };
+        if !beneath::remove_file(dir.as_fd(), &file)? {
+            return Ok(());
+        }
+        // Each directory of the key, innermost first, from the handle above it.
+        for (parent, name) in chain.iter().zip(&dirs).rev() {
+            if !beneath::remove_empty_dir(parent.as_fd(), name) {
+                return Ok(());
+            }
+        }
+        // The root and its parents, if this store created them.
+        let mut created = self.lock_created();
+        while let Some(dir) = created.last() {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+            created.pop();
         }
         Ok(())
     }
 
-    /// Removes the directories from `dir` up to the root (excluded) while they are
-    /// empty. Best effort: a directory that is not empty (or that another put filled
-    /// meanwhile) stays.
-    fn remove_empty_dirs(&self, dir: Option<&Path>) {
-        let mut current = dir;
-        while let Some(dir) = current {
-            if dir == self.root || !dir.starts_with(&self.root) {
-                break;
-            }
-            if std::fs::remove_dir(dir).is_err() {
-                break;
-            }
-            current = dir.parent();
-        }
-    }
-
-    /// Adds to `out` the keys below `dir` (whose keys start with `key_prefix`, empty
-    /// or ending in `/`) that start with `prefix`.
+    /// Adds to `out` the keys in `dir` (whose keys start with `key_prefix`, empty or
+    /// ending in `/`) that start with `prefix`, and those of the directories below.
     fn walk(
         &self,
-        dir: &Path,
+        dir: &OwnedFd,
         key_prefix: &str,
         prefix: &str,
         out: &mut Vec<String>,
     ) -> Result<()> {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            // Removed meanwhile, or a prefix no key has: nothing there.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => {
-                return Err(Error::Io {
-                    what: format!("{} (listing objects)", dir.display()),
-                    source,
-                })
-            }
+        let listing = |source| Error::Io {
+            what: format!("{}/{key_prefix} (listing objects)", self.name),
+            source,
         };
-        for entry in entries {
-            let entry = entry.map_err(|source| Error::Io {
-                what: format!("{} (listing objects)", dir.display()),
-                source,
-            })?;
-            let file_name = entry.file_name();
-            // A key is UTF-8: a name that is not was not written here.
-            let Some(file_name) = file_name.to_str() else {
-                continue;
-            };
-            if let Some(segment) = file_name.strip_suffix(OBJECT_SUFFIX) {
+        for (name, file_type) in beneath::entries(dir.as_fd()).map_err(listing)? {
+            if let Some(segment) = name.strip_suffix(OBJECT_SUFFIX) {
+                // Whatever holds an object's name (a special file or a link too, which
+                // a read refuses) takes the key.
                 let key = format!("{key_prefix}{segment}");
-                if key.starts_with(prefix) && validate_key(&key).is_ok() {
+                if file_type != FileType::Directory
+                    && key.starts_with(prefix)
+                    && validate_key(&key).is_ok()
+                {
                     out.push(key);
                 }
-            } else if let Some(segment) = file_name.strip_suffix(DIR_SUFFIX) {
+            } else if let Some(segment) = name.strip_suffix(DIR_SUFFIX) {
                 let below = format!("{key_prefix}{segment}/");
-                // Only directories whose keys can start with `prefix`.
+                // Only directories (never a link) whose keys can start with `prefix`.
                 let relevant = below.starts_with(prefix) || prefix.starts_with(&below);
-                if relevant && validate_key(&below[..below.len() - 1]).is_ok() {
-                    self.walk(&entry.path(), &below, prefix, out)?;
+                if file_type == FileType::Directory
+                    && relevant
+                    && validate_key(&below[..below.len() - 1]).is_ok()
+                {
+                    // Removed meanwhile, or replaced by something else: no keys.
+                    if let Ok(Some(sub)) = beneath::open_dir(dir.as_fd(), &name) {
+                        self.walk(&sub, &below, prefix, out)?;
+                    }
                 }
             }
         }
@@ -219,11 +275,37 @@ impl DirectoryObjects {
     }
 }
 
-/// Permissions for a new object file: read and write for everyone, less the umask (as
-/// `File::create` does), not the owner-only permissions of temporary files.
-fn default_permissions() -> std::fs::Permissions {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::Permissions::from_mode(0o666)
+/// Removes the regular files of `dir` named `*.tmp` that `chosen` picks; how many.
+fn remove_temporaries(
+    dir: std::os::fd::BorrowedFd<'_>,
+    chosen: impl Fn(&str) -> bool,
+) -> std::io::Result<u64> {
+    let mut removed = 0;
+    for (name, file_type) in beneath::entries(dir)? {
+        let temporary = name.ends_with(TEMP_SUFFIX) && chosen(&name);
+        if temporary && file_type == FileType::RegularFile && beneath::remove_file(dir, &name)? {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The directory names and the file name of `key` (valid).
+fn names_of(key: &str) -> Result<(Vec<String>, String)> {
+    validate_key(key)?;
+    let mut segments: Vec<&str> = key.split('/').collect();
+    let last = segments.pop().unwrap_or_default();
+    Ok((
+        segments
+            .iter()
+            .map(|s| format!("{s}{DIR_SUFFIX}"))
+            .collect(),
+        format!("{last}{OBJECT_SUFFIX}"),
+    ))
+}
+
+fn not_a_directory(root: &Path) -> Error {
+    Error::InvalidArgument(format!("{} is not a directory of objects", root.display()))
 }
 
 impl ObjectStorage for DirectoryObjects {
@@ -236,30 +318,29 @@ impl ObjectStorage for DirectoryObjects {
     }
 
     fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
-        let path = self.path_of(key)?;
-        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        self.write_atomically(&dir, &path, &bytes)
-            .map_err(|source| Error::Write {
-                what: format!("object {}", path.display()),
-                source,
-            })
+        let shown = self.path_of(key)?.display().to_string();
+        self.write(key, &bytes).map_err(|source| Error::Write {
+            what: format!("object {shown}"),
+            source,
+        })
     }
 
     fn get(&self, key: &str, range: Option<ByteRange>) -> Result<Vec<u8>> {
         let start = Instant::now();
-        let path = self.path_of(key)?;
-        let shown = path.display().to_string();
-        let io_error = |source: std::io::Error| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                no_such_object(&shown)
-            } else {
-                Error::Io {
-                    what: format!("object {shown}"),
-                    source,
-                }
-            }
+        let (dirs, file) = names_of(key)?;
+        let shown = self.shown(key);
+        let io_error = |source: std::io::Error| Error::Io {
+            what: format!("object {shown}"),
+            source,
         };
-        let file = std::fs::File::open(&path).map_err(io_error)?;
+        let file = match self.open_dirs(&dirs, false).map_err(io_error)? {
+            Some(chain) => match chain.last() {
+                Some(dir) => beneath::open_file(dir.as_fd(), &file).map_err(io_error)?,
+                None => None,
+            },
+            None => None,
+        }
+        .ok_or_else(|| no_such_object(&shown))?;
         let size = file.metadata().map_err(io_error)?.len();
         let (offset, len) = match range {
             Some(range) => match range.offset.checked_add(range.len) {
@@ -277,37 +358,33 @@ impl ObjectStorage for DirectoryObjects {
     }
 
     fn size_of(&self, key: &str) -> Result<Option<u64>> {
-        let path = self.path_of(key)?;
-        match std::fs::metadata(&path) {
-            Ok(meta) => Ok(Some(meta.len())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(Error::Io {
-                what: format!("object {}", path.display()),
-                source,
-            }),
+        let (dirs, file) = names_of(key)?;
+        let io_error = |source: std::io::Error| Error::Io {
+            what: format!("object {}", self.shown(key)),
+            source,
+        };
+        match self.open_dirs(&dirs, false).map_err(io_error)? {
+            Some(chain) => match chain.last() {
+                Some(dir) => beneath::file_size(dir.as_fd(), &file).map_err(io_error),
+                None => Ok(None),
+            },
+            None => Ok(None),
         }
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        let path = self.path_of(key)?;
-        match std::fs::remove_file(&path) {
-            Ok(()) => {
-                self.remove_empty_dirs(path.parent());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(Error::Write {
-                what: format!("object {} (removing it)", path.display()),
-                source,
-            }),
-        }
+        let shown = self.path_of(key)?.display().to_string();
+        self.remove(key).map_err(|source| Error::Write {
+            what: format!("object {shown} (removing it)"),
+            source,
+        })
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         // Start at the directory of the prefix's complete segments: every key that
         // starts with `prefix` is below it.
         let (dir_key, _) = prefix.rsplit_once('/').unwrap_or(("", prefix));
-        let mut dir = self.root.clone();
+        let mut dirs = Vec::new();
         let mut key_prefix = String::new();
         if !dir_key.is_empty() {
             // Segments no key can have: no key starts with this prefix (and such a
@@ -315,15 +392,55 @@ impl ObjectStorage for DirectoryObjects {
             if validate_key(dir_key).is_err() {
                 return Ok(Vec::new());
             }
-            for segment in dir_key.split('/') {
-                dir.push(format!("{segment}{DIR_SUFFIX}"));
-            }
+            dirs = dir_key
+                .split('/')
+                .map(|s| format!("{s}{DIR_SUFFIX}"))
+                .collect();
             key_prefix = format!("{dir_key}/");
         }
+        let opened = self.open_dirs(&dirs, false).map_err(|source| Error::Io {
+            what: format!("{}/{key_prefix} (listing objects)", self.name),
+            source,
+        })?;
         let mut keys = Vec::new();
-        self.walk(&dir, &key_prefix, prefix, &mut keys)?;
+        if let Some(dir) = opened.as_ref().and_then(|chain| chain.last()) {
+            self.walk(dir, &key_prefix, prefix, &mut keys)?;
+        }
         keys.sort();
         Ok(keys)
+    }
+
+    /// Removes the temporary files of unfinished puts below `prefix` (`KEY/`): those in
+    /// the directory of its objects (`.*.tmp`), and those of the object `KEY` itself
+    /// beside it (`.KEY.obj.XXXXXXXXXXXX.tmp`: the anchor's). A put in progress loses
+    /// its file and fails.
+    fn remove_unfinished(&self, prefix: &str) -> Result<u64> {
+        let Some(dir_key) = prefix.strip_suffix('/').filter(|k| validate_key(k).is_ok()) else {
+            return Ok(0);
+        };
+        let io_error = |source| Error::Write {
+            what: format!("{}/{prefix} (removing unfinished objects)", self.name),
+            source,
+        };
+        let (dirs, file) = names_of(dir_key)?;
+        let Some(chain) = self.open_dirs(&dirs, false).map_err(io_error)? else {
+            return Ok(0);
+        };
+        let Some(parent) = chain.last() else {
+            return Ok(0);
+        };
+        let own = format!(".{file}.");
+        let mut removed =
+            remove_temporaries(parent.as_fd(), |name| name.starts_with(&own)).map_err(io_error)?;
+        let below = format!(
+            "{}{DIR_SUFFIX}",
+            file.strip_suffix(OBJECT_SUFFIX).unwrap_or(&file)
+        );
+        if let Some(dir) = beneath::open_dir(parent.as_fd(), &below).map_err(io_error)? {
+            removed +=
+                remove_temporaries(dir.as_fd(), |name| name.starts_with('.')).map_err(io_error)?;
+        }
+        Ok(removed)
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {

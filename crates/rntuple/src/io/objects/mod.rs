@@ -84,6 +84,14 @@ pub trait ObjectStorage: Send + Sync + std::fmt::Debug {
     /// `ds2`), sorted. For removing a dataset.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
 
+    /// Removes what puts that did not finish left below the key prefix `prefix` (which
+    /// ends in `/`): a killed writer's temporary files in a directory store. Objects are
+    /// never touched. Returns how many were removed; by default none (an S3 put that
+    /// did not finish leaves nothing).
+    fn remove_unfinished(&self, _prefix: &str) -> Result<u64> {
+        Ok(0)
+    }
+
     /// What the store was asked to read, as [`crate::io::IoMetrics`] counts it: each
     /// get is one request of one range, `bytes_read` the bytes returned. Puts, sizes,
     /// deletes and listings are not counted.

@@ -36,6 +36,21 @@ const ROOT_SECRET_KEY: &str = "S3_SECRET_KEY";
 /// See [`ROOT_ACCESS_KEY`].
 const ROOT_REGION: &str = "S3_REGION";
 
+/// The settings that give the client credentials (after ROOT's names are mapped to
+/// `AWS_*`): static keys, a web identity token, a container's credentials.
+const CREDENTIAL_SOURCES: [&str; 4] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+];
+
+/// What a refusal adds when no credentials were found.
+const NO_CREDENTIALS: &str = "no S3 credentials were found in the environment \
+    (looked for AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, ROOT's S3_ACCESS_KEY with \
+    S3_SECRET_KEY, AWS_WEB_IDENTITY_TOKEN_FILE, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and \
+    AWS_CONTAINER_CREDENTIALS_FULL_URI): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
+
 /// Objects in an S3 bucket, over `object_store`'s S3 client built as for
 /// [`S3Source`](crate::io::S3Source) (the same HTTP client, timeouts, retries, error
 /// kinds and masking of credentials in messages), on a small tokio runtime of its own
@@ -67,8 +82,10 @@ const ROOT_REGION: &str = "S3_REGION";
 /// below the prefix's last `/` (the whole bucket for a prefix without one) and keeps
 /// those that start with the prefix.
 pub struct S3Objects {
-    /// `ENDPOINT/BUCKET`, without credentials.
+    /// `ENDPOINT/BUCKET`, without credentials (or the name [`S3Objects::named`] gave).
     name: String,
+    /// Whether any credentials were configured: without, a refusal says so.
+    has_credentials: bool,
     inner: Arc<Inner>,
     policy: RetryPolicy,
     // Declared last; shuts the runtime down when the store is dropped.
@@ -122,6 +139,9 @@ impl S3Objects {
         let name = format!("{}/{bucket}", redact_url(endpoint));
         let settings = client_settings(endpoint, vars);
         let secrets = secret_values(&settings);
+        let has_credentials = settings
+            .iter()
+            .any(|(key, value)| CREDENTIAL_SOURCES.contains(&key.as_str()) && !value.is_empty());
         let runtime = NetRuntime::new(RUNTIME_WORKERS, "rntuple-s3", &name)?;
         let store = {
             // The HTTP client may spawn its connection tasks on the current runtime.
@@ -139,6 +159,7 @@ impl S3Objects {
         };
         Ok(S3Objects {
             name: name.clone(),
+            has_credentials,
             inner: Arc::new(Inner {
                 name,
                 store,
@@ -149,6 +170,35 @@ impl S3Objects {
             policy,
             runtime,
         })
+    }
+
+    /// The store named `name` in messages instead of `ENDPOINT/BUCKET` (an object is
+    /// `name/KEY`): a layout's URL names the bucket as the user typed it
+    /// (`ntpl+s3+https://host/bucket`). Call it before the store is shared.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        let name = redact_url(&name.into());
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.name.clone_from(&name);
+            self.name = name;
+        }
+        self
+    }
+
+    /// `result`, a refusal (HTTP 401 or 403) explained when no credentials were found:
+    /// the request went out unsigned.
+    fn explain<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(Error::Remote {
+                kind: RemoteKind::PermissionDenied,
+                what,
+                detail,
+            }) if !self.has_credentials => Err(Error::Remote {
+                kind: RemoteKind::PermissionDenied,
+                what,
+                detail: format!("{detail}; {NO_CREDENTIALS}"),
+            }),
+            other => other,
+        }
     }
 
     /// `key` as `object_store` names it, once checked.
@@ -411,7 +461,7 @@ impl ObjectStorage for S3Objects {
         let limit = self.inner.network.first_byte_timeout
             + Duration::from_secs(len / SLOWEST_UPLOAD_BYTES_PER_SECOND);
         let operation = format!("PUT {key} ({len} bytes)");
-        self.policy.run(&object, |_| {
+        let put = self.policy.run(&object, |_| {
             let (inner, path, payload) = (Arc::clone(&self.inner), path.clone(), payload.clone());
             let (object, operation) = (object.clone(), operation.clone());
             self.run(async move {
@@ -425,7 +475,8 @@ impl ObjectStorage for S3Objects {
                     .map(|_| ())
                     .map_err(|e| failure(e, &object, &inner.secrets, &operation))
             })
-        })
+        });
+        self.explain(put)
     }
 
     fn get(&self, key: &str, range: Option<ByteRange>) -> Result<Vec<u8>> {
@@ -449,7 +500,7 @@ impl ObjectStorage for S3Objects {
         let mut results: Vec<Option<Vec<u8>>> = vec![None; requests.len()];
         // After a fault, only the objects still missing are asked for again; the
         // error is the first failing request's, in the order of `requests`.
-        self.policy.run(&what, |_| {
+        let got = self.policy.run(&what, |_| {
             let missing: Vec<_> = results
                 .iter()
                 .enumerate()
@@ -473,7 +524,8 @@ impl ObjectStorage for S3Objects {
                 }
             }
             first.map_or(Ok(()), |(_, fault)| Err(fault))
-        })?;
+        });
+        self.explain(got)?;
         results
             .into_iter()
             .collect::<Option<Vec<_>>>()
@@ -482,17 +534,18 @@ impl ObjectStorage for S3Objects {
 
     fn size_of(&self, key: &str) -> Result<Option<u64>> {
         let path = Self::path(key)?;
-        self.policy.run(&self.object_name(key), |_| {
+        let size = self.policy.run(&self.object_name(key), |_| {
             let (inner, path, key) = (Arc::clone(&self.inner), path.clone(), key.to_string());
             self.run(async move { inner.head(&path, &key).await })
-        })
+        });
+        self.explain(size)
     }
 
     fn delete(&self, key: &str) -> Result<()> {
         let path = Self::path(key)?;
         let object = self.object_name(key);
         let operation = format!("DELETE {key}");
-        self.policy.run(&object, |_| {
+        let deleted = self.policy.run(&object, |_| {
             let (inner, path) = (Arc::clone(&self.inner), path.clone());
             let (object, operation) = (object.clone(), operation.clone());
             self.run(async move {
@@ -508,7 +561,8 @@ impl ObjectStorage for S3Objects {
                     Err(e) => Err(failure(e, &object, &inner.secrets, &operation)),
                 }
             })
-        })
+        });
+        self.explain(deleted)
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
@@ -523,11 +577,16 @@ impl ObjectStorage for S3Objects {
             },
         };
         let operation = format!("LIST {prefix}");
+        // Messages name what is listed: a dataset's objects `ds/` by the dataset.
+        let what = match prefix.trim_end_matches('/') {
+            "" => self.name.clone(),
+            listed => self.object_name(listed),
+        };
         // Each page of the listing is one request and its small answer.
         let limit = self.inner.network.first_byte_timeout + self.inner.network.idle_timeout;
-        let mut keys = self.policy.run(&self.name, |_| {
+        let listed = self.policy.run(&what, |_| {
             let (inner, parent) = (Arc::clone(&self.inner), parent.clone());
-            let (prefix, operation) = (prefix.to_string(), operation.clone());
+            let (prefix, operation, what) = (prefix.to_string(), operation.clone(), what.clone());
             self.run(async move {
                 let mut listing = inner.store.list(parent.as_ref());
                 let mut keys = Vec::new();
@@ -547,13 +606,14 @@ impl ObjectStorage for S3Objects {
                             }
                         }
                         Some(Err(e)) => {
-                            return Err(failure(e, &inner.name, &inner.secrets, &operation));
+                            return Err(failure(e, &what, &inner.secrets, &operation));
                         }
                     }
                 }
                 Ok(keys)
             })
-        })?;
+        });
+        let mut keys = self.explain(listed)?;
         keys.sort();
         Ok(keys)
     }
@@ -673,6 +733,49 @@ mod tests {
         // A prefix no key can start with lists nothing, without a request.
         assert_eq!(store.list("/x").unwrap(), Vec::<String>::new());
         assert_eq!(store.list("a/../").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_refusal_without_credentials_says_none_were_found_under_the_typed_name() {
+        let open = |vars: &[(&str, &str)]| {
+            S3Objects::open_with(
+                "http://127.0.0.1:1",
+                "bkt",
+                vars.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+                RetryPolicy::default(),
+            )
+            .unwrap()
+            .named("NTPL+S3+HTTP://127.0.0.1:1/bkt")
+        };
+        let refused = || -> Result<()> {
+            Err(Error::remote(
+                RemoteKind::PermissionDenied,
+                "x",
+                "GET ds: HTTP 403 Forbidden",
+            ))
+        };
+        let none = open(&[]);
+        assert_eq!(
+            none.object_name("ds/0"),
+            "NTPL+S3+HTTP://127.0.0.1:1/bkt/ds/0"
+        );
+        let err = none.explain(refused()).unwrap_err().to_string();
+        assert!(
+            err.contains("HTTP 403 Forbidden; no S3 credentials were found in the environment")
+                && err.contains("S3_ACCESS_KEY")
+                && err.contains("AWS_ACCESS_KEY_ID"),
+            "{err}"
+        );
+        // Other errors, and refusals of given credentials, are left as they are.
+        let other = none.explain::<()>(Err(Error::remote(RemoteKind::NotFound, "x", "404")));
+        assert!(!other.unwrap_err().to_string().contains("credentials"));
+        for vars in [
+            &[("S3_ACCESS_KEY", "k"), ("S3_SECRET_KEY", "s")][..],
+            &[("AWS_ACCESS_KEY_ID", "k"), ("AWS_SECRET_ACCESS_KEY", "s")][..],
+        ] {
+            let err = open(vars).explain(refused()).unwrap_err().to_string();
+            assert!(!err.contains("credentials"), "{vars:?}: {err}");
+        }
     }
 
     #[test]

@@ -146,10 +146,13 @@ fn memory_objects_keep_the_contract() {
 fn directory_objects_keep_the_contract() {
     let dir = tempfile::tempdir().unwrap();
     let store = DirectoryObjects::create(dir.path().join("objects")).unwrap();
+    // The root is created by the first put, not before.
+    assert!(!store.root().exists());
     contract(&store, is_not_found);
-    // Every directory the objects needed is gone with them.
-    let left: Vec<_> = std::fs::read_dir(store.root()).unwrap().collect();
-    assert!(left.is_empty(), "{left:?}");
+    // Every directory the objects needed is gone with them, the root the store
+    // created too; the directory it was created in stays.
+    assert!(!store.root().exists());
+    assert!(dir.path().is_dir());
 }
 
 #[test]
@@ -210,6 +213,37 @@ fn directory_layout_lets_a_key_be_an_object_and_a_prefix() {
     store.delete("ds/0").unwrap();
     assert!(!root.join("ds.d").exists());
     assert!(root.join("ds.obj").exists());
+}
+
+#[test]
+fn unfinished_puts_of_a_directory_store_are_removed_and_objects_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirectoryObjects::create(dir.path()).unwrap();
+    store.put("ds/0", b"page".to_vec()).unwrap();
+    store.put("ds/sub/1", b"deeper".to_vec()).unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("ds.d/.0.obj.0123456789ab.tmp"), b"killed").unwrap();
+    std::fs::write(root.join(".ds.obj.0123456789ab.tmp"), b"the anchor's").unwrap();
+    std::fs::write(root.join("ds.d/keep.tmp"), b"not ours").unwrap();
+    std::fs::write(root.join(".ds2.obj.0123456789ab.tmp"), b"another dataset's").unwrap();
+    std::fs::create_dir(root.join("ds.d/.dir.tmp")).unwrap();
+    assert_eq!(store.remove_unfinished("ds/").unwrap(), 2);
+    assert!(!root.join("ds.d/.0.obj.0123456789ab.tmp").exists());
+    assert!(!root.join(".ds.obj.0123456789ab.tmp").exists());
+    for kept in [
+        "ds.d/keep.tmp",
+        ".ds2.obj.0123456789ab.tmp",
+        "ds.d/.dir.tmp",
+        "ds.d/0.obj",
+    ] {
+        assert!(root.join(kept).exists(), "{kept}");
+    }
+    assert_eq!(store.list("ds/").unwrap(), ["ds/0", "ds/sub/1"]);
+    assert_eq!(store.remove_unfinished("none/").unwrap(), 0);
+    assert_eq!(
+        MemoryObjects::default().remove_unfinished("ds/").unwrap(),
+        0
+    );
 }
 
 #[test]

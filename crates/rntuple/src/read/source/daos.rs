@@ -383,6 +383,58 @@ impl DaosNTuple {
     }
 }
 
+/// What an RNTuple holds in a DAOS container, for a writer that replaces it: the first
+/// page id and page-list location past every one it uses (the new RNTuple's values
+/// take ids from there, so none of the old one's is overwritten before the new anchor
+/// is in place), and the keys of its pages and page lists (what the replacement removes
+/// once it is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DaosExtent {
+    /// The first page id after the RNTuple's.
+    pub next_page: u64,
+    /// The first page-list location (cluster group key) after the RNTuple's.
+    pub next_group: u64,
+    /// The keys of its pages (under the mapping they were found in) and page lists.
+    pub keys: Vec<DaosKey>,
+}
+
+/// The [`DaosExtent`] of the RNTuple `name` in `container`: `None` if there is none, or
+/// it cannot be read (a damaged RNTuple: nothing of it can be found to protect or
+/// remove); a failure of the store itself is an error.
+pub fn daos_extent(container: &DaosContainer, name: &str) -> Result<Option<DaosExtent>> {
+    let ntuple = DaosNTuple::new(container.clone(), name);
+    let read = || -> Result<DaosExtent> {
+        let anchor = ntuple.anchor()?;
+        let (_, footer, header_checksum) = ntuple.header_and_footer(&anchor)?;
+        let lists = ntuple.page_lists(&footer, header_checksum)?;
+        let mapping = ntuple.detect_mapping(&lists)?;
+        let mut extent = DaosExtent::default();
+        for group in &footer.cluster_groups {
+            if let LocatorKind::Object64 { location } = group.page_list.locator.kind {
+                extent.next_group = extent.next_group.max(location.saturating_add(1));
+                extent
+                    .keys
+                    .push(ntuple.key(DaosLocation::page_list(location)));
+            }
+        }
+        for (cluster, column, page) in listed_pages(&lists) {
+            if let LocatorKind::Object64 { location } = page.locator.kind {
+                extent.next_page = extent.next_page.max(location.saturating_add(1));
+                let at = mapping.page_location(cluster, column, location);
+                extent.keys.push(ntuple.key(at));
+            }
+        }
+        extent.keys.sort_unstable();
+        extent.keys.dedup();
+        Ok(extent)
+    };
+    match read() {
+        Ok(extent) => Ok(Some(extent)),
+        Err(e) if matches!(e.root_cause(), Error::Io { .. } | Error::Remote { .. }) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Whether `value` is the stored page `page`: its length, and its checksum if it has one.
 fn holds_page(value: &[u8], page: &PageInfo) -> bool {
     if value.len() as u64 != stored_page_len(page) {

@@ -5,9 +5,11 @@
 //! remote one ([`plan`], [`prefetch`]). The decoder above sees only the trait.
 
 mod daos;
+pub use daos::{daos_extent, DaosExtent};
 mod direct;
 mod not_found;
 mod objects;
+pub use objects::{dataset_objects, DatasetObjects};
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
@@ -19,7 +21,7 @@ use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
 use crate::error::{Error, Location, RemoteKind, Result};
 use crate::format::{
     open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
-    Header, Locator, LocatorKind, PageInfo, PageList,
+    Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
 };
 use crate::io::{
     open_source, open_source_with, IoMetricsSnapshot, ReadHints, Source, SourceOptions,
@@ -326,8 +328,7 @@ impl Storage {
         let at = |offset: u64, what: &str, e: Error| {
             e.at(Location {
                 structure: Some(what.to_string()),
-                offset: Some(offset),
-                ..Default::default()
+                ..self.place(offset)
             })
         };
         let stored = container::read_blobs(self.source.as_ref(), &blobs, self.max_key_size)
@@ -445,11 +446,28 @@ impl Storage {
         let offset = page.locator.offset;
         let bytes = self
             .read_blob(offset, stored_page_len(page))
-            .map_err(|e| at_offset(e, offset))?;
+            .map_err(|e| e.at(self.place(offset)))?;
         self.counters
             .bytes_used
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(bytes)
+    }
+
+    /// Where `address` is, for messages: a byte offset of a file, or in a store's
+    /// objects the object (`format::object_address`) and the byte in it.
+    fn place(&self, address: u64) -> Location {
+        if !self.source.holds_objects() {
+            return Location {
+                offset: Some(address),
+                ..Default::default()
+            };
+        }
+        let within = address & ((1 << OBJECT_ADDRESS_BITS) - 1);
+        Location {
+            object: Some(address >> OBJECT_ADDRESS_BITS),
+            offset: (within != 0).then_some(within),
+            ..Default::default()
+        }
     }
 
     /// The size of the file or object.
@@ -479,7 +497,7 @@ impl Storage {
         let mut buffer = pool.take(crate::error::to_usize(len, "a page")?);
         self.source
             .read_at_into(offset, buffer.as_mut_slice())
-            .map_err(|e| at_offset(e, offset))?;
+            .map_err(|e| e.at(self.place(offset)))?;
         self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
         Ok(PageBytes::Pooled(buffer))
     }
@@ -598,14 +616,6 @@ fn selected_page_infos<'a>(
         })
         .flat_map(|c| columns.iter().filter_map(|&col| c.column(col)))
         .flat_map(|cp| cp.pages.iter())
-}
-
-/// Wraps an error with the offset of the page it was found at.
-fn at_offset(e: Error, offset: u64) -> Error {
-    e.at(Location {
-        offset: Some(offset),
-        ..Default::default()
-    })
 }
 
 /// Wraps an error with the file and the RNTuple it was found in.

@@ -6,7 +6,10 @@
 //! reader fetches one page at a time).
 
 use crate::error::{Error, RemoteKind, Result};
-use crate::format::{object_address, Anchor, S3Anchor, S3_DEFAULT_URL_TEMPLATE};
+use crate::format::{
+    object_address, unpack_envelope, Anchor, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
+    S3_DEFAULT_URL_TEMPLATE,
+};
 use crate::io::{
     checked_slice, ByteRange, IoMetricsSnapshot, ObjectDataset, ObjectFetcher, ObjectSpace,
     SourceOptions,
@@ -201,17 +204,163 @@ fn is_not_found(e: &Error) -> bool {
 /// cannot tell a missing bucket from a missing key), nothing there, or a write that did
 /// not finish (its objects are invisible until the anchor is written, last).
 fn no_anchor(dataset: &ObjectDataset, anchor_name: &str) -> Error {
-    match dataset.object_keys() {
+    match dataset.object_ids() {
         Err(e) => e,
-        Ok(keys) if keys.is_empty() => Error::NotFound(format!(
+        Ok(ids) if ids.is_empty() => Error::NotFound(format!(
             "{}: no RNTuple here: there is no anchor object {anchor_name}",
             dataset.url()
         )),
-        Ok(keys) => Error::NotFound(format!(
-            "{}: no RNTuple here: there is no anchor object {anchor_name}, but {} objects of \
-             a dataset whose writer did not finish (the anchor is written last)",
+        Ok(ids) => Error::NotFound(format!(
+            "{}: no RNTuple here: there is no anchor object {anchor_name}, but {} {} of a \
+             dataset whose writer did not finish (the anchor is written last); `rntuple \
+             verify --repair {}` removes them",
             dataset.url(),
-            keys.len()
+            ids.len(),
+            plural(ids.len(), "object"),
+            dataset.url()
         )),
     }
+}
+
+/// `word`, with an `s` unless `n` is 1.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// A dataset's objects: those its store holds under the prefix, and those its anchor
+/// references (through the footer, every page list and page).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DatasetObjects {
+    /// Whether the anchor is there.
+    pub anchored: bool,
+    /// The ids of the numbered objects stored under the prefix, sorted.
+    pub stored: Vec<u64>,
+    /// The ids the anchor references (header, footer, page lists, pages), sorted.
+    pub referenced: Vec<u64>,
+}
+
+impl DatasetObjects {
+    /// The objects stored that the anchor does not reference: left by writers that did
+    /// not finish (or, without an anchor, every object).
+    pub fn leftovers(&self) -> Vec<u64> {
+        self.stored
+            .iter()
+            .copied()
+            .filter(|n| self.referenced.binary_search(n).is_err())
+            .collect()
+    }
+
+    /// The objects the anchor references that are not stored.
+    pub fn missing(&self) -> Vec<u64> {
+        self.referenced
+            .iter()
+            .copied()
+            .filter(|n| self.stored.binary_search(n).is_err())
+            .collect()
+    }
+
+    /// What to tell a user about the leftovers, if there are any: how many, and the
+    /// command that removes them.
+    pub fn leftover_note(&self, url: &str) -> Option<String> {
+        let n = self.leftovers().len();
+        (n > 0).then(|| {
+            format!(
+                "{n} {} under the prefix that the anchor does not reference (left by a \
+                 writer that did not finish); `rntuple verify --repair {url}` removes them",
+                plural(n, "object")
+            )
+        })
+    }
+}
+
+/// Most an envelope may expand by (bounds what a corrupt length can allocate).
+const MAX_ENVELOPE_RATIO: u64 = 1 << 16;
+
+/// Takes stock of `dataset`: the ids stored under its prefix and those its anchor
+/// references, read from the anchor, the footer and every page list (a dataset without
+/// an anchor references nothing). A referenced envelope that cannot be read is an
+/// error: nothing can then be said of what is referenced.
+pub fn dataset_objects(dataset: &ObjectDataset) -> Result<DatasetObjects> {
+    let stored = dataset.object_ids()?;
+    let store = dataset.store();
+    let anchor_name = store.object_name(dataset.anchor_key());
+    let bytes = match store.get(dataset.anchor_key(), None) {
+        Ok(bytes) => bytes,
+        Err(e) if is_not_found(&e) => {
+            return Ok(DatasetObjects {
+                anchored: false,
+                stored,
+                referenced: Vec::new(),
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    let s3 = S3Anchor::parse(&bytes, &format!("S3 anchor {anchor_name}"))?;
+    let mut referenced = vec![s3.header_obj_id, s3.footer_obj_id];
+    let footer = read_envelope(
+        dataset,
+        (s3.footer_obj_id, s3.footer_offset),
+        s3.nbytes_footer,
+        s3.len_footer,
+        EnvelopeType::Footer,
+    )?;
+    let footer = Footer::read(&footer)?;
+    let mut lists = Vec::new();
+    for group in &footer.cluster_groups {
+        if let LocatorKind::Object64 { location } = group.page_list.locator.kind {
+            referenced.push(location);
+            lists.push((
+                location,
+                group.page_list.locator.size,
+                group.page_list.length,
+            ));
+        }
+    }
+    for (object, size, length) in lists {
+        let list = read_envelope(dataset, (object, 0), size, length, EnvelopeType::PageList)?;
+        let list = PageList::read(&list)?;
+        for page in list.columns.iter().flatten().flat_map(|c| &c.pages) {
+            if let LocatorKind::Object64 { location } = page.locator.kind {
+                referenced.push(location);
+            }
+        }
+    }
+    referenced.sort_unstable();
+    referenced.dedup();
+    Ok(DatasetObjects {
+        anchored: true,
+        stored,
+        referenced,
+    })
+}
+
+/// The payload of the envelope of `nbytes` stored at `(object, offset)` of `dataset`,
+/// `length` bytes unpacked.
+fn read_envelope(
+    dataset: &ObjectDataset,
+    (object, offset): (u64, u64),
+    nbytes: u64,
+    length: u64,
+    kind: EnvelopeType,
+) -> Result<Vec<u8>> {
+    let key = dataset.object_key(object);
+    let name = match kind {
+        EnvelopeType::Header => "header",
+        EnvelopeType::Footer => "footer",
+        EnvelopeType::PageList => "page list",
+    };
+    let what = format!("{name} envelope (object {object} of {})", dataset.url());
+    let bytes = dataset.store().get(
+        &key,
+        Some(ByteRange {
+            offset,
+            len: nbytes,
+        }),
+    )?;
+    let most = nbytes.saturating_mul(MAX_ENVELOPE_RATIO).max(16);
+    Ok(unpack_envelope(&bytes, length, most, kind, &what)?.0)
 }
