@@ -4,8 +4,16 @@
 //! page is read, that each requested type can be read from the type on disk (a refusal
 //! names both types); [`Conversion::apply`] converts the arrays decoded as they are on
 //! disk, checking every value that may not fit (integer narrowing and sign changes,
-//! `double` to `float`), and names the field, the entry and the value of one that does
-//! not (ROOT fails the whole page), or makes it null when asked ([`OnOverflow::Mask`]).
+//! `double` to `float`, integers to reals that cannot hold them all), and names the
+//! field, the entry and the value of one that does not (ROOT fails the whole page), or
+//! makes it null when asked ([`OnOverflow::Mask`]).
+//!
+//! One rule decides how a number reads as another, whoever chose the type (a caller's
+//! `types=`, or [`unify`] over many files): [`number_fit`]. A conversion that holds every
+//! value is done; one that may not is done with a check of every value (an integer read
+//! as a real must read back exactly: `2**62 + 1` is no `double`); the others are refused
+//! before anything is read. ROOT 6.40 refuses integers read as reals; this reader reads
+//! them, checked, so that files of integers and of reals can be read as one type.
 //! The decoding itself is unchanged: conversions work on its Arrow arrays.
 
 use crate::encoding::f64_to_f32;
@@ -71,9 +79,8 @@ pub enum DefaultValue {
 /// The types fields are read as (see [`RNTupleReader::projection_as`](super::RNTupleReader::projection_as)).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadTypes {
-    /// Each field path's type, and whether it unifies files (integers may be read as
-    /// reals).
-    types: Vec<(String, ReadAs, bool)>,
+    /// Each field path's type.
+    types: Vec<(String, ReadAs)>,
     defaults: Vec<(String, DefaultValue)>,
     on_overflow: OnOverflow,
 }
@@ -87,15 +94,7 @@ impl ReadTypes {
     /// Field `path` (a top-level field, or a member path such as `evo.a`, `Jet._0.pt`)
     /// read as `read_as`.
     pub fn with_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
-        self.types.push((path.into(), read_as, false));
-        self
-    }
-
-    /// Field `path` read as `read_as`, the type that reads many files alike ([`unify`]):
-    /// integers (and `bool`) may also be read as `float` or `double`, which ROOT's rules
-    /// refuse, as uproot and NumPy promote a mix of integers and reals.
-    pub fn with_unified_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
-        self.types.push((path.into(), read_as, true));
+        self.types.push((path.into(), read_as));
         self
     }
 
@@ -353,13 +352,11 @@ pub(crate) struct Conversion {
 /// What the planner needs at each field.
 struct Planner<'a> {
     desc: &'a Descriptor,
-    /// Requested types by field id, and whether each unifies files.
-    wanted: HashMap<u32, (Want, bool)>,
+    /// Requested types by field id.
+    wanted: HashMap<u32, Want>,
     /// Defaults by the qualified path of an added member (`evo.c`).
     defaults: HashMap<String, DefaultValue>,
     on_overflow: OnOverflow,
-    /// Whether the conversion being planned unifies files (integers read as reals).
-    integers_to_reals: std::cell::Cell<bool>,
     /// Defaults used, to report those that named nothing.
     used_defaults: std::cell::RefCell<std::collections::HashSet<String>>,
 }
@@ -374,7 +371,7 @@ pub(crate) fn plan(
     no_field: impl Fn(&str) -> Error,
 ) -> Result<Vec<Option<Conversion>>> {
     let mut wanted = HashMap::new();
-    for (path, read_as, unified) in &types.types {
+    for (path, read_as) in &types.types {
         if *read_as == ReadAs::AsOnDisk {
             continue;
         }
@@ -385,7 +382,7 @@ pub(crate) fn plan(
             }
             other => other,
         })?;
-        if wanted.insert(id, (want, *unified)).is_some() {
+        if wanted.insert(id, want).is_some() {
             return Err(Error::InvalidArgument(format!(
                 "field \"{path}\" is given two types"
             )));
@@ -410,7 +407,6 @@ pub(crate) fn plan(
         wanted,
         defaults: types.defaults.iter().cloned().collect(),
         on_overflow: types.on_overflow,
-        integers_to_reals: std::cell::Cell::new(false),
         used_defaults: Default::default(),
     };
     let out = columns
@@ -473,8 +469,7 @@ impl Planner<'_> {
     /// Field `id` (decoded as `field`) as requested, or as on disk with the requested
     /// types below it.
     fn field(&self, id: u32, field: &Field) -> Result<(Node, Field)> {
-        if let Some((want, unified)) = self.wanted.get(&id) {
-            self.integers_to_reals.set(*unified);
+        if let Some(want) = self.wanted.get(&id) {
             let path = self.desc.qualified_name(id);
             return self
                 .convert(id, field, &want.target, &want.name, &path)
@@ -675,10 +670,10 @@ impl Planner<'_> {
             let inner = Field::new(field.name(), field.data_type().clone(), false)
                 .with_metadata(field.metadata().clone());
             if !disk_name.starts_with("std::atomic<") {
-                // An enum: its integer, as an integer or bool (not as a real number, nor
+                // An enum: its integer, as a number or bool by the rules of numbers (not
                 // as another enum, whose integer type only a dictionary would tell).
                 match target {
-                    Target::Primitive(p) if is_integral(*p) || *p == PrimitiveType::Bool => {}
+                    Target::Primitive(p) if *p != PrimitiveType::Byte => {}
                     Target::Optional(_) => {}
                     Target::Named => {
                         return refuse(
@@ -686,7 +681,7 @@ impl Planner<'_> {
                              (ask for its underlying integer type, e.g. \"std::int16_t\")",
                         )
                     }
-                    _ => return refuse("an enum reads only as an integer or bool"),
+                    _ => return refuse("an enum reads only as a number or bool"),
                 }
             }
             let (node, out) = self.convert(child, &inner, target, want, path)?;
@@ -1029,7 +1024,6 @@ impl Planner<'_> {
         to: PrimitiveType,
         want: &str,
     ) -> Result<(Node, Field)> {
-        use PrimitiveType::*;
         let refuse = |why: &str| Err(refuse(self.desc, id, want, why));
         let out = |nullable: bool| {
             with_type_name(
@@ -1037,36 +1031,71 @@ impl Planner<'_> {
                 want,
             )
         };
-        let integral_or_bool = |p: PrimitiveType| is_integral(p) || p == Bool;
         let masked = self.on_overflow == OnOverflow::Mask;
-        if from == to || (matches!(from, Char | Int8) && matches!(to, Char | Int8)) {
-            return Ok((Node::Number(to), out(field.is_nullable())));
-        }
-        if from == Byte || to == Byte {
-            return refuse("std::byte reads only from std::byte");
-        }
-        match (from, to) {
-            (f, Bool) if integral_or_bool(f) => Ok((Node::Number(to), out(field.is_nullable()))),
-            (f, t) if integral_or_bool(f) && is_integral(t) => {
-                let may_overflow = !fits_always(f, t);
-                Ok((
-                    Node::Number(to),
-                    out(field.is_nullable() || (may_overflow && masked)),
-                ))
-            }
-            (Float32 | Float64, Float64) => Ok((Node::Number(to), out(field.is_nullable()))),
-            (Float64, Float32) => Ok((Node::Number(to), out(field.is_nullable() || masked))),
-            (f, Float32 | Float64) if integral_or_bool(f) => {
-                if self.integers_to_reals.get() {
-                    Ok((Node::Number(to), out(field.is_nullable())))
-                } else {
-                    refuse("an integer is not read as a real number (ROOT's rules)")
-                }
-            }
-            (Float32 | Float64, _) => refuse("a real number is not read as an integer or bool"),
-            _ => refuse(""),
+        match number_fit(from, to) {
+            Fit::Always => Ok((Node::Number(to), out(field.is_nullable()))),
+            Fit::PerValue => Ok((Node::Number(to), out(field.is_nullable() || masked))),
+            Fit::Refused(why) => refuse(why),
         }
     }
+}
+
+/// How every value of one number type reads as another ([`number_fit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// Every value reads (widening; any integer as `bool`, nonzero as true, as ROOT).
+    Always,
+    /// Some values may not: each is checked as it is read (integer narrowing and sign
+    /// changes, `double` to `float`, an integer to a real too narrow to hold them all).
+    PerValue,
+    /// Refused before anything is read, for the reason given.
+    Refused(&'static str),
+}
+
+/// The one rule of numbers, for a caller's `types=` and for [`unify`] alike: how the
+/// values of `from` read as `to`. Checked per value: an integer out of `to`'s range; a
+/// `double` whose floating-point class changes as a `float` (ROOT's check: precision
+/// may be lost, as ROOT reads it); an integer that does not read back exactly as the
+/// real asked for (ROOT 6.40 refuses every integer as a real; uproot and NumPy promote
+/// silently, losing digits past 2**53).
+pub(crate) fn number_fit(from: PrimitiveType, to: PrimitiveType) -> Fit {
+    use PrimitiveType::*;
+    let integral_or_bool = |p: PrimitiveType| is_integral(p) || p == Bool;
+    if from == to || (matches!(from, Char | Int8) && matches!(to, Char | Int8)) {
+        return Fit::Always;
+    }
+    if from == Byte || to == Byte {
+        return Fit::Refused("std::byte reads only from std::byte");
+    }
+    match (from, to) {
+        (f, Bool) if integral_or_bool(f) => Fit::Always,
+        (f, t) if integral_or_bool(f) && is_integral(t) => {
+            if fits_always(f, t) {
+                Fit::Always
+            } else {
+                Fit::PerValue
+            }
+        }
+        (Float32 | Float64, Float64) => Fit::Always,
+        (Float64, Float32) => Fit::PerValue,
+        (f, Float32 | Float64) if integral_or_bool(f) => {
+            if exact_in_real(f, to) {
+                Fit::Always
+            } else {
+                Fit::PerValue
+            }
+        }
+        (Float32 | Float64, _) => Fit::Refused("a real number is not read as an integer or bool"),
+        _ => Fit::Refused(""),
+    }
+}
+
+/// Whether every integer of `from` is exactly a value of the real type `to` (its
+/// significand holds 24 bits for `float`, 53 for `double`).
+fn exact_in_real(from: PrimitiveType, to: PrimitiveType) -> bool {
+    let bits = if to == PrimitiveType::Float32 { 24 } else { 53 };
+    let (lo, hi) = int_range(from);
+    -(1i128 << bits) <= lo && hi <= 1i128 << bits
 }
 
 fn refuse_member(desc: &Descriptor, record: u32, member: &str, why: &str) -> Error {
@@ -1364,6 +1393,16 @@ impl Place<'_> {
             first_entry: self.first_entry,
             levels,
             mask: self.mask,
+        }
+    }
+
+    fn inexact(&self, index: usize, value: String, read_as: f64, target: &str) -> Error {
+        Error::Inexact {
+            field: self.path.to_string(),
+            entry: self.entry_of(index),
+            value,
+            target: target.to_string(),
+            read_as: format!("{read_as:?}"),
         }
     }
 
@@ -1754,6 +1793,42 @@ fn ints_to(values: &[i128], to: PrimitiveType, nulls: Option<NullBuffer>) -> Res
     })
 }
 
+/// Integers as reals of type `to`, each checked to read back exactly (masked, or the
+/// first that does not is an error naming it and what it would read as).
+fn ints_to_real(
+    array: &dyn Array,
+    ints: &[i128],
+    to: PrimitiveType,
+    target: &str,
+    place: &Place<'_>,
+) -> Result<ArrayRef> {
+    // What each value reads as, as the real type rounds it; exact when it reads back
+    // (the cast back saturates: a rounded value past the integer range never equals it).
+    #[allow(clippy::cast_possible_truncation)]
+    let read_as = |v: i128| -> (f64, bool) {
+        if to == PrimitiveType::Float32 {
+            let r = v as f32;
+            (f64::from(r), r as i128 == v)
+        } else {
+            let r = v as f64;
+            (r, r as i128 == v)
+        }
+    };
+    let bad: Vec<usize> = (0..ints.len())
+        .filter(|&i| !array.is_null(i) && !read_as(ints[i]).1)
+        .collect();
+    if let (Some(&first), false) = (bad.first(), place.mask) {
+        return Err(place.inexact(
+            first,
+            ints[first].to_string(),
+            read_as(ints[first]).0,
+            target,
+        ));
+    }
+    let nulls = validity(array, &bad, |i| ints[i].to_string(), target, place)?;
+    ints_to(ints, to, nulls)
+}
+
 /// A `double` as a `float`, if the float keeps its class (ROOT's check: no overflow to
 /// infinity, no underflow to zero, no normal number made subnormal).
 fn narrow_real(x: f64) -> Option<f32> {
@@ -1808,7 +1883,7 @@ fn convert_number(
     let is_null = |i: usize| array.is_null(i);
     if let Some(ints) = int_values(array.as_ref()) {
         if matches!(to, PrimitiveType::Float32 | PrimitiveType::Float64) {
-            return ints_to(&ints, to, array.nulls().cloned());
+            return ints_to_real(array.as_ref(), &ints, to, &target, place);
         }
         if to == PrimitiveType::Bool {
             return ints_to(&ints, to, array.nulls().cloned());
@@ -2012,15 +2087,51 @@ pub struct FieldOf<'a> {
     pub file: &'a str,
 }
 
-/// The type that reads field `fields` of every file alike: numbers promoted as uproot and
-/// NumPy promote them (the widest integer that holds every file's, `double` for a mix of
-/// integers and reals: read with [`ReadTypes::with_unified_type`]), collections of every
-/// kind as vectors when the kinds differ, `std::optional` when some file may miss a value,
+/// The type that reads field `fields` of every file alike: numbers promoted to the
+/// narrowest type that holds every file's values (the widest integer of a mix of
+/// integers; `double` for a mix of integers and reals; `std::int64_t` for `std::uint64_t`
+/// with signed integers, where NumPy gives `float64`), collections of every kind as
+/// vectors when the kinds differ, `std::optional` when some file may miss a value,
 /// records by member name (members missing in some files read as null). A mix that cannot
 /// be read as one type (a string and a number, ...) is an error naming two files and their
-/// types.
+/// types. Each file is read as the type by the rule of [`ReadTypes::with_type`], so a
+/// value that does not read back exactly is found as it is read; [`unification`] also
+/// says which files' types may hold such values.
 pub fn unify(fields: &[FieldOf<'_>]) -> Result<ReadAs> {
-    Ok(to_read_as(unify_at(fields, true)?))
+    Ok(unification(fields)?.read_as)
+}
+
+/// A field of one file whose values may not all read exactly as the unified type: the
+/// promotion is kept, and each value is checked as it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inexact {
+    /// The field (or the part of it: `v._0`), by its qualified name in the file.
+    pub field: String,
+    /// The file.
+    pub file: String,
+    /// The type of the values in the file.
+    pub from: String,
+    /// The type they are read as.
+    pub to: String,
+}
+
+/// The type that reads a field of many files alike, and the files whose values it may not
+/// all hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unification {
+    /// The type every file is read as (see [`unify`]).
+    pub read_as: ReadAs,
+    /// The files whose type the unified one does not hold in every value.
+    pub inexact: Vec<Inexact>,
+}
+
+/// [`unify`], with the files whose values the unified type may not all hold (an
+/// `std::int64_t` file in a mix with reals, read as `double`; an `std::uint64_t` file
+/// read as `std::int64_t`): for a caller to warn before reading.
+pub fn unification(fields: &[FieldOf<'_>]) -> Result<Unification> {
+    let mut inexact = Vec::new();
+    let read_as = to_read_as(unify_at(fields, true, &mut inexact)?);
+    Ok(Unification { read_as, inexact })
 }
 
 enum Unified {
@@ -2079,7 +2190,11 @@ fn same_tree(a: FieldOf<'_>, b: FieldOf<'_>) -> bool {
         })
 }
 
-fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified> {
+fn unify_at(
+    fields: &[FieldOf<'_>],
+    records_by_members: bool,
+    notes: &mut Vec<Inexact>,
+) -> Result<Unified> {
     let first = fields[0];
     let first_name = first.descriptor.field(first.id).type_name();
     if fields.iter().all(|&f| same_tree(first, f)) {
@@ -2116,7 +2231,19 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         })
         .collect();
     if let Some(numbers) = numbers {
-        return Ok(Unified::Name(promote(&numbers).to_string()));
+        let to = promote(&numbers);
+        for (f, &from) in fields.iter().zip(&numbers) {
+            if number_fit(from, to) != Fit::Always {
+                let f = unwrapped(*f);
+                notes.push(Inexact {
+                    field: f.descriptor.qualified_name(f.id),
+                    file: f.file.to_string(),
+                    from: f.descriptor.field(f.id).type_name().to_string(),
+                    to: to.type_name().to_string(),
+                });
+            }
+        }
+        return Ok(Unified::Name(to.type_name().to_string()));
     }
     if kinds.iter().all(|k| matches!(k, FieldKind::String)) {
         return Ok(Unified::Name("std::string".into()));
@@ -2141,7 +2268,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
                 _ => *f,
             })
             .collect();
-        let item = name_of(unify_at(&inner, false)?, &inner)?;
+        let item = name_of(unify_at(&inner, false, notes)?, &inner)?;
         return Ok(Unified::Name(format!("std::optional<{item}>")));
     }
     // Sequences of any kind (and optionals, read as lists of 0 or 1).
@@ -2158,7 +2285,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
                 _ => None,
             })
             .collect();
-        let item = name_of(unify_at(&items, false)?, &items)?;
+        let item = name_of(unify_at(&items, false, notes)?, &items)?;
         if arrays.len() == kinds.len() && arrays.iter().all(|&n| n == arrays[0]) {
             return Ok(Unified::Name(format!("std::array<{item},{}>", arrays[0])));
         }
@@ -2206,8 +2333,8 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         let (Some(keys), Some(values)) = (keys, values) else {
             return Err(unify_error(fields, "a map whose items are not pairs"));
         };
-        let k = name_of(unify_at(&keys, false)?, &keys)?;
-        let v = name_of(unify_at(&values, false)?, &values)?;
+        let k = name_of(unify_at(&keys, false, notes)?, &keys)?;
+        let v = name_of(unify_at(&values, false, notes)?, &values)?;
         let kinds: Vec<Option<MapKind>> = fields
             .iter()
             .map(|f| map_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
@@ -2232,7 +2359,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         _ => None,
     };
     if let Some(parts) = kinds.iter().map(positional).collect::<Option<Vec<_>>>() {
-        let names = unify_positions(fields, &parts, "tuples of different sizes")?;
+        let names = unify_positions(fields, &parts, "tuples of different sizes", notes)?;
         let pairs = kinds
             .iter()
             .all(|k| matches!(k, FieldKind::Record(crate::schema::RecordStyle::Pair, _)));
@@ -2247,7 +2374,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
         })
         .collect::<Option<Vec<_>>>()
     {
-        let names = unify_positions(fields, &alts, "variants of different alternatives")?;
+        let names = unify_positions(fields, &alts, "variants of different alternatives", notes)?;
         return Ok(Unified::Name(format!("std::variant<{}>", names.join(","))));
     }
     // Records: members by name, in the order they are first seen.
@@ -2280,7 +2407,7 @@ fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified>
                         .map(|&id| FieldOf { id, ..*f })
                 })
                 .collect();
-            let member = unify_at(&having, true)?;
+            let member = unify_at(&having, true, notes)?;
             // A member some files lack is null there: optional in every file, so that
             // all read to the same (nullable) type.
             let member = match member {
@@ -2304,6 +2431,7 @@ fn unify_positions(
     fields: &[FieldOf<'_>],
     parts: &[Vec<u32>],
     differ: &str,
+    notes: &mut Vec<Inexact>,
 ) -> Result<Vec<String>> {
     let n = parts[0].len();
     if parts.iter().any(|p| p.len() != n) {
@@ -2319,7 +2447,7 @@ fn unify_positions(
                     ..unwrapped(*f)
                 })
                 .collect();
-            name_of(unify_at(&at, false)?, &at)
+            name_of(unify_at(&at, false, notes)?, &at)
         })
         .collect()
 }
@@ -2335,26 +2463,22 @@ fn name_of(u: Unified, fields: &[FieldOf<'_>]) -> Result<String> {
     }
 }
 
-/// The type every number of `types` promotes to.
-fn promote(types: &[PrimitiveType]) -> &'static str {
+/// The type every number of `types` promotes to: the narrowest that holds them all, else
+/// the one that holds the most of them exactly (`double` for integers and reals,
+/// `std::int64_t` for signed integers and `std::uint64_t`), whose reads are checked.
+fn promote(types: &[PrimitiveType]) -> PrimitiveType {
     use PrimitiveType::*;
     let reals = types.iter().any(|t| matches!(t, Float32 | Float64));
     let ints = types.iter().any(|t| !matches!(t, Float32 | Float64));
     if reals {
         return if ints || types.contains(&Float64) {
-            "double"
+            Float64
         } else {
-            "float"
+            Float32
         };
-    }
-    if types.iter().all(|&t| t == Bool) {
-        return "bool";
     }
     if types.iter().all(|&t| t == types[0]) {
-        return match types[0] {
-            Char => "char",
-            _ => types[0].type_name(),
-        };
+        return types[0];
     }
     let (lo, hi) = types.iter().fold((0i128, 0i128), |(lo, hi), &t| {
         let (a, b) = int_range(t);
@@ -2371,7 +2495,7 @@ fn promote(types: &[PrimitiveType]) -> &'static str {
             let (a, b) = int_range(c);
             a <= lo && hi <= b
         })
-        .map_or("double", PrimitiveType::type_name)
+        .unwrap_or(Int64)
 }
 
 #[cfg(test)]
@@ -2381,13 +2505,54 @@ mod unify_tests {
     #[test]
     fn numbers_promote_as_numpy_does() {
         use PrimitiveType::*;
-        assert_eq!(promote(&[Float32, Float64]), "double");
-        assert_eq!(promote(&[Int32, Int64]), "std::int64_t");
-        assert_eq!(promote(&[UInt8, Int8]), "std::int16_t");
-        assert_eq!(promote(&[UInt32, Int32]), "std::int64_t");
-        assert_eq!(promote(&[UInt64, Int64]), "double");
-        assert_eq!(promote(&[Int32, Float32]), "double");
-        assert_eq!(promote(&[Bool, UInt8]), "std::uint8_t");
-        assert_eq!(promote(&[Float32, Float32]), "float");
+        assert_eq!(promote(&[Float32, Float64]), Float64);
+        assert_eq!(promote(&[Int32, Int64]), Int64);
+        assert_eq!(promote(&[UInt8, Int8]), Int16);
+        assert_eq!(promote(&[UInt32, Int32]), Int64);
+        assert_eq!(promote(&[Int32, Float32]), Float64);
+        assert_eq!(promote(&[Bool, UInt8]), UInt8);
+        assert_eq!(promote(&[Bool, Bool]), Bool);
+        assert_eq!(promote(&[Char, Char]), Char);
+        assert_eq!(promote(&[Float32, Float32]), Float32);
+        // No type holds both: the one that holds the most of them, its reads checked.
+        assert_eq!(promote(&[UInt64, Int64]), Int64);
+        assert_eq!(promote(&[UInt64, Int8]), Int64);
+        assert_eq!(promote(&[Int64, Float32]), Float64);
+    }
+
+    #[test]
+    fn one_rule_for_numbers() {
+        use PrimitiveType::*;
+        // Every value reads: widenings, and integers a real holds exactly.
+        for (from, to) in [
+            (Int32, Int64),
+            (UInt32, Int64),
+            (Float32, Float64),
+            (Int32, Float64),
+            (UInt32, Float64),
+            (Int16, Float32),
+            (Bool, Float64),
+            (Int64, Bool),
+        ] {
+            assert_eq!(number_fit(from, to), Fit::Always, "{from:?} -> {to:?}");
+        }
+        // Some values may not: each is checked as it is read.
+        for (from, to) in [
+            (Int64, Int32),
+            (UInt64, Int64),
+            (Int64, UInt64),
+            (Float64, Float32),
+            (Int64, Float64),
+            (UInt64, Float64),
+            (Int32, Float32),
+        ] {
+            assert_eq!(number_fit(from, to), Fit::PerValue, "{from:?} -> {to:?}");
+        }
+        for (from, to) in [(Float64, Int64), (Float32, Bool), (Byte, UInt8)] {
+            assert!(
+                matches!(number_fit(from, to), Fit::Refused(_)),
+                "{from:?} -> {to:?}"
+            );
+        }
     }
 }

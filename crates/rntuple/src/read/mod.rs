@@ -13,7 +13,9 @@ mod stream;
 mod summary;
 
 pub use ahead::DecodeAhead;
-pub use evolve::{unify, DefaultValue, FieldOf, OnOverflow, ReadAs, ReadTypes};
+pub use evolve::{
+    unification, unify, DefaultValue, FieldOf, Inexact, OnOverflow, ReadAs, ReadTypes, Unification,
+};
 pub use source::{ReadMetrics, BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE};
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
