@@ -546,18 +546,20 @@ class RNTuple:
         how = check_how(how, library)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
         if virtual:
-            return self._virtual_records(plan.selection, start, stop, access_log, ak_add_doc)
+            return self._virtual_records(plan.selection, start, stop, access_log, ak_add_doc, plan.types)
         return self._add_doc(plan.read(self, start, stop, library, how), library, how, ak_add_doc)
 
     def _virtual_records(
-        self, selection: list[str], start: int, stop: int, access_log: Any, ak_add_doc: Any
+        self, selection: list[str], start: int, stop: int, access_log: Any, ak_add_doc: Any, types: Any = None
     ) -> ak.Array:
-        """Records of the top-level fields holding ``selection``, read when first used."""
+        """Records of the top-level fields holding ``selection``, read when first used
+        (as ``types``, :meth:`_read_types`, asks)."""
         groups: dict[str, list[str]] = {}
         for path in selection:
             groups.setdefault(path.split(".")[0], []).append(path)
         contents = [
-            virtual_content(self, paths, name, start, stop, access_log) for name, paths in groups.items()
+            virtual_content(self, paths, name, start, stop, access_log, types=types)
+            for name, paths in groups.items()
         ]
         records = ak.Array(ak.contents.RecordArray(contents, list(groups), length=stop - start))
         return self._add_doc(records, "ak", None, ak_add_doc)
@@ -1063,9 +1065,36 @@ class ReadPlan:
             return arrays if how is None else _group(arrays, how)
         pandas = require("pandas", "library='pd'")
         pandas_index = _pandas_index(pandas, index)
+        arrays = {n: _pandas_column(pandas, v) for n, v in arrays.items()}
         if how is None:
             return pandas.DataFrame(arrays, index=pandas_index)
         return _group({n: pandas.Series(v, index=pandas_index, name=n) for n, v in arrays.items()}, how)
+
+
+def _pandas_column(pandas: Any, array: np.ndarray) -> Any:
+    """A NumPy column (uproot's form) as pandas holds it, of one dtype whatever the
+    entries: an optional integer or bool as pandas' nullable ``Int64``, ``boolean``, ...
+    (every value exact, None as ``pd.NA``: ``float64`` would round integers past 2**53);
+    an n-D block (jagged entries that happen to have one shape) as one array per entry."""
+    if array.ndim > 1:
+        rows = np.empty(len(array), dtype=object)
+        for i, row in enumerate(array):
+            rows[i] = row
+        return rows
+    if isinstance(array, np.ma.MaskedArray) and array.dtype.names:
+        # records with optional members: each a tuple, None where a member is
+        rows = np.empty(len(array), dtype=object)
+        masks = np.ma.getmaskarray(array).tolist()
+        for i, (values, masked) in enumerate(zip(array.data.tolist(), masks, strict=True)):
+            rows[i] = tuple(None if m else v for v, m in zip(values, masked, strict=True))
+        return rows
+    if isinstance(array, np.ma.MaskedArray) and array.dtype.kind in "iub":
+        mask = np.ma.getmaskarray(array)
+        data = np.asarray(array.data)
+        if array.dtype.kind == "b":
+            return pandas.arrays.BooleanArray(data, mask)
+        return pandas.arrays.IntegerArray(data, mask)
+    return array
 
 
 def _pandas_index(pandas: Any, entries: np.ndarray) -> Any:
@@ -1610,13 +1639,17 @@ def iterate(
     for remote files, as :func:`open`.
 
     Every batch has one schema, fixed before the first is read from the headers of
-    every file: a field whose type differs between files is read as one type (numbers
-    promoted as uproot and NumPy promote them, ``float`` and ``double`` as ``double``,
-    ``std::int32_t`` and ``std::int64_t`` as ``std::int64_t``; collections of
+    every file (:mod:`rntuple.unify`): a field whose type differs between files is read
+    as one type (numbers as the narrowest type that holds every file's values, ``float``
+    and ``double`` as ``double``, ``std::int32_t`` and ``std::int64_t`` as
+    ``std::int64_t``; where none does, ``double`` for 64-bit integers with reals and
+    ``std::int64_t`` for ``std::uint64_t`` with signed integers, with a
+    :class:`~rntuple.PromotionWarning`, each value checked as it is read; collections of
     different kinds as vectors; records member by member); ``types`` (as
     :meth:`RNTuple.arrays`, with ``on_overflow`` and ``defaults``) names the type
     instead. A selected field that some files lack is an error naming them, or None in
-    their entries with ``allow_missing=True``."""
+    their entries with ``allow_missing=True``. Each file's values, types and masks are
+    those it gives read alone with the same types."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
@@ -1738,6 +1771,9 @@ def concatenate(
         return ReadPlan._finish(columns, np.concatenate([i for _, i in parts]), library, how)
     try:
         table = pa.concat_tables(tables)
+        if not table.num_columns:
+            # No field selected: the entries still count (Arrow keeps no rows of no column).
+            table = pa.table({"entries": pa.nulls(sum(t.num_rows for t in tables))}).drop_columns(["entries"])
     except pa.ArrowInvalid as err:
         # Name the first file whose selection differs from the first file's.
         other = next((i for i, t in enumerate(tables) if not t.schema.equals(tables[0].schema)), None)

@@ -26,6 +26,7 @@ import concurrent.futures
 import copy
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -86,8 +87,12 @@ class ChainReading:
         return index
 
     def read_types(self, nt: RNTuple, index: int) -> Any:
-        """File ``index``'s types, parsed by the code that parses one file's."""
-        return nt._read_types(self.types[index], self.on_overflow, self.defaults)
+        """File ``index``'s types, parsed by the code that parses one file's (with the
+        defaults of the members its types add)."""
+        types = self.types[index]
+        tops = {_top(k) for k in types or {}}
+        defaults = {k: v for k, v in (self.defaults or {}).items() if _top(k) in tops}
+        return nt._read_types(types, self.on_overflow, defaults or None)
 
     def present(self, index: int, paths: list[str]) -> list[str]:
         """The paths of ``paths`` file ``index`` has (its top-level field is not missing)."""
@@ -206,6 +211,13 @@ def plan_chain(
         return None
     if on_overflow not in ("raise", "mask"):
         raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
+    if defaults and not types:
+        raise InvalidArgumentError("defaults= names members added by types=, and no types= is given")
+    for k in defaults or {}:
+        if not isinstance(k, str) or _top(k) not in {_top(t) for t in types or {}}:
+            raise InvalidArgumentError(
+                f"a default is given for {k!r}, which is not a member added by the types asked for"
+            )
 
     def header(index: int) -> tuple[RNTuple, tuple[str, str]]:
         nt = open_chain_member(items[index], options)
@@ -238,7 +250,7 @@ def plan_chain(
                     f"field {t!r} is missing from {len(lacking)} of {len(items)} files ({_shown(lacking)}); "
                     "pass allow_missing=True to read it as None there"
                 )
-    unified = _unified_types(members, keys, order, missing, types)
+    unified = _unified_types(members, order, missing, types)
     for k in types or {}:
         if not isinstance(k, str) or all(m._lookup(_top(k)) is None for m in members):
             raise NotFoundError(f"types names field {k!r}, which none of the {len(items)} files has")
@@ -318,7 +330,6 @@ def _merged_order(sequences: list[list[str]]) -> list[str]:
 
 def _unified_types(
     members: list[RNTuple],
-    keys: list[tuple[str, str]],
     order: list[str],
     missing: list[list[str]],
     types: dict[str, Any] | None,
@@ -326,6 +337,7 @@ def _unified_types(
     """The one type of each top-level field of ``order`` (None: as on disk, or the
     caller's member paths decide), warning once per field that may not read exactly."""
     unified: dict[str, Any] = {}
+    own: dict[int, dict[str, str]] = {}  # each file's type names, when first asked
     for t in order:
         if types and t in types:
             unified[t] = types[t]
@@ -337,34 +349,43 @@ def _unified_types(
         qualified = members[having[0]]._qualified([members[having[0]]._lookup(t) or t])[0]
         unified[t], inexact = _core.unify_field([members[i]._reader for i in having], qualified)
         if inexact:
-            _warn_inexact(t, inexact, keys, [keys[i][0] for i in having], members, having, qualified)
+            _warn_inexact(t, inexact, len(having))
+        if isinstance(unified[t], str):
+            for i in having:
+                own.setdefault(i, members[i].typenames())
+            if all(own[i].get(t) == unified[t] for i in having):
+                unified[t] = None  # every file's own type: each read as it is
     return unified
 
 
-def _warn_inexact(
-    field: str,
-    inexact: list[dict[str, str]],
-    keys: list[tuple[str, str]],
-    files: list[str],
-    members: list[RNTuple],
-    having: list[int],
-    qualified: str,
-) -> None:
-    """One :class:`PromotionWarning` for ``field``: the files whose values its one type
-    may not hold, their types, and the type chosen."""
+def _warn_inexact(field: str, inexact: list[dict[str, str]], files: int) -> None:
+    """One :class:`PromotionWarning` for ``field``: the type chosen, the files whose
+    values it may not hold and their types, and how to choose another."""
     by_type: dict[tuple[str, str, str], list[str]] = {}
     for note in inexact:
         by_type.setdefault((note["field"], note["from"], note["to"]), []).append(note["file"])
-    parts = [f"{part!r} is {frm} in {_shown(where)}" for (part, frm, _), where in by_type.items()]
-    to = next(iter(by_type))[2]
+    parts = []
+    for (part, frm, to), where in by_type.items():
+        inside = "" if part == field else f" in its part {part!r}"
+        parts.append(f"{frm} in {_shown(where)} (read as {to}{inside})")
     warnings.warn(
-        f"field {field!r} of {len(files)} files is read as {to}, which does not hold every value of "
-        f"{'; '.join(parts)}: each value is checked as it is read (a value that does not read back exactly "
-        f"raises ValueOutOfRangeError, or is None with on_overflow='mask'); choose the type with "
-        f"types={{{field!r}: ...}}",
+        f"field {field!r} of {files} files is read as one type, which does not hold every value of "
+        f"{'; '.join(parts)}: each value is checked as it is read (one that does not read back "
+        "exactly raises ValueOutOfRangeError, or is None with on_overflow='mask'); choose the "
+        f"type with types={{{field!r}: ...}}",
         PromotionWarning,
-        stacklevel=4,
+        stacklevel=_outside_the_package(),
     )
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of the first caller outside this package, for a warning given
+    by the caller of this function: it names the user's line, whichever path read."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _merged_schema(chain: ChainReading, members: list[RNTuple], paths: list[str]) -> pa.Schema:
@@ -462,8 +483,11 @@ def conform(table: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> 
     says, children too): a column it lacks is all null (``num_rows`` of them when
     ``table`` has no column)."""
     n = table.num_rows if num_rows is None else num_rows
-    if table.schema.equals(schema, check_metadata=True):
+    if table.schema.equals(schema, check_metadata=True) and table.num_rows == n:
         return table
+    if not schema:
+        # No column, but the entries still count.
+        return pa.table({"entries": pa.nulls(n)}).drop_columns(["entries"])
     columns = []
     for field in schema:
         if field.name in table.column_names:
