@@ -252,7 +252,7 @@ fn records_read_member_by_member() {
 }
 
 #[test]
-fn unify_promotes_as_numpy() {
+fn unify_promotes_by_the_rule_of_numbers() {
     let reader = reader();
     let d = reader.descriptor();
     let i = d.find_field("i").unwrap();
@@ -403,4 +403,24 @@ fn unification_names_the_files_it_may_not_hold() {
         )
         .unwrap_err();
     assert!(err.to_string().contains("18446744073709551615"), "{err}");
+}
+
+#[test]
+fn a_detached_reader_plans_reads_and_reads_no_page() {
+    let reader = wide_integers();
+    let detached = reader.detached();
+    // The same plan (schema, conversions) from the metadata alone.
+    let types = ReadTypes::new().with_type("k", ty("double"));
+    let k = names(&["k"]);
+    let planned = detached
+        .projection_as(Some(&k), RecordPaths::Members, &types)
+        .unwrap();
+    let original = reader
+        .projection_as(Some(&k), RecordPaths::Members, &types)
+        .unwrap();
+    assert_eq!(planned.schema(), original.schema());
+    assert_eq!(detached.num_entries(), 5);
+    // A page read fails, naming what is missing, instead of reading anything.
+    let err = detached.read(Some(&k), 0..5).unwrap_err();
+    assert!(err.to_string().contains("metadata alone"), "{err}");
 }
