@@ -86,6 +86,22 @@ class Reader:
         """Reads entries ``start..stop`` of the selected fields (GIL released)."""
     def stream(self, fields: list[str] | None, ranges: list[tuple[int, int]]) -> pa.RecordBatchReader:
         """A lazy stream of one record batch per entry range."""
+    def detached(self) -> Reader:
+        """This RNTuple's metadata alone (no file kept open): selects, plans and
+        describes reads as this reader does, and reads no page."""
+
+class ReadTypesHandle:
+    """``types=``, ``on_overflow=`` and ``defaults=`` parsed (see :func:`read_types`)."""
+
+def read_types(
+    types: dict[str, Any], on_overflow: str = "raise", defaults: dict[str, Any] | None = None
+) -> ReadTypesHandle:
+    """Parses ``types=`` (qualified field path -> C++ type name or dict of members),
+    ``on_overflow=`` and ``defaults=``."""
+
+def unify_field(readers: list[Reader], path: str) -> tuple[str | dict[str, Any] | None, list[dict[str, str]]]:
+    """The type that reads field ``path`` of every reader alike (None: as on disk), and
+    the files whose values it may not all hold (``field``, ``file``, ``from``, ``to``)."""
 
 class InspectionHandle:
     """The storage of an RNTuple (``rntuple inspect``)."""
@@ -107,7 +123,7 @@ class InspectionHandle:
 class ReaderChain:
     """Readers read one after another, entries numbered globally."""
 
-    def __init__(self, readers: list[Reader]) -> None: ...
+    def __init__(self, readers: list[Reader], types: list[ReadTypesHandle | None] | None = None) -> None: ...
     @property
     def num_entries(self) -> int: ...
     def describe(self) -> str: ...

@@ -9,7 +9,6 @@ TTree files to RNTuple, one task per file, on a ``dask.distributed`` cluster.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import os
 import pickle
@@ -22,9 +21,10 @@ from typing import Any
 from ._extras import require
 from .cache import check_cache
 from .errors import ConversionError, InvalidArgumentError, RNTupleError, UnsupportedError
-from .reading import FieldSelection, StepSize, _expand_files, open_chain_member, open_rntuples
-from .selection import check_flag, check_network, check_step_size, is_glob
+from .reading import FieldSelection, StepSize, _expand_files
+from .selection import check_flag, check_network, check_step_size
 from .ttree import ConvertResult, EntryRange, convert
+from .unify import ChainReading, absolute, conform, plan_chain
 
 _OPEN_LIMIT = 8
 #: per (graph token, path, rntuple name): the open RNTuple, a lock for exact metrics, and
@@ -160,45 +160,6 @@ class FormReader:
         return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
 
 
-@dataclasses.dataclass
-class ChainReading:
-    """How each file of a chain whose schemas differ is read as one schema: per file
-    (path, RNTuple path), the ``types=`` it is read with and the fields it lacks, and
-    the Arrow schema every partition is given (:mod:`rntuple.unify`)."""
-
-    types: dict[tuple[str, str], dict[str, Any]]
-    missing: dict[tuple[str, str], list[str]]
-    schema: Any
-    on_overflow: str = "raise"
-    defaults: dict[str, Any] | None = None
-    #: the fields whose types unify the files (integers may be read as reals)
-    unified: list[str] = dataclasses.field(default_factory=list)
-
-    def of(self, table: dict[tuple[str, str], Any], path: str, name: str) -> Any:
-        """The entry of ``table`` for a file (its RNTuple named, or the file's only one)."""
-        return table[(path, name)] if (path, name) in table else table.get((path, ""))
-
-    def read(self, nt: Any, partition: tuple[str, str, int, int], fields: list[str], paths: list[str]) -> Any:
-        """The layout of ``fields`` (read through ``paths``) over the partition's entries."""
-        import pyarrow as pa
-
-        from .convert import to_awkward
-        from .unify import conform
-
-        path, name, start, stop = partition
-        lacking = self.of(self.missing, path, name) or []
-        present = [p for p in paths if p.split(".", 1)[0] not in lacking]
-        schema = pa.schema([self.schema.field(f) for f in fields])
-        if present:
-            mine = self.of(self.types, path, name)
-            unified = [u for u in self.unified if u in (mine or {})]
-            types = nt._read_types(mine, self.on_overflow, self.defaults, unified)
-            table = conform(nt._read_table(present, start, stop, types), schema)
-        else:
-            table = conform(pa.table({}), schema, stop - start)
-        return to_awkward(table).layout
-
-
 class PartitionReader(FormReader):
     """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
     the picklable function Dask calls on its workers. It holds field names and the
@@ -228,7 +189,7 @@ class PartitionReader(FormReader):
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
-        #: how each file is read as the one schema of the chain (``types=``), if at all
+        #: how each file is read as the one schema of the files (``types=``, unified)
         self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
@@ -303,12 +264,12 @@ class PartitionReader(FormReader):
         chain = self.chain
 
         def read(nt: Any) -> Any:
-            if chain is not None:
-                return chain.read(nt, partition, self.fields, paths)
-            if paths:
+            if not paths:
+                # only the number of entries is needed: no field is read
+                return ak.contents.RecordArray([], [], length=stop - start)
+            if chain is None:
                 return nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak").layout
-            # only the number of entries is needed: no field is read
-            return ak.contents.RecordArray([], [], length=stop - start)
+            return _chain_layout(chain, nt, partition, paths)
 
         layout, record = _read_partition(
             self.token, partition, self.fields, self.report, read, self.network, self.following
@@ -322,6 +283,17 @@ class PartitionReader(FormReader):
 
     def __repr__(self) -> str:
         return f"PartitionReader(fields={self.fields!r}, of {len(self.selection)})"
+
+
+def _chain_layout(
+    chain: ChainReading, nt: Any, partition: tuple[str, str, int, int], paths: list[str]
+) -> Any:
+    """The layout of ``paths`` of a partition's entries, read as the chain's schema."""
+    from .convert import to_awkward
+
+    path, name, start, stop = partition
+    index = chain.index_of(path, name)
+    return to_awkward(chain.read_table(nt, index, paths, start, stop, chain.read_types(nt, index))).layout
 
 
 def _read_partition(
@@ -410,9 +382,13 @@ class RNTupleTreeView:
             self.uuid = uuid
             self.file_path = file_path
 
-    def __init__(self, nt: Any, file_path: str, name: str) -> None:
+    def __init__(
+        self, nt: Any, file_path: str, name: str, chain: ChainReading | None = None, fields: Any = None
+    ) -> None:
         self._nt = nt
-        self._fields = set(nt.fields)
+        #: the files' one schema, and its top-level fields (a file may lack some)
+        self._chain = chain
+        self._fields = set(nt.fields if fields is None else fields)
         self.object_path = name
         self.num_entries = nt.num_entries
         self.file = RNTupleTreeView._File(rntuple_identifier(file_path, name), file_path)
@@ -443,7 +419,15 @@ class RNTupleTreeView:
             raise InvalidArgumentError(f"no such top-level fields in {self.object_path!r}: {unknown}")
         if not keys:
             return {}
-        array = self._nt.arrays(keys, entry_start=entry_start, entry_stop=entry_stop, library="ak")
+        if self._chain is None:
+            array = self._nt.arrays(keys, entry_start=entry_start, entry_stop=entry_stop, library="ak")
+        else:
+            import awkward as ak
+
+            start = 0 if entry_start is None else entry_start
+            stop = self.num_entries if entry_stop is None else entry_stop
+            partition = (self.file.file_path, self.object_path, start, stop)
+            array = ak.Array(_chain_layout(self._chain, self._nt, partition, keys))
         return {k: canonical_column(array[k]) for k in keys}
 
 
@@ -481,9 +465,12 @@ class MappedPartitionReader:
         token: str | None = None,
         network: dict[str, Any] | None = None,
         following: Following | None = None,
+        chain: ChainReading | None = None,
     ) -> None:
         #: every top-level field the mapping may read
         self.keys = list(keys)
+        #: how each file is read as the one schema of the files
+        self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
         #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
@@ -574,6 +561,7 @@ class MappedPartitionReader:
             token=self.token,
             network=self.network,
             following=self.following,
+            chain=self.chain,
         )
 
     def __dask_tokenize__(self) -> Any:
@@ -598,7 +586,7 @@ class MappedPartitionReader:
         keys = frozenset(self.fields)
 
         def read(nt: Any) -> Any:
-            view = RNTupleTreeView(nt, path, name)
+            view = RNTupleTreeView(nt, path, name, self.chain, self.keys)
             return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
 
         buffers, record = _read_partition(
@@ -685,6 +673,8 @@ def dask(
     ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
     every file, as :func:`rntuple.iterate` (fixed here, from every file's header; a
     partition reads its file as that schema)."""
+    import pyarrow as pa
+
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
     check_network(timeout, connect_timeout, retries)
@@ -703,30 +693,24 @@ def dask(
         step_size = check_step_size(step_size)
 
     allow_missing = check_flag("allow_missing", allow_missing)
+    chain, selected = _chain_reading(files, fields, types, on_overflow, defaults, allow_missing, network)
     partitions: list[tuple[str, str, int, int]] = []
-    form = None
-    selected: list[str] | None = None
-    first_typenames: dict[str, str] = {}
-    first_name = ""
-    chain = _chain_reading(files, fields, types, on_overflow, defaults, allow_missing, network)
-    for nt, _ in open_rntuples(files, **network):
-        paths = nt.resolve_fields(fields) if chain is None else _chain_paths(nt, fields, chain)
-        if selected is None:
-            if chain is None:
-                selected = paths
-                empty = nt.arrays(paths, entry_start=0, entry_stop=0, types=types, on_overflow=on_overflow)
-            else:
-                selected = [f.name for f in chain.schema]
-                empty = chain.read(nt, (_absolute(nt.file_path), nt.path, 0, 0), selected, paths)
-            form = empty.form if chain is not None else empty.layout.form
-            first_typenames = nt.typenames()
-            first_name = nt.name
-        ranges = nt.batch_ranges(paths or nt.fields, 0, nt.num_entries, step_size or "100 MB")
+    assert chain.members is not None
+    for index, member in enumerate(chain.members):
+        # (the files' metadata, read once by the plan: nothing is opened again here)
+        paths = chain.present(index, selected)
+        ranges = member.batch_ranges(paths or member.fields, 0, member.num_entries, step_size or "100 MB")
         if step_size is None:
-            ranges = _whole_clusters(ranges, {c.start for c in nt.clusters})
-        partitions.extend((_absolute(nt.file_path), nt.path, start, stop) for start, stop in ranges)
-    if not partitions or selected is None:
+            ranges = _whole_clusters(ranges, {c.start for c in member.clusters})
+        key = chain.keys[index]
+        partitions.extend((absolute(key[0]), key[1], start, stop) for start, stop in ranges)
+    if not partitions:
         raise ValueError("no entries to read: the files are empty or none were given")
+    from .convert import to_awkward
+
+    form = to_awkward(conform(pa.table({}), chain.schema(selected), 0)).layout.form
+    first_typenames = chain.members[0].typenames()
+    first_name = chain.members[0].name
     divisions = [0]
     for _, _, start, stop in partitions:
         divisions.append(divisions[-1] + stop - start)
@@ -751,6 +735,7 @@ def dask(
             report=report,
             network=network,
             following=_following(partitions),
+            chain=chain,
         )
     else:
         reader = PartitionReader(
@@ -772,58 +757,34 @@ def _chain_reading(
     defaults: dict[str, Any] | None,
     allow_missing: bool,
     network: dict[str, Any],
-) -> ChainReading | None:
-    """How the chain's files are read as one schema, or None when each reads as it is
-    (the caller's ``types`` then apply to every file)."""
-    from .unify import plan_chain
-
-    if fields is not None and (
-        not isinstance(fields, (str, list, tuple))
-        or any(is_glob(f) for f in ([fields] if isinstance(fields, str) else fields))
-    ):
-        return None
-    plan = plan_chain(
+) -> tuple[ChainReading, list[str]]:
+    """How the files are read as one schema (:func:`rntuple.unify.plan_chain`, for one
+    file as for many), and the field paths read: ``fields`` selected in each file as
+    :meth:`RNTuple.arrays` selects them (names, nested paths, globs; no expressions)."""
+    if fields is not None and not isinstance(fields, (str, list, tuple)):
+        raise InvalidArgumentError(
+            f"fields must be a name, a glob or a list of them, not {type(fields).__name__}"
+        )
+    planned = plan_chain(
         files,
         fields,
-        filter_name=None,
-        filter_typename=None,
         types=types,
-        allow_missing=allow_missing,
-        options=network,
-    )
-    items = _expand_files(files)
-    keys = [(_absolute(path), name or "") for path, name in items]
-    if plan is None or plan.schema is None:
-        if not types or not items:
-            return None
-        # The same fields everywhere, read as the caller's types: the first file's schema.
-        nt = open_chain_member(items[0], network)
-        handle = nt._read_types(types, on_overflow, defaults)
-        schema = nt._reader.schema(nt._qualified(nt.resolve_fields(fields)), handle)
-        return ChainReading(
-            types={k: types for k in keys},
-            missing={},
-            schema=schema,
-            on_overflow=on_overflow,
-            defaults=defaults,
-        )
-    return ChainReading(
-        types=dict(zip(keys, plan.types, strict=True)),
-        missing=dict(zip(keys, plan.missing, strict=True)),
-        schema=plan.schema,
         on_overflow=on_overflow,
         defaults=defaults,
-        unified=plan.unified,
+        allow_missing=allow_missing,
+        options=network,
+        min_files=1,
     )
-
-
-def _chain_paths(nt: Any, fields: Any, chain: ChainReading) -> list[str]:
-    """The field paths of ``nt`` a chain partition reads (its fields it has)."""
-    lacking = chain.of(chain.missing, _absolute(nt.file_path), nt.path) or []
-    if fields is None:
-        return [f.name for f in chain.schema if f.name not in lacking]
-    names = [fields] if isinstance(fields, str) else list(fields)
-    return [n for n in names if n.split(".", 1)[0] not in lacking]
+    if planned is None:
+        raise ValueError("no entries to read: the files are empty or none were given")
+    chain, plans = planned
+    if plans[0].computes:
+        computed = [n for n, c in plans[0].outputs.items() if c is not None]
+        raise InvalidArgumentError(
+            f"rntuple.dask reads fields, not expressions: {computed[0]!r} names no field "
+            "(compute it on the array the graph gives)"
+        )
+    return chain, plans[0].selection
 
 
 def _whole_clusters(ranges: list[tuple[int, int]], cluster_starts: set[int]) -> list[tuple[int, int]]:
@@ -862,18 +823,13 @@ def _convert_task(
         return _Failed(error)
 
 
-def _absolute(path: str) -> str:
-    """A local path made absolute (workers may run elsewhere); URLs as they are."""
-    return path if "://" in path else os.path.abspath(path)
-
-
 def rntuple_identifier(file_path: str, name: str) -> str:
     """A stable identifier of the RNTuple ``name`` in the file ``file_path`` (the same
     in every process; NanoEvents keys its buffers by it): a hash of the absolute path or
     URL and the name."""
     import hashlib
 
-    return hashlib.sha1(f"{_absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
+    return hashlib.sha1(f"{absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
 
 
 def convert_files(
@@ -923,7 +879,7 @@ def convert_files(
             f"out_dir={os.fspath(out_dir)!r}: convert_files writes ROOT files into a local (or "
             "shared) directory, not to a URL"
         )
-    directory = Path(_absolute(os.fspath(out_dir)))
+    directory = Path(absolute(os.fspath(out_dir)))
     directory.mkdir(parents=True, exist_ok=True)
     tasks: list[tuple[str, str, str | None]] = []
     seen: dict[str, str] = {}
@@ -935,7 +891,7 @@ def convert_files(
                 f"{directory} would collide"
             )
         seen[base] = path
-        tasks.append((_absolute(path), str(directory / base), own_tree or tree))
+        tasks.append((absolute(path), str(directory / base), own_tree or tree))
     options: dict[str, Any] = {
         "name": name,
         "branches": branches,

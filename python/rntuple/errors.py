@@ -194,9 +194,20 @@ class IncompatibleTypeError(RNTupleError, TypeError):
 
 
 class ValueOutOfRangeError(RNTupleError, ValueError):
-    """A value does not fit the type its field is read as (``types=``): the message names
-    the field, the entry and the value. ``on_overflow="mask"`` reads such values as
-    None instead."""
+    """A value does not fit the type its field is read as (``types=``, or the one type of
+    many files): out of its range, a ``double`` whose class changes as a ``float``, or an
+    integer a real type does not hold exactly (``2**62 + 1`` as a ``double``). The message
+    names the file, the field, the entry and the value. ``on_overflow="mask"`` reads such
+    values as None instead."""
+
+
+class PromotionWarning(UserWarning):
+    """Files of a chain are read as one type that may not hold every value of some of
+    them exactly (``std::int64_t`` and ``float`` files as ``double``, ``std::int64_t``
+    and ``std::uint64_t`` files as ``std::int64_t``). Given once per field when the
+    schema is unified, naming the field, the files and their types; each value is then
+    checked as it is read (:class:`ValueOutOfRangeError`, or None with
+    ``on_overflow="mask"``). ``types=`` chooses the type instead."""
 
 
 class ConversionError(RNTupleError):
@@ -223,6 +234,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OutputExistsError",
+    "PromotionWarning",
     "RNTupleError",
     "RemoteConnectionError",
     "RemoteConnectionRefusedError",

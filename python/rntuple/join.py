@@ -19,6 +19,7 @@ from .convert import to_awkward, to_numpy
 from .errors import InvalidArgumentError, NotFoundError
 from .reading import ReadOnlyFile, RNTuple, _entry_range, _expand_files
 from .selection import check_library, check_step_size, make_filter
+from .unify import ChainReading, plan_chain
 
 __all__ = ["Join", "join"]
 
@@ -41,14 +42,19 @@ def _pick(table: pa.Table, path: str) -> pa.Array:
 
 class _Chain:
     """RNTuples read one after another, entries numbered globally: a primary or friend
-    given as files, a list, a dict or an opened :class:`RNTuple`."""
+    given as files, a list, a dict or an opened :class:`RNTuple`. Files whose types
+    differ are read as one schema (:mod:`rntuple.unify`, as :func:`rntuple.concatenate`
+    reads them)."""
 
-    def __init__(self, members: list[RNTuple]) -> None:
+    def __init__(self, members: list[RNTuple], chain: ChainReading | None = None) -> None:
         if not members:
             raise InvalidArgumentError("a join's side needs at least one RNTuple (no file given)")
         self.members = members
         self.starts = np.cumsum([0] + [m.num_entries for m in members]).tolist()
         self._core_chain: Any = None
+        #: how each member is read as the one schema of the files (several files only)
+        self.chain = chain
+        self.types = [None if chain is None else chain.read_types(m, i) for i, m in enumerate(members)]
 
     @classmethod
     def of(cls, source: Any, options: dict[str, Any]) -> _Chain:
@@ -60,7 +66,10 @@ class _Chain:
         for path, name in _expand_files(source):
             f = ReadOnlyFile(path, **options)
             members.append(f[name] if name else RNTuple(f._file().open_rntuple(None)))
-        return cls(members)
+        # Every field of every file, one type each (a field some files lack is refused
+        # when it is read).
+        planned = plan_chain(source, None, allow_missing=True, options=options)
+        return cls(members, None if planned is None else planned[0])
 
     @property
     def num_entries(self) -> int:
@@ -77,8 +86,23 @@ class _Chain:
 
     def core(self) -> Any:
         if self._core_chain is None:
-            self._core_chain = _core.ReaderChain([m._reader for m in self.members])
+            self._core_chain = _core.ReaderChain([m._reader for m in self.members], self.types)
         return self._core_chain
+
+    def _table(self, index: int, paths: list[str] | None, start: int, stop: int) -> pa.Table:
+        """Member ``index``'s ``paths`` (every field for None) over its ``start:stop``, as
+        the chain's schema."""
+        member = self.members[index]
+        if self.chain is None:
+            return member._read_table(member.fields if paths is None else paths, start, stop)
+        wanted = self.top_level() if paths is None else paths
+        lacking = [p for p in wanted if p.split(".")[0] in self.chain.missing[index]]
+        if lacking:
+            raise NotFoundError(
+                f"{member.file_path}: RNTuple {member.path!r} has no field {lacking[0]!r}, which the "
+                f"other files of {self.describe()} have"
+            )
+        return self.chain.read_table(member, index, wanted, start, stop, self.types[index])
 
     def paths(self) -> list[str]:
         return self.members[0].keys()
@@ -100,13 +124,12 @@ class _Chain:
             # Nothing of the primary itself (only the friend's fields): just the rows.
             return pa.table({"rows": pa.nulls(len(entries))}).drop_columns(["rows"]), entries
         tables = []
-        for member, lo, hi in zip(self.members, self.starts, self.starts[1:], strict=False):
+        for index, (lo, hi) in enumerate(zip(self.starts, self.starts[1:], strict=False)):
             a, b = max(start, lo), min(stop, hi)
             if a < b:
-                tables.append(member._read_table(member.fields if paths is None else paths, a - lo, b - lo))
+                tables.append(self._table(index, paths, a - lo, b - lo))
         if not tables:
-            first = self.members[0]
-            tables.append(first._read_table(first.fields if paths is None else paths, 0, 0))
+            tables.append(self._table(0, paths, 0, 0))
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         return table, entries
 

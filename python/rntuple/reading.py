@@ -546,18 +546,20 @@ class RNTuple:
         how = check_how(how, library)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
         if virtual:
-            return self._virtual_records(plan.selection, start, stop, access_log, ak_add_doc)
+            return self._virtual_records(plan.selection, start, stop, access_log, ak_add_doc, plan.types)
         return self._add_doc(plan.read(self, start, stop, library, how), library, how, ak_add_doc)
 
     def _virtual_records(
-        self, selection: list[str], start: int, stop: int, access_log: Any, ak_add_doc: Any
+        self, selection: list[str], start: int, stop: int, access_log: Any, ak_add_doc: Any, types: Any = None
     ) -> ak.Array:
-        """Records of the top-level fields holding ``selection``, read when first used."""
+        """Records of the top-level fields holding ``selection``, read when first used
+        (as ``types``, :meth:`_read_types`, asks)."""
         groups: dict[str, list[str]] = {}
         for path in selection:
             groups.setdefault(path.split(".")[0], []).append(path)
         contents = [
-            virtual_content(self, paths, name, start, stop, access_log) for name, paths in groups.items()
+            virtual_content(self, paths, name, start, stop, access_log, types=types)
+            for name, paths in groups.items()
         ]
         records = ak.Array(ak.contents.RecordArray(contents, list(groups), length=stop - start))
         return self._add_doc(records, "ak", None, ak_add_doc)
@@ -678,20 +680,37 @@ class RNTuple:
         ``global_offset`` (the entries of the files before this one)."""
         plan = self._plan(expressions, cut, filter_name, filter_typename, aliases)
         plan.types = self._read_types(types, on_overflow, defaults)
+        yield from self._iterate_plan(
+            plan, step_size, entry_start, entry_stop, library, how, decode_ahead, global_offset
+        )
+
+    def _iterate_plan(
+        self,
+        plan: ReadPlan,
+        step_size: Any,
+        entry_start: Any,
+        entry_stop: Any,
+        library: Any,
+        how: Any,
+        decode_ahead: bool,
+        global_offset: int,
+    ) -> Iterator[tuple[Any, int, int]]:
+        """The batches of ``plan`` (this file's alone, or as a file of a chain) with their
+        entry ranges: one code for both."""
         library = check_library(library)
         how = check_how(how, library)
         step_size = check_step_size(step_size)
         start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
-        ranges = self.step_ranges(plan.read_paths or self.fields, start, stop, step_size)
+        ranges = self.step_ranges(plan.present(plan.read_paths) or self.fields, start, stop, step_size)
         # One stream over all the batches: the next batch is decoded while the current
         # one is used (decode_ahead), and from a remote file the next batches' pages are
         # fetched meanwhile.
         if not plan.computes:
-            streams = [self._stream(plan.selection, ranges, decode_ahead, plan.types)]
+            streams = [plan.stream(self, plan.selection, ranges, decode_ahead)]
         else:
             # The fields selected as they are and the expressions' inputs.
             streams = [
-                self._stream(paths, ranges, decode_ahead, plan.types) if paths else None
+                plan.stream(self, paths, ranges, decode_ahead) if paths else None
                 for paths in (plan.selection, plan.inputs)
             ]
         try:
@@ -725,12 +744,10 @@ class RNTuple:
         types: dict[str, Any] | None,
         on_overflow: str = "raise",
         defaults: dict[str, Any] | None = None,
-        unified: Iterable[str] = (),
     ) -> Any:
         """The core's parsed form of ``types=`` (field paths as :meth:`keys` names them,
-        C++ type names or dicts of members), or None when nothing is converted.
-        ``unified``: the paths whose types make many files alike (integers may then be
-        read as reals, as uproot and NumPy promote them)."""
+        C++ type names or dicts of members), or None when nothing is converted: the one
+        place a read's types are decided, for one file as for each file of a chain."""
         if on_overflow not in ("raise", "mask"):
             raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
         if types is None:
@@ -765,7 +782,6 @@ class RNTuple:
             {qualified(k): v for k, v in types.items()},
             on_overflow,
             {qualified(k, added=True): v for k, v in (defaults or {}).items()},
-            [qualified(k) for k in unified if k in types],
         )
 
     def _plan(
@@ -912,6 +928,10 @@ class ReadPlan:
         self.inputs: list[str] = []
         #: The types fields are read as (the core's parsed ``types=``), or None.
         self.types: Any = None
+        #: The chain (:class:`rntuple.unify.ChainReading`) this file is read as a part
+        #: of, and the file's index in it; None for a file read alone.
+        self.chain: Any = None
+        self.chain_index = 0
 
     def select(self, paths: list[str]) -> None:
         """Reads ``paths`` as they are; each is output as its top-level record."""
@@ -939,18 +959,36 @@ class ReadPlan:
         """Every field path read: the selection's and the expressions' inputs."""
         return list(dict.fromkeys([*self.selection, *self.inputs]))
 
+    def table(self, nt: RNTuple, paths: list[str], start: int, stop: int) -> pa.Table:
+        """``paths`` over ``start:stop`` read with the plan's types (as the chain's schema
+        for a file of a chain: the one place both paths read a table)."""
+        if self.chain is None:
+            return nt._read_table(paths, start, stop, self.types)
+        return self.chain.read_table(nt, self.chain_index, paths, start, stop, self.types)
+
+    def stream(self, nt: RNTuple, paths: list[str], ranges: list[tuple[int, int]], decode_ahead: bool) -> Any:
+        """The record batches of ``paths`` over each of ``ranges``, in turn, as
+        :meth:`table` reads them (``close()`` stops the stream)."""
+        if self.chain is None:
+            return nt._stream(paths, ranges, decode_ahead, self.types)
+        return self.chain.stream(nt, self.chain_index, paths, ranges, decode_ahead, self.types)
+
+    def present(self, paths: list[str]) -> list[str]:
+        """The paths of ``paths`` the file has (a file of a chain may lack some)."""
+        return paths if self.chain is None else self.chain.present(self.chain_index, paths)
+
     def read(self, nt: RNTuple, start: int, stop: int, library: str, how: Any) -> Any:
         """The results over ``start:stop`` in ``library``'s form, grouped as ``how``."""
         if not self.computes:
-            return self.convert(nt._read_table(self.selection, start, stop, self.types), start, library, how)
+            return self.convert(self.table(nt, self.selection, start, stop), start, library, how)
         return self._finish(*self.evaluate(nt, start, stop), library, how)
 
     def evaluate(self, nt: RNTuple, start: int, stop: int) -> tuple[dict[str, Any], np.ndarray]:
         """The output columns over ``start:stop`` (Awkward or NumPy, the cut applied)
         and the entry numbers they hold."""
         return self.evaluate_tables(
-            nt._read_table(self.selection, start, stop, self.types) if self.selection else None,
-            nt._read_table(self.inputs, start, stop, self.types) if self.inputs else None,
+            self.table(nt, self.selection, start, stop) if self.selection else None,
+            self.table(nt, self.inputs, start, stop) if self.inputs else None,
             start,
             stop,
         )
@@ -1027,9 +1065,36 @@ class ReadPlan:
             return arrays if how is None else _group(arrays, how)
         pandas = require("pandas", "library='pd'")
         pandas_index = _pandas_index(pandas, index)
+        arrays = {n: _pandas_column(pandas, v) for n, v in arrays.items()}
         if how is None:
             return pandas.DataFrame(arrays, index=pandas_index)
         return _group({n: pandas.Series(v, index=pandas_index, name=n) for n, v in arrays.items()}, how)
+
+
+def _pandas_column(pandas: Any, array: np.ndarray) -> Any:
+    """A NumPy column (uproot's form) as pandas holds it, of one dtype whatever the
+    entries: an optional integer or bool as pandas' nullable ``Int64``, ``boolean``, ...
+    (every value exact, None as ``pd.NA``: ``float64`` would round integers past 2**53);
+    an n-D block (jagged entries that happen to have one shape) as one array per entry."""
+    if array.ndim > 1:
+        rows = np.empty(len(array), dtype=object)
+        for i, row in enumerate(array):
+            rows[i] = row
+        return rows
+    if isinstance(array, np.ma.MaskedArray) and array.dtype.names:
+        # records with optional members: each a tuple, None where a member is
+        rows = np.empty(len(array), dtype=object)
+        masks = np.ma.getmaskarray(array).tolist()
+        for i, (values, masked) in enumerate(zip(array.data.tolist(), masks, strict=True)):
+            rows[i] = tuple(None if m else v for v, m in zip(values, masked, strict=True))
+        return rows
+    if isinstance(array, np.ma.MaskedArray) and array.dtype.kind in "iub":
+        mask = np.ma.getmaskarray(array)
+        data = np.asarray(array.data)
+        if array.dtype.kind == "b":
+            return pandas.arrays.BooleanArray(data, mask)
+        return pandas.arrays.IntegerArray(data, mask)
+    return array
 
 
 def _pandas_index(pandas: Any, entries: np.ndarray) -> Any:
@@ -1580,13 +1645,17 @@ def iterate(
     for remote files, as :func:`open`.
 
     Every batch has one schema, fixed before the first is read from the headers of
-    every file: a field whose type differs between files is read as one type (numbers
-    promoted as uproot and NumPy promote them, ``float`` and ``double`` as ``double``,
-    ``std::int32_t`` and ``std::int64_t`` as ``std::int64_t``; collections of
+    every file (:mod:`rntuple.unify`): a field whose type differs between files is read
+    as one type (numbers as the narrowest type that holds every file's values, ``float``
+    and ``double`` as ``double``, ``std::int32_t`` and ``std::int64_t`` as
+    ``std::int64_t``; where none does, ``double`` for 64-bit integers with reals and
+    ``std::int64_t`` for ``std::uint64_t`` with signed integers, with a
+    :class:`~rntuple.PromotionWarning`, each value checked as it is read; collections of
     different kinds as vectors; records member by member); ``types`` (as
     :meth:`RNTuple.arrays`, with ``on_overflow`` and ``defaults``) names the type
     instead. A selected field that some files lack is an error naming them, or None in
-    their entries with ``allow_missing=True``."""
+    their entries with ``allow_missing=True``. Each file's values, types and masks are
+    those it gives read alone with the same types."""
     library = check_library(library)
     how = check_how(how, library)
     step_size = check_step_size(step_size)
@@ -1595,34 +1664,23 @@ def iterate(
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
     allow_missing = check_flag("allow_missing", allow_missing)
-    chain = _chain_plan(
-        files, expressions, cut, aliases, filter_name, filter_typename, types, allow_missing, options
+    plans = _file_plans(
+        files,
+        expressions,
+        cut,
+        aliases,
+        filter_name,
+        filter_typename,
+        types,
+        on_overflow,
+        defaults,
+        allow_missing,
+        options,
     )
     done = object()
 
     def first_batch(nt: RNTuple, index: int) -> tuple[Iterator[Any], Any]:
-        if chain is None or chain.schema is None:
-            batches = nt._iterate(
-                expressions if chain is None else chain.expressions[index],
-                cut,
-                filter_name,
-                filter_typename,
-                aliases,
-                step_size,
-                None,
-                None,
-                library,
-                how,
-                decode_ahead,
-                0,
-                types if chain is None else chain.types[index],
-                on_overflow,
-                defaults,
-            )
-        else:
-            batches = _conformed_batches(
-                nt, chain, index, step_size, library, how, decode_ahead, on_overflow, defaults
-            )
+        batches = nt._iterate_plan(plans(nt, index), step_size, None, None, library, how, decode_ahead, 0)
         return batches, next(batches, done)
 
     global_offset = 0
@@ -1679,30 +1737,25 @@ def concatenate(
     check_network(timeout, connect_timeout, retries)
     check_cache(cache)
     allow_missing = check_flag("allow_missing", allow_missing)
-    chain = _chain_plan(
-        files, expressions, cut, aliases, filter_name, filter_typename, types, allow_missing, options
+    plans = _file_plans(
+        files,
+        expressions,
+        cut,
+        aliases,
+        filter_name,
+        filter_typename,
+        types,
+        on_overflow,
+        defaults,
+        allow_missing,
+        options,
     )
 
     def read(nt: RNTuple, index: int) -> tuple[ReadPlan, Any]:
-        if chain is not None and chain.schema is not None:
-            from .unify import conform
-
-            plan = nt._plan(chain.expressions[index], None, filter_name, filter_typename, aliases)
-            plan.types = nt._read_types(chain.types[index], on_overflow, defaults, chain.unified)
-            if not plan.selection:
-                return plan, conform(pa.table({}), chain.schema, nt.num_entries)
-            return plan, conform(nt._read_table(plan.selection, 0, nt.num_entries, plan.types), chain.schema)
-        plan = nt._plan(
-            expressions if chain is None else chain.expressions[index],
-            cut,
-            filter_name,
-            filter_typename,
-            aliases,
-        )
-        plan.types = nt._read_types(types if chain is None else chain.types[index], on_overflow, defaults)
+        plan = plans(nt, index)
         if plan.computes:
             return plan, plan.evaluate(nt, 0, nt.num_entries)
-        return plan, nt._read_table(plan.selection, 0, nt.num_entries, plan.types)
+        return plan, plan.table(nt, plan.selection, 0, nt.num_entries)
 
     tables = []
     sources = []
@@ -1724,6 +1777,9 @@ def concatenate(
         return ReadPlan._finish(columns, np.concatenate([i for _, i in parts]), library, how)
     try:
         table = pa.concat_tables(tables)
+        if not table.num_columns:
+            # No field selected: the entries still count (Arrow keeps no rows of no column).
+            table = pa.table({"entries": pa.nulls(sum(t.num_rows for t in tables))}).drop_columns(["entries"])
     except pa.ArrowInvalid as err:
         # Name the first file whose selection differs from the first file's.
         other = next((i for i, t in enumerate(tables) if not t.schema.equals(tables[0].schema)), None)
@@ -1732,7 +1788,7 @@ def concatenate(
     return ReadPlan().convert(table, 0, library, how)
 
 
-def _chain_plan(
+def _file_plans(
     files: Any,
     expressions: Any,
     cut: Any,
@@ -1740,58 +1796,37 @@ def _chain_plan(
     filter_name: Any,
     filter_typename: Any,
     types: Any,
+    on_overflow: str,
+    defaults: Any,
     allow_missing: bool,
     options: dict[str, Any],
-) -> Any:
-    """The one schema of a chain (:func:`rntuple.unify.plan_chain`) when fields are
-    selected as they are (no cut, no aliases); None otherwise (each file as it is, with
-    the caller's ``types``)."""
-    if cut is not None or aliases:
-        if allow_missing:
-            raise InvalidArgumentError("allow_missing reads fields by name: it takes no cut or aliases")
-        return None
+) -> Callable[[RNTuple, int], ReadPlan]:
+    """The read plan of each file of ``files`` (by its index), as one schema
+    (:func:`rntuple.unify.plan_chain`) when there are several; a single file's is
+    :meth:`RNTuple.arrays`' own."""
     from .unify import plan_chain
 
-    return plan_chain(
+    if on_overflow not in ("raise", "mask"):
+        raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
+    planned = plan_chain(
         files,
         expressions,
+        cut=cut,
+        aliases=aliases,
         filter_name=filter_name,
         filter_typename=filter_typename,
         types=types,
+        on_overflow=on_overflow,
+        defaults=defaults,
         allow_missing=allow_missing,
         options=options,
     )
 
+    def plan(nt: RNTuple, index: int) -> ReadPlan:
+        if planned is not None:
+            return planned[1][index]
+        alone = nt._plan(expressions, cut, filter_name, filter_typename, aliases)
+        alone.types = nt._read_types(types, on_overflow, defaults)
+        return alone
 
-def _conformed_batches(
-    nt: RNTuple,
-    chain: Any,
-    index: int,
-    step_size: Any,
-    library: str,
-    how: Any,
-    decode_ahead: bool,
-    on_overflow: str,
-    defaults: Any,
-) -> Iterator[tuple[Any, int, int]]:
-    """The batches of one file of a chain (each with its entry range), each read with
-    the chain's types for it and given the chain's schema (fields it lacks as None)."""
-    from .unify import conform
-
-    plan = nt._plan(chain.expressions[index], None, None, None, None)
-    plan.types = nt._read_types(chain.types[index], on_overflow, defaults, chain.unified)
-    start, stop = 0, nt.num_entries
-    paths = plan.selection
-    ranges = nt.step_ranges(paths or nt.fields, start, stop, step_size)
-    if not paths:
-        for first, last in ranges:
-            table = conform(pa.table({}), chain.schema, last - first)
-            yield plan.convert(table, first, library, how), first, last
-        return
-    stream = nt._stream(paths, ranges, decode_ahead, plan.types)
-    try:
-        for first, last in ranges:
-            table = conform(pa.Table.from_batches([next(stream)]), chain.schema)
-            yield plan.convert(table, first, library, how), first, last
-    finally:
-        stream.close()
+    return plan

@@ -474,11 +474,13 @@ def to_numpy_like_uproot(array: Any) -> Any:
     one array per entry, or an n-D array when every entry has the same shape."""
     if not isinstance(array, ak.Array):
         return np.asarray(array)
-    try:
-        return ak.to_numpy(array)
-    except (TypeError, ValueError):
-        pass
     layout = array.layout
+    # (an optional list is never one block: NumPy would keep no None of an entry)
+    if not (layout.is_option and layout.content.is_list):
+        try:
+            return ak.to_numpy(array)
+        except (TypeError, ValueError):
+            pass
     if isinstance(layout, ak.contents.RecordArray):
         names = array.fields
         parts = [to_numpy_like_uproot(array[name]) for name in names]
@@ -532,6 +534,8 @@ def _item_to_numpy(item: Any) -> Any:
 def _stack(pieces: list[Any]) -> np.ndarray:
     shapes = {p.shape if isinstance(p, np.ndarray) else (1,) for p in pieces}
     if len(shapes) == 1:
+        if any(isinstance(p, np.ma.MaskedArray) for p in pieces):
+            return np.ma.stack(pieces)  # (np.array would drop the masks)
         return np.array(pieces)
     out = np.empty(len(pieces), dtype=object)
     out[:] = pieces

@@ -159,14 +159,18 @@ def virtual_content(
     entry_stop: int,
     access_log: Any,
     select: Callable[[ak.Array], ak.Array] | None = None,
+    types: Any = None,
 ) -> ak.contents.Content:
     """A virtual Awkward layout of the values ``select`` takes from the top-level record
-    ``name`` holding ``paths`` over ``entry_start:entry_stop``: its form from the
-    schema (no page read), its buffers read together, once, when one is first used;
-    each buffer used is logged to ``access_log`` (if not None) as :class:`Accessed`."""
+    ``name`` holding ``paths`` over ``entry_start:entry_stop`` (read as ``types`` asks,
+    ``RNTuple._read_types``): its form from the schema (no page read), its buffers read
+    together, once, when one is first used; each buffer used is logged to ``access_log``
+    (if not None) as :class:`Accessed`."""
     if select is None:
         select = _same
-    empty = select(to_awkward(ntuple._read_table(paths, entry_start, entry_start))[name])
+    empty = _indexed_options(
+        select(to_awkward(ntuple._read_table(paths, entry_start, entry_start, types))[name])
+    )
     form, _, _ = ak.to_buffers(ak.to_packed(empty))
     lock = threading.Lock()
     read: dict[str, Any] = {}
@@ -174,7 +178,8 @@ def virtual_content(
     def buffers() -> dict[str, Any]:
         with lock:
             if not read:
-                values = select(to_awkward(ntuple._read_table(paths, entry_start, entry_stop))[name])
+                values = select(to_awkward(ntuple._read_table(paths, entry_start, entry_stop, types))[name])
+                values = _indexed_options(values)
                 got_form, _, got = ak.to_buffers(ak.to_packed(values))
                 if got_form != form:
                     raise InvalidArgumentError(
@@ -199,6 +204,29 @@ def virtual_content(
 
 def _same(values: ak.Array) -> ak.Array:
     return values
+
+
+def _indexed_options(values: ak.Array) -> ak.Array:
+    """``values`` with every option node an indexed option: one form whether a read holds
+    a None or not (a read of no entry and a masked one of many alike)."""
+
+    def canonical(layout: ak.contents.Content) -> ak.contents.Content:
+        if layout.is_option:
+            indexed = layout.to_IndexedOptionArray64()
+            return ak.contents.IndexedOptionArray(
+                indexed.index, canonical(indexed.content), parameters=indexed.parameters
+            )
+        if layout.is_record:
+            return layout.copy(contents=[canonical(c) for c in layout.contents])
+        if layout.is_union:
+            return layout.copy(contents=[canonical(c) for c in layout.contents])
+        if layout.is_indexed:
+            return layout.copy(content=canonical(layout.content))
+        if layout.is_list or layout.is_regular:
+            return layout.copy(content=canonical(layout.content))
+        return layout
+
+    return ak.Array(canonical(values.layout), behavior=values.behavior)
 
 
 def check_virtual(virtual: Any, access_log: Any, **others: Any) -> bool:

@@ -2,13 +2,13 @@
 //! `rntuple::tools::join` for the Python package's `rntuple.join` (and its Dask
 //! partitions), the GIL released while key columns and friend fields are read.
 
-use crate::{to_py_err, Reader};
+use crate::{to_py_err, ReadTypesHandle, Reader};
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rntuple::read::RecordPaths;
+use rntuple::read::{ReadTypes, RecordPaths};
 use rntuple::tools::join::{self, Duplicates, KeyIndex, Matches, ReaderChain};
 use std::sync::Arc;
 
@@ -20,13 +20,24 @@ pub(crate) struct ReaderChainHandle {
 
 #[pymethods]
 impl ReaderChainHandle {
-    /// A chain of `readers`, in order.
+    /// A chain of `readers`, in order; `types`: the types each is read as (one per
+    /// reader, None for as on disk), to read files whose types differ as one.
     #[new]
-    fn new(readers: Vec<PyRef<'_, Reader>>) -> PyResult<Self> {
+    #[pyo3(signature = (readers, types=None))]
+    fn new(
+        readers: Vec<PyRef<'_, Reader>>,
+        types: Option<Vec<Option<PyRef<'_, ReadTypesHandle>>>>,
+    ) -> PyResult<Self> {
         let members = readers.iter().map(|r| r.reader.clone()).collect();
-        Ok(ReaderChainHandle {
-            chain: ReaderChain::new(members).map_err(to_py_err)?,
-        })
+        let mut chain = ReaderChain::new(members).map_err(to_py_err)?;
+        if let Some(types) = types {
+            let types = types
+                .iter()
+                .map(|t| t.as_ref().map_or_else(ReadTypes::new, |t| t.types.clone()))
+                .collect();
+            chain = chain.with_types(types).map_err(to_py_err)?;
+        }
+        Ok(ReaderChainHandle { chain })
     }
 
     /// Entries over all members.

@@ -60,7 +60,7 @@ fn to_py_err(err: Error) -> PyErr {
                     Error::OutputExists { .. } => "OutputExistsError",
                     Error::InvalidArgument(_) => "InvalidArgumentError",
                     Error::IncompatibleType(_) => "IncompatibleTypeError",
-                    Error::OutOfRange { .. } => "ValueOutOfRangeError",
+                    Error::OutOfRange { .. } | Error::Inexact { .. } => "ValueOutOfRangeError",
                     _ => "RNTupleError",
                 };
                 errors.and_then(|m| m.getattr(class)?.call1((message.clone(),)))
@@ -472,12 +472,13 @@ impl Reader {
 
 #[pymethods]
 impl Reader {
-    /// The schema alone (the descriptor), kept after the file is closed: for
-    /// [`unify_field`].
-    fn schema_handle(&self) -> SchemaHandle {
-        SchemaHandle {
-            descriptor: self.reader.shared_descriptor(),
-            file: self.file_name(),
+    /// This RNTuple's metadata alone, kept after the file is closed: a reader that
+    /// selects, plans and describes reads as this one does and reads no page (for the
+    /// schemas of every file of a chain, and [`unify_field`]).
+    fn detached(&self) -> Reader {
+        Reader {
+            reader: Arc::new(self.reader.detached()),
+            origin: Some(self.file_name()),
         }
     }
 
@@ -1599,27 +1600,6 @@ fn merge_rntuples(
     ))
 }
 
-/// One file's schema (its descriptor), without the file.
-#[pyclass(module = "rntuple._core", frozen)]
-struct SchemaHandle {
-    descriptor: Arc<rntuple::schema::Descriptor>,
-    file: String,
-}
-
-#[pymethods]
-impl SchemaHandle {
-    /// The C++ type of field `path` (a qualified name), or an error naming the file.
-    fn type_name(&self, path: &str) -> PyResult<String> {
-        let id = self.descriptor.find_field(path).ok_or_else(|| {
-            to_py_err(Error::NotFound(format!(
-                "{}: no field \"{path}\"",
-                self.file
-            )))
-        })?;
-        Ok(self.descriptor.field(id).type_name().to_string())
-    }
-}
-
 /// A requested type as Python gives it: a C++ type name or a dict of members.
 fn read_as_to_py<'py>(py: Python<'py>, read_as: &ReadAs) -> PyResult<Bound<'py, PyAny>> {
     Ok(match read_as {
@@ -1635,23 +1615,27 @@ fn read_as_to_py<'py>(py: Python<'py>, read_as: &ReadAs) -> PyResult<Bound<'py, 
     })
 }
 
-/// The type that reads field `path` of every one of `schemas` alike (see
-/// `rntuple::read::unify`): a C++ type name or a dict of members, as `types=` takes.
+/// The type that reads field `path` of every one of `readers` alike (see
+/// `rntuple::read::unification`): a C++ type name or a dict of members, as `types=`
+/// takes, and the files whose values it may not all hold, as dicts (`field`, `file`,
+/// `from`, `to`).
 #[pyfunction]
 fn unify_field<'py>(
     py: Python<'py>,
-    schemas: Vec<PyRef<'py, SchemaHandle>>,
+    readers: Vec<PyRef<'py, Reader>>,
     path: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let mut fields = Vec::with_capacity(schemas.len());
-    for s in &schemas {
-        let id = s.descriptor.find_field(path).ok_or_else(|| {
-            to_py_err(Error::NotFound(format!("{}: no field \"{path}\"", s.file)))
-        })?;
+) -> PyResult<(Bound<'py, PyAny>, Vec<Bound<'py, PyDict>>)> {
+    let files: Vec<String> = readers.iter().map(|r| r.file_name()).collect();
+    let mut fields = Vec::with_capacity(readers.len());
+    for (r, file) in readers.iter().zip(&files) {
+        let descriptor = r.reader.descriptor();
+        let id = descriptor
+            .find_field(path)
+            .ok_or_else(|| to_py_err(Error::NotFound(format!("{file}: no field \"{path}\""))))?;
         fields.push(rntuple::read::FieldOf {
-            descriptor: &s.descriptor,
+            descriptor,
             id,
-            file: &s.file,
+            file,
         });
     }
     if fields.is_empty() {
@@ -1659,14 +1643,26 @@ fn unify_field<'py>(
             "unify_field of no file".into(),
         )));
     }
-    let unified = rntuple::read::unify(&fields).map_err(to_py_err)?;
-    read_as_to_py(py, &unified)
+    let unified = rntuple::read::unification(&fields).map_err(to_py_err)?;
+    let inexact = unified
+        .inexact
+        .iter()
+        .map(|n| {
+            let d = PyDict::new(py);
+            d.set_item("field", &n.field)?;
+            d.set_item("file", &n.file)?;
+            d.set_item("from", &n.from)?;
+            d.set_item("to", &n.to)?;
+            Ok(d)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((read_as_to_py(py, &unified.read_as)?, inexact))
 }
 
 /// The types fields are read as (`types=` of Python's reads), parsed once.
 #[pyclass(module = "rntuple._core", frozen)]
-struct ReadTypesHandle {
-    types: ReadTypes,
+pub(crate) struct ReadTypesHandle {
+    pub(crate) types: ReadTypes,
 }
 
 /// A requested type from Python: a C++ type name, or a dict of members.
@@ -1717,15 +1713,13 @@ fn default_of(value: &Bound<'_, PyAny>, path: &str) -> PyResult<DefaultValue> {
 }
 
 /// Parses `types=` (field path -> C++ type name or dict of members), `on_overflow=`
-/// (`"raise"` or `"mask"`), `defaults=` (added member path -> value) and the paths whose
-/// types unify many files (integers may be read as reals there).
+/// (`"raise"` or `"mask"`) and `defaults=` (added member path -> value).
 #[pyfunction]
-#[pyo3(signature = (types, on_overflow="raise", defaults=None, unified=Vec::new()))]
+#[pyo3(signature = (types, on_overflow="raise", defaults=None))]
 fn read_types(
     types: &Bound<'_, PyDict>,
     on_overflow: &str,
     defaults: Option<&Bound<'_, PyDict>>,
-    unified: Vec<String>,
 ) -> PyResult<ReadTypesHandle> {
     let mut out = ReadTypes::new();
     out = out.on_overflow(match on_overflow {
@@ -1744,11 +1738,7 @@ fn read_types(
             ))
         })?;
         let read_as = read_as_of(&v, &path)?;
-        out = if unified.contains(&path) {
-            out.with_unified_type(path, read_as)
-        } else {
-            out.with_type(path, read_as)
-        };
+        out = out.with_type(path, read_as);
     }
     if let Some(defaults) = defaults {
         for (k, v) in defaults.iter() {
@@ -1785,7 +1775,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_class::<BatchIterator>()?;
     m.add_class::<ReadTypesHandle>()?;
-    m.add_class::<SchemaHandle>()?;
     m.add_function(wrap_pyfunction!(unify_field, m)?)?;
     m.add_function(wrap_pyfunction!(read_types, m)?)?;
     m.add_class::<FileWriterHandle>()?;

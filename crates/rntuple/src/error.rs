@@ -260,6 +260,24 @@ pub enum Error {
         /// The type it does not fit.
         target: String,
     },
+    /// An integer read as a real type that does not hold it exactly (it would read as
+    /// another number).
+    #[error(
+        "field \"{field}\": the value {value} of entry {entry} is not exactly a {target} (it \
+         would read as {read_as})"
+    )]
+    Inexact {
+        /// The field, by its qualified name.
+        field: String,
+        /// The entry holding the value.
+        entry: u64,
+        /// The value, as text.
+        value: String,
+        /// The real type asked for.
+        target: String,
+        /// What the value would read as.
+        read_as: String,
+    },
     /// The caller asked for something impossible (unknown field, bad range).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

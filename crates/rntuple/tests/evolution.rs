@@ -16,7 +16,9 @@ use arrow_array::{
 };
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field};
-use rntuple::read::{unify, FieldOf, OnOverflow, RNTupleReader, ReadAs, ReadTypes, RecordPaths};
+use rntuple::read::{
+    unification, unify, FieldOf, Inexact, OnOverflow, RNTupleReader, ReadAs, ReadTypes, RecordPaths,
+};
 use rntuple::Error;
 use std::sync::Arc;
 
@@ -250,7 +252,7 @@ fn records_read_member_by_member() {
 }
 
 #[test]
-fn unify_promotes_as_numpy() {
+fn unify_promotes_by_the_rule_of_numbers() {
     let reader = reader();
     let d = reader.descriptor();
     let i = d.find_field("i").unwrap();
@@ -269,8 +271,9 @@ fn unify_promotes_as_numpy() {
             .contains("\"std::int32_t\" in mem and \"std::vector<std::int32_t>\" in mem"),
         "{err}"
     );
-    // What it gives reads every file: an int32 field as the double of a mix.
-    let types = ReadTypes::new().with_unified_type("i", ty("double"));
+    // What it gives reads every file: an int32 field as the double of a mix, by the rule
+    // of a caller's types (every int32 is exactly a double).
+    let types = ReadTypes::new().with_type("i", ty("double"));
     let batch = reader.read_as(Some(&names(&["i"])), 0..2, &types).unwrap();
     assert_eq!(
         batch
@@ -280,14 +283,144 @@ fn unify_promotes_as_numpy() {
             .to_vec(),
         vec![-100.0, -90.0]
     );
-    // The same asked for by a caller keeps ROOT's rules: refused.
-    let refused = reader.read_as(
-        Some(&names(&["i"])),
-        0..2,
-        &ReadTypes::new().with_type("i", ty("double")),
+}
+
+/// An RNTuple of one cluster: `k` (int64) = 2**62 + 1, 5, -2**63, 2**53, 2**53 + 1 and
+/// `u` (uint64) = 2**64 - 1, 7, 2**63, 0, 1.
+fn wide_integers() -> RNTupleReader {
+    use arrow_array::{Int64Array, UInt64Array};
+    let k: ArrayRef = Arc::new(Int64Array::from(vec![
+        (1i64 << 62) + 1,
+        5,
+        i64::MIN,
+        1i64 << 53,
+        (1i64 << 53) + 1,
+    ]));
+    let u: ArrayRef = Arc::new(UInt64Array::from(vec![u64::MAX, 7, 1u64 << 63, 0, 1]));
+    common::reader_of_clusters(&[RecordBatch::try_from_iter(vec![("k", k), ("u", u)]).unwrap()])
+}
+
+#[test]
+fn integers_read_as_reals_only_when_exact() {
+    let reader = wide_integers();
+    let k = names(&["k"]);
+    let as_double = ReadTypes::new().with_type("k", ty("double"));
+    // The first value that a double does not hold: named with its entry and what it
+    // would read as (2**62 + 1 reads as 2**62).
+    let err = reader.read_as(Some(&k), 0..5, &as_double).unwrap_err();
+    let Error::Inexact {
+        field,
+        entry,
+        value,
+        read_as,
+        ..
+    } = err.root_cause()
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(
+        (field.as_str(), *entry, value.as_str(), read_as.as_str()),
+        ("k", 0, "4611686018427387905", "4.611686018427388e18")
     );
-    assert!(matches!(
-        refused.unwrap_err().root_cause(),
-        Error::IncompatibleType(_)
-    ));
+    assert!(err.to_string().contains("not exactly a double"), "{err}");
+    // Masked: exactly the values a double does not hold are null (-2**63 and 2**53 are
+    // doubles).
+    let masked = reader
+        .read_as(
+            Some(&k),
+            0..5,
+            &as_double.clone().on_overflow(OnOverflow::Mask),
+        )
+        .unwrap();
+    let got: Vec<Option<f64>> = masked
+        .column(0)
+        .as_primitive::<Float64Type>()
+        .iter()
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            None,
+            Some(5.0),
+            Some(-(2f64.powi(63))),
+            Some(2f64.powi(53)),
+            None
+        ]
+    );
+    // The entries that fit read without a check failing.
+    let fine = reader.read_as(Some(&k), 1..4, &as_double).unwrap();
+    assert_eq!(fine.column(0).null_count(), 0);
+    // uint64 as float: 7, 0, 1 and 2**63 are floats, 2**64 - 1 is not.
+    let as_float = ReadTypes::new()
+        .with_type("u", ty("float"))
+        .on_overflow(OnOverflow::Mask);
+    let masked = reader
+        .read_as(Some(&names(&["u"])), 0..5, &as_float)
+        .unwrap();
+    let got: Vec<Option<f32>> = masked
+        .column(0)
+        .as_primitive::<Float32Type>()
+        .iter()
+        .collect();
+    assert_eq!(
+        got,
+        vec![None, Some(7.0), Some(2f32.powi(63)), Some(0.0), Some(1.0)]
+    );
+}
+
+#[test]
+fn unification_names_the_files_it_may_not_hold() {
+    let reader = wide_integers();
+    let d = reader.descriptor();
+    let (k, u) = (d.find_field("k").unwrap(), d.find_field("u").unwrap());
+    let at = |id, file| FieldOf {
+        descriptor: d,
+        id,
+        file,
+    };
+    // int64 and uint64: int64, the uint64 file's values checked (NumPy's float64 would
+    // hold neither 2**62 + 1 nor 2**64 - 1).
+    let both = unification(&[at(k, "a.root"), at(u, "b.root")]).unwrap();
+    assert_eq!(both.read_as, ty("std::int64_t"));
+    assert_eq!(
+        both.inexact,
+        vec![Inexact {
+            field: "u".into(),
+            file: "b.root".into(),
+            from: "std::uint64_t".into(),
+            to: "std::int64_t".into(),
+        }]
+    );
+    // Alike: nothing to note.
+    let same = unification(&[at(k, "a.root"), at(k, "c.root")]).unwrap();
+    assert_eq!((same.read_as, same.inexact), (ty("std::int64_t"), vec![]));
+    // Read as unified, a value that does not fit is found as it is read.
+    let err = reader
+        .read_as(
+            Some(&names(&["u"])),
+            0..5,
+            &ReadTypes::new().with_type("u", both.read_as.clone()),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("18446744073709551615"), "{err}");
+}
+
+#[test]
+fn a_detached_reader_plans_reads_and_reads_no_page() {
+    let reader = wide_integers();
+    let detached = reader.detached();
+    // The same plan (schema, conversions) from the metadata alone.
+    let types = ReadTypes::new().with_type("k", ty("double"));
+    let k = names(&["k"]);
+    let planned = detached
+        .projection_as(Some(&k), RecordPaths::Members, &types)
+        .unwrap();
+    let original = reader
+        .projection_as(Some(&k), RecordPaths::Members, &types)
+        .unwrap();
+    assert_eq!(planned.schema(), original.schema());
+    assert_eq!(detached.num_entries(), 5);
+    // A page read fails, naming what is missing, instead of reading anything.
+    let err = detached.read(Some(&k), 0..5).unwrap_err();
+    assert!(err.to_string().contains("metadata alone"), "{err}");
 }

@@ -4,8 +4,16 @@
 //! page is read, that each requested type can be read from the type on disk (a refusal
 //! names both types); [`Conversion::apply`] converts the arrays decoded as they are on
 //! disk, checking every value that may not fit (integer narrowing and sign changes,
-//! `double` to `float`), and names the field, the entry and the value of one that does
-//! not (ROOT fails the whole page), or makes it null when asked ([`OnOverflow::Mask`]).
+//! `double` to `float`, integers to reals that cannot hold them all), and names the
+//! field, the entry and the value of one that does not (ROOT fails the whole page), or
+//! makes it null when asked ([`OnOverflow::Mask`]).
+//!
+//! One rule decides how a number reads as another, whoever chose the type (a caller's
+//! `types=`, or [`super::unify`] over many files): [`number_fit`]. A conversion that holds every
+//! value is done; one that may not is done with a check of every value (an integer read
+//! as a real must read back exactly: `2**62 + 1` is no `double`); the others are refused
+//! before anything is read. ROOT 6.40 refuses integers read as reals; this reader reads
+//! them, checked, so that files of integers and of reals can be read as one type.
 //! The decoding itself is unchanged: conversions work on its Arrow arrays.
 
 use crate::encoding::f64_to_f32;
@@ -41,7 +49,7 @@ pub enum ReadAs {
     /// and not listed are left out; listed members that are not on disk are added, null
     /// (or the default given for them).
     Record(Vec<(String, ReadAs)>),
-    /// The type on disk, unchanged (what [`unify`] gives for fields alike in every file).
+    /// The type on disk, unchanged (what [`super::unify`] gives for fields alike in every file).
     AsOnDisk,
 }
 
@@ -71,9 +79,8 @@ pub enum DefaultValue {
 /// The types fields are read as (see [`RNTupleReader::projection_as`](super::RNTupleReader::projection_as)).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadTypes {
-    /// Each field path's type, and whether it unifies files (integers may be read as
-    /// reals).
-    types: Vec<(String, ReadAs, bool)>,
+    /// Each field path's type.
+    types: Vec<(String, ReadAs)>,
     defaults: Vec<(String, DefaultValue)>,
     on_overflow: OnOverflow,
 }
@@ -87,15 +94,7 @@ impl ReadTypes {
     /// Field `path` (a top-level field, or a member path such as `evo.a`, `Jet._0.pt`)
     /// read as `read_as`.
     pub fn with_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
-        self.types.push((path.into(), read_as, false));
-        self
-    }
-
-    /// Field `path` read as `read_as`, the type that reads many files alike ([`unify`]):
-    /// integers (and `bool`) may also be read as `float` or `double`, which ROOT's rules
-    /// refuse, as uproot and NumPy promote a mix of integers and reals.
-    pub fn with_unified_type(mut self, path: impl Into<String>, read_as: ReadAs) -> ReadTypes {
-        self.types.push((path.into(), read_as, true));
+        self.types.push((path.into(), read_as));
         self
     }
 
@@ -121,7 +120,7 @@ impl ReadTypes {
 
 /// A sequence template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SeqKind {
+pub(super) enum SeqKind {
     Vector,
     RVec,
     Set,
@@ -132,7 +131,7 @@ enum SeqKind {
 
 /// A map template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MapKind {
+pub(super) enum MapKind {
     Map,
     UnorderedMap,
     Multimap,
@@ -140,7 +139,7 @@ enum MapKind {
 }
 
 impl MapKind {
-    fn unique(self) -> bool {
+    pub(super) fn unique(self) -> bool {
         matches!(self, MapKind::Map | MapKind::UnorderedMap)
     }
 }
@@ -353,13 +352,11 @@ pub(crate) struct Conversion {
 /// What the planner needs at each field.
 struct Planner<'a> {
     desc: &'a Descriptor,
-    /// Requested types by field id, and whether each unifies files.
-    wanted: HashMap<u32, (Want, bool)>,
+    /// Requested types by field id.
+    wanted: HashMap<u32, Want>,
     /// Defaults by the qualified path of an added member (`evo.c`).
     defaults: HashMap<String, DefaultValue>,
     on_overflow: OnOverflow,
-    /// Whether the conversion being planned unifies files (integers read as reals).
-    integers_to_reals: std::cell::Cell<bool>,
     /// Defaults used, to report those that named nothing.
     used_defaults: std::cell::RefCell<std::collections::HashSet<String>>,
 }
@@ -374,7 +371,7 @@ pub(crate) fn plan(
     no_field: impl Fn(&str) -> Error,
 ) -> Result<Vec<Option<Conversion>>> {
     let mut wanted = HashMap::new();
-    for (path, read_as, unified) in &types.types {
+    for (path, read_as) in &types.types {
         if *read_as == ReadAs::AsOnDisk {
             continue;
         }
@@ -385,7 +382,7 @@ pub(crate) fn plan(
             }
             other => other,
         })?;
-        if wanted.insert(id, (want, *unified)).is_some() {
+        if wanted.insert(id, want).is_some() {
             return Err(Error::InvalidArgument(format!(
                 "field \"{path}\" is given two types"
             )));
@@ -410,7 +407,6 @@ pub(crate) fn plan(
         wanted,
         defaults: types.defaults.iter().cloned().collect(),
         on_overflow: types.on_overflow,
-        integers_to_reals: std::cell::Cell::new(false),
         used_defaults: Default::default(),
     };
     let out = columns
@@ -432,7 +428,25 @@ pub(crate) fn plan(
         })
         .collect::<Result<Vec<_>>>()?;
     let used = planner.used_defaults.borrow();
-    if let Some((path, _)) = types.defaults.iter().find(|(p, _)| !used.contains(p)) {
+    // A default of a record this read does not hold is not checked here (a read of other
+    // fields, or a file of a chain that reads none of this one).
+    let read = |path: &str| {
+        let record = path.rsplit_once('.').map_or(path, |(head, _)| head);
+        let mut at = desc.find_field(record);
+        while let Some(id) = at {
+            if columns.iter().any(|(c, _)| *c == id) {
+                return true;
+            }
+            at = desc.field(id).parent;
+        }
+        // A record that is not there at all: a mistake, named below.
+        desc.find_field(record).is_none()
+    };
+    if let Some((path, _)) = types
+        .defaults
+        .iter()
+        .find(|(p, _)| !used.contains(p) && read(p))
+    {
         return Err(Error::InvalidArgument(format!(
             "a default is given for \"{path}\", which is not a member added by the types asked for"
         )));
@@ -473,8 +487,7 @@ impl Planner<'_> {
     /// Field `id` (decoded as `field`) as requested, or as on disk with the requested
     /// types below it.
     fn field(&self, id: u32, field: &Field) -> Result<(Node, Field)> {
-        if let Some((want, unified)) = self.wanted.get(&id) {
-            self.integers_to_reals.set(*unified);
+        if let Some(want) = self.wanted.get(&id) {
             let path = self.desc.qualified_name(id);
             return self
                 .convert(id, field, &want.target, &want.name, &path)
@@ -675,10 +688,10 @@ impl Planner<'_> {
             let inner = Field::new(field.name(), field.data_type().clone(), false)
                 .with_metadata(field.metadata().clone());
             if !disk_name.starts_with("std::atomic<") {
-                // An enum: its integer, as an integer or bool (not as a real number, nor
+                // An enum: its integer, as a number or bool by the rules of numbers (not
                 // as another enum, whose integer type only a dictionary would tell).
                 match target {
-                    Target::Primitive(p) if is_integral(*p) || *p == PrimitiveType::Bool => {}
+                    Target::Primitive(p) if *p != PrimitiveType::Byte => {}
                     Target::Optional(_) => {}
                     Target::Named => {
                         return refuse(
@@ -686,7 +699,7 @@ impl Planner<'_> {
                              (ask for its underlying integer type, e.g. \"std::int16_t\")",
                         )
                     }
-                    _ => return refuse("an enum reads only as an integer or bool"),
+                    _ => return refuse("an enum reads only as a number or bool"),
                 }
             }
             let (node, out) = self.convert(child, &inner, target, want, path)?;
@@ -1029,7 +1042,6 @@ impl Planner<'_> {
         to: PrimitiveType,
         want: &str,
     ) -> Result<(Node, Field)> {
-        use PrimitiveType::*;
         let refuse = |why: &str| Err(refuse(self.desc, id, want, why));
         let out = |nullable: bool| {
             with_type_name(
@@ -1037,36 +1049,71 @@ impl Planner<'_> {
                 want,
             )
         };
-        let integral_or_bool = |p: PrimitiveType| is_integral(p) || p == Bool;
         let masked = self.on_overflow == OnOverflow::Mask;
-        if from == to || (matches!(from, Char | Int8) && matches!(to, Char | Int8)) {
-            return Ok((Node::Number(to), out(field.is_nullable())));
-        }
-        if from == Byte || to == Byte {
-            return refuse("std::byte reads only from std::byte");
-        }
-        match (from, to) {
-            (f, Bool) if integral_or_bool(f) => Ok((Node::Number(to), out(field.is_nullable()))),
-            (f, t) if integral_or_bool(f) && is_integral(t) => {
-                let may_overflow = !fits_always(f, t);
-                Ok((
-                    Node::Number(to),
-                    out(field.is_nullable() || (may_overflow && masked)),
-                ))
-            }
-            (Float32 | Float64, Float64) => Ok((Node::Number(to), out(field.is_nullable()))),
-            (Float64, Float32) => Ok((Node::Number(to), out(field.is_nullable() || masked))),
-            (f, Float32 | Float64) if integral_or_bool(f) => {
-                if self.integers_to_reals.get() {
-                    Ok((Node::Number(to), out(field.is_nullable())))
-                } else {
-                    refuse("an integer is not read as a real number (ROOT's rules)")
-                }
-            }
-            (Float32 | Float64, _) => refuse("a real number is not read as an integer or bool"),
-            _ => refuse(""),
+        match number_fit(from, to) {
+            Fit::Always => Ok((Node::Number(to), out(field.is_nullable()))),
+            Fit::PerValue => Ok((Node::Number(to), out(field.is_nullable() || masked))),
+            Fit::Refused(why) => refuse(why),
         }
     }
+}
+
+/// How every value of one number type reads as another ([`number_fit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fit {
+    /// Every value reads (widening; any integer as `bool`, nonzero as true, as ROOT).
+    Always,
+    /// Some values may not: each is checked as it is read (integer narrowing and sign
+    /// changes, `double` to `float`, an integer to a real too narrow to hold them all).
+    PerValue,
+    /// Refused before anything is read, for the reason given.
+    Refused(&'static str),
+}
+
+/// The one rule of numbers, for a caller's `types=` and for [`super::unified`] alike: how the
+/// values of `from` read as `to`. Checked per value: an integer out of `to`'s range; a
+/// `double` whose floating-point class changes as a `float` (ROOT's check: precision
+/// may be lost, as ROOT reads it); an integer that does not read back exactly as the
+/// real asked for (ROOT 6.40 refuses every integer as a real; uproot and NumPy promote
+/// silently, losing digits past 2**53).
+pub(super) fn number_fit(from: PrimitiveType, to: PrimitiveType) -> Fit {
+    use PrimitiveType::*;
+    let integral_or_bool = |p: PrimitiveType| is_integral(p) || p == Bool;
+    if from == to || (matches!(from, Char | Int8) && matches!(to, Char | Int8)) {
+        return Fit::Always;
+    }
+    if from == Byte || to == Byte {
+        return Fit::Refused("std::byte reads only from std::byte");
+    }
+    match (from, to) {
+        (f, Bool) if integral_or_bool(f) => Fit::Always,
+        (f, t) if integral_or_bool(f) && is_integral(t) => {
+            if fits_always(f, t) {
+                Fit::Always
+            } else {
+                Fit::PerValue
+            }
+        }
+        (Float32 | Float64, Float64) => Fit::Always,
+        (Float64, Float32) => Fit::PerValue,
+        (f, Float32 | Float64) if integral_or_bool(f) => {
+            if exact_in_real(f, to) {
+                Fit::Always
+            } else {
+                Fit::PerValue
+            }
+        }
+        (Float32 | Float64, _) => Fit::Refused("a real number is not read as an integer or bool"),
+        _ => Fit::Refused(""),
+    }
+}
+
+/// Whether every integer of `from` is exactly a value of the real type `to` (its
+/// significand holds 24 bits for `float`, 53 for `double`).
+fn exact_in_real(from: PrimitiveType, to: PrimitiveType) -> bool {
+    let bits = if to == PrimitiveType::Float32 { 24 } else { 53 };
+    let (lo, hi) = int_range(from);
+    -(1i128 << bits) <= lo && hi <= 1i128 << bits
 }
 
 fn refuse_member(desc: &Descriptor, record: u32, member: &str, why: &str) -> Error {
@@ -1085,7 +1132,7 @@ fn is_integral(p: PrimitiveType) -> bool {
 }
 
 /// The range of an integral type (bool: 0..=1).
-fn int_range(p: PrimitiveType) -> (i128, i128) {
+pub(super) fn int_range(p: PrimitiveType) -> (i128, i128) {
     use PrimitiveType::*;
     match p {
         Bool => (0, 1),
@@ -1107,7 +1154,7 @@ fn fits_always(from: PrimitiveType, to: PrimitiveType) -> bool {
     c <= a && b <= d
 }
 
-fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
+pub(super) fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
     let head = type_name.split('<').next()?;
     Some(match head {
         "std::vector" => SeqKind::Vector,
@@ -1120,7 +1167,7 @@ fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
     })
 }
 
-fn map_kind_of(type_name: &str) -> Option<MapKind> {
+pub(super) fn map_kind_of(type_name: &str) -> Option<MapKind> {
     Some(match type_name.split('<').next()? {
         "std::map" => MapKind::Map,
         "std::unordered_map" => MapKind::UnorderedMap,
@@ -1364,6 +1411,16 @@ impl Place<'_> {
             first_entry: self.first_entry,
             levels,
             mask: self.mask,
+        }
+    }
+
+    fn inexact(&self, index: usize, value: String, read_as: f64, target: &str) -> Error {
+        Error::Inexact {
+            field: self.path.to_string(),
+            entry: self.entry_of(index),
+            value,
+            target: target.to_string(),
+            read_as: format!("{read_as:?}"),
         }
     }
 
@@ -1754,6 +1811,42 @@ fn ints_to(values: &[i128], to: PrimitiveType, nulls: Option<NullBuffer>) -> Res
     })
 }
 
+/// Integers as reals of type `to`, each checked to read back exactly (masked, or the
+/// first that does not is an error naming it and what it would read as).
+fn ints_to_real(
+    array: &dyn Array,
+    ints: &[i128],
+    to: PrimitiveType,
+    target: &str,
+    place: &Place<'_>,
+) -> Result<ArrayRef> {
+    // What each value reads as, as the real type rounds it; exact when it reads back
+    // (the cast back saturates: a rounded value past the integer range never equals it).
+    #[allow(clippy::cast_possible_truncation)]
+    let read_as = |v: i128| -> (f64, bool) {
+        if to == PrimitiveType::Float32 {
+            let r = v as f32;
+            (f64::from(r), r as i128 == v)
+        } else {
+            let r = v as f64;
+            (r, r as i128 == v)
+        }
+    };
+    let bad: Vec<usize> = (0..ints.len())
+        .filter(|&i| !array.is_null(i) && !read_as(ints[i]).1)
+        .collect();
+    if let (Some(&first), false) = (bad.first(), place.mask) {
+        return Err(place.inexact(
+            first,
+            ints[first].to_string(),
+            read_as(ints[first]).0,
+            target,
+        ));
+    }
+    let nulls = validity(array, &bad, |i| ints[i].to_string(), target, place)?;
+    ints_to(ints, to, nulls)
+}
+
 /// A `double` as a `float`, if the float keeps its class (ROOT's check: no overflow to
 /// infinity, no underflow to zero, no normal number made subnormal).
 fn narrow_real(x: f64) -> Option<f32> {
@@ -1808,7 +1901,7 @@ fn convert_number(
     let is_null = |i: usize| array.is_null(i);
     if let Some(ints) = int_values(array.as_ref()) {
         if matches!(to, PrimitiveType::Float32 | PrimitiveType::Float64) {
-            return ints_to(&ints, to, array.nulls().cloned());
+            return ints_to_real(array.as_ref(), &ints, to, &target, place);
         }
         if to == PrimitiveType::Bool {
             return ints_to(&ints, to, array.nulls().cloned());
@@ -1941,6 +2034,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_rule_for_numbers() {
+        use PrimitiveType::*;
+        // Every value reads: widenings, and integers a real holds exactly.
+        for (from, to) in [
+            (Int32, Int64),
+            (UInt32, Int64),
+            (Float32, Float64),
+            (Int32, Float64),
+            (UInt32, Float64),
+            (Int16, Float32),
+            (Bool, Float64),
+            (Int64, Bool),
+        ] {
+            assert_eq!(number_fit(from, to), Fit::Always, "{from:?} -> {to:?}");
+        }
+        // Some values may not: each is checked as it is read.
+        for (from, to) in [
+            (Int64, Int32),
+            (UInt64, Int64),
+            (Int64, UInt64),
+            (Float64, Float32),
+            (Int64, Float64),
+            (UInt64, Float64),
+            (Int32, Float32),
+        ] {
+            assert_eq!(number_fit(from, to), Fit::PerValue, "{from:?} -> {to:?}");
+        }
+        for (from, to) in [(Float64, Int64), (Float32, Bool), (Byte, UInt8)] {
+            assert!(
+                matches!(number_fit(from, to), Fit::Refused(_)),
+                "{from:?} -> {to:?}"
+            );
+        }
+    }
+
+    #[test]
     fn doubles_keep_their_class_as_floats() {
         assert_eq!(narrow_real(0.1), Some(0.1f32));
         assert_eq!(narrow_real(-0.0).map(f32::is_sign_negative), Some(true));
@@ -1996,398 +2125,5 @@ mod tests {
         assert!(!fits_always(Int32, UInt32));
         assert!(!fits_always(UInt64, Int64));
         assert!(fits_always(Bool, UInt8));
-    }
-}
-
-// --- one schema over many files -------------------------------------------------------------
-
-/// A field of one file, for [`unify`].
-#[derive(Debug, Clone, Copy)]
-pub struct FieldOf<'a> {
-    /// The file's descriptor.
-    pub descriptor: &'a Descriptor,
-    /// The field's id in it.
-    pub id: u32,
-    /// The file, for messages.
-    pub file: &'a str,
-}
-
-/// The type that reads field `fields` of every file alike: numbers promoted as uproot and
-/// NumPy promote them (the widest integer that holds every file's, `double` for a mix of
-/// integers and reals: read with [`ReadTypes::with_unified_type`]), collections of every
-/// kind as vectors when the kinds differ, `std::optional` when some file may miss a value,
-/// records by member name (members missing in some files read as null). A mix that cannot
-/// be read as one type (a string and a number, ...) is an error naming two files and their
-/// types.
-pub fn unify(fields: &[FieldOf<'_>]) -> Result<ReadAs> {
-    Ok(to_read_as(unify_at(fields, true)?))
-}
-
-enum Unified {
-    /// Alike in every file, with no type name to spell it (an untyped record).
-    Same,
-    Name(String),
-    Members(Vec<(String, Unified)>),
-}
-
-fn to_read_as(u: Unified) -> ReadAs {
-    match u {
-        Unified::Same => ReadAs::AsOnDisk,
-        Unified::Name(n) => ReadAs::Type(n),
-        Unified::Members(m) => {
-            ReadAs::Record(m.into_iter().map(|(n, u)| (n, to_read_as(u))).collect())
-        }
-    }
-}
-
-fn unify_error(fields: &[FieldOf<'_>], why: &str) -> Error {
-    let first = fields[0];
-    let other = fields
-        .iter()
-        .find(|f| {
-            f.descriptor.field(f.id).type_name() != first.descriptor.field(first.id).type_name()
-        })
-        .unwrap_or(&fields[fields.len() - 1]);
-    Error::IncompatibleType(format!(
-        "field \"{}\" is \"{}\" in {} and \"{}\" in {}: {why}; ask for one type with types=",
-        first.descriptor.qualified_name(first.id),
-        first.descriptor.field(first.id).type_name(),
-        first.file,
-        other.descriptor.field(other.id).type_name(),
-        other.file
-    ))
-}
-
-/// The field below a wrapper (`std::atomic<T>`, an enum), or itself.
-fn unwrapped(f: FieldOf<'_>) -> FieldOf<'_> {
-    let mut f = f;
-    while let FieldKind::Wrapper(child) = f.descriptor.field_kind(f.id) {
-        f.id = child;
-    }
-    f
-}
-
-/// Whether the members of records (by name and order) are the same in every file, down
-/// the whole field tree.
-fn same_tree(a: FieldOf<'_>, b: FieldOf<'_>) -> bool {
-    let (fa, fb) = (a.descriptor.field(a.id), b.descriptor.field(b.id));
-    fa.type_name() == fb.type_name()
-        && fa.children.len() == fb.children.len()
-        && fa.children.iter().zip(&fb.children).all(|(&x, &y)| {
-            a.descriptor.field(x).name() == b.descriptor.field(y).name()
-                && same_tree(FieldOf { id: x, ..a }, FieldOf { id: y, ..b })
-        })
-}
-
-fn unify_at(fields: &[FieldOf<'_>], records_by_members: bool) -> Result<Unified> {
-    let first = fields[0];
-    let first_name = first.descriptor.field(first.id).type_name();
-    if fields.iter().all(|&f| same_tree(first, f)) {
-        return Ok(if first_name.is_empty() {
-            Unified::Same
-        } else {
-            Unified::Name(first_name.to_string())
-        });
-    }
-    let kinds: Vec<FieldKind> = fields
-        .iter()
-        .map(|f| f.descriptor.field_kind(unwrapped(*f).id))
-        .collect();
-    let children = |pick: &dyn Fn(&FieldKind) -> Option<u32>| -> Option<Vec<FieldOf<'_>>> {
-        fields
-            .iter()
-            .zip(&kinds)
-            .map(|(f, k)| {
-                pick(k).map(|id| FieldOf {
-                    id,
-                    ..unwrapped(*f)
-                })
-            })
-            .collect()
-    };
-    // Numbers.
-    let numbers: Option<Vec<PrimitiveType>> = kinds
-        .iter()
-        .map(|k| match k {
-            FieldKind::Primitive(p) if *p != PrimitiveType::Byte => Some(*p),
-            FieldKind::Cardinality(true) => Some(PrimitiveType::UInt64),
-            FieldKind::Cardinality(false) => Some(PrimitiveType::UInt32),
-            _ => None,
-        })
-        .collect();
-    if let Some(numbers) = numbers {
-        return Ok(Unified::Name(promote(&numbers).to_string()));
-    }
-    if kinds.iter().all(|k| matches!(k, FieldKind::String)) {
-        return Ok(Unified::Name("std::string".into()));
-    }
-    // Some files may miss a value: an optional of the values unified.
-    let optional_or_plain = kinds.iter().any(|k| matches!(k, FieldKind::Optional(_)))
-        && kinds.iter().all(|k| {
-            !matches!(
-                k,
-                FieldKind::List(_) | FieldKind::Map(_) | FieldKind::Array(..)
-            )
-        });
-    if optional_or_plain {
-        let inner: Vec<FieldOf<'_>> = fields
-            .iter()
-            .zip(&kinds)
-            .map(|(f, k)| match k {
-                FieldKind::Optional(c) => FieldOf {
-                    id: *c,
-                    ..unwrapped(*f)
-                },
-                _ => *f,
-            })
-            .collect();
-        let item = name_of(unify_at(&inner, false)?, &inner)?;
-        return Ok(Unified::Name(format!("std::optional<{item}>")));
-    }
-    // Sequences of any kind (and optionals, read as lists of 0 or 1).
-    let sequences = children(&|k| match k {
-        FieldKind::List(c) | FieldKind::Optional(c) => Some(*c),
-        FieldKind::Array(c, _) => Some(*c),
-        _ => None,
-    });
-    if let Some(items) = sequences {
-        let arrays: Vec<u64> = kinds
-            .iter()
-            .filter_map(|k| match k {
-                FieldKind::Array(_, n) => Some(*n),
-                _ => None,
-            })
-            .collect();
-        let item = name_of(unify_at(&items, false)?, &items)?;
-        if arrays.len() == kinds.len() && arrays.iter().all(|&n| n == arrays[0]) {
-            return Ok(Unified::Name(format!("std::array<{item},{}>", arrays[0])));
-        }
-        let templates: Vec<Option<SeqKind>> = fields
-            .iter()
-            .map(|f| seq_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
-            .collect();
-        let head = match templates[0] {
-            Some(t) if templates.iter().all(|x| *x == Some(t)) => match t {
-                SeqKind::Vector => "std::vector",
-                SeqKind::RVec => "ROOT::VecOps::RVec",
-                SeqKind::Set => "std::set",
-                SeqKind::UnorderedSet => "std::unordered_set",
-                SeqKind::Multiset => "std::multiset",
-                SeqKind::UnorderedMultiset => "std::unordered_multiset",
-            },
-            _ => "std::vector",
-        };
-        return Ok(Unified::Name(format!("{head}<{item}>")));
-    }
-    if let Some(pairs) = children(&|k| match k {
-        FieldKind::Map(c) => Some(*c),
-        _ => None,
-    }) {
-        let keys: Option<Vec<FieldOf<'_>>> = pairs
-            .iter()
-            .map(|p| {
-                p.descriptor
-                    .field(p.id)
-                    .children
-                    .first()
-                    .map(|&id| FieldOf { id, ..*p })
-            })
-            .collect();
-        let values: Option<Vec<FieldOf<'_>>> = pairs
-            .iter()
-            .map(|p| {
-                p.descriptor
-                    .field(p.id)
-                    .children
-                    .get(1)
-                    .map(|&id| FieldOf { id, ..*p })
-            })
-            .collect();
-        let (Some(keys), Some(values)) = (keys, values) else {
-            return Err(unify_error(fields, "a map whose items are not pairs"));
-        };
-        let k = name_of(unify_at(&keys, false)?, &keys)?;
-        let v = name_of(unify_at(&values, false)?, &values)?;
-        let kinds: Vec<Option<MapKind>> = fields
-            .iter()
-            .map(|f| map_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
-            .collect();
-        let head = if kinds.iter().all(|m| m.is_some_and(MapKind::unique)) {
-            if kinds.iter().all(|m| *m == kinds[0]) && kinds[0] == Some(MapKind::UnorderedMap) {
-                "std::unordered_map"
-            } else {
-                "std::map"
-            }
-        } else {
-            "std::multimap"
-        };
-        return Ok(Unified::Name(format!("{head}<{k},{v}>")));
-    }
-    // Pairs and tuples of the same arity; variants of as many alternatives.
-    let positional = |k: &FieldKind| match k {
-        FieldKind::Record(
-            crate::schema::RecordStyle::Pair | crate::schema::RecordStyle::Tuple,
-            c,
-        ) => Some(c.clone()),
-        _ => None,
-    };
-    if let Some(parts) = kinds.iter().map(positional).collect::<Option<Vec<_>>>() {
-        let names = unify_positions(fields, &parts, "tuples of different sizes")?;
-        let pairs = kinds
-            .iter()
-            .all(|k| matches!(k, FieldKind::Record(crate::schema::RecordStyle::Pair, _)));
-        let head = if pairs { "std::pair" } else { "std::tuple" };
-        return Ok(Unified::Name(format!("{head}<{}>", names.join(","))));
-    }
-    if let Some(alts) = kinds
-        .iter()
-        .map(|k| match k {
-            FieldKind::Variant(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()
-    {
-        let names = unify_positions(fields, &alts, "variants of different alternatives")?;
-        return Ok(Unified::Name(format!("std::variant<{}>", names.join(","))));
-    }
-    // Records: members by name, in the order they are first seen.
-    if kinds.iter().all(|k| matches!(k, FieldKind::Record(..))) {
-        if !records_by_members {
-            return Err(unify_error(
-                fields,
-                "records whose members differ inside a collection or another type",
-            ));
-        }
-        let mut order: Vec<String> = Vec::new();
-        for f in fields {
-            for &c in &f.descriptor.field(f.id).children {
-                let name = f.descriptor.field(c).name().to_string();
-                if !order.contains(&name) {
-                    order.push(name);
-                }
-            }
-        }
-        let mut members = Vec::new();
-        for name in order {
-            let having: Vec<FieldOf<'_>> = fields
-                .iter()
-                .filter_map(|f| {
-                    f.descriptor
-                        .field(f.id)
-                        .children
-                        .iter()
-                        .find(|&&c| f.descriptor.field(c).name() == name)
-                        .map(|&id| FieldOf { id, ..*f })
-                })
-                .collect();
-            let member = unify_at(&having, true)?;
-            // A member some files lack is null there: optional in every file, so that
-            // all read to the same (nullable) type.
-            let member = match member {
-                Unified::Name(n)
-                    if having.len() < fields.len() && !n.starts_with("std::optional<") =>
-                {
-                    Unified::Name(format!("std::optional<{n}>"))
-                }
-                other => other,
-            };
-            members.push((name, member));
-        }
-        return Ok(Unified::Members(members));
-    }
-    Err(unify_error(fields, "no one type reads both"))
-}
-
-/// The unified C++ names of the parts at each position (a tuple's members, a variant's
-/// alternatives): `parts` holds each file's part ids, which must be as many.
-fn unify_positions(
-    fields: &[FieldOf<'_>],
-    parts: &[Vec<u32>],
-    differ: &str,
-) -> Result<Vec<String>> {
-    let n = parts[0].len();
-    if parts.iter().any(|p| p.len() != n) {
-        return Err(unify_error(fields, differ));
-    }
-    (0..n)
-        .map(|i| {
-            let at: Vec<FieldOf<'_>> = fields
-                .iter()
-                .zip(parts)
-                .map(|(f, p)| FieldOf {
-                    id: p[i],
-                    ..unwrapped(*f)
-                })
-                .collect();
-            name_of(unify_at(&at, false)?, &at)
-        })
-        .collect()
-}
-
-/// A unified type that must have a C++ name (inside a collection, an optional, ...).
-fn name_of(u: Unified, fields: &[FieldOf<'_>]) -> Result<String> {
-    match u {
-        Unified::Name(n) => Ok(n),
-        Unified::Same | Unified::Members(_) => Err(unify_error(
-            fields,
-            "records whose members differ inside a collection or another type",
-        )),
-    }
-}
-
-/// The type every number of `types` promotes to.
-fn promote(types: &[PrimitiveType]) -> &'static str {
-    use PrimitiveType::*;
-    let reals = types.iter().any(|t| matches!(t, Float32 | Float64));
-    let ints = types.iter().any(|t| !matches!(t, Float32 | Float64));
-    if reals {
-        return if ints || types.contains(&Float64) {
-            "double"
-        } else {
-            "float"
-        };
-    }
-    if types.iter().all(|&t| t == Bool) {
-        return "bool";
-    }
-    if types.iter().all(|&t| t == types[0]) {
-        return match types[0] {
-            Char => "char",
-            _ => types[0].type_name(),
-        };
-    }
-    let (lo, hi) = types.iter().fold((0i128, 0i128), |(lo, hi), &t| {
-        let (a, b) = int_range(t);
-        (lo.min(a), hi.max(b))
-    });
-    let candidates = if lo < 0 {
-        [Int8, Int16, Int32, Int64]
-    } else {
-        [UInt8, UInt16, UInt32, UInt64]
-    };
-    candidates
-        .into_iter()
-        .find(|&c| {
-            let (a, b) = int_range(c);
-            a <= lo && hi <= b
-        })
-        .map_or("double", PrimitiveType::type_name)
-}
-
-#[cfg(test)]
-mod unify_tests {
-    use super::*;
-
-    #[test]
-    fn numbers_promote_as_numpy_does() {
-        use PrimitiveType::*;
-        assert_eq!(promote(&[Float32, Float64]), "double");
-        assert_eq!(promote(&[Int32, Int64]), "std::int64_t");
-        assert_eq!(promote(&[UInt8, Int8]), "std::int16_t");
-        assert_eq!(promote(&[UInt32, Int32]), "std::int64_t");
-        assert_eq!(promote(&[UInt64, Int64]), "double");
-        assert_eq!(promote(&[Int32, Float32]), "double");
-        assert_eq!(promote(&[Bool, UInt8]), "std::uint8_t");
-        assert_eq!(promote(&[Float32, Float32]), "float");
     }
 }

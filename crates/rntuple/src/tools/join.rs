@@ -18,7 +18,7 @@
 //! length is an error unless `how = left` (missing entries then have no friend).
 
 use crate::error::{did_you_mean, Error, Result};
-use crate::read::{Projection, RNTupleReader, RecordPaths, StepSize};
+use crate::read::{Projection, RNTupleReader, ReadTypes, RecordPaths, StepSize};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
@@ -83,12 +83,15 @@ impl Duplicates {
 
 /// Readers read one after the other, their entries numbered globally (0 to the sum of
 /// their entries, in order): a chain of files. Members may have different RNTuple names;
-/// fields are selected by the first member's schema and must read the same in the others.
+/// fields are selected by the first member's schema and must read the same in the others
+/// (each member read with its types, [`ReaderChain::with_types`], to make them so).
 #[derive(Debug, Clone)]
 pub struct ReaderChain {
     members: Vec<Arc<RNTupleReader>>,
     /// The global number of each member's first entry, and the total at the end.
     starts: Vec<u64>,
+    /// The types each member's fields are read as (none: as on disk).
+    types: Vec<ReadTypes>,
 }
 
 impl ReaderChain {
@@ -106,7 +109,26 @@ impl ReaderChain {
             total += m.num_entries();
         }
         starts.push(total);
-        Ok(ReaderChain { members, starts })
+        Ok(ReaderChain {
+            members,
+            starts,
+            types: Vec::new(),
+        })
+    }
+
+    /// The chain with each member's fields read as `types` asks (one per member, in
+    /// order: the types that make the files' schemas one, as `rntuple::read::unify`
+    /// gives them).
+    pub fn with_types(mut self, types: Vec<ReadTypes>) -> Result<ReaderChain> {
+        if types.len() != self.members.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} types for a chain of {} files",
+                types.len(),
+                self.members.len()
+            )));
+        }
+        self.types = types;
+        Ok(self)
     }
 
     /// The members, in order.
@@ -150,10 +172,12 @@ impl ReaderChain {
         names: Option<&[String]>,
         record_paths: RecordPaths,
     ) -> Result<Vec<Projection>> {
+        let none = ReadTypes::new();
         let projections = self
             .members
             .iter()
-            .map(|m| m.projection(names, record_paths))
+            .enumerate()
+            .map(|(i, m)| m.projection_as(names, record_paths, self.types.get(i).unwrap_or(&none)))
             .collect::<Result<Vec<_>>>()?;
         let first = projections[0].schema();
         for (p, m) in projections.iter().zip(&self.members).skip(1) {

@@ -1540,7 +1540,7 @@ fn merge_converting<O: RNTupleOutput>(
         .map(|id| first.descriptor().field(id).name().to_string())
         .collect();
     let types = plan.iter().fold(ReadTypes::new(), |t, (n, ty)| {
-        t.with_unified_type(n.clone(), ReadAs::Type(ty.clone()))
+        t.with_type(n.clone(), ReadAs::Type(ty.clone()))
     });
     let compression = match options.compression {
         OutputCompression::Fixed(c) => c,

@@ -24,7 +24,7 @@ use crate::format::{
     Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
 };
 use crate::io::{
-    open_source, open_source_with, IoMetricsSnapshot, ReadHints, Source, SourceOptions,
+    open_source, open_source_with, IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions,
 };
 use crate::schema::Descriptor;
 use plan::Bunch;
@@ -769,6 +769,23 @@ impl RNTupleReader {
         &self.storage.source
     }
 
+    /// This RNTuple's metadata without its file: a reader that plans and describes reads
+    /// (selections, projections, types) as this one does, and reads no page (a read
+    /// fails, naming the file). It keeps no file or connection open, for holding the
+    /// schemas of many files at once.
+    pub fn detached(&self) -> RNTupleReader {
+        let source: Source = Arc::new(Detached {
+            name: self.source().name().to_string(),
+            size: self.source().size(),
+        });
+        RNTupleReader {
+            storage: Storage::new(source, self.storage.max_key_size),
+            anchor: self.anchor,
+            descriptor: self.descriptor.clone(),
+            path: self.path.clone(),
+        }
+    }
+
     /// The decoded elements of physical column `column` in cluster `cluster`, page after
     /// page, each page read and checked (an offset column's elements count from the
     /// cluster's start): one column as stored, for tools that look at columns rather
@@ -872,5 +889,31 @@ impl RNTupleReader {
             footer,
             page_lists,
         )
+    }
+}
+
+/// The source of a [`RNTupleReader::detached`] reader: its file's name and size, no bytes.
+#[derive(Debug)]
+struct Detached {
+    name: String,
+    size: u64,
+}
+
+impl ReadAt for Detached {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        Err(Error::InvalidArgument(format!(
+            "{}: {len} bytes at offset {offset} asked of the RNTuple's metadata alone \
+             (the file is not open here): open the file to read its pages",
+            self.name
+        )))
+    }
+    fn metrics(&self) -> IoMetricsSnapshot {
+        IoMetricsSnapshot::default()
     }
 }

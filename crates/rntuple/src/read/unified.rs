@@ -1,0 +1,456 @@
+//! One type for a field of many files ([`unify`]): numbers promoted by the rule of
+//! numbers of [`super::evolve`] (the narrowest type that holds every file's values, else
+//! the one that holds the most of them, its reads checked and the files noted),
+//! collections of every kind as vectors, records member by member. Each file is then read
+//! as that type by the planner of [`super::evolve`], as a caller's `types=` would be.
+
+use super::evolve::{
+    int_range, map_kind_of, number_fit, seq_kind_of, Fit, MapKind, ReadAs, SeqKind,
+};
+use crate::error::{Error, Result};
+use crate::schema::{Descriptor, FieldKind, PrimitiveType};
+
+/// A field of one file, for [`unify`].
+#[derive(Debug, Clone, Copy)]
+pub struct FieldOf<'a> {
+    /// The file's descriptor.
+    pub descriptor: &'a Descriptor,
+    /// The field's id in it.
+    pub id: u32,
+    /// The file, for messages.
+    pub file: &'a str,
+}
+
+/// The type that reads field `fields` of every file alike: numbers promoted to the
+/// narrowest type that holds every file's values (the widest integer of a mix of
+/// integers; `double` for a mix of integers and reals; `std::int64_t` for `std::uint64_t`
+/// with signed integers, where NumPy gives `float64`), collections of every kind as
+/// vectors when the kinds differ, `std::optional` when some file may miss a value,
+/// records by member name (members missing in some files read as null). A mix that cannot
+/// be read as one type (a string and a number, ...) is an error naming two files and their
+/// types. Each file is read as the type by the rule of [`super::ReadTypes::with_type`], so a
+/// value that does not read back exactly is found as it is read; [`unification`] also
+/// says which files' types may hold such values.
+pub fn unify(fields: &[FieldOf<'_>]) -> Result<ReadAs> {
+    Ok(unification(fields)?.read_as)
+}
+
+/// A field of one file whose values may not all read exactly as the unified type: the
+/// promotion is kept, and each value is checked as it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inexact {
+    /// The field (or the part of it: `v._0`), by its qualified name in the file.
+    pub field: String,
+    /// The file.
+    pub file: String,
+    /// The type of the values in the file.
+    pub from: String,
+    /// The type they are read as.
+    pub to: String,
+}
+
+/// The type that reads a field of many files alike, and the files whose values it may not
+/// all hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unification {
+    /// The type every file is read as (see [`unify`]).
+    pub read_as: ReadAs,
+    /// The files whose type the unified one does not hold in every value.
+    pub inexact: Vec<Inexact>,
+}
+
+/// [`unify`], with the files whose values the unified type may not all hold (an
+/// `std::int64_t` file in a mix with reals, read as `double`; an `std::uint64_t` file
+/// read as `std::int64_t`): for a caller to warn before reading.
+pub fn unification(fields: &[FieldOf<'_>]) -> Result<Unification> {
+    let mut inexact = Vec::new();
+    let read_as = to_read_as(unify_at(fields, true, &mut inexact)?);
+    Ok(Unification { read_as, inexact })
+}
+
+enum Unified {
+    /// Alike in every file, with no type name to spell it (an untyped record).
+    Same,
+    Name(String),
+    Members(Vec<(String, Unified)>),
+}
+
+fn to_read_as(u: Unified) -> ReadAs {
+    match u {
+        Unified::Same => ReadAs::AsOnDisk,
+        Unified::Name(n) => ReadAs::Type(n),
+        Unified::Members(m) => {
+            ReadAs::Record(m.into_iter().map(|(n, u)| (n, to_read_as(u))).collect())
+        }
+    }
+}
+
+fn unify_error(fields: &[FieldOf<'_>], why: &str) -> Error {
+    let first = fields[0];
+    let other = fields
+        .iter()
+        .find(|f| {
+            f.descriptor.field(f.id).type_name() != first.descriptor.field(first.id).type_name()
+        })
+        .unwrap_or(&fields[fields.len() - 1]);
+    Error::IncompatibleType(format!(
+        "field \"{}\" is \"{}\" in {} and \"{}\" in {}: {why}; ask for one type with types=",
+        first.descriptor.qualified_name(first.id),
+        first.descriptor.field(first.id).type_name(),
+        first.file,
+        other.descriptor.field(other.id).type_name(),
+        other.file
+    ))
+}
+
+/// The field below a wrapper (`std::atomic<T>`, an enum), or itself.
+fn unwrapped(f: FieldOf<'_>) -> FieldOf<'_> {
+    let mut f = f;
+    while let FieldKind::Wrapper(child) = f.descriptor.field_kind(f.id) {
+        f.id = child;
+    }
+    f
+}
+
+/// Whether the members of records (by name and order) are the same in every file, down
+/// the whole field tree.
+fn same_tree(a: FieldOf<'_>, b: FieldOf<'_>) -> bool {
+    let (fa, fb) = (a.descriptor.field(a.id), b.descriptor.field(b.id));
+    fa.type_name() == fb.type_name()
+        && fa.children.len() == fb.children.len()
+        && fa.children.iter().zip(&fb.children).all(|(&x, &y)| {
+            a.descriptor.field(x).name() == b.descriptor.field(y).name()
+                && same_tree(FieldOf { id: x, ..a }, FieldOf { id: y, ..b })
+        })
+}
+
+fn unify_at(
+    fields: &[FieldOf<'_>],
+    records_by_members: bool,
+    notes: &mut Vec<Inexact>,
+) -> Result<Unified> {
+    let first = fields[0];
+    let first_name = first.descriptor.field(first.id).type_name();
+    if fields.iter().all(|&f| same_tree(first, f)) {
+        return Ok(if first_name.is_empty() {
+            Unified::Same
+        } else {
+            Unified::Name(first_name.to_string())
+        });
+    }
+    let kinds: Vec<FieldKind> = fields
+        .iter()
+        .map(|f| f.descriptor.field_kind(unwrapped(*f).id))
+        .collect();
+    let children = |pick: &dyn Fn(&FieldKind) -> Option<u32>| -> Option<Vec<FieldOf<'_>>> {
+        fields
+            .iter()
+            .zip(&kinds)
+            .map(|(f, k)| {
+                pick(k).map(|id| FieldOf {
+                    id,
+                    ..unwrapped(*f)
+                })
+            })
+            .collect()
+    };
+    // Numbers.
+    let numbers: Option<Vec<PrimitiveType>> = kinds
+        .iter()
+        .map(|k| match k {
+            FieldKind::Primitive(p) if *p != PrimitiveType::Byte => Some(*p),
+            FieldKind::Cardinality(true) => Some(PrimitiveType::UInt64),
+            FieldKind::Cardinality(false) => Some(PrimitiveType::UInt32),
+            _ => None,
+        })
+        .collect();
+    if let Some(numbers) = numbers {
+        let to = promote(&numbers);
+        for (f, &from) in fields.iter().zip(&numbers) {
+            if number_fit(from, to) != Fit::Always {
+                let f = unwrapped(*f);
+                notes.push(Inexact {
+                    field: f.descriptor.qualified_name(f.id),
+                    file: f.file.to_string(),
+                    from: f.descriptor.field(f.id).type_name().to_string(),
+                    to: to.type_name().to_string(),
+                });
+            }
+        }
+        return Ok(Unified::Name(to.type_name().to_string()));
+    }
+    if kinds.iter().all(|k| matches!(k, FieldKind::String)) {
+        return Ok(Unified::Name("std::string".into()));
+    }
+    // Some files may miss a value: an optional of the values unified.
+    let optional_or_plain = kinds.iter().any(|k| matches!(k, FieldKind::Optional(_)))
+        && kinds.iter().all(|k| {
+            !matches!(
+                k,
+                FieldKind::List(_) | FieldKind::Map(_) | FieldKind::Array(..)
+            )
+        });
+    if optional_or_plain {
+        let inner: Vec<FieldOf<'_>> = fields
+            .iter()
+            .zip(&kinds)
+            .map(|(f, k)| match k {
+                FieldKind::Optional(c) => FieldOf {
+                    id: *c,
+                    ..unwrapped(*f)
+                },
+                _ => *f,
+            })
+            .collect();
+        let item = name_of(unify_at(&inner, false, notes)?, &inner)?;
+        return Ok(Unified::Name(format!("std::optional<{item}>")));
+    }
+    // Sequences of any kind (and optionals, read as lists of 0 or 1).
+    let sequences = children(&|k| match k {
+        FieldKind::List(c) | FieldKind::Optional(c) => Some(*c),
+        FieldKind::Array(c, _) => Some(*c),
+        _ => None,
+    });
+    if let Some(items) = sequences {
+        let arrays: Vec<u64> = kinds
+            .iter()
+            .filter_map(|k| match k {
+                FieldKind::Array(_, n) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        let item = name_of(unify_at(&items, false, notes)?, &items)?;
+        if arrays.len() == kinds.len() && arrays.iter().all(|&n| n == arrays[0]) {
+            return Ok(Unified::Name(format!("std::array<{item},{}>", arrays[0])));
+        }
+        let templates: Vec<Option<SeqKind>> = fields
+            .iter()
+            .map(|f| seq_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
+            .collect();
+        let head = match templates[0] {
+            Some(t) if templates.iter().all(|x| *x == Some(t)) => match t {
+                SeqKind::Vector => "std::vector",
+                SeqKind::RVec => "ROOT::VecOps::RVec",
+                SeqKind::Set => "std::set",
+                SeqKind::UnorderedSet => "std::unordered_set",
+                SeqKind::Multiset => "std::multiset",
+                SeqKind::UnorderedMultiset => "std::unordered_multiset",
+            },
+            _ => "std::vector",
+        };
+        return Ok(Unified::Name(format!("{head}<{item}>")));
+    }
+    if let Some(pairs) = children(&|k| match k {
+        FieldKind::Map(c) => Some(*c),
+        _ => None,
+    }) {
+        let keys: Option<Vec<FieldOf<'_>>> = pairs
+            .iter()
+            .map(|p| {
+                p.descriptor
+                    .field(p.id)
+                    .children
+                    .first()
+                    .map(|&id| FieldOf { id, ..*p })
+            })
+            .collect();
+        let values: Option<Vec<FieldOf<'_>>> = pairs
+            .iter()
+            .map(|p| {
+                p.descriptor
+                    .field(p.id)
+                    .children
+                    .get(1)
+                    .map(|&id| FieldOf { id, ..*p })
+            })
+            .collect();
+        let (Some(keys), Some(values)) = (keys, values) else {
+            return Err(unify_error(fields, "a map whose items are not pairs"));
+        };
+        let k = name_of(unify_at(&keys, false, notes)?, &keys)?;
+        let v = name_of(unify_at(&values, false, notes)?, &values)?;
+        let kinds: Vec<Option<MapKind>> = fields
+            .iter()
+            .map(|f| map_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
+            .collect();
+        let head = if kinds.iter().all(|m| m.is_some_and(MapKind::unique)) {
+            if kinds.iter().all(|m| *m == kinds[0]) && kinds[0] == Some(MapKind::UnorderedMap) {
+                "std::unordered_map"
+            } else {
+                "std::map"
+            }
+        } else {
+            "std::multimap"
+        };
+        return Ok(Unified::Name(format!("{head}<{k},{v}>")));
+    }
+    // Pairs and tuples of the same arity; variants of as many alternatives.
+    let positional = |k: &FieldKind| match k {
+        FieldKind::Record(
+            crate::schema::RecordStyle::Pair | crate::schema::RecordStyle::Tuple,
+            c,
+        ) => Some(c.clone()),
+        _ => None,
+    };
+    if let Some(parts) = kinds.iter().map(positional).collect::<Option<Vec<_>>>() {
+        let names = unify_positions(fields, &parts, "tuples of different sizes", notes)?;
+        let pairs = kinds
+            .iter()
+            .all(|k| matches!(k, FieldKind::Record(crate::schema::RecordStyle::Pair, _)));
+        let head = if pairs { "std::pair" } else { "std::tuple" };
+        return Ok(Unified::Name(format!("{head}<{}>", names.join(","))));
+    }
+    if let Some(alts) = kinds
+        .iter()
+        .map(|k| match k {
+            FieldKind::Variant(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+    {
+        let names = unify_positions(fields, &alts, "variants of different alternatives", notes)?;
+        return Ok(Unified::Name(format!("std::variant<{}>", names.join(","))));
+    }
+    // Records: members by name, in the order they are first seen.
+    if kinds.iter().all(|k| matches!(k, FieldKind::Record(..))) {
+        if !records_by_members {
+            return Err(unify_error(
+                fields,
+                "records whose members differ inside a collection or another type",
+            ));
+        }
+        let mut order: Vec<String> = Vec::new();
+        for f in fields {
+            for &c in &f.descriptor.field(f.id).children {
+                let name = f.descriptor.field(c).name().to_string();
+                if !order.contains(&name) {
+                    order.push(name);
+                }
+            }
+        }
+        let mut members = Vec::new();
+        for name in order {
+            let having: Vec<FieldOf<'_>> = fields
+                .iter()
+                .filter_map(|f| {
+                    f.descriptor
+                        .field(f.id)
+                        .children
+                        .iter()
+                        .find(|&&c| f.descriptor.field(c).name() == name)
+                        .map(|&id| FieldOf { id, ..*f })
+                })
+                .collect();
+            let member = unify_at(&having, true, notes)?;
+            // A member some files lack is null there: optional in every file, so that
+            // all read to the same (nullable) type.
+            let member = match member {
+                Unified::Name(n)
+                    if having.len() < fields.len() && !n.starts_with("std::optional<") =>
+                {
+                    Unified::Name(format!("std::optional<{n}>"))
+                }
+                other => other,
+            };
+            members.push((name, member));
+        }
+        return Ok(Unified::Members(members));
+    }
+    Err(unify_error(fields, "no one type reads both"))
+}
+
+/// The unified C++ names of the parts at each position (a tuple's members, a variant's
+/// alternatives): `parts` holds each file's part ids, which must be as many.
+fn unify_positions(
+    fields: &[FieldOf<'_>],
+    parts: &[Vec<u32>],
+    differ: &str,
+    notes: &mut Vec<Inexact>,
+) -> Result<Vec<String>> {
+    let n = parts[0].len();
+    if parts.iter().any(|p| p.len() != n) {
+        return Err(unify_error(fields, differ));
+    }
+    (0..n)
+        .map(|i| {
+            let at: Vec<FieldOf<'_>> = fields
+                .iter()
+                .zip(parts)
+                .map(|(f, p)| FieldOf {
+                    id: p[i],
+                    ..unwrapped(*f)
+                })
+                .collect();
+            name_of(unify_at(&at, false, notes)?, &at)
+        })
+        .collect()
+}
+
+/// A unified type that must have a C++ name (inside a collection, an optional, ...).
+fn name_of(u: Unified, fields: &[FieldOf<'_>]) -> Result<String> {
+    match u {
+        Unified::Name(n) => Ok(n),
+        Unified::Same | Unified::Members(_) => Err(unify_error(
+            fields,
+            "records whose members differ inside a collection or another type",
+        )),
+    }
+}
+
+/// The type every number of `types` promotes to: the narrowest that holds them all, else
+/// the one that holds the most of them exactly (`double` for integers and reals,
+/// `std::int64_t` for signed integers and `std::uint64_t`), whose reads are checked.
+fn promote(types: &[PrimitiveType]) -> PrimitiveType {
+    use PrimitiveType::*;
+    let reals = types.iter().any(|t| matches!(t, Float32 | Float64));
+    let ints = types.iter().any(|t| !matches!(t, Float32 | Float64));
+    if reals {
+        return if ints || types.contains(&Float64) {
+            Float64
+        } else {
+            Float32
+        };
+    }
+    if types.iter().all(|&t| t == types[0]) {
+        return types[0];
+    }
+    let (lo, hi) = types.iter().fold((0i128, 0i128), |(lo, hi), &t| {
+        let (a, b) = int_range(t);
+        (lo.min(a), hi.max(b))
+    });
+    let candidates = if lo < 0 {
+        [Int8, Int16, Int32, Int64]
+    } else {
+        [UInt8, UInt16, UInt32, UInt64]
+    };
+    candidates
+        .into_iter()
+        .find(|&c| {
+            let (a, b) = int_range(c);
+            a <= lo && hi <= b
+        })
+        .unwrap_or(Int64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_promote_to_the_type_that_holds_them() {
+        use PrimitiveType::*;
+        assert_eq!(promote(&[Float32, Float64]), Float64);
+        assert_eq!(promote(&[Int32, Int64]), Int64);
+        assert_eq!(promote(&[UInt8, Int8]), Int16);
+        assert_eq!(promote(&[UInt32, Int32]), Int64);
+        assert_eq!(promote(&[Int32, Float32]), Float64);
+        assert_eq!(promote(&[Bool, UInt8]), UInt8);
+        assert_eq!(promote(&[Bool, Bool]), Bool);
+        assert_eq!(promote(&[Char, Char]), Char);
+        assert_eq!(promote(&[Float32, Float32]), Float32);
+        // No type holds both: the one that holds the most of them, its reads checked.
+        assert_eq!(promote(&[UInt64, Int64]), Int64);
+        assert_eq!(promote(&[UInt64, Int8]), Int64);
+        assert_eq!(promote(&[Int64, Float32]), Float64);
+    }
+}
