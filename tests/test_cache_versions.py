@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import server_http
+import server_seaweedfs
 import server_strong
 from conftest import require_rntuple_bin
 
@@ -324,3 +325,75 @@ def test_a_server_without_validators_is_read_but_never_cached(
         stats = _run("cache", "stats", "--cache-dir", str(cache)).stdout
         print(stats)
         assert "could not be told apart" in stats, stats
+
+
+def _layout_url(server: server_seaweedfs.Server, prefix: str) -> str:
+    return f"ntpl+s3+http://127.0.0.1:{server.port}/{server.bucket}/{prefix}"
+
+
+def test_object_layouts_are_cached_per_object_and_version(
+    tmp_path: Path, versions: tuple[Path, Path], dumps: tuple[str, str]
+) -> None:
+    """ROOT's S3 layout on SeaweedFS: a warm read takes the anchor and one listing, no
+    object; objects rewritten in place (as ROOT's writer rewrites a dataset: the same
+    ids, the same sizes, other bytes) are read anew, and every object the cache holds is
+    the bytes of the ETag it is cached under."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cache = tmp_path / "cache"
+    with server_seaweedfs.start(empty) as server:
+        env = {**server.env(), "RNTUPLE_CACHE_DIR": str(cache)}
+        first, second = _layout_url(server, "first"), _layout_url(server, "second")
+        for source, url in [(versions[0], first), (versions[1], second)]:
+            out = _run("copy", str(source), url, env=server.env())
+            assert out.returncode == 0, out.stderr
+        cold = _run("dump", first, "--jsonl", env=env)
+        assert cold.returncode == 0, cold.stderr
+        assert cold.stdout == dumps[0]
+        stored = _counters(cache)["stored_extents"]
+        assert stored > 0
+        server.clear_log()
+        warm = _run("dump", first, "--jsonl", env=env)
+        assert warm.stdout == dumps[0]
+        gets = [r for r in server.requests() if r["method"] == "GET"]
+        print(f"warm read: {len(gets)} GETs: {gets}")
+        # The anchor and the listing (a GET of the bucket with a prefix).
+        assert len(gets) == 2, gets
+        counters = _counters(cache)
+        assert counters["bytes_from_cache"] > 0 and counters["stored_extents"] == stored
+        # The second dataset's objects over the first's keys: the same ids and sizes.
+        client = server.client()
+        listing = client.list_objects_v2(Bucket=server.bucket, Prefix="second/")["Contents"]
+        assert len(listing) > 5
+        for item in listing:
+            key = item["Key"]
+            target = "first/" + key.removeprefix("second/")
+            client.copy_object(
+                Bucket=server.bucket, Key=target, CopySource={"Bucket": server.bucket, "Key": key}
+            )
+        client.copy_object(
+            Bucket=server.bucket, Key="first", CopySource={"Bucket": server.bucket, "Key": "second"}
+        )
+        rewritten = _run("dump", first, "--jsonl", env=env)
+        assert rewritten.returncode == 0, rewritten.stderr
+        assert rewritten.stdout == dumps[1]
+        assert _counters(cache)["stale_versions"] > 0
+        # Every cached object holds the bytes of the version it is cached under.
+        etags = {}
+        for item in client.list_objects_v2(Bucket=server.bucket, Prefix="first/")["Contents"]:
+            etags[item["ETag"]] = client.get_object(Bucket=server.bucket, Key=item["Key"])["Body"].read()
+        for item in listing:
+            etags[item["ETag"]] = client.get_object(Bucket=server.bucket, Key=item["Key"])["Body"].read()
+        checked = 0
+        for meta_path in cache.glob("rntuple-cache-v1/e/*/*/*/meta"):
+            meta = json.loads(meta_path.read_text())
+            assert meta["etag"] in etags, meta
+            expected = etags[meta["etag"]]
+            for extent in (meta_path.parent / "x").iterdir():
+                offset, length = (int(v) for v in extent.name.split("-"))
+                blocks = -(-length // EXTENT_BLOCK)
+                payload = extent.read_bytes()[EXTENT_HEADER + 8 * blocks :]
+                assert payload == expected[offset : offset + length], extent
+                checked += 1
+        assert checked >= stored
+        _verify_clean(cache)

@@ -124,6 +124,10 @@ impl ObjectFetcher for ObjectDataset {
         self.store.get_many(&keyed)
     }
 
+    fn fetch_object(&self, n: u64) -> Result<Vec<u8>> {
+        self.store.get(&self.object_key(n), None)
+    }
+
     fn metrics(&self) -> IoMetricsSnapshot {
         self.store.metrics()
     }

@@ -15,6 +15,7 @@
 mod beneath;
 pub(crate) mod cache;
 mod cached;
+mod cached_objects;
 mod daos;
 mod daos_directory;
 mod dataset;
@@ -45,6 +46,7 @@ pub use cache::{
     CACHE_MAX_BYTES_VARIABLE, CACHE_VALIDATE_VARIABLE,
 };
 pub use cached::CachedSource;
+pub use cached_objects::CachedObjects;
 pub use daos::{
     check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId, DaosKey,
     DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,

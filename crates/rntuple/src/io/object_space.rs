@@ -23,6 +23,14 @@ pub trait ObjectFetcher: Send + Sync {
     /// together (as many at once as the store serves well). A missing object, or a
     /// range past an object's end, is an error naming the object.
     fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>>;
+    /// Object `n` whole (its size need not be known), for a fetcher whose objects are
+    /// read whole (a layout's header and footer at opening); others refuse.
+    fn fetch_object(&self, n: u64) -> Result<Vec<u8>> {
+        Err(Error::Unsupported(format!(
+            "{}: object {n} is read by its ranges, not whole",
+            self.name()
+        )))
+    }
     /// The store's counters.
     fn metrics(&self) -> IoMetricsSnapshot;
 }

@@ -694,7 +694,7 @@ pub(crate) fn failure(
 }
 
 /// The object `name` changed since it was opened, found during `operation`.
-fn changed(name: &str, operation: &str) -> Error {
+pub(crate) fn changed(name: &str, operation: &str) -> Error {
     Error::remote(
         RemoteKind::Changed,
         name,

@@ -92,10 +92,54 @@ pub trait ObjectStorage: Send + Sync + std::fmt::Debug {
         Ok(0)
     }
 
+    /// The objects whose keys start with `prefix`, each with its size and its version
+    /// (an ETag that changes with every change of its content, as S3's hashes it), where
+    /// the store tells versions: what a cache of its objects keys them by. `None` for a
+    /// store that does not (memory, directories: local, nothing to cache).
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<ObjectVersion>>> {
+        let _ = prefix;
+        Ok(None)
+    }
+
+    /// Many gets as [`ObjectStorage::get_many`], each with the version of the object it
+    /// read; a get with `if_match` reads only that version (S3's `If-Match`): an object
+    /// that no longer has it is an error of kind
+    /// [`RemoteKind::Changed`](crate::error::RemoteKind::Changed). Only stores that
+    /// tell versions ([`ObjectStorage::list_versions`]) serve it.
+    fn get_versioned(&self, requests: &[VersionedGet]) -> Result<Vec<(Vec<u8>, String)>> {
+        let _ = requests;
+        Err(Error::Unsupported(format!(
+            "{}: this store does not tell the versions of its objects",
+            self.name()
+        )))
+    }
+
     /// What the store was asked to read, as [`crate::io::IoMetrics`] counts it: each
     /// get is one request of one range, `bytes_read` the bytes returned. Puts, sizes,
     /// deletes and listings are not counted.
     fn metrics(&self) -> IoMetricsSnapshot;
+}
+
+/// An object as a listing of [`ObjectStorage::list_versions`] tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectVersion {
+    /// The object's key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its version: an ETag that changes with its content.
+    pub etag: String,
+}
+
+/// One get of [`ObjectStorage::get_versioned`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionedGet {
+    /// The object's key.
+    pub key: String,
+    /// The bytes wanted (`None`: all).
+    pub range: Option<ByteRange>,
+    /// The version the object must still have, if any.
+    pub if_match: Option<String>,
 }
 
 /// `Ok` if `key` is a valid object key (see the module documentation), else an

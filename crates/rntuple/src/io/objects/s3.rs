@@ -1,6 +1,6 @@
 //! Objects in an S3 bucket (AWS, or an S3-compatible store: SeaweedFS, MinIO, Ceph).
 
-use super::{past_the_end, validate_key, ObjectStorage};
+use super::{past_the_end, validate_key, ObjectStorage, ObjectVersion, VersionedGet};
 use crate::error::{Error, RemoteKind, Result};
 use crate::io::net::{first_byte, NetRuntime, NoFirstByte};
 use crate::io::retry::Failure;
@@ -317,14 +317,16 @@ impl Inner {
         }
     }
 
-    /// `range` (all for `None`) of the object at `path` (`key`): exactly its bytes, or
-    /// an error.
+    /// `range` (all for `None`) of the object at `path` (`key`), of version `if_match`
+    /// when given: exactly its bytes and the version they are of (its ETag, empty if the
+    /// store sent none), or an error.
     async fn get(
         &self,
         path: &ObjectPath,
         key: &str,
         range: Option<ByteRange>,
-    ) -> std::result::Result<Vec<u8>, Failure> {
+        if_match: Option<&str>,
+    ) -> std::result::Result<(Vec<u8>, String), Failure> {
         let object = self.object_name(key);
         let bounded = match range {
             None => None,
@@ -340,7 +342,14 @@ impl Inner {
                         ))
                     })?;
                     return match r.offset.checked_add(r.len) {
-                        Some(end) if end <= size => Ok(Vec::new()),
+                        Some(end) if end <= size && if_match.is_none() => {
+                            Ok((Vec::new(), String::new()))
+                        }
+                        // An empty range of a version: the whole object tells it.
+                        Some(end) if end <= size => {
+                            let (_, etag) = Box::pin(self.get(path, key, None, if_match)).await?;
+                            Ok((Vec::new(), etag))
+                        }
                         _ => Err(Failure::Permanent(past_the_end(&object, size, r))),
                     };
                 }
@@ -352,6 +361,7 @@ impl Inner {
         };
         let options = GetOptions {
             range: bounded.clone().map(GetRange::Bounded),
+            if_match: if_match.map(str::to_string),
             ..GetOptions::default()
         };
         let answer = first_byte(
@@ -403,8 +413,17 @@ impl Inner {
                 }));
             }
         }
+        let etag = result.meta.e_tag.clone().unwrap_or_default();
+        // A store that ignores If-Match still says which version it sent.
+        if let Some(wanted) = if_match {
+            if etag != wanted {
+                return Err(Failure::Permanent(crate::io::s3::changed(
+                    &object, &operation,
+                )));
+            }
+        }
         let len = result.range.end - result.range.start;
-        read_body(
+        let bytes = read_body(
             result,
             len,
             &operation,
@@ -412,28 +431,29 @@ impl Inner {
             &object,
             &self.secrets,
         )
-        .await
+        .await?;
+        Ok((bytes, etag))
     }
 
     /// The gets of `requests` (index, path, key, range), at most [`GETS_IN_FLIGHT`] at
     /// once, every one tried: each outcome by index.
     async fn get_all(
         &self,
-        requests: Vec<(usize, ObjectPath, String, Option<ByteRange>)>,
-    ) -> Vec<(usize, std::result::Result<Vec<u8>, Failure>)> {
-        let gets =
-            requests
-                .into_iter()
-                .map(|(index, path, key, range)| async move {
-                    (index, self.get(&path, &key, range).await)
-                });
+        requests: Vec<(usize, ObjectPath, VersionedGet)>,
+    ) -> Vec<(usize, std::result::Result<(Vec<u8>, String), Failure>)> {
+        let gets = requests.into_iter().map(|(index, path, get)| async move {
+            let got = self
+                .get(&path, &get.key, get.range, get.if_match.as_deref())
+                .await;
+            (index, got)
+        });
         let mut done = futures_util::stream::iter(gets).buffer_unordered(GETS_IN_FLIGHT);
         let mut outcomes = Vec::new();
         // Each get is charged the time since the previous one finished, so the waits
         // recorded for one call add up to its wall time (as S3Source counts).
         let mut since = Instant::now();
         while let Some((index, outcome)) = done.next().await {
-            if let Ok(bytes) = &outcome {
+            if let Ok((bytes, _)) = &outcome {
                 self.metrics.record(false, 1, bytes.len() as u64, since);
                 since = Instant::now();
             }
@@ -487,17 +507,30 @@ impl ObjectStorage for S3Objects {
     }
 
     fn get_many(&self, requests: &[(String, Option<ByteRange>)]) -> Result<Vec<Vec<u8>>> {
+        let gets: Vec<VersionedGet> = requests
+            .iter()
+            .map(|(key, range)| VersionedGet {
+                key: key.clone(),
+                range: *range,
+                if_match: None,
+            })
+            .collect();
+        let got = self.get_versioned(&gets)?;
+        Ok(got.into_iter().map(|(bytes, _)| bytes).collect())
+    }
+
+    fn get_versioned(&self, requests: &[VersionedGet]) -> Result<Vec<(Vec<u8>, String)>> {
         let paths = requests
             .iter()
-            .map(|(key, _)| Self::path(key))
+            .map(|get| Self::path(&get.key))
             .collect::<Result<Vec<_>>>()?;
         // A single object's errors name it; many objects' name the store, and the
         // detail the key.
         let what = match requests {
-            [(key, _)] => self.object_name(key),
+            [get] => self.object_name(&get.key),
             _ => self.name.clone(),
         };
-        let mut results: Vec<Option<Vec<u8>>> = vec![None; requests.len()];
+        let mut results: Vec<Option<(Vec<u8>, String)>> = vec![None; requests.len()];
         // After a fault, only the objects still missing are asked for again; the
         // error is the first failing request's, in the order of `requests`.
         let got = self.policy.run(&what, |_| {
@@ -505,10 +538,7 @@ impl ObjectStorage for S3Objects {
                 .iter()
                 .enumerate()
                 .filter(|(_, result)| result.is_none())
-                .map(|(index, _)| {
-                    let (key, range) = &requests[index];
-                    (index, paths[index].clone(), key.clone(), *range)
-                })
+                .map(|(index, _)| (index, paths[index].clone(), requests[index].clone()))
                 .collect();
             let inner = Arc::clone(&self.inner);
             let outcomes = self.run(async move { Ok(inner.get_all(missing).await) })?;
@@ -566,6 +596,35 @@ impl ObjectStorage for S3Objects {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let listed = self.listing(prefix)?;
+        Ok(listed.into_iter().map(|(key, _, _)| key).collect())
+    }
+
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<ObjectVersion>>> {
+        // S3's ETag hashes the object's content: a version. A store that gives none for
+        // some object cannot be cached.
+        let listed = self.listing(prefix)?;
+        Ok(listed
+            .into_iter()
+            .map(|(key, size, etag)| {
+                Some(ObjectVersion {
+                    key,
+                    size,
+                    etag: etag?,
+                })
+            })
+            .collect())
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+}
+
+impl S3Objects {
+    /// The objects whose keys start with `prefix`, sorted by key, with their sizes and
+    /// ETags.
+    fn listing(&self, prefix: &str) -> Result<Vec<(String, u64, Option<String>)>> {
         // object_store lists whole segments: the keys below the prefix's last '/'.
         let parent = match prefix.rsplit_once('/') {
             None => None,
@@ -602,7 +661,7 @@ impl ObjectStorage for S3Objects {
                         Some(Ok(meta)) => {
                             let key = meta.location.as_ref();
                             if key.starts_with(&prefix) {
-                                keys.push(key.to_string());
+                                keys.push((key.to_string(), meta.size, meta.e_tag));
                             }
                         }
                         Some(Err(e)) => {
@@ -616,10 +675,6 @@ impl ObjectStorage for S3Objects {
         let mut keys = self.explain(listed)?;
         keys.sort();
         Ok(keys)
-    }
-
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.inner.metrics.snapshot()
     }
 }
 

@@ -11,8 +11,8 @@ use crate::format::{
     S3_DEFAULT_URL_TEMPLATE,
 };
 use crate::io::{
-    checked_slice, ByteRange, IoMetricsSnapshot, ObjectDataset, ObjectFetcher, ObjectSpace,
-    SourceOptions,
+    checked_slice, ByteRange, CacheConfig, CachedObjects, IoMetricsSnapshot, ObjectDataset,
+    ObjectFetcher, ObjectSpace, SourceOptions,
 };
 use crate::read::RNTupleReader;
 use std::collections::HashMap;
@@ -31,7 +31,7 @@ impl RNTupleReader {
         options: &SourceOptions,
     ) -> Result<RNTupleReader> {
         let dataset = ObjectDataset::open(url, options, false)?;
-        Self::open_objects(dataset, name)
+        Self::open_objects_cached(dataset, name, options.cache.as_ref())
     }
 
     /// Opens the RNTuple of `dataset` in two round trips, as a file opens: the anchor
@@ -39,19 +39,41 @@ impl RNTupleReader {
     /// then the footer with the object before it (where it puts the last page list);
     /// other page lists, or a header elsewhere, cost a round trip more.
     pub fn open_objects(dataset: ObjectDataset, name: Option<&str>) -> Result<RNTupleReader> {
+        Self::open_objects_cached(dataset, name, None)
+    }
+
+    /// [`RNTupleReader::open_objects`], its objects read through the cache of remote
+    /// reads `cache` describes, where the store tells its objects' versions
+    /// ([`CachedObjects`]: the dataset is listed beside the anchor's read).
+    pub fn open_objects_cached(
+        dataset: ObjectDataset,
+        name: Option<&str>,
+        cache: Option<&CacheConfig>,
+    ) -> Result<RNTupleReader> {
         let anchor_name = dataset.store().object_name(dataset.anchor_key());
         let what = format!("S3 anchor {anchor_name}");
-        let preloaded = Arc::new(Preloaded::new(dataset.clone()));
-        let anchor_bytes = std::thread::scope(|scope| {
-            // A header elsewhere is read later; a failure here says nothing yet.
-            scope.spawn(|| preloaded.load(0));
-            dataset.store().get(dataset.anchor_key(), None)
+        let (anchor_bytes, cached) = std::thread::scope(|scope| {
+            let listing = cache.map(|config| scope.spawn(|| CachedObjects::open(&dataset, config)));
+            let anchor = dataset.store().get(dataset.anchor_key(), None);
+            let cached = match listing.map(|l| l.join()) {
+                None => Ok(None),
+                Some(Ok(cached)) => cached,
+                Some(Err(_)) => Err(Error::InvalidArgument(
+                    "a thread listing the dataset panicked".into(),
+                )),
+            };
+            (anchor, cached)
         });
         let bytes = match anchor_bytes {
             Ok(bytes) => bytes,
             Err(e) if is_not_found(&e) => return Err(no_anchor(&dataset, &anchor_name)),
             Err(e) => return Err(e),
         };
+        let fetcher: Arc<dyn ObjectFetcher> = match cached? {
+            Some(cached) => Arc::new(cached),
+            None => Arc::new(dataset.clone()),
+        };
+        let preloaded = Arc::new(Preloaded::new(fetcher));
         let s3 = S3Anchor::parse(&bytes, &what)?;
         if s3.url_template != S3_DEFAULT_URL_TEMPLATE {
             return Err(Error::Unsupported(format!(
@@ -88,11 +110,14 @@ impl RNTupleReader {
             // Objects are whole: no envelope or page is split over keys.
             max_key_size: 0,
         };
-        // The footer, and the object before it (the last page list, as ROOT writes).
+        // The header, the footer, and the object before the footer (the last page list,
+        // as ROOT writes), at once.
         std::thread::scope(|scope| {
-            if let Some(before) = s3.footer_obj_id.checked_sub(1) {
-                let preloaded = &preloaded;
-                scope.spawn(move || preloaded.load(before));
+            let preloaded = &preloaded;
+            let mut others = vec![s3.header_obj_id];
+            others.extend(s3.footer_obj_id.checked_sub(1));
+            for n in others {
+                scope.spawn(move || preloaded.load(n));
             }
             preloaded.load(s3.footer_obj_id);
         });
@@ -117,16 +142,17 @@ impl RNTupleReader {
 }
 
 /// A dataset's objects with some of them loaded whole ahead of their reading (opening:
-/// the header and the last page list fetched beside the anchor and the footer).
+/// the header and the last page list fetched beside the footer).
 struct Preloaded {
-    dataset: ObjectDataset,
+    /// The dataset's objects (through the cache, or straight from the store).
+    fetcher: Arc<dyn ObjectFetcher>,
     loaded: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
 }
 
 impl Preloaded {
-    fn new(dataset: ObjectDataset) -> Preloaded {
+    fn new(fetcher: Arc<dyn ObjectFetcher>) -> Preloaded {
         Preloaded {
-            dataset,
+            fetcher,
             loaded: Mutex::default(),
         }
     }
@@ -134,7 +160,7 @@ impl Preloaded {
     /// Loads object `n` whole, if it is there (a guess: a failure is forgotten, and a
     /// read of the object asks the store again, which then says what is wrong).
     fn load(&self, n: u64) {
-        if let Ok(bytes) = self.dataset.store().get(&self.dataset.object_key(n), None) {
+        if let Ok(bytes) = self.fetcher.fetch_object(n) {
             self.lock().insert(n, Arc::new(bytes));
         }
     }
@@ -151,7 +177,7 @@ impl Preloaded {
 
 impl ObjectFetcher for Preloaded {
     fn name(&self) -> &str {
-        self.dataset.name()
+        self.fetcher.name()
     }
 
     fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
@@ -168,7 +194,7 @@ impl ObjectFetcher for Preloaded {
         let mut fetched = if missing.is_empty() {
             Vec::new()
         } else {
-            self.dataset.fetch(&missing)?
+            self.fetcher.fetch(&missing)?
         }
         .into_iter();
         requests
@@ -176,13 +202,13 @@ impl ObjectFetcher for Preloaded {
             .zip(loaded)
             .map(|(&(n, range), object)| match object {
                 Some(object) => {
-                    let key = self.dataset.object_key(n);
+                    let key = format!("{}/{n}", self.fetcher.name());
                     checked_slice(&object, range.offset, range.len, &key).map(<[u8]>::to_vec)
                 }
                 None => fetched.next().ok_or_else(|| {
                     Error::remote(
                         RemoteKind::Other,
-                        self.dataset.url(),
+                        self.fetcher.name(),
                         "a read of many objects returned fewer than asked",
                     )
                 }),
@@ -191,7 +217,7 @@ impl ObjectFetcher for Preloaded {
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
-        self.dataset.metrics()
+        self.fetcher.metrics()
     }
 }
 
