@@ -38,10 +38,48 @@ fn json(out: &Outcome) -> Value {
     serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
 }
 
+/// Runs `rntuple cache ARGS` without a cache directory, with XDG_CACHE_HOME and HOME as
+/// given (unset for `None`).
+fn cache_by_default(args: &[&str], xdg: Option<&Path>, home: Option<&Path>) -> Outcome {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rntuple"));
+    command.arg("cache").args(args);
+    command.env_remove("RNTUPLE_CACHE_MAX_BYTES");
+    command.env_remove("RNTUPLE_CACHE_DIR");
+    for (name, value) in [("XDG_CACHE_HOME", xdg), ("HOME", home)] {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
+    }
+    let out = command.output().expect("run rntuple");
+    Outcome {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 #[test]
-fn without_a_directory_it_is_a_usage_error() {
+fn without_a_directory_the_per_user_default_is_used() {
+    let xdg = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // $XDG_CACHE_HOME/rntuple, else ~/.cache/rntuple: reported, never created.
+    for (x, expected) in [
+        (Some(xdg.path()), xdg.path().join("rntuple")),
+        (None, home.path().join(".cache").join("rntuple")),
+    ] {
+        let stats = json(&cache_by_default(
+            &["stats", "--json"],
+            x,
+            Some(home.path()),
+        ));
+        assert_eq!(stats["dir"], expected.to_str().unwrap(), "{stats}");
+        assert_eq!(stats["exists"], false);
+        assert!(!expected.exists());
+    }
+    // Neither: a usage error that says how to name one.
     for sub in ["stats", "ls", "verify", "clear", "purge"] {
-        let out = cache(&[sub], None);
+        let out = cache_by_default(&[sub], None, None);
         assert_eq!(out.status, 2, "{sub}: {}", out.stderr);
         assert!(
             out.stderr.contains("RNTUPLE_CACHE_DIR") && out.stderr.contains("--cache-dir"),

@@ -853,3 +853,18 @@ mod tests {
         }
     }
 }
+
+/// What an RNTuple holds in a DAOS container, for a writer that replaces it: the first
+/// page id and page-list location past every one it uses (the new RNTuple's values
+/// take ids from there, so none of the old one's is overwritten before the new anchor
+/// is in place), and the keys of its pages and page lists (what the replacement removes
+/// once it is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DaosExtent {
+    /// The first page id after the RNTuple's.
+    pub next_page: u64,
+    /// The first page-list location (cluster group key) after the RNTuple's.
+    pub next_group: u64,
+    /// The keys of its pages (under the mapping they were found in) and page lists.
+    pub keys: Vec<DaosKey>,
+}

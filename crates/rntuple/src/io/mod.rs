@@ -48,8 +48,8 @@ pub use cache::{
 pub use cached::CachedSource;
 pub use cached_objects::CachedObjects;
 pub use daos::{
-    check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId, DaosKey,
-    DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
+    check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId,
+    DaosExtent, DaosKey, DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
 };
 pub use daos_directory::DirectoryDaos;
 pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};

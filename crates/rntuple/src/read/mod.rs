@@ -16,7 +16,7 @@ mod unified;
 pub use ahead::DecodeAhead;
 pub use evolve::{DefaultValue, OnOverflow, ReadAs, ReadTypes};
 pub use source::{
-    daos_extent, dataset_objects, DaosExtent, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
+    daos_extent, dataset_objects, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
     READ_AHEAD_BYTES_VARIABLE,
 };
 pub use stream::RangeBatches;

@@ -372,6 +372,7 @@ pub fn merge_to_daos(
             mapping,
             compression,
             replace,
+            find_replaced: Some(crate::read::daos_extent),
             ..Default::default()
         },
     );

@@ -47,8 +47,7 @@ use crate::format::{
     DaosPageMapping, EnvelopeLink, EnvelopeType, Footer, Header, Locator, LocatorKind, PageList,
     OBJECT_ADDRESS_BITS, PAGE_CHECKSUM_BYTES,
 };
-use crate::io::{DaosContainer, DaosKey, DaosOid};
-use crate::read::daos_extent;
+use crate::io::{DaosContainer, DaosExtent, DaosKey, DaosOid};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -97,7 +96,7 @@ pub fn daos_mapping_from_env() -> Result<DaosPageMapping> {
 }
 
 /// How a [`DaosSink`] writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct DaosSinkOptions {
     /// Where pages go: [`DaosPageMapping::ObjectPerPage`] (ROOT main's; the default) or
     /// [`DaosPageMapping::ObjectPerCluster`] (ROOT 6.40's).
@@ -112,7 +111,16 @@ pub struct DaosSinkOptions {
     /// The object class the anchor names (ROOT's `RNTupleWriteOptionsDaos`; `"SX"` by
     /// default). Stores without object classes (all of this crate's) only record it.
     pub object_class: String,
+    /// How the RNTuple a write replaces is found: the ids its pages and page lists take
+    /// (which the new ones must not) and its keys (removed once the new one is in
+    /// place). A writer does not read RNTuples: the caller gives `rntuple::read::
+    /// daos_extent`. `None`: a write over an existing RNTuple is refused.
+    pub find_replaced: Option<FindReplaced>,
 }
+
+/// Finds the [`DaosExtent`] of the RNTuple of a name in a container (`None`: there is
+/// none, or it cannot be read).
+pub type FindReplaced = fn(&DaosContainer, &str) -> Result<Option<DaosExtent>>;
 
 impl Default for DaosSinkOptions {
     fn default() -> Self {
@@ -121,6 +129,7 @@ impl Default for DaosSinkOptions {
             compression: CompressionSettings::DEFAULT_RNTUPLE,
             replace: false,
             object_class: "SX".to_string(),
+            find_replaced: None,
         }
     }
 }
@@ -391,7 +400,13 @@ impl DaosSink {
         let index = ntuple_index(&name);
         let rntuple = format!("{}:{name}", self.container.id());
         let old = if self.may_write(&name)? {
-            daos_extent(&self.container, &name)?
+            let find = self.options.find_replaced.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{rntuple}: replacing an RNTuple needs the sink's find_replaced \
+                     (rntuple::read::daos_extent)"
+                ))
+            })?;
+            find(&self.container, &name)?
         } else {
             None
         };

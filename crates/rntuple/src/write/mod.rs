@@ -35,7 +35,7 @@ mod writer;
 
 pub use daos_sink::{
     daos_mapping_from_env, parse_daos_mapping, DaosSink, DaosSinkOptions, DaosWriteSummary,
-    DAOS_MAPPING_VARIABLE, STAGED_IN_MEMORY,
+    FindReplaced, DAOS_MAPPING_VARIABLE, STAGED_IN_MEMORY,
 };
 pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};

@@ -23,8 +23,8 @@ use crate::format::{
     DaosPageMapping, EnvelopeType, Footer, Header, LocatorKind, PageInfo, PageList,
 };
 use crate::io::{
-    open_daos_uri, ByteRange, DaosContainer, DaosKey, DaosOid, IoMetrics, IoMetricsSnapshot,
-    ObjectFetcher, ObjectSpace, Source,
+    open_daos_uri, ByteRange, DaosContainer, DaosExtent, DaosKey, DaosOid, IoMetrics,
+    IoMetricsSnapshot, ObjectFetcher, ObjectSpace, Source,
 };
 use crate::read::RNTupleReader;
 use std::collections::HashMap;
@@ -381,21 +381,6 @@ impl DaosNTuple {
             ))
         }
     }
-}
-
-/// What an RNTuple holds in a DAOS container, for a writer that replaces it: the first
-/// page id and page-list location past every one it uses (the new RNTuple's values
-/// take ids from there, so none of the old one's is overwritten before the new anchor
-/// is in place), and the keys of its pages and page lists (what the replacement removes
-/// once it is).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DaosExtent {
-    /// The first page id after the RNTuple's.
-    pub next_page: u64,
-    /// The first page-list location (cluster group key) after the RNTuple's.
-    pub next_group: u64,
-    /// The keys of its pages (under the mapping they were found in) and page lists.
-    pub keys: Vec<DaosKey>,
 }
 
 /// The [`DaosExtent`] of the RNTuple `name` in `container`: `None` if there is none, or

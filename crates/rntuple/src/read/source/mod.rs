@@ -5,7 +5,7 @@
 //! remote one ([`plan`], [`prefetch`]). The decoder above sees only the trait.
 
 mod daos;
-pub use daos::{daos_extent, DaosExtent};
+pub use daos::daos_extent;
 mod direct;
 mod not_found;
 mod objects;
