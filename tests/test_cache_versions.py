@@ -34,6 +34,7 @@ import server_http
 import server_seaweedfs
 import server_strong
 from conftest import require_rntuple_bin
+from netutil import backdate
 
 import rntuple
 
@@ -397,3 +398,27 @@ def test_object_layouts_are_cached_per_object_and_version(
                 checked += 1
         assert checked >= stored
         _verify_clean(cache)
+
+
+def test_a_first_read_through_an_empty_cache_is_counted_as_the_origins(
+    origin: Path, tmp_path: Path, versions: tuple[Path, Path], dumps: tuple[str, str]
+) -> None:
+    """``cache stats`` after one cold read: every byte came from the origin, none from
+    the cache (it said 100% from the cache, counting the opening's bytes as hits); the
+    second read's come from the cache."""
+    cache = tmp_path / "cache"
+    shutil.copyfile(versions[0], origin / "cold.root")
+    backdate(origin)
+    with server_http.serving(origin) as nginx:
+        url = nginx.url("cold.root")
+        env = {"RNTUPLE_CACHE_DIR": str(cache)}
+        assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
+        counters = _counters(cache)
+        assert counters["bytes_from_cache"] == 0, counters
+        assert counters["bytes_from_origin"] >= versions[0].stat().st_size // 2, counters
+        text = _run("cache", "stats", "--cache-dir", str(cache)).stdout
+        assert "(0.0% from the cache)" in text, text
+        assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
+        warm = _counters(cache)
+        assert warm["bytes_from_origin"] == counters["bytes_from_origin"], warm
+        assert warm["bytes_from_cache"] >= counters["bytes_from_origin"] // 2, warm
