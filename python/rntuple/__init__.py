@@ -58,6 +58,7 @@ from .errors import (
     RemotePermissionError,
     RemoteTimeoutError,
     RNTupleError,
+    SlowReadWarning,
     UnsupportedError,
     ValueOutOfRangeError,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "RemoteIsADirectoryError",
     "RemotePermissionError",
     "RemoteTimeoutError",
+    "SlowReadWarning",
     "UnsupportedError",
     "ValueOutOfRangeError",
     "WritableFile",

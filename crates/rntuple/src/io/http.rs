@@ -6,46 +6,56 @@
 //! a new connection's TCP connect and TLS handshake (reqwest's connect timeout); the
 //! first-byte timeout the wait for a response's headers from the moment the request was
 //! sent on a ready connection; the idle timeout every wait for the next bytes of a body
-//! (see the `net` module for why reqwest's own timeouts do not do it). A transfer that
-//! keeps moving never times out.
+//! (see the `net` module for why reqwest's own timeouts do not do it); the low-speed
+//! limit the pace of a whole body. A transfer that keeps moving fast enough never times
+//! out.
 //!
-//! Opening asks for the file's first and last bytes at once (`Range: bytes=0-65535` and
-//! `Range: bytes=-131072`, two single-range requests in parallel: one round trip), or for
-//! byte 0 alone ([`HttpSource::open_with`]). Each reply tells the size (from
-//! `Content-Range`), whether the server serves ranges, and the validators (`ETag`,
-//! `Last-Modified`). Every later request is conditional on them (`If-Match`, else
-//! `If-Unmodified-Since`) and every reply is checked against them and the size, so a file
-//! replaced on the server is an error, never a mix of old and new bytes.
+//! Opening asks for the file's first and last bytes in one multi-range request
+//! (`Range: bytes=0-65535,-131072`), or for byte 0 alone ([`HttpSource::open_with`]).
+//! The reply tells the size (from `Content-Range`), whether the server serves ranges,
+//! and the validators (`ETag`, `Last-Modified`). Every later request is conditional on
+//! them (`If-Match`, else `If-Unmodified-Since`) and every reply is checked against them
+//! and the size, so a file replaced on the server is an error, never a mix of old and
+//! new bytes.
+//!
+//! Servers as they are: a server that does not serve both ends in one multi-range reply
+//! (it refuses the request with 400, 416 or 501, sends the whole file, or one range)
+//! gets two single-range requests at once (`bytes=0-65535` and `bytes=-131072`); one
+//! that refuses the suffix range gets `bytes=SIZE-131072-...` once the first reply told
+//! the size (from `Content-Range`, else a `HEAD`). A server that ignores ranges (HTTP
+//! 200 with the whole file) has the whole file streamed once into a local copy that
+//! serves every read (the `whole` module), with one warning that says why this is
+//! slow. What a server refuses is remembered for the other files of that server read at
+//! the same time.
 //!
 //! Many ranges go in one multi-range request whose `multipart/byteranges` reply is
 //! parsed as a stream (the `multipart` module). A server that answers such a request
 //! with the whole file (HTTP 200) or with fewer bytes than asked is remembered, and from
 //! then on gets parallel single-range requests.
 
+mod auth;
 pub(crate) mod multipart;
+mod whole;
 
-use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte, TrackConnects};
+use super::net::{first_byte, reqwest_kind, within_limits, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spans::Spans;
 use super::spare::SpareBuffers;
+use super::speed::SpeedMeter;
 use super::{
-    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
-    TimeoutKind,
+    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, Observer, ReadAt, ReadHints,
+    RetryPolicy, TimeoutKind,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
 use multipart::{Limits, MultipartError, Part};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Client, RequestBuilder, StatusCode};
-use std::ffi::OsString;
 use std::io::{BufReader, ErrorKind, Read};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// The most bytes a bearer-token file may hold (real tokens are a few KiB).
-const MAX_TOKEN_FILE: u64 = 64 << 10;
 /// The most bytes after the last multipart boundary that are read (and dropped) to keep
 /// the connection reusable; a longer epilogue closes the connection instead.
 const MAX_EPILOGUE: u64 = 4 << 10;
@@ -53,6 +63,8 @@ const MAX_EPILOGUE: u64 = 4 << 10;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Worker threads of a source's runtime: they drive sockets and TLS, never decode.
 const RUNTIME_WORKERS: usize = 2;
+/// The most bytes of a file that ignores ranges kept in memory (else a temporary file).
+const WHOLE_IN_MEMORY: u64 = 64 << 20;
 
 /// How an [`HttpSource`] connects and reads.
 #[derive(Clone)]
@@ -64,6 +76,12 @@ pub struct HttpOptions {
     pub bearer_token: Option<String>,
     /// How reads are shaped: ranges per request, requests in flight.
     pub hints: ReadHints,
+    /// Who watches the download of a file from a server that ignores byte ranges, and
+    /// hears the warning that says why it is slow.
+    pub observer: Option<Observer>,
+    /// The most bytes of such a file kept in memory; a larger one is kept in an
+    /// anonymous temporary file (default 64 MiB).
+    pub whole_in_memory: u64,
 }
 
 impl Default for HttpOptions {
@@ -72,6 +90,8 @@ impl Default for HttpOptions {
             retry: RetryPolicy::default(),
             bearer_token: None,
             hints: ReadHints::REMOTE,
+            observer: None,
+            whole_in_memory: WHOLE_IN_MEMORY,
         }
     }
 }
@@ -82,6 +102,8 @@ impl std::fmt::Debug for HttpOptions {
             .field("retry", &self.retry)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "***"))
             .field("hints", &self.hints)
+            .field("observer", &self.observer)
+            .field("whole_in_memory", &self.whole_in_memory)
             .finish()
     }
 }
@@ -92,95 +114,10 @@ impl HttpOptions {
     /// `/tmp/bt_u<uid>`).
     pub fn from_env() -> Result<HttpOptions> {
         Ok(HttpOptions {
-            bearer_token: bearer_token_from_env()?,
+            bearer_token: auth::bearer_token_from_env()?,
             ..HttpOptions::default()
         })
     }
-}
-
-/// The bearer token of this process, found as the WLCG Bearer Token Discovery document
-/// says: `$BEARER_TOKEN`, else the file named by `$BEARER_TOKEN_FILE`, else
-/// `$XDG_RUNTIME_DIR/bt_u<uid>`, else `/tmp/bt_u<uid>`. Surrounding white space is
-/// removed; an empty token counts as none.
-pub(crate) fn bearer_token_from_env() -> Result<Option<String>> {
-    discover_bearer_token(|name| std::env::var_os(name), current_uid())
-}
-
-/// The real user id of this process.
-fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions, touches no memory of ours and cannot fail
-    // (POSIX); tested against the owner of /proc/self below.
-    unsafe { libc::getuid() }
-}
-
-fn discover_bearer_token(
-    var: impl Fn(&str) -> Option<OsString>,
-    uid: u32,
-) -> Result<Option<String>> {
-    let non_empty = |name: &str| var(name).filter(|v| !v.is_empty());
-    if let Some(token) = non_empty("BEARER_TOKEN") {
-        let token = token.to_string_lossy().trim().to_string();
-        if !token.is_empty() {
-            return Ok(Some(token));
-        }
-    }
-    if let Some(path) = non_empty("BEARER_TOKEN_FILE") {
-        // Named explicitly: a file that cannot be read is an error, not "no token".
-        return read_token_file(Path::new(&path), "BEARER_TOKEN_FILE");
-    }
-    let mut candidates = Vec::new();
-    if let Some(dir) = non_empty("XDG_RUNTIME_DIR") {
-        candidates.push(PathBuf::from(dir).join(format!("bt_u{uid}")));
-    }
-    candidates.push(PathBuf::from(format!("/tmp/bt_u{uid}")));
-    for path in candidates {
-        if path.is_file() {
-            return read_token_file(&path, "the default bearer token file");
-        }
-    }
-    Ok(None)
-}
-
-fn read_token_file(path: &Path, origin: &str) -> Result<Option<String>> {
-    let io_err = |source| Error::Io {
-        what: format!("{} ({origin})", path.display()),
-        source,
-    };
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .map_err(io_err)?
-        .take(MAX_TOKEN_FILE)
-        .read_to_string(&mut text)
-        .map_err(io_err)?;
-    let token = text.trim();
-    Ok((!token.is_empty()).then(|| token.to_string()))
-}
-
-/// Certificates from the files `*.pem` in `$X509_CERT_DIR` (the grid's CA directory), to
-/// trust besides the system's roots (`SSL_CERT_FILE`/`SSL_CERT_DIR` are honoured by the
-/// system-root loader itself). Files that are not certificates are skipped.
-fn grid_ca_certificates() -> Vec<reqwest::Certificate> {
-    let Some(dir) = std::env::var_os("X509_CERT_DIR").filter(|d| !d.is_empty()) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut certificates = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "pem") {
-            continue;
-        }
-        let mut pem = Vec::new();
-        let read = std::fs::File::open(&path).and_then(|f| f.take(1 << 20).read_to_end(&mut pem));
-        if read.is_ok() {
-            if let Ok(found) = reqwest::Certificate::from_pem_bundle(&pem) {
-                certificates.extend(found);
-            }
-        }
-    }
-    certificates
 }
 
 /// Who the requests say they are.
@@ -217,6 +154,9 @@ pub struct HttpSource {
     metrics: IoMetrics,
     /// Buffers given back for reuse.
     spare: SpareBuffers,
+    /// The local copy of the whole file, once the server answered a range request with
+    /// it: then every read is served from it.
+    whole: whole::Fallback,
 }
 
 /// An HTTP client and the runtime that drives its connections, shared by every source
@@ -227,8 +167,22 @@ pub struct HttpSource {
 /// connections (never kept open for the sources of another server).
 struct SharedClient {
     client: Client,
+    /// What the server refuses, learnt from the files of it read so far.
+    refuses: Refusals,
     /// Declared after the client, so dropped after it.
     runtime: NetRuntime,
+}
+
+/// What a server was seen to refuse (each set once seen, for every source of the
+/// server): opening then skips the requests it would refuse.
+#[derive(Default)]
+struct Refusals {
+    /// Several ranges in one request.
+    multi_range: AtomicBool,
+    /// Suffix ranges (`bytes=-N`).
+    suffix: AtomicBool,
+    /// Any range: it answers with the whole file.
+    ranges: AtomicBool,
 }
 
 /// What sources share a client: the server's origin (`scheme://host:port`) and the
@@ -273,33 +227,40 @@ impl SharedClient {
                 ),
             )
         })?;
-        let shared = Arc::new(SharedClient { client, runtime });
+        let shared = Arc::new(SharedClient {
+            client,
+            refuses: Refusals::default(),
+            runtime,
+        });
         clients.push((key, Arc::downgrade(&shared)));
         Ok(shared)
     }
 }
 
 /// A response whose headers arrived: its body is read (blocking) chunk by chunk, each
-/// chunk awaited at most the idle timeout.
+/// chunk awaited at most the idle timeout, the whole body paced by the low-speed limit.
 struct Answer<'a> {
     response: reqwest::Response,
     /// What is left of the chunk being read.
     chunk: Bytes,
     runtime: &'a NetRuntime,
     idle: Duration,
+    /// The body's low-speed limit, from its headers on.
+    meter: SpeedMeter,
 }
 
-/// The idle timeout ran out while a body was read (the cause of an `io::Error`).
+/// A timeout ran out while a body was read (the cause of an `io::Error`): the idle
+/// timeout or the low-speed limit.
 #[derive(Debug)]
-struct IdleTimeout;
+struct BodyTimeout(TimeoutKind);
 
-impl std::fmt::Display for IdleTimeout {
+impl std::fmt::Display for BodyTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the idle timeout ran out")
+        write!(f, "the {} ran out", self.0.name())
     }
 }
 
-impl std::error::Error for IdleTimeout {}
+impl std::error::Error for BodyTimeout {}
 
 impl Answer<'_> {
     fn status(&self) -> StatusCode {
@@ -317,20 +278,26 @@ impl Answer<'_> {
 
 impl Read for Answer<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let timed_out = |kind| std::io::Error::new(ErrorKind::TimedOut, BodyTimeout(kind));
         while self.chunk.is_empty() {
-            let (response, idle) = (&mut self.response, self.idle);
+            let (response, idle, meter) = (&mut self.response, self.idle, &self.meter);
             let next = self
                 .runtime
-                .block_on(async { within_idle(response.chunk(), idle).await });
+                .block_on(async { within_limits(response.chunk(), idle, meter).await });
             match next {
-                None => return Err(std::io::Error::new(ErrorKind::TimedOut, IdleTimeout)),
-                Some(Err(e)) => {
+                Err(kind) => return Err(timed_out(kind)),
+                Ok(Err(e)) => {
                     // The kind travels in the io::Error's kind (see `body_failure`).
                     let kind = reqwest_kind(&e).io_error_kind();
                     return Err(std::io::Error::new(kind, describe_reqwest_error(e)));
                 }
-                Some(Ok(None)) => return Ok(0),
-                Some(Ok(Some(chunk))) => self.chunk = chunk,
+                Ok(Ok(None)) => return Ok(0),
+                Ok(Ok(Some(chunk))) => {
+                    self.meter
+                        .record(chunk.len() as u64)
+                        .map_err(|_| timed_out(TimeoutKind::LowSpeed))?;
+                    self.chunk = chunk;
+                }
             }
         }
         let n = buf.len().min(self.chunk.len());
@@ -510,6 +477,18 @@ struct Probe {
     last_modified: Option<String>,
 }
 
+/// What a single-range `GET` at opening brought.
+enum Probed {
+    /// The bytes asked for (or an empty file).
+    Part(Probe),
+    /// The whole file (HTTP 200), now in the source's local copy; the probe holds no
+    /// data.
+    Whole(Probe),
+    /// A suffix range the server refuses (HTTP 400, 416, 501, or the whole file: not
+    /// read): why.
+    Refused(String),
+}
+
 impl HttpSource {
     /// Opens `url` (`http://` or `https://`) with the defaults and the bearer token of
     /// the environment ([`HttpOptions::from_env`]).
@@ -518,16 +497,14 @@ impl HttpSource {
     }
 
     /// Opens `url` with `options`: one request (for byte 0) learns the size and the
-    /// validators.
+    /// validators (a server that answers with the whole file has it copied).
     pub fn open_with(url: &str, options: HttpOptions) -> Result<HttpSource> {
         let mut source = Self::client_for(url, options)?;
         let start = Instant::now();
-        let probe = source
-            .retry
-            .run(&source.display, |_| source.probe_once("bytes=0-0", 1))?;
-        source
-            .metrics
-            .record(false, 1, probe.data.len() as u64, start);
+        let probed = source.retry.run(&source.display, |_| {
+            source.probe_once("bytes=0-0", 1, false)
+        })?;
+        let probe = source.opened_with(probed, start)?;
         if probe.first != 0 {
             return Err(Error::Remote {
                 kind: RemoteKind::Other,
@@ -550,9 +527,10 @@ impl HttpSource {
     }
 
     /// [`HttpSource::open_with_edges`] with `options`. A server that does not serve both
-    /// ends in one multi-range reply (it sends the whole file, or one of the ranges) gets
-    /// two single-range requests in parallel instead (still one round trip), and
-    /// single-range requests from then on.
+    /// ends in one multi-range reply (it refuses the request, sends the whole file, or
+    /// one of the ranges) gets single-range requests instead (see
+    /// [`HttpSource::open_with_parallel_edges`]), and from then on, as do the other
+    /// files of the server opened while this one is.
     pub fn open_with_edges_using(
         url: &str,
         options: HttpOptions,
@@ -561,6 +539,11 @@ impl HttpSource {
     ) -> Result<(HttpSource, Edges)> {
         let mut source = Self::client_for(url, options)?;
         let (head, tail) = (head.max(1), tail.max(1));
+        let refuses = &source.net.refuses;
+        if refuses.multi_range.load(Ordering::Relaxed) || refuses.ranges.load(Ordering::Relaxed) {
+            source.multi_range_refused.store(true, Ordering::Relaxed);
+            return source.open_with_parallel_edges(head, tail);
+        }
         let start = Instant::now();
         let range = format!("bytes=0-{},-{tail}", head - 1);
         let reply = source
@@ -570,6 +553,11 @@ impl HttpSource {
             // The refused request counts: it went to the server.
             source.metrics.record(true, 2, 0, start);
             source.multi_range_refused.store(true, Ordering::Relaxed);
+            source
+                .net
+                .refuses
+                .multi_range
+                .store(true, Ordering::Relaxed);
             return source.open_with_parallel_edges(head, tail);
         };
         source.metrics.record(true, 2, body_bytes, start);
@@ -606,6 +594,9 @@ impl HttpSource {
         let boundary = header_str(headers, header::CONTENT_TYPE).and_then(multipart::boundary_of);
         let content_range = header_str(headers, header::CONTENT_RANGE).map(str::to_string);
         let content_length = response.content_length();
+        if matches!(status, StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
+            self.check_encoding(headers)?;
+        }
         match status {
             StatusCode::PARTIAL_CONTENT => {
                 let mut body = BufReader::with_capacity(
@@ -705,66 +696,140 @@ impl HttpSource {
             {
                 Ok(Some((probe(0), Edges::default(), 0)))
             }
+            // A server that refuses several ranges, or suffix ranges, in one request (or
+            // such a long Range header): single ranges then.
+            _ if matches!(status.as_u16(), 400 | 413 | 414 | 416 | 431 | 501) => Ok(None),
             _ => Err(self.status_failure(&response, doing)),
         }
     }
 
-    /// The first `head` and last `tail` bytes in two single-range requests sent at once,
-    /// for a server that does not serve multi-range requests.
+    /// The first `head` and last `tail` bytes with single-range requests, for a server
+    /// that does not serve both in one multi-range reply: `bytes=0-{head-1}` and
+    /// `bytes=-{tail}` at once (one round trip). A suffix range the server refuses is
+    /// asked again as `bytes=A-B` once the first reply told the size (one more round
+    /// trip, and none for the server's other files). A server that answers with the
+    /// whole file has it copied: the copy gives both ends.
     fn open_with_parallel_edges(mut self, head: u64, tail: u64) -> Result<(HttpSource, Edges)> {
         let source = &self;
         let start = Instant::now();
         let first_bytes = format!("bytes=0-{}", head.max(1) - 1);
         let last_bytes = format!("bytes=-{}", tail.max(1));
+        let refuses = &source.net.refuses;
+        let ask_suffix =
+            !refuses.suffix.load(Ordering::Relaxed) && !refuses.ranges.load(Ordering::Relaxed);
+        let probe = |range: &str, max: u64, suffix: bool| {
+            source
+                .retry
+                .run(&source.display, |_| source.probe_once(range, max, suffix))
+        };
         let (front, back) = std::thread::scope(|scope| {
-            let back = scope.spawn(|| {
-                source.retry.run(&source.display, |_| {
-                    source.probe_once(&last_bytes, tail.max(1))
-                })
-            });
-            let front = source.retry.run(&source.display, |_| {
-                source.probe_once(&first_bytes, head.max(1))
-            });
-            let back = back.join().unwrap_or_else(|_| {
-                Err(Error::Remote {
-                    kind: RemoteKind::Other,
-                    what: source.display.clone(),
-                    detail: "opening: a request thread panicked".into(),
+            let back = ask_suffix.then(|| scope.spawn(|| probe(&last_bytes, tail.max(1), true)));
+            let front = probe(&first_bytes, head.max(1), false);
+            let back = back.map(|back| {
+                back.join().unwrap_or_else(|_| {
+                    Err(Error::remote(
+                        RemoteKind::Other,
+                        &source.display,
+                        "opening: a request thread panicked",
+                    ))
                 })
             });
             (front, back)
         });
-        let (front, back) = (front?, back?);
-        for probe in [&front, &back] {
-            source
-                .metrics
-                .record(false, 1, probe.data.len() as u64, start);
+        let front = self.opened_with(front?, start)?;
+        if self.whole.get().is_some() {
+            // The whole file, copied: the ends come from the copy.
+            self.adopt(&front);
+            let edges = Edges::read(&self, head, tail)?;
+            return Ok((self, edges));
         }
-        let fail = |detail: String| Error::Remote {
-            kind: RemoteKind::Other,
-            what: source.display.clone(),
-            detail: format!("opening: {detail}"),
+        let fail = |detail: String| {
+            Error::remote(
+                RemoteKind::Other,
+                &self.display,
+                format!("opening: {detail}"),
+            )
         };
-        if (front.total, &front.etag, &front.last_modified)
-            != (back.total, &back.etag, &back.last_modified)
-        {
-            return Err(fail(format!(
-                "the file changed while being opened (size {} and {})",
-                front.total, back.total
-            )));
-        }
-        if front.first != 0 || back.first + back.data.len() as u64 != back.total {
+        if front.first != 0 {
             return Err(fail(
                 "the server did not send the requested ends of the file".into(),
             ));
         }
+        let covered = front.data.len() as u64 >= front.total;
+        let back = match back.transpose()? {
+            Some(Probed::Part(back)) => Some(back),
+            // The front holds the whole (small) file: no tail to ask for.
+            _ if covered => None,
+            refused => {
+                if matches!(refused, Some(Probed::Refused(_))) {
+                    self.net.refuses.suffix.store(true, Ordering::Relaxed);
+                }
+                let first = front.total.saturating_sub(tail.max(1));
+                let range = format!("bytes={first}-{}", front.total - 1);
+                let probed = probe(&range, tail.max(1), false)?;
+                let back = self.opened_with(probed, start)?;
+                if self.whole.get().is_some() {
+                    self.adopt(&back);
+                    let edges = Edges::read(&self, head, tail)?;
+                    return Ok((self, edges));
+                }
+                Some(back)
+            }
+        };
+        if let Some(back) = &back {
+            if (front.total, &front.etag, &front.last_modified)
+                != (back.total, &back.etag, &back.last_modified)
+            {
+                return Err(fail(format!(
+                    "the file changed while being opened (size {} and {})",
+                    front.total, back.total
+                )));
+            }
+            if back.first + back.data.len() as u64 != back.total {
+                return Err(fail(
+                    "the server did not send the requested ends of the file".into(),
+                ));
+            }
+        }
         self.adopt(&front);
-        let edges = Edges {
-            head: front.data,
-            tail_offset: back.first,
-            tail: back.data,
+        let edges = match back {
+            Some(back) => Edges {
+                head: front.data,
+                tail_offset: back.first,
+                tail: back.data,
+            },
+            None => Edges {
+                tail_offset: front.data.len() as u64,
+                head: front.data,
+                tail: Vec::new(),
+            },
         };
         Ok((self, edges))
+    }
+
+    /// The probe of an opening request that was answered (recorded in the metrics: its
+    /// bytes, those of the whole file when it came whole); a refusal is an error (only
+    /// a suffix range may be refused, and is handled before).
+    fn opened_with(&self, probed: Probed, start: Instant) -> Result<Probe> {
+        let (probe, bytes) = match probed {
+            Probed::Part(probe) => {
+                let bytes = probe.data.len() as u64;
+                (probe, bytes)
+            }
+            Probed::Whole(probe) => {
+                let bytes = probe.total;
+                (probe, bytes)
+            }
+            Probed::Refused(why) => {
+                return Err(Error::remote(
+                    RemoteKind::Other,
+                    &self.display,
+                    format!("opening: the server refused a byte range ({why})"),
+                ))
+            }
+        };
+        self.metrics.record(false, 1, bytes, start);
+        Ok(probe)
     }
 
     /// The source for `url` with `options`, before anything was asked of the server.
@@ -813,7 +878,7 @@ impl HttpSource {
             options.retry.network.connect_timeout,
         );
         let net = SharedClient::get(key, &display, || {
-            for certificate in grid_ca_certificates() {
+            for certificate in auth::grid_ca_certificates() {
                 builder = builder.add_root_certificate(certificate);
             }
             builder.build()
@@ -833,6 +898,7 @@ impl HttpSource {
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
+            whole: whole::Fallback::new(options.observer, options.whole_in_memory),
         })
     }
 
@@ -845,26 +911,41 @@ impl HttpSource {
 
     /// One `GET` of `range` (at most `max` bytes) at opening: where the bytes start, the
     /// file size, the bytes, the `ETag` and the `Last-Modified` of the file.
-    fn probe_once(&self, range: &str, max: u64) -> std::result::Result<Probe, Failure> {
+    fn probe_once(
+        &self,
+        range: &str,
+        max: u64,
+        suffix: bool,
+    ) -> std::result::Result<Probed, Failure> {
         let doing = "opening";
         let response = self.send(self.request(range), doing)?;
         let headers = response.headers();
         let etag = header_str(headers, header::ETAG).map(str::to_string);
         let last_modified = header_str(headers, header::LAST_MODIFIED).map(str::to_string);
-        match response.status() {
+        let status = response.status();
+        if matches!(status, StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
+            self.check_encoding(headers)?;
+        }
+        match status {
             StatusCode::PARTIAL_CONTENT => {
+                let bad = || {
+                    self.permanent(format!(
+                        "{doing}: the reply to a request for {range} has no valid \
+                         Content-Range with the file size"
+                    ))
+                };
                 let (first, last, total) = header_str(headers, header::CONTENT_RANGE)
                     .and_then(multipart::parse_content_range)
-                    .and_then(|(first, last, total)| Some((first, last, total?)))
-                    .filter(|&(first, last, total)| {
-                        first <= last && last < total && last - first < max
-                    })
-                    .ok_or_else(|| {
-                        self.permanent(format!(
-                            "{doing}: the reply to a request for {range} has no valid \
-                             Content-Range with the file size"
-                        ))
-                    })?;
+                    .filter(|&(first, last, _)| first <= last && last - first < max)
+                    .ok_or_else(bad)?;
+                // `bytes A-B/*`: the size from a HEAD.
+                let total = match total {
+                    Some(total) => total,
+                    None => self.length_from_head(doing)?,
+                };
+                if last >= total {
+                    return Err(bad());
+                }
                 let len = last - first + 1;
                 // Bounded by `max`: one byte more tells a reply longer than it says.
                 let mut data =
@@ -879,13 +960,13 @@ impl HttpSource {
                         data.len()
                     )));
                 }
-                Ok(Probe {
+                Ok(Probed::Part(Probe {
                     first,
                     total,
                     data,
                     etag,
                     last_modified,
-                })
+                }))
             }
             // An empty file: no byte to serve. Servers say so with `416` and
             // `Content-Range: bytes */0`, or (nginx) with `200` and no bytes.
@@ -895,19 +976,90 @@ impl HttpSource {
                     || (response.status() == StatusCode::OK
                         && response.content_length() == Some(0)) =>
             {
-                Ok(Probe {
+                Ok(Probed::Part(Probe {
                     first: 0,
                     total: 0,
                     data: Vec::new(),
                     etag,
                     last_modified,
+                }))
+            }
+            // A suffix range refused, or not served (not read: the first bytes' request
+            // tells what to do).
+            _ if suffix && matches!(status.as_u16(), 200 | 400 | 416 | 501) => {
+                Ok(Probed::Refused(format!("HTTP {status}")))
+            }
+            // A server that ignores ranges: the whole file, copied.
+            StatusCode::OK => {
+                let total = self.take_whole(response, None, doing)?.size();
+                Ok(Probed::Whole(Probe {
+                    first: 0,
+                    total,
+                    data: Vec::new(),
+                    etag,
+                    last_modified,
+                }))
+            }
+            _ => Err(self.status_failure(&response, doing)),
+        }
+    }
+
+    /// The size of the file from a `HEAD` (its `Content-Length`), for a server whose
+    /// `Content-Range` does not tell it.
+    fn length_from_head(&self, doing: &str) -> std::result::Result<u64, Failure> {
+        let request = self.with_credentials(self.net.client.head(self.url.clone()));
+        let response = self.send(request, doing)?;
+        if response.status() != StatusCode::OK {
+            return Err(self.status_failure(&response, doing));
+        }
+        header_str(response.headers(), header::CONTENT_LENGTH)
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| {
+                self.permanent(format!(
+                    "{doing}: the server tells the file's size neither in Content-Range nor \
+                     in the Content-Length of a HEAD"
+                ))
+            })
+    }
+
+    /// Streams `response` (the whole file, HTTP 200, to a request of a range) into the
+    /// source's local copy, unless one exists; `size`: the size the file was opened with
+    /// (`None` while opening), which the answer must have.
+    fn take_whole(
+        &self,
+        mut response: Answer<'_>,
+        size: Option<u64>,
+        doing: &str,
+    ) -> std::result::Result<&whole::WholeFile, Failure> {
+        if let Some(copy) = self.whole.get() {
+            return Ok(copy);
+        }
+        let sent = response.content_length();
+        if let (Some(size), Some(sent)) = (size, sent) {
+            if size != sent {
+                return Err(self.changed(format!("size {size} became {sent}")));
+            }
+        }
+        self.net.refuses.ranges.store(true, Ordering::Relaxed);
+        let server = self.url.origin().ascii_serialization();
+        let expected = sent.or(size);
+        match self
+            .whole
+            .fill(&mut response, expected, &self.display, &server)
+        {
+            Ok(copy) => Ok(copy),
+            Err(whole::FillError::Body(e)) => Err(self.body_failure(doing, e)),
+            Err(whole::FillError::Length { got, expected }) if got < expected => {
+                Err(Failure::Transient {
+                    kind: RemoteKind::ConnectionReset,
+                    detail: format!("{doing}: the reply ended after {got} of {expected} bytes"),
+                    after: None,
                 })
             }
-            StatusCode::OK => Err(self.permanent(format!(
-                "{doing}: the server ignores byte ranges (it answered a Range request with \
-                 the whole file, HTTP 200); it cannot be read piecewise"
+            Err(whole::FillError::Length { expected, .. }) => Err(self.permanent(format!(
+                "{doing}: the reply is longer than its {expected} bytes"
             ))),
-            _ => Err(self.status_failure(&response, doing)),
+            Err(whole::FillError::Local(e)) => Err(Failure::Permanent(e)),
         }
     }
 
@@ -920,15 +1072,7 @@ impl HttpSource {
             .get(self.url.clone())
             .header(header::RANGE, range)
             .header(header::ACCEPT_ENCODING, "identity");
-        match &self.credentials {
-            Some(Credentials::Basic { user, password }) => {
-                request = request.basic_auth(user, password.as_ref());
-            }
-            Some(Credentials::Bearer(value)) => {
-                request = request.header(header::AUTHORIZATION, value.clone());
-            }
-            None => {}
-        }
+        request = self.with_credentials(request);
         // If-Match compares strongly: a weak ETag never matches, so use the date then.
         match (&self.etag, &self.last_modified) {
             (Some(etag), _) if !etag.starts_with("W/") => {
@@ -940,6 +1084,19 @@ impl HttpSource {
             _ => {}
         }
         request
+    }
+
+    /// `request` with the credentials.
+    fn with_credentials(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.credentials {
+            Some(Credentials::Basic { user, password }) => {
+                request.basic_auth(user, password.as_ref())
+            }
+            Some(Credentials::Bearer(value)) => {
+                request.header(header::AUTHORIZATION, value.clone())
+            }
+            None => request,
+        }
     }
 
     /// Sends `request` and waits for its headers: at most the first-byte timeout once
@@ -989,15 +1146,16 @@ impl HttpSource {
             chunk: Bytes::new(),
             runtime: &self.net.runtime,
             idle: network.idle_timeout,
+            meter: SpeedMeter::start(&network),
         })
     }
 
     /// What an error reading the body of a reply while `doing` something means: the
     /// idle timeout, or another fault that may pass.
     fn body_failure(&self, doing: &str, e: std::io::Error) -> Failure {
-        if e.get_ref().is_some_and(|inner| inner.is::<IdleTimeout>()) {
+        if let Some(BodyTimeout(kind)) = e.get_ref().and_then(|i| i.downcast_ref::<BodyTimeout>()) {
             return Failure::TimedOut {
-                kind: TimeoutKind::Idle,
+                kind: *kind,
                 doing: format!("{doing}: reading the reply"),
             };
         }
@@ -1068,14 +1226,25 @@ impl HttpSource {
                 return Err(self.changed(format!("Last-Modified {ours} became {theirs}")));
             }
         }
-        if let Some(encoding) = header_str(headers, header::CONTENT_ENCODING) {
-            if !encoding.trim().eq_ignore_ascii_case("identity") {
-                return Err(self.permanent(format!(
-                    "the server sent the bytes with Content-Encoding \"{encoding}\""
-                )));
-            }
+        self.check_encoding(headers)
+    }
+
+    /// Refuses a reply whose bytes are encoded (compressed): this client asks for the
+    /// bytes as they are (`Accept-Encoding: identity`), and an encoded body does not
+    /// hold the file's bytes at the offsets asked for.
+    fn check_encoding(&self, headers: &HeaderMap) -> std::result::Result<(), Failure> {
+        let Some(encoding) = header_str(headers, header::CONTENT_ENCODING).map(str::trim) else {
+            return Ok(());
+        };
+        if encoding.is_empty() || encoding.eq_ignore_ascii_case("identity") {
+            return Ok(());
         }
-        Ok(())
+        Err(self.permanent(format!(
+            "the server sent the file compressed (Content-Encoding: {encoding}) although this \
+             client asked for its bytes as they are (Accept-Encoding: identity), so the bytes \
+             are not the file's; turn the compression off for this file on the server or on \
+             the proxy in front of it (nginx: gzip off, or gzip_types without its type)"
+        )))
     }
 
     /// Reads the reply to a request of `wanted` (sorted, disjoint, none empty).
@@ -1100,10 +1269,26 @@ impl HttpSource {
             StatusCode::PARTIAL_CONTENT => {}
             // The whole file is fine when the whole file was asked for.
             StatusCode::OK if wanted == whole_file => {}
-            StatusCode::OK => {
+            // Several ranges: the server does not serve them in one request.
+            StatusCode::OK if wanted.len() > 1 => {
                 return Ok(Reply::Unusable(
                     "the server answered with the whole file (HTTP 200)".into(),
                 ))
+            }
+            // One range: the server ignores ranges. The file opened (same validators and
+            // size) is copied and serves every read from now on; another is a change.
+            StatusCode::OK => {
+                self.check_reply_headers(response.headers())?;
+                let copy = self.take_whole(response, Some(self.size), doing)?;
+                let data = wanted
+                    .iter()
+                    .map(|r| copy.read_at(r.offset, r.len))
+                    .collect::<Result<Vec<_>>>()
+                    .map_err(Failure::Permanent)?;
+                return Ok(Reply::Ranges {
+                    data,
+                    body_bytes: copy.size(),
+                });
             }
             _ => return Err(self.status_failure(&response, doing)),
         }
@@ -1218,8 +1403,12 @@ impl HttpSource {
         })
     }
 
-    /// Reads one range (not empty, inside the file) with one request.
+    /// Reads one range (not empty, inside the file) with one request (from the copy of
+    /// the whole file, once there is one).
     fn fetch_single(&self, range: ByteRange) -> Result<Vec<u8>> {
+        if let Some(copy) = self.whole.get() {
+            return copy.read_at(range.offset, range.len);
+        }
         let start = Instant::now();
         let last = range.offset + range.len - 1;
         let doing = format!("reading bytes {}-{last}", range.offset);
@@ -1395,6 +1584,12 @@ impl ReadAt for HttpSource {
         for r in ranges {
             self.check_bounds(r.offset, r.len)?;
         }
+        if let Some(copy) = self.whole.get() {
+            return ranges
+                .iter()
+                .map(|r| copy.read_at(r.offset, r.len))
+                .collect();
+        }
         let grouped = wire_ranges(ranges);
         let wire = &grouped.spans;
         let wire_data = match wire.len() {
@@ -1436,7 +1631,11 @@ impl ReadAt for HttpSource {
     }
 
     fn hints(&self) -> ReadHints {
-        self.hints
+        // A copy of the whole file is read as a local one.
+        match self.whole.get() {
+            Some(_) => ReadHints::LOCAL,
+            None => self.hints,
+        }
     }
 }
 
@@ -1444,7 +1643,6 @@ impl ReadAt for HttpSource {
 mod tests {
     use super::*;
     use crate::io::options::NetworkOptions;
-    use std::collections::HashMap;
 
     fn r(offset: u64, len: u64) -> ByteRange {
         ByteRange { offset, len }
@@ -1524,49 +1722,6 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("task 7"), "{err}");
-    }
-
-    #[test]
-    fn bearer_token_discovery_follows_the_wlcg_order() {
-        let dir = std::env::temp_dir().join(format!("rntuple-bt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let uid = 4_000_000_123; // no /tmp/bt_u file exists for it
-        let file = dir.join("token");
-        std::fs::write(&file, "  from-file\n").unwrap();
-        std::fs::write(dir.join(format!("bt_u{uid}")), "from-xdg\n").unwrap();
-        let env = |pairs: &[(&str, &str)]| {
-            let map: HashMap<String, OsString> = pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), OsString::from(v)))
-                .collect();
-            move |name: &str| map.get(name).cloned()
-        };
-        let file_s = file.to_str().unwrap();
-        let dir_s = dir.to_str().unwrap();
-        let all = [
-            ("BEARER_TOKEN", " direct "),
-            ("BEARER_TOKEN_FILE", file_s),
-            ("XDG_RUNTIME_DIR", dir_s),
-        ];
-        let found = |pairs: &[(&str, &str)]| discover_bearer_token(env(pairs), uid).unwrap();
-        assert_eq!(found(&all).as_deref(), Some("direct"));
-        assert_eq!(found(&all[1..]).as_deref(), Some("from-file"));
-        assert_eq!(found(&all[2..]).as_deref(), Some("from-xdg"));
-        assert_eq!(found(&[("BEARER_TOKEN", "  ")]), None);
-        assert_eq!(found(&[]), None);
-        // An explicitly named file that is missing is an error naming the file only.
-        let err = discover_bearer_token(env(&[("BEARER_TOKEN_FILE", "/nonexistent/tok")]), uid)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("/nonexistent/tok"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn current_uid_is_the_owner_of_this_process() {
-        use std::os::unix::fs::MetadataExt;
-        let owner = std::fs::metadata("/proc/self").unwrap().uid();
-        assert_eq!(current_uid(), owner);
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod s3;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod spans;
 mod spare;
+mod speed;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
 
@@ -52,8 +53,9 @@ pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
 pub use object_space::{ObjectFetcher, ObjectSpace, OBJECT_HINTS};
 pub use options::{
-    format_seconds, parse_seconds, NetworkOptions, SourceOptions, TimeoutKind,
-    CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
+    format_seconds, parse_seconds, parse_speed_limit, NetworkOptions, Observer, SourceOptions,
+    TimeoutKind, Transfer, TransferObserver, CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE,
+    IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE, SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,
 };
 pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
@@ -392,6 +394,7 @@ pub fn open_with_edges(
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
         let http = http::HttpOptions {
             retry: RetryPolicy::new(options.network),
+            observer: options.observer.clone(),
             ..http::HttpOptions::from_env()?
         };
         let (source, edges) = http::HttpSource::open_with_edges_using(location, http, head, tail)?;
@@ -436,6 +439,7 @@ pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<S
         "http" | "https" => {
             let http = http::HttpOptions {
                 retry: RetryPolicy::new(options.network),
+                observer: options.observer.clone(),
                 ..http::HttpOptions::from_env()?
             };
             Ok(Arc::new(http::HttpSource::open_with(location, http)?))

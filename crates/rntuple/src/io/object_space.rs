@@ -63,12 +63,16 @@ impl ObjectSpace {
             .checked_add(range.len)
             .is_none_or(|end| end > 1 << OBJECT_BITS)
         {
-            return Err(Error::InvalidArgument(format!(
-                "{}: {} bytes at byte {within} of object {object} run past the object's \
-                 largest size (64 GiB)",
+            // The range comes from the dataset's metadata (its anchor, a locator): bad
+            // data, not a bad call.
+            return Err(Error::corrupt(
                 self.fetcher.name(),
-                range.len
-            )));
+                format!(
+                    "{} bytes at byte {within} of object {object} run past the largest size \
+                     of an object (64 GiB)",
+                    range.len
+                ),
+            ));
         }
         Ok((
             object,

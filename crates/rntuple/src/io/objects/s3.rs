@@ -358,7 +358,7 @@ impl Inner {
             result,
             len,
             &operation,
-            self.network.idle_timeout,
+            &self.network,
             &object,
             &self.secrets,
         )
