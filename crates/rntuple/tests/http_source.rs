@@ -754,6 +754,13 @@ fn a_server_ignoring_ranges_is_read_from_one_copy_in_memory_or_a_temporary_file(
         // Opening: the two ends in one request (the whole file, dropped), then the first
         // bytes (the whole file, copied) and the suffix (dropped) at once.
         assert_eq!(mock.seen().len(), 3);
+        let m = source.metrics();
+        assert_eq!(
+            (m.requests, m.vector_requests),
+            (3, 1),
+            "every request counts"
+        );
+        assert_eq!(m.bytes_read, SIZE as u64, "the copy's bytes");
         let asked: Vec<ByteRange> = (0..50).map(|i| r(i * 1999 + 3, 17 + i)).collect();
         assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
         assert_eq!(
@@ -847,6 +854,13 @@ fn servers_refusing_multi_range_and_suffix_ranges_get_single_ranges() {
         // The two ends at once, refused; the first bytes and the suffix at once; the
         // suffix refused, the tail by its offsets.
         assert_eq!(ranges.len(), 4, "{refusal}: {ranges:?}");
+        let m = source.metrics();
+        assert_eq!(
+            (m.requests, m.vector_requests),
+            (4, 1),
+            "every request counts"
+        );
+        assert_eq!(m.bytes_read, 1000 + 2000);
         assert_eq!(ranges[0], "bytes=0-999,-2000");
         assert_eq!(ranges[3], format!("bytes={}-{}", SIZE - 2000, SIZE - 1));
         let asked: Vec<ByteRange> = (0..20).map(|i| r(i * 4000 + 7, 100 + i)).collect();

@@ -738,7 +738,11 @@ impl HttpSource {
         });
         let front = self.opened_with(front?, start)?;
         if self.whole.get().is_some() {
-            // The whole file, copied: the ends come from the copy.
+            // The whole file, copied: the ends come from the copy (the suffix request,
+            // answered whole too, was dropped; it counts).
+            if back.is_some() {
+                self.metrics.record(false, 1, 0, start);
+            }
             self.adopt(&front);
             let edges = Edges::read(&self, head, tail)?;
             return Ok((self, edges));
@@ -757,11 +761,13 @@ impl HttpSource {
         }
         let covered = front.data.len() as u64 >= front.total;
         let back = match back.transpose()? {
-            Some(Probed::Part(back)) => Some(back),
+            Some(Probed::Part(back)) => Some(self.opened_with(Probed::Part(back), start)?),
             // The front holds the whole (small) file: no tail to ask for.
             _ if covered => None,
             refused => {
                 if matches!(refused, Some(Probed::Refused(_))) {
+                    // The refused request counts: it went to the server.
+                    self.metrics.record(false, 1, 0, start);
                     self.net.refuses.suffix.store(true, Ordering::Relaxed);
                 }
                 let first = front.total.saturating_sub(tail.max(1));

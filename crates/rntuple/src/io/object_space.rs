@@ -189,6 +189,8 @@ mod tests {
             .read_at((1 << 36) - 2, 4)
             .expect_err("crosses from object 0 into 1");
         assert!(err.to_string().contains("object 0"), "{err}");
+        // Bad metadata, not a bad call: a data error (exit status 1 on the command line).
+        assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
         let err = space.read_at(2 << 36, 200).expect_err("past the object");
         assert!(err.to_string().contains("object 2 has 100 bytes"), "{err}");
     }
