@@ -506,9 +506,10 @@ impl HttpSource {
 
     /// [`HttpSource::open_with_edges`] with `options`. A server that does not serve both
     /// ends in one multi-range reply (it refuses the request, sends the whole file, or
-    /// one of the ranges) gets single-range requests instead (see
-    /// [`HttpSource::open_with_parallel_edges`]), and from then on, as do the other
-    /// files of the server opened while this one is.
+    /// one of the ranges) gets single-range requests instead (the first bytes and the
+    /// suffix at once; a refused suffix again by its offsets), and from then on, as do
+    /// the other files of the server opened while this one is; a server that ignores
+    /// ranges has the whole file copied (see the module documentation).
     pub fn open_with_edges_using(
         url: &str,
         options: HttpOptions,

@@ -32,6 +32,7 @@ mod s3;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod spans;
 mod spare;
+#[cfg(any(feature = "http", feature = "s3", feature = "xrootd"))]
 mod speed;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;

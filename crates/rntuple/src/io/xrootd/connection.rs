@@ -894,10 +894,25 @@ impl Connection {
                 self.meter = None;
                 // The response comes as a kXR_attn message; allow the announced time
                 // plus the first-byte timeout.
-                let deadline = Instant::now()
-                    + Duration::from_secs(u64::from(seconds))
-                    + self.network.first_byte_timeout;
-                calls[index].state = CallState::AwaitAsync(deadline);
+                let allowed =
+                    Duration::from_secs(u64::from(seconds)) + self.network.first_byte_timeout;
+                let call = &mut calls[index];
+                // A deferral announced again (and again): bounded in total, as kXR_wait.
+                if matches!(call.state, CallState::AwaitAsync(_)) {
+                    call.waited += allowed;
+                    if call.waited > self.network.first_byte_timeout * WAIT_LIMIT_IN_TIMEOUTS {
+                        return Err(Fault::Broken(
+                            RemoteKind::TimedOut,
+                            format!(
+                                "{} kept deferring its response (kXR_waitresp, {} s allowed in \
+                                 total)",
+                                self.peer,
+                                call.waited.as_secs()
+                            ),
+                        ));
+                    }
+                }
+                call.state = CallState::AwaitAsync(Instant::now() + allowed);
                 Ok(None)
             }
             status::AUTH_MORE => Err(Fault::Unsupported(format!(

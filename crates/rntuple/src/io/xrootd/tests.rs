@@ -755,6 +755,42 @@ fn a_deferred_response_that_never_comes_fails_clearly() {
 }
 
 #[test]
+fn a_response_deferred_again_and_again_is_given_up() {
+    // kXR_waitresp, then the deferred answer is another kXR_waitresp, 100 ms later,
+    // for as long as the client listens: each bounded, the chain bounded in total.
+    let server = FakeServer::start(Config::new(pattern(100)), |peer, m| {
+        if m.code != request::READ {
+            return false;
+        }
+        peer.send(m.stream, status::WAIT_RESP, &[0, 0, 0, 0]);
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut body = ATTN_ASYNC_RESPONSE.to_be_bytes().to_vec();
+            body.extend_from_slice(&[0; 4]);
+            let inner = ResponseHeader {
+                stream_id: m.stream,
+                status: status::WAIT_RESP,
+                body_len: 4,
+            };
+            body.extend_from_slice(&inner.encode());
+            body.extend_from_slice(&[0, 0, 0, 0]);
+            peer.send([0, 0], status::ATTN, &body);
+        }
+        true
+    });
+    let src = XRootDSource::open_with(&server.url("//f"), quick(1, 300)).unwrap();
+    let start = Instant::now();
+    let err = src.read_at(0, 10).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
+    assert!(
+        err.contains("kept deferring its response (kXR_waitresp"),
+        "{err}"
+    );
+    took_between(start, 0, 15_000, &err);
+}
+
+#[test]
 fn redirects_are_followed_with_their_opaque_data() {
     let data = pattern(4096);
     let target = FakeServer::start(Config::new(data.clone()), no_hook);
