@@ -5,9 +5,10 @@ status:
   the anchor key of a ROOT file, over HTTP too) is bad data: exit status 1 (not 2, a
   usage error), a message naming the file or dataset and the size; Python raises a
   :class:`rntuple.FormatError`, never an :class:`rntuple.InvalidArgumentError`;
-- control characters in names and types (a NUL in a type, in a field name) are shown
-  escaped (``\\0``) wherever they are printed: ``info``, warnings, errors, Python's
-  messages. No raw control byte reaches the terminal.
+- control characters in names and types (a NUL in a type, in a field name, an escape
+  sequence) are shown escaped (``\\0``, ``\\x1b``) wherever they are printed: ``info``,
+  ``ls``, ``inspect``, ``show``, warnings, errors, Python's messages. No raw control
+  byte reaches the terminal.
 
 The hostile files are made here from ``examples/events.root`` (checksums recomputed with
 ``xxhash``, so only the one field is wrong).
@@ -164,7 +165,7 @@ def test_control_characters_in_types_and_names_are_shown_escaped(
     assert "MET_pt : dou\\0le" in info.stdout, info.stdout
     assert 'warning: skipping field "MET_pt": unknown leaf type (type "dou\\0le")' in info.stdout
     info = run(binary, "info", str(escape_type))
-    assert "\\u{1b}[31m" in info.stdout and "\x1b" not in info.stdout, info.stdout
+    assert "\\x1b[31m" in info.stdout and "\x1b" not in info.stdout, info.stdout
     dumped = run(binary, "dump", "--json", str(nul_leaf), "--fields", "run")
     assert dumped.returncode == 0
     assert 'warning: skipping field "MET_pt": unknown leaf type (type "dou\\0le")' in dumped.stderr
@@ -173,7 +174,11 @@ def test_control_characters_in_types_and_names_are_shown_escaped(
     assert 'did you mean "MET\\0pt"?' in missing.stderr, missing.stderr
     listed = run(binary, "ls", str(nul_name))
     assert "MET\\0pt" in listed.stdout, listed.stdout
-    for result in (info, dumped, missing, listed):
+    inspected = run(binary, "inspect", str(nul_name))
+    assert "MET\\0pt" in inspected.stdout, inspected.stdout
+    shown = run(binary, "show", str(nul_name), "--entries", "0:1")
+    assert '"MET\\0pt": ' in shown.stdout, shown.stdout
+    for result in (info, dumped, missing, listed, inspected, shown):
         assert "\x00" not in result.stdout + result.stderr
 
     assert rntuple.open(f"{nul_leaf}:Events").warnings == [
