@@ -150,9 +150,9 @@ def test_the_options_travel_to_dask_workers(server: Server) -> None:
     import dask
 
     spec = server.url() + ":Events"
-    array = rntuple.dask(spec, ["MET_pt"], timeout=0.5, retries=0)
+    array = rntuple.dask(spec, ["MET_pt"], timeout=0.5, retries=0, speed_limit=100, speed_time=5)
     (reader,) = {layer.io_func for layer in array.dask.layers.values() if hasattr(layer, "io_func")}
-    assert reader.network == {"timeout": 0.5, "retries": 0}
+    assert reader.network == {"timeout": 0.5, "retries": 0, "speed_limit": 100, "speed_time": 5}
     assert pickle.loads(pickle.dumps(reader)).network == reader.network
     # The graph opened the file; the worker opens it again, and the server is silent.
     server.silent = True

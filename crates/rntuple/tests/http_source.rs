@@ -433,7 +433,7 @@ fn batches_beyond_max_ranges_per_request_go_in_parallel_requests() {
 
 #[test]
 fn a_changed_file_is_an_error_never_mixed_data() {
-    let is_changed = |e: &Error| matches!(e, Error::Remote { detail, .. } if detail.contains("the file changed while being read"));
+    let is_changed = |e: &Error| matches!(e, Error::Remote { detail, .. } if detail.contains("the file changed at its origin while being read"));
     // The server checks If-Match: 412.
     let mock = mock_with(|i, _| (i > 0).then(|| status(412)));
     let source = open(&mock);
@@ -809,10 +809,10 @@ fn a_whole_file_answer_mid_read_is_copied_when_it_is_the_same_file_a_change_when
         if changed {
             let err = result.unwrap_err();
             assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
+            let text = err.to_string();
             assert!(
-                err.to_string()
-                    .contains("ETag \"v1-etag\" became \"v2-etag\""),
-                "{err}"
+                text.contains("the file changed at its origin while being read (ETag \"v1-etag\" became \"v2-etag\")"),
+                "{text}"
             );
             assert_eq!(
                 *told.bytes.lock().unwrap(),

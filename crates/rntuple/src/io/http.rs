@@ -967,10 +967,12 @@ impl HttpSource {
         Failure::Permanent(Error::remote(kind, &self.display, detail))
     }
 
+    /// The file was replaced at the server (`how`: what tells it): its bytes are never
+    /// mixed with the version opened.
     fn changed(&self, how: String) -> Failure {
         self.permanent_of(
             RemoteKind::Changed,
-            format!("the file changed while being read ({how})"),
+            format!("the file changed at its origin while being read ({how}); open it again"),
         )
     }
 
