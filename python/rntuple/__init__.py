@@ -59,6 +59,7 @@ from .errors import (
     RemotePermissionError,
     RemoteTimeoutError,
     RNTupleError,
+    SlowReadWarning,
     UnsupportedError,
     ValueOutOfRangeError,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "RemoteIsADirectoryError",
     "RemotePermissionError",
     "RemoteTimeoutError",
+    "SlowReadWarning",
     "UnsupportedError",
     "ValueOutOfRangeError",
     "WritableFile",

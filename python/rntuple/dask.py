@@ -193,7 +193,8 @@ class PartitionReader(FormReader):
         self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
-        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
+        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``,
+        #: ``speed_limit``, ``speed_time``
         self.network = dict(network or {})
         self.form = form
         #: the top-level fields this reader reads
@@ -473,7 +474,8 @@ class MappedPartitionReader:
         self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
-        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``
+        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``,
+        #: ``speed_limit``, ``speed_time``
         self.network = dict(network or {})
         self.form = form
         self.info = info
@@ -619,6 +621,8 @@ def dask(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
@@ -661,9 +665,10 @@ def dask(
     entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
     ``key in tree``). Column projection reads only the fields the touched buffers need.
 
-    ``timeout``, ``connect_timeout``, ``retries`` and ``cache`` apply to remote files
-    (see :func:`rntuple.open`), here and on the workers: they travel in the graph with
-    the reader (a worker's environment variables ``RNTUPLE_*`` set what they leave out;
+    ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time`` and
+    ``cache`` apply to remote files (see :func:`rntuple.open`), here and on the workers:
+    they travel in the graph with the reader (a worker's environment variables
+    ``RNTUPLE_*`` set what they leave out;
     a cache directory must be one the workers reach, as a node's local disk for the
     workers of a node). The files are opened here (for their metadata) several at a
     time. On a worker, a partition of one file has the next file opened (its metadata
@@ -677,7 +682,7 @@ def dask(
 
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
-    check_network(timeout, connect_timeout, retries)
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
     check_cache(cache)
     network = {
         k: v
@@ -685,6 +690,8 @@ def dask(
             ("timeout", timeout),
             ("connect_timeout", connect_timeout),
             ("retries", retries),
+            ("speed_limit", speed_limit),
+            ("speed_time", speed_time),
             ("cache", cache),
         )
         if v is not None

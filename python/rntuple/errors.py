@@ -101,8 +101,15 @@ class RemoteIsADirectoryError(RemoteError, IsADirectoryError):
 
 
 class RemoteTimeoutError(RemoteError, TimeoutError):
-    """A timeout (``timeout=``, ``connect_timeout=``, ``RNTUPLE_*_TIMEOUT``) ran out on the
-    last attempt; the message names it (``errno`` ``ETIMEDOUT``)."""
+    """A timeout (``timeout=``, ``connect_timeout=``, ``RNTUPLE_*_TIMEOUT``) or the
+    low-speed limit (``speed_limit=``, ``speed_time=``) ran out on the last attempt; the
+    message names it (``errno`` ``ETIMEDOUT``)."""
+
+
+class SlowReadWarning(UserWarning):
+    """A remote file is read, but more slowly than it could be, and the message says
+    why and what would fix it (a server that ignores byte ranges has the whole file
+    downloaded). Given once per server and process."""
 
 
 class RemoteConnectionError(RemoteError, ConnectionError):

@@ -427,6 +427,8 @@ def join(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
 ) -> Join:
     """Joins ``friend`` to ``primary``: each primary entry with friend entries, by entry
@@ -445,7 +447,14 @@ def join(
     (``"error"``) or gives every match as a list (``"all"``). ``name``: the friend's
     record in the results (default: the friend RNTuple's name). Remote options as
     :func:`rntuple.open`."""
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+    options = {
+        "timeout": timeout,
+        "connect_timeout": connect_timeout,
+        "retries": retries,
+        "speed_limit": speed_limit,
+        "speed_time": speed_time,
+        "cache": cache,
+    }
     if how is not None:
         _check_choice("how", how, HOWS)
     _check_choice("duplicates", duplicates, DUPLICATES)

@@ -1342,7 +1342,8 @@ class Field:
 class ReadOnlyFile:
     """A ROOT file opened for reading; ``f["Events"]`` or ``f["dir/Events"]`` gives an
     :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout``,
-    ``retries`` and ``cache`` apply to a remote file (see :func:`open`)."""
+    ``retries``, ``speed_limit``, ``speed_time`` and ``cache`` apply to a remote file
+    (see :func:`open`)."""
 
     def __init__(
         self,
@@ -1351,10 +1352,12 @@ class ReadOnlyFile:
         timeout: float | None = None,
         connect_timeout: float | None = None,
         retries: int | None = None,
+        speed_limit: int | None = None,
+        speed_time: float | None = None,
         cache: Any = None,
     ) -> None:
         self._path = os.fspath(path)
-        network = check_network(timeout, connect_timeout, retries)
+        network = check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
         cached = check_cache(cache)
         try:
             self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
@@ -1442,6 +1445,8 @@ def open(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
@@ -1455,16 +1460,23 @@ def open(
 
     For a remote file (``http(s)://``, ``root(s)://``, ``s3://``), every request and
     every read of the file later on: ``timeout`` (seconds, as uproot's) is the longest
-    wait for the first byte of an answer and the longest stall within one (a transfer
-    that keeps moving never times out), ``connect_timeout`` (seconds) the longest a new
-    connection may take to set up (TCP, TLS, XRootD's login), ``retries`` how often a
-    request that failed for a reason that may pass (refused or reset connection, a
-    timeout, HTTP 5xx, 408, 429) is tried again. ``None`` leaves a setting to the
-    environment (``RNTUPLE_FIRST_BYTE_TIMEOUT`` and ``RNTUPLE_IDLE_TIMEOUT``,
-    ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``), else the defaults: 30 s, 10 s,
-    3 retries. A remote file that cannot be read in the end raises
-    :class:`~rntuple.RemoteError` (an :class:`OSError`) saying which timeout ran out,
-    the attempts made and the time they took.
+    wait for the first byte of an answer and the longest stall within one,
+    ``connect_timeout`` (seconds) the longest a new connection may take to set up (TCP,
+    TLS, XRootD's login), ``speed_limit`` (bytes a second, 0 for none) and
+    ``speed_time`` (seconds) the low-speed limit (as curl's ``--speed-limit`` and
+    ``--speed-time``: an answer that brings fewer than ``speed_limit * speed_time``
+    bytes in any ``speed_time`` window from its first byte is given up, however it keeps
+    moving), ``retries`` how often a request that failed for a reason that may pass
+    (refused or reset connection, a timeout, HTTP 5xx, 408, 429) is tried again.
+    ``None`` leaves a setting to the environment (``RNTUPLE_FIRST_BYTE_TIMEOUT`` and
+    ``RNTUPLE_IDLE_TIMEOUT``, ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_SPEED_LIMIT``,
+    ``RNTUPLE_SPEED_TIME``, ``RNTUPLE_RETRIES``), else the defaults: 30 s, 10 s, 1024
+    bytes a second over 10 s, 3 retries. A remote file that cannot be read in the end
+    raises :class:`~rntuple.RemoteError` (an :class:`OSError`; a
+    :class:`~rntuple.RemoteTimeoutError` for a timeout) saying which timeout or limit
+    ran out, with its value and setting, and the attempts made. A server that ignores
+    byte ranges is read all the same (the whole file is downloaded once, and a
+    :class:`~rntuple.SlowReadWarning` says why this is slow).
 
     ``cache``: the cache of remote reads on local disk, shared by every process that
     names the same directory: a directory, an :class:`rntuple.Cache` (with its
@@ -1476,9 +1488,17 @@ def open(
     (:mod:`rntuple.cache` says why). A cached remote file is read again
     without moving its bytes: with ``validate="open"`` (the default) one small request
     checks that the origin still has the same file, with ``"never"`` none."""
-    check_network(timeout, connect_timeout, retries)  # before anything is opened
+    # Before anything is opened.
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
     check_cache(cache)
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+    options = {
+        "timeout": timeout,
+        "connect_timeout": connect_timeout,
+        "retries": retries,
+        "speed_limit": speed_limit,
+        "speed_time": speed_time,
+        "cache": cache,
+    }
     if isinstance(path, dict):
         if len(path) != 1:
             raise InvalidArgumentError(
@@ -1555,6 +1575,8 @@ def open_rntuples(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
     first_read: Callable[[RNTuple], Any] | None = None,
     first_read_at: Callable[[RNTuple, int], Any] | None = None,
@@ -1567,10 +1589,17 @@ def open_rntuples(
     them, and the fetching of the next one's first pages, overlap the work on this one.
     A file is no longer referenced here once the caller moves on. ``first_read_at``:
     as ``first_read``, also given the file's index in the chain."""
-    check_network(timeout, connect_timeout, retries)
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
     check_cache(cache)
     items = _expand_files(files)
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
+    options = {
+        "timeout": timeout,
+        "connect_timeout": connect_timeout,
+        "retries": retries,
+        "speed_limit": speed_limit,
+        "speed_time": speed_time,
+        "cache": cache,
+    }
 
     def open_only(index: int) -> RNTuple:
         return open_chain_member(items[index], options)
@@ -1623,6 +1652,8 @@ def iterate(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
@@ -1641,8 +1672,8 @@ def iterate(
     while the caller works on the current one). The next file is opened, and its first
     batch read, while the caller works on the current file's batches: a chain of
     remote files does not wait at each file boundary; a file is closed once its last
-    batch is handed out. ``timeout``, ``connect_timeout``, ``retries`` and ``cache``:
-    for remote files, as :func:`open`.
+    batch is handed out. ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``,
+    ``speed_time`` and ``cache``: for remote files, as :func:`open`.
 
     Every batch has one schema, fixed before the first is read from the headers of
     every file (:mod:`rntuple.unify`): a field whose type differs between files is read
@@ -1660,8 +1691,15 @@ def iterate(
     how = check_how(how, library)
     step_size = check_step_size(step_size)
     report = check_flag("report", report)
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
-    check_network(timeout, connect_timeout, retries)
+    options = {
+        "timeout": timeout,
+        "connect_timeout": connect_timeout,
+        "retries": retries,
+        "speed_limit": speed_limit,
+        "speed_time": speed_time,
+        "cache": cache,
+    }
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
     check_cache(cache)
     allow_missing = check_flag("allow_missing", allow_missing)
     plans = _file_plans(
@@ -1719,6 +1757,8 @@ def concatenate(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     retries: int | None = None,
+    speed_limit: int | None = None,
+    speed_time: float | None = None,
     cache: Any = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
@@ -1728,13 +1768,21 @@ def concatenate(
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
     entries in file order (a pandas index counts entries over all files). The next file
     is opened and read while the current one is converted. ``timeout``,
-    ``connect_timeout``, ``retries`` and ``cache``: for remote files, as :func:`open`.
+    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time`` and ``cache``: for
+    remote files, as :func:`open`.
     ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
     every file, as :func:`iterate`."""
     library = check_library(library)
     how = check_how(how, library)
-    options = {"timeout": timeout, "connect_timeout": connect_timeout, "retries": retries, "cache": cache}
-    check_network(timeout, connect_timeout, retries)
+    options = {
+        "timeout": timeout,
+        "connect_timeout": connect_timeout,
+        "retries": retries,
+        "speed_limit": speed_limit,
+        "speed_time": speed_time,
+        "cache": cache,
+    }
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
     check_cache(cache)
     allow_missing = check_flag("allow_missing", allow_missing)
     plans = _file_plans(

@@ -96,27 +96,47 @@ def _check_seconds(name: str, value: Any) -> float:
     return seconds
 
 
-def check_network(timeout: Any = None, connect_timeout: Any = None, retries: Any = None) -> dict[str, float]:
+def check_network(
+    timeout: Any = None,
+    connect_timeout: Any = None,
+    retries: Any = None,
+    speed_limit: Any = None,
+    speed_time: Any = None,
+) -> dict[str, float]:
     """The network options of a remote file as the core takes them. ``timeout``
     (seconds) is the longest wait for the first byte of an answer and the longest stall
     within one (the first-byte and idle timeouts), ``connect_timeout`` (seconds) the
     longest a new connection may take to set up, ``retries`` how often a request that
-    failed for a reason that may pass is tried again. ``None`` leaves a setting to the
-    environment (``RNTUPLE_FIRST_BYTE_TIMEOUT``, ``RNTUPLE_IDLE_TIMEOUT``,
-    ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``), else the default (30 s, 30 s,
-    10 s, 3)."""
+    failed for a reason that may pass is tried again; ``speed_limit`` (bytes a second, 0
+    for none) and ``speed_time`` (seconds) the low-speed limit: an answer that brings
+    fewer than ``speed_limit * speed_time`` bytes in any ``speed_time`` window is given
+    up, however it keeps moving. ``None`` leaves a setting to the environment
+    (``RNTUPLE_FIRST_BYTE_TIMEOUT``, ``RNTUPLE_IDLE_TIMEOUT``,
+    ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``, ``RNTUPLE_SPEED_LIMIT``,
+    ``RNTUPLE_SPEED_TIME``), else the default (30 s, 30 s, 10 s, 3, 1024, 10 s)."""
     options: dict[str, float] = {}
     if timeout is not None:
         options["first_byte_timeout"] = options["idle_timeout"] = _check_seconds("timeout", timeout)
     if connect_timeout is not None:
         options["connect_timeout"] = _check_seconds("connect_timeout", connect_timeout)
+    if speed_time is not None:
+        options["speed_time"] = _check_seconds("speed_time", speed_time)
+    if speed_limit is not None:
+        options["speed_limit"] = _check_count("speed_limit", speed_limit, "bytes a second (0 for no limit)")
     if retries is not None:
-        if isinstance(retries, (bool, np.bool_)) or not isinstance(retries, (int, np.integer)) or retries < 0:
-            raise InvalidArgumentError(
-                f"retries must be a whole number (0 or more) or None, not {_describe(retries)}"
-            )
-        options["retries"] = int(retries)
+        options["retries"] = _check_count("retries", retries, "retries (0 or more)")
     return options
+
+
+def _check_count(name: str, value: Any, of: str) -> int:
+    """``value`` as a whole number of ``of``, 0 or more, within 32 bits."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        or not 0 <= value <= 0xFFFFFFFF
+    ):
+        raise InvalidArgumentError(f"{name} must be a whole number of {of} or None, not {_describe(value)}")
+    return int(value)
 
 
 def check_step_size(step_size: Any) -> int | str:

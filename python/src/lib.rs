@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 mod inspect;
 mod join;
 mod metadata;
+mod network;
 
 /// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
@@ -33,7 +34,8 @@ mod metadata;
 /// the subclass of their kind (`RemoteFileNotFoundError`, ...; `rntuple.errors`).
 fn to_py_err(err: Error) -> PyErr {
     Python::attach(|py| {
-        let message = err.to_string();
+        // Names and types from a file may hold control characters: shown escaped.
+        let message = rntuple::error::printable(&err.to_string()).into_owned();
         let errors = py.import("rntuple.errors");
         let made = match err.root_cause() {
             Error::Io { source, .. } | Error::Write { source, .. } => errors.and_then(|m| {
@@ -71,53 +73,6 @@ fn to_py_err(err: Error) -> PyErr {
             Err(_) => pyo3::exceptions::PyRuntimeError::new_err(message),
         }
     })
-}
-
-/// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the
-/// network settings in `network` (seconds, and a whole number of retries) over them. An
-/// unknown name or a bad value is an invalid argument naming it.
-fn source_options(
-    network: std::collections::HashMap<String, f64>,
-) -> rntuple::Result<SourceOptions> {
-    let mut options = SourceOptions::current()?;
-    let bad = |name: &str, value: f64, expected: &str| {
-        Error::InvalidArgument(format!("{name}={value}: expected {expected}"))
-    };
-    for (name, value) in network {
-        let seconds = || {
-            if value > 0.0 && value <= 86_400.0 {
-                Ok(std::time::Duration::from_secs_f64(value))
-            } else {
-                Err(bad(
-                    &name,
-                    value,
-                    "a number of seconds, more than 0 and at most 86400",
-                ))
-            }
-        };
-        let target = &mut options.network;
-        match name.as_str() {
-            "connect_timeout" => target.connect_timeout = seconds()?,
-            "first_byte_timeout" => target.first_byte_timeout = seconds()?,
-            "idle_timeout" => target.idle_timeout = seconds()?,
-            "retries" => {
-                if !(value >= 0.0 && value <= f64::from(u32::MAX) && value.fract() == 0.0) {
-                    return Err(bad(&name, value, "a whole number of retries (0 or more)"));
-                }
-                // A whole number within u32's range (checked above).
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let retries = value as u32;
-                target.retries = retries;
-            }
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown network option {other:?}: expected connect_timeout, \
-                     first_byte_timeout, idle_timeout or retries"
-                )))
-            }
-        }
-    }
-    Ok(options)
 }
 
 /// `options` with the cache of remote reads `cache` asks for: `None` leaves the
@@ -235,8 +190,9 @@ fn objects_open_err(url: &str, err: Error) -> PyErr {
 impl RootFileHandle {
     /// Opens the ROOT file at `path` (a path or URL), or the RNTuple stored as objects
     /// at an object-store URL. `network` sets some of the network options of a remote
-    /// file (`connect_timeout`, `first_byte_timeout`, `idle_timeout` in seconds,
-    /// `retries`); the others are the environment's (`RNTUPLE_*`), else the defaults.
+    /// file (`connect_timeout`, `first_byte_timeout`, `idle_timeout`, `speed_time` in
+    /// seconds, `speed_limit` in bytes a second, `retries`); the others are the
+    /// environment's (`RNTUPLE_*`), else the defaults.
     /// `cache`: the cache of remote reads (see `with_cache`; files only).
     #[new]
     #[pyo3(signature = (path, network=None, cache=None))]
@@ -246,7 +202,7 @@ impl RootFileHandle {
         network: Option<std::collections::HashMap<String, f64>>,
         cache: Option<std::collections::HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let options = source_options(network.unwrap_or_default())
+        let options = network::source_options(network.unwrap_or_default())
             .and_then(|options| with_cache(options, cache))
             .map_err(to_py_err)?;
         if rntuple::io::is_object_layout(&path) {
@@ -506,7 +462,11 @@ impl Reader {
     /// Why fields were skipped (types this reader cannot decode).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.reader.descriptor().warnings.clone()
+        let warnings = &self.reader.descriptor().warnings;
+        warnings
+            .iter()
+            .map(|w| rntuple::error::printable(w).into_owned())
+            .collect()
     }
 
     /// What reading has cost so far: the source's requests, vectored requests, ranges,

@@ -92,7 +92,8 @@ fn is_usage(e: &rntuple::Error) -> bool {
 /// The error's message for the command line: without the `invalid argument:` label the
 /// exit status already tells, and with the option that replaces an existing output.
 pub(crate) fn describe(e: &rntuple::Error) -> String {
-    let text = e.to_string().replacen("invalid argument: ", "", 1);
+    // Names and types from a file may hold control characters: shown escaped.
+    let text = rntuple::error::printable(&e.to_string()).replacen("invalid argument: ", "", 1);
     match e.root_cause() {
         rntuple::Error::OutputExists { .. } => format!("{text}; pass --force to replace it"),
         _ => text,

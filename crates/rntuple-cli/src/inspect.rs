@@ -1,5 +1,6 @@
 //! `rntuple inspect`: the storage of an RNTuple as a text table, CSV or JSON.
 
+use rntuple::error::printable;
 use rntuple::tools::inspect::{
     root_compression_factor, By, Cell, Histogram, Inspection, SortKey, Summary, Table,
     ROOT_PAGE_SIZE_BINS,
@@ -128,12 +129,14 @@ fn json(path: &str, i: &Inspection) -> serde_json::Value {
     top.into()
 }
 
-/// A text value quoted for CSV when it holds a comma, a quote or a line break.
+/// A text value (a name, a type) quoted for CSV when it holds a comma or a quote, its
+/// control characters escaped (`\0`, `\n`).
 fn csv_text(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
+    let s = printable(s);
+    if s.contains([',', '"']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s.into_owned()
     }
 }
 
@@ -169,7 +172,8 @@ fn csv(out: &mut impl Write, table: &Table) -> io::Result<()> {
 /// A cell as the text table shows it.
 fn text_cell(cell: &Cell) -> String {
     match cell {
-        Cell::Text(s) => s.clone(),
+        // A name or a type: its control characters escaped.
+        Cell::Text(s) => printable(s).into_owned(),
         Cell::Count(n) => n.to_string(),
         Cell::Factor { .. } => format!("{:.2}", cell.number().unwrap_or(0.0)),
         Cell::Average(x) => format!("{x:.0}"),
@@ -258,7 +262,8 @@ fn count(n: u64, word: &str) -> String {
 fn text_figures(out: &mut impl Write, path: &str, i: &Inspection) -> io::Result<()> {
     writeln!(
         out,
-        "RNTuple \"{path}\": {} entries, {} in {}, {}, {}",
+        "RNTuple \"{}\": {} entries, {} in {}, {}, {}",
+        printable(path),
         i.entries,
         count(i.clusters, "cluster"),
         count(i.cluster_groups, "cluster group"),

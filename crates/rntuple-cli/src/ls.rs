@@ -6,6 +6,7 @@
 use super::Failure;
 use crate::trees;
 use rntuple::container::RootFile;
+use rntuple::error::printable;
 use rntuple::io::{open_source, split_target};
 use rntuple::read::RNTupleReader;
 use std::io::Write;
@@ -78,10 +79,10 @@ pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
         writeln!(
             out,
             "{}\t{} entries\t{} fields: {}",
-            reader.path(),
+            printable(reader.path()),
             d.n_entries,
             names.len(),
-            name_list(&names, file)
+            printable(&name_list(&names, file))
         )?;
         return Ok(());
     }
@@ -94,10 +95,10 @@ pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
         writeln!(
             out,
             "{}\t{} entries\t{} fields: {}",
-            anchor.path,
+            printable(&anchor.path),
             d.n_entries,
             names.len(),
-            name_list(&names, &format!("{file}:{}", anchor.path))
+            printable(&name_list(&names, &format!("{file}:{}", anchor.path)))
         )?;
     }
     let tree_file = rntuple::ttree::TreeFile::open(root.source().clone())?;

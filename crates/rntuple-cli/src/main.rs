@@ -1,12 +1,12 @@
 //! `rntuple`: inspect and dump RNTuple data without ROOT.
 
 use arrow_array::RecordBatch;
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use network::NetworkArgs;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
 use rntuple::io::{
-    ensure_distinct, open_source, parse_seconds, split_target, AtomicFile, Existing, SourceOptions,
-    CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
+    ensure_distinct, open_source, split_target, AtomicFile, Existing, SourceOptions,
 };
 use rntuple::read::RNTupleReader;
 use rntuple::tools::recover;
@@ -29,102 +29,6 @@ struct Cli {
     network: NetworkArgs,
     #[command(flatten)]
     source: SourceArgs,
-}
-
-/// How remote files (http(s)://, root(s)://, s3://) are read: timeouts and retries.
-/// Each option overrides its environment variable, which overrides the default.
-#[derive(Args)]
-#[command(next_help_heading = "Remote files")]
-struct NetworkArgs {
-    /// Seconds a new connection may take to set up: TCP connect, TLS handshake, and
-    /// XRootD's handshake, login and authentication [env: RNTUPLE_CONNECT_TIMEOUT;
-    /// default: 10]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    connect_timeout: Option<std::time::Duration>,
-    /// Seconds a request may wait for the first byte of its answer (HTTP and S3: the
-    /// response headers; XRootD: a response frame) [env: RNTUPLE_FIRST_BYTE_TIMEOUT;
-    /// default: 30]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    first_byte_timeout: Option<std::time::Duration>,
-    /// Seconds an answer may stall between two of its bytes; a transfer that keeps
-    /// moving never times out [env: RNTUPLE_IDLE_TIMEOUT; default: 30]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    idle_timeout: Option<std::time::Duration>,
-    /// How often a request that failed for a reason that may pass (refused or reset
-    /// connection, a timeout, HTTP 5xx, 408, 429, XRootD kXR_wait) is tried again, with
-    /// waits of 0.1 s doubling up to 5 s [env: RNTUPLE_RETRIES; default: 3]
-    #[arg(
-        long,
-        global = true,
-        value_name = "N",
-        value_parser = retries,
-        allow_hyphen_values = true
-    )]
-    retries: Option<u32>,
-}
-
-/// A value of a timeout option: seconds, more than 0 and at most a day.
-fn seconds(text: &str) -> Result<std::time::Duration, String> {
-    parse_seconds(text, "x")
-        .map_err(|_| "expected a number of seconds, more than 0 and at most 86400".to_string())
-}
-
-/// A value of `--retries`.
-fn retries(text: &str) -> Result<u32, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a whole number of retries (0 or more)".to_string())
-}
-
-impl NetworkArgs {
-    /// The options of every source the command opens: these options, over the
-    /// environment's (a variable an option overrides is not even read), over the
-    /// defaults. A bad variable is a usage error naming it.
-    fn source_options(&self) -> Result<SourceOptions, Failure> {
-        let overridden = |name: &str| match name {
-            CONNECT_TIMEOUT_VARIABLE => self.connect_timeout.is_some(),
-            FIRST_BYTE_TIMEOUT_VARIABLE => self.first_byte_timeout.is_some(),
-            IDLE_TIMEOUT_VARIABLE => self.idle_timeout.is_some(),
-            RETRIES_VARIABLE => self.retries.is_some(),
-            _ => false,
-        };
-        let mut options = SourceOptions::from_vars(|name| {
-            (!overridden(name)).then(|| std::env::var(name).ok())?
-        })
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-        let network = &mut options.network;
-        if let Some(t) = self.connect_timeout {
-            network.connect_timeout = t;
-        }
-        if let Some(t) = self.first_byte_timeout {
-            network.first_byte_timeout = t;
-        }
-        if let Some(t) = self.idle_timeout {
-            network.idle_timeout = t;
-        }
-        if let Some(n) = self.retries {
-            network.retries = n;
-        }
-        Ok(options)
-    }
 }
 
 /// How every command opens remote files: the cache of remote reads.
@@ -526,6 +430,7 @@ mod friend;
 mod inspect;
 mod ls;
 mod merge;
+mod network;
 mod trees;
 mod verify;
 
@@ -979,7 +884,7 @@ fn open_entries(
     let (file, name) = split_target(target);
     let reader = RNTupleReader::open_path(&file, name.as_deref())?;
     for w in &reader.descriptor().warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", rntuple::error::printable(w));
     }
     let n = reader.num_entries();
     let range = match entries {

@@ -13,6 +13,7 @@
 use crate::render::{node, type_name, Node};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::Field;
+use rntuple::error::printable;
 use rntuple::read::TYPE_NAME_KEY;
 use rntuple::schema::{Descriptor, FieldKind};
 use std::collections::HashSet;
@@ -73,7 +74,7 @@ impl Shower {
     ) -> io::Result<()> {
         indent(out, at)?;
         if let Some(name) = name {
-            write!(out, "\"{name}\": ")?;
+            write!(out, "\"{}\": ", printable(name))?;
         }
         // ROOT prints the item of an optional, a std::unique_ptr or an atomic on one line.
         let at = if is_wrapper(field) {
@@ -96,7 +97,7 @@ impl Shower {
             Node::Float32(x) => out.write_all(format_f32(x).as_bytes()),
             Node::Float64(x) => out.write_all(format_f64(x).as_bytes()),
             // Quotes are not escaped, as ROOT writes strings; control characters are.
-            Node::Str(s) => write!(out, "\"{}\"", escape_controls(s)),
+            Node::Str(s) => write!(out, "\"{}\"", printable(s)),
             Node::Bytes(_) => out.write_all(b"<streamer mode>"),
             Node::Bits(bits) => write!(out, "\"{bits}\""),
             Node::List(item, values) => {
@@ -138,7 +139,11 @@ impl Shower {
             Node::Variant(f, child, offset) => {
                 self.value(out, None, f, child.as_ref(), offset, at.on_one_line())
             }
-            Node::Unsupported(_) => write!(out, "\"<unsupported type: {}>\"", type_name(field)),
+            Node::Unsupported(_) => write!(
+                out,
+                "\"<unsupported type: {}>\"",
+                printable(type_name(field))
+            ),
         }
     }
 
@@ -190,23 +195,6 @@ fn escape_byte(byte: u8) -> String {
         b'\r' => "\\r".to_string(),
         other => format!("\\x{other:02x}"),
     }
-}
-
-/// A string for the terminal: control characters (C0, DEL, C1) as C escapes; every
-/// other character, quotes and non-ASCII letters included, as it is.
-fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut escaped = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match u8::try_from(u32::from(c)) {
-            Ok(byte) if c.is_control() => escaped.push_str(&escape_byte(byte)),
-            _ if c.is_control() => escaped.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            _ => escaped.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(escaped)
 }
 
 /// Whether `field` is an optional, a `std::unique_ptr` or an atomic: its Arrow field is
@@ -433,18 +421,15 @@ mod tests {
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {
-        use super::{escape_byte, escape_controls};
+        use super::{escape_byte, printable};
         assert_eq!(escape_byte(b'a'), "a");
         assert_eq!(escape_byte(b'"'), "\"");
         assert_eq!(escape_byte(0), "\\0");
         assert_eq!(escape_byte(0x1b), "\\x1b");
         assert_eq!(escape_byte(b'\n'), "\\n");
         assert_eq!(escape_byte(0xff), "\\xff");
-        assert_eq!(escape_controls("Müon \"1\""), "Müon \"1\"");
-        assert_eq!(
-            escape_controls("a\u{1b}[2Jb\u{7f}\u{85}"),
-            "a\\x1b[2Jb\\x7f\\x85"
-        );
+        assert_eq!(printable("Müon \"1\""), "Müon \"1\"");
+        assert_eq!(printable("a\u{1b}[2Jb\u{7f}\u{85}"), "a\\x1b[2Jb\\x7f\\x85");
     }
 
     #[test]

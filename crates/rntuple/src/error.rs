@@ -401,6 +401,30 @@ pub fn did_you_mean<'a>(
     Some(format!("did you mean {}?", names.join(" or ")))
 }
 
+/// `text` (a message, a name, a type or a value read from a file) with its control
+/// characters (C0, DEL, C1) as C escapes, for people: `\0`, `\t`, `\n`, `\r`, else
+/// `\x1b`; a name holding a NUL or an escape sequence then shows as it is stored, and
+/// cannot forge lines or colours in a terminal. Front ends print every message,
+/// description and string value through it.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\0' => out.push_str("\\0"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            // Every control character is below 0x100 (C0, DEL, C1).
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -420,6 +444,16 @@ pub(crate) fn to_usize(value: u64, what: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_for_people() {
+        assert_eq!(printable("std::int32_t"), "std::int32_t");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(printable("std::int\x002_t"), "std::int\\02_t");
+        assert_eq!(printable("a\tb\nc\rd"), "a\\tb\\nc\\rd");
+        assert_eq!(printable("\u{1b}[31mred\u{7f}"), "\\x1b[31mred\\x7f");
+        assert_eq!(printable("Müon \"1\"\u{85}"), "Müon \"1\"\\x85");
+    }
 
     #[test]
     fn did_you_mean_offers_close_names_only() {

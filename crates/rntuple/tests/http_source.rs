@@ -1,15 +1,17 @@
 //! `HttpSource` against a scripted HTTP/1.1 server on loopback: every reply a real
 //! server may give (multipart in any order, coalesced parts, the whole file, only the
 //! first range, header limits, 5xx, 429, 412, changed validators, short and long
-//! bodies) and what the source must make of it. Bytes are checked against the served
-//! file itself.
+//! bodies; servers that refuse multi-range or suffix ranges, or ignore ranges, or
+//! compress unasked) and what the source must make of it. Bytes are checked against
+//! the served file itself.
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
 use rntuple::io::{
-    ByteRange, HttpOptions, HttpSource, NetworkOptions, ReadAt, ReadHints, RetryPolicy,
+    ByteRange, Edges, HttpOptions, HttpSource, NetworkOptions, Observer, ReadAt, ReadHints,
+    RetryPolicy, Transfer, TransferObserver,
 };
 use rntuple::{Error, RemoteKind};
 use std::collections::HashMap;
@@ -30,6 +32,7 @@ fn file() -> Vec<u8> {
 /// lower case).
 #[derive(Debug, Clone)]
 struct Seen {
+    method: String,
     headers: HashMap<String, String>,
 }
 
@@ -152,6 +155,7 @@ impl Mock {
                     let mut headers = HashMap::new();
                     let mut line = String::new();
                     reader.read_line(&mut line).unwrap(); // request line
+                    let method = line.split(' ').next().unwrap_or_default().to_string();
                     loop {
                         line.clear();
                         if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
@@ -161,7 +165,7 @@ impl Mock {
                             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
                         }
                     }
-                    let request = Seen { headers };
+                    let request = Seen { method, headers };
                     let index = {
                         let mut seen = seen.lock().unwrap();
                         seen.push(request.clone());
@@ -716,4 +720,305 @@ fn a_file_rewritten_every_second_is_changed_at_its_origin() {
     assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
     assert!(err.to_string().contains("changed at its origin"), "{err}");
     assert_eq!(mock.seen().len(), 3, "the first opening and two more");
+}
+
+// ------------------------------------------------------------- servers as they are
+
+/// The first and last byte a Range header's one range names in a file of `size` bytes
+/// (`a-b`, `a-`, `-n`).
+fn resolve(spec: &str, size: u64) -> (u64, u64) {
+    let (a, b) = spec.split_once('-').unwrap();
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => (size - b.parse::<u64>().unwrap().min(size), size - 1),
+        (false, true) => (a.parse().unwrap(), size - 1),
+        (false, false) => (a.parse().unwrap(), b.parse::<u64>().unwrap().min(size - 1)),
+    }
+}
+
+/// The whole file with HTTP 200 (as `python3 -m http.server`), with `etag`.
+fn whole(etag: &str) -> Reply {
+    Reply {
+        status: 200,
+        headers: vec![
+            header("ETag", etag),
+            header("Last-Modified", "Tue, 01 Jul 2025 10:00:00 GMT"),
+        ],
+        body: file(),
+    }
+}
+
+/// A server that serves one range per request, and answers a multi-range or a suffix
+/// range request with `refusal` (a status; 200: the whole file). A HEAD gets the size.
+fn single_ranges_only(refusal: u16) -> Mock {
+    Mock::start(move |_, seen| {
+        if seen.method == "HEAD" {
+            return Reply {
+                status: 200,
+                headers: vec![
+                    header("Content-Length", SIZE.to_string()),
+                    header("ETag", ETAG),
+                ],
+                body: Vec::new(),
+            };
+        }
+        let spec = seen.range().trim_start_matches("bytes=");
+        if spec.contains(',') || spec.starts_with('-') {
+            return match refusal {
+                200 => whole(ETAG),
+                code => status(code),
+            };
+        }
+        let (a, b) = resolve(spec, SIZE as u64);
+        correct_reply(&[(a, b)], SIZE, ETAG)
+    })
+}
+
+/// What an observer was told: warnings, and the bytes of each transfer.
+#[derive(Default)]
+struct Told {
+    warnings: Mutex<Vec<String>>,
+    transfers: Mutex<Vec<(String, Option<u64>)>>,
+    bytes: Arc<Mutex<u64>>,
+}
+
+struct Counted(Arc<Mutex<u64>>);
+
+impl Transfer for Counted {
+    fn advance(&mut self, bytes: u64) {
+        *self.0.lock().unwrap() += bytes;
+    }
+}
+
+impl TransferObserver for Told {
+    fn transfer(&self, what: &str, total: Option<u64>) -> Box<dyn Transfer> {
+        self.transfers
+            .lock()
+            .unwrap()
+            .push((what.to_string(), total));
+        Box::new(Counted(self.bytes.clone()))
+    }
+    fn warning(&self, message: &str) {
+        self.warnings.lock().unwrap().push(message.to_string());
+    }
+}
+
+fn observed(told: &Arc<Told>, in_memory: u64) -> HttpOptions {
+    HttpOptions {
+        observer: Some(Observer(told.clone())),
+        whole_in_memory: in_memory,
+        ..options()
+    }
+}
+
+/// The two ends of the file as opening must give them.
+fn assert_edges(edges: &Edges, head: u64, tail: u64) {
+    let data = file();
+    assert_eq!(edges.head, data[..head as usize]);
+    assert_eq!(edges.tail_offset, SIZE as u64 - tail);
+    assert_eq!(edges.tail, data[SIZE - tail as usize..]);
+}
+
+#[test]
+fn a_server_ignoring_ranges_is_read_from_one_copy_in_memory_or_a_temporary_file() {
+    for in_memory in [1 << 20, 10_000] {
+        let mock = Mock::start(|_, _| whole(ETAG));
+        let told = Arc::new(Told::default());
+        let (source, edges) =
+            HttpSource::open_with_edges_using(&mock.url, observed(&told, in_memory), 1000, 2000)
+                .unwrap();
+        assert_edges(&edges, 1000, 2000);
+        assert_eq!(source.size(), SIZE as u64);
+        assert_eq!(source.validators().etag.as_deref(), Some(ETAG));
+        // Opening: the two ends in one request (the whole file, dropped), then the first
+        // bytes (the whole file, copied) and the suffix (dropped) at once.
+        assert_eq!(mock.seen().len(), 3);
+        let m = source.metrics();
+        assert_eq!(
+            (m.requests, m.vector_requests),
+            (3, 1),
+            "every request counts"
+        );
+        assert_eq!(m.bytes_read, SIZE as u64, "the copy's bytes");
+        let asked: Vec<ByteRange> = (0..50).map(|i| r(i * 1999 + 3, 17 + i)).collect();
+        assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+        assert_eq!(
+            source.read_at(SIZE as u64 - 5, 5).unwrap(),
+            file()[SIZE - 5..]
+        );
+        assert_eq!(mock.seen().len(), 3, "every read from the copy");
+        assert!(!source.hints().remote, "the copy is read as a local file");
+        // One warning naming the URL, why and what would do better; one transfer.
+        let warnings = told.warnings.lock().unwrap().clone();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(&format!("{}: the server ignores byte ranges", mock.url))
+                && warnings[0].contains("HTTP 206"),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(
+            *told.transfers.lock().unwrap(),
+            vec![(mock.url.clone(), Some(SIZE as u64))]
+        );
+        assert_eq!(*told.bytes.lock().unwrap(), SIZE as u64);
+        // Another file of the server opened meanwhile: one request, no second warning.
+        let (other, edges) =
+            HttpSource::open_with_edges_using(&mock.url, observed(&told, in_memory), 1000, 2000)
+                .unwrap();
+        assert_edges(&edges, 1000, 2000);
+        assert_eq!(other.read_at(40_000, 10).unwrap(), file()[40_000..40_010]);
+        assert_eq!(mock.seen().len(), 4);
+        assert_eq!(told.warnings.lock().unwrap().len(), 1);
+        drop(source);
+        // Opened with byte 0 only: the same.
+        let single = HttpSource::open_with(&mock.url, observed(&told, in_memory)).unwrap();
+        assert_eq!(single.read_at(77, 1000).unwrap(), file()[77..1077]);
+    }
+}
+
+#[test]
+fn a_whole_file_answer_mid_read_is_copied_when_it_is_the_same_file_a_change_when_not() {
+    // Ranges at opening, then the whole file (a server behind a balancer, say).
+    for (etag, changed) in [(ETAG, false), ("\"v2-etag\"", true)] {
+        let mock = mock_with(move |i, _| (i > 0).then(|| whole(etag)));
+        let told = Arc::new(Told::default());
+        let source = HttpSource::open_with(&mock.url, observed(&told, 1 << 20)).unwrap();
+        let result = source.read_at(3000, 100);
+        if changed {
+            let err = result.unwrap_err();
+            assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains("the file changed at its origin while being read (ETag \"v1-etag\" became \"v2-etag\")"),
+                "{text}"
+            );
+            assert_eq!(
+                *told.bytes.lock().unwrap(),
+                0,
+                "a changed file is not copied"
+            );
+            // Not served from anything afterwards either.
+            assert!(source.read_at(10, 10).is_err());
+        } else {
+            assert_eq!(result.unwrap(), file()[3000..3100]);
+            let asked = [r(5, 5), r(90_000, 100)];
+            assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+            assert_eq!(mock.seen().len(), 2);
+        }
+    }
+    // The same validators but another size: a change.
+    let mock = mock_with(|i, _| {
+        (i > 0).then(|| {
+            let mut reply = whole(ETAG);
+            reply.body.push(0);
+            reply
+        })
+    });
+    let err = open(&mock).read_at(0, 10).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");
+}
+
+#[test]
+fn servers_refusing_multi_range_and_suffix_ranges_get_single_ranges() {
+    for refusal in [400, 416, 501, 200] {
+        let mock = single_ranges_only(refusal);
+        let told = Arc::new(Told::default());
+        let (source, edges) =
+            HttpSource::open_with_edges_using(&mock.url, observed(&told, 1 << 20), 1000, 2000)
+                .unwrap();
+        assert_edges(&edges, 1000, 2000);
+        assert_eq!(source.validators().etag.as_deref(), Some(ETAG));
+        let ranges: Vec<String> = mock.seen().iter().map(|s| s.range().to_string()).collect();
+        // The two ends at once, refused; the first bytes and the suffix at once; the
+        // suffix refused, the tail by its offsets.
+        assert_eq!(ranges.len(), 4, "{refusal}: {ranges:?}");
+        let m = source.metrics();
+        assert_eq!(
+            (m.requests, m.vector_requests),
+            (4, 1),
+            "every request counts"
+        );
+        assert_eq!(m.bytes_read, 1000 + 2000);
+        assert_eq!(ranges[0], "bytes=0-999,-2000");
+        assert_eq!(ranges[3], format!("bytes={}-{}", SIZE - 2000, SIZE - 1));
+        let asked: Vec<ByteRange> = (0..20).map(|i| r(i * 4000 + 7, 100 + i)).collect();
+        assert_eq!(source.read_ranges(&asked).unwrap(), expected(&asked));
+        assert_eq!(mock.seen().len(), 4 + 20, "single ranges only");
+        // Another file of the server meanwhile: no request it would refuse.
+        let (_other, edges) =
+            HttpSource::open_with_edges_using(&mock.url, observed(&told, 1 << 20), 1000, 2000)
+                .unwrap();
+        assert_edges(&edges, 1000, 2000);
+        let seen = mock.seen();
+        let last: Vec<&str> = seen[24..].iter().map(Seen::range).collect();
+        assert_eq!(
+            last,
+            [
+                "bytes=0-999",
+                &*format!("bytes={}-{}", SIZE - 2000, SIZE - 1)
+            ]
+        );
+        assert!(
+            told.warnings.lock().unwrap().is_empty(),
+            "ranges work: no warning"
+        );
+    }
+}
+
+#[test]
+fn a_content_range_without_the_size_takes_it_from_a_head() {
+    let mock = Mock::start(|_, seen| {
+        if seen.method == "HEAD" {
+            return Reply {
+                status: 200,
+                headers: vec![header("Content-Length", SIZE.to_string())],
+                body: Vec::new(),
+            };
+        }
+        let mut reply = correct_reply(&seen.ranges(), SIZE, ETAG);
+        reply.headers[0] = header("Content-Range", "bytes 0-0/*");
+        reply
+    });
+    let source = open(&mock);
+    assert_eq!(source.size(), SIZE as u64);
+    let methods: Vec<String> = mock.seen().iter().map(|s| s.method.clone()).collect();
+    assert_eq!(methods, ["GET", "HEAD"]);
+}
+
+#[test]
+fn an_unasked_for_compressed_reply_says_so() {
+    // At opening (a multipart reply) and on a later read (one range).
+    let gzip = |mut reply: Reply| {
+        reply.headers.push(header("Content-Encoding", "gzip"));
+        reply.body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        reply
+    };
+    let edges_mock = Mock::start(move |_, seen| {
+        let ranges: Vec<(u64, u64)> = seen
+            .range()
+            .trim_start_matches("bytes=")
+            .split(',')
+            .map(|spec| resolve(spec, SIZE as u64))
+            .collect();
+        gzip(correct_reply(&ranges, SIZE, ETAG))
+    });
+    let read_mock =
+        mock_with(move |i, seen| (i > 0).then(|| gzip(correct_reply(&seen.ranges(), SIZE, ETAG))));
+    let errors = [
+        HttpSource::open_with_edges_using(&edges_mock.url, options(), 1000, 2000)
+            .map(|_| ())
+            .unwrap_err(),
+        open(&read_mock).read_at(10, 10).map(|_| ()).unwrap_err(),
+    ];
+    for (err, url) in errors.iter().zip([&edges_mock.url, &read_mock.url]) {
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("remote read of {url} failed: "))
+                && text.contains("sent the file compressed (Content-Encoding: gzip)")
+                && text.contains("turn the compression off"),
+            "{text}"
+        );
+        assert!(!text.contains("line longer"), "{text}");
+    }
+    assert_eq!(edges_mock.seen().len(), 1, "not retried");
 }

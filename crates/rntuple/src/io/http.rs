@@ -6,47 +6,59 @@
 //! a new connection's TCP connect and TLS handshake (reqwest's connect timeout); the
 //! first-byte timeout the wait for a response's headers from the moment the request was
 //! sent on a ready connection; the idle timeout every wait for the next bytes of a body
-//! (see the `net` module for why reqwest's own timeouts do not do it). A transfer that
-//! keeps moving never times out.
+//! (see the `net` module for why reqwest's own timeouts do not do it); the low-speed
+//! limit the pace of a whole body. A transfer that keeps moving fast enough never times
+//! out.
 //!
-//! Opening asks for the file's first and last bytes at once (`Range: bytes=0-65535` and
-//! `Range: bytes=-131072`, two single-range requests in parallel: one round trip), or for
-//! byte 0 alone ([`HttpSource::open_with`]). Each reply tells the size (from
-//! `Content-Range`), whether the server serves ranges, and the validators (`ETag`,
-//! `Last-Modified`). Every later request is conditional on them (`If-Match`, else
-//! `If-Unmodified-Since`) and every reply is checked against them and the size, so a file
-//! replaced on the server is an error, never a mix of old and new bytes.
+//! Opening asks for the file's first and last bytes in one multi-range request
+//! (`Range: bytes=0-65535,-131072`), or for byte 0 alone ([`HttpSource::open_with`]).
+//! The reply tells the size (from `Content-Range`), whether the server serves ranges,
+//! and the validators (`ETag`, `Last-Modified`). Every later request is conditional on
+//! them (`If-Match`, else `If-Unmodified-Since`) and every reply is checked against them
+//! and the size, so a file replaced on the server is an error, never a mix of old and
+//! new bytes.
+//!
+//! Servers as they are: a server that does not serve both ends in one multi-range reply
+//! (it refuses the request with 400, 416 or 501, sends the whole file, or one range)
+//! gets two single-range requests at once (`bytes=0-65535` and `bytes=-131072`); one
+//! that refuses the suffix range gets `bytes=SIZE-131072-...` once the first reply told
+//! the size (from `Content-Range`, else a `HEAD`). A server that ignores ranges (HTTP
+//! 200 with the whole file) has the whole file streamed once into a local copy that
+//! serves every read (the `whole` module), with one warning that says why this is
+//! slow. What a server refuses is remembered for the other files of that server read at
+//! the same time.
 //!
 //! Many ranges go in one multi-range request whose `multipart/byteranges` reply is
 //! parsed as a stream (the `multipart` module). A server that answers such a request
 //! with the whole file (HTTP 200) or with fewer bytes than asked is remembered, and from
 //! then on gets parallel single-range requests.
 
+mod auth;
 pub(crate) mod multipart;
+mod servers;
+mod whole;
 
-use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte, TrackConnects};
+use super::net::{first_byte, reqwest_kind, within_limits, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spans::Spans;
 use super::spare::SpareBuffers;
+use super::speed::SpeedMeter;
 use super::version::parse_http_date;
 use super::{
-    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy,
-    TimeoutKind, Validators,
+    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, Observer, ReadAt, ReadHints,
+    RetryPolicy, TimeoutKind, Validators,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
 use multipart::{Limits, MultipartError, Part};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Client, RequestBuilder, StatusCode};
-use std::ffi::OsString;
+use servers::{Probed, Refusals};
 use std::io::{BufReader, ErrorKind, Read};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// The most bytes a bearer-token file may hold (real tokens are a few KiB).
-const MAX_TOKEN_FILE: u64 = 64 << 10;
 /// The most bytes after the last multipart boundary that are read (and dropped) to keep
 /// the connection reusable; a longer epilogue closes the connection instead.
 const MAX_EPILOGUE: u64 = 4 << 10;
@@ -54,6 +66,8 @@ const MAX_EPILOGUE: u64 = 4 << 10;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Worker threads of a source's runtime: they drive sockets and TLS, never decode.
 const RUNTIME_WORKERS: usize = 2;
+/// The most bytes of a file that ignores ranges kept in memory (else a temporary file).
+const WHOLE_IN_MEMORY: u64 = 64 << 20;
 
 /// How an [`HttpSource`] connects and reads.
 #[derive(Clone)]
@@ -65,6 +79,12 @@ pub struct HttpOptions {
     pub bearer_token: Option<String>,
     /// How reads are shaped: ranges per request, requests in flight.
     pub hints: ReadHints,
+    /// Who watches the download of a file from a server that ignores byte ranges, and
+    /// hears the warning that says why it is slow.
+    pub observer: Option<Observer>,
+    /// The most bytes of such a file kept in memory; a larger one is kept in an
+    /// anonymous temporary file (default 64 MiB).
+    pub whole_in_memory: u64,
 }
 
 impl Default for HttpOptions {
@@ -73,6 +93,8 @@ impl Default for HttpOptions {
             retry: RetryPolicy::default(),
             bearer_token: None,
             hints: ReadHints::REMOTE,
+            observer: None,
+            whole_in_memory: WHOLE_IN_MEMORY,
         }
     }
 }
@@ -83,6 +105,8 @@ impl std::fmt::Debug for HttpOptions {
             .field("retry", &self.retry)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "***"))
             .field("hints", &self.hints)
+            .field("observer", &self.observer)
+            .field("whole_in_memory", &self.whole_in_memory)
             .finish()
     }
 }
@@ -93,95 +117,10 @@ impl HttpOptions {
     /// `/tmp/bt_u<uid>`).
     pub fn from_env() -> Result<HttpOptions> {
         Ok(HttpOptions {
-            bearer_token: bearer_token_from_env()?,
+            bearer_token: auth::bearer_token_from_env()?,
             ..HttpOptions::default()
         })
     }
-}
-
-/// The bearer token of this process, found as the WLCG Bearer Token Discovery document
-/// says: `$BEARER_TOKEN`, else the file named by `$BEARER_TOKEN_FILE`, else
-/// `$XDG_RUNTIME_DIR/bt_u<uid>`, else `/tmp/bt_u<uid>`. Surrounding white space is
-/// removed; an empty token counts as none.
-pub(crate) fn bearer_token_from_env() -> Result<Option<String>> {
-    discover_bearer_token(|name| std::env::var_os(name), current_uid())
-}
-
-/// The real user id of this process.
-fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions, touches no memory of ours and cannot fail
-    // (POSIX); tested against the owner of /proc/self below.
-    unsafe { libc::getuid() }
-}
-
-fn discover_bearer_token(
-    var: impl Fn(&str) -> Option<OsString>,
-    uid: u32,
-) -> Result<Option<String>> {
-    let non_empty = |name: &str| var(name).filter(|v| !v.is_empty());
-    if let Some(token) = non_empty("BEARER_TOKEN") {
-        let token = token.to_string_lossy().trim().to_string();
-        if !token.is_empty() {
-            return Ok(Some(token));
-        }
-    }
-    if let Some(path) = non_empty("BEARER_TOKEN_FILE") {
-        // Named explicitly: a file that cannot be read is an error, not "no token".
-        return read_token_file(Path::new(&path), "BEARER_TOKEN_FILE");
-    }
-    let mut candidates = Vec::new();
-    if let Some(dir) = non_empty("XDG_RUNTIME_DIR") {
-        candidates.push(PathBuf::from(dir).join(format!("bt_u{uid}")));
-    }
-    candidates.push(PathBuf::from(format!("/tmp/bt_u{uid}")));
-    for path in candidates {
-        if path.is_file() {
-            return read_token_file(&path, "the default bearer token file");
-        }
-    }
-    Ok(None)
-}
-
-fn read_token_file(path: &Path, origin: &str) -> Result<Option<String>> {
-    let io_err = |source| Error::Io {
-        what: format!("{} ({origin})", path.display()),
-        source,
-    };
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .map_err(io_err)?
-        .take(MAX_TOKEN_FILE)
-        .read_to_string(&mut text)
-        .map_err(io_err)?;
-    let token = text.trim();
-    Ok((!token.is_empty()).then(|| token.to_string()))
-}
-
-/// Certificates from the files `*.pem` in `$X509_CERT_DIR` (the grid's CA directory), to
-/// trust besides the system's roots (`SSL_CERT_FILE`/`SSL_CERT_DIR` are honoured by the
-/// system-root loader itself). Files that are not certificates are skipped.
-fn grid_ca_certificates() -> Vec<reqwest::Certificate> {
-    let Some(dir) = std::env::var_os("X509_CERT_DIR").filter(|d| !d.is_empty()) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut certificates = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "pem") {
-            continue;
-        }
-        let mut pem = Vec::new();
-        let read = std::fs::File::open(&path).and_then(|f| f.take(1 << 20).read_to_end(&mut pem));
-        if read.is_ok() {
-            if let Ok(found) = reqwest::Certificate::from_pem_bundle(&pem) {
-                certificates.extend(found);
-            }
-        }
-    }
-    certificates
 }
 
 /// Who the requests say they are.
@@ -218,6 +157,9 @@ pub struct HttpSource {
     metrics: IoMetrics,
     /// Buffers given back for reuse.
     spare: SpareBuffers,
+    /// The local copy of the whole file, once the server answered a range request with
+    /// it: then every read is served from it.
+    whole: whole::Fallback,
 }
 
 /// An HTTP client and the runtime that drives its connections, shared by every source
@@ -228,6 +170,8 @@ pub struct HttpSource {
 /// connections (never kept open for the sources of another server).
 struct SharedClient {
     client: Client,
+    /// What the server refuses, learnt from the files of it read so far.
+    refuses: Refusals,
     /// Declared after the client, so dropped after it.
     runtime: NetRuntime,
 }
@@ -274,33 +218,40 @@ impl SharedClient {
                 ),
             )
         })?;
-        let shared = Arc::new(SharedClient { client, runtime });
+        let shared = Arc::new(SharedClient {
+            client,
+            refuses: Refusals::default(),
+            runtime,
+        });
         clients.push((key, Arc::downgrade(&shared)));
         Ok(shared)
     }
 }
 
 /// A response whose headers arrived: its body is read (blocking) chunk by chunk, each
-/// chunk awaited at most the idle timeout.
+/// chunk awaited at most the idle timeout, the whole body paced by the low-speed limit.
 struct Answer<'a> {
     response: reqwest::Response,
     /// What is left of the chunk being read.
     chunk: Bytes,
     runtime: &'a NetRuntime,
     idle: Duration,
+    /// The body's low-speed limit, from its headers on.
+    meter: SpeedMeter,
 }
 
-/// The idle timeout ran out while a body was read (the cause of an `io::Error`).
+/// A timeout ran out while a body was read (the cause of an `io::Error`): the idle
+/// timeout or the low-speed limit.
 #[derive(Debug)]
-struct IdleTimeout;
+struct BodyTimeout(TimeoutKind);
 
-impl std::fmt::Display for IdleTimeout {
+impl std::fmt::Display for BodyTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the idle timeout ran out")
+        write!(f, "the {} ran out", self.0.name())
     }
 }
 
-impl std::error::Error for IdleTimeout {}
+impl std::error::Error for BodyTimeout {}
 
 impl Answer<'_> {
     fn status(&self) -> StatusCode {
@@ -318,20 +269,26 @@ impl Answer<'_> {
 
 impl Read for Answer<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let timed_out = |kind| std::io::Error::new(ErrorKind::TimedOut, BodyTimeout(kind));
         while self.chunk.is_empty() {
-            let (response, idle) = (&mut self.response, self.idle);
+            let (response, idle, meter) = (&mut self.response, self.idle, &self.meter);
             let next = self
                 .runtime
-                .block_on(async { within_idle(response.chunk(), idle).await });
+                .block_on(async { within_limits(response.chunk(), idle, meter).await });
             match next {
-                None => return Err(std::io::Error::new(ErrorKind::TimedOut, IdleTimeout)),
-                Some(Err(e)) => {
+                Err(kind) => return Err(timed_out(kind)),
+                Ok(Err(e)) => {
                     // The kind travels in the io::Error's kind (see `body_failure`).
                     let kind = reqwest_kind(&e).io_error_kind();
                     return Err(std::io::Error::new(kind, describe_reqwest_error(e)));
                 }
-                Some(Ok(None)) => return Ok(0),
-                Some(Ok(Some(chunk))) => self.chunk = chunk,
+                Ok(Ok(None)) => return Ok(0),
+                Ok(Ok(Some(chunk))) => {
+                    self.meter
+                        .record(chunk.len() as u64)
+                        .map_err(|_| timed_out(TimeoutKind::LowSpeed))?;
+                    self.chunk = chunk;
+                }
             }
         }
         let n = buf.len().min(self.chunk.len());
@@ -518,16 +475,14 @@ impl HttpSource {
     }
 
     /// Opens `url` with `options`: one request (for byte 0) learns the size and the
-    /// validators.
+    /// validators (a server that answers with the whole file has it copied).
     pub fn open_with(url: &str, options: HttpOptions) -> Result<HttpSource> {
         let mut source = Self::client_for(url, options)?;
         let start = Instant::now();
-        let probe = source
-            .retry
-            .run(&source.display, |_| source.probe_once("bytes=0-0", 1))?;
-        source
-            .metrics
-            .record(false, 1, probe.data.len() as u64, start);
+        let probed = source.retry.run(&source.display, |_| {
+            source.probe_once("bytes=0-0", 1, false)
+        })?;
+        let probe = source.opened_with(probed, start)?;
         if probe.first != 0 {
             return Err(Error::Remote {
                 kind: RemoteKind::Other,
@@ -550,9 +505,11 @@ impl HttpSource {
     }
 
     /// [`HttpSource::open_with_edges`] with `options`. A server that does not serve both
-    /// ends in one multi-range reply (it sends the whole file, or one of the ranges) gets
-    /// two single-range requests in parallel instead (still one round trip), and
-    /// single-range requests from then on.
+    /// ends in one multi-range reply (it refuses the request, sends the whole file, or
+    /// one of the ranges) gets single-range requests instead (the first bytes and the
+    /// suffix at once; a refused suffix again by its offsets), and from then on, as do
+    /// the other files of the server opened while this one is; a server that ignores
+    /// ranges has the whole file copied (see the module documentation).
     pub fn open_with_edges_using(
         url: &str,
         options: HttpOptions,
@@ -561,6 +518,11 @@ impl HttpSource {
     ) -> Result<(HttpSource, Edges)> {
         let mut source = Self::client_for(url, options)?;
         let (head, tail) = (head.max(1), tail.max(1));
+        let refuses = &source.net.refuses;
+        if refuses.multi_range.load(Ordering::Relaxed) || refuses.ranges.load(Ordering::Relaxed) {
+            source.multi_range_refused.store(true, Ordering::Relaxed);
+            return source.open_with_parallel_edges(head, tail);
+        }
         let start = Instant::now();
         let range = format!("bytes=0-{},-{tail}", head - 1);
         let reply = source
@@ -570,6 +532,11 @@ impl HttpSource {
             // The refused request counts: it went to the server.
             source.metrics.record(true, 2, 0, start);
             source.multi_range_refused.store(true, Ordering::Relaxed);
+            source
+                .net
+                .refuses
+                .multi_range
+                .store(true, Ordering::Relaxed);
             return source.open_with_parallel_edges(head, tail);
         };
         source.metrics.record(true, 2, body_bytes, start);
@@ -604,6 +571,9 @@ impl HttpSource {
         let boundary = header_str(headers, header::CONTENT_TYPE).and_then(multipart::boundary_of);
         let content_range = header_str(headers, header::CONTENT_RANGE).map(str::to_string);
         let content_length = response.content_length();
+        if matches!(status, StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
+            self.check_encoding(headers)?;
+        }
         match status {
             StatusCode::PARTIAL_CONTENT => {
                 let mut body = BufReader::with_capacity(
@@ -703,64 +673,11 @@ impl HttpSource {
             {
                 Ok(Some((probe(0), Edges::default(), 0)))
             }
+            // A server that refuses several ranges, or suffix ranges, in one request (or
+            // such a long Range header): single ranges then.
+            _ if matches!(status.as_u16(), 400 | 413 | 414 | 416 | 431 | 501) => Ok(None),
             _ => Err(self.status_failure(&response, doing)),
         }
-    }
-
-    /// The first `head` and last `tail` bytes in two single-range requests sent at once,
-    /// for a server that does not serve multi-range requests.
-    fn open_with_parallel_edges(mut self, head: u64, tail: u64) -> Result<(HttpSource, Edges)> {
-        let source = &self;
-        let start = Instant::now();
-        let first_bytes = format!("bytes=0-{}", head.max(1) - 1);
-        let last_bytes = format!("bytes=-{}", tail.max(1));
-        let (front, back) = std::thread::scope(|scope| {
-            let back = scope.spawn(|| {
-                source.retry.run(&source.display, |_| {
-                    source.probe_once(&last_bytes, tail.max(1))
-                })
-            });
-            let front = source.retry.run(&source.display, |_| {
-                source.probe_once(&first_bytes, head.max(1))
-            });
-            let back = back.join().unwrap_or_else(|_| {
-                Err(Error::Remote {
-                    kind: RemoteKind::Other,
-                    what: source.display.clone(),
-                    detail: "opening: a request thread panicked".into(),
-                })
-            });
-            (front, back)
-        });
-        let (front, back) = (front?, back?);
-        for probe in [&front, &back] {
-            source
-                .metrics
-                .record(false, 1, probe.data.len() as u64, start);
-        }
-        let fail = |detail: String| Error::Remote {
-            kind: RemoteKind::Other,
-            what: source.display.clone(),
-            detail: format!("opening: {detail}"),
-        };
-        if front.total != back.total || !front.version.same_version(&back.version) {
-            return Err(fail(format!(
-                "the file changed at its origin while being opened (size {} and {})",
-                front.total, back.total
-            )));
-        }
-        if front.first != 0 || back.first + back.data.len() as u64 != back.total {
-            return Err(fail(
-                "the server did not send the requested ends of the file".into(),
-            ));
-        }
-        self.adopt(&front);
-        let edges = Edges {
-            head: front.data,
-            tail_offset: back.first,
-            tail: back.data,
-        };
-        Ok((self, edges))
     }
 
     /// The source for `url` with `options`, before anything was asked of the server.
@@ -809,7 +726,7 @@ impl HttpSource {
             options.retry.network.connect_timeout,
         );
         let net = SharedClient::get(key, &display, || {
-            for certificate in grid_ca_certificates() {
+            for certificate in auth::grid_ca_certificates() {
                 builder = builder.add_root_certificate(certificate);
             }
             builder.build()
@@ -828,6 +745,7 @@ impl HttpSource {
             ranges_per_request: AtomicUsize::new(ranges_per_request),
             metrics: IoMetrics::default(),
             spare: SpareBuffers::default(),
+            whole: whole::Fallback::new(options.observer, options.whole_in_memory),
         })
     }
 
@@ -839,25 +757,40 @@ impl HttpSource {
 
     /// One `GET` of `range` (at most `max` bytes) at opening: where the bytes start, the
     /// file size, the bytes, the `ETag` and the `Last-Modified` of the file.
-    fn probe_once(&self, range: &str, max: u64) -> std::result::Result<Probe, Failure> {
+    fn probe_once(
+        &self,
+        range: &str,
+        max: u64,
+        suffix: bool,
+    ) -> std::result::Result<Probed, Failure> {
         let doing = "opening";
         let response = self.send(self.request(range), doing)?;
         let headers = response.headers();
         let version = reply_validators(headers);
-        match response.status() {
+        let status = response.status();
+        if matches!(status, StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
+            self.check_encoding(headers)?;
+        }
+        match status {
             StatusCode::PARTIAL_CONTENT => {
+                let bad = || {
+                    self.permanent(format!(
+                        "{doing}: the reply to a request for {range} has no valid \
+                         Content-Range with the file size"
+                    ))
+                };
                 let (first, last, total) = header_str(headers, header::CONTENT_RANGE)
                     .and_then(multipart::parse_content_range)
-                    .and_then(|(first, last, total)| Some((first, last, total?)))
-                    .filter(|&(first, last, total)| {
-                        first <= last && last < total && last - first < max
-                    })
-                    .ok_or_else(|| {
-                        self.permanent(format!(
-                            "{doing}: the reply to a request for {range} has no valid \
-                             Content-Range with the file size"
-                        ))
-                    })?;
+                    .filter(|&(first, last, _)| first <= last && last - first < max)
+                    .ok_or_else(bad)?;
+                // `bytes A-B/*`: the size from a HEAD.
+                let total = match total {
+                    Some(total) => total,
+                    None => self.length_from_head(doing)?,
+                };
+                if last >= total {
+                    return Err(bad());
+                }
                 let len = last - first + 1;
                 // Bounded by `max`: one byte more tells a reply longer than it says.
                 let mut data =
@@ -872,12 +805,12 @@ impl HttpSource {
                         data.len()
                     )));
                 }
-                Ok(Probe {
+                Ok(Probed::Part(Probe {
                     first,
                     total,
                     data,
                     version,
-                })
+                }))
             }
             // An empty file: no byte to serve. Servers say so with `416` and
             // `Content-Range: bytes */0`, or (nginx) with `200` and no bytes.
@@ -887,17 +820,28 @@ impl HttpSource {
                     || (response.status() == StatusCode::OK
                         && response.content_length() == Some(0)) =>
             {
-                Ok(Probe {
+                Ok(Probed::Part(Probe {
                     first: 0,
                     total: 0,
                     data: Vec::new(),
-                    version,
-                })
+                    version: version.clone(),
+                }))
             }
-            StatusCode::OK => Err(self.permanent(format!(
-                "{doing}: the server ignores byte ranges (it answered a Range request with \
-                 the whole file, HTTP 200); it cannot be read piecewise"
-            ))),
+            // A suffix range refused, or not served (not read: the first bytes' request
+            // tells what to do).
+            _ if suffix && matches!(status.as_u16(), 200 | 400 | 416 | 501) => {
+                Ok(Probed::Refused(format!("HTTP {status}")))
+            }
+            // A server that ignores ranges: the whole file, copied.
+            StatusCode::OK => {
+                let total = self.take_whole(response, None, doing)?.size();
+                Ok(Probed::Whole(Probe {
+                    first: 0,
+                    total,
+                    data: Vec::new(),
+                    version: version.clone(),
+                }))
+            }
             _ => Err(self.status_failure(&response, doing)),
         }
     }
@@ -911,15 +855,7 @@ impl HttpSource {
             .get(self.url.clone())
             .header(header::RANGE, range)
             .header(header::ACCEPT_ENCODING, "identity");
-        match &self.credentials {
-            Some(Credentials::Basic { user, password }) => {
-                request = request.basic_auth(user, password.as_ref());
-            }
-            Some(Credentials::Bearer(value)) => {
-                request = request.header(header::AUTHORIZATION, value.clone());
-            }
-            None => {}
-        }
+        request = self.with_credentials(request);
         // If-Match compares strongly: a weak ETag never matches, so use the date then.
         match (&self.version.etag, &self.version.last_modified) {
             (Some(etag), _) if !etag.starts_with("W/") => {
@@ -931,6 +867,19 @@ impl HttpSource {
             _ => {}
         }
         request
+    }
+
+    /// `request` with the credentials.
+    fn with_credentials(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.credentials {
+            Some(Credentials::Basic { user, password }) => {
+                request.basic_auth(user, password.as_ref())
+            }
+            Some(Credentials::Bearer(value)) => {
+                request.header(header::AUTHORIZATION, value.clone())
+            }
+            None => request,
+        }
     }
 
     /// Sends `request` and waits for its headers: at most the first-byte timeout once
@@ -980,15 +929,16 @@ impl HttpSource {
             chunk: Bytes::new(),
             runtime: &self.net.runtime,
             idle: network.idle_timeout,
+            meter: SpeedMeter::start(&network),
         })
     }
 
     /// What an error reading the body of a reply while `doing` something means: the
     /// idle timeout, or another fault that may pass.
     fn body_failure(&self, doing: &str, e: std::io::Error) -> Failure {
-        if e.get_ref().is_some_and(|inner| inner.is::<IdleTimeout>()) {
+        if let Some(BodyTimeout(kind)) = e.get_ref().and_then(|i| i.downcast_ref::<BodyTimeout>()) {
             return Failure::TimedOut {
-                kind: TimeoutKind::Idle,
+                kind: *kind,
                 doing: format!("{doing}: reading the reply"),
             };
         }
@@ -1009,6 +959,8 @@ impl HttpSource {
         Failure::Permanent(Error::remote(kind, &self.display, detail))
     }
 
+    /// The file was replaced at the server (`how`: what tells it): its bytes are never
+    /// mixed with the version opened.
     fn changed(&self, how: String) -> Failure {
         self.permanent_of(
             RemoteKind::Changed,
@@ -1071,14 +1023,25 @@ impl HttpSource {
                 _ => {}
             }
         }
-        if let Some(encoding) = header_str(headers, header::CONTENT_ENCODING) {
-            if !encoding.trim().eq_ignore_ascii_case("identity") {
-                return Err(self.permanent(format!(
-                    "the server sent the bytes with Content-Encoding \"{encoding}\""
-                )));
-            }
+        self.check_encoding(headers)
+    }
+
+    /// Refuses a reply whose bytes are encoded (compressed): this client asks for the
+    /// bytes as they are (`Accept-Encoding: identity`), and an encoded body does not
+    /// hold the file's bytes at the offsets asked for.
+    fn check_encoding(&self, headers: &HeaderMap) -> std::result::Result<(), Failure> {
+        let Some(encoding) = header_str(headers, header::CONTENT_ENCODING).map(str::trim) else {
+            return Ok(());
+        };
+        if encoding.is_empty() || encoding.eq_ignore_ascii_case("identity") {
+            return Ok(());
         }
-        Ok(())
+        Err(self.permanent(format!(
+            "the server sent the file compressed (Content-Encoding: {encoding}) although this \
+             client asked for its bytes as they are (Accept-Encoding: identity), so the bytes \
+             are not the file's; turn the compression off for this file on the server or on \
+             the proxy in front of it (nginx: gzip off, or gzip_types without its type)"
+        )))
     }
 
     /// Reads the reply to a request of `wanted` (sorted, disjoint, none empty).
@@ -1103,11 +1066,14 @@ impl HttpSource {
             StatusCode::PARTIAL_CONTENT => {}
             // The whole file is fine when the whole file was asked for.
             StatusCode::OK if wanted == whole_file => {}
-            StatusCode::OK => {
+            // Several ranges: the server does not serve them in one request.
+            StatusCode::OK if wanted.len() > 1 => {
                 return Ok(Reply::Unusable(
                     "the server answered with the whole file (HTTP 200)".into(),
                 ))
             }
+            // One range: the server ignores ranges.
+            StatusCode::OK => return self.reply_from_copy(response, wanted, doing),
             _ => return Err(self.status_failure(&response, doing)),
         }
         let headers = response.headers();
@@ -1221,8 +1187,12 @@ impl HttpSource {
         })
     }
 
-    /// Reads one range (not empty, inside the file) with one request.
+    /// Reads one range (not empty, inside the file) with one request (from the copy of
+    /// the whole file, once there is one).
     fn fetch_single(&self, range: ByteRange) -> Result<Vec<u8>> {
+        if let Some(copy) = self.whole.get() {
+            return copy.read_at(range.offset, range.len);
+        }
         let start = Instant::now();
         let last = range.offset + range.len - 1;
         let doing = format!("reading bytes {}-{last}", range.offset);
@@ -1411,6 +1381,12 @@ impl ReadAt for HttpSource {
         for r in ranges {
             self.check_bounds(r.offset, r.len)?;
         }
+        if let Some(copy) = self.whole.get() {
+            return ranges
+                .iter()
+                .map(|r| copy.read_at(r.offset, r.len))
+                .collect();
+        }
         let grouped = wire_ranges(ranges);
         let wire = &grouped.spans;
         let wire_data = match wire.len() {
@@ -1449,7 +1425,11 @@ impl ReadAt for HttpSource {
     }
 
     fn hints(&self) -> ReadHints {
-        self.hints
+        // A copy of the whole file is read as a local one.
+        match self.whole.get() {
+            Some(_) => ReadHints::LOCAL,
+            None => self.hints,
+        }
     }
 }
 
@@ -1457,7 +1437,6 @@ impl ReadAt for HttpSource {
 mod tests {
     use super::*;
     use crate::io::options::NetworkOptions;
-    use std::collections::HashMap;
 
     fn r(offset: u64, len: u64) -> ByteRange {
         ByteRange { offset, len }
@@ -1537,49 +1516,6 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("task 7"), "{err}");
-    }
-
-    #[test]
-    fn bearer_token_discovery_follows_the_wlcg_order() {
-        let dir = std::env::temp_dir().join(format!("rntuple-bt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let uid = 4_000_000_123; // no /tmp/bt_u file exists for it
-        let file = dir.join("token");
-        std::fs::write(&file, "  from-file\n").unwrap();
-        std::fs::write(dir.join(format!("bt_u{uid}")), "from-xdg\n").unwrap();
-        let env = |pairs: &[(&str, &str)]| {
-            let map: HashMap<String, OsString> = pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), OsString::from(v)))
-                .collect();
-            move |name: &str| map.get(name).cloned()
-        };
-        let file_s = file.to_str().unwrap();
-        let dir_s = dir.to_str().unwrap();
-        let all = [
-            ("BEARER_TOKEN", " direct "),
-            ("BEARER_TOKEN_FILE", file_s),
-            ("XDG_RUNTIME_DIR", dir_s),
-        ];
-        let found = |pairs: &[(&str, &str)]| discover_bearer_token(env(pairs), uid).unwrap();
-        assert_eq!(found(&all).as_deref(), Some("direct"));
-        assert_eq!(found(&all[1..]).as_deref(), Some("from-file"));
-        assert_eq!(found(&all[2..]).as_deref(), Some("from-xdg"));
-        assert_eq!(found(&[("BEARER_TOKEN", "  ")]), None);
-        assert_eq!(found(&[]), None);
-        // An explicitly named file that is missing is an error naming the file only.
-        let err = discover_bearer_token(env(&[("BEARER_TOKEN_FILE", "/nonexistent/tok")]), uid)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("/nonexistent/tok"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn current_uid_is_the_owner_of_this_process() {
-        use std::os::unix::fs::MetadataExt;
-        let owner = std::fs::metadata("/proc/self").unwrap().uid();
-        assert_eq!(current_uid(), owner);
     }
 
     #[test]

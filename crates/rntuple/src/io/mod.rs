@@ -35,6 +35,8 @@ mod s3;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod spans;
 mod spare;
+#[cfg(any(feature = "http", feature = "s3", feature = "xrootd"))]
+mod speed;
 mod version;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;
@@ -59,8 +61,9 @@ pub use http::{HttpOptions, HttpSource};
 pub use local::{LocalFile, DIRECT_IO_VARIABLE};
 pub use object_space::{ObjectFetcher, ObjectSpace, OBJECT_HINTS};
 pub use options::{
-    format_seconds, parse_seconds, NetworkOptions, SourceOptions, TimeoutKind,
-    CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
+    format_seconds, parse_seconds, parse_speed_limit, NetworkOptions, Observer, SourceOptions,
+    TimeoutKind, Transfer, TransferObserver, CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE,
+    IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE, SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,
 };
 pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
@@ -428,6 +431,7 @@ fn open_remote_with_edges(
     if matches!(url_scheme(location).as_deref(), Some("http" | "https")) {
         let http = http::HttpOptions {
             retry: RetryPolicy::new(options.network),
+            observer: options.observer.clone(),
             ..http::HttpOptions::from_env()?
         };
         let (source, edges) = http::HttpSource::open_with_edges_using(location, http, head, tail)?;
@@ -472,6 +476,7 @@ pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<S
         "http" | "https" => {
             let http = http::HttpOptions {
                 retry: RetryPolicy::new(options.network),
+                observer: options.observer.clone(),
                 ..http::HttpOptions::from_env()?
             };
             Ok(Arc::new(http::HttpSource::open_with(location, http)?))

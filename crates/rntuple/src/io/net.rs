@@ -15,8 +15,12 @@
 //!   [`ConnectWatch`]), and the first-byte clock starts when the last one is ready.
 //! - the idle timeout: every wait for the next chunk of a body, each with its own
 //!   deadline (HTTP: `Answer` in `http.rs`; S3: its `GET`'s body stream), so a transfer
-//!   is never cut while bytes keep coming.
+//!   is never cut while bytes keep coming fast enough;
+//! - the low-speed limit ([`within_limits`] with a body's [`SpeedMeter`]): a body that
+//!   keeps coming, but slower than the limit, is given up.
 
+use super::speed::SpeedMeter;
+use super::TimeoutKind;
 use crate::error::{Error, RemoteKind, Result};
 use std::future::Future;
 use std::pin::Pin;
@@ -278,10 +282,22 @@ impl<F: Future> Future for FirstByte<F> {
     }
 }
 
-/// Waits for `next` (the next chunk of a body) at most `idle`; `None`: the idle timeout
-/// ran out. Must be awaited inside a tokio runtime's context.
-pub(crate) async fn within_idle<F: Future>(next: F, idle: Duration) -> Option<F::Output> {
-    tokio::time::timeout(idle, next).await.ok()
+/// Waits for `next` (the next chunk of a body) at most `idle`, and not past the
+/// deadline of the body's low-speed `meter`; the timeout that ran out, if one did.
+/// Must be awaited inside a tokio runtime's context.
+pub(crate) async fn within_limits<F: Future>(
+    next: F,
+    idle: Duration,
+    meter: &SpeedMeter,
+) -> std::result::Result<F::Output, TimeoutKind> {
+    let (wait, by_speed) = meter.bound(idle);
+    tokio::time::timeout(wait, next).await.map_err(|_| {
+        if by_speed {
+            TimeoutKind::LowSpeed
+        } else {
+            TimeoutKind::Idle
+        }
+    })
 }
 
 /// What sort of failure a reqwest error (of HTTP(S) or of S3's client) is: the kind of

@@ -71,12 +71,16 @@ impl ObjectSpace {
             .checked_add(range.len)
             .is_none_or(|end| end > 1 << OBJECT_BITS)
         {
-            return Err(Error::InvalidArgument(format!(
-                "{}: {} bytes at byte {within} of object {object} run past the object's \
-                 largest size (64 GiB)",
+            // The range comes from the dataset's metadata (its anchor, a locator): bad
+            // data, not a bad call.
+            return Err(Error::corrupt(
                 self.fetcher.name(),
-                range.len
-            )));
+                format!(
+                    "{} bytes at byte {within} of object {object} run past the largest size \
+                     of an object (64 GiB)",
+                    range.len
+                ),
+            ));
         }
         Ok((
             object,
@@ -193,6 +197,8 @@ mod tests {
             .read_at((1 << 36) - 2, 4)
             .expect_err("crosses from object 0 into 1");
         assert!(err.to_string().contains("object 0"), "{err}");
+        // Bad metadata, not a bad call: a data error (exit status 1 on the command line).
+        assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
         let err = space.read_at(2 << 36, 200).expect_err("past the object");
         assert!(err.to_string().contains("object 2 has 100 bytes"), "{err}");
     }

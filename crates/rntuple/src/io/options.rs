@@ -1,9 +1,10 @@
 //! How byte sources are opened: the network settings of remote sources (timeouts,
-//! retries), from the environment, a program's defaults or a caller's options.
+//! the low-speed limit, retries), from the environment, a program's defaults or a
+//! caller's options; and who is told of a long transfer (a [`TransferObserver`]).
 
-use super::cache::CacheConfig;
+use super::cache::{parse_byte_size, CacheConfig};
 use crate::error::{Error, Result};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// How a remote source connects, waits and retries.
@@ -15,6 +16,12 @@ pub struct NetworkOptions {
     pub first_byte_timeout: Duration,
     /// The longest an answer may stall between two bytes.
     pub idle_timeout: Duration,
+    /// The low-speed limit, in bytes a second (0: none): an answer that brings fewer
+    /// than `speed_limit * speed_time` bytes in any `speed_time` window counted from its
+    /// first byte is given up (curl's `--speed-limit`), however it keeps moving.
+    pub speed_limit: u64,
+    /// The window of the low-speed limit (curl's `--speed-time`).
+    pub speed_time: Duration,
     /// How often a request that failed for a reason that may pass (no connection, a
     /// timeout, a server error) is tried again.
     pub retries: u32,
@@ -26,6 +33,10 @@ impl Default for NetworkOptions {
             connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(30),
+            // A server crawling at 1 byte a second is given up after 10 s per attempt:
+            // with the 3 retries and their backoff, within a minute.
+            speed_limit: 1024,
+            speed_time: Duration::from_secs(10),
             retries: 3,
         }
     }
@@ -40,11 +51,16 @@ pub const FIRST_BYTE_TIMEOUT_VARIABLE: &str = "RNTUPLE_FIRST_BYTE_TIMEOUT";
 pub const IDLE_TIMEOUT_VARIABLE: &str = "RNTUPLE_IDLE_TIMEOUT";
 /// See [`CONNECT_TIMEOUT_VARIABLE`].
 pub const RETRIES_VARIABLE: &str = "RNTUPLE_RETRIES";
+/// The low-speed limit in bytes a second (a size: `1024`, `10 KiB`; 0 turns it off).
+pub const SPEED_LIMIT_VARIABLE: &str = "RNTUPLE_SPEED_LIMIT";
+/// The window of the low-speed limit, in seconds.
+pub const SPEED_TIME_VARIABLE: &str = "RNTUPLE_SPEED_TIME";
 
 impl NetworkOptions {
     /// The defaults, with what the environment sets: `RNTUPLE_CONNECT_TIMEOUT`,
-    /// `RNTUPLE_FIRST_BYTE_TIMEOUT`, `RNTUPLE_IDLE_TIMEOUT` (seconds) and
-    /// `RNTUPLE_RETRIES`. A value that does not parse is an error naming the variable.
+    /// `RNTUPLE_FIRST_BYTE_TIMEOUT`, `RNTUPLE_IDLE_TIMEOUT`, `RNTUPLE_SPEED_TIME`
+    /// (seconds), `RNTUPLE_SPEED_LIMIT` (bytes a second) and `RNTUPLE_RETRIES`. A value
+    /// that does not parse is an error naming the variable.
     pub fn from_env() -> Result<NetworkOptions> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
@@ -61,6 +77,12 @@ impl NetworkOptions {
         }
         if let Some(v) = set(IDLE_TIMEOUT_VARIABLE) {
             options.idle_timeout = parse_seconds(&v, IDLE_TIMEOUT_VARIABLE)?;
+        }
+        if let Some(v) = set(SPEED_LIMIT_VARIABLE) {
+            options.speed_limit = parse_speed_limit(&v, SPEED_LIMIT_VARIABLE)?;
+        }
+        if let Some(v) = set(SPEED_TIME_VARIABLE) {
+            options.speed_time = parse_seconds(&v, SPEED_TIME_VARIABLE)?;
         }
         if let Some(v) = set(RETRIES_VARIABLE) {
             options.retries = v.trim().parse().map_err(|_| {
@@ -79,14 +101,40 @@ impl NetworkOptions {
         self.retries.saturating_add(1)
     }
 
-    /// The value of the timeout `kind`.
+    /// The value of the timeout `kind` (the low-speed limit: its window).
     pub fn timeout(&self, kind: TimeoutKind) -> Duration {
         match kind {
             TimeoutKind::Connect => self.connect_timeout,
             TimeoutKind::FirstByte => self.first_byte_timeout,
             TimeoutKind::Idle => self.idle_timeout,
+            TimeoutKind::LowSpeed => self.speed_time,
         }
     }
+
+    /// What running out of the timeout `kind` means, with its value and the setting
+    /// that controls it (the low-speed limit: both of its values).
+    pub fn describe(&self, kind: TimeoutKind) -> String {
+        match kind {
+            TimeoutKind::LowSpeed => format!(
+                "fewer than {} bytes a second arrived over {} (low-speed limit, \
+                 {SPEED_LIMIT_VARIABLE} and {SPEED_TIME_VARIABLE} or --speed-limit and \
+                 --speed-time)",
+                self.speed_limit,
+                format_seconds(self.speed_time)
+            ),
+            _ => kind.describe(self.timeout(kind)),
+        }
+    }
+}
+
+/// A low-speed limit (`"1024"`, `"10 KiB"`, `"0"` for none) in bytes a second; else an
+/// error naming `what` (a variable or an option).
+pub fn parse_speed_limit(text: &str, what: &str) -> Result<u64> {
+    parse_byte_size(text).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{what}=\"{text}\": expected bytes a second (1024, 10 KiB; 0 for no limit)"
+        ))
+    })
 }
 
 /// One of the timeouts of [`NetworkOptions`]: which one ran out, for messages.
@@ -98,6 +146,9 @@ pub enum TimeoutKind {
     FirstByte,
     /// [`NetworkOptions::idle_timeout`].
     Idle,
+    /// The low-speed limit: [`NetworkOptions::speed_limit`] over
+    /// [`NetworkOptions::speed_time`].
+    LowSpeed,
 }
 
 impl TimeoutKind {
@@ -107,6 +158,7 @@ impl TimeoutKind {
             TimeoutKind::Connect => "connect timeout",
             TimeoutKind::FirstByte => "first-byte timeout",
             TimeoutKind::Idle => "idle timeout",
+            TimeoutKind::LowSpeed => "low-speed limit",
         }
     }
 
@@ -116,6 +168,7 @@ impl TimeoutKind {
             TimeoutKind::Connect => CONNECT_TIMEOUT_VARIABLE,
             TimeoutKind::FirstByte => FIRST_BYTE_TIMEOUT_VARIABLE,
             TimeoutKind::Idle => IDLE_TIMEOUT_VARIABLE,
+            TimeoutKind::LowSpeed => SPEED_TIME_VARIABLE,
         }
     }
 
@@ -125,17 +178,20 @@ impl TimeoutKind {
             TimeoutKind::Connect => "--connect-timeout",
             TimeoutKind::FirstByte => "--first-byte-timeout",
             TimeoutKind::Idle => "--idle-timeout",
+            TimeoutKind::LowSpeed => "--speed-time",
         }
     }
 
     /// What running out of it after `value` means, with the setting that controls it:
     /// `no answer within 30 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or
-    /// --first-byte-timeout)`.
+    /// --first-byte-timeout)`. [`NetworkOptions::describe`] also names the low-speed
+    /// limit's rate.
     pub fn describe(self, value: Duration) -> String {
         let what = match self {
             TimeoutKind::Connect => "no connection within",
             TimeoutKind::FirstByte => "no answer within",
             TimeoutKind::Idle => "the answer stalled for",
+            TimeoutKind::LowSpeed => "the answer was slower than the low-speed limit over",
         };
         format!(
             "{what} {} ({}, {} or {})",
@@ -174,6 +230,40 @@ pub fn parse_seconds(text: &str, what: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Who is told what a source does that takes long or could be faster: a front end
+/// draws a progress bar and prints warnings. Called on the threads that read; the calls
+/// must return quickly.
+pub trait TransferObserver: Send + Sync {
+    /// A long transfer of `what` (a URL without credentials) starts, `total` bytes when
+    /// known: a whole file streamed from a server that ignores byte ranges. The returned
+    /// value is told of its progress and dropped when it ends (complete or not).
+    fn transfer(&self, what: &str, total: Option<u64>) -> Box<dyn Transfer>;
+    /// A warning for the user (a read that works, but slowly, and why).
+    fn warning(&self, message: &str);
+}
+
+/// One transfer a [`TransferObserver`] watches; dropped when it ends.
+pub trait Transfer: Send {
+    /// `bytes` more arrived.
+    fn advance(&mut self, bytes: u64);
+}
+
+/// A [`TransferObserver`] to share among options (equal only to itself).
+#[derive(Clone)]
+pub struct Observer(pub Arc<dyn TransferObserver>);
+
+impl PartialEq for Observer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
+}
+
 /// How byte sources are opened.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceOptions {
@@ -181,6 +271,9 @@ pub struct SourceOptions {
     pub network: NetworkOptions,
     /// The cache of remote reads on local disk (`None`: none).
     pub cache: Option<CacheConfig>,
+    /// Who is told of long transfers and slow paths (`None`: nobody; the warnings are
+    /// then lost).
+    pub observer: Option<Observer>,
 }
 
 /// Options a program set for every source it opens without options of its own.
@@ -200,6 +293,7 @@ impl SourceOptions {
             network: NetworkOptions::from_vars(var)?,
             // The cache's settings come from the environment itself.
             cache: CacheConfig::from_env()?,
+            observer: None,
         })
     }
 
@@ -236,6 +330,8 @@ mod tests {
             (CONNECT_TIMEOUT_VARIABLE, "2.5"),
             (FIRST_BYTE_TIMEOUT_VARIABLE, "7"),
             (IDLE_TIMEOUT_VARIABLE, " 11 "),
+            (SPEED_LIMIT_VARIABLE, "2 KiB"),
+            (SPEED_TIME_VARIABLE, "4.5"),
             (RETRIES_VARIABLE, "0"),
         ]
         .into_iter()
@@ -244,6 +340,8 @@ mod tests {
         assert_eq!(options.connect_timeout, Duration::from_millis(2500));
         assert_eq!(options.first_byte_timeout, Duration::from_secs(7));
         assert_eq!(options.idle_timeout, Duration::from_secs(11));
+        assert_eq!(options.speed_limit, 2048);
+        assert_eq!(options.speed_time, Duration::from_millis(4500));
         assert_eq!(options.retries, 0);
         assert_eq!(
             NetworkOptions::from_vars(|_| None).unwrap(),
@@ -254,6 +352,9 @@ mod tests {
             (IDLE_TIMEOUT_VARIABLE, "0"),
             (FIRST_BYTE_TIMEOUT_VARIABLE, "-3"),
             (RETRIES_VARIABLE, "2.5"),
+            (SPEED_LIMIT_VARIABLE, "fast"),
+            (SPEED_LIMIT_VARIABLE, "-1"),
+            (SPEED_TIME_VARIABLE, "0"),
         ] {
             let err = NetworkOptions::from_vars(|n| (n == name).then(|| value.to_string()))
                 .unwrap_err()

@@ -47,7 +47,7 @@ impl RetryPolicy {
 
     /// What a timeout of `kind` means, with its value and the setting that controls it.
     pub fn describe_timeout(&self, kind: TimeoutKind) -> String {
-        kind.describe(self.network.timeout(kind))
+        self.network.describe(kind)
     }
 }
 
@@ -228,7 +228,7 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.contains("; 3 attempts over 0") && err.contains("(2 retries, RNTUPLE_RETRIES"),
+            err.contains("; 3 attempts over ") && err.contains("(2 retries, RNTUPLE_RETRIES"),
             "{err}"
         );
 

@@ -28,7 +28,8 @@
 //! `AWS_CONNECT_TIMEOUT` are not used): the connect timeout bounds a new connection's TCP
 //! connect and TLS handshake, the first-byte timeout the wait for the response headers of
 //! the `HEAD` and of each `GET` once its connection is ready, the idle timeout every
-//! wait for the next chunk of a `GET`'s body.
+//! wait for the next chunk of a `GET`'s body, the low-speed limit the pace of the whole
+//! body.
 //!
 //! Without static credentials the client falls back to the other AWS credential sources,
 //! ending with the EC2 instance metadata service. Addressing: with a custom endpoint,
@@ -61,9 +62,10 @@
 //! `HEAD` made when opening is not counted, like a local file's `stat`: `requests` is
 //! the number of (non-empty) ranges read.
 
-use super::net::{first_byte, reqwest_kind, within_idle, NetRuntime, NoFirstByte, TrackConnects};
+use super::net::{first_byte, reqwest_kind, within_limits, NetRuntime, NoFirstByte, TrackConnects};
 use super::retry::Failure;
 use super::spans::Spans;
+use super::speed::SpeedMeter;
 use super::{
     redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints,
     RetryPolicy, TimeoutKind,
@@ -568,15 +570,7 @@ impl Shared {
         len: u64,
         what: &str,
     ) -> std::result::Result<Vec<u8>, Failure> {
-        read_body(
-            result,
-            len,
-            what,
-            self.network.idle_timeout,
-            &self.name,
-            &self.secrets,
-        )
-        .await
+        read_body(result, len, what, &self.network, &self.name, &self.secrets).await
     }
 
     /// What an `object_store` error during `operation` means (see [`failure`]).
@@ -597,14 +591,15 @@ impl Shared {
     }
 }
 
-/// The `len` bytes of a `GET`'s body, each wait for the next chunk bounded by `idle`
-/// (`what`: the request, `name`: the object's URL, for messages; `secrets`: the
-/// credential values to mask in them).
+/// The `len` bytes of a `GET`'s body, each wait for the next chunk bounded by
+/// `network`'s idle timeout, the whole body by its low-speed limit (`what`: the
+/// request, `name`: the object's URL, for messages; `secrets`: the credential values to
+/// mask in them).
 pub(crate) async fn read_body(
     result: GetResult,
     len: u64,
     what: &str,
-    idle: Duration,
+    network: &NetworkOptions,
     name: &str,
     secrets: &[String],
 ) -> std::result::Result<Vec<u8>, Failure> {
@@ -612,17 +607,22 @@ pub(crate) async fn read_body(
     // The requested length bounds the buffer, whatever the server streams.
     let mut bytes = Vec::with_capacity(to_usize(len, "an S3 read").map_err(Failure::Permanent)?);
     let mut body = result.into_stream();
+    let mut meter = SpeedMeter::start(network);
+    let timed_out = |kind| Failure::TimedOut {
+        kind,
+        doing: format!("{}: reading the body", what()),
+    };
     loop {
-        let Some(next) = within_idle(body.next(), idle).await else {
-            return Err(Failure::TimedOut {
-                kind: TimeoutKind::Idle,
-                doing: format!("{}: reading the body", what()),
-            });
-        };
+        let next = within_limits(body.next(), network.idle_timeout, &meter)
+            .await
+            .map_err(timed_out)?;
         let Some(chunk) = next else {
             break;
         };
         let chunk = chunk.map_err(|e| failure(e, name, secrets, &what()))?;
+        meter
+            .record(chunk.len() as u64)
+            .map_err(|_| timed_out(TimeoutKind::LowSpeed))?;
         if bytes.len() as u64 + chunk.len() as u64 > len {
             let detail = format!("{}: the server sent more bytes than asked for", what());
             return Err(Failure::Permanent(Error::remote(

@@ -127,7 +127,13 @@ pub fn describe(reader: &RNTupleReader) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = write_description(&mut out, reader);
-    out
+    // Names, types and texts from the file: their control characters escaped.
+    out.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(text) => format!("{}\n", crate::error::printable(text)),
+            None => crate::error::printable(line).into_owned(),
+        })
+        .collect()
 }
 
 fn write_description(out: &mut String, reader: &RNTupleReader) -> std::fmt::Result {

@@ -427,7 +427,7 @@ impl Inner {
             result,
             len,
             &operation,
-            self.network.idle_timeout,
+            &self.network,
             &object,
             &self.secrets,
         )

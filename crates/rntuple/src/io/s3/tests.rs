@@ -667,6 +667,7 @@ fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
             first_byte_timeout: Duration::from_millis(500),
             idle_timeout: Duration::from_millis(500),
             retries: 1,
+            ..NetworkOptions::default()
         })
     };
     let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
@@ -684,7 +685,7 @@ fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
     assert!(
         err.contains(
             "GET bytes 100..200: reading the body: the answer stalled for 0.5 s (idle \
-             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over 1"
+             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over "
         ),
         "{err}"
     );
@@ -724,4 +725,40 @@ fn nearby_small_ranges_are_read_in_one_get() {
     assert_eq!(spans, want);
     let want_of = [0, 0, 0, 1, 2, usize::MAX, 0, 3].map(|s| (s != usize::MAX).then_some(s));
     assert_eq!(span_of, want_of);
+}
+
+#[test]
+fn a_body_that_crawls_runs_into_the_low_speed_limit() {
+    let data = test_bytes(1000);
+    let server = FakeS3::start(data.clone());
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(100),
+        ..RetryPolicy::new(NetworkOptions {
+            idle_timeout: Duration::from_millis(500),
+            speed_limit: 100,
+            speed_time: Duration::from_millis(500),
+            retries: 1,
+            ..NetworkOptions::default()
+        })
+    };
+    let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
+    // A byte every 40 ms: 25 bytes a second, each wait far within the idle timeout.
+    *server.faults.pace_bodies.lock().unwrap() = Some((usize::MAX, Duration::from_millis(40)));
+    let start = Instant::now();
+    let err = source.read_at(100, 200).unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
+    println!("{err} [{took:?}]");
+    assert!(took <= Duration::from_secs(8), "{took:?}");
+    assert!(
+        err.contains(
+            "GET bytes 100..300: reading the body: fewer than 100 bytes a second arrived \
+             over 0.5 s (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or \
+             --speed-limit and --speed-time); 2 attempts over "
+        ),
+        "{err}"
+    );
+    assert_eq!(server.gets().len(), 2);
 }

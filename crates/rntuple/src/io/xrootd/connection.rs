@@ -16,6 +16,7 @@ use super::protocol::{
 };
 use super::tls;
 use crate::error::RemoteKind;
+use crate::io::speed::SpeedMeter;
 use crate::io::{IoMetrics, NetworkOptions, TimeoutKind};
 use std::collections::HashMap;
 use std::io::{BufReader, ErrorKind, Read, Write};
@@ -272,6 +273,10 @@ pub(crate) struct Connection {
     /// While the session is being set up: when the connect timeout runs out. Every wait
     /// until then is bounded by it, and a timeout is the connect timeout's.
     setup_deadline: Option<Instant>,
+    /// The low-speed limit's meter of the exchange under way: started by the first byte
+    /// of its responses, stopped by a server's `kXR_wait` or `kXR_waitresp` (a wait it
+    /// announced is not slowness).
+    meter: Option<SpeedMeter>,
     next_stream: u16,
     /// The open file, if any.
     pub handle: Option<FileHandle>,
@@ -332,6 +337,7 @@ impl Connection {
             peer,
             network: settings.network,
             setup_deadline: Some(deadline),
+            meter: None,
             next_stream: 0,
             handle: None,
             authenticated: false,
@@ -364,9 +370,12 @@ impl Connection {
                 connect_timeout: Duration::ZERO,
                 first_byte_timeout: Duration::ZERO,
                 idle_timeout: Duration::ZERO,
+                speed_limit: 0,
+                speed_time: Duration::ZERO,
                 retries: 0,
             },
             setup_deadline: None,
+            meter: None,
             next_stream: 0,
             handle: None,
             authenticated: false,
@@ -686,6 +695,8 @@ impl Connection {
     ) -> Result<(), Fault> {
         let mut routes: HashMap<[u8; 2], usize> = HashMap::new();
         let mut first_fault: Option<Fault> = None;
+        // A new exchange: its low-speed window starts with its first response byte.
+        self.meter = None;
         loop {
             // Send what fits in the window (nothing new once a call failed).
             let now = Instant::now();
@@ -860,6 +871,8 @@ impl Connection {
                 let body = self.read_control_body(head.body_len)?;
                 let seconds = decode_wait_seconds(&body).map_err(|e| self.violation(&e.0))?;
                 let wait = Duration::from_secs(u64::from(seconds));
+                // A wait the server asked for: not slowness.
+                self.meter = None;
                 let call = &mut calls[index];
                 call.waited += wait;
                 if call.waited > self.network.first_byte_timeout * WAIT_LIMIT_IN_TIMEOUTS {
@@ -878,12 +891,28 @@ impl Connection {
             status::WAIT_RESP => {
                 let body = self.read_control_body(head.body_len)?;
                 let seconds = decode_wait_seconds(&body).map_err(|e| self.violation(&e.0))?;
+                self.meter = None;
                 // The response comes as a kXR_attn message; allow the announced time
                 // plus the first-byte timeout.
-                let deadline = Instant::now()
-                    + Duration::from_secs(u64::from(seconds))
-                    + self.network.first_byte_timeout;
-                calls[index].state = CallState::AwaitAsync(deadline);
+                let allowed =
+                    Duration::from_secs(u64::from(seconds)) + self.network.first_byte_timeout;
+                let call = &mut calls[index];
+                // A deferral announced again (and again): bounded in total, as kXR_wait.
+                if matches!(call.state, CallState::AwaitAsync(_)) {
+                    call.waited += allowed;
+                    if call.waited > self.network.first_byte_timeout * WAIT_LIMIT_IN_TIMEOUTS {
+                        return Err(Fault::Broken(
+                            RemoteKind::TimedOut,
+                            format!(
+                                "{} kept deferring its response (kXR_waitresp, {} s allowed in \
+                                 total)",
+                                self.peer,
+                                call.waited.as_secs()
+                            ),
+                        ));
+                    }
+                }
+                call.state = CallState::AwaitAsync(Instant::now() + allowed);
                 Ok(None)
             }
             status::AUTH_MORE => Err(Fault::Unsupported(format!(
@@ -918,10 +947,14 @@ impl Connection {
             let limit = match resend_at {
                 Some(t) => t.saturating_duration_since(now).min(wait),
                 None => wait,
-            }
-            .max(Duration::from_millis(1));
+            };
+            // Within an exchange whose responses started, also the low-speed limit.
+            let (limit, by_speed) = match (&self.meter, self.setup_deadline) {
+                (Some(meter), None) => meter.bound(limit),
+                _ => (limit, false),
+            };
             if let Some(tcp) = self.io.get_ref().tcp() {
-                let _ = tcp.set_read_timeout(Some(limit));
+                let _ = tcp.set_read_timeout(Some(limit.max(Duration::from_millis(1))));
             }
             let first = self.io.read(&mut head);
             match first {
@@ -932,8 +965,8 @@ impl Connection {
                     ))
                 }
                 Ok(n) => {
+                    self.count(n)?;
                     // The rest of the response: stalls are bounded by the idle timeout.
-                    self.arm(false)?;
                     self.read_into(&mut head[n..])?;
                     return Ok(Some(ResponseHeader::decode(&head)));
                 }
@@ -950,7 +983,12 @@ impl Connection {
                         .iter()
                         .any(|c| matches!(c.state, CallState::WaitUntil(_)));
                     if awaited || (waiting && resend_at.is_some()) {
+                        // Waits the server announced: not slowness.
+                        self.meter = None;
                         continue;
+                    }
+                    if by_speed {
+                        return Err(self.too_slow());
                     }
                     if calls
                         .iter()
@@ -983,11 +1021,7 @@ impl Connection {
                 }
                 let start = body.len();
                 body.resize(start + body_len, 0);
-                let peer = self.peer.clone();
-                let kind = self.stall_kind();
-                self.io
-                    .read_exact(&mut body[start..])
-                    .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
+                self.read_into(&mut body[start..])?;
             }
             Sink::Read { out, filled } => {
                 if body_len > out.len() - *filled {
@@ -998,11 +1032,7 @@ impl Connection {
                         filled
                     )));
                 }
-                let peer = self.peer.clone();
-                let kind = self.stall_kind();
-                self.io
-                    .read_exact(&mut out[*filled..*filled + body_len])
-                    .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
+                self.read_into(&mut out[*filled..*filled + body_len])?;
                 *filled += body_len;
                 call.payload_bytes += body_len as u64;
             }
@@ -1048,11 +1078,7 @@ impl Connection {
                             seg.len, left
                         )));
                     }
-                    let peer = self.peer.clone();
-                    let kind = self.stall_kind();
-                    self.io
-                        .read_exact(segments[i].out)
-                        .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))?;
+                    self.read_into(segments[i].out)?;
                     segments[i].done = true;
                     left -= seg.len as usize;
                     call.payload_bytes += u64::from(seg.len);
@@ -1072,12 +1098,78 @@ impl Connection {
         Ok(body)
     }
 
+    /// Reads exactly `buf.len()` bytes of a response: each wait bounded by the idle
+    /// timeout (while the session is set up, by the connect timeout's rest), the
+    /// exchange by the low-speed limit.
     fn read_into(&mut self, buf: &mut [u8]) -> Result<(), Fault> {
-        let kind = self.stall_kind();
-        let peer = &self.peer;
-        self.io
-            .read_exact(buf)
-            .map_err(|e| broken(&format!("reading from {peer}"), &e, kind))
+        let mut filled = 0;
+        while filled < buf.len() {
+            // A read served from the buffer never waits.
+            let by_speed = if self.io.buffer().is_empty() {
+                self.arm_stall()?
+            } else {
+                false
+            };
+            match self.io.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    let eof = std::io::Error::from(ErrorKind::UnexpectedEof);
+                    let context = format!("reading from {}", self.peer);
+                    return Err(broken(&context, &eof, self.stall_kind()));
+                }
+                Ok(n) => {
+                    filled += n;
+                    self.count(n)?;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e)
+                    if by_speed
+                        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+                {
+                    return Err(self.too_slow());
+                }
+                Err(e) => {
+                    let context = format!("reading from {}", self.peer);
+                    return Err(broken(&context, &e, self.stall_kind()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `n` bytes of a response against the low-speed limit (once the session is
+    /// set up; the connect timeout bounds the set-up as a whole).
+    fn count(&mut self, n: usize) -> Result<(), Fault> {
+        if self.setup_deadline.is_some() {
+            return Ok(());
+        }
+        let network = self.network;
+        let meter = self
+            .meter
+            .get_or_insert_with(|| SpeedMeter::start(&network));
+        meter.record(n as u64).map_err(|_| self.too_slow())
+    }
+
+    /// The low-speed limit ran out while reading from the server.
+    fn too_slow(&self) -> Fault {
+        Fault::TimedOut {
+            kind: TimeoutKind::LowSpeed,
+            doing: format!("reading from {}", self.peer),
+        }
+    }
+
+    /// Sets the socket's read timeout for a wait within a response: the idle timeout,
+    /// or less when the low-speed limit runs out sooner (then `true`); while the
+    /// session is set up, the time left of the connect timeout.
+    fn arm_stall(&mut self) -> Result<bool, Fault> {
+        let (limit, by_speed) = match (self.setup_deadline, &self.meter) {
+            (Some(deadline), _) => (self.until(deadline)?, false),
+            (None, Some(meter)) => meter.bound(self.network.idle_timeout),
+            (None, None) => (self.network.idle_timeout, false),
+        };
+        if let Some(tcp) = self.io.get_ref().tcp() {
+            let _ = tcp.set_read_timeout(Some(limit.max(Duration::from_millis(1))));
+        }
+        Ok(by_speed)
     }
 
     /// The timeout a stall in the middle of a response (or of a write) runs into: the

@@ -358,6 +358,7 @@ fn quick(attempts: u32, timeout_ms: u64) -> XRootDOptions {
                 first_byte_timeout: timeout,
                 idle_timeout: timeout,
                 retries: attempts.saturating_sub(1),
+                ..NetworkOptions::default()
             })
         },
         parallel_requests: 1,
@@ -751,6 +752,42 @@ fn a_deferred_response_that_never_comes_fails_clearly() {
         err.contains("kXR_waitresp") && err.contains("never came"),
         "{err}"
     );
+}
+
+#[test]
+fn a_response_deferred_again_and_again_is_given_up() {
+    // kXR_waitresp, then the deferred answer is another kXR_waitresp, 100 ms later,
+    // for as long as the client listens: each bounded, the chain bounded in total.
+    let server = FakeServer::start(Config::new(pattern(100)), |peer, m| {
+        if m.code != request::READ {
+            return false;
+        }
+        peer.send(m.stream, status::WAIT_RESP, &[0, 0, 0, 0]);
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut body = ATTN_ASYNC_RESPONSE.to_be_bytes().to_vec();
+            body.extend_from_slice(&[0; 4]);
+            let inner = ResponseHeader {
+                stream_id: m.stream,
+                status: status::WAIT_RESP,
+                body_len: 4,
+            };
+            body.extend_from_slice(&inner.encode());
+            body.extend_from_slice(&[0, 0, 0, 0]);
+            peer.send([0, 0], status::ATTN, &body);
+        }
+        true
+    });
+    let src = XRootDSource::open_with(&server.url("//f"), quick(1, 300)).unwrap();
+    let start = Instant::now();
+    let err = src.read_at(0, 10).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
+    assert!(
+        err.contains("kept deferring its response (kXR_waitresp"),
+        "{err}"
+    );
+    took_between(start, 0, 15_000, &err);
 }
 
 #[test]
@@ -1342,6 +1379,7 @@ fn timeouts(connect_ms: u64, first_byte_ms: u64, idle_ms: u64, retries: u32) -> 
                 first_byte_timeout: Duration::from_millis(first_byte_ms),
                 idle_timeout: Duration::from_millis(idle_ms),
                 retries,
+                ..NetworkOptions::default()
             })
         },
         parallel_requests: 1,
@@ -1369,7 +1407,7 @@ fn an_open_never_answered_runs_into_the_first_byte_timeout_then_the_retries() {
     assert!(
         err.contains(&format!(
             "waiting for 127.0.0.1:{}: no answer within 0.5 s (first-byte timeout, \
-             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over 1",
+             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over ",
             server.port
         )),
         "{err}"
@@ -1416,7 +1454,7 @@ fn a_response_that_stalls_mid_frame_runs_into_the_idle_timeout() {
     assert!(
         err.contains(&format!(
             "reading from 127.0.0.1:{}: the answer stalled for 0.5 s (idle timeout, \
-             RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over 1",
+             RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over ",
             server.port
         )),
         "{err}"
@@ -1437,6 +1475,36 @@ fn a_response_that_keeps_moving_never_times_out() {
     assert_eq!(src.read_at(10, 20).unwrap(), data[10..30]);
     took_between(start, 2000, 4000, "a dribbling read");
     assert_eq!(server.requests(request::READ).len(), 1);
+}
+
+#[test]
+fn a_response_that_crawls_runs_into_the_low_speed_limit() {
+    // A byte every 40 ms (25 bytes a second), each within the idle timeout, against a
+    // limit of 100 bytes a second over 0.5 s.
+    let server = FakeServer::start(
+        Config::new(pattern(1000)),
+        paced_reads(usize::MAX, Duration::from_millis(40)),
+    );
+    let mut options = timeouts(5000, 5000, 500, 1);
+    options.retry.network.speed_limit = 100;
+    options.retry.network.speed_time = Duration::from_millis(500);
+    let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
+    let start = Instant::now();
+    let err = src.read_at(0, 300).unwrap_err();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    let err = err.to_string();
+    println!("{err}");
+    took_between(start, 1000, 8000, &err);
+    assert!(
+        err.contains(&format!(
+            "reading from 127.0.0.1:{}: fewer than 100 bytes a second arrived over 0.5 s \
+             (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or --speed-limit \
+             and --speed-time); 2 attempts over ",
+            server.port
+        )),
+        "{err}"
+    );
+    assert_eq!(server.requests(request::READ).len(), 2);
 }
 
 #[test]

@@ -1,0 +1,94 @@
+//! The network options of a remote file as Python gives them (`timeout=`,
+//! `connect_timeout=`, `speed_limit=`, `speed_time=`, `retries=`), and what Python hears
+//! of a slow read: a warning (`rntuple.SlowReadWarning`).
+
+use pyo3::prelude::*;
+use rntuple::io::{Observer, SourceOptions, Transfer, TransferObserver};
+use rntuple::Error;
+use std::sync::Arc;
+
+/// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the
+/// network settings in `network` (seconds, bytes a second, and a whole number of
+/// retries) over them, and warnings of slow reads raised as Python warnings. An unknown
+/// name or a bad value is an invalid argument naming it.
+pub(crate) fn source_options(
+    network: std::collections::HashMap<String, f64>,
+) -> rntuple::Result<SourceOptions> {
+    let mut options = SourceOptions::current()?;
+    let bad = |name: &str, value: f64, expected: &str| {
+        Error::InvalidArgument(format!("{name}={value}: expected {expected}"))
+    };
+    for (name, value) in network {
+        let seconds = || {
+            if value > 0.0 && value <= 86_400.0 {
+                Ok(std::time::Duration::from_secs_f64(value))
+            } else {
+                Err(bad(
+                    &name,
+                    value,
+                    "a number of seconds, more than 0 and at most 86400",
+                ))
+            }
+        };
+        let whole = |expected: &str| {
+            if value >= 0.0 && value <= f64::from(u32::MAX) && value.fract() == 0.0 {
+                // A whole number within u32's range (checked above).
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Ok(value as u32)
+            } else {
+                Err(bad(&name, value, expected))
+            }
+        };
+        let target = &mut options.network;
+        match name.as_str() {
+            "connect_timeout" => target.connect_timeout = seconds()?,
+            "first_byte_timeout" => target.first_byte_timeout = seconds()?,
+            "idle_timeout" => target.idle_timeout = seconds()?,
+            "speed_time" => target.speed_time = seconds()?,
+            "speed_limit" => {
+                target.speed_limit =
+                    u64::from(whole("a whole number of bytes a second (0 for no limit)")?);
+            }
+            "retries" => target.retries = whole("a whole number of retries (0 or more)")?,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown network option {other:?}: expected connect_timeout, \
+                     first_byte_timeout, idle_timeout, speed_limit, speed_time or retries"
+                )))
+            }
+        }
+    }
+    options.observer = Some(Observer(Arc::new(PythonWarnings)));
+    Ok(options)
+}
+
+/// Raises the library's warnings as `rntuple.SlowReadWarning`; draws no progress.
+struct PythonWarnings;
+
+/// A transfer nobody draws.
+struct Unseen;
+
+impl Transfer for Unseen {
+    fn advance(&mut self, _bytes: u64) {}
+}
+
+impl TransferObserver for PythonWarnings {
+    fn transfer(&self, _what: &str, _total: Option<u64>) -> Box<dyn Transfer> {
+        Box::new(Unseen)
+    }
+
+    fn warning(&self, message: &str) {
+        Python::attach(|py| {
+            let category = py
+                .import("rntuple.errors")
+                .and_then(|errors| errors.getattr("SlowReadWarning"));
+            let Ok(message) = std::ffi::CString::new(message.replace('\0', "\\0")) else {
+                return;
+            };
+            if let Ok(category) = category {
+                // A filter that turns warnings into errors: the read goes on regardless.
+                let _ = PyErr::warn(py, &category, &message, 1);
+            }
+        });
+    }
+}
