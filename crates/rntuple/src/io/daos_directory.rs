@@ -1,12 +1,10 @@
 //! A [`DaosStore`] in a directory: one file per value (tests and debugging; what
 //! `daos://` URIs open in this build, which has no `libdaos`).
 
-use super::beneath;
 use super::daos::{empty_value, DaosContainerId, DaosKey, DaosOid, DaosStore};
+use super::dirfd::{existing, Dir, Policy};
 use crate::error::{Error, Result};
-use rustix::fs::FileType;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// The suffix of a file being written (values are named by 16 hex digits).
@@ -28,7 +26,7 @@ const TEMP_SUFFIX: &str = ".partial";
 /// Below the root (whose own path may hold links: it is the user's), every directory and
 /// file is reached one name at a time without following symbolic links, and anything
 /// but a regular file in place of a value (a FIFO, a socket, a device, a link) is
-/// refused before it is opened, at once, naming it (`crate::io::beneath`).
+/// refused before it is opened, at once, naming it (`crate::io::dirfd`).
 #[derive(Debug, Clone)]
 pub struct DirectoryDaos {
     root: PathBuf,
@@ -75,30 +73,30 @@ impl DirectoryDaos {
         container: &DaosContainerId,
         dirs: &[&str],
         create: bool,
-    ) -> Result<Option<Vec<OwnedFd>>> {
+    ) -> Result<Option<Vec<Dir>>> {
         let shown = self.container_dir(container)?;
         let io = |source| Error::Io {
             what: format!("DAOS container {container} ({})", shown.display()),
             source,
         };
-        let root = match beneath::open_root(&self.root) {
-            Ok(fd) => fd,
+        let root = match Dir::open_path(&self.root, Policy::Anyone) {
+            Ok(dir) => dir,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(container.not_found()),
             Err(e) => return Err(io(e)),
         };
         let labels = [container.pool.as_str(), container.container.as_str()];
-        let Some(mut chain) = beneath::open_dirs(root, &labels, false).map_err(io)? else {
+        let Some(mut chain) = existing(root.open_dirs(&labels, false)).map_err(io)? else {
             return Err(container.not_found());
         };
-        let Some(container_fd) = chain.pop() else {
+        let Some(container_dir) = chain.pop() else {
             return Err(container.not_found());
         };
-        beneath::open_dirs(container_fd, dirs, create).map_err(io)
+        existing(container_dir.open_dirs(dirs, create)).map_err(io)
     }
 
     /// The value `akey` in the dkey directory `dir`, or `None`.
-    fn read_in(dir: BorrowedFd<'_>, akey: &str) -> std::io::Result<Option<Vec<u8>>> {
-        let Some(mut file) = beneath::open_file(dir, akey)? else {
+    fn read_in(dir: &Dir, akey: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let Some(mut file) = existing(dir.open_file(akey))? else {
             return Ok(None);
         };
         let mut bytes = Vec::new();
@@ -120,93 +118,53 @@ impl DirectoryDaos {
     /// (`parent` is the object's), with the dkey's other values linked into it, and
     /// exchanges the two; then removes the old one.
     #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
-    fn replace_dkey(
-        parent: BorrowedFd<'_>,
-        dkey: &str,
-        values: &[(String, &[u8])],
-    ) -> std::io::Result<()> {
-        use rustix::fs::{AtFlags, Mode, RenameFlags};
-        let fresh = beneath::temporary_name(dkey, ".new");
-        rustix::fs::mkdirat(parent, fresh.as_str(), Mode::from_raw_mode(0o777))?;
+    fn replace_dkey(parent: &Dir, dkey: &str, values: &[(String, &[u8])]) -> std::io::Result<()> {
+        use rustix::fs::FileType;
+        let fresh = super::dirfd::temporary_name(dkey, ".new");
+        let new = parent.create_dir(&fresh)?;
         let written = (|| {
-            let new = beneath::open_dir(parent, &fresh)?
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
-            let old = beneath::open_dir(parent, dkey)?;
+            let old = existing(parent.open_dir(dkey, false))?;
             if let Some(old) = &old {
-                for (name, file_type) in beneath::entries(old.as_fd())? {
+                for (name, file_type) in old.names()? {
                     let replaced = values.iter().any(|(akey, _)| *akey == name);
                     if file_type == FileType::RegularFile && !name.starts_with('.') && !replaced {
-                        rustix::fs::linkat(
-                            old,
-                            name.as_str(),
-                            &new,
-                            name.as_str(),
-                            AtFlags::empty(),
-                        )?;
+                        old.link(&name, &new, &name)?;
                     }
                 }
             }
             for (akey, bytes) in values {
-                beneath::write_file(new.as_fd(), akey, bytes, TEMP_SUFFIX, false)?;
+                new.write_file(akey, bytes, TEMP_SUFFIX, false)?;
             }
             match old {
-                Some(_) => rustix::fs::renameat_with(
-                    parent,
-                    fresh.as_str(),
-                    parent,
-                    dkey,
-                    RenameFlags::EXCHANGE,
-                )?,
-                None => rustix::fs::renameat(parent, fresh.as_str(), parent, dkey)?,
+                Some(_) => parent.exchange(&fresh, parent, dkey),
+                None => parent.rename(&fresh, parent, dkey),
             }
-            Ok(())
         })();
-        // The old values (after the exchange) or the unused new ones (after a failure).
-        let _ = remove_dir_all_in(parent, &fresh);
+        // The old values (after the exchange) or the unused new ones (after a failure):
+        // files only (a dkey's directory holds values), removed by handle.
+        let _ = parent.remove_tree(&fresh);
         written
     }
 
     /// Without an exchange of directories (no `renameat2` here), the values are
     /// written one after the other: not together.
     #[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
-    fn replace_dkey(
-        parent: BorrowedFd<'_>,
-        dkey: &str,
-        values: &[(String, &[u8])],
-    ) -> std::io::Result<()> {
-        let chain = beneath::open_dirs(rustix::io::dup(parent)?, &[dkey], true)?
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
-        let dir = chain
-            .last()
-            .map(AsFd::as_fd)
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    fn replace_dkey(parent: &Dir, dkey: &str, values: &[(String, &[u8])]) -> std::io::Result<()> {
+        let dir = parent.open_dir(dkey, true)?;
         values
             .iter()
-            .try_for_each(|(akey, bytes)| beneath::write_file(dir, akey, bytes, TEMP_SUFFIX, false))
+            .try_for_each(|(akey, bytes)| dir.write_file(akey, bytes, TEMP_SUFFIX, false))
     }
-}
-
-/// Removes the directory `name` of `parent` and the files in it (no deeper directory is
-/// expected: a dkey's directory holds values only).
-fn remove_dir_all_in(parent: BorrowedFd<'_>, name: &str) -> std::io::Result<()> {
-    let Some(dir) = beneath::open_dir(parent, name)? else {
-        return Ok(());
-    };
-    for (entry, _) in beneath::entries(dir.as_fd())? {
-        beneath::remove_file(dir.as_fd(), &entry)?;
-    }
-    beneath::remove_empty_dir(parent, name);
-    Ok(())
 }
 
 impl DaosStore for DirectoryDaos {
     fn create_container(&self, container: &DaosContainerId) -> Result<()> {
         let dir = self.container_dir(container)?;
         std::fs::create_dir_all(&self.root)
-            .and_then(|()| beneath::open_root(&self.root))
+            .and_then(|()| Dir::open_path(&self.root, Policy::Anyone))
             .and_then(|root| {
                 let labels = [container.pool.as_str(), container.container.as_str()];
-                beneath::open_dirs(root, &labels, true).map(|_| ())
+                root.open_dirs(&labels, true).map(drop)
             })
             .map_err(|e| Error::Write {
                 what: format!("DAOS container {container} ({})", dir.display()),
@@ -253,7 +211,7 @@ impl DaosStore for DirectoryDaos {
         // threads may all be decoders waiting for these very pages (a reader's
         // prefetcher calls this), which would deadlock. Each dkey's directory is opened
         // once: its values come from one generation.
-        let mut dirs: std::collections::HashMap<(DaosOid, u64), Option<OwnedFd>> =
+        let mut dirs: std::collections::HashMap<(DaosOid, u64), Option<Dir>> =
             std::collections::HashMap::new();
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
@@ -266,7 +224,7 @@ impl DaosStore for DirectoryDaos {
                 ),
             };
             let value = match dir {
-                Some(dir) => Self::read_in(dir.as_fd(), &akey).map_err(|source| Error::Io {
+                Some(dir) => Self::read_in(dir, &akey).map_err(|source| Error::Io {
                     what: self.shown(container, key),
                     source,
                 })?,
@@ -293,7 +251,7 @@ impl DaosStore for DirectoryDaos {
                 .as_ref()
                 .and_then(|c| c.last())
                 .ok_or_else(|| write_err(std::io::ErrorKind::NotFound.into()))?;
-            beneath::write_file(dir.as_fd(), &akey, value, TEMP_SUFFIX, false)
+            dir.write_file(&akey, value, TEMP_SUFFIX, false)
                 .map_err(write_err)?;
         }
         Ok(())
@@ -327,7 +285,7 @@ impl DaosStore for DirectoryDaos {
             .iter()
             .map(|&(akey, bytes)| (format!("{akey:016x}"), bytes))
             .collect();
-        Self::replace_dkey(parent.as_fd(), &dkey_name, &named).map_err(write_err)
+        Self::replace_dkey(parent, &dkey_name, &named).map_err(write_err)
     }
 
     fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Result<()> {
@@ -337,18 +295,18 @@ impl DaosStore for DirectoryDaos {
                 continue;
             };
             let removed = match chain.last() {
-                Some(dir) => beneath::remove_file(dir.as_fd(), &akey),
-                None => Ok(false),
+                Some(dir) => existing(dir.unlink(&akey)).map(drop),
+                None => Ok(()),
             };
             removed.map_err(|source| Error::Write {
                 what: format!("{} (removing it)", self.shown(container, key)),
                 source,
             })?;
             // The dkey's and the object's directories, once empty.
-            if let [.., object_fd, _] = chain.as_slice() {
-                if beneath::remove_empty_dir(object_fd.as_fd(), &dkey) {
-                    if let [.., container_fd, _, _] = chain.as_slice() {
-                        beneath::remove_empty_dir(container_fd.as_fd(), &object);
+            if let [.., object_dir, _] = chain.as_slice() {
+                if object_dir.remove_empty_dir(&dkey) {
+                    if let [.., container_dir, _, _] = chain.as_slice() {
+                        container_dir.remove_empty_dir(&object);
                     }
                 }
             }

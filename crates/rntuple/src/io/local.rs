@@ -119,6 +119,7 @@ pub struct LocalFile {
 /// refused with an error saying what it is. The file is opened without blocking, so a
 /// FIFO without a writer is refused at once instead of hanging the open.
 fn open_regular(path: &str) -> std::io::Result<File> {
+    use rustix::fs::FileType;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -129,50 +130,22 @@ fn open_regular(path: &str) -> std::io::Result<File> {
         options.custom_flags(libc::O_NONBLOCK);
     }
     let file = options.open(path)?;
-    let kind = file.metadata()?.file_type();
-    let what = if kind.is_dir() {
-        Some("a directory")
-    } else if kind.is_file() {
-        None
-    } else {
-        special_file_kind(&kind)
-    };
-    match what {
-        None => Ok(file),
-        Some(what) => Err(std::io::Error::new(
-            if kind.is_dir() {
+    let found = FileType::from_raw_mode(rustix::fs::fstat(&file)?.st_mode);
+    match found {
+        // A block device reads at any offset, as a file does.
+        FileType::RegularFile | FileType::BlockDevice => Ok(file),
+        _ => Err(std::io::Error::new(
+            if found == FileType::Directory {
                 std::io::ErrorKind::IsADirectory
             } else {
                 std::io::ErrorKind::InvalidInput
             },
-            format!("it is {what}, not a file that can be read at any offset"),
+            format!(
+                "it is {}, not a file that can be read at any offset",
+                super::dirfd::describe(found)
+            ),
         )),
     }
-}
-
-/// What a file that is neither a regular file nor a directory is, or `None` for a block
-/// device (readable at any offset, as a file).
-#[cfg(unix)]
-fn special_file_kind(kind: &std::fs::FileType) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_block_device() {
-        None
-    } else if kind.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_char_device() {
-        Some("a character device")
-    } else {
-        Some("not a regular file")
-    }
-}
-
-/// Everything but a regular file or directory is refused where special files are not
-/// known.
-#[cfg(not(unix))]
-fn special_file_kind(_kind: &std::fs::FileType) -> Option<&'static str> {
-    Some("not a regular file")
 }
 
 impl LocalFile {

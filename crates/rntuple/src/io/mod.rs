@@ -12,13 +12,13 @@
 //!
 //! [`Error::Unsupported`]: crate::error::Error::Unsupported
 
-mod beneath;
 pub(crate) mod cache;
 mod cached;
 mod cached_objects;
 mod daos;
 mod daos_directory;
 mod dataset;
+mod dirfd;
 mod edges;
 #[cfg(feature = "http")]
 pub(crate) mod http;

@@ -121,7 +121,7 @@ pub(super) enum Fault {
     /// Reading failed (EIO, EACCES, ...).
     Unreadable(io::Error),
     /// A link, special file or another user's file in its place: never opened (see
-    /// `at.rs`; counted and removed where it was found).
+    /// `io/dirfd.rs`; counted and removed where it was found).
     Unsafe,
 }
 

@@ -2,20 +2,21 @@
 //! directory that the purge and the maintenance commands share.
 //!
 //! Everything goes through [`Root`], a checked handle on `<dir>/rntuple-cache-v1/`
-//! (`at.rs`): a path here is relative to it (`e/ab/<key>/<identity>/x/0-100`) and is
-//! walked one name at a time, each directory opened with `O_NOFOLLOW` and checked on its
-//! handle. A thing that is not what the cache keeps there (a link, a special file,
+//! ([`crate::io::dirfd`] under [`Policy::Private`]): a path here is relative to it
+//! (`e/ab/<key>/<identity>/x/0-100`) and is walked one name at a time, each directory
+//! opened with `O_NOFOLLOW` and checked on its handle. A thing that is not what the cache keeps there (a link, a special file,
 //! another user's, one writable by others) is noted, counted (`unsafe_files`), and,
 //! unless the root was opened to look only, removed by name; the caller then sees it
 //! as absent.
 
-use super::at::{finding, Handle, Kind, Meta, Unsafe};
 use super::extent;
 use super::meta::{identity_hex, parse_identity, VersionMeta};
 use super::stats::CacheCounters;
 use super::sys;
 use crate::error::{Error, Result};
+use crate::io::dirfd::{self, refusal, Dir, Policy, Publish, Refusal, Want};
 use crate::io::ByteRange;
+use rustix::fs::FileType;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -91,23 +92,24 @@ pub(super) fn is_refusal(error: &Error) -> bool {
 
 /// The error refusing the cache directory `dir` because of `what` is wrong with `rel`
 /// (`None`: `dir` itself).
-fn refused(dir: &Path, rel: Option<&str>, what: Unsafe) -> Error {
+fn refused(dir: &Path, rel: Option<&str>, what: Refusal) -> Error {
     let shown = dir.display();
     let place = rel.map_or(String::new(), |rel| format!("{rel} in it is "));
+    let said = Said(what);
     let text = if what.is_wrong_kind() {
         format!(
-            "refused: {place}{what}: `rntuple cache verify --repair --cache-dir {shown}` \
+            "refused: {place}{said}: `rntuple cache verify --repair --cache-dir {shown}` \
              removes it (never what it points to), as does the next read through the cache"
         )
     } else {
         let chmod = match what {
-            Unsafe::OpenToOthers(_) => format!(
+            Refusal::OpenToOthers(_) => format!(
                 "; or, if only you ever wrote in it, make it yours alone: chmod go-w {shown}"
             ),
             _ => String::new(),
         };
         format!(
-            "refused: {place}{what}. Whoever owns or can write a cache directory chooses \
+            "refused: {place}{said}. Whoever owns or can write a cache directory chooses \
              the bytes read through it (its checksums are not secret), so a cache must be \
              yours alone: use a directory of your own, such as the default \
              ($XDG_CACHE_HOME/rntuple, else ~/.cache/rntuple){chmod}"
@@ -141,14 +143,51 @@ fn join(rel: &str, name: &str) -> String {
     }
 }
 
-/// The names of `dir`'s entries that are UTF-8, with what each is (empty when it
-/// cannot be read).
-fn names(dir: &Handle) -> Vec<(String, Kind)> {
-    dir.list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(name, kind)| Some((name.into_string().ok()?, kind)))
-        .collect()
+/// A directory where the cache keeps a file.
+const DIRECTORY_FOR_FILE: Refusal = Refusal::Kind {
+    found: FileType::Directory,
+    want: Want::File,
+};
+
+/// A refusal as the cache words it in its notes and refusals: `a FIFO (never opened)`,
+/// `a directory where the cache keeps a file`, `owned by user bob (uid 1001), not by
+/// you (user alice, uid 1000)`.
+struct Said(Refusal);
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Refusal::Kind {
+                found: FileType::Symlink,
+                ..
+            } => f.write_str("a symbolic link (never followed)"),
+            Refusal::Kind {
+                found: FileType::Directory,
+                ..
+            } => f.write_str("a directory where the cache keeps a file"),
+            Refusal::Kind {
+                found: FileType::RegularFile,
+                ..
+            } => f.write_str("a file where the cache keeps a directory"),
+            Refusal::Kind { found, .. } => {
+                write!(f, "{} (never opened)", dirfd::describe_briefly(found))
+            }
+            Refusal::Foreign(uid) => {
+                let me = dirfd::effective_uid();
+                let you = match sys::user_name(me) {
+                    Some(name) => format!("user {name}, uid {me}"),
+                    None => format!("uid {me}"),
+                };
+                write!(
+                    f,
+                    "owned by {}, not by you ({you})",
+                    sys::describe_user(uid)
+                )
+            }
+            Refusal::OtherDevice => f.write_str("another file system mounted inside the cache"),
+            other @ Refusal::OpenToOthers(_) => other.fmt(f),
+        }
+    }
 }
 
 /// An unsafe thing found.
@@ -177,7 +216,7 @@ pub(super) struct Root {
     /// The cache directory as the user named it (for messages).
     dir: PathBuf,
     /// `rntuple-cache-v1/` (`None`: there is no cache there yet).
-    handle: Option<Handle>,
+    handle: Option<Dir>,
     access: Access,
     /// Unsafe things found: relative path -> what was found.
     notes: Mutex<BTreeMap<String, Note>>,
@@ -200,14 +239,14 @@ impl Root {
             notes: Mutex::new(BTreeMap::new()),
             counters: Arc::new(CacheCounters::default()),
         };
-        let user = match Handle::open_named(dir) {
+        let user = match Dir::open_path(dir, Policy::Private) {
             Ok(user) => user,
             Err(e) if e.kind() == io::ErrorKind::NotFound && access != Access::Create => {
                 return Ok(root)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 create_dirs(dir).map_err(|e| failed("the cache directory", dir, e))?;
-                Handle::open_named(dir).map_err(|e| root.refusal(None, e))?
+                Dir::open_path(dir, Policy::Private).map_err(|e| root.refusal(None, e))?
             }
             Err(e) => return Err(root.refusal(None, e)),
         };
@@ -217,7 +256,7 @@ impl Root {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             // A link or special file: looked at, it holds no cache (and is noted);
             // else removed by name, and for a store a directory made in its place.
-            Err(e) => match finding(&e) {
+            Err(e) => match refusal(&e) {
                 Some(what) if what.is_wrong_kind() => {
                     let removed = access != Access::Read && user.remove_tree(ROOT_NAME).is_ok();
                     root.note(ROOT_NAME, what, removed);
@@ -252,25 +291,22 @@ impl Root {
         for sub in [TMP_DIR, TRASH_DIR, STATS_DIR, ENTRIES_DIR] {
             let _ = self.dir(sub, false);
         }
-        let unsafe_lock = match base.stat(PURGE_LOCK) {
-            Ok(Meta {
-                kind: Kind::Other(what),
-                ..
-            }) => Some(what),
-            Ok(Meta {
-                kind: Kind::Dir, ..
-            }) => Some(Unsafe::DirectoryForFile),
-            _ => None,
-        };
-        if let Some(what) = unsafe_lock {
-            self.found(base, PURGE_LOCK, PURGE_LOCK, what);
+        match base.stat(PURGE_LOCK) {
+            Ok(meta) if meta.file_type != FileType::RegularFile => {
+                let what = Refusal::Kind {
+                    found: meta.file_type,
+                    want: Want::File,
+                };
+                self.found(base, PURGE_LOCK, PURGE_LOCK, what);
+            }
+            _ => {}
         }
     }
 
     /// The error of opening `rel` (`None`: the cache directory itself): a refusal for a
     /// finding, else the I/O error.
     fn refusal(&self, rel: Option<&str>, e: io::Error) -> Error {
-        match finding(&e) {
+        match refusal(&e) {
             Some(what) => refused(&self.dir, rel, what),
             None => Error::Io {
                 what: format!("the cache directory {}", self.dir.display()),
@@ -291,7 +327,7 @@ impl Root {
 
     /// The device and inode of `rntuple-cache-v1/`.
     pub(super) fn id(&self) -> Option<(u64, u64)> {
-        self.handle.as_ref().map(Handle::id)
+        self.handle.as_ref().map(Dir::id)
     }
 
     /// The counters of what this root found (a store's own).
@@ -299,14 +335,14 @@ impl Root {
         &self.counters
     }
 
-    fn base(&self) -> io::Result<&Handle> {
+    fn base(&self) -> io::Result<&Dir> {
         self.handle
             .as_ref()
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 
     /// Notes that `rel` was found unsafe (`what`), and whether it was removed.
-    fn note(&self, rel: &str, what: Unsafe, removed: bool) {
+    fn note(&self, rel: &str, what: Refusal, removed: bool) {
         self.counters.unsafe_file();
         let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
         if notes.len() < MAX_NOTES || notes.contains_key(rel) {
@@ -315,7 +351,7 @@ impl Root {
             } else {
                 format!("{ROOT_NAME}/{rel}")
             };
-            let line = format!("{path}: {what}");
+            let line = format!("{path}: {}", Said(what));
             notes.insert(rel.to_string(), Note { line, removed });
         }
     }
@@ -328,7 +364,7 @@ impl Root {
 
     /// Handles the unsafe `name` in `parent` (at `rel`): noted, counted, and removed by
     /// name unless looking only. True when removed.
-    pub(super) fn found(&self, parent: &Handle, rel: &str, name: &str, what: Unsafe) -> bool {
+    pub(super) fn found(&self, parent: &Dir, rel: &str, name: &str, what: Refusal) -> bool {
         let removed = self.access != Access::Read && parent.remove_tree(name).is_ok();
         self.note(rel, what, removed);
         removed
@@ -336,15 +372,9 @@ impl Root {
 
     /// The directory `name` in `parent` (at `rel`); an unsafe thing there is handled
     /// and, when it was removed and `create`, a directory made in its place.
-    fn child_dir(
-        &self,
-        parent: &Handle,
-        rel: &str,
-        name: &str,
-        create: bool,
-    ) -> io::Result<Handle> {
+    fn child_dir(&self, parent: &Dir, rel: &str, name: &str, create: bool) -> io::Result<Dir> {
         match parent.open_dir(name, create) {
-            Err(e) => match finding(&e) {
+            Err(e) => match refusal(&e) {
                 Some(what) if self.found(parent, rel, name, what) && create => {
                     parent.open_dir(name, true)
                 }
@@ -356,7 +386,7 @@ impl Root {
 
     /// The directory `rel`, walked from the root one name at a time (each made, mode
     /// 0700, when missing and `create`).
-    pub(super) fn dir(&self, rel: &str, create: bool) -> io::Result<Handle> {
+    pub(super) fn dir(&self, rel: &str, create: bool) -> io::Result<Dir> {
         let mut at = self.base()?.try_clone()?;
         let mut walked = String::new();
         for name in rel.split('/').filter(|s| !s.is_empty()) {
@@ -368,9 +398,9 @@ impl Root {
 
     /// The file `name` in `parent` (at `rel`) opened for reading; an unsafe thing there
     /// is handled (and the error returned).
-    fn open_in(&self, parent: &Handle, rel: &str, name: &str) -> io::Result<File> {
+    fn open_in(&self, parent: &Dir, rel: &str, name: &str) -> io::Result<File> {
         parent.open_file(name).inspect_err(|e| {
-            if let Some(what) = finding(e) {
+            if let Some(what) = refusal(e) {
                 self.found(parent, rel, name, what);
             }
         })
@@ -383,7 +413,7 @@ impl Root {
     }
 
     /// What `rel` is, without following it.
-    pub(super) fn stat(&self, rel: &str) -> io::Result<Meta> {
+    pub(super) fn stat(&self, rel: &str) -> io::Result<dirfd::Meta> {
         let (parent, name) = split(rel);
         self.dir(parent, false)?.stat(name)
     }
@@ -406,7 +436,7 @@ impl Root {
     pub(super) fn lock_purge(&self, wait: bool) -> io::Result<Option<File>> {
         let base = self.base()?;
         let file = match base.open_lock(PURGE_LOCK) {
-            Err(e) => match finding(&e) {
+            Err(e) => match refusal(&e) {
                 Some(what) if self.found(base, PURGE_LOCK, PURGE_LOCK, what) => {
                     base.open_lock(PURGE_LOCK)?
                 }
@@ -432,78 +462,62 @@ impl Root {
         true
     }
 
-    /// A new temporary file in `tmp/`, named `<host>.<pid>.<token>.tmp`, mode 0600:
-    /// `tmp/`'s handle, the name and the file.
-    pub(super) fn create_temp(&self) -> io::Result<(Handle, String, File)> {
+    /// A temporary file in `tmp/` (named `<host>.<pid>.<token>.tmp`, mode 0600) written
+    /// by `fill` and closed: `tmp/`'s handle and its name. A failure removes it.
+    pub(super) fn write_temp(
+        &self,
+        fill: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<(Dir, String)> {
         let tmp = self.dir(TMP_DIR, self.access == Access::Create)?;
-        let mut attempt = 0;
-        loop {
-            let name = sys::own_name("tmp");
-            match tmp.create_new(&name) {
-                Ok(file) => return Ok((tmp, name, file)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => {
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let temp = tmp.write_temporary(|| sys::own_name("tmp"), fill, false)?;
+        Ok((tmp, temp))
     }
 
-    /// A temporary file holding `bytes`, written and closed.
-    fn temp_with(&self, bytes: &[u8]) -> io::Result<(Handle, String)> {
-        let (tmp, name, mut file) = self.create_temp()?;
-        match file.write_all(bytes) {
-            Ok(()) => Ok((tmp, name)),
+    /// Publishes the temporary file `temp` of `tmp` as `dest`, as `how` says
+    /// ([`Dir::publish`]; for [`Publish::Replace`], a directory at `dest` is handled
+    /// first, as unsafe); `temp` is gone afterwards, whatever happened.
+    fn publish(&self, tmp: &Dir, temp: &str, dest: &str, how: Publish) -> io::Result<bool> {
+        let (parent, name) = split(dest);
+        let parent = match self.dir(parent, false) {
+            Ok(parent) => parent,
             Err(e) => {
-                let _ = tmp.unlink(&name);
-                Err(e)
+                let _ = tmp.unlink(temp);
+                return Err(e);
             }
+        };
+        // A rename replaces a file, a link or a special file, not a directory.
+        if how == Publish::Replace
+            && parent
+                .stat(name)
+                .is_ok_and(|meta| meta.file_type == FileType::Directory)
+        {
+            self.found(&parent, dest, name, DIRECTORY_FOR_FILE);
         }
+        tmp.publish(temp, &parent, name, how, false)
     }
 
     /// Publishes the temporary file `temp` of `tmp` as `dest` unless something is there
     /// (`linkat`, then `unlinkat` of `temp` whatever happened): true when this one was
     /// published, false when another writer's was there first.
-    pub(super) fn publish_new(&self, tmp: &Handle, temp: &str, dest: &str) -> io::Result<bool> {
-        let (parent, name) = split(dest);
-        let linked = self
-            .dir(parent, false)
-            .and_then(|parent| tmp.link(temp, &parent, name));
-        let _ = tmp.unlink(temp);
-        match linked {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e),
-        }
+    pub(super) fn publish_new(&self, tmp: &Dir, temp: &str, dest: &str) -> io::Result<bool> {
+        self.publish(tmp, temp, dest, Publish::New)
     }
 
     /// Writes `dest` with `bytes` unless it exists (see [`Root::publish_new`]).
     pub(super) fn write_new(&self, dest: &str, bytes: &[u8]) -> io::Result<bool> {
-        let (tmp, temp) = self.temp_with(bytes)?;
+        let (tmp, temp) = self.write_temp(|file| file.write_all(bytes))?;
         self.publish_new(&tmp, &temp, dest)
     }
 
-    /// Writes `dest` with `bytes`, replacing it whole (a temporary file renamed over it;
-    /// a directory or unsafe thing there is handled first).
+    /// Writes `dest` with `bytes`, replacing it whole (a temporary file renamed over it:
+    /// a link or special file there is replaced, a directory handled first).
     pub(super) fn replace_file(&self, dest: &str, bytes: &[u8]) -> io::Result<()> {
-        let (tmp, temp) = self.temp_with(bytes)?;
-        let (parent, name) = split(dest);
-        let renamed = self.dir(parent, false).and_then(|parent| {
-            if let Ok(Meta {
-                kind: Kind::Dir, ..
-            }) = parent.stat(name)
-            {
-                self.found(&parent, dest, name, Unsafe::DirectoryForFile);
-            }
-            tmp.rename(&temp, &parent, name)
-        });
-        renamed.inspect_err(|_| {
-            let _ = tmp.unlink(&temp);
-        })
+        let (tmp, temp) = self.write_temp(|file| file.write_all(bytes))?;
+        self.publish(&tmp, &temp, dest, Publish::Replace).map(drop)
     }
 
     /// Reads the small file `name` of `parent` at `rel` (at most 1 MiB).
-    fn read_small_in(&self, parent: &Handle, rel: &str, name: &str) -> io::Result<String> {
+    fn read_small_in(&self, parent: &Dir, rel: &str, name: &str) -> io::Result<String> {
         let mut text = String::new();
         self.open_in(parent, rel, name)?
             .take(1 << 20)
@@ -524,15 +538,22 @@ impl Root {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for (name, kind) in names(&dir) {
+        for (name, file_type) in dir.names().unwrap_or_default() {
             let path = join(rel, &name);
-            match kind {
-                Kind::File => out.extend(FileInfo::stat(&dir, path, &name).map(|f| (name, f))),
-                Kind::Dir => {
-                    self.found(&dir, &path, &name, Unsafe::DirectoryForFile);
+            match file_type {
+                FileType::RegularFile => {
+                    out.extend(FileInfo::stat(&dir, path, &name).map(|f| (name, f)));
                 }
-                Kind::Other(what) => {
-                    self.found(&dir, &path, &name, what);
+                found => {
+                    self.found(
+                        &dir,
+                        &path,
+                        &name,
+                        Refusal::Kind {
+                            found,
+                            want: Want::File,
+                        },
+                    );
                 }
             }
         }
@@ -554,7 +575,7 @@ impl Root {
 
     /// Bytes of the cache's regular files.
     pub(super) fn tree_bytes(&self) -> u64 {
-        self.handle.as_ref().map_or(0, Handle::tree_bytes)
+        self.handle.as_ref().map_or(0, Dir::tree_bytes)
     }
 
     /// Renames the entries away into the trash and makes `e/` anew (for a clear):
@@ -566,7 +587,7 @@ impl Root {
         // A link or special file in the place of `e/` is handled before the rename.
         let moved = match self.dir(ENTRIES_DIR, false) {
             Ok(_) => base.rename(ENTRIES_DIR, &trash, &away).map(|()| Some(away)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound || refusal(&e).is_some() => Ok(None),
             Err(e) => Err(e),
         };
         self.dir(ENTRIES_DIR, true)?;
@@ -595,12 +616,12 @@ pub(super) enum Current {
 }
 
 /// Reads the `current` file of the entry directory `entry` (at `rel`).
-fn current_in(root: &Root, entry: &Handle, rel: &str) -> Current {
+fn current_in(root: &Root, entry: &Dir, rel: &str) -> Current {
     match root.read_small_in(entry, &join(rel, CURRENT_FILE), CURRENT_FILE) {
         Ok(text) => {
             parse_identity(text.trim_end_matches('\n')).map_or(Current::Broken, Current::Is)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Current::Missing,
+        Err(e) if e.kind() == io::ErrorKind::NotFound || refusal(&e).is_some() => Current::Missing,
         Err(_) => Current::Broken,
     }
 }
@@ -625,13 +646,13 @@ pub(super) enum MetaState {
 }
 
 /// Reads the `meta` of the version directory `version` (at `rel`) of `identity`.
-fn meta_in(root: &Root, version: &Handle, rel: &str, identity: u128) -> MetaState {
+fn meta_in(root: &Root, version: &Dir, rel: &str, identity: u128) -> MetaState {
     match root.read_small_in(version, &join(rel, META_FILE), META_FILE) {
         Ok(text) => match VersionMeta::from_json(&text) {
             Some(meta) if meta.identity == identity => MetaState::Valid(Box::new(meta)),
             _ => MetaState::Broken,
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => {
+        Err(e) if e.kind() == io::ErrorKind::NotFound || refusal(&e).is_some() => {
             MetaState::Missing
         }
         Err(_) => MetaState::Broken,
@@ -658,7 +679,7 @@ pub(super) struct FileInfo {
 }
 
 impl FileInfo {
-    fn stat(dir: &Handle, rel: String, name: &str) -> Option<FileInfo> {
+    fn stat(dir: &Dir, rel: String, name: &str) -> Option<FileInfo> {
         let meta = dir.stat(name).ok()?;
         Some(FileInfo {
             rel,
@@ -739,22 +760,30 @@ impl EntryDir {
 /// given to `file`), anything else handled as unsafe.
 fn subdirs(
     root: &Root,
-    dir: &Handle,
+    dir: &Dir,
     rel: &str,
     mut file: impl FnMut(String, &str),
-) -> Vec<(String, String, Handle)> {
+) -> Vec<(String, String, Dir)> {
     let mut out = Vec::new();
-    for (name, kind) in names(dir) {
+    for (name, file_type) in dir.names().unwrap_or_default() {
         let path = join(rel, &name);
-        match kind {
-            Kind::Dir => {
+        match file_type {
+            FileType::Directory => {
                 if let Ok(handle) = root.child_dir(dir, &path, &name, false) {
                     out.push((name, path, handle));
                 }
             }
-            Kind::File => file(path, &name),
-            Kind::Other(what) => {
-                root.found(dir, &path, &name, what);
+            FileType::RegularFile => file(path, &name),
+            found => {
+                root.found(
+                    dir,
+                    &path,
+                    &name,
+                    Refusal::Kind {
+                        found,
+                        want: Want::Dir,
+                    },
+                );
             }
         }
     }
@@ -785,7 +814,7 @@ pub(super) fn scan_entries(root: &Root) -> Vec<EntryDir> {
 }
 
 /// The entry directory `dir` at `rel` of key `key`.
-fn scan_entry(root: &Root, dir: &Handle, rel: String, key: String) -> Option<EntryDir> {
+fn scan_entry(root: &Root, dir: &Dir, rel: String, key: String) -> Option<EntryDir> {
     let modified = dir.meta().ok()?.modified;
     let url = root
         .read_small_in(dir, &join(&rel, URL_FILE), URL_FILE)
@@ -815,7 +844,7 @@ fn scan_entry(root: &Root, dir: &Handle, rel: String, key: String) -> Option<Ent
 }
 
 /// The version directory `dir` at `rel` of identity `identity`.
-fn scan_version(root: &Root, dir: &Handle, rel: String, identity: u128) -> VersionDir {
+fn scan_version(root: &Root, dir: &Dir, rel: String, identity: u128) -> VersionDir {
     let meta = meta_in(root, dir, &rel, identity);
     let mut extents = Vec::new();
     let mut other = Vec::new();

@@ -358,7 +358,7 @@ fn verify_version(
             Ok(opened) => OpenExtent::from_file(opened, version.identity, *range)
                 .and_then(|extent| extent.verify_all(buf)),
             // Found unsafe since the scan: noted by the root.
-            Err(e) if super::at::finding(&e).is_some() => continue,
+            Err(e) if crate::io::dirfd::refusal(&e).is_some() => continue,
             Err(e) => Err(super::extent::Fault::Unreadable(e)),
         };
         match checked {

@@ -28,11 +28,12 @@
 //! its xxh3 checksums are not keyed, so a group-shared cache is not offered). Both are
 //! checked on their open handles (`fstat`), not by path.
 //!
-//! Every file operation is relative to the handle of `rntuple-cache-v1/` (`at.rs`):
-//! paths are walked one name at a time, each directory opened with `O_DIRECTORY |
-//! O_NOFOLLOW` and checked (a directory, the user's, not writable by others, on the same
-//! file system); files are opened with `O_NOFOLLOW | O_NONBLOCK` and checked before a
-//! byte is read; publishing, eviction, the trash, the purge, a clear and a repair use
+//! Every file operation is relative to the handle of `rntuple-cache-v1/` (`io/dirfd.rs`
+//! under its private policy): paths are walked one name at a time, each directory
+//! opened with `O_DIRECTORY | O_NOFOLLOW` and checked (a directory, the user's, not
+//! writable by others, on the same file system); files are refused unless regular
+//! files of the user's before they are opened (`O_NOFOLLOW | O_NONBLOCK`) and checked
+//! again before a byte is read; publishing, eviction, the trash, the purge, a clear and a repair use
 //! `linkat`, `renameat` and `unlinkat` on those handles; deletions walk by handle and
 //! remove a link itself, never what it points to. A link, FIFO, socket, device, another
 //! user's file or a directory where a file belongs (or the reverse) found where the
@@ -93,7 +94,6 @@
 //! - The default ports (80, 443, 1094) are removed from the key, and XRootD client
 //!   options (`xrdcl.*`) are dropped with the credentials: they do not name another file.
 
-mod at;
 mod extent;
 mod layout;
 mod maintain;

@@ -50,7 +50,7 @@ pub(super) fn stale_temp(name: &str, info: &FileInfo) -> bool {
 /// to evict down to from the size after the cleanups (`None`: no eviction). The counts
 /// go to `counters` (a store's, flushed with its stats), or else into `stats/total`.
 /// Every deletion is by name relative to the cache's handles: a link is removed, never
-/// followed (see `at.rs`).
+/// followed (see `io/dirfd.rs`).
 pub(super) fn run(
     root: &Root,
     target: &dyn Fn(u64) -> Option<u64>,

@@ -2,7 +2,6 @@
 //! reads through it. A URL's entry ([`UrlEntry`]) knows its current version; a
 //! [`Version`] lists its extents, reads and verifies them, and stores new ones.
 
-use super::at::{file_id, finding};
 use super::extent::{self, Fault, OpenExtent};
 use super::layout::{
     self, Access, Current, MetaState, Root, CURRENT_FILE, EXTENTS_DIR, META_FILE, URL_FILE,
@@ -15,6 +14,7 @@ use super::sys;
 use super::url::normalize_url;
 use super::{low_mark, CacheConfig};
 use crate::error::{Error, Result};
+use crate::io::dirfd::{file_id, refusal};
 use crate::io::{redact_url, ByteRange};
 use std::cell::RefCell;
 use std::fs;
@@ -613,7 +613,7 @@ impl Version {
                 .into_iter()
                 .filter_map(|(name, _)| extent::parse_name(name.to_str()?))
                 .collect(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound || finding(&e).is_some() => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound || refusal(&e).is_some() => Vec::new(),
             // Keep what is known (too many open files, ...).
             Err(_) => return,
         };
@@ -714,7 +714,7 @@ impl Version {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Fault::Missing),
             // A link or special file: handled (noted, counted and removed) by the root.
-            Err(e) if finding(&e).is_some() => return Err(Fault::Unsafe),
+            Err(e) if refusal(&e).is_some() => return Err(Fault::Unsafe),
             Err(e) => return Err(Fault::Unreadable(e)),
         };
         let file = Arc::new(OpenExtent::from_file(
@@ -895,13 +895,7 @@ impl Version {
     /// Writes the extent file into `tmp/` and publishes it.
     fn write_extent(&self, range: ByteRange, data: &[u8]) -> io::Result<Written> {
         let root = &self.inner.store.root;
-        let (tmp, temp, mut file) = root.create_temp()?;
-        let written = self.write_payload(&mut file, range, data);
-        drop(file);
-        if let Err(e) = written {
-            let _ = tmp.unlink(&temp);
-            return Err(e);
-        }
+        let (tmp, temp) = root.write_temp(|file| self.write_payload(file, range, data))?;
         match root.publish_new(&tmp, &temp, &self.extent_path(range)) {
             Ok(true) => Ok(Written::Published),
             Ok(false) => Ok(Written::Existed),

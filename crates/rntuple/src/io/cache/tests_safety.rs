@@ -5,11 +5,11 @@
 
 #![allow(clippy::cast_possible_truncation)]
 
-use super::at::Handle;
 use super::extent;
 use super::layout;
 use super::url::normalize_url;
 use super::*;
+use crate::io::dirfd::{Dir, Policy};
 use crate::io::ByteRange;
 use std::collections::BTreeMap;
 use std::fs;
@@ -465,7 +465,7 @@ fn deletions_walk_by_handle_and_never_leave_their_tree() {
     symlink(&outside, tree.join("a/b/link")).unwrap();
     symlink(&outside, tree.join("a/b/c/link")).unwrap();
     fs::write(tree.join("a/b/c/file"), b"1").unwrap();
-    let handle = Handle::open_named(top.path()).unwrap();
+    let handle = Dir::open_path(top.path(), Policy::Private).unwrap();
     handle.remove_tree("tree").unwrap();
     assert!(!tree.exists());
     assert_eq!(digest(&outside), before);

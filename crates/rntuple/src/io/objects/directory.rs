@@ -2,10 +2,9 @@
 
 use super::{no_such_object, past_the_end, validate_key, ObjectStorage};
 use crate::error::{to_usize, Error, Result};
-use crate::io::beneath;
+use crate::io::dirfd::{existing, Dir, Policy};
 use crate::io::{ByteRange, IoMetrics, IoMetricsSnapshot};
 use rustix::fs::FileType;
-use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -34,7 +33,7 @@ const TEMP_SUFFIX: &str = ".tmp";
 ///
 /// Below the root (whose own path may hold symbolic links), every file and directory
 /// is reached one name at a time from the directory above it, never through a symbolic
-/// link (`crate::io::beneath`): a link in place of an object or a directory is an
+/// link (`crate::io::dirfd`): a link in place of an object or a directory is an
 /// error naming it, and deleting one removes the link, never what it points to. A FIFO,
 /// socket or device in place of an object is refused before it is opened (it could
 /// block a reader forever): a read of it fails at once, naming the object.
@@ -135,19 +134,15 @@ impl DirectoryObjects {
     }
 
     /// The root's handle; `None` if it does not exist.
-    fn open_root(&self) -> std::io::Result<Option<OwnedFd>> {
-        match beneath::open_root(&self.root) {
-            Ok(fd) => Ok(Some(fd)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+    fn open_root(&self) -> std::io::Result<Option<Dir>> {
+        existing(Dir::open_path(&self.root, Policy::Anyone))
     }
 
     /// The root's handle, the root created first if missing (remembering what was
     /// created).
-    fn open_or_create_root(&self) -> std::io::Result<OwnedFd> {
-        if let Some(fd) = self.open_root()? {
-            return Ok(fd);
+    fn open_or_create_root(&self) -> std::io::Result<Dir> {
+        if let Some(root) = self.open_root()? {
+            return Ok(root);
         }
         let mut missing = Vec::new();
         let mut at = Some(self.root.as_path());
@@ -158,7 +153,7 @@ impl DirectoryObjects {
         std::fs::create_dir_all(&self.root)?;
         missing.reverse();
         self.lock_created().extend(missing);
-        beneath::open_root(&self.root)
+        Dir::open_path(&self.root, Policy::Anyone)
     }
 
     fn lock_created(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
@@ -167,17 +162,17 @@ impl DirectoryObjects {
 
     /// The handles of the directories of `dirs` (the root's first), `None` if one is
     /// missing; with `create`, missing ones are made.
-    fn open_dirs(&self, dirs: &[String], create: bool) -> std::io::Result<Option<Vec<OwnedFd>>> {
+    fn open_dirs(&self, dirs: &[String], create: bool) -> std::io::Result<Option<Vec<Dir>>> {
         let root = if create {
             self.open_or_create_root()?
         } else {
             match self.open_root()? {
-                Some(fd) => fd,
+                Some(root) => root,
                 None => return Ok(None),
             }
         };
         let names: Vec<&str> = dirs.iter().map(String::as_str).collect();
-        beneath::open_dirs(root, &names, create)
+        existing(root.open_dirs(&names, create))
     }
 
     /// Stores `bytes` as `key`'s file.
@@ -192,9 +187,8 @@ impl DirectoryObjects {
                 .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
             let dir = chain
                 .last()
-                .map(AsFd::as_fd)
                 .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
-            match beneath::write_file(dir, &file, bytes, TEMP_SUFFIX, self.durable) {
+            match dir.write_file(&file, bytes, TEMP_SUFFIX, self.durable) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 3 => {
                     attempts += 1;
                 }
@@ -212,12 +206,12 @@ impl DirectoryObjects {
         let Some(dir) = chain.last() else {
             return Ok(());
         };
-        if !beneath::remove_file(dir.as_fd(), &file)? {
+        if existing(dir.unlink(&file))?.is_none() {
             return Ok(());
         }
         // Each directory of the key, innermost first, from the handle above it.
         for (parent, name) in chain.iter().zip(&dirs).rev() {
-            if !beneath::remove_empty_dir(parent.as_fd(), name) {
+            if !parent.remove_empty_dir(name) {
                 return Ok(());
             }
         }
@@ -234,18 +228,12 @@ impl DirectoryObjects {
 
     /// Adds to `out` the keys in `dir` (whose keys start with `key_prefix`, empty or
     /// ending in `/`) that start with `prefix`, and those of the directories below.
-    fn walk(
-        &self,
-        dir: &OwnedFd,
-        key_prefix: &str,
-        prefix: &str,
-        out: &mut Vec<String>,
-    ) -> Result<()> {
+    fn walk(&self, dir: &Dir, key_prefix: &str, prefix: &str, out: &mut Vec<String>) -> Result<()> {
         let listing = |source| Error::Io {
             what: format!("{}/{key_prefix} (listing objects)", self.name),
             source,
         };
-        for (name, file_type) in beneath::entries(dir.as_fd()).map_err(listing)? {
+        for (name, file_type) in dir.names().map_err(listing)? {
             if let Some(segment) = name.strip_suffix(OBJECT_SUFFIX) {
                 // Whatever holds an object's name (a special file or a link too, which
                 // a read refuses) takes the key.
@@ -265,7 +253,7 @@ impl DirectoryObjects {
                     && validate_key(&below[..below.len() - 1]).is_ok()
                 {
                     // Removed meanwhile, or replaced by something else: no keys.
-                    if let Ok(Some(sub)) = beneath::open_dir(dir.as_fd(), &name) {
+                    if let Ok(sub) = dir.open_dir(&name, false) {
                         self.walk(&sub, &below, prefix, out)?;
                     }
                 }
@@ -276,14 +264,12 @@ impl DirectoryObjects {
 }
 
 /// Removes the regular files of `dir` named `*.tmp` that `chosen` picks; how many.
-fn remove_temporaries(
-    dir: std::os::fd::BorrowedFd<'_>,
-    chosen: impl Fn(&str) -> bool,
-) -> std::io::Result<u64> {
+fn remove_temporaries(dir: &Dir, chosen: impl Fn(&str) -> bool) -> std::io::Result<u64> {
     let mut removed = 0;
-    for (name, file_type) in beneath::entries(dir)? {
+    for (name, file_type) in dir.names()? {
         let temporary = name.ends_with(TEMP_SUFFIX) && chosen(&name);
-        if temporary && file_type == FileType::RegularFile && beneath::remove_file(dir, &name)? {
+        if temporary && file_type == FileType::RegularFile && existing(dir.unlink(&name))?.is_some()
+        {
             removed += 1;
         }
     }
@@ -335,7 +321,7 @@ impl ObjectStorage for DirectoryObjects {
         };
         let file = match self.open_dirs(&dirs, false).map_err(io_error)? {
             Some(chain) => match chain.last() {
-                Some(dir) => beneath::open_file(dir.as_fd(), &file).map_err(io_error)?,
+                Some(dir) => existing(dir.open_file(&file)).map_err(io_error)?,
                 None => None,
             },
             None => None,
@@ -365,7 +351,9 @@ impl ObjectStorage for DirectoryObjects {
         };
         match self.open_dirs(&dirs, false).map_err(io_error)? {
             Some(chain) => match chain.last() {
-                Some(dir) => beneath::file_size(dir.as_fd(), &file).map_err(io_error),
+                Some(dir) => existing(dir.stat_file(&file))
+                    .map(|meta| meta.map(|m| m.size))
+                    .map_err(io_error),
                 None => Ok(None),
             },
             None => Ok(None),
@@ -431,14 +419,13 @@ impl ObjectStorage for DirectoryObjects {
         };
         let own = format!(".{file}.");
         let mut removed =
-            remove_temporaries(parent.as_fd(), |name| name.starts_with(&own)).map_err(io_error)?;
+            remove_temporaries(parent, |name| name.starts_with(&own)).map_err(io_error)?;
         let below = format!(
             "{}{DIR_SUFFIX}",
             file.strip_suffix(OBJECT_SUFFIX).unwrap_or(&file)
         );
-        if let Some(dir) = beneath::open_dir(parent.as_fd(), &below).map_err(io_error)? {
-            removed +=
-                remove_temporaries(dir.as_fd(), |name| name.starts_with('.')).map_err(io_error)?;
+        if let Some(dir) = existing(parent.open_dir(&below, false)).map_err(io_error)? {
+            removed += remove_temporaries(&dir, |name| name.starts_with('.')).map_err(io_error)?;
         }
         Ok(removed)
     }
