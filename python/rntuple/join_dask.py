@@ -44,8 +44,11 @@ class _Scattered:
         worker = distributed.get_worker()
         if self.key in worker.data:
             return worker.data[self.key]
+        # A worker that joined after the broadcast fetches it from another. The future is
+        # made as in memory: one made from a bare key waits for news of it that the
+        # scheduler never sends this client (a task blocked for ever).
         client = distributed.get_client()
-        return distributed.Future(self.key, client).result()
+        return distributed.Future(self.key, client, state="memory").result()
 
 
 def _spec(join: Any, client: Any = None, keep: list[Any] | None = None) -> dict[str, Any]:
