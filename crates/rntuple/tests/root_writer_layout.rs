@@ -30,7 +30,7 @@ struct Case {
 }
 
 fn root_available() -> bool {
-    if std::env::var_os("RNTUPLE_NO_ROOT").is_some() {
+    if !common::test_skips::root_checks_wanted("rust: root_writer_layout") {
         return false;
     }
     let ok = Command::new("python3")
