@@ -63,5 +63,6 @@ def summary(counts: Counter[tuple[str, str]]) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Writes :func:`summary` at the end of the run."""
-    terminalreporter.write_sep("=", summary(_counts))
+    """Writes :func:`summary` at the end of a run that ran tests."""
+    if _counts:
+        terminalreporter.write_sep("=", summary(_counts))
