@@ -11,6 +11,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+mod common;
+
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
 use rntuple::read::RNTupleReader;

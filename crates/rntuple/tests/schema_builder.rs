@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-mod common;
 
 use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
 use rntuple::read::{arrow_field, RNTupleReader};
