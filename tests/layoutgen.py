@@ -11,7 +11,11 @@ Each schema stresses one part of our writer's entry-size model (``write/size.rs`
 - ``string``: strings short, empty, long, and in a vector;
 - ``nested_vectors``: ``vector<vector<float>>``, three levels, and strings two levels down;
 - ``records``: pairs, tuples and arrays holding collections;
-- ``nanoaod``: a NanoAOD-like mix of all of these with bools and jagged arrays.
+- ``nanoaod``: a NanoAOD-like mix of all of these with bools and jagged arrays;
+- ``containers``: ``vector<bool>``, ``array<bool, 3>``, ``RVec``, a vector of variants,
+  ``unique_ptr<string>``, ``char``, a map and a set;
+- ``representations``: columns stored other than by default (Real16, Real32Trunc,
+  Real32Quant, a double as SplitReal32, 32-bit indices, an unsplit Int64).
 
 The writing is C++ (``tests/cxx/layoutgen.hxx``) JIT-compiled into ROOT's interpreter;
 every value comes from a fixed-seed generator, so a file is the same on every machine.
@@ -36,7 +40,17 @@ from rootdump import load_root
 
 CXX = Path(__file__).resolve().parent / "cxx" / "layoutgen.hxx"
 #: The schemas ``layoutgen.hxx`` writes.
-SCHEMAS = ("variant", "optional", "bitset", "string", "nested_vectors", "records", "nanoaod")
+SCHEMAS = (
+    "variant",
+    "optional",
+    "bitset",
+    "string",
+    "nested_vectors",
+    "records",
+    "nanoaod",
+    "containers",
+    "representations",
+)
 
 _declared = False
 

@@ -1,22 +1,27 @@
 // Writes the schemas of the writer-layout test (crates/rntuple/tests/root_writer_layout.rs)
 // with ROOT 6.40: each stresses one part of the entry-size model of our writer
 // (crates/rntuple/src/write/size.rs): variants, optionals and unique_ptrs, bitsets,
-// strings, nested collections, records holding collections, and a NanoAOD-like mix.
+// strings, nested collections, records holding collections, a NanoAOD-like mix, other
+// containers (maps, sets, RVec, vector<bool>), and non-default column representations.
 // Declared into cling by tests/layoutgen.py.
 //
 // The values come from a fixed-seed generator (no <random> distributions, whose output
 // the standard leaves to the library), so a file is the same wherever it is written.
 // Sizes vary from entry to entry (empty and long strings and collections), so that the
 // bytes per entry that decide where a cluster ends vary too.
+#include <ROOT/RField.hxx>
 #include <ROOT/RNTupleModel.hxx>
 #include <ROOT/RNTupleWriteOptions.hxx>
 #include <ROOT/RNTupleWriter.hxx>
+#include <ROOT/RVec.hxx>
 
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -319,6 +324,98 @@ void NanoAod(const char *path, long n, const ROOT::RNTupleWriteOptions &options)
    }
 }
 
+void Containers(const char *path, long n, const ROOT::RNTupleWriteOptions &options)
+{
+   auto model = ROOT::RNTupleModel::Create();
+   auto vb = model->MakeField<std::vector<bool>>("vb");
+   auto ab = model->MakeField<std::array<bool, 3>>("ab");
+   auto rv = model->MakeField<ROOT::RVec<float>>("rv");
+   auto vvar = model->MakeField<std::vector<std::variant<std::int32_t, float>>>("vvar");
+   auto us = model->MakeField<std::unique_ptr<std::string>>("us");
+   auto c = model->MakeField<char>("c");
+   auto m = model->MakeField<std::map<std::string, std::int32_t>>("m");
+   auto st = model->MakeField<std::set<std::int64_t>>("st");
+   auto writer = Open(std::move(model), path, options);
+   Rng r(8);
+   for (long i = 0; i < n; ++i) {
+      vb->resize(r.Below(20));
+      for (std::size_t k = 0; k < vb->size(); ++k)
+         (*vb)[k] = r.Next() & 1;
+      for (auto &b : *ab)
+         b = r.Next() & 1;
+      const auto floats = r.Numbers<float>(6, 3.0);
+      rv->assign(floats.begin(), floats.end());
+      vvar->resize(r.Below(4));
+      for (auto &v : *vvar) {
+         if (r.Below(2) != 0)
+            v = static_cast<std::int32_t>(r.Below(9));
+         else
+            v = static_cast<float>(r.Real());
+      }
+      us->reset();
+      if (r.Below(2) != 0)
+         *us = std::make_unique<std::string>(r.Text(9));
+      *c = static_cast<char>('a' + r.Below(26));
+      m->clear();
+      for (auto k = r.Below(4); k > 0; --k)
+         (*m)[r.Text(4)] = static_cast<std::int32_t>(r.Below(100));
+      st->clear();
+      for (auto k = r.Below(5); k > 0; --k)
+         st->insert(static_cast<std::int64_t>(r.Below(1000)));
+      writer->Fill();
+   }
+}
+
+/// A field of type T named `name` whose columns are stored as `types`.
+template <typename T>
+void AddStoredAs(ROOT::RNTupleModel &model, const std::string &name, std::vector<ROOT::ENTupleColumnType> types)
+{
+   auto field = std::make_unique<ROOT::RField<T>>(name);
+   field->SetColumnRepresentatives({std::move(types)});
+   model.AddField(std::move(field));
+}
+
+void Representations(const char *path, long n, const ROOT::RNTupleWriteOptions &options)
+{
+   auto model = ROOT::RNTupleModel::Create();
+   {
+      auto half = std::make_unique<ROOT::RField<float>>("half");
+      half->SetHalfPrecision();
+      model->AddField(std::move(half));
+      auto trunc = std::make_unique<ROOT::RField<float>>("trunc20");
+      trunc->SetTruncated(20);
+      model->AddField(std::move(trunc));
+      auto quant = std::make_unique<ROOT::RField<double>>("quant10");
+      quant->SetQuantized(10, {0., 1.});
+      model->AddField(std::move(quant));
+   }
+   using Type = ROOT::ENTupleColumnType;
+   AddStoredAs<double>(*model, "d32", {Type::kSplitReal32});
+   AddStoredAs<std::vector<float>>(*model, "v_index32", {Type::kSplitIndex32});
+   AddStoredAs<std::int64_t>(*model, "i64_unsplit", {Type::kInt64});
+   AddStoredAs<std::string>(*model, "s_index32", {Type::kIndex32, Type::kChar});
+   auto &entry = model->GetDefaultEntry();
+   auto half = entry.GetPtr<float>("half");
+   auto trunc = entry.GetPtr<float>("trunc20");
+   auto quant = entry.GetPtr<double>("quant10");
+   auto d32 = entry.GetPtr<double>("d32");
+   auto v = entry.GetPtr<std::vector<float>>("v_index32");
+   auto i64 = entry.GetPtr<std::int64_t>("i64_unsplit");
+   auto s = entry.GetPtr<std::string>("s_index32");
+   auto writer = Open(std::move(model), path, options);
+   Rng r(9);
+   for (long i = 0; i < n; ++i) {
+      *half = static_cast<float>(r.Real());
+      *trunc = static_cast<float>(r.Real());
+      *quant = r.Real();
+      *d32 = r.Real();
+      *v = r.Numbers<float>(7, 2.0);
+      *i64 = static_cast<std::int64_t>(r.Next() >> 1);
+      *s = r.Text(10);
+      writer->Fill();
+   }
+}
+
 /// Writes `n` entries of schema `schema` into RNTuple "Events" of `path`.
 void Write(const std::string &schema, const char *path, long n, int compression, long cluster, long maxPage,
            long initialPage)
@@ -338,6 +435,10 @@ void Write(const std::string &schema, const char *path, long n, int compression,
       Records(path, n, options);
    else if (schema == "nanoaod")
       NanoAod(path, n, options);
+   else if (schema == "containers")
+      Containers(path, n, options);
+   else if (schema == "representations")
+      Representations(path, n, options);
    else
       throw std::invalid_argument("unknown layout schema: " + schema);
 }
