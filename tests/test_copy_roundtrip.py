@@ -5,7 +5,9 @@ For each case of ``../shared/conformance/rntuple-validation-1.0`` (beside the re
 OUT.root`` must give a file that ROOT reads to exactly ``read/<case>.json`` under the
 comparison conventions of :func:`rootdump.check_case`:
 
-- ``compression.*``: the reference is the sum of the ``Int64`` field over all entries;
+- every case is compared entry by entry; the ``compression.*`` references hold only the
+  sum of ``Int64`` over all entries, so their entries are ROOT's reading of the original
+  file, checked against those sums (:func:`rootdump.reference_entries`);
 - ``types.unordered_set.*`` / ``types.unordered_multiset.*``: every list is compared as a
   multiset (ROOT lists unordered containers in hash-table order);
 - maps are JSON objects keyed as the README says (key order ignored);
