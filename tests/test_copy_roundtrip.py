@@ -140,6 +140,27 @@ def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> RoundTrip:
     return out
 
 
+def test_entries_are_compared_not_their_sum(tmp_path: Path) -> None:
+    """The compression.* cases are compared entry by entry: a file holding
+    compression.algorithms.zstd's entries with two of them swapped keeps the reference's
+    sum of ``Int64``, and ROOT's reading of it is found to differ at the first of them."""
+    import numpy as np
+
+    import rntuple
+
+    case = "compression.algorithms.zstd"
+    values = list(range(32))
+    values[5], values[10] = values[10], values[5]
+    path = tmp_path / "swapped.root"
+    with rntuple.recreate(path) as f:
+        f.write("ntpl", {"Int64": np.array(values, dtype=np.int64)})
+    task = rootdump.Task(case, str(path), str(conformance_data.read_file(case)))
+    assert rootdump.run_tasks([task], jobs=1)[case] == (
+        "DIFF",
+        'entry 5: got {"Int64": 10} expected {"Int64": 5}',
+    )
+
+
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_renderer_reproduces_reference(case: str, renderer_results: dict[str, tuple[str, str]]) -> None:
     """ROOT's reading of ``write/<case>.root``, rendered by rootdump, is ``read/<case>.json``."""
