@@ -30,6 +30,8 @@ ORACLE_AND_HARNESS = {
     "tests/test_convert.py::test_kept_baskets_fixtures_keep_baskets_in_the_tree*": "the TTree fixtures",
     "tests/test_writer_properties.py::test_a_comparison_of_nothing_fails": "the property test's comparison",
     "tests/test_skip_policy.py::*": "the rule on skips and this summary",
+    "tests/test_copy_roundtrip.py::test_entries_are_compared_not_their_sum": "entry comparison",
+    "tests/test_python_vs_uproot.py::test_root_json_check_finds_a_changed_entry": "entry comparison",
 }
 
 
