@@ -23,6 +23,10 @@ if str(TESTS_DIR) not in sys.path:
 import ttree_oracle  # noqa: E402
 import ttreegen  # noqa: E402
 
+# The rule on skips and CI's summary of product and oracle counts: hooks of this conftest.
+from report_kinds import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402, F401
+from skip_policy import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401
+
 import rootdump  # noqa: E402
 import rootgen  # noqa: E402
 

@@ -22,19 +22,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import awkward as ak
+import dask
 import pytest
+import ttree_oracle
+from coffea.nanoevents import NanoAODSchema, NanoEventsFactory
+from conftest import REPO_ROOT, require_rntuple_bin
 
-ak = pytest.importorskip("awkward")
-pytest.importorskip("coffea")
-dask = pytest.importorskip("dask")
-distributed = pytest.importorskip("distributed")
-
-import ttree_oracle  # noqa: E402
-from coffea.nanoevents import NanoAODSchema, NanoEventsFactory  # noqa: E402
-from conftest import REPO_ROOT, require_rntuple_bin  # noqa: E402
-
-import rntuple  # noqa: E402
-import rntuple.coffea  # noqa: E402
+import rntuple
+import rntuple.coffea
 
 LAYOUTS = ["flat", "convert", "importer"]
 # the fields the graph of :func:`physics` reads

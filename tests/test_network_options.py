@@ -146,7 +146,6 @@ def test_iterate_and_concatenate_take_the_options(silent: Server) -> None:
 
 
 def test_the_options_travel_to_dask_workers(server: Server) -> None:
-    pytest.importorskip("dask_awkward")
     import dask
 
     spec = server.url() + ":Events"

@@ -114,7 +114,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, SeedRun]:
         if not r.write_error:
             r.uproot_skips = wp.uproot_skips(r.manifest)
             r.uproot, r.uproot_error = wp.uproot_read(
-                r.outdir / r.manifest["file"], r.manifest, r.uproot_skips
+                wp.uproot_file(r.outdir, r.manifest), r.manifest, r.uproot_skips
             )
     print(
         f"\n[proptest] {len(SEEDS)} seeds in {base}: generated + {len(types)} dictionaries in "
@@ -145,48 +145,62 @@ def _written(run: SeedRun) -> None:
         _fail(run, f"writing failed: {run.write_error}")
 
 
+def _check(run: SeedRun, comparison: wp.Comparison) -> None:
+    """Fails the item on a difference, and where it compared no value at all."""
+    problem = comparison.problem()
+    if problem:
+        _fail(run, problem)
+    print(f"seed {run.seed}: {comparison.reader} equal on {comparison.values} values")
+
+
 @pytest.mark.parametrize("seed", _params("root"))
 def test_root_reads_every_value(seed: int, runs: dict[int, SeedRun]) -> None:
-    """ROOT 6.40 reads back every value written."""
+    """ROOT 6.40 reads back every value written (at least one)."""
     run = runs[seed]
     _written(run)
     skips = wp.root_skips(run.manifest)
     if skips:
-        print(f"seed {seed}: ROOT comparison skipped for {json.dumps(skips, indent=1)}")
+        print(f"seed {seed}: ROOT comparison left out {json.dumps(skips, indent=1)}")
     checked = [f["name"] for f in run.manifest["fields"] if f["name"] not in skips]
-    diff = run.root_error or wp.first_difference(run.root, run.expected, run.manifest, checked)
-    if diff:
-        _fail(run, f"ROOT: {diff}")
+    _check(run, wp.compare("ROOT", (run.root, run.root_error), run.expected, run.manifest, checked))
 
 
 @pytest.mark.parametrize("seed", _params("uproot"))
 def test_uproot_reads_every_value(seed: int, runs: dict[int, SeedRun]) -> None:
-    """uproot 5.7 reads back every value of the fields it can read (skips recorded)."""
+    """uproot 5.7 reads back every value of the fields it can read (at least one; the
+    fields left out are printed)."""
     run = runs[seed]
     _written(run)
     if run.uproot_skips:
-        print(f"seed {seed}: uproot comparison skipped for {json.dumps(run.uproot_skips, indent=1)}")
-    if run.uproot_error:
-        _fail(run, run.uproot_error)
-    names = list(run.uproot)
-    rows = [dict(zip(names, vs, strict=True)) for vs in zip(*run.uproot.values(), strict=True)]
-    if names:
-        diff = wp.first_difference(rows, run.expected, run.manifest, names)
-        if diff:
-            _fail(run, f"uproot: {diff}")
+        print(f"seed {seed}: uproot comparison left out {json.dumps(run.uproot_skips, indent=1)}")
+    reading = (wp.uproot_rows(run.uproot), run.uproot_error)
+    _check(run, wp.compare("uproot", reading, run.expected, run.manifest, list(run.uproot)))
 
 
 @pytest.mark.parametrize("seed", _params("rntuple"))
 def test_rntuple_dump_reads_every_value(
     seed: int, runs: dict[int, SeedRun], rntuple_bin: Callable[[], Path]
 ) -> None:
-    """``rntuple dump --json`` reads back every value written."""
+    """``rntuple dump --json`` reads back every value written (at least one)."""
     rntuple_bin()
     run = runs[seed]
     _written(run)
-    diff = run.rntuple_error or wp.first_difference(run.rntuple, run.expected, run.manifest)
-    if diff:
-        _fail(run, f"rntuple dump: {diff}")
+    _check(run, wp.compare("rntuple dump", (run.rntuple, run.rntuple_error), run.expected, run.manifest))
+
+
+def test_a_comparison_of_nothing_fails() -> None:
+    """The rule the three tests above rely on: no entry, or no field, is a failure, not a
+    pass; equal values are counted."""
+    manifest = {"fields": [{"name": "f0", "type": "std::int32_t", "late": False, "shape": {"kind": "int"}}]}
+    rows = [{"f0": 1}, {"f0": 2}]
+    assert wp.compare("r", ([], ""), [], manifest).problem() == (
+        "r: compared no value (no entry, or every field left out)"
+    )
+    assert wp.compare("r", (rows, ""), rows, manifest, []).problem() is not None
+    assert wp.compare("r", ({}, "it broke"), rows, manifest).problem() == "r: it broke"
+    equal = wp.compare("r", (rows, ""), rows, manifest)
+    assert (equal.values, equal.problem()) == (2, None)
+    assert "first entry 1" in (wp.compare("r", ([{"f0": 1}, {"f0": 3}], ""), rows, manifest).problem() or "")
 
 
 #: Minimal reproductions of the writer bugs this test found: (id, propgen arguments,
@@ -262,17 +276,48 @@ def test_focused_case(args: list[str], reason: str, tmp_path: Path, rntuple_bin:
     dict_dir = tmp_path / "dicts" if types else None
     if dict_dir is not None:
         wp.build_dictionaries_robustly(dict_dir, types)
-    got, err = wp.root_dump(path, manifest["name"], dict_dir)
-    assert not err, err
     skips = wp.root_skips(manifest)
     checked = [f["name"] for f in manifest["fields"] if f["name"] not in skips]
-    assert wp.first_difference(got, expected, manifest, checked) is None
-    got, err = wp.rntuple_dump(rntuple_bin(), path, manifest["name"])
-    assert not err, err
-    assert wp.first_difference(got, expected, manifest) is None
+    name = manifest["name"]
     uskips = wp.uproot_skips(manifest)
-    values, err = wp.uproot_read(path, manifest, uskips)
-    assert not err, err
-    rows = [dict(zip(values, vs, strict=True)) for vs in zip(*values.values(), strict=True)]
-    if values:
-        assert wp.first_difference(rows, expected, manifest, list(values)) is None
+    values, err = wp.uproot_read(wp.uproot_file(tmp_path, manifest), manifest, uskips)
+    comparisons = [
+        wp.compare("ROOT", wp.root_dump(path, name, dict_dir), expected, manifest, checked),
+        wp.compare("rntuple dump", wp.rntuple_dump(rntuple_bin(), path, name), expected, manifest),
+        wp.compare("uproot", (wp.uproot_rows(values), err), expected, manifest, list(values)),
+    ]
+    assert [c.problem() for c in comparisons] == [None, None, None]
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_an_empty_rntuple_reads_as_empty_with_every_field(
+    seed: int, tmp_path: Path, rntuple_bin: Callable[[], Path]
+) -> None:
+    """The property seeds always have entries; a writer given none still writes an RNTuple
+    that ROOT, uproot and this package read as 0 entries of the same top-level fields."""
+    import uproot
+
+    import rntuple
+    from rootdump import load_root
+
+    binary = wp.build_propgen()
+    proc = subprocess.run(
+        [str(binary), "--seed", str(seed), "--entries", "0", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    names = [f["name"] for f in manifest["fields"]]
+    assert manifest["n_entries"] == 0 and len(names) >= 3, manifest
+    path = tmp_path / manifest["file"]
+    reader = load_root().RNTupleReader.Open(manifest["name"], str(path))
+    root_names = [f.GetFieldName() for f in reader.GetDescriptor().GetTopLevelFields()]
+    assert (int(reader.GetNEntries()), root_names) == (0, names)
+    with uproot.open(path) as f:
+        ntuple = f[manifest["name"]]
+        assert (ntuple.num_entries, list(ntuple.keys(recursive=False))) == (0, names)
+    ours = rntuple.open(path)[manifest["name"]]
+    assert (ours.num_entries, ours.keys()) == (0, names)
+    assert wp.rntuple_dump(rntuple_bin(), path, manifest["name"]) == ([], "")

@@ -365,17 +365,6 @@ std::string SchemaJson(const std::string &path, const std::string &name)
    return out;
 }
 
-/// Sum of the std::int64_t field `field` over all entries (as decimal text), read through an RNTupleView.
-std::string SumInt64(const std::string &path, const std::string &name, const std::string &field)
-{
-   auto reader = ROOT::RNTupleReader::Open(name, path);
-   auto view = reader->GetView<std::int64_t>(field);
-   long long sum = 0;
-   for (auto i : reader->GetEntryRange())
-      sum += view(i);
-   return std::to_string(sum);
-}
-
 /// The attribute set `setName` linked to RNTuple `name` in `path`, as ROOT's attribute API reads it: a JSON list
 /// in the order RNTupleAttrSetReader::GetAttributes() gives, each {"Value": v, "Range": [first, last]}, where v is
 /// the single attribute field's value (an object keyed by field name if there are several) and an empty range

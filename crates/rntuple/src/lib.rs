@@ -54,5 +54,9 @@ pub mod schema;
 pub mod tools;
 pub mod ttree;
 pub mod write;
+#[cfg(test)]
+mod test_skips;
+#[cfg(test)]
+mod test_skips_tests;
 
 pub use error::{Error, Location, RemoteKind, Result};

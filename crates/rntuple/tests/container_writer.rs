@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+mod common;
+
 use rntuple::compression::{compress, decompress, CompressionSettings};
 use rntuple::container::{read_blob, FileHeader, FileWriter, KeyHeader, RootFile};
 use rntuple::format::{
@@ -218,11 +220,10 @@ fn check_with_root(new: &Path, expect: &[(&str, &Path, &str)], multikey: &[&str]
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
+    if !common::test_skips::root_checks_wanted("rust: container_writer::check_with_root") {
+        return;
+    }
     if !have_root {
-        if std::env::var_os("RNTUPLE_NO_ROOT").is_some() {
-            eprintln!("RNTUPLE_NO_ROOT is set: skipping the ROOT/uproot checks");
-            return;
-        }
         panic!(
             "python3 cannot import ROOT (pip install root), which this test needs; set \
              RNTUPLE_NO_ROOT=1 to run only the Rust-side checks"

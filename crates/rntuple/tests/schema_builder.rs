@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+
 use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
 use rntuple::read::{arrow_field, RNTupleReader};
 use rntuple::schema::{ClassSpec, ColumnDefaults, ColumnSpec, Descriptor, SchemaBuilder};
@@ -150,8 +151,7 @@ fn records_equal_those_root_wrote() {
 /// directory and compares again. Fails when ROOT is missing unless RNTUPLE_NO_ROOT is set.
 #[test]
 fn root_regenerated_ground_truth() {
-    if std::env::var_os("RNTUPLE_NO_ROOT").is_some() {
-        eprintln!("RNTUPLE_NO_ROOT set: not running ROOT");
+    if !common::test_skips::root_checks_wanted("rust: schema_builder::root_regenerated_ground_truth") {
         return;
     }
     let out = std::env::temp_dir().join(format!("rntuple-schema-builder-{}", std::process::id()));

@@ -900,6 +900,79 @@ fn batch_of(names: &[String], desc: &Descriptor, ids: &[u32], arrays: &[ArrayRef
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays.to_vec()).expect("batch")
 }
 
+/// The file uproot reads when the main file has payloads split across keys.
+const WHOLE_KEYS_FILE: &str = "data-whole-keys.root";
+
+/// The schema and data of one seed, as the writer is given them.
+struct Data<'a> {
+    early_schema: &'a SchemaDescription,
+    late_schema: Option<&'a SchemaDescription>,
+    early_batch: &'a RecordBatch,
+    late_batch: Option<&'a RecordBatch>,
+    /// The entry at which the late fields are added.
+    ext_at: usize,
+}
+
+/// What writing one file did.
+struct Written {
+    /// Payloads that spanned several keys.
+    split_blobs: u64,
+    /// The writer calls, in order.
+    log: Vec<String>,
+}
+
+/// Writes `data` to `path` as the RNTuple `ntpl`: the early fields' entries before the
+/// extension, then the model extension and every field's remaining entries.
+fn write_file(path: &std::path::Path, mut rng: Rng, options: WriteOptions, data: &Data) -> Written {
+    let name = "ntpl";
+    let mut sink = CountingSink {
+        file: FileWriter::create(path, options.compression()).expect("create file"),
+        split_blobs: 0,
+    };
+    let mut log = Vec::new();
+    let n_entries = data.early_batch.num_rows();
+    let anchor = {
+        let mut writer = RNTupleWriter::new(&mut sink, name, data.early_schema.clone(), options)
+            .unwrap_or_else(|e| panic!("RNTupleWriter::new: {e}"));
+        write_rows(
+            &mut rng,
+            &mut writer,
+            &data.early_batch.slice(0, data.ext_at),
+            &mut log,
+        );
+        if let (Some(schema), Some(lb)) = (data.late_schema, data.late_batch) {
+            writer
+                .extend_schema(schema.clone())
+                .unwrap_or_else(|e| panic!("extend_schema: {e}"));
+            log.push("extend_schema".into());
+            let mut fields: Vec<Field> = data
+                .early_batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.extend(lb.schema().fields().iter().map(|f| f.as_ref().clone()));
+            let mut columns: Vec<ArrayRef> = data
+                .early_batch
+                .columns()
+                .iter()
+                .map(|c| c.slice(data.ext_at, n_entries - data.ext_at))
+                .collect();
+            columns.extend(lb.columns().iter().cloned());
+            let all = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("batch");
+            write_rows(&mut rng, &mut writer, &all, &mut log);
+        }
+        writer.finish().unwrap_or_else(|e| panic!("finish: {e}"))
+    };
+    sink.file
+        .write_anchor(name, &anchor.to_object())
+        .expect("write anchor");
+    let split_blobs = sink.split_blobs;
+    sink.file.finish().expect("finish file");
+    Written { split_blobs, log }
+}
+
 /// Writes rows `lo..hi` of `batch` in random chunks, sometimes committing clusters and
 /// cluster groups between chunks.
 fn write_rows<S: BlobSink>(
@@ -937,6 +1010,7 @@ fn main() {
     let mut seed: Option<u64> = None;
     let mut given_types: Option<String> = None;
     let mut late_from: Option<usize> = None;
+    let mut given_entries: Option<usize> = None;
     let mut out: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -945,16 +1019,17 @@ fn main() {
             "--out" => out = args.next().map(PathBuf::from),
             "--types" => given_types = args.next(),
             "--late-from" => late_from = args.next().and_then(|s| s.parse().ok()),
+            "--entries" => given_entries = args.next().and_then(|s| s.parse().ok()),
             "--no-late" => NO_LATE.store(true, std::sync::atomic::Ordering::Relaxed),
             _ => {
-                eprintln!("usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K]");
+                eprintln!("usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K] [--entries N]");
                 std::process::exit(2);
             }
         }
     }
     let (Some(seed), Some(out)) = (seed, out) else {
         eprintln!(
-            "usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K]"
+            "usage: propgen --seed N --out DIR [--no-late] [--types \"T1;T2\"] [--late-from K] [--entries N]"
         );
         std::process::exit(2);
     };
@@ -985,6 +1060,14 @@ fn main() {
             )
         })
         .collect();
+    // Every reader must have a field to compare: uproot 5.7 skips every field with a
+    // std::variant inside, ROOT some of them. Drawn from another generator, so that the
+    // other seeds' draws stay what they were.
+    let mut redraw = Rng(seed ^ 0x00F1_E1D5);
+    while types.iter().all(|(_, t)| t.contains("std::variant")) {
+        let depth = rng_depth(&mut redraw);
+        types[0].1 = random_type(&mut redraw, depth, false, false, false);
+    }
     // `--types "T1;T2;..."`: these types instead (to minimize a failing schema).
     if let Some(given) = &given_types {
         types = given
@@ -1001,12 +1084,15 @@ fn main() {
     };
     let late = (late || late_from.is_some()) && n_late > 0 && n_late < n_fields;
     let n_early = n_fields - n_late;
+    // At least one entry, so that every reader compares values (`--entries 0` writes an
+    // empty RNTuple).
     let n_entries = match rng.below(10) {
-        0 => 0,
+        0 => 1,
         1 => rng.range(1, 3) as usize,
         2..=4 => rng.range(1, 3000) as usize,
         _ => rng.range(1, 400) as usize,
     };
+    let n_entries = given_entries.unwrap_or(n_entries);
     let ext_at = if late {
         rng.range(0, n_entries as i64) as usize
     } else {
@@ -1112,53 +1198,30 @@ fn main() {
     )
     .expect("write manifest");
 
-    // Write.
-    let path = out.join("data.root");
-    let name = "ntpl";
-    let mut sink = CountingSink {
-        file: FileWriter::create(&path, options.compression()).expect("create file"),
-        split_blobs: 0,
+    // Write. The batching draws come from a copy, so that a second file of the same
+    // writes (below) splits them the same way.
+    let data = Data {
+        early_schema: &early_schema,
+        late_schema: late_schema.as_ref(),
+        early_batch: &early_batch,
+        late_batch: late_batch.as_ref(),
+        ext_at,
     };
-    let mut log = Vec::new();
-    let anchor = {
-        let mut writer = RNTupleWriter::new(&mut sink, name, early_schema.clone(), options)
-            .unwrap_or_else(|e| panic!("RNTupleWriter::new: {e}"));
-        write_rows(
-            &mut rng,
-            &mut writer,
-            &early_batch.slice(0, ext_at),
-            &mut log,
-        );
-        if let (Some(schema), Some(lb)) = (&late_schema, &late_batch) {
-            writer
-                .extend_schema(schema.clone())
-                .unwrap_or_else(|e| panic!("extend_schema: {e}"));
-            log.push("extend_schema".into());
-            let mut names = early_names.clone();
-            names.extend(late_names.iter().cloned());
-            let mut fields: Vec<Field> = early_batch
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.extend(lb.schema().fields().iter().map(|f| f.as_ref().clone()));
-            let mut columns: Vec<ArrayRef> = early_batch
-                .columns()
-                .iter()
-                .map(|c| c.slice(ext_at, n_entries - ext_at))
-                .collect();
-            columns.extend(lb.columns().iter().cloned());
-            let all = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("batch");
-            write_rows(&mut rng, &mut writer, &all, &mut log);
-        }
-        writer.finish().unwrap_or_else(|e| panic!("finish: {e}"))
-    };
-    sink.file
-        .write_anchor(name, &anchor.to_object())
-        .expect("write anchor");
-    let split_blobs = sink.split_blobs;
-    sink.file.finish().expect("finish file");
+    let write_draws = Rng(rng.0);
+    let written = write_file(&out.join("data.root"), Rng(write_draws.0), options.clone(), &data);
+    let split_blobs = written.split_blobs;
+    // uproot 5.7 cannot read payloads split across keys: for it, the same writes again
+    // with keys large enough, so that every seed has a file uproot reads whole.
+    if split_blobs > 0 {
+        let whole_keys = options
+            .to_builder()
+            .max_key_size(1 << 30)
+            .build()
+            .expect("valid write options");
+        write_file(&out.join(WHOLE_KEYS_FILE), write_draws, whole_keys, &data);
+        manifest["uproot_file"] = Value::from(WHOLE_KEYS_FILE);
+    }
+    let log = written.log;
 
     manifest["split_blobs"] = Value::from(split_blobs);
     manifest["write_log"] = Value::from(compress_log(&log));

@@ -11,6 +11,9 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+#[path = "../../src/test_skips.rs"]
+pub(crate) mod test_skips;
+
 use rntuple::container::RootFile;
 use rntuple::format::{Anchor, Footer};
 use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};

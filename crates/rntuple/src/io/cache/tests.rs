@@ -781,7 +781,10 @@ fn a_full_disk_is_passed_by_and_leaves_no_partial_extent() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here (failing_writes_never_fail_and_leave_nothing covers ENOSPC)");
+        crate::test_skips::skip(
+            concat!("rust: ", module_path!(), "::a_full_disk_is_passed_by_and_leaves_no_partial_extent"),
+            "cannot mount a tmpfs here",
+        );
         return;
     }
     let _unmount = Mounted(mount.clone());
