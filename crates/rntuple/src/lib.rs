@@ -51,12 +51,12 @@ pub mod io;
 mod memory;
 pub mod read;
 pub mod schema;
-pub mod tools;
-pub mod ttree;
-pub mod write;
 #[cfg(test)]
 mod test_skips;
 #[cfg(test)]
 mod test_skips_tests;
+pub mod tools;
+pub mod ttree;
+pub mod write;
 
 pub use error::{Error, Location, RemoteKind, Result};

@@ -251,7 +251,10 @@ fn root_available() -> bool {
         .args(["-c", "import ROOT, uproot"])
         .output()
         .is_ok_and(|o| o.status.success());
-    assert!(imported, "python3 cannot import ROOT and uproot (pip install root uproot)");
+    assert!(
+        imported,
+        "python3 cannot import ROOT and uproot (pip install root uproot)"
+    );
     true
 }
 

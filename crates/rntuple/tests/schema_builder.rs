@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-
 use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
 use rntuple::read::{arrow_field, RNTupleReader};
 use rntuple::schema::{ClassSpec, ColumnDefaults, ColumnSpec, Descriptor, SchemaBuilder};
@@ -151,7 +150,9 @@ fn records_equal_those_root_wrote() {
 /// directory and compares again. Fails when ROOT is missing unless RNTUPLE_NO_ROOT is set.
 #[test]
 fn root_regenerated_ground_truth() {
-    if !common::test_skips::root_checks_wanted("rust: schema_builder::root_regenerated_ground_truth") {
+    if !common::test_skips::root_checks_wanted(
+        "rust: schema_builder::root_regenerated_ground_truth",
+    ) {
         return;
     }
     let out = std::env::temp_dir().join(format!("rntuple-schema-builder-{}", std::process::id()));

@@ -1208,7 +1208,12 @@ fn main() {
         ext_at,
     };
     let write_draws = Rng(rng.0);
-    let written = write_file(&out.join("data.root"), Rng(write_draws.0), options.clone(), &data);
+    let written = write_file(
+        &out.join("data.root"),
+        Rng(write_draws.0),
+        options.clone(),
+        &data,
+    );
     let split_blobs = written.split_blobs;
     // uproot 5.7 cannot read payloads split across keys: for it, the same writes again
     // with keys large enough, so that every seed has a file uproot reads whole.

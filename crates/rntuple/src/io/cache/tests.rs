@@ -782,7 +782,11 @@ fn a_full_disk_is_passed_by_and_leaves_no_partial_extent() {
         .is_ok_and(|s| s.success());
     if !mounted {
         crate::test_skips::skip(
-            concat!("rust: ", module_path!(), "::a_full_disk_is_passed_by_and_leaves_no_partial_extent"),
+            concat!(
+                "rust: ",
+                module_path!(),
+                "::a_full_disk_is_passed_by_and_leaves_no_partial_extent"
+            ),
             "cannot mount a tmpfs here",
         );
         return;
