@@ -1,6 +1,11 @@
 //! Decoding ahead (`RangeBatches::decode_ahead`): the same batches and errors, in the
 //! same order, as decoding when asked; exactly one batch decoded ahead of the caller;
 //! dropping the iterator stops and joins its thread.
+//!
+//! What must happen is waited for (`wait_for`: counts of reads and hints, up to a minute);
+//! what must not happen is watched for over a window scaled to how long the same work
+//! just took (`watch_window`), so that a loaded machine neither fails a correct reader
+//! nor hides a wrong one.
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -126,16 +131,26 @@ fn read_any_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
         .any(|o| pages.contains(o))
 }
 
-/// Waits (up to 30 s) until `done` holds.
-fn wait_for(what: &str, done: impl Fn() -> bool) {
+/// Waits (up to 60 s) until `done` holds; how long that took.
+fn wait_for(what: &str, done: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
     while !done() {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < Duration::from_secs(60),
             "timed out: {what}"
         );
         std::thread::sleep(Duration::from_millis(2));
     }
+    start.elapsed()
+}
+
+/// How long to watch for a step that must not come (a batch or a hint too early), after
+/// a step of the same work took `took`: three times that, at least `floor`. A thread that
+/// wrongly went on would take about as long again to show it, and the window grows with
+/// the machine's load as the step does. (Nothing is timed the other way: a correct
+/// reader passes however long the window.)
+fn watch_window(took: Duration, floor: Duration) -> Duration {
+    (took * 3).max(floor)
 }
 
 #[test]
@@ -231,8 +246,8 @@ fn exactly_one_batch_is_decoded_ahead() {
         .unwrap()
         .decode_ahead();
     // Before anything is asked for, the first batch is decoded, and only it.
-    wait_for("batch 0 read", || read_all_of(&source, &reader, 0));
-    std::thread::sleep(Duration::from_millis(200));
+    let took = wait_for("batch 0 read", || read_all_of(&source, &reader, 0));
+    std::thread::sleep(watch_window(took, Duration::from_millis(200)));
     assert!(!read_any_of(&source, &reader, 1), "batch 1 started early");
     for k in 0..4 {
         let batch = batches.next().unwrap().unwrap();
@@ -242,10 +257,10 @@ fn exactly_one_batch_is_decoded_ahead() {
         );
         // While the caller holds batch k, batch k + 1 is decoded; batch k + 2 is not
         // started until k + 1 is taken.
-        wait_for("the next batch read", || {
+        let took = wait_for("the next batch read", || {
             read_all_of(&source, &reader, k + 1)
         });
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(watch_window(took, Duration::from_millis(200)));
         assert!(
             !read_any_of(&source, &reader, k + 2),
             "batch {} started while {k} is held",
@@ -346,13 +361,14 @@ fn a_local_read_asks_for_the_next_clusters_ahead() {
         batches.next().unwrap().unwrap();
         // Decoding cluster k, the reader asked (on a thread of its own) for it and the
         // two after it, no further.
+        let mut took = Duration::ZERO;
         for c in 0..=(k + 2).min(n - 1) {
-            wait_for(&format!("cluster {c} asked for at batch {k}"), || {
+            took += wait_for(&format!("cluster {c} asked for at batch {k}"), || {
                 asked_all_of(&source, &reader, c)
             });
         }
         if k + 3 < n {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(watch_window(took, Duration::from_millis(50)));
             assert!(
                 !asked_any_of(&source, &reader, k + 3),
                 "cluster {} at batch {k}",
@@ -371,8 +387,8 @@ fn a_local_read_asks_for_the_next_clusters_ahead() {
     let mut batches = reader.read_ranges(None, inside).unwrap();
     assert_eq!(batches.by_ref().count(), 10);
     // (The plan's read-ahead thread stops with it: keep it until the hint is given.)
-    wait_for("cluster 0 asked for", || asked_all_of(&fresh, &reader, 0));
-    std::thread::sleep(Duration::from_millis(50));
+    let took = wait_for("cluster 0 asked for", || asked_all_of(&fresh, &reader, 0));
+    std::thread::sleep(watch_window(took, Duration::from_millis(50)));
     assert_eq!(times_asked(&fresh, &reader, 0), 1);
     assert!(!asked_any_of(&fresh, &reader, 1));
     drop(batches);

@@ -11,6 +11,8 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub(crate) mod tried;
+
 use rntuple::container::RootFile;
 use rntuple::format::{Anchor, Footer};
 use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
