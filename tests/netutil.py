@@ -69,11 +69,12 @@ def settled(
     after its client has the answer; so a log read at once can lack requests a test just
     made. This asks the server for a marker (``ask(path)``, a request that fails is
     fine) and reads the log (``read()``, the requests so far, oldest first) until the
-    marker's request is in it: a server that logs each request before or as it answers
-    it, in order (nginx with one worker process), has by then logged every request
-    answered before. Returns the requests before the marker's, every marker's left out
-    (``path_of`` gives a request's path). Fails if the marker is not logged within
-    ``timeout`` seconds."""
+    marker's request is in it: a server that logs each request as it answers it, in
+    order (nginx with one worker process), has by then logged every request answered
+    before; one whose lines may trail their answers by a moment (weed) has too, unless
+    a line trails by more than the whole round trip of the marker asked afterwards.
+    Returns the requests before the marker's, every marker's left out (``path_of`` gives
+    a request's path). Fails if the marker is not logged within ``timeout`` seconds."""
     path = marker_path()
     ask(path)
     deadline = time.monotonic() + timeout
