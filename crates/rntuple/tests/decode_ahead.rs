@@ -45,6 +45,20 @@ struct Recording {
     asked: Mutex<Vec<ByteRange>>,
     /// How many reads had completed when the first hint came.
     reads_before_hints: Mutex<Option<usize>>,
+    /// Reads at these offsets wait (at most 30 s) for the first hint: whether the hints
+    /// are given before those pages are read does not depend on how soon the thread
+    /// that gives them runs.
+    after_hints: Mutex<HashSet<u64>>,
+}
+
+impl Recording {
+    /// Waits until the first hint came, at most 30 s.
+    fn wait_for_hints(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.reads_before_hints.lock().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 impl ReadAt for Recording {
@@ -56,6 +70,9 @@ impl ReadAt for Recording {
     }
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         assert_ne!(Some(offset), self.panic_at, "the source breaks down");
+        if self.after_hints.lock().unwrap().contains(&offset) {
+            self.wait_for_hints();
+        }
         std::thread::sleep(self.delay);
         self.offsets.lock().unwrap().push(offset);
         self.inner.read_at(offset, len)
@@ -86,6 +103,7 @@ fn recording(bytes: &[u8]) -> Recording {
         remote: false,
         asked: Mutex::new(Vec::new()),
         reads_before_hints: Mutex::new(None),
+        after_hints: Mutex::new(HashSet::new()),
     }
 }
 
@@ -461,6 +479,12 @@ fn offsets_that_fields_share_are_read_before_the_read_ahead_starts() {
         locators(offsets_column("Jet_eta")),
         "pages stored once"
     );
+    // The fields' own pages wait for the first hint (a reader that gave it only after
+    // reading them waits 30 s, then fails below).
+    *source.after_hints.lock().unwrap() = page_offsets(&reader, 0)
+        .into_iter()
+        .filter(|o| !shared.contains(o))
+        .collect();
     let mut batches = reader.read_ranges(None, cluster_ranges(&reader)).unwrap();
     let got = batches.next().unwrap().unwrap();
     // The same values (the field metadata differs: the read adds the C++ types).
@@ -489,6 +513,10 @@ fn offsets_that_fields_share_are_read_before_the_read_ahead_starts() {
             "shared offsets page {page} read {at}th, after the hints began at {before}"
         );
     }
-    // The hints began before the fields' own pages were read.
+    // The hints began before the fields' own pages were read (they were read, after
+    // the hints).
     assert!(before < reads.len(), "{before} of {} reads", reads.len());
+    let own = source.after_hints.lock().unwrap().clone();
+    assert!(!own.is_empty());
+    assert!(reads[before..].iter().any(|o| own.contains(o)));
 }
