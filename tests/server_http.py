@@ -7,7 +7,9 @@ root). ``start(root_dir, tls=make_test_certificates(dir))`` serves HTTPS with a
 certificate of a throwaway CA (trust it with ``SSL_CERT_FILE=<ca.pem>``).
 
 nginx serves multi-range requests as ``multipart/byteranges`` by default; the access
-log records each request's method, path, status, body bytes and Range header.
+log records each request's method, path, status, body bytes and Range header, and
+:meth:`Server.requests` reads it once every request answered before is in it (nginx
+writes a request's line after answering it: a settle marker, ``netutil.settled``).
 
 Command line (serves DIR until interrupted)::
 
@@ -18,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netutil import accepts, free_port
+from netutil import MARKER, accepts, free_port, settled
 
 #: Seconds to wait for nginx to accept connections or to exit.
 STARTUP_TIMEOUT = 15.0
@@ -111,30 +115,46 @@ class Server:
         scheme = "https" if self.tls else "http"
         return f"{scheme}://127.0.0.1:{self.port}/{relative_path.lstrip('/')}"
 
-    def requests(self) -> list[dict[str, str]]:
-        """The requests logged so far, oldest first."""
+    def logged(self) -> list[dict[str, str]]:
+        """The access log's requests as it is now, oldest first (settle markers
+        included; a request just answered may be missing: see :meth:`requests`)."""
         if not self.access_log.exists():
             return []
-        lines = self.access_log.read_text().splitlines()
+        # Whole lines only: one being written has no newline yet.
+        lines = self.access_log.read_text().split("\n")[:-1]
         return [dict(zip(LOG_FIELDS, line.split("\t"), strict=True)) for line in lines if line]
 
-    def settled_requests(self, quiet: float = 0.3, timeout: float = 10.0) -> list[dict[str, str]]:
-        """The requests logged once the log has stopped growing for ``quiet`` seconds:
-        nginx writes a request's line after sending its answer, so a client that has
-        just finished may be ahead of the log (at most ``timeout`` seconds of waiting)."""
-        deadline = time.monotonic() + timeout
-        size, since = -1, time.monotonic()
-        while time.monotonic() < deadline:
-            now = self.access_log.stat().st_size if self.access_log.exists() else 0
-            if now != size:
-                size, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet:
-                break
-            time.sleep(0.02)
-        return self.requests()
+    def _ask(self, path: str) -> None:
+        """A GET of ``path`` (a settle marker: nginx answers 204 without a body)."""
+        if self.tls:
+            context = ssl.create_default_context(cafile=str(self.tls.ca))
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=30, context=context
+            )
+        else:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.request("GET", path)
+            connection.getresponse().read()
+        finally:
+            connection.close()
+
+    def requests(self) -> list[dict[str, str]]:
+        """Every request answered so far, oldest first, settle markers left out: the log
+        read once nginx logged them all (``netutil.settled``: a marker request asked
+        after them, and the log read until it holds the marker's line; nginx's one
+        worker process logs each request as it finishes answering it, in order). With
+        nginx stopped, the log as it is."""
+        if not self.running():
+            return [r for r in self.logged() if MARKER not in r["path"]]
+        return settled(self.logged, self._ask, lambda r: r["path"])
 
     def clear_log(self) -> None:
-        """Empties the access log (nginx keeps appending to the same file)."""
+        """Forgets the requests answered so far: empties the access log once they are all
+        in it (nginx keeps appending to the same file), so that none of them is logged
+        after this."""
+        if self.running():
+            self.requests()
         if self.access_log.exists():
             with self.access_log.open("r+") as f:
                 f.truncate(0)
@@ -171,6 +191,8 @@ http {{
     server {{
         listen 127.0.0.1:{self.port}{" ssl" if self.tls else ""};
         root {self.root};
+        # Settle markers (netutil.settled): answered and logged, never served from root.
+        location ^~ {MARKER} {{ return 204; }}
         {max_ranges}
         {tls}
         {self.server_config}

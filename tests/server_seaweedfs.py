@@ -23,8 +23,9 @@ What it tells about the requests it served:
 
 - :meth:`Server.requests`: one record per S3 request (identity, method, path, HTTP status,
   duration), from the access lines its ``stats`` module logs at verbosity 2
-  (``-vmodule=stats=2``: only those lines, not the whole server's debug output). Neither
-  the Range header nor the bytes sent are in them;
+  (``-vmodule=stats=2``: only those lines, not the whole server's debug output), read once
+  every request answered before is in them (a settle marker: ``netutil.settled``).
+  Neither the Range header nor the bytes sent are in them;
 - :meth:`Server.metrics`: its Prometheus counters: requests per (type, status) and the
   bytes sent to and received from clients (``SeaweedFS_s3_bucket_traffic_*``).
 
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import http.client
 import json
 import os
 import re
@@ -58,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netutil import accepts, free_port
+from netutil import MARKER, accepts, free_port, settled
 
 BUCKET = "rntuple-test"
 ACCESS_KEY_ID = "rntuple-seaweedfs"
@@ -183,27 +185,43 @@ class Server:
         except OSError:
             return ""
 
-    def requests(self, settle_s: float = 0.05) -> list[dict[str, str]]:
-        """The S3 requests served so far, oldest first: ``identity`` (the credentials' user,
-        ``-`` when anonymous or refused), ``method``, ``path`` (``/bucket/key``), ``status``
-        and ``duration`` (Go's notation). weed writes a line once a response is sent, so
-        this reads until the log has not grown for ``settle_s``."""
-        previous = None
-        while True:
-            text = self.log_text()
-            if text == previous:
-                break
-            previous = text
-            time.sleep(settle_s)
+    def logged(self) -> list[dict[str, str]]:
+        """The S3 requests in weed's log as it is now, oldest first (settle markers
+        included; a request just answered may be missing: see :meth:`requests`)."""
         out = []
-        for line in text.splitlines():
+        # Whole lines only: one being written has no newline yet.
+        for line in self.log_text().split("\n")[:-1]:
             match = ACCESS_LINE.search(line)
             if match:
                 out.append(match.groupdict())
         return out
 
+    def _ask(self, path: str) -> None:
+        """An anonymous GET of ``path`` in the bucket (a settle marker: refused, logged)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.request("GET", f"/{BUCKET}{path}")
+            connection.getresponse().read()
+        finally:
+            connection.close()
+
+    def requests(self) -> list[dict[str, str]]:
+        """The S3 requests answered so far, oldest first, settle markers left out:
+        ``identity`` (the credentials' user, ``-`` when anonymous or refused), ``method``,
+        ``path`` (``/bucket/key``), ``status`` and ``duration`` (Go's notation). Read once
+        weed logged every request answered before this call (``netutil.settled``: a
+        marker request asked after them, and the log read until the marker's line is in
+        it). With weed stopped, the log as it is."""
+        if not self.running():
+            return [r for r in self.logged() if MARKER not in r["path"]]
+        return settled(self.logged, self._ask, lambda r: r["path"])
+
     def clear_log(self) -> None:
-        """Empties weed's log (it keeps appending to the same file)."""
+        """Forgets the requests answered so far: empties weed's log once they are all in
+        it (weed keeps appending to the same file), so that none of them is logged after
+        this."""
+        if self.running():
+            self.requests()
         with self.log_path.open("r+b") as f:
             f.truncate(0)
 

@@ -9,13 +9,17 @@ file: opening reads it in one request) until it is told to go silent (from then 
 accepts connections and never answers) or to crawl (it sends its headers at once, then
 a byte a second). Every test takes a second or two, but those of the crawl, which
 measure the default limit (a minute at most, as the issue asks; about 10 s an attempt).
+
+Nothing here needs an idle machine: the seconds a message says the attempts took are
+matched by pattern (``netutil.tried``), never compared; a timeout that must cut a wait
+short is checked against a bound of :data:`BOUND` seconds, half of the 30 s default it
+replaces (tens of times the timeouts under test, so a loaded machine cannot reach it).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import re
 import socket
 import subprocess
 import threading
@@ -25,10 +29,15 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
+from netutil import tried
 
 import rntuple
 
 EXAMPLE = REPO_ROOT / "examples" / "events.root"
+#: Seconds within which a timeout of at most 0.5 s (and its retries) must have ended a
+#: wait on a silent server: half of the default first-byte timeout of 30 s that would
+#: otherwise end it.
+BOUND = 15.0
 
 
 class Server:
@@ -122,27 +131,27 @@ def timed(call: Callable[[], object]) -> tuple[BaseException, float]:
 def test_open_gives_up_on_a_silent_server_within_the_timeout(silent: Server) -> None:
     err, took = timed(lambda: rntuple.open(silent.url(), timeout=0.5, retries=0))
     assert isinstance(err, rntuple.RemoteError) and isinstance(err, OSError), repr(err)
-    assert 0.4 < took < 5.0, took
+    assert 0.5 <= took < BOUND, took
     message = str(err)
     assert "no answer within 0.5 s (first-byte timeout" in message, message
-    assert re.search(r"; 1 attempt over [0-9.]+ s \(0 retries, RNTUPLE_RETRIES or --retries\)$", message), (
-        message
-    )
+    assert message.endswith(" s (0 retries, RNTUPLE_RETRIES or --retries)"), message
+    assert tried(message) == (1, 0), message
     assert silent.connections == 1
 
     err, took = timed(lambda: rntuple.open(silent.url() + ":Events", timeout=0.3, retries=2))
-    assert 0.9 + 0.3 < took < 6.0, took  # three waits, backoffs of 0.1 and 0.2 s
-    assert "; 3 attempts over " in str(err) and "(2 retries" in str(err), err
+    assert 1.2 <= took < BOUND, took  # three waits, backoffs of 0.1 and 0.2 s
+    assert tried(str(err)) == (3, 2), err
     assert silent.connections == 4
 
 
 def test_iterate_and_concatenate_take_the_options(silent: Server) -> None:
     spec = silent.url() + ":Events"
     err, took = timed(lambda: next(rntuple.iterate(spec, ["MET_pt"], timeout=0.4, retries=0)))
-    assert isinstance(err, rntuple.RemoteError) and 0.3 < took < 2.0, (err, took)
-    assert "no answer within 0.4 s" in str(err), err
+    assert isinstance(err, rntuple.RemoteError) and 0.4 <= took < BOUND, (err, took)
+    assert "no answer within 0.4 s" in str(err) and tried(str(err)) == (1, 0), err
     err, took = timed(lambda: rntuple.concatenate([spec], ["MET_pt"], timeout=0.4, retries=0))
-    assert isinstance(err, rntuple.RemoteError) and 0.3 < took < 2.0, (err, took)
+    assert isinstance(err, rntuple.RemoteError) and 0.4 <= took < BOUND, (err, took)
+    assert "no answer within 0.4 s" in str(err) and tried(str(err)) == (1, 0), err
 
 
 def test_the_options_travel_to_dask_workers(server: Server) -> None:
@@ -156,8 +165,11 @@ def test_the_options_travel_to_dask_workers(server: Server) -> None:
     # The graph opened the file; the worker opens it again, and the server is silent.
     server.silent = True
     err, took = timed(lambda: dask.compute(array, scheduler="sync"))
-    assert isinstance(err, rntuple.RemoteError) and 0.4 < took < 2.5, (err, took)
+    # The worker's own open waited 0.5 s, once: the message names the timeout it ran
+    # into and the attempts (the default would be 30 s, and four attempts).
+    assert isinstance(err, rntuple.RemoteError) and 0.5 <= took < BOUND, (err, took)
     assert "no answer within 0.5 s (first-byte timeout" in str(err), err
+    assert tried(str(err)) == (1, 0), err
 
 
 def test_remote_reads_work_with_the_options(server: Server) -> None:
@@ -188,7 +200,7 @@ def test_open_gives_up_on_a_crawling_server_within_the_default_limit(crawling: S
     assert (
         f"remote read of {crawling.url()} failed: opening: reading the reply: {DEFAULT_LOW_SPEED}" in message
     )
-    assert "; 1 attempt over " in message, message
+    assert tried(message) == (1, 0), message
     assert took < 60, took
     assert crawling.connections == 1
 
@@ -275,22 +287,22 @@ def test_cli_options_override_the_environment_which_overrides_the_defaults(
 ) -> None:
     url = silent.url()
     cases = [
-        # (options, environment, first-byte timeout in the message, attempts)
-        (["--first-byte-timeout", "0.3", "--retries", "0"], {}, "0.3 s", "1 attempt over"),
-        ([], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.4", "RNTUPLE_RETRIES": "1"}, "0.4 s", "2 attempts over"),
+        # (options, environment, first-byte timeout in the message, (attempts, retries))
+        (["--first-byte-timeout", "0.3", "--retries", "0"], {}, "0.3 s", (1, 0)),
+        ([], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.4", "RNTUPLE_RETRIES": "1"}, "0.4 s", (2, 1)),
         (
             ["--first-byte-timeout", "0.3", "--retries", "0"],
             {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.4", "RNTUPLE_RETRIES": "1"},
             "0.3 s",
-            "1 attempt over",
+            (1, 0),
         ),
-        (["--retries", "0"], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.2"}, "0.2 s", "1 attempt over"),
+        (["--retries", "0"], {"RNTUPLE_FIRST_BYTE_TIMEOUT": "0.2"}, "0.2 s", (1, 0)),
         # A bad variable that an option overrides is not read.
         (
             ["--first-byte-timeout", "0.2", "--retries", "0"],
             {"RNTUPLE_RETRIES": "many"},
             "0.2 s",
-            "1 attempt",
+            (1, 0),
         ),
     ]
     for options, env, timeout, attempts in cases:
@@ -305,8 +317,8 @@ def test_cli_options_override_the_environment_which_overrides_the_defaults(
                 env,
                 result.stderr,
             )
-            assert attempts in result.stderr, (args, env, result.stderr)
-            assert took < 5, (args, env, took)
+            assert tried(result.stderr) == attempts, (args, env, result.stderr)
+            assert took < BOUND, (args, env, took)
 
 
 def test_cli_gives_up_on_a_crawling_server_within_the_default_limit(
@@ -318,7 +330,8 @@ def test_cli_gives_up_on_a_crawling_server_within_the_default_limit(
     assert f"opening: reading the reply: {DEFAULT_LOW_SPEED}; 2 attempts over " in result.stderr, (
         result.stderr
     )
-    assert result.stderr.rstrip().endswith("(1 retry, RNTUPLE_RETRIES or --retries)"), result.stderr
+    assert result.stderr.rstrip().endswith(" s (1 retry, RNTUPLE_RETRIES or --retries)"), result.stderr
+    assert tried(result.stderr) == (2, 1), result.stderr
     assert took < 60, took
     # The options and variables set it.
     for options, env in (
@@ -340,8 +353,8 @@ def test_cli_refused_connections_name_the_attempts(rntuple_bin: Callable[[], Pat
         port = s.getsockname()[1]
     result, _ = cli(rntuple_bin, ["info", f"root://127.0.0.1:{port}//f.root", "--retries", "2"])
     assert result.returncode == 1
-    assert "refused" in result.stderr.lower() and "3 attempts over" in result.stderr, result.stderr
-    assert "(2 retries, RNTUPLE_RETRIES or --retries)" in result.stderr, result.stderr
+    assert "refused" in result.stderr.lower(), result.stderr
+    assert tried(result.stderr) == (3, 2), result.stderr
 
 
 @pytest.mark.parametrize(

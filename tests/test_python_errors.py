@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import pickle
-import re
 import shutil
 import socket
 import struct
@@ -47,7 +46,7 @@ import server_http
 import server_seaweedfs
 import server_xrootd
 from conftest import REPO_ROOT
-from netutil import free_port
+from netutil import free_port, tried
 
 import rntuple
 
@@ -382,9 +381,9 @@ def test_a_closed_port_is_connection_refused(scheme: str, clean_env: pytest.Monk
         retries=0,
     ):
         assert "Connection refused" in message, message
-        # The time of the one attempt depends on the machine's load.
-        tail = r"; 1 attempt over \d+(\.\d+)? s \(0 retries, RNTUPLE_RETRIES or --retries\)"
-        assert re.search(tail + "$", message), message
+        # (the time of the one attempt, which depends on the machine's load, matched by
+        # pattern)
+        assert tried(message) == (1, 0) and message.endswith(" or --retries)"), message
     err = raised(lambda: rntuple.open(url, retries=0))
     assert isinstance(err, ConnectionError) and isinstance(err, rntuple.RemoteConnectionError)
 
@@ -407,7 +406,9 @@ def test_a_server_that_never_answers_is_a_timeout(
         retries=0,
     )
     took = time.monotonic() - start
-    assert took < 3 * 2.0, f"three timeouts of 0.4 s took {took:.1f} s"
+    # Below the smallest default each call would wait otherwise (a connect timeout of
+    # 10 s); the messages name the 0.4 s each ran into.
+    assert took < 9.0, f"three timeouts of 0.4 s took {took:.1f} s"
     # XRootD's handshake is part of setting up the connection: the connect timeout.
     expected = (
         "no connection within 0.4 s (connect timeout"
@@ -448,7 +449,8 @@ def assert_tls_failure(url: str) -> None:
     for message in assert_everywhere(url, OSError, None, "tls", rntuple.RemoteError):
         assert "certificate" in message and "UnknownIssuer" in message, message
         assert "attempt" not in message, "a certificate that does not verify is not retried"
-    assert time.monotonic() - start < 10
+    # At once: not after the retries' backoff, nor a timeout (30 s by default).
+    assert time.monotonic() - start < 20
     err = raised(lambda: rntuple.open(url))
     assert not isinstance(err, (FileNotFoundError, PermissionError, ConnectionError, TimeoutError)), repr(err)
 

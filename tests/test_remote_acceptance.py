@@ -197,7 +197,11 @@ def test_server_killed_mid_read(protocol: str, restart: bool, big_dir: Path, ser
     server = _start(protocol, big_dir)
     try:
         server_env(server)
-        remote = rntuple.open(server.url("big.root"))["Events"]
+        # With a restart, nine attempts: their backoff (16 s in all) leaves the restart
+        # (a new server process) all the time a loaded machine may need; without, the
+        # default four.
+        retries = {"retries": 8} if restart else {}
+        remote = rntuple.open(server.url("big.root"), **retries)["Events"]
         outcome: dict[str, Any] = {}
 
         def read() -> None:

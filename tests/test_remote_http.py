@@ -29,7 +29,7 @@ import conformance_data
 import pytest
 import server_http
 from conftest import rust_tool
-from netutil import backdate
+from netutil import backdate, tried
 
 #: The conformance cases (all but the one whose expected outcome is an error); without
 #: the conformance data, one pseudo-case whose test fails saying so.
@@ -252,7 +252,7 @@ def test_range_header_too_long_for_the_server_is_split(
     nginx_small_headers.clear_log()
     remote = probe(io_probe, nginx_small_headers.url(RANDOM_FILE), ranges)
     assert remote["ranges"] == local["ranges"]
-    logged = nginx_small_headers.settled_requests()
+    logged = nginx_small_headers.requests()
     served = [range_count(r["range"]) for r in logged if r["status"] == "206"]
     refused = [r for r in logged if r["status"] == "400"]
     assert refused, "nginx's default 8 KiB header buffer refuses 1024 ranges"
@@ -305,7 +305,7 @@ def test_stopped_server_is_a_remote_error_naming_the_url_after_retries(
         result = run([str(rntuple_bin()), "dump", "--json", url], env={"BEARER_TOKEN": TOKEN})
         elapsed = time.monotonic() - start
         assert result.returncode != 0
-        assert url in result.stderr and "attempts" in result.stderr, result.stderr
+        assert url in result.stderr and tried(result.stderr) == (4, 3), result.stderr
         assert "remote" in result.stderr.lower() or "refused" in result.stderr.lower(), result.stderr
         assert TOKEN not in result.stderr + result.stdout
         assert elapsed < 60, f"gave up after {elapsed:.1f} s"
@@ -378,7 +378,8 @@ def test_https_with_a_trusted_ca_equals_local_and_an_unknown_ca_fails_at_once(
         assert result.returncode != 0
         assert "certificate" in result.stderr and url in result.stderr, result.stderr
         assert "attempts" not in result.stderr, "a certificate that does not verify is not retried"
-        assert time.monotonic() - start < 10
+        # At once: not after the retries' backoff, nor a timeout (30 s by default).
+        assert time.monotonic() - start < 20
     finally:
         server.kill()
         shutil.rmtree(server.workdir, ignore_errors=True)

@@ -24,6 +24,7 @@ import conformance_data
 import pytest
 import server_s3
 from conftest import require_rntuple_bin, rust_tool
+from netutil import tried
 
 import rootgen
 
@@ -240,8 +241,7 @@ def test_stopped_server_is_a_remote_error_without_secrets(small_server: server_s
     print(f"\nstopped server: failed after {seconds:.2f} s: {err.strip()}")
     assert out.returncode != 0
     assert f"remote read of {url} failed" in err, err
-    assert "Connection refused" in err and "; 4 attempts over" in err, err
-    assert "(3 retries, RNTUPLE_RETRIES or --retries)" in err, err
+    assert "Connection refused" in err and tried(err) == (4, 3), err
     assert secret not in err and token not in err and "Signature=" not in err
     assert out.stdout == b""
 
@@ -260,9 +260,11 @@ def test_kill_and_restart_keep_the_contents(small_server: server_s3.Server, tmp_
     small_server.restart()  # endpoint only: the objects never left
     assert _dump(small_server.url(name), env).stdout == want.stdout
 
-    # Down when the read starts, back 0.5 s later: within the retries (1.5 s of waits).
+    # Down when the read starts, back 0.5 s later: within the retries (nine attempts,
+    # 16 s of backoff: the endpoint's restart, a new process, may take what a loaded
+    # machine needs).
     small_server.kill()
-    cmd = [str(require_rntuple_bin()), "dump", "--json", small_server.url(name)]
+    cmd = [str(require_rntuple_bin()), "dump", "--json", small_server.url(name), "--retries", "8"]
     reader = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         time.sleep(0.5)

@@ -84,8 +84,8 @@ def _read_bench(location: str) -> dict[str, Any]:
 
 def _accesses(cache: server_xcache.Cache, name: str, count: int) -> list[dict[str, int]]:
     """The ``.cinfo``'s access records once there are ``count`` (the proxy writes one when
-    a client's open is released, shortly after the client closes)."""
-    deadline = time.monotonic() + 10
+    a client's open is released, shortly after the client closes; waited for up to 60 s)."""
+    deadline = time.monotonic() + 60
     while True:
         info = cache.cinfo(name) if (cache.cache_dir / f"{name}.cinfo").exists() else {"accesses": []}
         accesses: list[dict[str, int]] = info["accesses"]  # type: ignore[assignment]

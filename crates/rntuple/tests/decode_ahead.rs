@@ -1,6 +1,11 @@
 //! Decoding ahead (`RangeBatches::decode_ahead`): the same batches and errors, in the
 //! same order, as decoding when asked; exactly one batch decoded ahead of the caller;
 //! dropping the iterator stops and joins its thread.
+//!
+//! What must happen is waited for (`wait_for`: counts of reads and hints, up to a minute);
+//! what must not happen is watched for over a window scaled to how long the same work
+//! just took (`watch_window`), so that a loaded machine neither fails a correct reader
+//! nor hides a wrong one.
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -40,6 +45,20 @@ struct Recording {
     asked: Mutex<Vec<ByteRange>>,
     /// How many reads had completed when the first hint came.
     reads_before_hints: Mutex<Option<usize>>,
+    /// Reads at these offsets wait (at most 30 s) for the first hint: whether the hints
+    /// are given before those pages are read does not depend on how soon the thread
+    /// that gives them runs.
+    after_hints: Mutex<HashSet<u64>>,
+}
+
+impl Recording {
+    /// Waits until the first hint came, at most 30 s.
+    fn wait_for_hints(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.reads_before_hints.lock().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 impl ReadAt for Recording {
@@ -51,6 +70,9 @@ impl ReadAt for Recording {
     }
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         assert_ne!(Some(offset), self.panic_at, "the source breaks down");
+        if self.after_hints.lock().unwrap().contains(&offset) {
+            self.wait_for_hints();
+        }
         std::thread::sleep(self.delay);
         self.offsets.lock().unwrap().push(offset);
         self.inner.read_at(offset, len)
@@ -81,6 +103,7 @@ fn recording(bytes: &[u8]) -> Recording {
         remote: false,
         asked: Mutex::new(Vec::new()),
         reads_before_hints: Mutex::new(None),
+        after_hints: Mutex::new(HashSet::new()),
     }
 }
 
@@ -126,16 +149,26 @@ fn read_any_of(source: &Recording, reader: &RNTupleReader, k: usize) -> bool {
         .any(|o| pages.contains(o))
 }
 
-/// Waits (up to 30 s) until `done` holds.
-fn wait_for(what: &str, done: impl Fn() -> bool) {
+/// Waits (up to 60 s) until `done` holds; how long that took.
+fn wait_for(what: &str, done: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
     while !done() {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < Duration::from_secs(60),
             "timed out: {what}"
         );
         std::thread::sleep(Duration::from_millis(2));
     }
+    start.elapsed()
+}
+
+/// How long to watch for a step that must not come (a batch or a hint too early), after
+/// a step of the same work took `took`: three times that, at least `floor`. A thread that
+/// wrongly went on would take about as long again to show it, and the window grows with
+/// the machine's load as the step does. (Nothing is timed the other way: a correct
+/// reader passes however long the window.)
+fn watch_window(took: Duration, floor: Duration) -> Duration {
+    (took * 3).max(floor)
 }
 
 #[test]
@@ -231,8 +264,8 @@ fn exactly_one_batch_is_decoded_ahead() {
         .unwrap()
         .decode_ahead();
     // Before anything is asked for, the first batch is decoded, and only it.
-    wait_for("batch 0 read", || read_all_of(&source, &reader, 0));
-    std::thread::sleep(Duration::from_millis(200));
+    let took = wait_for("batch 0 read", || read_all_of(&source, &reader, 0));
+    std::thread::sleep(watch_window(took, Duration::from_millis(200)));
     assert!(!read_any_of(&source, &reader, 1), "batch 1 started early");
     for k in 0..4 {
         let batch = batches.next().unwrap().unwrap();
@@ -242,10 +275,10 @@ fn exactly_one_batch_is_decoded_ahead() {
         );
         // While the caller holds batch k, batch k + 1 is decoded; batch k + 2 is not
         // started until k + 1 is taken.
-        wait_for("the next batch read", || {
+        let took = wait_for("the next batch read", || {
             read_all_of(&source, &reader, k + 1)
         });
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(watch_window(took, Duration::from_millis(200)));
         assert!(
             !read_any_of(&source, &reader, k + 2),
             "batch {} started while {k} is held",
@@ -346,13 +379,14 @@ fn a_local_read_asks_for_the_next_clusters_ahead() {
         batches.next().unwrap().unwrap();
         // Decoding cluster k, the reader asked (on a thread of its own) for it and the
         // two after it, no further.
+        let mut took = Duration::ZERO;
         for c in 0..=(k + 2).min(n - 1) {
-            wait_for(&format!("cluster {c} asked for at batch {k}"), || {
+            took += wait_for(&format!("cluster {c} asked for at batch {k}"), || {
                 asked_all_of(&source, &reader, c)
             });
         }
         if k + 3 < n {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(watch_window(took, Duration::from_millis(50)));
             assert!(
                 !asked_any_of(&source, &reader, k + 3),
                 "cluster {} at batch {k}",
@@ -371,8 +405,8 @@ fn a_local_read_asks_for_the_next_clusters_ahead() {
     let mut batches = reader.read_ranges(None, inside).unwrap();
     assert_eq!(batches.by_ref().count(), 10);
     // (The plan's read-ahead thread stops with it: keep it until the hint is given.)
-    wait_for("cluster 0 asked for", || asked_all_of(&fresh, &reader, 0));
-    std::thread::sleep(Duration::from_millis(50));
+    let took = wait_for("cluster 0 asked for", || asked_all_of(&fresh, &reader, 0));
+    std::thread::sleep(watch_window(took, Duration::from_millis(50)));
     assert_eq!(times_asked(&fresh, &reader, 0), 1);
     assert!(!asked_any_of(&fresh, &reader, 1));
     drop(batches);
@@ -445,6 +479,12 @@ fn offsets_that_fields_share_are_read_before_the_read_ahead_starts() {
         locators(offsets_column("Jet_eta")),
         "pages stored once"
     );
+    // The fields' own pages wait for the first hint (a reader that gave it only after
+    // reading them waits 30 s, then fails below).
+    *source.after_hints.lock().unwrap() = page_offsets(&reader, 0)
+        .into_iter()
+        .filter(|o| !shared.contains(o))
+        .collect();
     let mut batches = reader.read_ranges(None, cluster_ranges(&reader)).unwrap();
     let got = batches.next().unwrap().unwrap();
     // The same values (the field metadata differs: the read adds the C++ types).
@@ -473,6 +513,10 @@ fn offsets_that_fields_share_are_read_before_the_read_ahead_starts() {
             "shared offsets page {page} read {at}th, after the hints began at {before}"
         );
     }
-    // The hints began before the fields' own pages were read.
+    // The hints began before the fields' own pages were read (they were read, after
+    // the hints).
     assert!(before < reads.len(), "{before} of {} reads", reads.len());
+    let own = source.after_hints.lock().unwrap().clone();
+    assert!(!own.is_empty());
+    assert!(reads[before..].iter().any(|o| own.contains(o)));
 }

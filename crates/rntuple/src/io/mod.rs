@@ -37,6 +37,11 @@ mod spans;
 mod spare;
 #[cfg(any(feature = "http", feature = "s3", feature = "xrootd"))]
 mod speed;
+/// What a retried failure's message says was tried, for the tests (one file with the
+/// integration tests' helper).
+#[cfg(test)]
+#[path = "../../tests/common/tried.rs"]
+pub(crate) mod tried;
 mod version;
 #[cfg(feature = "xrootd")]
 pub(crate) mod xrootd;

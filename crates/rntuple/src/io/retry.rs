@@ -160,6 +160,7 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::tried::{expect_tried, tried, Tried};
     use std::cell::Cell;
 
     #[test]
@@ -223,14 +224,12 @@ mod tests {
             Some(std::io::ErrorKind::ConnectionRefused)
         );
         let err = err.to_string();
-        assert!(
-            err.contains("http://h/f") && err.contains("connection refused"),
-            "{err}"
+        let tried = expect_tried(&err);
+        assert_eq!(
+            tried.fault,
+            "remote read of http://h/f failed: connection refused"
         );
-        assert!(
-            err.contains("; 3 attempts over ") && err.contains("(2 retries, RNTUPLE_RETRIES"),
-            "{err}"
-        );
+        assert_eq!((tried.attempts, tried.retries), (3, 2));
 
         // A timeout is named, with its value and setting.
         let err = policy
@@ -243,13 +242,15 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut));
         let err = err.to_string();
+        let tried = expect_tried(&err);
         assert!(
-            err.contains(
+            tried.fault.ends_with(
                 "waiting for h:1094: no answer within 30 s (first-byte timeout, \
-                 RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 3 attempts"
+                 RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)"
             ),
             "{err}"
         );
+        assert_eq!((tried.attempts, tried.retries), (3, 2));
 
         calls.set(0);
         let err = policy.run::<()>("x", |_| {
@@ -258,5 +259,60 @@ mod tests {
         });
         assert!(matches!(err, Err(Error::NotFound(_))));
         assert_eq!(calls.get(), 1, "permanent faults are not retried");
+    }
+
+    #[test]
+    fn the_attempts_are_read_from_a_message_the_seconds_only_checked() {
+        // The policy's own messages, one attempt and several (a sleep between them).
+        for (retries, attempts) in [(0u32, 1u32), (1, 2), (3, 4)] {
+            let policy = RetryPolicy {
+                initial_backoff: Duration::from_millis(1),
+                max_backoff: Duration::from_millis(1),
+                ..RetryPolicy::new(NetworkOptions {
+                    retries,
+                    ..NetworkOptions::default()
+                })
+            };
+            let err = policy
+                .run::<()>("root://h//f", |_| {
+                    Err(Failure::Transient {
+                        kind: RemoteKind::ConnectionReset,
+                        detail: "reset; by the peer".into(),
+                        after: None,
+                    })
+                })
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                tried(&err),
+                Some(Tried {
+                    fault: "remote read of root://h//f failed: reset; by the peer",
+                    attempts,
+                    retries,
+                }),
+                "{err}"
+            );
+        }
+        for seconds in ["0", "0.5", "1.25", "92"] {
+            let message =
+                format!("x; 2 attempts over {seconds} s (1 retry, RNTUPLE_RETRIES or --retries)");
+            assert_eq!(tried(&message).map(|t| t.attempts), Some(2), "{message}");
+        }
+        // Anything else in that place is not the wording.
+        for bad in [
+            "x; 2 attempt over 1 s (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; 1 attempts over 1 s (0 retries, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over 1 s (1 retries, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over s (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over 1. s (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over .5 s (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over 1 ms (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; 2 attempts over 1 s (1 retry, RNTUPLE_RETRIES)",
+            "x; 2 attempts over 1 s (1 retry, RNTUPLE_RETRIES or --retries) and more",
+            "x 2 attempts over 1 s (1 retry, RNTUPLE_RETRIES or --retries)",
+            "x; -2 attempts over 1 s (1 retry, RNTUPLE_RETRIES or --retries)",
+        ] {
+            assert_eq!(tried(bad), None, "{bad}");
+        }
     }
 }

@@ -88,9 +88,13 @@ impl SpeedMeter {
     /// How long a wait for the next bytes may last, at most `limit`: `(wait, true)`
     /// when the low-speed limit is what bounds it.
     pub(crate) fn bound(&self, limit: Duration) -> (Duration, bool) {
+        self.bound_at(limit, Instant::now())
+    }
+
+    fn bound_at(&self, limit: Duration, now: Instant) -> (Duration, bool) {
         match self.deadline() {
             Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.saturating_duration_since(now);
                 if left < limit {
                     (left, true)
                 } else {
@@ -162,10 +166,25 @@ mod tests {
 
     #[test]
     fn a_wait_is_bounded_by_the_nearer_of_its_timeout_and_the_window() {
-        let meter = SpeedMeter::start(&options(1, 2));
-        let (wait, by_speed) = meter.bound(Duration::from_secs(30));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // 1 byte a second over 2 s: the window ends at 2 s.
+        let meter = SpeedMeter::start_at(&options(1, 2), t0);
+        assert_eq!(
+            meter.bound_at(Duration::from_secs(30), at(500)),
+            (Duration::from_millis(1500), true)
+        );
+        assert_eq!(
+            meter.bound_at(Duration::from_millis(100), at(500)),
+            (Duration::from_millis(100), false)
+        );
+        // Past the window's end: no wait at all, by the limit.
+        assert_eq!(
+            meter.bound_at(Duration::from_millis(100), at(2500)),
+            (Duration::ZERO, true)
+        );
+        // As of now (a meter started now).
+        let (wait, by_speed) = SpeedMeter::start(&options(1, 2)).bound(Duration::from_secs(30));
         assert!(by_speed && wait <= Duration::from_secs(2), "{wait:?}");
-        let (wait, by_speed) = meter.bound(Duration::from_millis(100));
-        assert!(!by_speed && wait == Duration::from_millis(100));
     }
 }

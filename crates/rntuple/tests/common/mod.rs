@@ -13,6 +13,7 @@
 
 #[path = "../../src/test_skips.rs"]
 pub(crate) mod test_skips;
+pub(crate) mod tried;
 
 use rntuple::container::RootFile;
 use rntuple::format::{Anchor, Footer};

@@ -3,6 +3,7 @@
 //! can be staged. The integration tests under `tests/` run a real S3 server (moto).
 
 use super::*;
+use crate::io::tried::expect_tried;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -156,7 +157,8 @@ impl FakeS3 {
                     }
                 }
                 if sent < body.len() {
-                    std::thread::sleep(Duration::from_secs(3));
+                    // Stalled: for longer than any test waits.
+                    std::thread::sleep(Duration::from_secs(60));
                     return;
                 }
                 continue;
@@ -462,10 +464,9 @@ fn transient_server_errors_are_retried() {
 
     server.faults.unavailable_gets.store(3, Ordering::SeqCst);
     let err = source.read_at(10, 20).unwrap_err().to_string();
-    assert!(
-        err.contains("503") && err.contains("; 3 attempts over"),
-        "{err}"
-    );
+    let tried = expect_tried(&err);
+    assert!(tried.fault.contains("503"), "{err}");
+    assert_eq!((tried.attempts, tried.retries), (3, 2));
 }
 
 #[test]
@@ -559,7 +560,8 @@ fn a_stopped_server_is_a_remote_error_after_the_retries() {
     );
     assert!(message.contains("s3://bucket/key.root"), "{message}");
     assert!(message.to_lowercase().contains("connect"), "{message}");
-    assert!(message.contains("; 3 attempts over"), "{message}");
+    let tried = expect_tried(&message);
+    assert_eq!((tried.attempts, tried.retries), (3, 2));
     assert!(!message.contains(SECRET_KEY), "{message}");
 }
 
@@ -659,13 +661,14 @@ fn messages_are_reduced_and_scrubbed() {
 fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
     let data = test_bytes(1000);
     let server = FakeS3::start(data.clone());
+    // Timeouts of 1 s: a stall of 60 s runs into them; bytes 100 ms apart never do.
     let policy = RetryPolicy {
         initial_backoff: Duration::from_millis(100),
         max_backoff: Duration::from_millis(100),
         ..RetryPolicy::new(NetworkOptions {
-            connect_timeout: Duration::from_millis(500),
-            first_byte_timeout: Duration::from_millis(500),
-            idle_timeout: Duration::from_millis(500),
+            connect_timeout: Duration::from_secs(1),
+            first_byte_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
             retries: 1,
             ..NetworkOptions::default()
         })
@@ -678,20 +681,24 @@ fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
     let err = source.read_at(100, 100).unwrap_err().to_string();
     let took = start.elapsed();
     println!("{err} [{took:?}]");
+    // Two waits of 1 s and a backoff; far less than the stalls.
     assert!(
-        took >= Duration::from_millis(1000) && took <= Duration::from_millis(2500),
+        took >= Duration::from_millis(2000) && took <= Duration::from_secs(30),
         "{took:?}"
     );
+    let tried = expect_tried(&err);
     assert!(
-        err.contains(
-            "GET bytes 100..200: reading the body: the answer stalled for 0.5 s (idle \
-             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over "
+        tried.fault.ends_with(
+            "GET bytes 100..200: reading the body: the answer stalled for 1 s (idle \
+             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout)"
         ),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.gets().len(), 2);
 
-    // 20 bytes 100 ms apart: 2 s, four times the first-byte and idle timeouts.
+    // 20 bytes 100 ms apart: 2 s, twice the first-byte and idle timeouts, each wait a
+    // tenth of them.
     *server.faults.pace_bodies.lock().unwrap() = Some((usize::MAX, Duration::from_millis(100)));
     let start = Instant::now();
     assert_eq!(source.read_at(500, 20).unwrap(), data[500..520]);
@@ -735,7 +742,7 @@ fn a_body_that_crawls_runs_into_the_low_speed_limit() {
         initial_backoff: Duration::from_millis(100),
         max_backoff: Duration::from_millis(100),
         ..RetryPolicy::new(NetworkOptions {
-            idle_timeout: Duration::from_millis(500),
+            idle_timeout: Duration::from_secs(5),
             speed_limit: 100,
             speed_time: Duration::from_millis(500),
             retries: 1,
@@ -743,7 +750,8 @@ fn a_body_that_crawls_runs_into_the_low_speed_limit() {
         })
     };
     let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
-    // A byte every 40 ms: 25 bytes a second, each wait far within the idle timeout.
+    // A byte every 40 ms: 25 bytes a second, each wait far within the idle timeout
+    // (the 200 bytes would take 8 s an attempt).
     *server.faults.pace_bodies.lock().unwrap() = Some((usize::MAX, Duration::from_millis(40)));
     let start = Instant::now();
     let err = source.read_at(100, 200).unwrap_err();
@@ -751,14 +759,19 @@ fn a_body_that_crawls_runs_into_the_low_speed_limit() {
     assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
     let err = err.to_string();
     println!("{err} [{took:?}]");
-    assert!(took <= Duration::from_secs(8), "{took:?}");
     assert!(
-        err.contains(
+        took >= Duration::from_millis(1000) && took <= Duration::from_secs(30),
+        "{took:?}"
+    );
+    let tried = expect_tried(&err);
+    assert!(
+        tried.fault.ends_with(
             "GET bytes 100..300: reading the body: fewer than 100 bytes a second arrived \
              over 0.5 s (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or \
-             --speed-limit and --speed-time); 2 attempts over "
+             --speed-limit and --speed-time)"
         ),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.gets().len(), 2);
 }

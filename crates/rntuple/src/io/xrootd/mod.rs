@@ -849,6 +849,13 @@ impl Pool {
         self.freed.notify_one();
     }
 
+    /// The slots in the pool now: `parallel_requests` once every session being
+    /// opened in the background is back (for tests to wait on).
+    #[cfg(test)]
+    fn slots(&self) -> usize {
+        lock(&self.slots).len()
+    }
+
     /// Every open connection, leaving empty slots.
     fn drain(&self) -> Vec<Connection> {
         let mut slots = lock(&self.slots);

@@ -7,6 +7,7 @@
 use super::protocol::{request, status, ResponseHeader, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN};
 use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::{Error, RemoteKind};
+use crate::io::tried::expect_tried;
 use crate::io::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -369,15 +370,39 @@ fn slice(data: &[u8], r: ByteRange) -> &[u8] {
     &data[r.offset as usize..(r.offset + r.len) as usize]
 }
 
+/// Waits until `done` holds, for at most 30 s (a test's synchronisation on a count,
+/// not a guess at how long something takes).
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Counts an arrival at a barrier of `n` and waits (at most 30 s) until `n` arrived:
+/// a request held until another one came in on another connection.
+fn arrive_and_wait(arrived: &AtomicUsize, n: usize) {
+    arrived.fetch_add(1, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while arrived.load(Ordering::SeqCst) < n && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn reads_split_to_the_servers_limits() {
     let data = pattern(9 << 20);
     let mut config = Config::new(data.clone());
     config.query_answer = "3\n1000\n".into();
-    // Slow single reads, so that a second connection surely takes the second piece.
-    let server = FakeServer::start(config, |_, m| {
+    // A single read is answered only once another one arrived (on another connection:
+    // the one it came on waits here), so that a piece goes over a connection of its own
+    // only if it was sent on one.
+    let reads = Arc::new(AtomicUsize::new(0));
+    let arrived = reads.clone();
+    let server = FakeServer::start(config, move |_, m| {
         if m.code == request::READ {
-            std::thread::sleep(Duration::from_millis(300));
+            arrive_and_wait(&arrived, 2);
         }
         false
     });
@@ -439,11 +464,8 @@ fn reads_split_to_the_servers_limits() {
 
     // A read over 8 MiB goes in two kXR_read, over two connections (once the spare
     // sessions, opened in the background after the first, are in the pool).
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.requests(request::OPEN).len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(50));
+    wait_until("the spare sessions in the pool", || src.pool.slots() == 3);
+    assert_eq!(server.requests(request::OPEN).len(), 3);
     let big = src.read_at(100, (9 << 20) - 200).unwrap();
     assert!(big == data[100..(9 << 20) - 100]);
     let m = src.metrics();
@@ -470,8 +492,10 @@ fn code_sent_with(peer: &mut Peer) -> Option<u16> {
     let FakeStream::Plain(tcp) = &peer.stream else {
         return None;
     };
-    tcp.set_read_timeout(Some(Duration::from_millis(100)))
-        .ok()?;
+    // Bytes sent in one write are here at once; a request sent by the next write of the
+    // same burst within this long (a request that waits for an answer never comes:
+    // the answer waits for this).
+    tcp.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
     let mut head = [0u8; 4];
     let seen = tcp.peek(&mut head).ok();
     tcp.set_read_timeout(None).ok()?;
@@ -491,20 +515,13 @@ fn sessions_are_set_up_in_few_round_trips() {
             let next = code_sent_with(peer);
             seen.lock().unwrap().push((peer.index, m.code, next));
         }
-        if m.code == request::READ {
-            // Slow reads, so that the second piece surely goes over a second connection.
-            std::thread::sleep(Duration::from_millis(200));
-        }
         false
     });
     let mut options = quick(2, 5000);
     options.parallel_requests = 2;
     let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
     // The spare session opens in the background, before anything is read.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.requests(request::OPEN).len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the spare session in the pool", || src.pool.slots() == 2);
     let opens: Vec<usize> = server
         .requests(request::OPEN)
         .iter()
@@ -567,10 +584,9 @@ fn a_wait_for_a_pipelined_login_or_open_sends_it_again() {
     let mut options = quick(2, 5000);
     options.parallel_requests = 2;
     let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.requests(request::OPEN).len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the spare session's second open", || {
+        server.requests(request::OPEN).len() >= 3
+    });
     let whole = src.read_at(0, data.len() as u64).unwrap();
     assert!(whole == data);
     assert_eq!(waited.lock().unwrap().len(), 2, "both waits happened");
@@ -967,10 +983,9 @@ fn truncated_frames_reconnect_and_retry() {
     let src = XRootDSource::open_with(&bad.url("//f"), quick(3, 5000)).unwrap();
     match src.read_at(0, 10) {
         Err(Error::Remote { detail, .. }) => {
-            assert!(
-                detail.contains("closed") && detail.contains("3 attempts"),
-                "{detail}"
-            )
+            let tried = expect_tried(&detail);
+            assert!(tried.fault.contains("closed"), "{detail}");
+            assert_eq!((tried.attempts, tried.retries), (3, 2));
         }
         other => panic!("expected Remote, got {other:?}"),
     }
@@ -1226,11 +1241,13 @@ fn a_refused_connection_is_a_remote_error_after_retries() {
                 !detail.contains("secret") && !detail.contains("token"),
                 "{detail}"
             );
-            assert!(detail.contains("3 attempts"), "{detail}");
+            let tried = expect_tried(&detail);
+            assert_eq!((tried.attempts, tried.retries), (3, 2), "{detail}");
         }
         other => panic!("expected Remote, got {other:?}"),
     }
-    assert!(start.elapsed() < Duration::from_secs(5));
+    // Refused at once, three times, with backoffs of milliseconds: no timeout waited.
+    assert!(start.elapsed() < Duration::from_secs(30));
 }
 
 /// A CA and a server certificate for 127.0.0.1 made for one test, as client (trusting
@@ -1386,6 +1403,12 @@ fn timeouts(connect_ms: u64, first_byte_ms: u64, idle_ms: u64, retries: u32) -> 
     }
 }
 
+/// A timeout that must not fire in a test (ms): the fake servers stall as long.
+const NEVER: u64 = 60_000;
+/// The upper bound (ms) of a test that a timeout must end early: half of [`NEVER`],
+/// tens of times what the timeouts under test add up to.
+const GENEROUS: u64 = 30_000;
+
 fn took_between(start: Instant, low_ms: u64, high_ms: u64, what: &str) {
     let took = start.elapsed();
     assert!(
@@ -1399,25 +1422,27 @@ fn an_open_never_answered_runs_into_the_first_byte_timeout_then_the_retries() {
     // The session is set up; the kXR_open is swallowed.
     let server = FakeServer::start(Config::new(pattern(100)), |_, m| m.code == request::OPEN);
     let start = Instant::now();
-    let err = XRootDSource::open_with(&server.url("/f.root"), timeouts(5000, 500, 5000, 1))
+    let err = XRootDSource::open_with(&server.url("/f.root"), timeouts(NEVER, 500, NEVER, 1))
         .unwrap_err()
         .to_string();
     println!("{err}");
-    took_between(start, 1000, 2500, &err);
+    took_between(start, 1000, GENEROUS, &err);
+    let tried = expect_tried(&err);
     assert!(
-        err.contains(&format!(
+        tried.fault.ends_with(&format!(
             "waiting for 127.0.0.1:{}: no answer within 0.5 s (first-byte timeout, \
-             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout); 2 attempts over ",
+             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)",
             server.port
         )),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
     assert_eq!(server.requests(request::OPEN).len(), 2);
 }
 
 /// A hook answering every `kXR_read` with its header and the first `sent` bytes of its
-/// body, each `every` after the previous one, then nothing until 3 s passed.
+/// body, each `every` after the previous one, then nothing for [`NEVER`] ms.
 fn paced_reads(sent: usize, every: Duration) -> impl Fn(&mut Peer, &Msg) -> bool {
     move |peer, m| {
         if m.code != request::READ {
@@ -1436,7 +1461,7 @@ fn paced_reads(sent: usize, every: Duration) -> impl Fn(&mut Peer, &Msg) -> bool
             let _ = peer.stream.write_all(std::slice::from_ref(b));
         }
         if sent < bytes.len() {
-            std::thread::sleep(Duration::from_secs(3));
+            std::thread::sleep(Duration::from_millis(NEVER));
         }
         true
     }
@@ -1446,46 +1471,50 @@ fn paced_reads(sent: usize, every: Duration) -> impl Fn(&mut Peer, &Msg) -> bool
 fn a_response_that_stalls_mid_frame_runs_into_the_idle_timeout() {
     let server = FakeServer::start(Config::new(pattern(100)), paced_reads(10, Duration::ZERO));
     let src =
-        XRootDSource::open_with(&server.url("/f.root"), timeouts(5000, 5000, 500, 1)).unwrap();
+        XRootDSource::open_with(&server.url("/f.root"), timeouts(NEVER, NEVER, 500, 1)).unwrap();
     let start = Instant::now();
     let err = src.read_at(0, 50).unwrap_err().to_string();
     println!("{err}");
-    took_between(start, 1000, 2500, &err);
+    took_between(start, 1000, GENEROUS, &err);
+    let tried = expect_tried(&err);
     assert!(
-        err.contains(&format!(
+        tried.fault.ends_with(&format!(
             "reading from 127.0.0.1:{}: the answer stalled for 0.5 s (idle timeout, \
-             RNTUPLE_IDLE_TIMEOUT or --idle-timeout); 2 attempts over ",
+             RNTUPLE_IDLE_TIMEOUT or --idle-timeout)",
             server.port
         )),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.requests(request::READ).len(), 2);
 }
 
 #[test]
 fn a_response_that_keeps_moving_never_times_out() {
-    // 20 bytes 100 ms apart: 2 s, four times the first-byte and idle timeouts.
+    // 20 bytes 100 ms apart: 2 s, twice the first-byte and idle timeouts, each wait a
+    // tenth of them.
     let data = pattern(100);
     let server = FakeServer::start(
         Config::new(data.clone()),
         paced_reads(usize::MAX, Duration::from_millis(100)),
     );
-    let src = XRootDSource::open_with(&server.url("/f.root"), timeouts(500, 500, 500, 0)).unwrap();
+    let src =
+        XRootDSource::open_with(&server.url("/f.root"), timeouts(1000, 1000, 1000, 0)).unwrap();
     let start = Instant::now();
     assert_eq!(src.read_at(10, 20).unwrap(), data[10..30]);
-    took_between(start, 2000, 4000, "a dribbling read");
+    took_between(start, 2000, GENEROUS, "a dribbling read");
     assert_eq!(server.requests(request::READ).len(), 1);
 }
 
 #[test]
 fn a_response_that_crawls_runs_into_the_low_speed_limit() {
-    // A byte every 40 ms (25 bytes a second), each within the idle timeout, against a
-    // limit of 100 bytes a second over 0.5 s.
+    // A byte every 40 ms (25 bytes a second), each far within the idle timeout, against
+    // a limit of 100 bytes a second over 0.5 s (the 300 bytes would take 12 s an attempt).
     let server = FakeServer::start(
         Config::new(pattern(1000)),
         paced_reads(usize::MAX, Duration::from_millis(40)),
     );
-    let mut options = timeouts(5000, 5000, 500, 1);
+    let mut options = timeouts(NEVER, 5000, 5000, 1);
     options.retry.network.speed_limit = 100;
     options.retry.network.speed_time = Duration::from_millis(500);
     let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
@@ -1494,16 +1523,18 @@ fn a_response_that_crawls_runs_into_the_low_speed_limit() {
     assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
     let err = err.to_string();
     println!("{err}");
-    took_between(start, 1000, 8000, &err);
+    took_between(start, 1000, GENEROUS, &err);
+    let tried = expect_tried(&err);
     assert!(
-        err.contains(&format!(
+        tried.fault.ends_with(&format!(
             "reading from 127.0.0.1:{}: fewer than 100 bytes a second arrived over 0.5 s \
              (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or --speed-limit \
-             and --speed-time); 2 attempts over ",
+             and --speed-time)",
             server.port
         )),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.requests(request::READ).len(), 2);
 }
 
@@ -1516,27 +1547,29 @@ fn a_tls_handshake_that_never_ends_runs_into_the_connect_timeout() {
     let server = FakeServer::start(config, |peer, m| {
         if m.code == request::PROTOCOL {
             peer.send(m.stream, status::OK, &[0, 0, 5, 0x20, 0xc0, 0, 0, 1]);
-            std::thread::sleep(Duration::from_secs(3));
+            std::thread::sleep(Duration::from_millis(NEVER));
             return true;
         }
         false
     });
     let url = format!("roots://127.0.0.1:{}//f", server.port);
     let start = Instant::now();
-    let err = XRootDSource::open_configured(&url, timeouts(500, 5000, 5000, 1), |s| {
+    let err = XRootDSource::open_configured(&url, timeouts(500, NEVER, NEVER, 1), |s| {
         s.tls_config = Some(pki.client.clone());
     })
     .unwrap_err()
     .to_string();
     println!("{err}");
-    took_between(start, 1000, 2500, &err);
+    took_between(start, 1000, GENEROUS, &err);
+    let tried = expect_tried(&err);
     assert!(
-        err.contains(&format!(
+        tried.fault.ends_with(&format!(
             "TLS handshake with 127.0.0.1:{}: no connection within 0.5 s (connect timeout, \
-             RNTUPLE_CONNECT_TIMEOUT or --connect-timeout); 2 attempts",
+             RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)",
             server.port
         )),
         "{err}"
     );
+    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
 }

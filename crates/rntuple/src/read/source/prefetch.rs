@@ -494,11 +494,16 @@ mod tests {
     use std::time::Duration;
 
     /// A slow source that logs when each request starts and ends, and keeps the buffers
-    /// given back to it.
+    /// given back to it. The requests starting at the offsets of `together` are held
+    /// until all of them started (at most 30 s): requests sent at once are then in flight
+    /// at once however the threads are scheduled, and requests sent one after the other
+    /// show it (the first ends, after the wait, before the next starts).
     struct Logged {
         inner: MemorySource,
         log: Mutex<Vec<(&'static str, u64)>>,
         recycled: Mutex<Vec<Vec<u8>>>,
+        together: Vec<u64>,
+        arrived: std::sync::atomic::AtomicUsize,
     }
 
     impl ReadAt for Logged {
@@ -514,6 +519,14 @@ mod tests {
         fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
             let first = ranges.first().map_or(0, |r| r.offset);
             self.log.lock().unwrap().push(("start", first));
+            if self.together.contains(&first) {
+                use std::sync::atomic::Ordering::SeqCst;
+                self.arrived.fetch_add(1, SeqCst);
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while self.arrived.load(SeqCst) < self.together.len() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
             std::thread::sleep(Duration::from_millis(40));
             let out = self.inner.read_ranges(ranges);
             self.log.lock().unwrap().push(("end", first));
@@ -540,10 +553,17 @@ mod tests {
     }
 
     fn logged(data: &[u8]) -> Arc<Logged> {
+        logged_together(data, &[])
+    }
+
+    /// [`logged`], the requests starting at `together` held until all of them started.
+    fn logged_together(data: &[u8], together: &[u64]) -> Arc<Logged> {
         Arc::new(Logged {
             inner: MemorySource::new("mem", data.to_vec()),
             log: Mutex::new(Vec::new()),
             recycled: Mutex::new(Vec::new()),
+            together: together.to_vec(),
+            arrived: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -641,7 +661,8 @@ mod tests {
     #[test]
     fn the_first_bunch_does_not_share_the_link_with_the_next_ones() {
         let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
-        let source = logged(&data);
+        // Bunch 0's two requests each wait for the other to start.
+        let source = logged_together(&data, &[0, 100]);
         let plan = Arc::new(bunches(3, 2));
         // One bunch is 200 bytes; 4 requests could be in flight at once.
         fetch_and_decode(&source, &plan, 3, 4, false, &data);
