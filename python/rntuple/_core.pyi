@@ -60,7 +60,7 @@ class Reader:
         """The I/O and decoding counters so far (see ``RNTuple.metrics``)."""
     def field_names(self) -> list[str]:
         """The readable top-level fields, in schema order."""
-    def field_paths(self) -> list[tuple[str, str, bool, str]]:
+    def field_paths(self) -> list[FieldPath]:
         """``(path, C++ type, direct, qualified name)`` for every selectable field path."""
     def schema(self, fields: list[str] | None = None) -> pa.Schema:
         """The Arrow schema of the selected fields."""
@@ -90,6 +90,18 @@ class Reader:
         """This RNTuple's metadata alone (no file kept open): selects, plans and
         describes reads as this reader does, and reads no page."""
 
+class FieldPath:
+    """A selectable field path of an RNTuple."""
+
+    #: The path as users name it (``Jet.pt``).
+    path: str
+    #: The field's C++ type.
+    type_name: str
+    #: Whether the path runs through records only (read as a column of its own).
+    direct: bool
+    #: The qualified name reads take (``Jet._0.pt``).
+    qualified: str
+
 class ReadTypesHandle:
     """``types=``, ``on_overflow=`` and ``defaults=`` parsed (see :func:`read_types`)."""
 
@@ -99,9 +111,16 @@ def read_types(
     """Parses ``types=`` (qualified field path -> C++ type name or dict of members),
     ``on_overflow=`` and ``defaults=``."""
 
-def unify_field(readers: list[Reader], path: str) -> tuple[str | dict[str, Any] | None, list[dict[str, str]]]:
-    """The type that reads field ``path`` of every reader alike (None: as on disk), and
-    the files whose values it may not all hold (``field``, ``file``, ``from``, ``to``)."""
+class UnifiedField:
+    """What :func:`unify_field` finds for a field of several files."""
+
+    #: The type that reads the field of every file alike (None: as on disk).
+    read_as: str | dict[str, Any] | None
+    #: The files whose values it may not all hold (``field``, ``file``, ``from``, ``to``).
+    inexact: list[dict[str, str]]
+
+def unify_field(readers: list[Reader], path: str) -> UnifiedField:
+    """The type that reads field ``path`` of every reader alike."""
 
 class InspectionHandle:
     """The storage of an RNTuple (``rntuple inspect``)."""
@@ -155,18 +174,22 @@ class Matches:
     def offsets(self) -> pa.Array: ...
     def inner(self) -> tuple[pa.Array, Matches]: ...
 
-class FileWriterHandle:
-    """A ROOT file being written."""
+class WriteOptionsHandle:
+    """The write options of every writer, checked once."""
 
     def __init__(
         self,
-        path: str,
         compression: str = "zstd:5",
         cluster_size: int | None = None,
         page_size: int | None = None,
         page_checksums: bool = True,
         checkpoint_every: int | None = 1,
     ) -> None: ...
+
+class FileWriterHandle:
+    """A ROOT file being written."""
+
+    def __init__(self, path: str, options: WriteOptionsHandle) -> None: ...
     def create(
         self,
         name: str,
@@ -189,15 +212,7 @@ class ObjectWriterHandle:
     """One RNTuple being written as objects (ROOT's S3 layout), with
     :class:`FileWriterHandle`'s methods; the anchor is written on :meth:`close`."""
 
-    def __init__(
-        self,
-        url: str,
-        compression: str = "zstd:5",
-        cluster_size: int | None = None,
-        page_size: int | None = None,
-        page_checksums: bool = True,
-        checkpoint_every: int | None = 1,
-    ) -> None: ...
+    def __init__(self, url: str, options: WriteOptionsHandle) -> None: ...
     def create(
         self,
         name: str,
@@ -225,12 +240,8 @@ class ParallelWriterHandle:
         path: str,
         name: str,
         schema: pa.Schema,
+        options: WriteOptionsHandle,
         types: dict[str, str] | None = None,
-        compression: str = "zstd:5",
-        cluster_size: int | None = None,
-        page_size: int | None = None,
-        page_checksums: bool = True,
-        checkpoint_every: int | None = 1,
     ) -> None: ...
     def fill_context(self) -> FillContextHandle:
         """A new fill context, for one thread."""
@@ -268,9 +279,18 @@ def convert_ttree(
     overwrite: bool = False,
     unsplit: list[str] | None = None,
     split_policy: str = "split",
-) -> tuple[int, int, list[str], list[tuple[str, int, int, int, bool]]]:
+) -> TreeConversion:
     """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
-    (GIL released); returns ``(entries, input_bytes, skipped, split_choices)``."""
+    (GIL released)."""
+
+class TreeConversion:
+    """What :func:`convert_ttree` did."""
+
+    entries: int
+    input_bytes: int
+    skipped: list[str]
+    #: ``(branch, sample entries, split bytes, unsplit bytes, stored unsplit)`` each.
+    split_choices: list[tuple[str, int, int, int, bool]]
 
 def merge_rntuples(
     inputs: list[str],
@@ -281,28 +301,28 @@ def merge_rntuples(
     name: str | None = None,
     overwrite: bool = False,
     allow_disjoint: bool = False,
-) -> tuple[
-    int,
-    int,
-    int,
-    int,
-    int,
-    int,
-    int,
-    int,
-    int,
-    tuple[
-        list[str],
-        list[str],
-        list[str],
-        list[tuple[str, int, list[str]]],
-        list[tuple[str, str]],
-    ],
-    int | None,
-]:
+) -> MergeSummary:
     """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file, or a dataset of
-    objects (``ntpl+s3+https://...``, ``ntpl+file://...``) (GIL released); returns
-    ``(inputs, entries, clusters, pages_copied, pages_resealed, zero_pages, bytes_read,
-    bytes_written, compression, (fields_added, fields_dropped, attribute_sets_dropped,
-    inputs_lacking, fields_converted), output_bytes)``, ``output_bytes`` the bytes of
-    the objects stored (``None`` for a file)."""
+    objects (``ntpl+s3+https://...``, ``ntpl+file://...``) (GIL released)."""
+
+class MergeSummary:
+    """What :func:`merge_rntuples` did."""
+
+    inputs: int
+    entries: int
+    clusters: int
+    pages_copied: int
+    pages_resealed: int
+    zero_pages: int
+    bytes_read: int
+    bytes_written: int
+    compression: int
+    fields_added: list[str]
+    fields_dropped: list[str]
+    attribute_sets_dropped: list[str]
+    #: ``(input, entries, fields)`` each.
+    inputs_lacking: list[tuple[str, int, list[str]]]
+    #: ``(field, type)`` each.
+    fields_converted: list[tuple[str, str]]
+    #: The bytes of the objects stored; ``None`` for a file.
+    output_bytes: int | None

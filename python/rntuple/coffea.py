@@ -35,10 +35,12 @@ from functools import partial
 from typing import Any
 
 from ._extras import require
+from .chain import open_rntuples
 from .dask import canonical_column, rntuple_identifier
 from .dask import dask as _dask_array
 from .errors import InvalidArgumentError, NotFoundError
-from .reading import StepSize, open_rntuples
+from .file import ReadOnlyFile
+from .options import StepSize
 from .selection import check_entry, check_flag, check_step_size
 
 require("coffea", "rntuple.coffea")
@@ -67,8 +69,6 @@ class _RNTupleOpener(UUIDOpener):
     """Opens the file of an identifier (when the mapping's cache lost the open RNTuple)."""
 
     def open_uuid(self, uuid: str) -> Any:
-        from .reading import ReadOnlyFile
-
         return ReadOnlyFile(self._uuid_pfnmap[uuid])
 
 

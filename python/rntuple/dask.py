@@ -9,6 +9,7 @@ TTree files to RNTuple, one task per file, on a ``dask.distributed`` cluster.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import os
 import pickle
@@ -19,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ._extras import require
-from .cache import check_cache
 from .errors import ConversionError, InvalidArgumentError, RNTupleError, UnsupportedError
-from .reading import FieldSelection, StepSize, _expand_files
-from .selection import check_flag, check_network, check_step_size
-from .ttree import ConvertResult, EntryRange, convert
+from .file import ReadOnlyFile, expand_files
+from .options import FieldSelection, RemoteOptions, Selection, StepSize, TypeOptions
+from .selection import check_flag, check_step_size
+from .ttree import ConvertOptions, ConvertResult, EntryRange, convert
 from .unify import ChainReading, absolute, conform, plan_chain
 
 _OPEN_LIMIT = 8
@@ -61,8 +62,6 @@ def _cached_rntuple(
     opened ahead). ``network``: the keyword arguments ``timeout``, ``connect_timeout``,
     ``retries``, ``cache`` of the graph (see :func:`rntuple.open`). The few most recently
     used stay open; a new graph opens its files anew (they may have been rewritten)."""
-    from .reading import ReadOnlyFile
-
     key = (token, path, name)
     with _open_lock:
         hit = _open.get(key)
@@ -119,15 +118,62 @@ def _following(partitions: list[tuple[str, str, int, int]]) -> Following:
 
 
 class FormReader:
-    """dask-awkward's IO-function protocol shared by the readers of a form (``form``,
-    ``report``, ``behavior``, ``attrs`` attributes): the report flag, column projection
-    always on, data-less and empty arrays of the form, and the typetracer that reports the
-    buffers a graph touches."""
+    """dask-awkward's IO-function protocol shared by the readers of a form: the report
+    flag, column projection always on (to the projection units :meth:`units` lists, of
+    which the reader reads ``fields``), data-less and empty arrays of the form, and the
+    typetracer that reports the buffers a graph touches."""
 
-    form: Any
-    report: bool
-    behavior: dict | None
+    behavior: Any
     attrs: dict | None
+
+    def __init__(
+        self,
+        units: list[str],
+        form: Any,
+        *,
+        fields: list[str] | None = None,
+        report: bool = False,
+        token: str | None = None,
+        network: dict[str, Any] | None = None,
+    ) -> None:
+        self.form = form
+        #: the projection units (top-level fields) this reader reads
+        self.fields = list(units) if fields is None else list(fields)
+        self.report = report
+        #: the graph's identity: a worker process keeps its files open for it
+        self.token = os.urandom(8).hex() if token is None else token
+        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``,
+        #: ``speed_limit``, ``speed_time``, ``cache``
+        self.network = dict(network or {})
+        self.attrs = None
+
+    def units(self) -> list[str]:
+        """Every projection unit the reader may read, in order."""
+        raise NotImplementedError
+
+    def wanted(self, columns: frozenset[str] | set[str] | list[str]) -> set[str]:
+        """The projection units ``columns`` (as dask-awkward names them) need."""
+        return set(columns)
+
+    def project(self, report: Any, state: Any) -> Any:
+        """The reader of only the units the traced graph needs."""
+        return self.project_columns(self.necessary_columns(report, state))  # type: ignore[attr-defined]
+
+    def project_manually(self, columns: frozenset[str]) -> Any:
+        """The reader of the units ``columns`` names (see :meth:`project_columns`)."""
+        return self.project_columns(columns)
+
+    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> Any:
+        """This reader reading only the units ``columns`` need, in their order; the form
+        stays the full one."""
+        wanted = self.wanted(columns)
+        units = self.units()
+        unknown = wanted - set(units)
+        if unknown:
+            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
+        projected = copy.copy(self)
+        projected.fields = [u for u in units if u in wanted]
+        return projected
 
     @property
     def return_report(self) -> bool:
@@ -186,6 +232,7 @@ class PartitionReader(FormReader):
         following: Following | None = None,
         chain: ChainReading | None = None,
     ) -> None:
+        super().__init__(list(selection), form, fields=fields, report=report, token=token, network=network)
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
@@ -193,17 +240,15 @@ class PartitionReader(FormReader):
         self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
-        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``,
-        #: ``speed_limit``, ``speed_time``
-        self.network = dict(network or {})
-        self.form = form
-        #: the top-level fields this reader reads
-        self.fields = list(selection) if fields is None else list(fields)
-        self.report = report
-        #: the graph's identity: a worker process keeps its files open for it
-        self.token = os.urandom(8).hex() if token is None else token
-        self.behavior: dict | None = None
-        self.attrs: dict | None = None
+        self.behavior = None
+
+    def units(self) -> list[str]:
+        """The top-level fields of the array."""
+        return list(self.selection)
+
+    def wanted(self, columns: frozenset[str] | set[str] | list[str]) -> set[str]:
+        """The top-level fields named, or holding the dotted paths named."""
+        return {c.split(".", 1)[0] for c in columns}
 
     # -- dask-awkward's IO-function protocol -----------------------------------------
 
@@ -214,33 +259,6 @@ class PartitionReader(FormReader):
 
         paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
         return frozenset(p.split(".", 1)[0] for p in paths) & frozenset(self.selection)
-
-    def project(self, report: Any, state: Any) -> PartitionReader:
-        """The reader of only the fields the traced graph needs."""
-        return self.project_columns(self.necessary_columns(report, state))
-
-    def project_manually(self, columns: frozenset[str]) -> PartitionReader:
-        """The reader of the fields ``columns`` names (see :meth:`project_columns`)."""
-        return self.project_columns(columns)
-
-    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> PartitionReader:
-        """The reader of the top-level fields named (or holding the dotted paths named)
-        in ``columns``, in schema order; the form stays the full one."""
-        wanted = {c.split(".", 1)[0] for c in columns}
-        unknown = wanted - set(self.selection)
-        if unknown:
-            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
-        fields = [f for f in self.selection if f in wanted]
-        return PartitionReader(
-            self.selection,
-            self.form,
-            fields=fields,
-            report=self.report,
-            token=self.token,
-            network=self.network,
-            following=self.following,
-            chain=self.chain,
-        )
 
     def __dask_tokenize__(self) -> Any:
         """A deterministic token: equal readers, equal graph keys."""
@@ -449,7 +467,7 @@ def _documented_form(form: Any, typenames: dict[str, str], name: str) -> Any:
     return ak.forms.RecordForm(contents, list(form.fields), parameters=parameters)
 
 
-class MappedPartitionReader:
+class MappedPartitionReader(FormReader):
     """Reads one partition through a form mapping (see :func:`dask`): the mapping's
     ``load_buffers`` gets the top-level fields the graph needs and builds the buffers of
     the mapped form; buffers of fields not read are placeholders. The picklable
@@ -468,31 +486,18 @@ class MappedPartitionReader:
         following: Following | None = None,
         chain: ChainReading | None = None,
     ) -> None:
+        super().__init__(keys, form, fields=fields, report=report, token=token, network=network)
         #: every top-level field the mapping may read
         self.keys = list(keys)
         #: how each file is read as the one schema of the files
         self.chain = chain
         #: for each file, the next one, opened ahead while this one is read
         self.following = dict(following or {})
-        #: how a worker opens a remote file: ``timeout``, ``connect_timeout``, ``retries``,
-        #: ``speed_limit``, ``speed_time``
-        self.network = dict(network or {})
-        self.form = form
         self.info = info
-        #: the top-level fields this reader reads
-        self.fields = list(keys) if fields is None else list(fields)
-        self.report = report
-        self.token = os.urandom(8).hex() if token is None else token
 
-    @property
-    def return_report(self) -> bool:
-        """Whether each call returns ``(array, report)``."""
-        return self.report
-
-    @property
-    def use_optimization(self) -> bool:
-        """Column projection is always on."""
-        return True
+    def units(self) -> list[str]:
+        """Every top-level field the mapping may read."""
+        return list(self.keys)
 
     @property
     def behavior(self) -> Any:
@@ -504,13 +509,6 @@ class MappedPartitionReader:
         from awkward.typetracer import typetracer_from_form
 
         return typetracer_from_form(self.form, highlevel=True, behavior=self.behavior)
-
-    def mock_empty(self, backend: str = "cpu") -> Any:
-        """A length-0 array of the mapped form."""
-        import awkward as ak
-
-        layout = self.form.length_zero_array(highlevel=False)
-        return ak.to_backend(layout, backend, highlevel=True, behavior=self.behavior)
 
     def prepare_for_projection(self) -> Any:
         """A typetracer reporting the buffers (named by the mapping) a graph touches, and
@@ -539,32 +537,6 @@ class MappedPartitionReader:
             )
         )
         return frozenset(self.info.keys_for_buffer_keys(frozenset(touched))) & frozenset(self.keys)
-
-    def project(self, report: Any, state: Any) -> MappedPartitionReader:
-        """The reader of only the fields the traced graph needs."""
-        return self.project_columns(self.necessary_columns(report, state))
-
-    def project_manually(self, columns: frozenset[str]) -> MappedPartitionReader:
-        """The reader of the top-level fields ``columns``."""
-        return self.project_columns(columns)
-
-    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> MappedPartitionReader:
-        """The reader of the top-level fields ``columns`` (in schema order)."""
-        unknown = set(columns) - set(self.keys)
-        if unknown:
-            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
-        fields = [f for f in self.keys if f in columns]
-        return MappedPartitionReader(
-            self.keys,
-            self.form,
-            self.info,
-            fields=fields,
-            report=self.report,
-            token=self.token,
-            network=self.network,
-            following=self.following,
-            chain=self.chain,
-        )
 
     def __dask_tokenize__(self) -> Any:
         """A deterministic token: equal readers, equal graph keys."""
@@ -682,25 +654,12 @@ def dask(
 
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
-    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
-    check_cache(cache)
-    network = {
-        k: v
-        for k, v in (
-            ("timeout", timeout),
-            ("connect_timeout", connect_timeout),
-            ("retries", retries),
-            ("speed_limit", speed_limit),
-            ("speed_time", speed_time),
-            ("cache", cache),
-        )
-        if v is not None
-    }
+    remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    network = remote.given()
     if step_size is not None:
         step_size = check_step_size(step_size)
-
-    allow_missing = check_flag("allow_missing", allow_missing)
-    chain, selected = _chain_reading(files, fields, types, on_overflow, defaults, allow_missing, network)
+    typing = TypeOptions(types, on_overflow, defaults, allow_missing)
+    chain, selected = _chain_reading(files, fields, typing, remote)
     partitions: list[tuple[str, str, int, int]] = []
     assert chain.members is not None
     for index, member in enumerate(chain.members):
@@ -757,13 +716,7 @@ def dask(
 
 
 def _chain_reading(
-    files: Any,
-    fields: Any,
-    types: dict[str, Any] | None,
-    on_overflow: str,
-    defaults: dict[str, Any] | None,
-    allow_missing: bool,
-    network: dict[str, Any],
+    files: Any, fields: Any, typing: TypeOptions, remote: RemoteOptions
 ) -> tuple[ChainReading, list[str]]:
     """How the files are read as one schema (:func:`rntuple.unify.plan_chain`, for one
     file as for many), and the field paths read: ``fields`` selected in each file as
@@ -772,16 +725,7 @@ def _chain_reading(
         raise InvalidArgumentError(
             f"fields must be a name, a glob or a list of them, not {type(fields).__name__}"
         )
-    planned = plan_chain(
-        files,
-        fields,
-        types=types,
-        on_overflow=on_overflow,
-        defaults=defaults,
-        allow_missing=allow_missing,
-        options=network,
-        min_files=1,
-    )
+    planned = plan_chain(files, Selection(fields), typing, remote, min_files=1)
     if planned is None:
         raise ValueError("no entries to read: the files are empty or none were given")
     chain, plans = planned
@@ -851,6 +795,8 @@ def convert_files(
     compression: str | int | None = None,
     skip_unsupported: bool = False,
     overwrite: bool = False,
+    unsplit: str | Sequence[str] | None = None,
+    split_policy: str = "split",
 ) -> list[ConvertResult]:
     """Converts TTree files to RNTuple files on a ``dask.distributed`` cluster, one task
     per file: each input ``in/x.root`` becomes ``out_dir/x.root``.
@@ -863,8 +809,9 @@ def convert_files(
         client: the ``distributed.Client`` to run on; default: the current one
             (``distributed.default_client()``).
         tree: the TTree of every input that does not name its own.
-        name, branches, entries, compression, skip_unsupported, overwrite: as for
-            :func:`rntuple.convert`, the same for every file.
+        name, branches, entries, compression, skip_unsupported, overwrite, unsplit,
+            split_policy: as for :func:`rntuple.convert`, the same for every file
+            (:class:`~rntuple.ttree.ConvertOptions`, checked before any task starts).
 
     Returns:
         One :class:`~rntuple.ttree.ConvertResult` per input, in the order of the inputs.
@@ -877,8 +824,11 @@ def convert_files(
         InvalidArgumentError: no inputs, or two inputs whose outputs would collide.
     """
     distributed = require("distributed", "rntuple.convert_files")
+    options = ConvertOptions(
+        name, branches, entries, compression, skip_unsupported, overwrite, unsplit, split_policy
+    ).keywords()
 
-    pairs = _expand_files(inputs)
+    pairs = expand_files(inputs)
     if not pairs:
         raise InvalidArgumentError("no input files to convert")
     if "://" in os.fspath(out_dir):
@@ -899,14 +849,6 @@ def convert_files(
             )
         seen[base] = path
         tasks.append((absolute(path), str(directory / base), own_tree or tree))
-    options: dict[str, Any] = {
-        "name": name,
-        "branches": branches,
-        "entries": entries,
-        "compression": compression,
-        "skip_unsupported": skip_unsupported,
-        "overwrite": overwrite,
-    }
     if client is None:
         client = distributed.default_client()
     uuid = os.urandom(6).hex()  # keys unique per call: a rerun is not the cached result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,7 +18,10 @@ import pyarrow as pa
 from . import _core
 from .convert import to_awkward, to_numpy
 from .errors import InvalidArgumentError, NotFoundError
-from .reading import ReadOnlyFile, RNTuple, _entry_range, _expand_files
+from .file import expand_files, open_chain_member
+from .join_dask import _Scattered, join_dask
+from .ntuple import RNTuple
+from .options import RemoteOptions, Selection, TypeOptions, entry_range
 from .selection import check_library, check_step_size, make_filter
 from .unify import ChainReading, plan_chain
 
@@ -57,19 +61,25 @@ class _Chain:
         self.types = [None if chain is None else chain.read_types(m, i) for i, m in enumerate(members)]
 
     @classmethod
-    def of(cls, source: Any, options: dict[str, Any]) -> _Chain:
+    def of(cls, source: Any, remote: RemoteOptions) -> _Chain:
+        """The chain of ``source`` (files, an :class:`RNTuple` or a chain), opened with
+        ``remote``."""
         if isinstance(source, RNTuple):
             return cls([source])
         if isinstance(source, _Chain):
             return source
-        members = []
-        for path, name in _expand_files(source):
-            f = ReadOnlyFile(path, **options)
-            members.append(f[name] if name else RNTuple(f._file().open_rntuple(None)))
+        members = [open_chain_member(item, remote) for item in expand_files(source)]
         # Every field of every file, one type each (a field some files lack is refused
         # when it is read).
-        planned = plan_chain(source, None, allow_missing=True, options=options)
+        planned = plan_chain(source, Selection(), TypeOptions(allow_missing=True), remote)
         return cls(members, None if planned is None else planned[0])
+
+    def files(self) -> list[tuple[str, str]]:
+        """The members' files (absolute paths, or URLs) and RNTuple paths."""
+        return [
+            (os.path.abspath(m.file_path) if "://" not in m.file_path else m.file_path, m.path)
+            for m in self.members
+        ]
 
     @property
     def num_entries(self) -> int:
@@ -325,7 +335,7 @@ class Join:
         ``"pl"`` (flat columns, the friend's named ``"name.field"``)."""
         library = check_library(library)
         paths = self._resolve(expressions, filter_name)
-        start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
+        start, stop = entry_range(self.num_entries, entry_start, entry_stop)
         table, entries = self.read(paths, start, stop)
         return self._convert(table, entries, library)
 
@@ -344,7 +354,7 @@ class Join:
         library = check_library(library)
         step_size = check_step_size(step_size)
         paths = self._resolve(expressions, filter_name)
-        start, stop = _entry_range(self.num_entries, entry_start, entry_stop)
+        start, stop = entry_range(self.num_entries, entry_start, entry_stop)
         for a, b in self.ranges(paths, start, stop, step_size):
             table, entries = self.read(paths, a, b)
             yield self._convert(table, entries, library)
@@ -360,9 +370,51 @@ class Join:
         """A ``dask_awkward.Array`` of the join, one partition per cluster-aligned step
         of the primary; with a ``dask.distributed`` ``client`` a key join's index is
         broadcast to the workers (see :func:`rntuple.join_dask.join_dask`)."""
-        from .join_dask import join_dask
-
         return join_dask(self, expressions, step_size=step_size, report=report, client=client)
+
+    def chains(self) -> list[_Chain]:
+        """The chains of the join: the friend's, then the primary's (its own chains for a
+        join)."""
+        inner = self._primary
+        return [self._friend, *(inner.chains() if isinstance(inner, Join) else [inner])]
+
+    def spec(self, client: Any = None, keep: list[Any] | None = None) -> dict[str, Any]:
+        """A picklable description of the join (files, options and the built key index);
+        with a ``dask.distributed`` client, each index is broadcast to its workers instead
+        of travelling in the graph (``keep`` holds the futures while the graph lives)."""
+        primary = self._primary
+        index = self.index
+        if client is not None and index is not None:
+            future = client.scatter(index, broadcast=True, hash=False)
+            if keep is not None:
+                keep.append(future)
+            index = _Scattered(future.key)
+        return {
+            "primary": primary.spec(client, keep) if isinstance(primary, Join) else primary.files(),
+            "friend": self._friend.files(),
+            "on": self._on,
+            "how": self._how,
+            "duplicates": self._duplicates,
+            "name": self._name,
+            "index": index,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], remote: dict[str, Any]) -> Join:
+        """The join a :meth:`spec` describes, its files opened here with the ``remote``
+        options given, its index the spec's."""
+        options = RemoteOptions(**remote)
+        primary = spec["primary"]
+        left = (
+            cls.from_spec(primary, remote)
+            if isinstance(primary, dict)
+            else _Chain.of([f"{p}:{n}" for p, n in primary], options)
+        )
+        right = _Chain.of([f"{p}:{n}" for p, n in spec["friend"]], options)
+        join = cls(left, right, spec["on"], spec["how"], spec["duplicates"], spec["name"])
+        index = spec["index"]
+        join._index = index.get() if isinstance(index, _Scattered) else index
+        return join
 
     def _convert(self, table: pa.Table, entries: np.ndarray, library: str) -> Any:
         if library == "ak":
@@ -447,14 +499,7 @@ def join(
     (``"error"``) or gives every match as a list (``"all"``). ``name``: the friend's
     record in the results (default: the friend RNTuple's name). Remote options as
     :func:`rntuple.open`."""
-    options = {
-        "timeout": timeout,
-        "connect_timeout": connect_timeout,
-        "retries": retries,
-        "speed_limit": speed_limit,
-        "speed_time": speed_time,
-        "cache": cache,
-    }
+    options = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
     if how is not None:
         _check_choice("how", how, HOWS)
     _check_choice("duplicates", duplicates, DUPLICATES)

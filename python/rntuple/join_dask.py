@@ -11,14 +11,15 @@ primary's top-level fields and the friend's fields (``name.field``) the graph us
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ._extras import require
 from .dask import FormReader
-from .errors import InvalidArgumentError
 from .selection import check_flag, check_step_size
 
 #: per graph token: the join opened in this process (a broadcast index fetched once), a
@@ -51,65 +52,10 @@ class _Scattered:
         return distributed.Future(self.key, client, state="memory").result()
 
 
-def _spec(join: Any, client: Any = None, keep: list[Any] | None = None) -> dict[str, Any]:
-    """A picklable description of ``join`` (files, options and the built key index);
-    with a ``dask.distributed`` client, each index is broadcast to its workers instead
-    of travelling in the graph (``keep`` holds the futures while the graph lives)."""
-    from .join import Join
-
-    primary = join._primary
-    index = join.index
-    if client is not None and index is not None:
-        future = client.scatter(index, broadcast=True, hash=False)
-        if keep is not None:
-            keep.append(future)
-        index = _Scattered(future.key)
-    return {
-        "primary": _spec(primary, client, keep) if isinstance(primary, Join) else _files(primary),
-        "friend": _files(join._friend),
-        "on": join._on,
-        "how": join._how,
-        "duplicates": join._duplicates,
-        "name": join._name,
-        "index": index,
-    }
-
-
-def _files(chain: Any) -> list[tuple[str, str]]:
-    return [
-        (os.path.abspath(m.file_path) if "://" not in m.file_path else m.file_path, m.path)
-        for m in chain.members
-    ]
-
-
-def _build(spec: dict[str, Any], network: dict[str, Any]) -> Any:
-    """The join a spec describes, its files opened here, its index the spec's."""
-    from .join import Join, _Chain
-
-    primary = spec["primary"]
-    left = (
-        _build(primary, network)
-        if isinstance(primary, dict)
-        else _Chain.of([f"{p}:{n}" for p, n in primary], network)
-    )
-    right = _Chain.of([f"{p}:{n}" for p, n in spec["friend"]], network)
-    join = Join(left, right, spec["on"], spec["how"], spec["duplicates"], spec["name"])
-    index = spec["index"]
-    join._index = index.get() if isinstance(index, _Scattered) else index
-    return join
-
-
-def _chains(join: Any) -> list[Any]:
-    from .join import Join
-
-    inner = join._primary
-    return [join._friend, *(_chains(inner) if isinstance(inner, Join) else [inner])]
-
-
 def _metrics(join: Any) -> dict[str, int]:
     """Bytes read, page bytes used and requests over every file of the join."""
     total = {"bytes_read": 0, "bytes_used": 0, "requests": 0, "friend_bytes_read": 0}
-    for i, chain in enumerate(_chains(join)):
+    for i, chain in enumerate(join.chains()):
         for m in chain.members:
             metrics = m.metrics()
             for k in ("bytes_read", "bytes_used", "requests"):
@@ -120,14 +66,18 @@ def _metrics(join: Any) -> dict[str, int]:
 
 
 def _opened(
-    token: str, spec: dict[str, Any], network: dict[str, Any]
+    token: str,
+    spec: dict[str, Any],
+    network: dict[str, Any],
+    build: Callable[[dict[str, Any], dict[str, Any]], Any],
 ) -> tuple[Any, threading.Lock, dict[str, int]]:
-    """The join of the graph ``token`` as this process opened it (once), a lock, and
-    its opening cost for the first partition that asks."""
+    """The join of the graph ``token`` as this process opened it (once, ``build`` making
+    it of ``spec`` and ``network``), a lock, and its opening cost for the first partition
+    that asks."""
     with _joins_lock:
         hit = _joins.get(token)
         if hit is None:
-            join = _build(spec, network)
+            join = build(spec, network)
             hit = (join, threading.Lock(), _metrics(join))
             _joins[token] = hit
             while len(_joins) > _KEEP:
@@ -176,7 +126,8 @@ def _indexed_options(layout: Any) -> Any:
 
 class JoinPartitionReader(FormReader):
     """Reads one partition ``(start, stop)`` of the primary's entries of a join as an
-    Awkward Array (the picklable function Dask calls on its workers)."""
+    Awkward Array (the picklable function Dask calls on its workers): ``build`` makes the
+    join of ``spec`` (:meth:`rntuple.Join.from_spec`)."""
 
     def __init__(
         self,
@@ -184,21 +135,30 @@ class JoinPartitionReader(FormReader):
         selection: dict[str, list[str]],
         form: Any,
         *,
+        build: Callable[[dict[str, Any], dict[str, Any]], Any],
         fields: list[str] | None = None,
         report: bool = False,
         token: str | None = None,
         network: dict[str, Any] | None = None,
     ) -> None:
+        super().__init__(list(selection), form, fields=fields, report=report, token=token, network=network)
         self.spec = spec
+        self.build = build
         #: each projection unit (primary top-level field, or ``name.field``): its paths
         self.selection = dict(selection)
-        self.form = form
-        self.fields = list(selection) if fields is None else list(fields)
-        self.report = report
-        self.token = os.urandom(8).hex() if token is None else token
-        self.network = dict(network or {})
-        self.behavior: dict | None = None
-        self.attrs: dict | None = None
+        self.behavior = None
+
+    def units(self) -> list[str]:
+        """The primary's top-level fields and the friend's ``name.field`` read."""
+        return list(self.selection)
+
+    def wanted(self, columns: frozenset[str] | set[str] | list[str]) -> set[str]:
+        """The units of ``columns`` (a friend's record: all its units)."""
+        name = self.spec["name"]
+        wanted = {_top(c, name) for c in columns}
+        if name in columns:
+            wanted |= {u for u in self.selection if u.startswith(name + ".")}
+        return wanted
 
     def necessary_columns(self, report: Any, state: Any) -> frozenset[str]:
         """The projection units (primary fields, ``name.field``) the graph touched."""
@@ -206,33 +166,6 @@ class JoinPartitionReader(FormReader):
 
         paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
         return frozenset(_top(p, self.spec["name"]) for p in paths) & frozenset(self.selection)
-
-    def project(self, report: Any, state: Any) -> JoinPartitionReader:
-        """The reader of only the units the traced graph needs."""
-        return self.project_columns(self.necessary_columns(report, state))
-
-    def project_manually(self, columns: frozenset[str]) -> JoinPartitionReader:
-        """The reader of the units ``columns`` names."""
-        return self.project_columns(columns)
-
-    def project_columns(self, columns: frozenset[str] | set[str] | list[str]) -> JoinPartitionReader:
-        """The reader of the units ``columns`` name (a friend's record: all its units)."""
-        name = self.spec["name"]
-        wanted = {_top(c, name) for c in columns}
-        if name in columns:
-            wanted |= {u for u in self.selection if u.startswith(name + ".")}
-        unknown = wanted - set(self.selection)
-        if unknown:
-            raise InvalidArgumentError(f"no such fields to project to: {sorted(unknown)}")
-        return JoinPartitionReader(
-            self.spec,
-            self.selection,
-            self.form,
-            fields=[f for f in self.selection if f in wanted],
-            report=self.report,
-            token=self.token,
-            network=self.network,
-        )
 
     def __dask_tokenize__(self) -> Any:
         return ("rntuple.JoinPartitionReader", self.token, self.selection, self.fields, self.report)
@@ -245,9 +178,9 @@ class JoinPartitionReader(FormReader):
 
         start, stop = partition
         began = time.perf_counter()
-        join, lock, opening = _opened(self.token, self.spec, self.network)
+        join, lock, opening = _opened(self.token, self.spec, self.network, self.build)
         paths = [p for f in self.fields for p in self.selection[f]]
-        with lock if self.report else _nothing():
+        with lock if self.report else contextlib.nullcontext():
             before = _metrics(join) if self.report else {}
             table, _ = join.read(paths, start, stop)
             after = _metrics(join) if self.report else {}
@@ -272,14 +205,6 @@ class JoinPartitionReader(FormReader):
 
     def __repr__(self) -> str:
         return f"JoinPartitionReader(fields={self.fields!r}, of {len(self.selection)})"
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def join_dask(
@@ -320,7 +245,9 @@ def join_dask(
             divisions.append(divisions[-1] + b - a)
         divisions = tuple(divisions)
     keep: list[Any] = []
-    reader = JoinPartitionReader(_spec(join, client, keep), selection, form, report=report)
+    reader = JoinPartitionReader(
+        join.spec(client, keep), selection, form, build=type(join).from_spec, report=report
+    )
     # The broadcast indexes live as long as the join (the graph holds only their keys).
     join._scattered = [*getattr(join, "_scattered", []), *keep]
     return dak.from_map(reader, ranges, label="rntuple-join", divisions=divisions)

@@ -138,19 +138,7 @@ def merge(
         raise InvalidArgumentError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
     target = os.fspath(output)
     start = time.perf_counter()
-    (
-        n_inputs,
-        entries,
-        clusters,
-        copied,
-        resealed,
-        zeros,
-        bytes_read,
-        bytes_written,
-        settings,
-        (added, dropped, attribute_sets, lacking, converted),
-        stored_bytes,
-    ) = _core.merge_rntuples(
+    summary = _core.merge_rntuples(
         sources,
         target,
         mode=mode,
@@ -160,31 +148,32 @@ def merge(
         overwrite=overwrite,
         allow_disjoint=allow_disjoint,
     )
-    for source, n, fields in lacking:
+    for source, n, fields in summary.inputs_lacking:
         warnings.warn(
             f"input {source} lacks {len(fields)} of the output's fields ({', '.join(fields)}): "
             f"its {n} entries hold zeros there",
             MergeWarning,
             stacklevel=2,
         )
+    stored_bytes = summary.output_bytes
     return MergeResult(
         output=target,
-        inputs=n_inputs,
-        entries=entries,
-        clusters=clusters,
-        pages_copied=copied,
-        pages_resealed=resealed,
-        zero_pages=zeros,
-        bytes_read=bytes_read,
-        bytes_written=bytes_written,
-        compression=settings,
+        inputs=summary.inputs,
+        entries=summary.entries,
+        clusters=summary.clusters,
+        pages_copied=summary.pages_copied,
+        pages_resealed=summary.pages_resealed,
+        zero_pages=summary.zero_pages,
+        bytes_read=summary.bytes_read,
+        bytes_written=summary.bytes_written,
+        compression=summary.compression,
         output_bytes=os.stat(target).st_size if stored_bytes is None else stored_bytes,
         seconds=time.perf_counter() - start,
-        fields_added=list(added),
-        fields_dropped=list(dropped),
-        attribute_sets_dropped=list(attribute_sets),
-        inputs_lacking=[(source, n, list(fields)) for source, n, fields in lacking],
-        fields_converted=[(name, cpp) for name, cpp in converted],
+        fields_added=list(summary.fields_added),
+        fields_dropped=list(summary.fields_dropped),
+        attribute_sets_dropped=list(summary.attribute_sets_dropped),
+        inputs_lacking=[(source, n, list(fields)) for source, n, fields in summary.inputs_lacking],
+        fields_converted=[(name, cpp) for name, cpp in summary.fields_converted],
     )
 
 

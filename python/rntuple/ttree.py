@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from . import _core
 from .errors import InvalidArgumentError, UnsupportedError
@@ -47,6 +48,36 @@ def _patterns(patterns: str | Sequence[str] | None) -> list[str] | None:
     if patterns is None:
         return None
     return [patterns] if isinstance(patterns, str) else list(patterns)
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """The options of a conversion, as :func:`convert` takes them (see there), defined
+    and checked here once: :func:`rntuple.convert_files` takes the same, for every file.
+    """
+
+    name: str | None = None
+    branches: str | Sequence[str] | None = None
+    entries: EntryRange | None = None
+    compression: str | int | None = None
+    skip_unsupported: bool = False
+    overwrite: bool = False
+    unsplit: str | Sequence[str] | None = None
+    split_policy: str = "split"
+
+    def __post_init__(self) -> None:
+        if self.entries is not None:
+            first, stop = self.entries
+            if first < 0 or (stop is not None and stop < 0):
+                raise InvalidArgumentError(f"entries={self.entries!r}: entry numbers are not negative")
+        if self.split_policy not in ("split", "unsplit", "auto"):
+            raise InvalidArgumentError(
+                f"split_policy={self.split_policy!r}: expected 'split', 'unsplit' or 'auto'"
+            )
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as :func:`convert`'s keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def convert(
@@ -111,19 +142,15 @@ def convert(
             f"{target}: convert writes ROOT files; convert to a file, then copy it into the "
             "object store with rntuple.merge([file], url, keep_compression=True)"
         )
+    ConvertOptions(
+        name, branches, entries, compression, skip_unsupported, overwrite, unsplit, split_policy
+    )  # checked before anything is read
     patterns = _patterns(branches)
     unsplit_patterns = _patterns(unsplit)
-    span = None
-    if entries is not None:
-        first, stop = entries
-        if first < 0 or (stop is not None and stop < 0):
-            raise InvalidArgumentError(f"entries={entries!r}: entry numbers are not negative")
-        span = (int(first), None if stop is None else int(stop))
+    span = None if entries is None else (int(entries[0]), None if entries[1] is None else int(entries[1]))
     start = time.perf_counter()
-    if split_policy not in ("split", "unsplit", "auto"):
-        raise InvalidArgumentError(f"split_policy={split_policy!r}: expected 'split', 'unsplit' or 'auto'")
     try:
-        n, input_bytes, skipped, choices = _core.convert_ttree(
+        done = _core.convert_ttree(
             source,
             target,
             tree=tree,
@@ -145,13 +172,13 @@ def convert(
     return ConvertResult(
         input=source,
         output=target,
-        entries=n,
-        input_bytes=input_bytes,
+        entries=done.entries,
+        input_bytes=done.input_bytes,
         output_bytes=os.stat(target).st_size,
         seconds=seconds,
-        skipped=list(skipped),
-        split_choices=[tuple(c) for c in choices],
+        skipped=list(done.skipped),
+        split_choices=[tuple(c) for c in done.split_choices],
     )
 
 
-__all__ = ["ConvertResult", "EntryRange", "convert"]
+__all__ = ["ConvertOptions", "ConvertResult", "EntryRange", "convert"]

@@ -35,7 +35,10 @@ import pyarrow as pa
 
 from . import _core
 from .errors import IncompatibleTypeError, InvalidArgumentError, NotFoundError, PromotionWarning
-from .reading import ReadPlan, RNTuple, _expand_files, open_chain_member
+from .file import expand_files, open_chain_member
+from .ntuple import RNTuple
+from .options import RemoteOptions, Selection, TypeOptions
+from .plan import ReadPlan
 from .selection import check_expressions
 
 #: Files opened at once to read their headers.
@@ -181,17 +184,10 @@ def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
 
 def plan_chain(
     files: Any,
-    expressions: Any,
+    selection: Selection,
+    typing: TypeOptions,
+    remote: RemoteOptions,
     *,
-    cut: Any = None,
-    aliases: Any = None,
-    filter_name: Any = None,
-    filter_typename: Any = None,
-    types: dict[str, Any] | None = None,
-    on_overflow: str = "raise",
-    defaults: dict[str, Any] | None = None,
-    allow_missing: bool = False,
-    options: dict[str, Any],
     min_files: int = 2,
 ) -> tuple[ChainReading, list[ReadPlan]] | None:
     """The reading of a chain of at least ``min_files`` files as one schema (None for
@@ -206,11 +202,10 @@ def plan_chain(
     a type that does not hold every value of some files gives a
     :class:`~rntuple.PromotionWarning` naming them. ``types`` (the caller's) decides the
     type of the fields it names, ``on_overflow`` and ``defaults`` apply to every file."""
-    items = _expand_files(files)
+    items = expand_files(files)
     if len(items) < min_files or not items:
         return None
-    if on_overflow not in ("raise", "mask"):
-        raise InvalidArgumentError(f"on_overflow={on_overflow!r}: expected 'raise' or 'mask'")
+    types, on_overflow, defaults = typing.types, typing.on_overflow, typing.defaults
     if defaults and not types:
         raise InvalidArgumentError("defaults= names members added by types=, and no types= is given")
     for k in defaults or {}:
@@ -220,14 +215,14 @@ def plan_chain(
             )
 
     def header(index: int) -> tuple[RNTuple, tuple[str, str]]:
-        nt = open_chain_member(items[index], options)
+        nt = open_chain_member(items[index], remote)
         return RNTuple(nt._reader.detached()), (nt.file_path, nt.path)
 
     with concurrent.futures.ThreadPoolExecutor(min(OPEN_AT_ONCE, len(items))) as pool:
         opened = list(pool.map(header, range(len(items))))
     members = [m for m, _ in opened]
     keys = [k for _, k in opened]
-    template = _merged_plan(_plans(members, expressions, cut, aliases, filter_name, filter_typename))
+    template = _merged_plan(_plans(members, selection))
     selection, inputs = template.selection, template.inputs
     order = list(dict.fromkeys(_top(p) for p in [*selection, *inputs]))
     missing = [[t for t in order if m._lookup(t) is None] for m in members]
@@ -242,7 +237,7 @@ def plan_chain(
                 f"field {path!r} is missing from {_shown(lacking)}, whose {_top(path)!r} lacks it; "
                 f"select {_top(path)!r} to read it as None there"
             )
-    if not allow_missing:
+    if not typing.allow_missing:
         for t in order:
             lacking = [keys[i][0] for i in range(len(items)) if t in missing[i]]
             if lacking:
@@ -280,18 +275,16 @@ def _shown(files: list[str]) -> str:
     return ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
 
 
-def _plans(
-    members: list[RNTuple], expressions: Any, cut: Any, aliases: Any, filter_name: Any, filter_typename: Any
-) -> list[ReadPlan]:
+def _plans(members: list[RNTuple], selection: Selection) -> list[ReadPlan]:
     """The plan :meth:`RNTuple.arrays` makes in each file, on its metadata, of the
     expressions (the names of fields it lacks left out)."""
-    exprs = check_expressions(expressions)
+    exprs = check_expressions(selection.expressions)
     names = set() if exprs is None else {e for e in exprs if any(m._lookup(e) is not None for m in members)}
     plans = []
     for m in members:
         mine = None if exprs is None else [e for e in exprs if e not in names or m._lookup(e) is not None]
         try:
-            plans.append(m._plan(mine, cut, filter_name, filter_typename, aliases))
+            plans.append(m._plan(dataclasses.replace(selection, expressions=mine)))
         except NotFoundError as err:
             raise NotFoundError(f"{m.file_path}: {err}") from None
     return plans
@@ -347,9 +340,10 @@ def _unified_types(
             continue
         having = [i for i in range(len(members)) if t not in missing[i]]
         qualified = members[having[0]]._qualified([members[having[0]]._lookup(t) or t])[0]
-        unified[t], inexact = _core.unify_field([members[i]._reader for i in having], qualified)
-        if inexact:
-            _warn_inexact(t, inexact, len(having))
+        found = _core.unify_field([members[i]._reader for i in having], qualified)
+        unified[t] = found.read_as
+        if found.inexact:
+            _warn_inexact(t, found.inexact, len(having))
         if isinstance(unified[t], str):
             for i in having:
                 own.setdefault(i, members[i].typenames())

@@ -7,16 +7,14 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import awkward as ak
 
 from .convert import to_awkward
 from .errors import InvalidArgumentError
 from .metadata import FieldRole, RNTupleMetadata
-
-if TYPE_CHECKING:
-    from .reading import RNTuple
+from .plan import TableSource
 
 
 class Report:
@@ -25,19 +23,21 @@ class Report:
     every file of the iteration (``global_entry_start``/``stop``, also ``start`` and
     ``stop``)."""
 
-    def __init__(self, ntuple: RNTuple, entry_start: int, entry_stop: int, global_offset: int = 0) -> None:
+    def __init__(
+        self, ntuple: TableSource, entry_start: int, entry_stop: int, global_offset: int = 0
+    ) -> None:
         self._ntuple = ntuple
         self._start = entry_start
         self._stop = entry_stop
         self._offset = global_offset
 
     @property
-    def source(self) -> RNTuple:
+    def source(self) -> TableSource:
         """The RNTuple the batch was read from."""
         return self._ntuple
 
     @property
-    def tree(self) -> RNTuple:
+    def tree(self) -> TableSource:
         """The RNTuple the batch was read from (uproot's name for it)."""
         return self._ntuple
 
@@ -152,7 +152,7 @@ class Accessed(NamedTuple):
 
 
 def virtual_content(
-    ntuple: RNTuple,
+    ntuple: TableSource,
     paths: list[str],
     name: str,
     entry_start: int,

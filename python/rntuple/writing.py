@@ -5,6 +5,7 @@ threads (:func:`recreate_parallel`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import warnings
@@ -15,7 +16,7 @@ import pyarrow as pa
 from . import _core
 from .convert import to_arrow_input
 from .errors import InvalidArgumentError, UnsupportedError
-from .reading import parse_size
+from .options import parse_size
 
 
 def _size_option(size: int | str) -> int:
@@ -35,6 +36,31 @@ def _check_checkpoint_every(checkpoint_every: int | None) -> None:
     ):
         raise InvalidArgumentError(
             f"checkpoint_every must be a positive number of clusters or None, got {checkpoint_every!r}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteOptions:
+    """The options every writer takes (:func:`recreate`, :func:`recreate_parallel`, and
+    their classes), defined and checked here once; see :func:`recreate` for each."""
+
+    compression: str | int = "zstd:5"
+    cluster_size: int | str | None = None
+    page_size: int | str | None = None
+    page_checksums: bool = True
+    checkpoint_every: int | None = 1
+
+    def __post_init__(self) -> None:
+        _check_checkpoint_every(self.checkpoint_every)
+
+    def handle(self) -> _core.WriteOptionsHandle:
+        """The core's form of these options (checked there: compression, size ranges)."""
+        return _core.WriteOptionsHandle(
+            str(self.compression),
+            None if self.cluster_size is None else _size_option(self.cluster_size),
+            None if self.page_size is None else _size_option(self.page_size),
+            self.page_checksums,
+            self.checkpoint_every,
         )
 
 
@@ -131,19 +157,12 @@ class WritableFile(_AtomicOutput):
         page_checksums: bool = True,
         checkpoint_every: int | None = 1,
     ) -> None:
-        _check_checkpoint_every(checkpoint_every)
+        options = WriteOptions(compression, cluster_size, page_size, page_checksums, checkpoint_every)
         self._path = os.fspath(path)
         self._handle: _core.FileWriterHandle | _core.ObjectWriterHandle | None = None
         # An object-store URL (ROOT's S3 layout) holds one RNTuple, stored as objects.
         handle = _core.ObjectWriterHandle if _core.is_object_layout(self._path) else _core.FileWriterHandle
-        self._handle = handle(
-            self._path,
-            str(compression),
-            None if cluster_size is None else _size_option(cluster_size),
-            None if page_size is None else _size_option(page_size),
-            page_checksums,
-            checkpoint_every,
-        )
+        self._handle = handle(self._path, options.handle())
 
     def _writer(self) -> _core.FileWriterHandle | _core.ObjectWriterHandle:
         if self._handle is None:
@@ -326,7 +345,7 @@ class ParallelWriter(_AtomicOutput):
     ) -> None:
         if not isinstance(name, str) or not name or "/" in name:
             raise InvalidArgumentError(f"invalid RNTuple name {name!r}")
-        _check_checkpoint_every(checkpoint_every)
+        options = WriteOptions(compression, cluster_size, page_size, page_checksums, checkpoint_every)
         self._path = os.fspath(path)
         if _core.is_object_layout(self._path):
             raise UnsupportedError(
@@ -339,17 +358,7 @@ class ParallelWriter(_AtomicOutput):
         self._lock = threading.Lock()
         arrow_schema = schema if isinstance(schema, pa.Schema) else to_arrow_input(schema).schema
         self._handle: _core.ParallelWriterHandle | None = None
-        self._handle = _core.ParallelWriterHandle(
-            self._path,
-            name,
-            arrow_schema,
-            types,
-            str(compression),
-            None if cluster_size is None else _size_option(cluster_size),
-            None if page_size is None else _size_option(page_size),
-            page_checksums,
-            checkpoint_every,
-        )
+        self._handle = _core.ParallelWriterHandle(self._path, name, arrow_schema, options.handle(), types)
 
     @property
     def name(self) -> str:

@@ -2,7 +2,9 @@
 //! `rntuple::tools::join` for the Python package's `rntuple.join` (and its Dask
 //! partitions), the GIL released while key columns and friend fields are read.
 
-use crate::{to_py_err, ReadTypesHandle, Reader};
+use crate::errors::to_py_err;
+use crate::read_types::ReadTypesHandle;
+use crate::reader::Reader;
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;

@@ -1,0 +1,137 @@
+"""The options reads share, defined and checked once: sizes (``"100 MB"``), entry
+ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`) and the
+types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
+:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .cache import check_cache
+from .errors import InvalidArgumentError
+from .selection import check_entry, check_flag, check_network
+
+FieldSelection = str | Sequence[str] | None
+StepSize = int | str
+
+_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_size(size: int | str) -> int:
+    """Bytes from an integer or a string such as ``"100 MB"``, ``"1.5 GiB"``, ``"512kB"``."""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        raise InvalidArgumentError(
+            f"a size must be a number of bytes (an integer) or a string such as '100 MB', not {size!r}"
+        )
+    if isinstance(size, int):
+        if size <= 0:
+            raise InvalidArgumentError(f"a size must be positive, not {size}")
+        return size
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", size)
+    unit = match.group(2).lower() if match else ""
+    if not match or (unit not in _UNITS and unit != ""):
+        raise InvalidArgumentError(
+            f"cannot read {size!r} as a size: give bytes as an integer or a number with "
+            "a unit (B, kB, MB, GB, KiB, MiB, GiB)"
+        )
+    value = int(float(match.group(1)) * _UNITS.get(unit, 1))
+    if value <= 0:
+        raise InvalidArgumentError(f"a size must be positive, not {size!r}")
+    return value
+
+
+def entry_range(num_entries: int, start: Any, stop: Any) -> tuple[int, int]:
+    """Python-style bounds (negative counts from the end), clipped to the RNTuple;
+    anything but an integer or None is an :class:`InvalidArgumentError`."""
+    start = check_entry("entry_start", start)
+    stop = check_entry("entry_stop", stop)
+    start = 0 if start is None else start
+    stop = num_entries if stop is None else stop
+    if start < 0:
+        start += num_entries
+    if stop < 0:
+        stop += num_entries
+    start = min(max(start, 0), num_entries)
+    stop = min(max(stop, start), num_entries)
+    return start, stop
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteOptions:
+    """How remote files are read, as :func:`rntuple.open` takes it (``timeout``,
+    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``; see
+    there); checked when made, before anything is opened."""
+
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    retries: int | None = None
+    speed_limit: int | None = None
+    speed_time: float | None = None
+    cache: Any = None
+
+    def __post_init__(self) -> None:
+        self.network()
+        self.core_cache()
+
+    def network(self) -> dict[str, float]:
+        """The network settings given, as the core takes them (empty: the environment's)."""
+        return check_network(
+            self.timeout, self.connect_timeout, self.retries, self.speed_limit, self.speed_time
+        )
+
+    def core_cache(self) -> dict[str, str] | None:
+        """The cache setting as the core takes it (None: the environment's)."""
+        return check_cache(self.cache)
+
+    def as_keywords(self) -> dict[str, Any]:
+        """Every option as :func:`rntuple.open`'s keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def given(self) -> dict[str, Any]:
+        """The options given (not None) as keyword arguments: what travels to Dask workers,
+        whose environment sets the others."""
+        return {k: v for k, v in self.as_keywords().items() if v is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeOptions:
+    """The types a read converts fields to (``types``, ``on_overflow``, ``defaults``: see
+    :meth:`rntuple.RNTuple.arrays`), and for many files whether a field some lack reads
+    as None there (``allow_missing``: see :func:`rntuple.iterate`)."""
+
+    types: dict[str, Any] | None = None
+    on_overflow: str = "raise"
+    defaults: dict[str, Any] | None = None
+    allow_missing: bool = False
+
+    def __post_init__(self) -> None:
+        if self.on_overflow not in ("raise", "mask"):
+            raise InvalidArgumentError(f"on_overflow={self.on_overflow!r}: expected 'raise' or 'mask'")
+        check_flag("allow_missing", self.allow_missing)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """What a read selects, in uproot's arguments (see :meth:`rntuple.RNTuple.arrays`):
+    ``expressions`` (field names, paths, globs, aliases or expressions of them), a
+    ``cut``, the name and type filters, and ``aliases``; checked when the plan is made
+    (:meth:`rntuple.RNTuple._plan`), against the file's fields."""
+
+    expressions: str | Sequence[str] | None = None
+    cut: str | None = None
+    filter_name: Any = None
+    filter_typename: Any = None
+    aliases: dict[str, str] | None = None
