@@ -37,32 +37,11 @@ Joining a friend (by entry number, or on key fields)::
 
 from __future__ import annotations
 
+from . import errors
 from ._core import __version__
 from .cache import Cache
 from .dask import convert_files, dask
-from .errors import (
-    ChecksumError,
-    ConversionError,
-    FormatError,
-    IncompatibleTypeError,
-    InvalidArgumentError,
-    MissingDependencyError,
-    NotFoundError,
-    OutputExistsError,
-    PromotionWarning,
-    RemoteConnectionError,
-    RemoteConnectionRefusedError,
-    RemoteConnectionResetError,
-    RemoteError,
-    RemoteFileNotFoundError,
-    RemoteIsADirectoryError,
-    RemotePermissionError,
-    RemoteTimeoutError,
-    RNTupleError,
-    SlowReadWarning,
-    UnsupportedError,
-    ValueOutOfRangeError,
-)
+from .errors import *  # noqa: F403  (the error classes, as errors.__all__ names them)
 from .inspection import Inspection, PageSizeHistogram
 from .join import Join, join
 from .merge import MergeResult, MergeWarning, merge
@@ -72,38 +51,17 @@ from .writing import FillContext, ParallelWriter, WritableFile, WritableRNTuple,
 
 __all__ = [
     "Cache",
-    "ChecksumError",
-    "ConversionError",
     "ConvertResult",
     "Field",
     "FillContext",
-    "FormatError",
-    "IncompatibleTypeError",
     "Inspection",
-    "InvalidArgumentError",
     "Join",
     "MergeResult",
     "MergeWarning",
-    "MissingDependencyError",
-    "NotFoundError",
-    "OutputExistsError",
     "PageSizeHistogram",
     "ParallelWriter",
-    "PromotionWarning",
     "RNTuple",
-    "RNTupleError",
     "ReadOnlyFile",
-    "RemoteConnectionError",
-    "RemoteConnectionRefusedError",
-    "RemoteConnectionResetError",
-    "RemoteError",
-    "RemoteFileNotFoundError",
-    "RemoteIsADirectoryError",
-    "RemotePermissionError",
-    "RemoteTimeoutError",
-    "SlowReadWarning",
-    "UnsupportedError",
-    "ValueOutOfRangeError",
     "WritableFile",
     "WritableRNTuple",
     "__version__",
@@ -118,3 +76,4 @@ __all__ = [
     "recreate",
     "recreate_parallel",
 ]
+__all__ += errors.__all__

@@ -29,25 +29,21 @@ OPEN_AHEAD = 4
 
 def open_rntuples(
     files: Any,
+    remote: RemoteOptions | None = None,
     *,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
     first_read: Callable[[RNTuple], Any] | None = None,
     first_read_at: Callable[[RNTuple, int], Any] | None = None,
 ) -> Iterator[tuple[RNTuple, Any]]:
-    """Opens each RNTuple a files spec names (see :func:`iterate`), with the options of
-    :func:`open`, and yields it with ``first_read(nt)`` (``None`` without one). The next
-    :data:`OPEN_AHEAD` files are opened, and the next one's ``first_read`` run, on
-    threads of their own while the caller uses the current one (the core releases the
-    GIL while it opens and reads): over many remote files the round trips of opening
-    them, and the fetching of the next one's first pages, overlap the work on this one.
-    A file is no longer referenced here once the caller moves on. ``first_read_at``:
-    as ``first_read``, also given the file's index in the chain."""
-    remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    """Opens each RNTuple a files spec names (see :func:`iterate`), with the ``remote``
+    options of :func:`open` (none given: the environment's), and yields it with
+    ``first_read(nt)`` (``None`` without one). The next :data:`OPEN_AHEAD` files are
+    opened, and the next one's ``first_read`` run, on threads of their own while the
+    caller uses the current one (the core releases the GIL while it opens and reads):
+    over many remote files the round trips of opening them, and the fetching of the next
+    one's first pages, overlap the work on this one. A file is no longer referenced here
+    once the caller moves on. ``first_read_at``: as ``first_read``, also given the file's
+    index in the chain."""
+    remote = RemoteOptions() if remote is None else remote
     items = expand_files(files)
 
     def open_only(index: int) -> RNTuple:
@@ -154,7 +150,7 @@ def iterate(
         return batches, next(batches, done)
 
     global_offset = 0
-    for nt, (batches, first) in open_rntuples(files, **remote.as_keywords(), first_read_at=first_batch):
+    for nt, (batches, first) in open_rntuples(files, remote, first_read_at=first_batch):
         if first is not done:
             for result, start, stop in itertools.chain([first], batches):
                 # Batches were read with file-local entry numbers (the next file is read
@@ -224,7 +220,7 @@ def concatenate(
     sources = []
     parts = []
     offset = 0
-    for nt, (plan, read_out) in open_rntuples(files, **remote.as_keywords(), first_read_at=read):
+    for nt, (plan, read_out) in open_rntuples(files, remote, first_read_at=read):
         if plan.computes:
             columns, entries = read_out
             parts.append((awkward_records(columns, len(entries)), entries + offset))

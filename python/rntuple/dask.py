@@ -175,6 +175,17 @@ class FormReader:
         projected.fields = [u for u in units if u in wanted]
         return projected
 
+    def __dask_tokenize__(self) -> Any:
+        """A deterministic token: equal readers, equal graph keys."""
+        return (
+            f"rntuple.{type(self).__name__}",
+            self.token,
+            self.units(),
+            self.fields,
+            self.report,
+            sorted(self.network.items()),
+        )
+
     @property
     def return_report(self) -> bool:
         """Whether each call returns ``(array, report)`` (dask-awkward's ``from_map``
@@ -259,17 +270,6 @@ class PartitionReader(FormReader):
 
         paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
         return frozenset(p.split(".", 1)[0] for p in paths) & frozenset(self.selection)
-
-    def __dask_tokenize__(self) -> Any:
-        """A deterministic token: equal readers, equal graph keys."""
-        return (
-            "rntuple.PartitionReader",
-            self.token,
-            self.selection,
-            self.fields,
-            self.report,
-            sorted(self.network.items()),
-        )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -537,17 +537,6 @@ class MappedPartitionReader(FormReader):
             )
         )
         return frozenset(self.info.keys_for_buffer_keys(frozenset(touched))) & frozenset(self.keys)
-
-    def __dask_tokenize__(self) -> Any:
-        """A deterministic token: equal readers, equal graph keys."""
-        return (
-            "rntuple.MappedPartitionReader",
-            self.token,
-            self.keys,
-            self.fields,
-            self.report,
-            sorted(self.network.items()),
-        )
 
     def __call__(self, partition: tuple[str, str, int, int]) -> Any:
         """The partition as an array of the mapped form (and, with ``report``, what

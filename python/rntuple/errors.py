@@ -251,6 +251,7 @@ __all__ = [
     "RemoteIsADirectoryError",
     "RemotePermissionError",
     "RemoteTimeoutError",
+    "SlowReadWarning",
     "UnsupportedError",
     "ValueOutOfRangeError",
 ]

@@ -167,9 +167,6 @@ class JoinPartitionReader(FormReader):
         paths = ColumnProjectionMixin.necessary_columns(self, report, state)  # type: ignore[arg-type]
         return frozenset(_top(p, self.spec["name"]) for p in paths) & frozenset(self.selection)
 
-    def __dask_tokenize__(self) -> Any:
-        return ("rntuple.JoinPartitionReader", self.token, self.selection, self.fields, self.report)
-
     def __call__(self, partition: tuple[int, int]) -> Any:
         """The partition's rows (and, with ``report``, what reading them cost)."""
         import awkward as ak

@@ -2,9 +2,9 @@
 //! Arrow streams.
 
 use crate::errors::to_py_err;
-use crate::write_options::{rntuple_schema, type_overrides, write_stream, WriteOptionsHandle};
-use arrow_array::RecordBatchReader;
-use arrow_pyarrow::FromPyArrow;
+use crate::write_options::{
+    arrow_stream, rntuple_schema, typed_stream, write_stream, WriteOptionsHandle,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::container::FileWriter;
@@ -65,9 +65,7 @@ impl FileWriterHandle {
                 "the file already has an RNTuple named \"{name}\"; use extend() to add entries"
             ))));
         }
-        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
-        let schema = stream.schema();
-        let type_names = type_overrides(&schema, types)?;
+        let (mut stream, schema, type_names) = typed_stream(data, types)?;
         let options = self.options.clone();
         let file = self.open_file()?;
         py.detach(move || -> rntuple::Result<u64> {
@@ -88,7 +86,7 @@ impl FileWriterHandle {
     /// Appends the entries of `data` (same fields as when created) to RNTuple `name`.
     /// Returns the RNTuple's entries so far.
     fn extend(&mut self, py: Python<'_>, name: String, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let mut stream = arrow_stream(data)?;
         let writer = self.open_file()?.writer_mut(&name).ok_or_else(|| {
             to_py_err(Error::NotFound(format!(
                 "no RNTuple named \"{name}\" is being written in this file"

@@ -1,9 +1,9 @@
 //! `ObjectWriterHandle`: an RNTuple written as objects (ROOT's S3 layout).
 
 use crate::errors::to_py_err;
-use crate::write_options::{rntuple_schema, type_overrides, write_stream, WriteOptionsHandle};
-use arrow_array::RecordBatchReader;
-use arrow_pyarrow::FromPyArrow;
+use crate::write_options::{
+    arrow_stream, rntuple_schema, typed_stream, write_stream, WriteOptionsHandle,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::io::SourceOptions;
@@ -142,9 +142,7 @@ impl ObjectWriterHandle {
                 }
             ))));
         }
-        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
-        let schema = stream.schema();
-        let type_names = type_overrides(&schema, types)?;
+        let (mut stream, schema, type_names) = typed_stream(data, types)?;
         let options = self.options.clone();
         let url = self.url.clone();
         let (writer, sink, entries) = py
@@ -170,7 +168,7 @@ impl ObjectWriterHandle {
     /// Appends the entries of `data` (same fields as when created) to RNTuple `name`.
     /// Returns the RNTuple's entries so far. On an error the dataset is abandoned.
     fn extend(&mut self, py: Python<'_>, name: String, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let mut stream = arrow_stream(data)?;
         let writer = self.writer_of(&name)?;
         let result = py.detach(|| write_stream(&mut stream, |b| writer.write_batch(b)));
         match result {

@@ -2,7 +2,9 @@
 //! threads.
 
 use crate::errors::to_py_err;
-use crate::write_options::{rntuple_schema, type_overrides, write_stream, WriteOptionsHandle};
+use crate::write_options::{
+    arrow_stream, rntuple_schema, type_overrides, write_stream, WriteOptionsHandle,
+};
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
 use pyo3::prelude::*;
@@ -120,7 +122,7 @@ impl FillContextHandle {
     /// of the writer's schema), with the GIL released. Returns the entries written
     /// through this context so far.
     fn extend(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let mut stream = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let mut stream = arrow_stream(data)?;
         let context = self.open_context()?;
         let mut written = 0u64;
         let result = py.detach(|| {

@@ -188,7 +188,7 @@ impl Reader {
 impl Reader {
     /// This RNTuple's metadata alone, kept after the file is closed: a reader that
     /// selects, plans and describes reads as this one does and reads no page (for the
-    /// schemas of every file of a chain, and [`unify_field`]).
+    /// schemas of every file of a chain, and [`unify_field`](crate::read_types::unify_field)).
     fn detached(&self) -> Reader {
         Reader {
             reader: Arc::new(self.reader.detached()),

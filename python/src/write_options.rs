@@ -2,8 +2,10 @@
 //! schema of an Arrow schema, and writing an Arrow stream in slices.
 
 use crate::errors::to_py_err;
-use arrow_array::RecordBatch;
-use arrow_schema::{ArrowError, Schema};
+use arrow_array::ffi_stream::ArrowArrayStreamReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_pyarrow::FromPyArrow;
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
@@ -94,6 +96,23 @@ fn write_options(
         options = options.page_size(size);
     }
     options.build().map_err(to_py_err)
+}
+
+/// The Arrow stream of `data` (anything with `__arrow_c_stream__`).
+pub(crate) fn arrow_stream(data: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+    ArrowArrayStreamReader::from_pyarrow_bound(data)
+}
+
+/// The Arrow stream of `data`, its schema, and the C++ type names `types` gives to its
+/// top-level fields ([`type_overrides`]): what creating an RNTuple from data takes.
+pub(crate) fn typed_stream(
+    data: &Bound<'_, PyAny>,
+    types: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(ArrowArrayStreamReader, SchemaRef, BTreeMap<String, String>)> {
+    let stream = arrow_stream(data)?;
+    let schema = stream.schema();
+    let type_names = type_overrides(&schema, types)?;
+    Ok((stream, schema, type_names))
 }
 
 /// The C++ type names `types` gives to top-level fields, each of which `schema` must have.
