@@ -31,7 +31,7 @@ use crate::format::{Anchor, Footer, Header, LinkedAttributeSet, PageList};
 use crate::schema::Descriptor;
 use ::arrow_schema::{Schema, SchemaRef};
 use arrow_array::{new_empty_array, ArrayRef, RecordBatch};
-use column::Decoder;
+use assemble::Decoder;
 use rayon::prelude::*;
 use source::Storage;
 use std::collections::HashSet;
@@ -770,7 +770,7 @@ fn decode_fields(
     entries: &Range<u64>,
     fields_start: impl FnOnce(),
 ) -> Result<Vec<ArrayRef>> {
-    let segs: Vec<assemble::Seg<'_>> = decoder
+    let segs: Vec<column::Seg<'_>> = decoder
         .descriptor()
         .clusters
         .iter()
