@@ -101,6 +101,15 @@ fn offsets_vec(o: &OffsetBuffer<i64>) -> Vec<i64> {
     o.iter().copied().collect()
 }
 
+/// What a step of [`apply`] converts: the array, the field it becomes, and where its
+/// values are.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    array: &'a ArrayRef,
+    out: &'a Field,
+    place: &'a Place<'a>,
+}
+
 /// The error of an array that does not have the type its plan expects.
 fn mismatch(array: &ArrayRef, place: &Place<'_>) -> Error {
     Error::corrupt(
@@ -115,30 +124,26 @@ fn mismatch(array: &ArrayRef, place: &Place<'_>) -> Error {
 
 /// `array` converted by `node` into an array of field `out`.
 fn apply(node: &Node, array: &ArrayRef, out: &Field, place: &Place<'_>) -> Result<ArrayRef> {
+    let at = At { array, out, place };
     Ok(match node {
         Node::Same => array.clone(),
         Node::Number(to) => convert_number(array, *to, out, place)?,
         Node::Nullable(inner) => apply(inner, array, out, place)?,
-        Node::List(item, sort) => apply_list(item, *sort, array, out, place)?,
-        Node::OptionalToList(item) => optional_to_list(item, array, out, place)?,
-        Node::ArrayToList(item) => array_to_list(item, array, out, place)?,
-        Node::Array(item) => apply_array(item, array, out, place)?,
-        Node::MapToList(k, v) => map_to_list(k, v, array, out, place)?,
-        Node::ListToMap(k, v, sort) => list_to_map(k, v, *sort, array, out, place)?,
-        Node::Map(k, v) => apply_map(k, v, array, out, place)?,
-        Node::Record(members) => apply_record(members, array, out, place)?,
-        Node::Union(alts) => apply_union(alts, array, out, place)?,
+        Node::List(item, sort) => apply_list(item, *sort, at)?,
+        Node::OptionalToList(item) => optional_to_list(item, at)?,
+        Node::ArrayToList(item) => array_to_list(item, at)?,
+        Node::Array(item) => apply_array(item, at)?,
+        Node::MapToList(k, v) => map_to_list(k, v, at)?,
+        Node::ListToMap(k, v, sort) => list_to_map(k, v, *sort, at)?,
+        Node::Map(k, v) => apply_map(k, v, at)?,
+        Node::Record(members) => apply_record(members, at)?,
+        Node::Union(alts) => apply_union(alts, at)?,
     })
 }
 
 /// A list's items converted (and sorted per list when asked).
-fn apply_list(
-    item: &Node,
-    sort: bool,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn apply_list(item: &Node, sort: bool, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let list = array.as_list_opt::<i64>().ok_or_else(mismatch)?;
     let DataType::LargeList(item_field) = out.data_type() else {
@@ -158,12 +163,8 @@ fn apply_list(
 }
 
 /// A nullable value as a list of zero or one item.
-fn optional_to_list(
-    item: &Node,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn optional_to_list(item: &Node, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let DataType::LargeList(item_field) = out.data_type() else {
         return Err(mismatch());
@@ -191,12 +192,8 @@ fn optional_to_list(
 }
 
 /// A fixed-size list as a list.
-fn array_to_list(
-    item: &Node,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn array_to_list(item: &Node, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let fixed = array.as_fixed_size_list_opt().ok_or_else(mismatch)?;
     let DataType::LargeList(item_field) = out.data_type() else {
@@ -217,7 +214,8 @@ fn array_to_list(
 }
 
 /// A fixed-size list's items converted.
-fn apply_array(item: &Node, array: &ArrayRef, out: &Field, place: &Place<'_>) -> Result<ArrayRef> {
+fn apply_array(item: &Node, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let fixed = array.as_fixed_size_list_opt().ok_or_else(mismatch)?;
     let DataType::FixedSizeList(item_field, size) = out.data_type() else {
@@ -236,13 +234,8 @@ fn apply_array(item: &Node, array: &ArrayRef, out: &Field, place: &Place<'_>) ->
 }
 
 /// A map as a list of pairs.
-fn map_to_list(
-    k: &Node,
-    v: &Node,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn map_to_list(k: &Node, v: &Node, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let map = array.as_map_opt().ok_or_else(mismatch)?;
     let DataType::LargeList(pair_field) = out.data_type() else {
@@ -266,14 +259,8 @@ fn map_to_list(
 }
 
 /// A list of pairs as a map (sorted by key when asked).
-fn list_to_map(
-    k: &Node,
-    v: &Node,
-    sort: bool,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn list_to_map(k: &Node, v: &Node, sort: bool, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let list = array.as_list_opt::<i64>().ok_or_else(mismatch)?;
     let DataType::Map(entries_field, sorted) = out.data_type() else {
@@ -315,13 +302,8 @@ fn list_to_map(
 }
 
 /// A map's keys and values converted.
-fn apply_map(
-    k: &Node,
-    v: &Node,
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn apply_map(k: &Node, v: &Node, at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let map = array.as_map_opt().ok_or_else(mismatch)?;
     let DataType::Map(entries_field, sorted) = out.data_type() else {
@@ -346,12 +328,8 @@ fn apply_map(
 }
 
 /// Record members: each taken from a member on disk or added.
-fn apply_record(
-    members: &[Member],
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn apply_record(members: &[Member], at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let record = array.as_struct_opt().ok_or_else(mismatch)?;
     let DataType::Struct(fields) = out.data_type() else {
@@ -380,12 +358,8 @@ fn apply_record(
 }
 
 /// A variant's alternatives converted.
-fn apply_union(
-    alts: &[Node],
-    array: &ArrayRef,
-    out: &Field,
-    place: &Place<'_>,
-) -> Result<ArrayRef> {
+fn apply_union(alts: &[Node], at: At<'_>) -> Result<ArrayRef> {
+    let At { array, out, place } = at;
     let mismatch = || mismatch(array, place);
     let union = array
         .as_any()

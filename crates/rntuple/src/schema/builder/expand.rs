@@ -22,29 +22,19 @@ impl SchemaBuilder {
                 "field \"{name}\" is nested deeper than {MAX_FIELD_DEPTH} levels (a recursive type?)"
             )));
         }
+        // An untyped record or collection: no C++ type name.
+        let untyped = CppType::plain("");
         let ty = match shape {
             Shape::Cpp(ty) => ty,
             Shape::UntypedRecord(members) => {
-                let id = self.push_node(
-                    name,
-                    &CppType::plain(""),
-                    FieldRole::Record,
-                    parent,
-                    Slot::None,
-                );
+                let id = self.push_node(name, &untyped, FieldRole::Record, parent, Slot::None);
                 for (m, t) in members {
                     self.build(m, Shape::Cpp(t), Some(id), depth + 1)?;
                 }
                 return Ok(id);
             }
             Shape::UntypedCollection(members) => {
-                let id = self.push_node(
-                    name,
-                    &CppType::plain(""),
-                    FieldRole::Collection,
-                    parent,
-                    Slot::Index,
-                );
+                let id = self.push_node(name, &untyped, FieldRole::Collection, parent, Slot::Index);
                 self.build("_0", Shape::UntypedRecord(members), Some(id), depth + 1)?;
                 return Ok(id);
             }
@@ -79,7 +69,7 @@ impl SchemaBuilder {
         if let Some(class) = self.classes.get(&t).cloned() {
             return self.build_class(name, ty, &class, parent, depth);
         }
-        self.build_template(name, ty, parent, depth)
+        self.build_template(name, ty, &t, parent, depth)
     }
 
     /// Expands a field of a registered class: its bases (`:_0`, ...), then its members.
@@ -118,15 +108,15 @@ impl SchemaBuilder {
     }
 
     /// Expands a field of a standard template (collections, maps, arrays, bitsets,
-    /// atomics, variants, pairs and tuples).
+    /// atomics, variants, pairs and tuples); `t` is its type name.
     fn build_template(
         &mut self,
         name: &str,
         ty: &CppType,
+        t: &str,
         parent: Option<u32>,
         depth: usize,
     ) -> Result<u32> {
-        let t = ty.type_name();
         let n_args = |n: usize| -> Result<()> {
             if ty.args.len() == n {
                 Ok(())
@@ -135,6 +125,12 @@ impl SchemaBuilder {
                     "type \"{t}\" needs {n} template argument(s)"
                 )))
             }
+        };
+        // A field of one subfield, `_0`, of type `item`.
+        let with_item = |this: &mut Self, role, slot, item: &CppType| -> Result<u32> {
+            let id = this.push_node(name, ty, role, parent, slot);
+            this.build("_0", Shape::Cpp(item), Some(id), depth + 1)?;
+            Ok(id)
         };
         match ty.name.as_str() {
             "std::vector"
@@ -147,9 +143,7 @@ impl SchemaBuilder {
             | "std::unique_ptr" => {
                 n_args(1)?;
                 let item = ty.type_arg(0)?.clone();
-                let id = self.push_node(name, ty, FieldRole::Collection, parent, Slot::Index);
-                self.build("_0", Shape::Cpp(&item), Some(id), depth + 1)?;
-                Ok(id)
+                with_item(self, FieldRole::Collection, Slot::Index, &item)
             }
             map if is_map_template(map) => {
                 n_args(2)?;
@@ -157,9 +151,7 @@ impl SchemaBuilder {
                     "std::pair",
                     vec![ty.type_arg(0)?.clone(), ty.type_arg(1)?.clone()],
                 );
-                let id = self.push_node(name, ty, FieldRole::Collection, parent, Slot::Index);
-                self.build("_0", Shape::Cpp(&pair), Some(id), depth + 1)?;
-                Ok(id)
+                with_item(self, FieldRole::Collection, Slot::Index, &pair)
             }
             "std::array" => {
                 n_args(2)?;
@@ -187,9 +179,7 @@ impl SchemaBuilder {
             "std::atomic" => {
                 n_args(1)?;
                 let item = ty.type_arg(0)?.clone();
-                let id = self.push_node(name, ty, FieldRole::Leaf, parent, Slot::None);
-                self.build("_0", Shape::Cpp(&item), Some(id), depth + 1)?;
-                Ok(id)
+                with_item(self, FieldRole::Leaf, Slot::None, &item)
             }
             "std::variant" | "std::pair" | "std::tuple" => {
                 let items: Vec<CppType> = ty.type_args()?.into_iter().cloned().collect();
