@@ -9,7 +9,7 @@
 //! makes it null when asked ([`OnOverflow::Mask`]).
 //!
 //! One rule decides how a number reads as another, whoever chose the type (a caller's
-//! `types=`, or [`super::unify`] over many files): [`number_fit`]. A conversion that holds every
+//! `types=`, or [`super::unify`] over many files): [`numbers::number_fit`]. A conversion that holds every
 //! value is done; one that may not is done with a check of every value (an integer read
 //! as a real must read back exactly: `2**62 + 1` is no `double`); the others are refused
 //! before anything is read. ROOT 6.40 refuses integers read as reals; this reader reads
@@ -20,10 +20,10 @@ mod apply;
 mod numbers;
 mod plan;
 mod target;
+mod unify;
 
-pub(super) use numbers::{int_range, number_fit, Fit};
 pub(crate) use plan::{plan, Conversion};
-pub(super) use target::{map_kind_of, seq_kind_of, MapKind, SeqKind};
+pub use unify::{unification, unify, FieldOf, Inexact, Unification};
 
 /// The type a field is read as.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@ use crate::schema::PrimitiveType;
 
 /// How every value of one number type reads as another ([`number_fit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::read) enum Fit {
+pub(super) enum Fit {
     /// Every value reads (widening; any integer as `bool`, nonzero as true, as ROOT).
     Always,
     /// Some values may not: each is checked as it is read (integer narrowing and sign
@@ -20,7 +20,7 @@ pub(in crate::read) enum Fit {
 /// may be lost, as ROOT reads it); an integer that does not read back exactly as the
 /// real asked for (ROOT 6.40 refuses every integer as a real; uproot and NumPy promote
 /// silently, losing digits past 2**53).
-pub(in crate::read) fn number_fit(from: PrimitiveType, to: PrimitiveType) -> Fit {
+pub(super) fn number_fit(from: PrimitiveType, to: PrimitiveType) -> Fit {
     use PrimitiveType::*;
     let integral_or_bool = |p: PrimitiveType| is_integral(p) || p == Bool;
     if from == to || (matches!(from, Char | Int8) && matches!(to, Char | Int8)) {
@@ -69,7 +69,7 @@ fn is_integral(p: PrimitiveType) -> bool {
 }
 
 /// The range of an integral type (bool: 0..=1).
-pub(in crate::read) fn int_range(p: PrimitiveType) -> (i128, i128) {
+pub(super) fn int_range(p: PrimitiveType) -> (i128, i128) {
     use PrimitiveType::*;
     match p {
         Bool => (0, 1),

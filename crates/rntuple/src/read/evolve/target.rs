@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// A sequence template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::read) enum SeqKind {
+pub(super) enum SeqKind {
     Vector,
     RVec,
     Set,
@@ -22,7 +22,7 @@ pub(in crate::read) enum SeqKind {
 
 /// A map template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::read) enum MapKind {
+pub(super) enum MapKind {
     Map,
     UnorderedMap,
     Multimap,
@@ -49,7 +49,7 @@ const MAP_TEMPLATES: [(MapKind, &str); 4] = [
 
 impl SeqKind {
     /// The template's C++ name (`std::vector`).
-    pub(in crate::read) fn template(self) -> &'static str {
+    pub(super) fn template(self) -> &'static str {
         SEQ_TEMPLATES
             .iter()
             .find(|(k, _)| *k == self)
@@ -59,12 +59,12 @@ impl SeqKind {
 
 impl MapKind {
     /// Whether its keys are unique.
-    pub(in crate::read) fn unique(self) -> bool {
+    pub(super) fn unique(self) -> bool {
         matches!(self, MapKind::Map | MapKind::UnorderedMap)
     }
 
     /// The template's C++ name (`std::map`).
-    pub(in crate::read) fn template(self) -> &'static str {
+    pub(super) fn template(self) -> &'static str {
         MAP_TEMPLATES
             .iter()
             .find(|(k, _)| *k == self)
@@ -226,7 +226,7 @@ fn target_of(t: &CppType) -> Result<Target> {
 }
 
 /// The sequence template of a type name (`std::set<int>`), if it is one.
-pub(in crate::read) fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
+pub(super) fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
     let head = type_name.split('<').next()?;
     SEQ_TEMPLATES
         .iter()
@@ -235,7 +235,7 @@ pub(in crate::read) fn seq_kind_of(type_name: &str) -> Option<SeqKind> {
 }
 
 /// The map template of a type name (`std::map<int,float>`), if it is one.
-pub(in crate::read) fn map_kind_of(type_name: &str) -> Option<MapKind> {
+pub(super) fn map_kind_of(type_name: &str) -> Option<MapKind> {
     let head = type_name.split('<').next()?;
     MAP_TEMPLATES
         .iter()

@@ -1,12 +1,12 @@
 //! One type for a field of many files ([`unify`]): numbers promoted by the rule of
-//! numbers of [`super::evolve`] (the narrowest type that holds every file's values, else
+//! numbers ([`super::numbers`]: the narrowest type that holds every file's values, else
 //! the one that holds the most of them, its reads checked and the files noted),
 //! collections of every kind as vectors, records member by member. Each file is then read
-//! as that type by the planner of [`super::evolve`], as a caller's `types=` would be.
+//! as that type by the planner ([`super::plan`]), as a caller's `types=` would be.
 
-use super::evolve::{
-    int_range, map_kind_of, number_fit, seq_kind_of, Fit, MapKind, ReadAs, SeqKind,
-};
+use super::numbers::{int_range, number_fit, Fit};
+use super::target::{map_kind_of, seq_kind_of, MapKind, SeqKind};
+use super::ReadAs;
 use crate::error::{Error, Result};
 use crate::schema::{Descriptor, FieldKind, PrimitiveType, RecordStyle};
 
