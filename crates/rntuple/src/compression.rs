@@ -246,25 +246,15 @@ pub fn decompress_into(data: &[u8], out: &mut [u8], what: &str) -> Result<()> {
     let mut opos = 0usize;
     let mut chunk_index = 0usize;
     while ipos < data.len() {
-        let header = data
-            .get(ipos..ipos + CHUNK_HEADER_SIZE)
-            .ok_or_else(|| Error::Truncated {
-                what: format!("{what}: header of compressed chunk {chunk_index}"),
-                offset: ipos as u64,
-                needed: CHUNK_HEADER_SIZE as u64,
-                available: (data.len() - ipos) as u64,
-            })?;
+        let header = bytes_at(data, ipos, CHUNK_HEADER_SIZE, || {
+            format!("{what}: header of compressed chunk {chunk_index}")
+        })?;
         let csize = u24(&header[3..6]);
         let usize_ = u24(&header[6..9]);
         let payload_start = ipos + CHUNK_HEADER_SIZE;
-        let payload = data
-            .get(payload_start..payload_start + csize)
-            .ok_or_else(|| Error::Truncated {
-                what: format!("{what}: compressed chunk {chunk_index}"),
-                offset: payload_start as u64,
-                needed: csize as u64,
-                available: (data.len() - payload_start) as u64,
-            })?;
+        let payload = bytes_at(data, payload_start, csize, || {
+            format!("{what}: compressed chunk {chunk_index}")
+        })?;
         if usize_ == 0 {
             return Err(Error::corrupt(
                 what,
@@ -296,6 +286,18 @@ pub fn decompress_into(data: &[u8], out: &mut [u8], what: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The `len` bytes of `data` at `start`, or the error of a block cut short there (`what`
+/// names the part).
+fn bytes_at(data: &[u8], start: usize, len: usize, what: impl FnOnce() -> String) -> Result<&[u8]> {
+    data.get(start..start + len)
+        .ok_or_else(|| Error::Truncated {
+            what: what(),
+            offset: start as u64,
+            needed: len as u64,
+            available: data.len().saturating_sub(start) as u64,
+        })
 }
 
 /// A little-endian 24-bit size of a chunk header.

@@ -97,7 +97,6 @@ fn populate<T>(_buffer: &mut [T]) {}
 // page faults again. While a stream is open, decoded buffers dropped by their last user
 // return here instead, mapped and warm, and the next batch decodes into them.
 
-use crate::encoding::unsplit::Pod;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -118,6 +117,34 @@ const FIT_DIVISOR: usize = 2;
 /// the same column of the next batch, a little longer, still fits (only the pages written
 /// are mapped).
 const GROWTH_DIVISOR: usize = 8;
+
+/// Plain element types whose bytes may be written directly: no padding, every bit
+/// pattern a valid value.
+///
+/// # Safety
+/// Implement only for types with no padding bytes for which every bit pattern is valid.
+pub(crate) unsafe trait Pod: Copy + 'static {}
+
+// SAFETY: primitive integers and floats have no padding and accept every bit pattern.
+unsafe impl Pod for u8 {}
+// SAFETY: as above.
+unsafe impl Pod for i8 {}
+// SAFETY: as above.
+unsafe impl Pod for u16 {}
+// SAFETY: as above.
+unsafe impl Pod for i16 {}
+// SAFETY: as above.
+unsafe impl Pod for u32 {}
+// SAFETY: as above.
+unsafe impl Pod for i32 {}
+// SAFETY: as above.
+unsafe impl Pod for u64 {}
+// SAFETY: as above.
+unsafe impl Pod for i64 {}
+// SAFETY: as above.
+unsafe impl Pod for f32 {}
+// SAFETY: as above.
+unsafe impl Pod for f64 {}
 
 /// Element types a buffer can be recycled for: `Pod` (every bit pattern a value, so a
 /// recycled buffer's old bytes are values, never undefined behaviour), whose alignment is

@@ -3,9 +3,10 @@
 //! kernels (byte unsplit fused with zigzag/delta/widening, plain little-endian copies,
 //! bit unpacking) are written over fixed-size blocks so that the compiler vectorises them.
 
-use super::unsplit::{as_bytes_mut, unsplit_bytes, Pod};
+use super::unsplit::{as_bytes_mut, unsplit_bytes};
 use super::{decode_page, ColumnEncoding, ColumnType, ColumnValues};
 use crate::error::{Error, Result};
+use crate::memory::Pod;
 
 /// Mutable views of (part of) a [`ColumnValues`], one variant per in-memory kind: the
 /// destination of [`decode_page_into`].

@@ -3,33 +3,7 @@
 //! always present) 16 elements at a time go through byte/word/dword unpack shuffles; the
 //! portable scalar version handles the tails and other targets.
 
-/// Plain element types whose bytes may be written directly: no padding, every bit
-/// pattern a valid value.
-///
-/// # Safety
-/// Implement only for types with no padding bytes for which every bit pattern is valid.
-pub(crate) unsafe trait Pod: Copy + 'static {}
-
-// SAFETY: primitive integers and floats have no padding and accept every bit pattern.
-unsafe impl Pod for u8 {}
-// SAFETY: as above.
-unsafe impl Pod for i8 {}
-// SAFETY: as above.
-unsafe impl Pod for u16 {}
-// SAFETY: as above.
-unsafe impl Pod for i16 {}
-// SAFETY: as above.
-unsafe impl Pod for u32 {}
-// SAFETY: as above.
-unsafe impl Pod for i32 {}
-// SAFETY: as above.
-unsafe impl Pod for u64 {}
-// SAFETY: as above.
-unsafe impl Pod for i64 {}
-// SAFETY: as above.
-unsafe impl Pod for f32 {}
-// SAFETY: as above.
-unsafe impl Pod for f64 {}
+use crate::memory::Pod;
 
 /// The bytes of a slice of plain values, writable.
 #[inline(always)]

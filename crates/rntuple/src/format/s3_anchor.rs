@@ -570,55 +570,62 @@ impl Parser<'_> {
 
     fn object(&mut self, depth: usize) -> Result<JsonValue> {
         let depth = self.nested(depth)?;
-        self.pos += 1;
         let mut map = BTreeMap::new();
-        self.skip_whitespace();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Ok(JsonValue::Object(map));
-        }
-        loop {
-            self.skip_whitespace();
-            if self.peek() != Some(b'"') {
-                return Err(self.error("expected a member name (a string)"));
+        self.items(b'}', "an object", |p| {
+            p.skip_whitespace();
+            if p.peek() != Some(b'"') {
+                return Err(p.error("expected a member name (a string)"));
             }
-            let key = self.string()?;
-            self.skip_whitespace();
-            self.expect(b':', "expected ':' after a member name")?;
-            let value = self.value(depth)?;
+            let key = p.string()?;
+            p.skip_whitespace();
+            p.expect(b':', "expected ':' after a member name")?;
+            let value = p.value(depth)?;
             // As nlohmann: a name given twice keeps its last value.
             map.insert(key, value);
-            self.skip_whitespace();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(JsonValue::Object(map));
-                }
-                _ => return Err(self.error("expected ',' or '}' in an object")),
-            }
-        }
+            Ok(())
+        })?;
+        Ok(JsonValue::Object(map))
     }
 
     fn array(&mut self, depth: usize) -> Result<JsonValue> {
         let depth = self.nested(depth)?;
-        self.pos += 1;
         let mut items = Vec::new();
+        self.items(b']', "an array", |p| {
+            items.push(p.value(depth)?);
+            Ok(())
+        })?;
+        Ok(JsonValue::Array(items))
+    }
+
+    /// The items of an object or array (`what`), from its opening byte to its `close`,
+    /// separated by commas; `item` reads each.
+    fn items(
+        &mut self,
+        close: u8,
+        what: &str,
+        mut item: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        self.pos += 1;
         self.skip_whitespace();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.pos += 1;
-            return Ok(JsonValue::Array(items));
+            return Ok(());
         }
         loop {
-            items.push(self.value(depth)?);
+            item(self)?;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
-                Some(b']') => {
+                Some(c) if c == close => {
                     self.pos += 1;
-                    return Ok(JsonValue::Array(items));
+                    return Ok(());
                 }
-                _ => return Err(self.error("expected ',' or ']' in an array")),
+                _ => {
+                    return Err(self.error(&format!(
+                        "expected ',' or '{}' in {what}",
+                        char::from(close)
+                    )))
+                }
             }
         }
     }

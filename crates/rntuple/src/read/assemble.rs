@@ -1,36 +1,90 @@
-//! Assembling one field's Arrow array for an entry range of one cluster, recursively
-//! through its subfields.
+//! The decoder: assembling one field's Arrow array for entry ranges of clusters,
+//! recursively through its subfields, from the columns a [`ColumnReader`] reads and the
+//! offsets several fields share ([`SharedOffsets`]).
 
-use super::column::{ColumnPart, Decoder};
-use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
+use super::column::{arrow_offsets, mul, scaled, ColumnReader, Offsets, PageCarry, PerEntry, Seg};
+use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints};
+use super::shared_offsets::SharedOffsets;
+use super::source::PageSource;
 use crate::arrays::map_array;
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
 use crate::memory::into_arrow_buffer;
 use crate::schema::arrow_field_kept;
-use crate::schema::{ClusterDescriptor, FieldKind, PrimitiveType};
+use crate::schema::{ClusterDescriptor, Descriptor, FieldKind, PrimitiveType};
 use arrow_array::types::*;
 use arrow_array::*;
-use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
-use std::ops::Range;
 use std::sync::Arc;
-
-/// Where a field's elements live: `Some(k)` when the field has exactly `k` elements per
-/// entry (top-level fields, record members, fixed-size array items), `None` inside
-/// collections and variants.
-pub(crate) type PerEntry = Option<u64>;
 
 /// The record members to assemble (all when `None`): the fields on the paths of a
 /// projection such as `Jet.pt`, and everything below the selected members.
 pub(crate) type Keep<'a> = Option<&'a std::collections::HashSet<u32>>;
 
-/// One cluster's part of a read: the cluster and the field's elements wanted there
-/// (local to the cluster). A field is assembled over several clusters' parts at once,
-/// into one array.
-pub(crate) type Seg<'a> = (&'a ClusterDescriptor, Range<u64>);
+/// Decodes fields of an RNTuple (its descriptor) from the pages a page source gives.
+pub(crate) struct Decoder<'a> {
+    columns: ColumnReader<'a>,
+    /// Offsets several fields of the read being assembled share.
+    shared: SharedOffsets,
+}
 
-impl Decoder<'_> {
+/// One field's part of a read, as [`Decoder::assemble`] is asked for it.
+#[derive(Clone, Copy)]
+struct FieldRead<'r, 's> {
+    segs: &'r [Seg<'s>],
+    id: u32,
+    name: &'r str,
+    per_entry: PerEntry,
+    keep: Keep<'r>,
+}
+
+impl FieldRead<'_, '_> {
+    /// The number of the field's elements read.
+    fn len(&self) -> Result<usize> {
+        let len = self
+            .segs
+            .iter()
+            .try_fold(0u64, |n, (_, r)| n.checked_add(r.end - r.start))
+            .ok_or_else(|| Error::corrupt("entry ranges", "more than 2^64 elements in one read"))?;
+        to_usize(len, "elements of one read")
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder of `descriptor`'s fields, from `pages`.
+    pub(crate) fn new(descriptor: &'a Descriptor, pages: &'a dyn PageSource) -> Decoder<'a> {
+        Decoder {
+            columns: ColumnReader::new(descriptor, pages),
+            shared: SharedOffsets::default(),
+        }
+    }
+
+    /// The same decoder, sharing the pages across the ends of consecutive ranges through
+    /// `carry`.
+    pub(crate) fn with_carry(self, carry: &'a PageCarry) -> Decoder<'a> {
+        Decoder {
+            columns: self.columns.with_carry(carry),
+            ..self
+        }
+    }
+
+    /// The descriptor of the fields it decodes.
+    pub(crate) fn descriptor(&self) -> &'a Descriptor {
+        self.columns.descriptor()
+    }
+
+    /// Before the top-level `fields` are assembled over `segs` (in parallel): decodes
+    /// once the offsets that several of them would each decode, for their assembly to
+    /// take (see [`SharedOffsets`]).
+    pub(crate) fn share_offsets(&self, segs: &[Seg<'_>], fields: &[u32]) {
+        self.shared.share(&self.columns, segs, fields);
+    }
+
+    /// Drops the shared offsets of the read just assembled (its arrays keep them).
+    pub(crate) fn forget_shared_offsets(&self) {
+        self.shared.forget();
+    }
+
     /// The Arrow array of field `id` for its elements in `segs` (one range per cluster,
     /// concatenated in order).
     pub(crate) fn assemble(
@@ -41,35 +95,24 @@ impl Decoder<'_> {
         per_entry: PerEntry,
         keep: Keep<'_>,
     ) -> Result<ArrayRef> {
-        self.assemble_inner(segs, id, name, per_entry, keep)
-            .map_err(|e| match e {
-                Error::At { .. } => e,
-                other => other.at(Location {
-                    field: Some(self.descriptor().qualified_name(id)),
-                    cluster: match segs {
-                        [(c, _)] => Some(c.id),
-                        _ => None,
-                    },
-                    ..Default::default()
-                }),
-            })
-    }
-
-    /// The columns of field `id` used in `cluster`: the representation that is not
-    /// suppressed there (the first one when the field has a single representation or
-    /// none is listed, as for deferred columns).
-    pub(super) fn active_columns(&self, cluster: &ClusterDescriptor, id: u32) -> Vec<u32> {
-        let reps = self.descriptor().representations(id);
-        if reps.len() > 1 {
-            for rep in &reps {
-                if let Some(&first) = rep.first() {
-                    if cluster.column(first).is_some_and(|cp| !cp.is_suppressed()) {
-                        return rep.clone();
-                    }
-                }
-            }
-        }
-        reps.into_iter().next().unwrap_or_default()
+        let read = FieldRead {
+            segs,
+            id,
+            name,
+            per_entry,
+            keep,
+        };
+        self.assemble_inner(read).map_err(|e| match e {
+            Error::At { .. } => e,
+            other => other.at(Location {
+                field: Some(self.descriptor().qualified_name(id)),
+                cluster: match segs {
+                    [(c, _)] => Some(c.id),
+                    _ => None,
+                },
+                ..Default::default()
+            }),
+        })
     }
 
     fn expect_columns(&self, id: u32, cols: &[u32], n: usize) -> Result<()> {
@@ -86,336 +129,272 @@ impl Decoder<'_> {
         Ok(())
     }
 
-    /// Reads column `column` over `segs` (ranges scaled by `scale` elements per field
-    /// element, a field with `per_entry` elements per entry).
-    fn read_segs(
-        &self,
-        segs: &[Seg<'_>],
-        column: u32,
-        per_entry: PerEntry,
-        scale: u64,
-    ) -> Result<ColumnValues> {
-        self.read_segs_after(segs, column, per_entry, scale, 0)
-            .map(|(values, _)| values)
-    }
-
-    /// As `read_segs`, with `lead` zero elements before the values; also returns the
-    /// stored bytes taken from the page source.
-    fn read_segs_after(
-        &self,
-        segs: &[Seg<'_>],
-        column: u32,
-        per_entry: PerEntry,
-        scale: u64,
-        lead: usize,
-    ) -> Result<(ColumnValues, u64)> {
-        let parts = segs
-            .iter()
-            .map(|(c, r)| {
-                let total = scaled(per_entry, c.n_entries, "cluster entry count")?;
-                Ok(ColumnPart {
-                    cluster: c,
-                    range: mul(r.start, scale, "array size")?..mul(r.end, scale, "array size")?,
-                    expected_total: scaled(total, scale, "array size")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.read_column_parts(column, &parts, lead)
-    }
-
     /// Reads a collection's offsets for the entries of `segs`: the items' ranges in each
     /// cluster and the Arrow offsets over all of them (from 0), checked to never decrease.
     /// Offsets decoded once for several columns ([`Decoder::share_offsets`]) are taken
     /// from there.
-    fn read_offsets<'a>(
+    fn read_offsets<'s>(
         &self,
-        segs: &[Seg<'a>],
+        segs: &[Seg<'s>],
         column: u32,
         per_entry: PerEntry,
-    ) -> Result<(Vec<Seg<'a>>, Offsets)> {
-        if let Some(shared) = self.shared_offsets(segs, column, per_entry) {
+    ) -> Result<(Vec<Seg<'s>>, Offsets)> {
+        if let Some(shared) = self.shared.get(&self.columns, segs, column, per_entry) {
             return Ok(shared);
         }
-        self.decode_offsets(segs, column, per_entry)
+        self.columns
+            .decode_offsets(segs, column, per_entry)
             .map(|(items, offsets, _)| (items, offsets))
     }
 
-    /// Decodes a collection's offsets (see [`Decoder::read_offsets`]); also returns the
-    /// stored bytes taken from the page source.
-    pub(super) fn decode_offsets<'a>(
-        &self,
-        segs: &[Seg<'a>],
-        column: u32,
-        per_entry: PerEntry,
-    ) -> Result<(Vec<Seg<'a>>, Offsets, u64)> {
-        // Each range starts one element early for the start of its first item.
-        let early: Vec<Seg<'a>> = segs
-            .iter()
-            .map(|(c, r)| (*c, r.start.saturating_sub(1)..r.end))
-            .collect();
-        // Read after one leading 0 and turned into the Arrow offsets in place: every
-        // offset is written at or before the element it comes from (each cluster after
-        // a range's start drops one element), so no second buffer is needed.
-        let (values, taken) = self.read_segs_after(&early, column, per_entry, 1, 1)?;
-        let mut all = to_offsets(values)?;
-        let mut items = Vec::with_capacity(segs.len());
-        let mut read = 1usize;
-        let mut written = 1usize;
-        let mut base = 0u64;
-        for ((c, r), (_, e)) in segs.iter().zip(&early) {
-            let len = to_usize(e.end - e.start, "collection offsets of one cluster")?;
-            if read.checked_add(len).is_none_or(|end| end > all.len()) {
-                return Err(Error::corrupt("collection offsets", "offsets out of range"));
-            }
-            let (start, first_end) = match r.start {
-                0 => (0, read),
-                _ if len > 0 => (all[read], read + 1),
-                _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
-            };
-            let ends = first_end..read + len;
-            read += len;
-            // Offsets never decrease (checked branch-free over the page, the culprit
-            // looked up only on failure), so the last one is the largest: one range check.
-            let shift = base.wrapping_sub(start);
-            let mut prev = start;
-            let mut bad = false;
-            for i in ends.clone() {
-                let e = all[i];
-                bad |= e < prev;
-                prev = e;
-                all[written] = e.wrapping_add(shift);
-                written += 1;
-            }
-            if bad {
-                // The ends were overwritten in place: the wrapping shift gives them back.
-                let mut p = start;
-                for &shifted in &all[written - ends.len()..written] {
-                    let e = shifted.wrapping_sub(shift);
-                    if e < p {
-                        return Err(Error::corrupt(
-                            "collection offsets",
-                            format!("offset {e} follows {p} in column {column}"),
-                        ));
-                    }
-                    p = e;
-                }
-            }
-            base = base
-                .checked_add(prev - start)
-                .filter(|&b| i64::try_from(b).is_ok())
-                .ok_or_else(|| {
-                    Error::corrupt("collection offsets", format!("offset {prev} too large"))
-                })?;
-            items.push((*c, start..prev));
-        }
-        all.truncate(written);
-        // Checked above to stay within i64; the same allocation, reinterpreted.
-        let offsets: Vec<i64> = all.into_iter().map(|o| o as i64).collect();
-        Ok((items, Offsets(into_arrow_buffer(offsets)), taken))
-    }
-
-    fn assemble_inner(
-        &self,
-        segs: &[Seg<'_>],
-        id: u32,
-        name: &str,
-        per_entry: PerEntry,
-        keep: Keep<'_>,
-    ) -> Result<ArrayRef> {
+    /// The Arrow array of one field's part of a read: by its kind, from its columns or
+    /// from its subfields' arrays.
+    fn assemble_inner(&self, f: FieldRead<'_, '_>) -> Result<ArrayRef> {
         let desc = self.descriptor();
-        let kind = desc.field_kind(id);
-        let Some((first, _)) = segs.first() else {
+        let kind = desc.field_kind(f.id);
+        let Some((first, _)) = f.segs.first() else {
             return Ok(arrow_array::new_empty_array(
-                arrow_field_kept(desc, id, name, keep)?.data_type(),
+                arrow_field_kept(desc, f.id, f.name, f.keep)?.data_type(),
             ));
         };
-        let cols = self.active_columns(first, id);
+        let cols = self.columns.active_columns(first, f.id);
         // Variants index per cluster, and a field may switch representation between
         // clusters: assemble those cluster by cluster and concatenate.
-        if segs.len() > 1
+        if f.segs.len() > 1
             && (matches!(kind, FieldKind::Variant(_))
-                || segs.iter().any(|(c, _)| self.active_columns(c, id) != cols))
+                || f.segs
+                    .iter()
+                    .any(|(c, _)| self.columns.active_columns(c, f.id) != cols))
         {
-            let parts = segs
-                .iter()
-                .map(|seg| self.assemble(std::slice::from_ref(seg), id, name, per_entry, keep))
-                .collect::<Result<Vec<_>>>()?;
-            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-            return Ok(arrow_select::concat::concat(&refs)?);
+            return self.assemble_by_cluster(f);
         }
-        let len = segs
-            .iter()
-            .try_fold(0u64, |n, (_, r)| n.checked_add(r.end - r.start))
-            .ok_or_else(|| Error::corrupt("entry ranges", "more than 2^64 elements in one read"))?;
-        let len = to_usize(len, "elements of one read")?;
+        let len = f.len()?;
         Ok(match kind {
             FieldKind::Primitive(p) => {
-                self.expect_columns(id, &cols, 1)?;
-                let values = self.read_segs(segs, cols[0], per_entry, 1)?;
+                self.expect_columns(f.id, &cols, 1)?;
+                let values = self.columns.read_segs(f.segs, cols[0], f.per_entry, 1)?;
                 primitive_array(p, values)?
             }
-            FieldKind::String => {
-                self.expect_columns(id, &cols, 2)?;
-                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let chars = self.read_segs(&items, cols[1], None, 1)?;
-                let ColumnValues::U8(bytes) = chars else {
-                    return Err(Error::corrupt(
-                        "schema",
-                        "string characters are not a Char column",
-                    ));
-                };
-                let array = LargeStringArray::try_new(arrow_offsets(offsets), bytes.into(), None)
-                    .map_err(|e| {
-                    Error::corrupt("string data", format!("not valid UTF-8: {e}"))
-                })?;
-                Arc::new(array)
-            }
-            FieldKind::Streamer => {
-                self.expect_columns(id, &cols, 2)?;
-                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let ColumnValues::U8(bytes) = self.read_segs(&items, cols[1], None, 1)? else {
-                    return Err(Error::corrupt(
-                        "schema",
-                        "streamer bytes are not a Byte column",
-                    ));
-                };
-                Arc::new(LargeBinaryArray::new(
-                    arrow_offsets(offsets),
-                    bytes.into(),
-                    None,
-                ))
-            }
-            FieldKind::List(child) => {
-                self.expect_columns(id, &cols, 1)?;
-                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let child_name = desc.field(child).name().to_string();
-                let values = self.assemble(&items, child, &child_name, None, keep)?;
-                let item = arrow_field_kept(desc, child, &child_name, keep)?;
-                Arc::new(LargeListArray::try_new(
-                    Arc::new(item),
-                    arrow_offsets(offsets),
-                    values,
-                    None,
-                )?)
-            }
-            FieldKind::Map(child) => {
-                self.expect_columns(id, &cols, 1)?;
-                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let pair = self.assemble(&items, child, "entries", None, keep)?;
-                let DataType::Map(entries_field, _) =
-                    arrow_field_kept(desc, id, name, keep)?.data_type().clone()
-                else {
-                    return Err(Error::corrupt("schema", "map type expected"));
-                };
-                map_array(&entries_field, &pair, &offsets, false)?
-            }
-            FieldKind::Optional(child) => {
-                self.expect_columns(id, &cols, 1)?;
-                let (items, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let values = self.assemble(&items, child, name, None, keep)?;
-                let mut indices: Vec<Option<u64>> = Vec::with_capacity(len);
-                for w in offsets.windows(2) {
-                    indices.push(match w[1] - w[0] {
-                        0 => None,
-                        1 => Some(w[0] as u64),
-                        n => {
-                            return Err(Error::corrupt(
-                                "optional",
-                                format!("an optional value holds {n} elements"),
-                            ))
-                        }
-                    });
-                }
-                take_optional(values, &indices)?
-            }
-            FieldKind::Record(_, children) => {
-                let DataType::Struct(fields) =
-                    arrow_field_kept(desc, id, name, keep)?.data_type().clone()
-                else {
-                    return Err(Error::corrupt("schema", "record type expected"));
-                };
-                if children.is_empty() {
-                    Arc::new(StructArray::new_empty_fields(len, None))
-                } else {
-                    let arrays = children
-                        .iter()
-                        .filter(|c| keep.is_none_or(|k| k.contains(c)))
-                        .map(|&c| {
-                            let n = desc.field(c).name().to_string();
-                            self.assemble(segs, c, &n, per_entry, keep)
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    Arc::new(StructArray::try_new(fields, arrays, None)?)
-                }
-            }
-            FieldKind::Array(child, n) => {
-                let child_name = desc.field(child).name().to_string();
-                let items = segs
-                    .iter()
-                    .map(|(c, r)| {
-                        Ok((
-                            *c,
-                            mul(r.start, n, "array size")?..mul(r.end, n, "array size")?,
-                        ))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let values = self.assemble(
-                    &items,
-                    child,
-                    &child_name,
-                    scaled(per_entry, n, "array size")?,
-                    keep,
-                )?;
-                let item = arrow_field_kept(desc, child, &child_name, keep)?;
-                Arc::new(FixedSizeListArray::try_new(
-                    Arc::new(item),
-                    fixed(n)?,
-                    values,
-                    None,
-                )?)
-            }
-            FieldKind::Bitset(n) => {
-                self.expect_columns(id, &cols, 1)?;
-                let values = self.read_segs(segs, cols[0], per_entry, n)?;
-                let bits = to_boolean(&values)?;
-                Arc::new(FixedSizeListArray::try_new(
-                    Arc::new(Field::new("_0", DataType::Boolean, false)),
-                    fixed(n)?,
-                    Arc::new(bits),
-                    None,
-                )?)
-            }
+            FieldKind::String => self.assemble_string(f, &cols)?,
+            FieldKind::Streamer => self.assemble_streamer(f, &cols)?,
+            FieldKind::List(child) => self.assemble_list(f, &cols, child)?,
+            FieldKind::Map(child) => self.assemble_map(f, &cols, child)?,
+            FieldKind::Optional(child) => self.assemble_optional(f, &cols, child, len)?,
+            FieldKind::Record(_, children) => self.assemble_record(f, &children, len)?,
+            FieldKind::Array(child, n) => self.assemble_array(f, child, n)?,
+            FieldKind::Bitset(n) => self.assemble_bitset(f, &cols, n)?,
             FieldKind::Variant(children) => {
-                self.expect_columns(id, &cols, 1)?;
-                let values = self.read_segs(segs, cols[0], per_entry, 1)?;
+                self.expect_columns(f.id, &cols, 1)?;
+                let values = self.columns.read_segs(f.segs, cols[0], f.per_entry, 1)?;
                 let ColumnValues::Switch { index, tag } = values else {
                     return Err(Error::corrupt(
                         "schema",
                         "variant column is not a Switch column",
                     ));
                 };
-                self.variant_array(first, id, name, &children, (&index, &tag), keep)?
+                self.variant_array(first, f.id, f.name, &children, (&index, &tag), f.keep)?
             }
-            FieldKind::Wrapper(child) => self.assemble(segs, child, name, per_entry, keep)?,
-            FieldKind::Cardinality(wide) => {
-                self.expect_columns(id, &cols, 1)?;
-                let (_, offsets) = self.read_offsets(segs, cols[0], per_entry)?;
-                let sizes = offsets.windows(2).map(|w| (w[1] - w[0]) as u64);
-                if wide {
-                    Arc::new(UInt64Array::from_iter_values(sizes))
-                } else {
-                    let narrow = sizes
-                        .map(|s| {
-                            u32::try_from(s).map_err(|_| {
-                                Error::corrupt("cardinality", format!("size {s} exceeds 32 bits"))
-                            })
-                        })
-                        .collect::<Result<Vec<u32>>>()?;
-                    Arc::new(UInt32Array::from(narrow))
-                }
+            FieldKind::Wrapper(child) => {
+                self.assemble(f.segs, child, f.name, f.per_entry, f.keep)?
             }
+            FieldKind::Cardinality(wide) => self.assemble_cardinality(f, &cols, wide)?,
             FieldKind::Unknown(why) => return Err(Error::Unsupported(why)),
         })
+    }
+
+    /// A field assembled cluster by cluster, the parts concatenated.
+    fn assemble_by_cluster(&self, f: FieldRead<'_, '_>) -> Result<ArrayRef> {
+        let parts = f
+            .segs
+            .iter()
+            .map(|seg| self.assemble(std::slice::from_ref(seg), f.id, f.name, f.per_entry, f.keep))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        Ok(arrow_select::concat::concat(&refs)?)
+    }
+
+    /// A string: its offsets, then its characters.
+    fn assemble_string(&self, f: FieldRead<'_, '_>, cols: &[u32]) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 2)?;
+        let (items, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let chars = self.columns.read_segs(&items, cols[1], None, 1)?;
+        let ColumnValues::U8(bytes) = chars else {
+            return Err(Error::corrupt(
+                "schema",
+                "string characters are not a Char column",
+            ));
+        };
+        let array = LargeStringArray::try_new(arrow_offsets(offsets), bytes.into(), None)
+            .map_err(|e| Error::corrupt("string data", format!("not valid UTF-8: {e}")))?;
+        Ok(Arc::new(array))
+    }
+
+    /// A streamer field: its offsets, then its bytes.
+    fn assemble_streamer(&self, f: FieldRead<'_, '_>, cols: &[u32]) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 2)?;
+        let (items, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let ColumnValues::U8(bytes) = self.columns.read_segs(&items, cols[1], None, 1)? else {
+            return Err(Error::corrupt(
+                "schema",
+                "streamer bytes are not a Byte column",
+            ));
+        };
+        Ok(Arc::new(LargeBinaryArray::new(
+            arrow_offsets(offsets),
+            bytes.into(),
+            None,
+        )))
+    }
+
+    /// A collection: its offsets, then its items.
+    fn assemble_list(&self, f: FieldRead<'_, '_>, cols: &[u32], child: u32) -> Result<ArrayRef> {
+        let desc = self.descriptor();
+        self.expect_columns(f.id, cols, 1)?;
+        let (items, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let child_name = desc.field(child).name().to_string();
+        let values = self.assemble(&items, child, &child_name, None, f.keep)?;
+        let item = arrow_field_kept(desc, child, &child_name, f.keep)?;
+        Ok(Arc::new(LargeListArray::try_new(
+            Arc::new(item),
+            arrow_offsets(offsets),
+            values,
+            None,
+        )?))
+    }
+
+    /// A map: its offsets, then its key-value records.
+    fn assemble_map(&self, f: FieldRead<'_, '_>, cols: &[u32], child: u32) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 1)?;
+        let (items, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let pair = self.assemble(&items, child, "entries", None, f.keep)?;
+        let DataType::Map(entries_field, _) =
+            arrow_field_kept(self.descriptor(), f.id, f.name, f.keep)?
+                .data_type()
+                .clone()
+        else {
+            return Err(Error::corrupt("schema", "map type expected"));
+        };
+        map_array(&entries_field, &pair, &offsets, false)
+    }
+
+    /// An optional value: a collection of zero or one item, as a nullable array.
+    fn assemble_optional(
+        &self,
+        f: FieldRead<'_, '_>,
+        cols: &[u32],
+        child: u32,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 1)?;
+        let (items, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let values = self.assemble(&items, child, f.name, None, f.keep)?;
+        let mut indices: Vec<Option<u64>> = Vec::with_capacity(len);
+        for w in offsets.windows(2) {
+            indices.push(match w[1] - w[0] {
+                0 => None,
+                1 => Some(w[0] as u64),
+                n => {
+                    return Err(Error::corrupt(
+                        "optional",
+                        format!("an optional value holds {n} elements"),
+                    ))
+                }
+            });
+        }
+        take_optional(values, &indices)
+    }
+
+    /// A record of `len` elements: its kept members' arrays.
+    fn assemble_record(
+        &self,
+        f: FieldRead<'_, '_>,
+        children: &[u32],
+        len: usize,
+    ) -> Result<ArrayRef> {
+        let desc = self.descriptor();
+        let DataType::Struct(fields) = arrow_field_kept(desc, f.id, f.name, f.keep)?
+            .data_type()
+            .clone()
+        else {
+            return Err(Error::corrupt("schema", "record type expected"));
+        };
+        if children.is_empty() {
+            return Ok(Arc::new(StructArray::new_empty_fields(len, None)));
+        }
+        let arrays = children
+            .iter()
+            .filter(|c| f.keep.is_none_or(|k| k.contains(c)))
+            .map(|&c| {
+                let n = desc.field(c).name().to_string();
+                self.assemble(f.segs, c, &n, f.per_entry, f.keep)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(StructArray::try_new(fields, arrays, None)?))
+    }
+
+    /// A fixed-size array: `n` items per element.
+    fn assemble_array(&self, f: FieldRead<'_, '_>, child: u32, n: u64) -> Result<ArrayRef> {
+        let desc = self.descriptor();
+        let child_name = desc.field(child).name().to_string();
+        let items = f
+            .segs
+            .iter()
+            .map(|(c, r)| {
+                Ok((
+                    *c,
+                    mul(r.start, n, "array size")?..mul(r.end, n, "array size")?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let values = self.assemble(
+            &items,
+            child,
+            &child_name,
+            scaled(f.per_entry, n, "array size")?,
+            f.keep,
+        )?;
+        let item = arrow_field_kept(desc, child, &child_name, f.keep)?;
+        Ok(Arc::new(FixedSizeListArray::try_new(
+            Arc::new(item),
+            fixed(n)?,
+            values,
+            None,
+        )?))
+    }
+
+    /// A bitset of `n` bits: `n` bools per element.
+    fn assemble_bitset(&self, f: FieldRead<'_, '_>, cols: &[u32], n: u64) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 1)?;
+        let values = self.columns.read_segs(f.segs, cols[0], f.per_entry, n)?;
+        let bits = to_boolean(&values)?;
+        Ok(Arc::new(FixedSizeListArray::try_new(
+            Arc::new(Field::new("_0", DataType::Boolean, false)),
+            fixed(n)?,
+            Arc::new(bits),
+            None,
+        )?))
+    }
+
+    /// A collection's size (32 or 64 bits wide), from its offsets.
+    fn assemble_cardinality(
+        &self,
+        f: FieldRead<'_, '_>,
+        cols: &[u32],
+        wide: bool,
+    ) -> Result<ArrayRef> {
+        self.expect_columns(f.id, cols, 1)?;
+        let (_, offsets) = self.read_offsets(f.segs, cols[0], f.per_entry)?;
+        let sizes = offsets.windows(2).map(|w| (w[1] - w[0]) as u64);
+        if wide {
+            return Ok(Arc::new(UInt64Array::from_iter_values(sizes)));
+        }
+        let narrow = sizes
+            .map(|s| {
+                u32::try_from(s)
+                    .map_err(|_| Error::corrupt("cardinality", format!("size {s} exceeds 32 bits")))
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        Ok(Arc::new(UInt32Array::from(narrow)))
     }
 
     fn variant_array(
@@ -562,41 +541,8 @@ fn take_optional(values: ArrayRef, indices: &[Option<u64>]) -> Result<ArrayRef> 
     )?))
 }
 
-/// `a * b`, or an error naming what overflowed (sizes come from the file).
-fn mul(a: u64, b: u64, what: &str) -> Result<u64> {
-    a.checked_mul(b)
-        .ok_or_else(|| Error::corrupt(what, format!("{a} × {b} overflows 64 bits")))
-}
-
-/// `per_entry × n`, checked.
-fn scaled(per_entry: PerEntry, n: u64, what: &str) -> Result<PerEntry> {
-    per_entry.map(|k| mul(k, n, what)).transpose()
-}
-
 fn fixed(n: u64) -> Result<i32> {
     i32::try_from(n).map_err(|_| Error::corrupt("schema", format!("array size {n} too large")))
-}
-
-/// Arrow offsets over a read's items, only made by `read_offsets`, which checks that they
-/// start at 0, never decrease and stay within `i64`.
-#[derive(Clone)]
-pub(crate) struct Offsets(ScalarBuffer<i64>);
-
-impl std::ops::Deref for Offsets {
-    type Target = [i64];
-    fn deref(&self) -> &[i64] {
-        &self.0
-    }
-}
-
-/// The Arrow offset buffer of checked offsets, without Arrow validating them again.
-fn arrow_offsets(offsets: Offsets) -> OffsetBuffer<i64> {
-    let buffer = offsets.0;
-    // SAFETY: `Offsets` are only built by `read_offsets`, which starts them with 0, checks
-    // that they never decrease, and that the last (largest) fits `i64`: exactly what
-    // `OffsetBuffer::new` would check (non-empty, first >= 0, monotonic). Any inconsistency
-    // with the child's length is still caught by the arrays' `try_new`.
-    unsafe { OffsetBuffer::new_unchecked(buffer) }
 }
 
 /// An Arrow integer array of type `T` from integer column values, range-checked.

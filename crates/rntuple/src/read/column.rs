@@ -1,32 +1,43 @@
-//! The decoder: reading a range of a column's elements over clusters (find the pages,
-//! get them from the page source, open, decompress and decode them in parallel, and
-//! add the synthetic zeros of deferred columns). It does no I/O: page bytes come from
-//! the [`PageSource`] it is given.
+//! The bottom of the decoder: reading a range of a column's elements over clusters (find
+//! the pages, get them from the page source, open, decompress and decode them in
+//! parallel, and add the synthetic zeros of deferred columns), and a collection's
+//! offsets from its index column. It does no I/O: page bytes come from the
+//! [`PageSource`] it is given.
 
-use super::shared_offsets::SharedOffsets;
+use super::convert::to_offsets;
 use super::source::{PageBytes, PageSource};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Location, Result};
 use crate::format::{open_page, stored_page_len, unseal_page_into, PageInfo};
+use crate::memory::into_arrow_buffer;
 use crate::schema::{ClusterDescriptor, Descriptor};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Decodes fields of an RNTuple (its descriptor) from the pages a page source gives.
-pub(crate) struct Decoder<'a> {
+/// Reads the columns of an RNTuple (its descriptor) from the pages a page source gives.
+pub(crate) struct ColumnReader<'a> {
     descriptor: &'a Descriptor,
     pub(super) pages: &'a dyn PageSource,
     carry: Option<&'a PageCarry>,
-    /// Offsets several fields of the read being assembled share.
-    pub(super) shared: SharedOffsets,
 }
 
 /// A page as decoded: where it is stored (offset and size) and its column's type and
 /// bits on storage. Columns whose page lists point to the same stored page (same-page
 /// merging) find it decoded under the same key.
 type PageKey = (u64, u64, u16, u16);
+
+/// Where a field's elements live: `Some(k)` when the field has exactly `k` elements per
+/// entry (top-level fields, record members, fixed-size array items), `None` inside
+/// collections and variants.
+pub(crate) type PerEntry = Option<u64>;
+
+/// One cluster's part of a read: the cluster and the field's elements wanted there
+/// (local to the cluster). A field is assembled over several clusters' parts at once,
+/// into one array.
+pub(crate) type Seg<'a> = (&'a ClusterDescriptor, Range<u64>);
 
 /// The pages a read over consecutive entry ranges shares between neighbouring ranges: a
 /// page that goes on past the end of a range is decoded whole once, its part copied out,
@@ -96,7 +107,7 @@ impl PageCarry {
 }
 
 /// Output bytes per stored page byte up to which a column's pages are decoded as they are
-/// fetched ([`Decoder::decodes_as_fetched`]): well above what compression gives real
+/// fetched ([`ColumnReader::decodes_as_fetched`]): well above what compression gives real
 /// data, but for near-constant columns.
 const AS_FETCHED_MAX_EXPANSION: u64 = 64;
 
@@ -128,27 +139,26 @@ struct PageJob<'a> {
     dest: usize,
 }
 
-impl<'a> Decoder<'a> {
-    /// A decoder of `descriptor`'s fields, from `pages`.
-    pub(crate) fn new(descriptor: &'a Descriptor, pages: &'a dyn PageSource) -> Decoder<'a> {
-        Decoder {
+impl<'a> ColumnReader<'a> {
+    /// A reader of `descriptor`'s columns, from `pages`.
+    pub(crate) fn new(descriptor: &'a Descriptor, pages: &'a dyn PageSource) -> ColumnReader<'a> {
+        ColumnReader {
             descriptor,
             pages,
             carry: None,
-            shared: SharedOffsets::default(),
         }
     }
 
-    /// The same decoder, sharing the pages across the ends of consecutive ranges through
+    /// The same reader, sharing the pages across the ends of consecutive ranges through
     /// `carry`.
-    pub(crate) fn with_carry(self, carry: &'a PageCarry) -> Decoder<'a> {
-        Decoder {
+    pub(crate) fn with_carry(self, carry: &'a PageCarry) -> ColumnReader<'a> {
+        ColumnReader {
             carry: Some(carry),
             ..self
         }
     }
 
-    /// The descriptor of the fields it decodes.
+    /// The descriptor of the columns it reads.
     pub(crate) fn descriptor(&self) -> &'a Descriptor {
         self.descriptor
     }
@@ -393,6 +403,135 @@ impl<'a> Decoder<'a> {
         open_page(stored.as_slice(), page, encoding)?;
         Ok(stored)
     }
+
+    /// The columns of field `id` used in `cluster`: the representation that is not
+    /// suppressed there (the first one when the field has a single representation or
+    /// none is listed, as for deferred columns).
+    pub(super) fn active_columns(&self, cluster: &ClusterDescriptor, id: u32) -> Vec<u32> {
+        let reps = self.descriptor().representations(id);
+        if reps.len() > 1 {
+            for rep in &reps {
+                if let Some(&first) = rep.first() {
+                    if cluster.column(first).is_some_and(|cp| !cp.is_suppressed()) {
+                        return rep.clone();
+                    }
+                }
+            }
+        }
+        reps.into_iter().next().unwrap_or_default()
+    }
+
+    /// Reads column `column` over `segs` (ranges scaled by `scale` elements per field
+    /// element, a field with `per_entry` elements per entry).
+    pub(super) fn read_segs(
+        &self,
+        segs: &[Seg<'_>],
+        column: u32,
+        per_entry: PerEntry,
+        scale: u64,
+    ) -> Result<ColumnValues> {
+        self.read_segs_after(segs, column, per_entry, scale, 0)
+            .map(|(values, _)| values)
+    }
+
+    /// As `read_segs`, with `lead` zero elements before the values; also returns the
+    /// stored bytes taken from the page source.
+    fn read_segs_after(
+        &self,
+        segs: &[Seg<'_>],
+        column: u32,
+        per_entry: PerEntry,
+        scale: u64,
+        lead: usize,
+    ) -> Result<(ColumnValues, u64)> {
+        let parts = segs
+            .iter()
+            .map(|(c, r)| {
+                let total = scaled(per_entry, c.n_entries, "cluster entry count")?;
+                Ok(ColumnPart {
+                    cluster: c,
+                    range: mul(r.start, scale, "array size")?..mul(r.end, scale, "array size")?,
+                    expected_total: scaled(total, scale, "array size")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.read_column_parts(column, &parts, lead)
+    }
+
+    /// Decodes a collection's offsets for the entries of `segs`: the items' ranges in
+    /// each cluster and the Arrow offsets over all of them (from 0), checked to never
+    /// decrease; also returns the stored bytes taken from the page source.
+    pub(super) fn decode_offsets<'s>(
+        &self,
+        segs: &[Seg<'s>],
+        column: u32,
+        per_entry: PerEntry,
+    ) -> Result<(Vec<Seg<'s>>, Offsets, u64)> {
+        // Each range starts one element early for the start of its first item.
+        let early: Vec<Seg<'s>> = segs
+            .iter()
+            .map(|(c, r)| (*c, r.start.saturating_sub(1)..r.end))
+            .collect();
+        // Read after one leading 0 and turned into the Arrow offsets in place: every
+        // offset is written at or before the element it comes from (each cluster after
+        // a range's start drops one element), so no second buffer is needed.
+        let (values, taken) = self.read_segs_after(&early, column, per_entry, 1, 1)?;
+        let mut all = to_offsets(values)?;
+        let mut items = Vec::with_capacity(segs.len());
+        let mut read = 1usize;
+        let mut written = 1usize;
+        let mut base = 0u64;
+        for ((c, r), (_, e)) in segs.iter().zip(&early) {
+            let len = to_usize(e.end - e.start, "collection offsets of one cluster")?;
+            if read.checked_add(len).is_none_or(|end| end > all.len()) {
+                return Err(Error::corrupt("collection offsets", "offsets out of range"));
+            }
+            let (start, first_end) = match r.start {
+                0 => (0, read),
+                _ if len > 0 => (all[read], read + 1),
+                _ => return Err(Error::corrupt("collection offsets", "offsets out of range")),
+            };
+            let ends = first_end..read + len;
+            read += len;
+            // Offsets never decrease (checked branch-free over the page, the culprit
+            // looked up only on failure), so the last one is the largest: one range check.
+            let shift = base.wrapping_sub(start);
+            let mut prev = start;
+            let mut bad = false;
+            for i in ends.clone() {
+                let e = all[i];
+                bad |= e < prev;
+                prev = e;
+                all[written] = e.wrapping_add(shift);
+                written += 1;
+            }
+            if bad {
+                // The ends were overwritten in place: the wrapping shift gives them back.
+                let mut p = start;
+                for &shifted in &all[written - ends.len()..written] {
+                    let e = shifted.wrapping_sub(shift);
+                    if e < p {
+                        return Err(Error::corrupt(
+                            "collection offsets",
+                            format!("offset {e} follows {p} in column {column}"),
+                        ));
+                    }
+                    p = e;
+                }
+            }
+            base = base
+                .checked_add(prev - start)
+                .filter(|&b| i64::try_from(b).is_ok())
+                .ok_or_else(|| {
+                    Error::corrupt("collection offsets", format!("offset {prev} too large"))
+                })?;
+            items.push((*c, start..prev));
+        }
+        all.truncate(written);
+        // Checked above to stay within i64; the same allocation, reinterpreted.
+        let offsets: Vec<i64> = all.into_iter().map(|o| o as i64).collect();
+        Ok((items, Offsets(into_arrow_buffer(offsets)), taken))
+    }
 }
 
 /// Wraps an error with the page it was found in.
@@ -424,4 +563,37 @@ fn decode_into(
     SCRATCH.with(|scratch| {
         unseal_page_into(data, page, encoding, first, out, &mut scratch.borrow_mut())
     })
+}
+
+/// `a * b`, or an error naming what overflowed (sizes come from the file).
+pub(super) fn mul(a: u64, b: u64, what: &str) -> Result<u64> {
+    a.checked_mul(b)
+        .ok_or_else(|| Error::corrupt(what, format!("{a} × {b} overflows 64 bits")))
+}
+
+/// `per_entry × n`, checked.
+pub(super) fn scaled(per_entry: PerEntry, n: u64, what: &str) -> Result<PerEntry> {
+    per_entry.map(|k| mul(k, n, what)).transpose()
+}
+
+/// Arrow offsets over a read's items, only made by `decode_offsets`, which checks that they
+/// start at 0, never decrease and stay within `i64`.
+#[derive(Clone)]
+pub(crate) struct Offsets(ScalarBuffer<i64>);
+
+impl std::ops::Deref for Offsets {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        &self.0
+    }
+}
+
+/// The Arrow offset buffer of checked offsets, without Arrow validating them again.
+pub(super) fn arrow_offsets(offsets: Offsets) -> OffsetBuffer<i64> {
+    let buffer = offsets.0;
+    // SAFETY: `Offsets` are only built by `decode_offsets`, which starts them with 0, checks
+    // that they never decrease, and that the last (largest) fits `i64`: exactly what
+    // `OffsetBuffer::new` would check (non-empty, first >= 0, monotonic). Any inconsistency
+    // with the child's length is still caught by the arrays' `try_new`.
+    unsafe { OffsetBuffer::new_unchecked(buffer) }
 }

@@ -11,9 +11,9 @@ mod shared_offsets;
 pub(crate) mod source;
 mod stream;
 mod summary;
-mod unified;
 
 pub use ahead::DecodeAhead;
+pub use evolve::{unification, unify, FieldOf, Inexact, Unification};
 pub use evolve::{DefaultValue, OnOverflow, ReadAs, ReadTypes};
 pub use source::{
     daos_extent, dataset_objects, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
@@ -21,7 +21,6 @@ pub use source::{
 };
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
-pub use unified::{unification, unify, FieldOf, Inexact, Unification};
 
 pub use crate::memory::HUGE_PAGES_VARIABLE;
 pub use crate::schema::{arrow_field, arrow_field_kept, primitive_data_type, TYPE_NAME_KEY};
@@ -31,7 +30,7 @@ use crate::format::{Anchor, Footer, Header, LinkedAttributeSet, PageList};
 use crate::schema::Descriptor;
 use ::arrow_schema::{Schema, SchemaRef};
 use arrow_array::{new_empty_array, ArrayRef, RecordBatch};
-use column::Decoder;
+use assemble::Decoder;
 use rayon::prelude::*;
 use source::Storage;
 use std::collections::HashSet;
@@ -770,7 +769,7 @@ fn decode_fields(
     entries: &Range<u64>,
     fields_start: impl FnOnce(),
 ) -> Result<Vec<ArrayRef>> {
-    let segs: Vec<assemble::Seg<'_>> = decoder
+    let segs: Vec<column::Seg<'_>> = decoder
         .descriptor()
         .clusters
         .iter()

@@ -4,7 +4,8 @@
 //! remote source's latency once, not once per batch: the pages of the next ranges
 //! arrive while the current one decodes.
 
-use super::column::{Decoder, PageCarry};
+use super::assemble::Decoder;
+use super::column::PageCarry;
 use super::source::PlannedRead;
 use super::{decode_fields, elapsed_nanos, Projection, RNTupleReader};
 use crate::error::{to_usize, Error, Result};

@@ -139,6 +139,39 @@ enum Token {
     Comma,
 }
 
+/// The arguments of a template's argument text (`b,c<d>` of `a<b,c<d>>`), split at its
+/// top-level commas and trimmed. For the text of names the parser does not take whole
+/// (ROOT's streamer type names: `map<int,TFoo*>`), and for the parts of normalized names.
+pub(crate) fn split_template_args(inner: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(inner[start..].trim());
+    out
+}
+
+/// The `i`-th template argument's text of a normalized type name (empty if none).
+pub(crate) fn template_arg(type_name: &str, i: usize) -> String {
+    let Some(open) = type_name.find('<') else {
+        return String::new();
+    };
+    let inner = &type_name[open + 1..type_name.len().saturating_sub(1)];
+    split_template_args(inner)
+        .get(i)
+        .map_or_else(String::new, |a| (*a).to_string())
+}
+
 fn invalid(type_name: &str, why: &str) -> Error {
     Error::InvalidArgument(format!("C++ type name \"{type_name}\": {why}"))
 }
@@ -392,6 +425,15 @@ fn normalize(name: String, mut args: Vec<TemplateArg>) -> CppType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_arguments_split_at_the_top_level() {
+        let t = "std::map<std::int32_t,std::pair<float,double>>";
+        assert_eq!(template_arg(t, 0), "std::int32_t");
+        assert_eq!(template_arg(t, 1), "std::pair<float,double>");
+        assert_eq!(template_arg(t, 2), "");
+        assert_eq!(template_arg("double", 0), "");
+    }
 
     #[test]
     fn normalizes_spellings() {

@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::*;
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, UnionMode};
+use arrow_schema::{DataType, Field, FieldRef, Fields, UnionFields, UnionMode};
 use std::sync::Arc;
 
 /// A value of one field in one entry.
@@ -97,23 +97,7 @@ pub fn values_to_array(field: &Field, values: &[&Value]) -> Result<ArrayRef> {
     // Nulls of optionals: build the present values, then spread them with nulls.
     let is_union = matches!(field.data_type(), DataType::Union(..));
     if field.is_nullable() && !is_union && values.iter().any(|v| matches!(v, Value::Null)) {
-        let present: Vec<&Value> = values
-            .iter()
-            .copied()
-            .filter(|v| !matches!(v, Value::Null))
-            .collect();
-        let inner = values_to_array(&field.clone().with_nullable(false), &present)?;
-        let mut next = 0u64;
-        let indices: UInt64Array = values
-            .iter()
-            .map(|v| {
-                (!matches!(v, Value::Null)).then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect();
-        return Ok(arrow_select::take::take(inner.as_ref(), &indices, None)?);
+        return with_nulls(field, values);
     }
     Ok(match field.data_type() {
         DataType::Boolean => Arc::new(BooleanArray::from(
@@ -184,96 +168,132 @@ pub fn values_to_array(field: &Field, values: &[&Value]) -> Result<ArrayRef> {
             let child = values_to_array(item, &items)?;
             Arc::new(FixedSizeListArray::try_new(item.clone(), *n, child, None)?)
         }
-        DataType::Struct(fields) => {
-            let mut columns = Vec::with_capacity(fields.len());
-            for (k, f) in fields.iter().enumerate() {
-                let members = values
-                    .iter()
-                    .map(|v| match v {
-                        Value::Record(m) if m.len() == fields.len() => Ok(&m[k]),
-                        other => Err(wrong(field, other)),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                columns.push(values_to_array(f, &members)?);
-            }
-            if fields.is_empty() {
-                Arc::new(StructArray::new_empty_fields(values.len(), None))
-            } else {
-                Arc::new(StructArray::try_new(fields.clone(), columns, None)?)
-            }
-        }
-        DataType::Map(entries, sorted) => {
-            let DataType::Struct(kv) = entries.data_type() else {
-                return Err(wrong(field, &Value::Null));
-            };
-            let mut keys = Vec::new();
-            let mut vals = Vec::new();
-            let mut offsets = vec![0i32];
-            for v in values {
-                match v {
-                    Value::Map(pairs) => {
-                        for (k, x) in pairs {
-                            keys.push(k);
-                            vals.push(x);
-                        }
-                    }
-                    other => return Err(wrong(field, other)),
-                }
-                offsets.push(i32::try_from(keys.len()).map_err(|_| wrong(field, v))?);
-            }
-            let columns = vec![
-                values_to_array(&kv[0], &keys)?,
-                values_to_array(&kv[1], &vals)?,
-            ];
-            let entries_array = StructArray::try_new(kv.clone(), columns, None)?;
-            Arc::new(MapArray::try_new(
-                entries.clone(),
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                entries_array,
-                None,
-                *sorted,
-            )?)
-        }
-        DataType::Union(fields, UnionMode::Dense) => {
-            let alternatives: Vec<(i8, Arc<Field>)> =
-                fields.iter().map(|(id, f)| (id, f.clone())).collect();
-            let mut per_alt: Vec<Vec<&Value>> = vec![Vec::new(); alternatives.len()];
-            let mut type_ids = Vec::with_capacity(values.len());
-            let mut offsets = Vec::with_capacity(values.len());
-            for v in values {
-                let (k, inner) = match v {
-                    // No alternative: a null in the first one.
-                    Value::Null => (0, &Value::Null),
-                    Value::Variant(k, inner) if *k < alternatives.len() => (*k, inner.as_ref()),
-                    other => return Err(wrong(field, other)),
-                };
-                type_ids.push(alternatives[k].0);
-                offsets.push(i32::try_from(per_alt[k].len()).map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "field \"{}\": more than 2^31 - 1 values of variant alternative {k}",
-                        field.name()
-                    ))
-                })?);
-                per_alt[k].push(inner);
-            }
-            let children = alternatives
-                .iter()
-                .zip(&per_alt)
-                .map(|((_, f), vs)| values_to_array(f, vs))
-                .collect::<Result<Vec<_>>>()?;
-            Arc::new(UnionArray::try_new(
-                fields.clone(),
-                type_ids.into(),
-                Some(offsets.into()),
-                children,
-            )?)
-        }
+        DataType::Struct(fields) => records_array(field, fields, values)?,
+        DataType::Map(entries, sorted) => maps_array(field, entries, *sorted, values)?,
+        DataType::Union(fields, UnionMode::Dense) => variants_array(field, fields, values)?,
         other => {
             return Err(Error::Unsupported(format!(
                 "Arrow type {other} in the row API"
             )))
         }
     })
+}
+
+/// The array of a nullable field's `values`, some null: the present values' array, with
+/// the nulls spread in.
+fn with_nulls(field: &Field, values: &[&Value]) -> Result<ArrayRef> {
+    let present: Vec<&Value> = values
+        .iter()
+        .copied()
+        .filter(|v| !matches!(v, Value::Null))
+        .collect();
+    let inner = values_to_array(&field.clone().with_nullable(false), &present)?;
+    let mut next = 0u64;
+    let indices: UInt64Array = values
+        .iter()
+        .map(|v| {
+            (!matches!(v, Value::Null)).then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect();
+    Ok(arrow_select::take::take(inner.as_ref(), &indices, None)?)
+}
+
+/// The struct array of records `values` (of field `field`, members `fields`).
+fn records_array(field: &Field, fields: &Fields, values: &[&Value]) -> Result<ArrayRef> {
+    let mut columns = Vec::with_capacity(fields.len());
+    for (k, f) in fields.iter().enumerate() {
+        let members = values
+            .iter()
+            .map(|v| match v {
+                Value::Record(m) if m.len() == fields.len() => Ok(&m[k]),
+                other => Err(wrong(field, other)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        columns.push(values_to_array(f, &members)?);
+    }
+    Ok(if fields.is_empty() {
+        Arc::new(StructArray::new_empty_fields(values.len(), None))
+    } else {
+        Arc::new(StructArray::try_new(fields.clone(), columns, None)?)
+    })
+}
+
+/// The map array of maps `values` (of field `field`, entries `entries`).
+fn maps_array(
+    field: &Field,
+    entries: &FieldRef,
+    sorted: bool,
+    values: &[&Value],
+) -> Result<ArrayRef> {
+    let DataType::Struct(kv) = entries.data_type() else {
+        return Err(wrong(field, &Value::Null));
+    };
+    let mut keys = Vec::new();
+    let mut vals = Vec::new();
+    let mut offsets = vec![0i32];
+    for v in values {
+        match v {
+            Value::Map(pairs) => {
+                for (k, x) in pairs {
+                    keys.push(k);
+                    vals.push(x);
+                }
+            }
+            other => return Err(wrong(field, other)),
+        }
+        offsets.push(i32::try_from(keys.len()).map_err(|_| wrong(field, v))?);
+    }
+    let columns = vec![
+        values_to_array(&kv[0], &keys)?,
+        values_to_array(&kv[1], &vals)?,
+    ];
+    let entries_array = StructArray::try_new(kv.clone(), columns, None)?;
+    Ok(Arc::new(MapArray::try_new(
+        entries.clone(),
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        entries_array,
+        None,
+        sorted,
+    )?))
+}
+
+/// The dense union array of variants `values` (of field `field`, alternatives `fields`).
+fn variants_array(field: &Field, fields: &UnionFields, values: &[&Value]) -> Result<ArrayRef> {
+    let alternatives: Vec<(i8, Arc<Field>)> =
+        fields.iter().map(|(id, f)| (id, f.clone())).collect();
+    let mut per_alt: Vec<Vec<&Value>> = vec![Vec::new(); alternatives.len()];
+    let mut type_ids = Vec::with_capacity(values.len());
+    let mut offsets = Vec::with_capacity(values.len());
+    for v in values {
+        let (k, inner) = match v {
+            // No alternative: a null in the first one.
+            Value::Null => (0, &Value::Null),
+            Value::Variant(k, inner) if *k < alternatives.len() => (*k, inner.as_ref()),
+            other => return Err(wrong(field, other)),
+        };
+        type_ids.push(alternatives[k].0);
+        offsets.push(i32::try_from(per_alt[k].len()).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "field \"{}\": more than 2^31 - 1 values of variant alternative {k}",
+                field.name()
+            ))
+        })?);
+        per_alt[k].push(inner);
+    }
+    let children = alternatives
+        .iter()
+        .zip(&per_alt)
+        .map(|((_, f), vs)| values_to_array(f, vs))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(UnionArray::try_new(
+        fields.clone(),
+        type_ids.into(),
+        Some(offsets.into()),
+        children,
+    )?))
 }
 
 /// The value at `row` of `array` (an array of the reader's mapping).

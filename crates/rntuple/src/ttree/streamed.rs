@@ -26,6 +26,7 @@ use super::values::{LeafType, NativeValues, RealPacking};
 use crate::arrays::map_array;
 use crate::container::BeReader;
 use crate::error::{Error, Result};
+use crate::schema::type_name::split_template_args;
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, StructArray,
 };
@@ -402,26 +403,6 @@ fn class_names_in(type_name: &str) -> impl Iterator<Item = &str> {
         .filter(|t| !t.is_empty() && *t != "const")
 }
 
-/// Splits `a<b,c<d>>`'s arguments at top-level commas.
-fn template_args(inner: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in inner.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(inner[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(inner[start..].trim());
-    out
-}
-
 /// The numeric type of a fundamental C++/ROOT type name.
 fn fundamental(name: &str) -> Option<LeafType> {
     Some(match name {
@@ -538,7 +519,7 @@ impl TypeResolver {
             .split_once('<')
             .and_then(|(t, rest)| Some((t.trim(), rest.strip_suffix('>')?)))
         {
-            let args = template_args(inner);
+            let args = split_template_args(inner);
             if let Some(kind) = Collection::of_template(template) {
                 let arg = |i: usize| {
                     args.get(i).copied().ok_or_else(|| {
@@ -564,7 +545,7 @@ impl TypeResolver {
             .strip_prefix("array<")
             .and_then(|r| r.strip_suffix('>'))
         {
-            let args = template_args(inner);
+            let args = split_template_args(inner);
             let n = args
                 .get(1)
                 .and_then(|n| n.trim().parse::<usize>().ok())

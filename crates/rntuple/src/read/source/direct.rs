@@ -235,7 +235,7 @@ mod tests {
     use crate::encoding::ColumnValues;
     use crate::format::stored_page_len;
     use crate::io::MemorySource;
-    use crate::read::column::{ColumnPart, Decoder};
+    use crate::read::column::{ColumnPart, ColumnReader};
     use crate::read::RNTupleReader;
     use crate::schema::{ColumnDefaults, SchemaBuilder};
     use crate::write::{RNTupleWriter, WriteOptions};
@@ -318,7 +318,7 @@ mod tests {
             let column = descriptor.written_columns(field)[0];
             let listed = &cluster.column(column).unwrap().pages;
             let pages = DirectPages::new(reader.storage.clone());
-            let decoder = Decoder::new(descriptor, &pages);
+            let decoder = ColumnReader::new(descriptor, &pages);
             let part = ColumnPart {
                 cluster,
                 range: 0..ENTRIES as u64,

@@ -1,14 +1,14 @@
 //! One type for a field of many files ([`unify`]): numbers promoted by the rule of
-//! numbers of [`super::evolve`] (the narrowest type that holds every file's values, else
+//! numbers ([`super::numbers`]: the narrowest type that holds every file's values, else
 //! the one that holds the most of them, its reads checked and the files noted),
 //! collections of every kind as vectors, records member by member. Each file is then read
-//! as that type by the planner of [`super::evolve`], as a caller's `types=` would be.
+//! as that type by the planner ([`super::plan`]), as a caller's `types=` would be.
 
-use super::evolve::{
-    int_range, map_kind_of, number_fit, seq_kind_of, Fit, MapKind, ReadAs, SeqKind,
-};
+use super::numbers::{int_range, number_fit, Fit};
+use super::target::{map_kind_of, seq_kind_of, MapKind, SeqKind};
+use super::ReadAs;
 use crate::error::{Error, Result};
-use crate::schema::{Descriptor, FieldKind, PrimitiveType};
+use crate::schema::{Descriptor, FieldKind, PrimitiveType, RecordStyle};
 
 /// A field of one file, for [`unify`].
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +124,9 @@ fn same_tree(a: FieldOf<'_>, b: FieldOf<'_>) -> bool {
         })
 }
 
+/// The one type that reads `fields` (one field of several files): the same type where
+/// they are alike, else by kind (numbers, optionals, sequences, maps, tuples and
+/// variants, records); the files whose values it may not hold are noted.
 fn unify_at(
     fields: &[FieldOf<'_>],
     records_by_members: bool,
@@ -142,20 +145,59 @@ fn unify_at(
         .iter()
         .map(|f| f.descriptor.field_kind(unwrapped(*f).id))
         .collect();
-    let children = |pick: &dyn Fn(&FieldKind) -> Option<u32>| -> Option<Vec<FieldOf<'_>>> {
-        fields
-            .iter()
-            .zip(&kinds)
-            .map(|(f, k)| {
-                pick(k).map(|id| FieldOf {
-                    id,
-                    ..unwrapped(*f)
-                })
+    if let Some(number) = unify_numbers(fields, &kinds, notes) {
+        return Ok(number);
+    }
+    if kinds.iter().all(|k| matches!(k, FieldKind::String)) {
+        return Ok(Unified::Name("std::string".into()));
+    }
+    let steps: [Step; 4] = [
+        unify_optionals,
+        unify_sequences,
+        unify_maps,
+        unify_tuples_and_variants,
+    ];
+    for step in steps {
+        if let Some(unified) = step(fields, &kinds, notes)? {
+            return Ok(unified);
+        }
+    }
+    if kinds.iter().all(|k| matches!(k, FieldKind::Record(..))) {
+        return unify_records(fields, records_by_members, notes);
+    }
+    Err(unify_error(fields, "no one type reads both"))
+}
+
+/// A step of [`unify_at`]: the one type of `fields` (of kinds `kinds`, below their
+/// wrappers) if they are all of the kinds it unifies, else `None`.
+type Step = fn(&[FieldOf<'_>], &[FieldKind], &mut Vec<Inexact>) -> Result<Option<Unified>>;
+
+/// The part of each field (`pick` of its kind), if every field has one.
+fn parts_of<'a>(
+    fields: &[FieldOf<'a>],
+    kinds: &[FieldKind],
+    pick: impl Fn(&FieldKind) -> Option<u32>,
+) -> Option<Vec<FieldOf<'a>>> {
+    fields
+        .iter()
+        .zip(kinds)
+        .map(|(f, k)| {
+            pick(k).map(|id| FieldOf {
+                id,
+                ..unwrapped(*f)
             })
-            .collect()
-    };
-    // Numbers.
-    let numbers: Option<Vec<PrimitiveType>> = kinds
+        })
+        .collect()
+}
+
+/// Numbers: the type that holds them all ([`promote`]), each file whose values it may
+/// not hold noted.
+fn unify_numbers(
+    fields: &[FieldOf<'_>],
+    kinds: &[FieldKind],
+    notes: &mut Vec<Inexact>,
+) -> Option<Unified> {
+    let numbers: Vec<PrimitiveType> = kinds
         .iter()
         .map(|k| match k {
             FieldKind::Primitive(p) if *p != PrimitiveType::Byte => Some(*p),
@@ -163,26 +205,28 @@ fn unify_at(
             FieldKind::Cardinality(false) => Some(PrimitiveType::UInt32),
             _ => None,
         })
-        .collect();
-    if let Some(numbers) = numbers {
-        let to = promote(&numbers);
-        for (f, &from) in fields.iter().zip(&numbers) {
-            if number_fit(from, to) != Fit::Always {
-                let f = unwrapped(*f);
-                notes.push(Inexact {
-                    field: f.descriptor.qualified_name(f.id),
-                    file: f.file.to_string(),
-                    from: f.descriptor.field(f.id).type_name().to_string(),
-                    to: to.type_name().to_string(),
-                });
-            }
+        .collect::<Option<_>>()?;
+    let to = promote(&numbers);
+    for (f, &from) in fields.iter().zip(&numbers) {
+        if number_fit(from, to) != Fit::Always {
+            let f = unwrapped(*f);
+            notes.push(Inexact {
+                field: f.descriptor.qualified_name(f.id),
+                file: f.file.to_string(),
+                from: f.descriptor.field(f.id).type_name().to_string(),
+                to: to.type_name().to_string(),
+            });
         }
-        return Ok(Unified::Name(to.type_name().to_string()));
     }
-    if kinds.iter().all(|k| matches!(k, FieldKind::String)) {
-        return Ok(Unified::Name("std::string".into()));
-    }
-    // Some files may miss a value: an optional of the values unified.
+    Some(Unified::Name(to.type_name().to_string()))
+}
+
+/// Some files may miss a value: an optional of the values unified.
+fn unify_optionals(
+    fields: &[FieldOf<'_>],
+    kinds: &[FieldKind],
+    notes: &mut Vec<Inexact>,
+) -> Result<Option<Unified>> {
     let optional_or_plain = kinds.iter().any(|k| matches!(k, FieldKind::Optional(_)))
         && kinds.iter().all(|k| {
             !matches!(
@@ -190,173 +234,192 @@ fn unify_at(
                 FieldKind::List(_) | FieldKind::Map(_) | FieldKind::Array(..)
             )
         });
-    if optional_or_plain {
-        let inner: Vec<FieldOf<'_>> = fields
-            .iter()
-            .zip(&kinds)
-            .map(|(f, k)| match k {
-                FieldKind::Optional(c) => FieldOf {
-                    id: *c,
-                    ..unwrapped(*f)
-                },
-                _ => *f,
-            })
-            .collect();
-        let item = name_of(unify_at(&inner, false, notes)?, &inner)?;
-        return Ok(Unified::Name(format!("std::optional<{item}>")));
+    if !optional_or_plain {
+        return Ok(None);
     }
-    // Sequences of any kind (and optionals, read as lists of 0 or 1).
-    let sequences = children(&|k| match k {
+    let inner: Vec<FieldOf<'_>> = fields
+        .iter()
+        .zip(kinds)
+        .map(|(f, k)| match k {
+            FieldKind::Optional(c) => FieldOf {
+                id: *c,
+                ..unwrapped(*f)
+            },
+            _ => *f,
+        })
+        .collect();
+    let item = name_of(unify_at(&inner, false, notes)?, &inner)?;
+    Ok(Some(Unified::Name(format!("std::optional<{item}>"))))
+}
+
+/// Sequences of any kind (and optionals, read as lists of 0 or 1): arrays of one size
+/// stay arrays, sequences of one template keep it, the others are vectors.
+fn unify_sequences(
+    fields: &[FieldOf<'_>],
+    kinds: &[FieldKind],
+    notes: &mut Vec<Inexact>,
+) -> Result<Option<Unified>> {
+    let Some(items) = parts_of(fields, kinds, |k| match k {
         FieldKind::List(c) | FieldKind::Optional(c) => Some(*c),
         FieldKind::Array(c, _) => Some(*c),
         _ => None,
-    });
-    if let Some(items) = sequences {
-        let arrays: Vec<u64> = kinds
-            .iter()
-            .filter_map(|k| match k {
-                FieldKind::Array(_, n) => Some(*n),
-                _ => None,
-            })
-            .collect();
-        let item = name_of(unify_at(&items, false, notes)?, &items)?;
-        if arrays.len() == kinds.len() && arrays.iter().all(|&n| n == arrays[0]) {
-            return Ok(Unified::Name(format!("std::array<{item},{}>", arrays[0])));
-        }
-        let templates: Vec<Option<SeqKind>> = fields
-            .iter()
-            .map(|f| seq_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
-            .collect();
-        let head = match templates[0] {
-            Some(t) if templates.iter().all(|x| *x == Some(t)) => match t {
-                SeqKind::Vector => "std::vector",
-                SeqKind::RVec => "ROOT::VecOps::RVec",
-                SeqKind::Set => "std::set",
-                SeqKind::UnorderedSet => "std::unordered_set",
-                SeqKind::Multiset => "std::multiset",
-                SeqKind::UnorderedMultiset => "std::unordered_multiset",
-            },
-            _ => "std::vector",
-        };
-        return Ok(Unified::Name(format!("{head}<{item}>")));
+    }) else {
+        return Ok(None);
+    };
+    let arrays: Vec<u64> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            FieldKind::Array(_, n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    let item = name_of(unify_at(&items, false, notes)?, &items)?;
+    if arrays.len() == kinds.len() && arrays.iter().all(|&n| n == arrays[0]) {
+        return Ok(Some(Unified::Name(format!(
+            "std::array<{item},{}>",
+            arrays[0]
+        ))));
     }
-    if let Some(pairs) = children(&|k| match k {
+    let templates: Vec<Option<SeqKind>> = fields
+        .iter()
+        .map(|f| seq_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
+        .collect();
+    let head = match templates[0] {
+        Some(t) if templates.iter().all(|x| *x == Some(t)) => t.template(),
+        _ => SeqKind::Vector.template(),
+    };
+    Ok(Some(Unified::Name(format!("{head}<{item}>"))))
+}
+
+/// Maps: keys and values unified; a map of unique keys if every file's keys are.
+fn unify_maps(
+    fields: &[FieldOf<'_>],
+    kinds: &[FieldKind],
+    notes: &mut Vec<Inexact>,
+) -> Result<Option<Unified>> {
+    let Some(pairs) = parts_of(fields, kinds, |k| match k {
         FieldKind::Map(c) => Some(*c),
         _ => None,
-    }) {
-        let keys: Option<Vec<FieldOf<'_>>> = pairs
+    }) else {
+        return Ok(None);
+    };
+    let member = |i: usize| -> Option<Vec<FieldOf<'_>>> {
+        pairs
             .iter()
             .map(|p| {
                 p.descriptor
                     .field(p.id)
                     .children
-                    .first()
+                    .get(i)
                     .map(|&id| FieldOf { id, ..*p })
             })
-            .collect();
-        let values: Option<Vec<FieldOf<'_>>> = pairs
-            .iter()
-            .map(|p| {
-                p.descriptor
-                    .field(p.id)
-                    .children
-                    .get(1)
-                    .map(|&id| FieldOf { id, ..*p })
-            })
-            .collect();
-        let (Some(keys), Some(values)) = (keys, values) else {
-            return Err(unify_error(fields, "a map whose items are not pairs"));
-        };
-        let k = name_of(unify_at(&keys, false, notes)?, &keys)?;
-        let v = name_of(unify_at(&values, false, notes)?, &values)?;
-        let kinds: Vec<Option<MapKind>> = fields
-            .iter()
-            .map(|f| map_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
-            .collect();
-        let head = if kinds.iter().all(|m| m.is_some_and(MapKind::unique)) {
-            if kinds.iter().all(|m| *m == kinds[0]) && kinds[0] == Some(MapKind::UnorderedMap) {
-                "std::unordered_map"
-            } else {
-                "std::map"
-            }
+            .collect()
+    };
+    let (Some(keys), Some(values)) = (member(0), member(1)) else {
+        return Err(unify_error(fields, "a map whose items are not pairs"));
+    };
+    let k = name_of(unify_at(&keys, false, notes)?, &keys)?;
+    let v = name_of(unify_at(&values, false, notes)?, &values)?;
+    let map_kinds: Vec<Option<MapKind>> = fields
+        .iter()
+        .map(|f| map_kind_of(unwrapped(*f).descriptor.field(unwrapped(*f).id).type_name()))
+        .collect();
+    let head = if map_kinds.iter().all(|m| m.is_some_and(MapKind::unique)) {
+        if map_kinds.iter().all(|m| *m == map_kinds[0])
+            && map_kinds[0] == Some(MapKind::UnorderedMap)
+        {
+            MapKind::UnorderedMap.template()
         } else {
-            "std::multimap"
-        };
-        return Ok(Unified::Name(format!("{head}<{k},{v}>")));
-    }
-    // Pairs and tuples of the same arity; variants of as many alternatives.
+            MapKind::Map.template()
+        }
+    } else {
+        MapKind::Multimap.template()
+    };
+    Ok(Some(Unified::Name(format!("{head}<{k},{v}>"))))
+}
+
+/// Pairs and tuples of the same arity; variants of as many alternatives.
+fn unify_tuples_and_variants(
+    fields: &[FieldOf<'_>],
+    kinds: &[FieldKind],
+    notes: &mut Vec<Inexact>,
+) -> Result<Option<Unified>> {
     let positional = |k: &FieldKind| match k {
-        FieldKind::Record(
-            crate::schema::RecordStyle::Pair | crate::schema::RecordStyle::Tuple,
-            c,
-        ) => Some(c.clone()),
+        FieldKind::Record(RecordStyle::Pair | RecordStyle::Tuple, c) => Some(c.clone()),
         _ => None,
     };
     if let Some(parts) = kinds.iter().map(positional).collect::<Option<Vec<_>>>() {
         let names = unify_positions(fields, &parts, "tuples of different sizes", notes)?;
         let pairs = kinds
             .iter()
-            .all(|k| matches!(k, FieldKind::Record(crate::schema::RecordStyle::Pair, _)));
+            .all(|k| matches!(k, FieldKind::Record(RecordStyle::Pair, _)));
         let head = if pairs { "std::pair" } else { "std::tuple" };
-        return Ok(Unified::Name(format!("{head}<{}>", names.join(","))));
+        return Ok(Some(Unified::Name(format!("{head}<{}>", names.join(",")))));
     }
-    if let Some(alts) = kinds
+    let Some(alts) = kinds
         .iter()
         .map(|k| match k {
             FieldKind::Variant(c) => Some(c.clone()),
             _ => None,
         })
         .collect::<Option<Vec<_>>>()
-    {
-        let names = unify_positions(fields, &alts, "variants of different alternatives", notes)?;
-        return Ok(Unified::Name(format!("std::variant<{}>", names.join(","))));
+    else {
+        return Ok(None);
+    };
+    let names = unify_positions(fields, &alts, "variants of different alternatives", notes)?;
+    Ok(Some(Unified::Name(format!(
+        "std::variant<{}>",
+        names.join(",")
+    ))))
+}
+
+/// Records: members by name, in the order they are first seen (only where a record's
+/// members may differ: not inside a collection or another type).
+fn unify_records(
+    fields: &[FieldOf<'_>],
+    records_by_members: bool,
+    notes: &mut Vec<Inexact>,
+) -> Result<Unified> {
+    if !records_by_members {
+        return Err(unify_error(
+            fields,
+            "records whose members differ inside a collection or another type",
+        ));
     }
-    // Records: members by name, in the order they are first seen.
-    if kinds.iter().all(|k| matches!(k, FieldKind::Record(..))) {
-        if !records_by_members {
-            return Err(unify_error(
-                fields,
-                "records whose members differ inside a collection or another type",
-            ));
-        }
-        let mut order: Vec<String> = Vec::new();
-        for f in fields {
-            for &c in &f.descriptor.field(f.id).children {
-                let name = f.descriptor.field(c).name().to_string();
-                if !order.contains(&name) {
-                    order.push(name);
-                }
+    let mut order: Vec<String> = Vec::new();
+    for f in fields {
+        for &c in &f.descriptor.field(f.id).children {
+            let name = f.descriptor.field(c).name().to_string();
+            if !order.contains(&name) {
+                order.push(name);
             }
         }
-        let mut members = Vec::new();
-        for name in order {
-            let having: Vec<FieldOf<'_>> = fields
-                .iter()
-                .filter_map(|f| {
-                    f.descriptor
-                        .field(f.id)
-                        .children
-                        .iter()
-                        .find(|&&c| f.descriptor.field(c).name() == name)
-                        .map(|&id| FieldOf { id, ..*f })
-                })
-                .collect();
-            let member = unify_at(&having, true, notes)?;
-            // A member some files lack is null there: optional in every file, so that
-            // all read to the same (nullable) type.
-            let member = match member {
-                Unified::Name(n)
-                    if having.len() < fields.len() && !n.starts_with("std::optional<") =>
-                {
-                    Unified::Name(format!("std::optional<{n}>"))
-                }
-                other => other,
-            };
-            members.push((name, member));
-        }
-        return Ok(Unified::Members(members));
     }
-    Err(unify_error(fields, "no one type reads both"))
+    let mut members = Vec::new();
+    for name in order {
+        let having: Vec<FieldOf<'_>> = fields
+            .iter()
+            .filter_map(|f| {
+                f.descriptor
+                    .field(f.id)
+                    .children
+                    .iter()
+                    .find(|&&c| f.descriptor.field(c).name() == name)
+                    .map(|&id| FieldOf { id, ..*f })
+            })
+            .collect();
+        let member = unify_at(&having, true, notes)?;
+        // A member some files lack is null there: optional in every file, so that
+        // all read to the same (nullable) type.
+        let member = match member {
+            Unified::Name(n) if having.len() < fields.len() && !n.starts_with("std::optional<") => {
+                Unified::Name(format!("std::optional<{n}>"))
+            }
+            other => other,
+        };
+        members.push((name, member));
+    }
+    Ok(Unified::Members(members))
 }
 
 /// The unified C++ names of the parts at each position (a tuple's members, a variant's
