@@ -11,14 +11,14 @@ use pyo3::types::PyDict;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::format::SchemaDescription;
-use rntuple::io::AtomicFile;
-use rntuple::io::{open_source_with, SourceOptions};
 use rntuple::read::{
     DefaultValue, OnOverflow, Projection, RNTupleReader, ReadAs, ReadTypes, RecordPaths, StepSize,
 };
 use rntuple::schema::{ColumnDefaults, FieldKind, SchemaBuilder};
 use rntuple::write::{FillContext, ParallelWriter, RNTupleWriter, SharedFile, WriteOptions};
 use rntuple::Error;
+use rntuple_io::AtomicFile;
+use rntuple_io::{open_source_with, SourceOptions};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +32,8 @@ mod network;
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
 /// `IsADirectoryError`, ...), with that `errno`; remote ones are also `RemoteError`s, of
 /// the subclass of their kind (`RemoteFileNotFoundError`, ...; `rntuple.errors`).
-fn to_py_err(err: Error) -> PyErr {
+fn to_py_err(err: impl Into<Error>) -> PyErr {
+    let err = err.into();
     Python::attach(|py| {
         // Names and types from a file may hold control characters: shown escaped.
         let message = rntuple::error::printable(&err.to_string()).into_owned();
@@ -91,12 +92,12 @@ fn with_cache(
         options.cache = None;
         return Ok(options);
     }
-    let mut config = rntuple::io::CacheConfig::from_env_in(dir)?;
+    let mut config = rntuple_io::CacheConfig::from_env_in(dir)?;
     if let Some(validate) = cache.remove("validate") {
         config.validate = validate.parse()?;
     }
     if let Some(size) = cache.remove("max_bytes") {
-        config.max_bytes = Some(rntuple::io::parse_byte_size(&size)?);
+        config.max_bytes = Some(rntuple_io::parse_byte_size(&size)?);
     }
     if let Some(other) = cache.keys().next() {
         return Err(Error::InvalidArgument(format!(
@@ -112,7 +113,7 @@ fn with_cache(
 #[pyfunction]
 #[pyo3(signature = (xdg_cache_home, home))]
 fn default_cache_dir(xdg_cache_home: Option<String>, home: Option<String>) -> Option<String> {
-    rntuple::io::default_cache_dir(
+    rntuple_io::default_cache_dir(
         xdg_cache_home.as_deref().map(std::ffi::OsStr::new),
         home.as_deref().map(std::ffi::OsStr::new),
     )
@@ -124,7 +125,7 @@ fn default_cache_dir(xdg_cache_home: Option<String>, home: Option<String>) -> Op
 #[pyfunction]
 fn cache_stats(py: Python<'_>, dir: String) -> PyResult<BTreeMap<String, u64>> {
     let report = py
-        .detach(|| rntuple::io::cache_stats(std::path::Path::new(&dir)))
+        .detach(|| rntuple_io::cache_stats(std::path::Path::new(&dir)))
         .map_err(to_py_err)?;
     let mut out: BTreeMap<String, u64> = report
         .counters
@@ -205,7 +206,7 @@ impl RootFileHandle {
         let options = network::source_options(network.unwrap_or_default())
             .and_then(|options| with_cache(options, cache))
             .map_err(to_py_err)?;
-        if rntuple::io::is_object_layout(&path) {
+        if rntuple_io::is_object_layout(&path) {
             let reader = py
                 .detach(|| RNTupleReader::open_objects_url(&path, None, &options))
                 .map_err(|e| objects_open_err(&path, e))?;
@@ -217,7 +218,11 @@ impl RootFileHandle {
             });
         }
         let file = py
-            .detach(|| open_source_with(&path, &options).and_then(RootFile::open))
+            .detach(|| {
+                open_source_with(&path, &options)
+                    .map_err(Error::from)
+                    .and_then(RootFile::open)
+            })
             .map_err(to_py_err)?;
         Ok(RootFileHandle {
             opened: Opened::File(file),
@@ -1046,14 +1051,14 @@ impl ObjectWriterHandle {
     ) -> PyResult<Self> {
         // `URL[:NAME]`, as the command line splits it; the URL checked strictly before
         // anything is created.
-        let (url, name) = rntuple::io::split_target(&url);
-        if !rntuple::io::is_object_layout(&url) {
+        let (url, name) = rntuple_io::split_target(&url);
+        if !rntuple_io::is_object_layout(&url) {
             return Err(to_py_err(Error::InvalidArgument(format!(
                 "{url} is not an object-store URL (ntpl+s3+https://HOST/BUCKET/PREFIX, \
                  ntpl+file:///DIR/PREFIX)"
             ))));
         }
-        rntuple::io::check_layout_url(&url).map_err(to_py_err)?;
+        rntuple_io::check_layout_url(&url).map_err(to_py_err)?;
         let options = write_options(
             compression,
             cluster_size,
@@ -1113,7 +1118,7 @@ impl ObjectWriterHandle {
             .detach(move || -> rntuple::Result<_> {
                 let schema = rntuple_schema(&schema, &type_names, &options)?;
                 let dataset =
-                    rntuple::io::ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
+                    rntuple_io::ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
                 let sink = SharedObjectSink(Arc::new(Mutex::new(
                     rntuple::write::ObjectSink::create(dataset, true)?,
                 )));
@@ -1388,7 +1393,7 @@ fn convert_ttree(
         write = write.compression(CompressionSettings::parse(&spec).map_err(to_py_err)?);
     }
     let write = write.build().map_err(to_py_err)?;
-    let (file, spec_tree) = rntuple::io::split_target(&input);
+    let (file, spec_tree) = rntuple_io::split_target(&input);
     let tree = match (spec_tree, tree) {
         (Some(a), Some(b)) if a != b => {
             return Err(to_py_err(Error::InvalidArgument(format!(
@@ -1514,7 +1519,7 @@ fn merge_rntuples(
     };
     let (s, output_bytes) = py
         .detach(|| {
-            if !rntuple::io::is_object_layout(&output) {
+            if !rntuple_io::is_object_layout(&output) {
                 return merge_files(
                     &inputs,
                     std::path::Path::new(&output),
@@ -1715,18 +1720,18 @@ fn read_types(
 }
 
 /// Splits a `TARGET[:NAME]` spec into the file or URL and the RNTuple's name, by the
-/// command line's rule (`rntuple::io::split_target`): the whole spec if it exists
+/// command line's rule (`rntuple_io::split_target`): the whole spec if it exists
 /// locally; in a URL, only a colon after the start of its path begins a NAME.
 #[pyfunction]
 fn split_target(target: &str) -> (String, Option<String>) {
-    rntuple::io::split_target(target)
+    rntuple_io::split_target(target)
 }
 
 /// Whether `location` names an RNTuple stored as objects (`ntpl+s3+http(s)://`,
 /// `ntpl+file://`: ROOT's S3 layout) rather than a file.
 #[pyfunction]
 fn is_object_layout(location: &str) -> bool {
-    rntuple::io::is_object_layout(location)
+    rntuple_io::is_object_layout(location)
 }
 
 #[pymodule]

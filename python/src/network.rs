@@ -3,8 +3,8 @@
 //! of a slow read: a warning (`rntuple.SlowReadWarning`).
 
 use pyo3::prelude::*;
-use rntuple::io::{Observer, SourceOptions, Transfer, TransferObserver};
 use rntuple::Error;
+use rntuple_io::{Observer, SourceOptions, Transfer, TransferObserver};
 use std::sync::Arc;
 
 /// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the

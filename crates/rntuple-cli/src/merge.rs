@@ -2,12 +2,12 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::io::{is_daos, is_object_layout, open_daos_uri, split_target};
 use rntuple::tools::merge::{
     merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };
 use rntuple::write::daos_mapping_from_env;
+use rntuple_io::{is_daos, is_object_layout, open_daos_uri, split_target};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;

@@ -1,8 +1,10 @@
-//! The layering of `docs/architecture.md`, checked on the sources: the decoder does no
-//! I/O (under `read/`, only the page sources in `read/source/` name `io` or
-//! `container`), the writer does not read (nothing under `write/` names `read`), the
-//! bottom layers name nothing above them, and the TTree reader stands beside the RNTuple
-//! reader (on the container, below the tools).
+//! The layering of `docs/architecture.md`, checked on the sources: the byte sources are
+//! a crate of their own (`rntuple-io`) that does not depend on this one (the compiler
+//! holds it to that; the test checks its manifest and sources), the decoder does no I/O
+//! (under `read/`, only the page sources in `read/source/` name `io`, this crate's name
+//! for `rntuple_io`, or `container`), the writer does not read (nothing under `write/`
+//! names `read`), the bottom layers name nothing above them, and the TTree reader stands
+//! beside the RNTuple reader (on the container, below the tools).
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -87,7 +89,7 @@ fn the_writer_does_not_read() {
 #[test]
 fn the_bottom_layers_name_nothing_above_them() {
     let above = ["container", "schema", "read", "write", "tools", "ttree"];
-    for layer in ["format", "encoding", "io", "arrays.rs"] {
+    for layer in ["format", "encoding", "arrays.rs"] {
         let hits = naming(layer, &[], &above);
         assert!(
             hits.is_empty(),
@@ -103,6 +105,50 @@ fn the_bottom_layers_name_nothing_above_them() {
     assert!(
         hits.is_empty(),
         "schema names a layer above it:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_byte_sources_know_nothing_of_the_format() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rntuple-io");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let depends: Vec<&str> = manifest
+        .lines()
+        .filter(|l| {
+            let name = l.split(['=', '.', ' ']).next().unwrap_or_default();
+            name == "rntuple" || name == "rntuple-cli"
+        })
+        .collect();
+    assert!(depends.is_empty(), "rntuple-io depends on {depends:?}");
+    let mut hits = Vec::new();
+    let mut stack = vec![root.join("src")];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files += 1;
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or_default();
+                    if code.contains("rntuple::") {
+                        hits.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        files > 40,
+        "only {files} sources found under {}",
+        root.display()
+    );
+    assert!(
+        hits.is_empty(),
+        "the byte sources name the core:\n{}",
         hits.join("\n")
     );
 }

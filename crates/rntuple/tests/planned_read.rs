@@ -10,9 +10,9 @@ mod common;
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use common::RemoteLike;
-use rntuple::io::{IoMetrics, MemorySource, ReadHints};
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
+use rntuple_io::{IoMetrics, MemorySource, ReadHints};
 use std::sync::Arc;
 
 /// 40 fields (scalars and vectors), 60k entries, small clusters: many clusters and pages.
@@ -38,7 +38,7 @@ fn open_with(
     bunch_bytes: u64,
 ) -> RNTupleReader {
     let inner = MemorySource::new("mem", bytes.to_vec());
-    let source: rntuple::io::Source = if remote {
+    let source: rntuple_io::Source = if remote {
         Arc::new(RemoteLike {
             inner,
             metrics: IoMetrics::default(),

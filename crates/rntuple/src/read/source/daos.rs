@@ -506,7 +506,18 @@ impl ObjectFetcher for DaosPages {
         &self.label
     }
 
-    fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
+    fn fetch(&self, requests: &[(u64, ByteRange)]) -> crate::io::Result<Vec<Vec<u8>>> {
+        Ok(self.fetch_pages(requests)?)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+}
+
+impl DaosPages {
+    /// The bytes of each `(page, range within it)`, in order (the fetcher's `fetch`).
+    fn fetch_pages(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
         let start = Instant::now();
         let keys = requests
             .iter()
@@ -560,9 +571,5 @@ impl ObjectFetcher for DaosPages {
         self.metrics
             .record(requests.len() > 1, requests.len() as u64, bytes, start);
         Ok(out)
-    }
-
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.metrics.snapshot()
     }
 }

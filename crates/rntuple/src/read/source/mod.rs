@@ -18,11 +18,12 @@ use super::RNTupleReader;
 use crate::compression;
 use crate::container::{self, RootFile};
 use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
-use crate::error::{Error, Location, RemoteKind, Result};
+use crate::error::{Error, Location, Result};
 use crate::format::{
     open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
     Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
 };
+use crate::io::RemoteKind;
 use crate::io::{
     open_source, open_source_with, IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions,
 };
@@ -497,7 +498,7 @@ impl Storage {
         let mut buffer = pool.take(crate::error::to_usize(len, "a page")?);
         self.source
             .read_at_into(offset, buffer.as_mut_slice())
-            .map_err(|e| e.at(self.place(offset)))?;
+            .map_err(|e| Error::from(e).at(self.place(offset)))?;
         self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
         Ok(PageBytes::Pooled(buffer))
     }
@@ -906,8 +907,8 @@ impl ReadAt for Detached {
     fn size(&self) -> u64 {
         self.size
     }
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        Err(Error::InvalidArgument(format!(
+    fn read_at(&self, offset: u64, len: u64) -> crate::io::Result<Vec<u8>> {
+        Err(crate::io::Error::InvalidArgument(format!(
             "{}: {len} bytes at offset {offset} asked of the RNTuple's metadata alone \
              (the file is not open here): open the file to read its pages",
             self.name
