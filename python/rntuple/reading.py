@@ -1355,9 +1355,13 @@ class ReadOnlyFile:
         speed_limit: int | None = None,
         speed_time: float | None = None,
         cache: Any = None,
+        bunch_bytes: int | None = None,
+        read_ahead_bytes: int | None = None,
     ) -> None:
         self._path = os.fspath(path)
-        network = check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
+        network = check_network(
+            timeout, connect_timeout, retries, speed_limit, speed_time, bunch_bytes, read_ahead_bytes
+        )
         cached = check_cache(cache)
         try:
             self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
@@ -1448,6 +1452,8 @@ def open(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
@@ -1487,9 +1493,15 @@ def open(
     directory that is not yours alone raises :class:`PermissionError`
     (:mod:`rntuple.cache` says why). A cached remote file is read again
     without moving its bytes: with ``validate="open"`` (the default) one small request
-    checks that the origin still has the same file, with ``"never"`` none."""
+    checks that the origin still has the same file, with ``"never"`` none.
+
+    ``bunch_bytes`` and ``read_ahead_bytes``: how far planned reads of this file (remote
+    ones, and local ones past the page cache) fetch ahead, in bytes; ``None`` leaves
+    them to ``RNTUPLE_BUNCH_BYTES`` and ``RNTUPLE_READ_AHEAD_BYTES``, else the defaults
+    (the source's, 32 MiB remote; 512 MiB). Two files opened with different values are
+    read each with its own."""
     # Before anything is opened.
-    check_network(timeout, connect_timeout, retries, speed_limit, speed_time)
+    check_network(timeout, connect_timeout, retries, speed_limit, speed_time, bunch_bytes, read_ahead_bytes)
     check_cache(cache)
     options = {
         "timeout": timeout,
@@ -1498,6 +1510,8 @@ def open(
         "speed_limit": speed_limit,
         "speed_time": speed_time,
         "cache": cache,
+        "bunch_bytes": bunch_bytes,
+        "read_ahead_bytes": read_ahead_bytes,
     }
     if isinstance(path, dict):
         if len(path) != 1:

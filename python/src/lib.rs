@@ -151,8 +151,8 @@ struct RootFileHandle {
 
 /// What a [`RootFileHandle`] holds.
 enum Opened {
-    /// A ROOT file.
-    File(RootFile),
+    /// A ROOT file, and the settings its RNTuples are read with.
+    File(RootFile, Box<SourceOptions>),
     /// A dataset of objects, opened (its anchor, header, footer and page lists read),
     /// and the URL it was opened with.
     Objects {
@@ -208,7 +208,10 @@ impl RootFileHandle {
             .map_err(to_py_err)?;
         if rntuple_io::is_object_layout(&path) {
             let reader = py
-                .detach(|| RNTupleReader::open_objects_url(&path, None, &options))
+                .detach(|| {
+                RNTupleReader::open_objects_url(&path, None, &options)
+                    .map(|reader| reader.with_settings(&options))
+            })
                 .map_err(|e| objects_open_err(&path, e))?;
             return Ok(RootFileHandle {
                 opened: Opened::Objects {
@@ -225,7 +228,7 @@ impl RootFileHandle {
             })
             .map_err(to_py_err)?;
         Ok(RootFileHandle {
-            opened: Opened::File(file),
+            opened: Opened::File(file, Box::new(options)),
         })
     }
 
@@ -233,7 +236,7 @@ impl RootFileHandle {
     #[getter]
     fn name(&self) -> String {
         match &self.opened {
-            Opened::File(file) => file.source().name().to_string(),
+            Opened::File(file, _) => file.source().name().to_string(),
             Opened::Objects { url, .. } => url.clone(),
         }
     }
@@ -242,7 +245,7 @@ impl RootFileHandle {
     /// dataset of objects has one, its RNTuple's name.
     fn rntuple_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         match &self.opened {
-            Opened::File(file) => py
+            Opened::File(file, _) => py
                 .detach(|| file.rntuple_anchors())
                 .map(|keys| keys.into_iter().map(|k| k.path).collect())
                 .map_err(to_py_err),
@@ -254,9 +257,12 @@ impl RootFileHandle {
     #[pyo3(signature = (path=None))]
     fn open_rntuple(&self, py: Python<'_>, path: Option<String>) -> PyResult<Reader> {
         match &self.opened {
-            Opened::File(file) => {
+            Opened::File(file, options) => {
                 let reader = py
-                    .detach(|| RNTupleReader::open(file, path.as_deref()))
+                    .detach(|| {
+                        RNTupleReader::open(file, path.as_deref())
+                            .map(|reader| reader.with_settings(options))
+                    })
                     .map_err(to_py_err)?;
                 Ok(Reader {
                     reader: Arc::new(reader),
@@ -472,6 +478,13 @@ impl Reader {
             .iter()
             .map(|w| rntuple::error::printable(w).into_owned())
             .collect()
+    }
+
+    /// How far planned reads fetch ahead, as the reader was opened: the bunch size
+    /// (`None`: the source's) and the most bytes ahead.
+    fn read_ahead(&self) -> (Option<u64>, u64) {
+        let read_ahead = self.reader.read_ahead();
+        (read_ahead.bunch_bytes, read_ahead.max_bytes)
     }
 
     /// What reading has cost so far: the source's requests, vectored requests, ranges,

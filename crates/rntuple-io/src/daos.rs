@@ -567,24 +567,21 @@ pub fn is_daos(location: &str) -> bool {
 /// [`DAOS_DIR_VARIABLE`] names; with the variable unset, an [`Error::Unsupported`]
 /// saying so.
 pub fn open_daos_uri(uri: &str, create: bool) -> Result<DaosContainer> {
-    open_daos_uri_in(uri, std::env::var_os(DAOS_DIR_VARIABLE), create)
+    open_daos_uri_in(uri, crate::settings::daos_dir_from_env(), create)
 }
 
-/// [`open_daos_uri`] with the directory store's directory given (`None`: no store).
-fn open_daos_uri_in(
-    uri: &str,
-    dir: Option<std::ffi::OsString>,
-    create: bool,
-) -> Result<DaosContainer> {
+/// [`open_daos_uri`] with the directory store's directory given (`None`: no store):
+/// [`crate::SourceOptions::daos_dir`].
+pub fn open_daos_uri_in(uri: &str, dir: Option<PathBuf>, create: bool) -> Result<DaosContainer> {
     let id = DaosContainerId::from_uri(uri)?;
-    let dir = dir.filter(|d| !d.is_empty()).ok_or_else(|| {
+    let dir = dir.filter(|d| !d.as_os_str().is_empty()).ok_or_else(|| {
         Error::Unsupported(format!(
             "{uri}: this build of rntuple has no libdaos (no DAOS client); to use ROOT's \
                  DAOS layout in a directory instead, set {DAOS_DIR_VARIABLE} to the directory \
                  holding the pools"
         ))
     })?;
-    let store: Arc<dyn DaosStore> = Arc::new(DirectoryDaos::new(PathBuf::from(dir)));
+    let store: Arc<dyn DaosStore> = Arc::new(DirectoryDaos::new(dir));
     if create {
         DaosContainer::create(store, id)
     } else {
@@ -608,7 +605,7 @@ mod uri_tests {
             "{text}"
         );
         let dir = tempfile::tempdir().unwrap();
-        let root = Some(dir.path().as_os_str().to_owned());
+        let root = Some(dir.path().to_path_buf());
         let err = open_daos_uri_in("daos://pool/cont", root.clone(), false).unwrap_err();
         assert!(matches!(err, Error::NotFound(_)), "{err}");
         let cont = open_daos_uri_in("daos://pool/cont", root.clone(), true).unwrap();

@@ -27,6 +27,7 @@
 pub(crate) mod cache;
 mod cached;
 mod cached_objects;
+mod credentials;
 mod daos;
 mod daos_directory;
 mod dataset;
@@ -50,6 +51,7 @@ mod range_spans;
 mod retry;
 #[cfg(feature = "s3")]
 mod s3;
+mod settings;
 mod spare_buffers;
 #[cfg(any(feature = "http", feature = "s3", feature = "xrootd"))]
 mod speed;
@@ -75,8 +77,9 @@ pub use cache::{
 pub use cached::CachedSource;
 pub use cached_objects::CachedObjects;
 pub use daos::{
-    check_label, is_daos, is_valid_label, open_daos_uri, DaosContainer, DaosContainerId,
-    DaosExtent, DaosKey, DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
+    check_label, is_daos, is_valid_label, open_daos_uri, open_daos_uri_in, DaosContainer,
+    DaosContainerId, DaosExtent, DaosKey, DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE,
+    DAOS_LABEL_MAX_LEN,
 };
 pub use daos_directory::DirectoryDaos;
 pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
@@ -84,12 +87,14 @@ pub use error::{Error, RemoteKind, Result};
 pub use file_ends::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
-pub use local::{LocalFile, DIRECT_IO_VARIABLE};
+pub use local::{DirectIo, LocalFile, DIRECT_IO_VARIABLE};
 pub use object_space::{ObjectFetcher, ObjectSpace, OBJECT_BITS, OBJECT_HINTS};
 pub use options::{
-    format_seconds, parse_seconds, parse_speed_limit, NetworkOptions, Observer, SourceOptions,
-    TimeoutKind, Transfer, TransferObserver, CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE,
-    IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE, SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,
+    format_seconds, parse_huge_pages, parse_positive_size, parse_seconds, parse_speed_limit,
+    NetworkOptions, Observer, ReadAhead, SourceOptions, TimeoutKind, Transfer, TransferObserver,
+    BUNCH_BYTES_VARIABLE, CONNECT_TIMEOUT_VARIABLE, DAOS_MAPPING_VARIABLE,
+    FIRST_BYTE_TIMEOUT_VARIABLE, HUGE_PAGES_VARIABLE, IDLE_TIMEOUT_VARIABLE,
+    READ_AHEAD_BYTES_VARIABLE, RETRIES_VARIABLE, SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,
 };
 pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
@@ -469,7 +474,7 @@ fn open_remote_with_edges(
     }
     #[cfg(feature = "s3")]
     if url_scheme(location).as_deref() == Some("s3") {
-        let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+        let aws_vars = crate::credentials::aws_variables();
         let policy = RetryPolicy::new(options.network);
         let (source, edges) = S3Source::open_with_edges(location, aws_vars, policy, head, tail)?;
         return Ok((Arc::new(source), edges));
@@ -487,18 +492,18 @@ pub fn open_raw_source(location: &str) -> Result<Source> {
 /// [`open_raw_source`] with `options`.
 pub fn open_raw_source_with(location: &str, options: &SourceOptions) -> Result<Source> {
     let Some(scheme) = url_scheme(location) else {
-        return Ok(Arc::new(LocalFile::open(location)?));
+        return Ok(Arc::new(LocalFile::open_with(location, options.direct_io)?));
     };
     // Unused without the remote sources.
     let _ = options;
     match scheme.as_str() {
         "file" => {
             let path = &location["file://".len()..];
-            Ok(Arc::new(LocalFile::open(path)?))
+            Ok(Arc::new(LocalFile::open_with(path, options.direct_io)?))
         }
         #[cfg(feature = "s3")]
         "s3" => {
-            let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+            let aws_vars = crate::credentials::aws_variables();
             let policy = RetryPolicy::new(options.network);
             Ok(Arc::new(S3Source::open_with(location, aws_vars, policy)?))
         }

@@ -48,22 +48,48 @@ enum DirectReads {
     Always,
 }
 
+/// When planned reads of local pages mostly not in the page cache bypass it (direct
+/// I/O): the setting [`DIRECT_IO_VARIABLE`] gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Reads of at least a quarter of the machine's memory (`auto`, the default).
+    #[default]
+    Auto,
+    /// Never (`never`, `0`, `off`).
+    Never,
+    /// Every such read (`always`, `1`, `on`).
+    Always,
+}
+
+impl DirectIo {
+    /// The setting `value` names (`auto`, `always`, `never`; empty: `auto`); another
+    /// value is an error naming `what` (a variable or an option).
+    pub fn parse(value: &str, what: &str) -> Result<DirectIo> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(DirectIo::Auto),
+            "never" | "0" | "off" => Ok(DirectIo::Never),
+            "always" | "1" | "on" => Ok(DirectIo::Always),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what}={value:?}: expected auto, always (1) or never (0)"
+            ))),
+        }
+    }
+}
+
 impl DirectReads {
-    /// The policy `RNTUPLE_DIRECT_IO` sets; an unknown value is an error that names it.
-    fn from_environment() -> Result<DirectReads> {
-        DirectReads::parse(&std::env::var(DIRECT_IO_VARIABLE).unwrap_or_default())
+    /// The policy of the setting `direct_io`.
+    fn of(direct_io: DirectIo) -> DirectReads {
+        match direct_io {
+            DirectIo::Auto => DirectReads::AtLeast(physical_memory() / 4),
+            DirectIo::Never => DirectReads::Never,
+            DirectIo::Always => DirectReads::Always,
+        }
     }
 
     /// The policy a value of `RNTUPLE_DIRECT_IO` sets.
+    #[cfg(test)]
     fn parse(value: &str) -> Result<DirectReads> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => Ok(DirectReads::AtLeast(physical_memory() / 4)),
-            "never" | "0" | "off" => Ok(DirectReads::Never),
-            "always" | "1" | "on" => Ok(DirectReads::Always),
-            _ => Err(Error::InvalidArgument(format!(
-                "{DIRECT_IO_VARIABLE}={value:?}: expected auto, always (1) or never (0)"
-            ))),
-        }
+        DirectIo::parse(value, DIRECT_IO_VARIABLE).map(DirectReads::of)
     }
 
     /// Whether a read of `bytes` may bypass the page cache.
@@ -153,7 +179,13 @@ impl LocalFile {
     /// bypass it as [`DIRECT_IO_VARIABLE`] says (`auto`, `always` or `never`); another
     /// value is an error.
     pub fn open(path: &str) -> Result<Self> {
-        let direct_reads = DirectReads::from_environment()?;
+        Self::open_with(path, crate::settings::direct_io_from_env()?)
+    }
+
+    /// Opens `path` for reading; planned reads of pages mostly not in the page cache
+    /// bypass it as `direct_io` says.
+    pub fn open_with(path: &str, direct_io: DirectIo) -> Result<Self> {
+        let direct_reads = DirectReads::of(direct_io);
         let io_err = |source| Error::Io {
             what: path.to_string(),
             source,

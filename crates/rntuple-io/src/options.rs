@@ -3,7 +3,9 @@
 //! caller's options; and who is told of a long transfer (a [`TransferObserver`]).
 
 use super::cache::{parse_byte_size, CacheConfig};
+use super::local::DirectIo;
 use crate::error::{Error, Result};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -57,15 +59,10 @@ pub const SPEED_LIMIT_VARIABLE: &str = "RNTUPLE_SPEED_LIMIT";
 pub const SPEED_TIME_VARIABLE: &str = "RNTUPLE_SPEED_TIME";
 
 impl NetworkOptions {
-    /// The defaults, with what the environment sets: `RNTUPLE_CONNECT_TIMEOUT`,
-    /// `RNTUPLE_FIRST_BYTE_TIMEOUT`, `RNTUPLE_IDLE_TIMEOUT`, `RNTUPLE_SPEED_TIME`
-    /// (seconds), `RNTUPLE_SPEED_LIMIT` (bytes a second) and `RNTUPLE_RETRIES`. A value
-    /// that does not parse is an error naming the variable.
-    pub fn from_env() -> Result<NetworkOptions> {
-        Self::from_vars(|name| std::env::var(name).ok())
-    }
-
-    /// [`NetworkOptions::from_env`] over `var` instead of the environment.
+    /// The defaults, with what `var` (the environment, `NetworkOptions::from_env`) sets:
+    /// `RNTUPLE_CONNECT_TIMEOUT`, `RNTUPLE_FIRST_BYTE_TIMEOUT`, `RNTUPLE_IDLE_TIMEOUT`,
+    /// `RNTUPLE_SPEED_TIME` (seconds), `RNTUPLE_SPEED_LIMIT` (bytes a second) and
+    /// `RNTUPLE_RETRIES`. A value that does not parse is an error naming the variable.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<NetworkOptions> {
         let mut options = NetworkOptions::default();
         let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
@@ -264,7 +261,11 @@ impl std::fmt::Debug for Observer {
     }
 }
 
-/// How byte sources are opened.
+/// How byte sources are opened, and the settings of the reads and writes through them:
+/// every setting of the library as a value (the docs' table lists each with its variable
+/// and default). Built with defaults (`SourceOptions::default()`), from the environment
+/// (`SourceOptions::from_env`, what the command line and Python call) or by a program;
+/// two files opened with different options are read each with its own.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceOptions {
     /// Timeouts and retries of remote sources.
@@ -274,29 +275,82 @@ pub struct SourceOptions {
     /// Who is told of long transfers and slow paths (`None`: nobody; the warnings are
     /// then lost).
     pub observer: Option<Observer>,
+    /// How far planned reads fetch ahead.
+    pub read_ahead: ReadAhead,
+    /// When planned reads of local files bypass the page cache.
+    pub direct_io: DirectIo,
+    /// Whether large decoded columns ask for transparent huge pages.
+    pub huge_pages: bool,
+    /// The directory holding the DAOS pools of the directory store (`None`: no DAOS
+    /// store: this build has no libdaos).
+    pub daos_dir: Option<PathBuf>,
+    /// The page mapping of DAOS writes, as named (`per-page`, `per-cluster`; `None`:
+    /// the writer's default); the writer checks the name.
+    pub daos_mapping: Option<String>,
+}
+
+/// How far planned reads fetch ahead ([`BUNCH_BYTES_VARIABLE`],
+/// [`READ_AHEAD_BYTES_VARIABLE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadAhead {
+    /// The page bytes decoded together and fetched ahead as a unit (`None`: the
+    /// source's own, 32 MiB for remote sources), as ROOT's
+    /// `ROOT_RNTUPLE_CLUSTERBUNCHSIZE` sets its cluster bunch.
+    pub bunch_bytes: Option<u64>,
+    /// The most page bytes fetched ahead of the decoder (the window grows up to it on
+    /// links with a large bandwidth-delay product).
+    pub max_bytes: u64,
+}
+
+impl Default for ReadAhead {
+    fn default() -> Self {
+        ReadAhead {
+            bunch_bytes: None,
+            max_bytes: 512 << 20,
+        }
+    }
+}
+
+/// The environment variable of [`ReadAhead::bunch_bytes`]: bytes, or a number with a
+/// unit (`8 MiB`).
+pub const BUNCH_BYTES_VARIABLE: &str = "RNTUPLE_BUNCH_BYTES";
+/// The environment variable of [`ReadAhead::max_bytes`] (default 512 MiB).
+pub const READ_AHEAD_BYTES_VARIABLE: &str = "RNTUPLE_READ_AHEAD_BYTES";
+/// The environment variable of [`SourceOptions::huge_pages`]: `never` (the default) or
+/// `always`.
+pub const HUGE_PAGES_VARIABLE: &str = "RNTUPLE_HUGE_PAGES";
+/// The environment variable of [`SourceOptions::daos_mapping`].
+pub const DAOS_MAPPING_VARIABLE: &str = "RNTUPLE_DAOS_MAPPING";
+
+/// A size of more than 0 bytes (`"8 MiB"`), else an error naming `what`.
+pub fn parse_positive_size(text: &str, what: &str) -> Result<u64> {
+    parse_byte_size(text)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{what}={text:?}: expected a size of more than 0 bytes (bytes, or a number \
+                 with a unit: 8 MiB, 64MB)"
+            ))
+        })
+}
+
+/// Huge pages as a value names them (`never`, `always`; empty: never), else an error
+/// naming `what`.
+pub fn parse_huge_pages(value: &str, what: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "never" | "0" | "off" => Ok(false),
+        "always" | "1" | "on" => Ok(true),
+        _ => Err(Error::InvalidArgument(format!(
+            "{what}={value:?}: expected never (0) or always (1)"
+        ))),
+    }
 }
 
 /// Options a program set for every source it opens without options of its own.
 static PROCESS_DEFAULT: RwLock<Option<SourceOptions>> = RwLock::new(None);
 
 impl SourceOptions {
-    /// The options the environment sets (see [`NetworkOptions::from_env`] and
-    /// [`CacheConfig::from_env`]).
-    pub fn from_env() -> Result<SourceOptions> {
-        Self::from_vars(|name| std::env::var(name).ok())
-    }
-
-    /// [`SourceOptions::from_env`] with the network settings read through `var` instead
-    /// of the environment (the command line hides the variables its options override).
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<SourceOptions> {
-        Ok(SourceOptions {
-            network: NetworkOptions::from_vars(var)?,
-            // The cache's settings come from the environment itself.
-            cache: CacheConfig::from_env()?,
-            observer: None,
-        })
-    }
-
     /// The options [`crate::open_source`] uses: those a program set with
     /// [`SourceOptions::set_process_default`] (the command line does, from its options
     /// and the environment), else the environment's.
@@ -360,6 +414,57 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(name) && err.contains(value), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_huge_pages_variable_takes_never_or_always_and_names_itself_otherwise() {
+        for (value, huge) in [
+            ("", false),
+            ("never", false),
+            ("0", false),
+            (" Always ", true),
+        ] {
+            let parsed = parse_huge_pages(value, HUGE_PAGES_VARIABLE).unwrap();
+            assert_eq!(parsed, huge, "{value:?}");
+        }
+        assert!(parse_huge_pages("1", HUGE_PAGES_VARIABLE).unwrap());
+        let bad = parse_huge_pages("sometimes", HUGE_PAGES_VARIABLE)
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("RNTUPLE_HUGE_PAGES=\"sometimes\""), "{bad}");
+    }
+
+    #[test]
+    fn the_environment_sets_every_setting_of_the_source_options() {
+        let vars: HashMap<&str, &str> = [
+            (BUNCH_BYTES_VARIABLE, "8 MiB"),
+            (READ_AHEAD_BYTES_VARIABLE, "64 MiB"),
+            ("RNTUPLE_DIRECT_IO", "never"),
+            (HUGE_PAGES_VARIABLE, "always"),
+            ("RNTUPLE_DAOS_DIR", "/pools"),
+            (DAOS_MAPPING_VARIABLE, "per-cluster"),
+            (RETRIES_VARIABLE, "5"),
+        ]
+        .into_iter()
+        .collect();
+        let options = SourceOptions::from_vars(|n| vars.get(n).map(|v| v.to_string())).unwrap();
+        assert_eq!(options.read_ahead.bunch_bytes, Some(8 << 20));
+        assert_eq!(options.read_ahead.max_bytes, 64 << 20);
+        assert_eq!(options.direct_io, DirectIo::Never);
+        assert!(options.huge_pages);
+        assert_eq!(options.daos_dir, Some(PathBuf::from("/pools")));
+        assert_eq!(options.daos_mapping.as_deref(), Some("per-cluster"));
+        assert_eq!(options.network.retries, 5);
+        let defaults = SourceOptions::from_vars(|_| None).unwrap();
+        assert_eq!(defaults.read_ahead, ReadAhead::default());
+        assert_eq!(defaults.direct_io, DirectIo::Auto);
+        assert!(!defaults.huge_pages);
+        for name in [BUNCH_BYTES_VARIABLE, READ_AHEAD_BYTES_VARIABLE] {
+            let err = SourceOptions::from_vars(|n| (n == name).then(|| "0".to_string()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(name), "{err}");
         }
     }
 }

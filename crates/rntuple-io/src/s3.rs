@@ -190,7 +190,7 @@ impl S3Source {
     /// the module documentation), with the default timeouts and retries
     /// ([`RetryPolicy::default`]).
     pub fn open(url: &str) -> Result<Self> {
-        let aws_vars = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+        let aws_vars = crate::credentials::aws_variables();
         Self::open_with(url, aws_vars, RetryPolicy::default())
     }
 

@@ -185,32 +185,10 @@ impl CacheConfig {
         }
     }
 
-    /// The cache the environment asks for: [`CACHE_DIR_VARIABLE`] (unset or empty:
-    /// `None`), [`CACHE_VALIDATE_VARIABLE`] (`open` or `never`, default `open`) and
-    /// [`CACHE_MAX_BYTES_VARIABLE`] (a size; unset or empty: no limit). A value that
-    /// cannot be read is an [`Error::InvalidArgument`] naming the variable.
-    pub fn from_env() -> Result<Option<CacheConfig>> {
-        CacheConfig::from_lookup(|name| std::env::var_os(name))
-    }
-
-    /// A cache in `dir` with the environment's other settings
-    /// ([`CACHE_VALIDATE_VARIABLE`], [`CACHE_MAX_BYTES_VARIABLE`]): a program's
-    /// `--cache-dir` option.
-    pub fn from_env_in(dir: impl Into<PathBuf>) -> Result<CacheConfig> {
-        let dir: PathBuf = dir.into();
-        let with_dir = |name: &str| {
-            if name == CACHE_DIR_VARIABLE {
-                Some(dir.clone().into_os_string())
-            } else {
-                std::env::var_os(name)
-            }
-        };
-        let config = CacheConfig::from_lookup(with_dir)?;
-        Ok(config.unwrap_or_else(|| CacheConfig::new(dir.clone())))
-    }
-
     /// [`CacheConfig::from_env`] with the variables' values from `get`.
-    fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Result<Option<CacheConfig>> {
+    pub(crate) fn from_lookup(
+        get: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Option<CacheConfig>> {
         let var = |name: &str| get(name).filter(|v| !v.is_empty());
         // The two settings are checked even without a directory: a mistyped value is
         // refused whether or not the cache is on.

@@ -14,7 +14,7 @@ const MAX_TOKEN_FILE: u64 = 64 << 10;
 /// `$XDG_RUNTIME_DIR/bt_u<uid>`, else `/tmp/bt_u<uid>`. Surrounding white space is
 /// removed; an empty token counts as none.
 pub(crate) fn bearer_token_from_env() -> Result<Option<String>> {
-    discover_bearer_token(|name| std::env::var_os(name), current_uid())
+    discover_bearer_token(crate::credentials::token_variable, current_uid())
 }
 
 /// The real user id of this process.
@@ -71,7 +71,7 @@ fn read_token_file(path: &Path, origin: &str) -> Result<Option<String>> {
 /// trust besides the system's roots (`SSL_CERT_FILE`/`SSL_CERT_DIR` are honoured by the
 /// system-root loader itself). Files that are not certificates are skipped.
 pub(super) fn grid_ca_certificates() -> Vec<reqwest::Certificate> {
-    let Some(dir) = std::env::var_os("X509_CERT_DIR").filter(|d| !d.is_empty()) else {
+    let Some(dir) = crate::credentials::x509_cert_dir() else {
         return Vec::new();
     };
     let Ok(entries) = std::fs::read_dir(&dir) else {

@@ -114,8 +114,7 @@ impl S3Objects {
     /// ROOT's `S3_*`: see the type's documentation) and `options`' network settings.
     /// Nothing is asked of the server until the first request.
     pub fn open(endpoint: &str, bucket: &str, options: &SourceOptions) -> Result<Self> {
-        let vars =
-            std::env::vars().filter(|(key, _)| key.starts_with("AWS_") || key.starts_with("S3_"));
+        let vars = crate::credentials::object_store_variables();
         Self::open_with(endpoint, bucket, vars, RetryPolicy::new(options.network))
     }
 

@@ -36,7 +36,7 @@ pub(super) fn unix_credentials() -> Vec<u8> {
     let ids = effective_ids();
     let user = ids
         .and_then(|(uid, _)| name_of(Path::new("/etc/passwd"), uid))
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(crate::credentials::user_variable)
         .unwrap_or_else(|| "nobody".to_string());
     let group = ids.and_then(|(_, gid)| name_of(Path::new("/etc/group"), gid));
     let mut out = b"unix\0".to_vec();
@@ -53,7 +53,7 @@ pub(super) fn unix_credentials() -> Vec<u8> {
 pub(super) fn login_name() -> String {
     effective_ids()
         .and_then(|(uid, _)| name_of(Path::new("/etc/passwd"), uid))
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(crate::credentials::user_variable)
         .unwrap_or_else(|| "nobody".to_string())
 }
 
@@ -73,7 +73,7 @@ pub(super) fn ztn_credentials(token: &str) -> Vec<u8> {
 /// `$BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<uid>`, `/tmp/bt_u<uid>`.
 pub(super) fn find_token() -> Result<String, String> {
     find_token_in(
-        &|name| std::env::var(name).ok(),
+        &|name| crate::credentials::token_variable(name).and_then(|v| v.into_string().ok()),
         effective_ids().map(|(u, _)| u),
     )
 }

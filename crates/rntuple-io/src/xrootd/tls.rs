@@ -64,7 +64,7 @@ fn build_client_config() -> Result<Arc<ClientConfig>, String> {
     for cert in rustls_native_certs::load_native_certs().certs {
         let _ = roots.add(cert);
     }
-    if let Some(dir) = std::env::var_os("X509_CERT_DIR") {
+    if let Some(dir) = crate::credentials::x509_cert_dir() {
         add_certificate_dir(&mut roots, Path::new(&dir));
     }
     if roots.is_empty() {
