@@ -11,6 +11,7 @@ pub(crate) fn aws_variables() -> impl Iterator<Item = (String, String)> {
 }
 
 /// The `AWS_*` and ROOT's `S3_*` variables (object stores on S3).
+#[cfg(feature = "s3")]
 pub(crate) fn object_store_variables() -> impl Iterator<Item = (String, String)> {
     std::env::vars().filter(|(key, _)| key.starts_with("AWS_") || key.starts_with("S3_"))
 }
