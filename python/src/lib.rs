@@ -209,9 +209,9 @@ impl RootFileHandle {
         if rntuple_io::is_object_layout(&path) {
             let reader = py
                 .detach(|| {
-                RNTupleReader::open_objects_url(&path, None, &options)
-                    .map(|reader| reader.with_settings(&options))
-            })
+                    RNTupleReader::open_objects_url(&path, None, &options)
+                        .map(|reader| reader.with_settings(&options))
+                })
                 .map_err(|e| objects_open_err(&path, e))?;
             return Ok(RootFileHandle {
                 opened: Opened::Objects {
