@@ -179,6 +179,29 @@ def test_remote_reads_work_with_the_options(server: Server) -> None:
     assert nt.arrays(["MET_pt"]).MET_pt.tolist() == local.arrays(["MET_pt"]).MET_pt.tolist()
 
 
+def test_two_files_read_with_their_own_read_ahead(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bunch_bytes=`` and ``read_ahead_bytes=`` reach the reader of the file opened with
+    them, and only that one: two files in one process, each with its own; without the
+    keywords, the environment's (``RNTUPLE_BUNCH_BYTES``, ``RNTUPLE_READ_AHEAD_BYTES``),
+    else the defaults."""
+    monkeypatch.delenv("RNTUPLE_BUNCH_BYTES", raising=False)
+    monkeypatch.delenv("RNTUPLE_READ_AHEAD_BYTES", raising=False)
+    small = rntuple.open(server.url() + ":Events", bunch_bytes=64 << 10, read_ahead_bytes=1 << 20)
+    default = rntuple.open(f"{EXAMPLE}:Events")
+    assert small._reader.read_ahead() == (64 << 10, 1 << 20)
+    assert default._reader.read_ahead() == (None, 512 << 20)
+    assert small.arrays(["MET_pt"]).MET_pt.tolist() == default.arrays(["MET_pt"]).MET_pt.tolist()
+    # The variables keep working, and a keyword overrides them.
+    monkeypatch.setenv("RNTUPLE_BUNCH_BYTES", "2 MiB")
+    monkeypatch.setenv("RNTUPLE_READ_AHEAD_BYTES", "8 MiB")
+    assert rntuple.open(f"{EXAMPLE}:Events")._reader.read_ahead() == (2 << 20, 8 << 20)
+    assert rntuple.open(f"{EXAMPLE}:Events", bunch_bytes=4096)._reader.read_ahead() == (4096, 8 << 20)
+    for arguments in ({"bunch_bytes": 0}, {"read_ahead_bytes": -1}, {"bunch_bytes": 1.5}):
+        (name,) = arguments
+        with pytest.raises(rntuple.InvalidArgumentError, match=f"^{name} must be"):
+            rntuple.open(f"{EXAMPLE}:Events", **arguments)
+
+
 #: The default low-speed limit, as every message of it says.
 DEFAULT_LOW_SPEED = (
     "fewer than 1024 bytes a second arrived over 10 s (low-speed limit, RNTUPLE_SPEED_LIMIT and "

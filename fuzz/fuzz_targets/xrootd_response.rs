@@ -1,4 +1,4 @@
 #![no_main]
-//! Fuzz target `xrootd_response`: see `rntuple::fuzz::xrootd_response`.
+//! Fuzz target `xrootd_response`: see `rntuple_io::fuzz::xrootd_response`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| rntuple::fuzz::xrootd_response(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| rntuple_io::fuzz::xrootd_response(data));

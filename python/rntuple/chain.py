@@ -100,6 +100,8 @@ def iterate(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
     defaults: dict[str, Any] | None = None,
@@ -118,7 +120,7 @@ def iterate(
     batch read, while the caller works on the current file's batches: a chain of
     remote files does not wait at each file boundary; a file is closed once its last
     batch is handed out. ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``,
-    ``speed_time`` and ``cache``: for remote files, as :func:`open`.
+    ``speed_time``, ``cache``, ``bunch_bytes`` and ``read_ahead_bytes``: as :func:`open`.
 
     Every batch has one schema, fixed before the first is read from the headers of
     every file (:mod:`rntuple.unify`): a field whose type differs between files is read
@@ -136,7 +138,9 @@ def iterate(
     how = check_how(how, library)
     step_size = check_step_size(step_size)
     report = check_flag("report", report)
-    remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    remote = RemoteOptions(
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+    )
     plans = _file_plans(
         files,
         Selection(expressions, cut, filter_name, filter_typename, aliases),
@@ -188,6 +192,8 @@ def concatenate(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
     defaults: dict[str, Any] | None = None,
@@ -196,13 +202,15 @@ def concatenate(
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
     entries in file order (a pandas index counts entries over all files). The next file
     is opened and read while the current one is converted. ``timeout``,
-    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time`` and ``cache``: for
-    remote files, as :func:`open`.
+    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``,
+    ``bunch_bytes`` and ``read_ahead_bytes``: as :func:`open`.
     ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
     every file, as :func:`iterate`."""
     library = check_library(library)
     how = check_how(how, library)
-    remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    remote = RemoteOptions(
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+    )
     plans = _file_plans(
         files,
         Selection(expressions, cut, filter_name, filter_typename, aliases),

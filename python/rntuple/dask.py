@@ -585,6 +585,8 @@ def dask(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
     types: dict[str, Any] | None = None,
     on_overflow: str = "raise",
     defaults: dict[str, Any] | None = None,
@@ -626,8 +628,9 @@ def dask(
     entry_stop=, how=dict)``, ``file.uuid``, ``file.file_path``, ``object_path`` and
     ``key in tree``). Column projection reads only the fields the touched buffers need.
 
-    ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time`` and
-    ``cache`` apply to remote files (see :func:`rntuple.open`), here and on the workers:
+    ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``,
+    ``cache``, ``bunch_bytes`` and ``read_ahead_bytes`` apply as :func:`rntuple.open`
+    says, here and on the workers:
     they travel in the graph with the reader (a worker's environment variables
     ``RNTUPLE_*`` set what they leave out;
     a cache directory must be one the workers reach, as a node's local disk for the
@@ -643,7 +646,9 @@ def dask(
 
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
-    remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    remote = RemoteOptions(
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+    )
     network = remote.given()
     if step_size is not None:
         step_size = check_step_size(step_size)

@@ -19,8 +19,8 @@ from .selection import is_glob
 class ReadOnlyFile:
     """A ROOT file opened for reading; ``f["Events"]`` or ``f["dir/Events"]`` gives an
     :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout``,
-    ``retries``, ``speed_limit``, ``speed_time`` and ``cache`` apply to a remote file
-    (see :func:`open`)."""
+    ``retries``, ``speed_limit``, ``speed_time``, ``cache``, ``bunch_bytes`` and
+    ``read_ahead_bytes`` apply as :func:`open` says."""
 
     def __init__(
         self,
@@ -32,9 +32,13 @@ class ReadOnlyFile:
         speed_limit: int | None = None,
         speed_time: float | None = None,
         cache: Any = None,
+        bunch_bytes: int | None = None,
+        read_ahead_bytes: int | None = None,
     ) -> None:
         self._path = os.fspath(path)
-        remote = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+        remote = RemoteOptions(
+            timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+        )
         try:
             self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
                 self._path, remote.network() or None, remote.core_cache()
@@ -124,6 +128,8 @@ def open(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
 ) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
@@ -163,9 +169,17 @@ def open(
     directory that is not yours alone raises :class:`PermissionError`
     (:mod:`rntuple.cache` says why). A cached remote file is read again
     without moving its bytes: with ``validate="open"`` (the default) one small request
-    checks that the origin still has the same file, with ``"never"`` none."""
+    checks that the origin still has the same file, with ``"never"`` none.
+
+    ``bunch_bytes`` and ``read_ahead_bytes``: how far planned reads of this file (remote
+    ones, and local ones past the page cache) fetch ahead, in bytes; ``None`` leaves
+    them to ``RNTUPLE_BUNCH_BYTES`` and ``RNTUPLE_READ_AHEAD_BYTES``, else the defaults
+    (the source's, 32 MiB remote; 512 MiB). Two files opened with different values are
+    read each with its own."""
     # Checked before anything is opened.
-    options = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache).as_keywords()
+    options = RemoteOptions(
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+    ).as_keywords()
     if isinstance(path, dict):
         if len(path) != 1:
             raise InvalidArgumentError(

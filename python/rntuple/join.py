@@ -482,6 +482,8 @@ def join(
     speed_limit: int | None = None,
     speed_time: float | None = None,
     cache: Any = None,
+    bunch_bytes: int | None = None,
+    read_ahead_bytes: int | None = None,
 ) -> Join:
     """Joins ``friend`` to ``primary``: each primary entry with friend entries, by entry
     number (``on=None``, an aligned friend) or by equal values of the key fields ``on``
@@ -499,7 +501,9 @@ def join(
     (``"error"``) or gives every match as a list (``"all"``). ``name``: the friend's
     record in the results (default: the friend RNTuple's name). Remote options as
     :func:`rntuple.open`."""
-    options = RemoteOptions(timeout, connect_timeout, retries, speed_limit, speed_time, cache)
+    options = RemoteOptions(
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
+    )
     if how is not None:
         _check_choice("how", how, HOWS)
     _check_choice("duplicates", duplicates, DUPLICATES)

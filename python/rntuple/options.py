@@ -71,9 +71,10 @@ def entry_range(num_entries: int, start: Any, stop: Any) -> tuple[int, int]:
 
 @dataclasses.dataclass(frozen=True)
 class RemoteOptions:
-    """How remote files are read, as :func:`rntuple.open` takes it (``timeout``,
-    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``; see
-    there); checked when made, before anything is opened."""
+    """How files are read, as :func:`rntuple.open` takes it (``timeout``,
+    ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``,
+    ``bunch_bytes``, ``read_ahead_bytes``; see there); checked when made, before anything
+    is opened."""
 
     timeout: float | None = None
     connect_timeout: float | None = None
@@ -81,6 +82,8 @@ class RemoteOptions:
     speed_limit: int | None = None
     speed_time: float | None = None
     cache: Any = None
+    bunch_bytes: int | None = None
+    read_ahead_bytes: int | None = None
 
     def __post_init__(self) -> None:
         self.network()
@@ -89,7 +92,13 @@ class RemoteOptions:
     def network(self) -> dict[str, float]:
         """The network settings given, as the core takes them (empty: the environment's)."""
         return check_network(
-            self.timeout, self.connect_timeout, self.retries, self.speed_limit, self.speed_time
+            self.timeout,
+            self.connect_timeout,
+            self.retries,
+            self.speed_limit,
+            self.speed_time,
+            self.bunch_bytes,
+            self.read_ahead_bytes,
         )
 
     def core_cache(self) -> dict[str, str] | None:

@@ -102,6 +102,8 @@ def check_network(
     retries: Any = None,
     speed_limit: Any = None,
     speed_time: Any = None,
+    bunch_bytes: Any = None,
+    read_ahead_bytes: Any = None,
 ) -> dict[str, float]:
     """The network options of a remote file as the core takes them. ``timeout``
     (seconds) is the longest wait for the first byte of an answer and the longest stall
@@ -113,7 +115,11 @@ def check_network(
     up, however it keeps moving. ``None`` leaves a setting to the environment
     (``RNTUPLE_FIRST_BYTE_TIMEOUT``, ``RNTUPLE_IDLE_TIMEOUT``,
     ``RNTUPLE_CONNECT_TIMEOUT``, ``RNTUPLE_RETRIES``, ``RNTUPLE_SPEED_LIMIT``,
-    ``RNTUPLE_SPEED_TIME``), else the default (30 s, 30 s, 10 s, 3, 1024, 10 s)."""
+    ``RNTUPLE_SPEED_TIME``), else the default (30 s, 30 s, 10 s, 3, 1024, 10 s).
+    ``bunch_bytes`` (the page bytes a planned read decodes together and fetches ahead
+    as a unit) and ``read_ahead_bytes`` (the most it fetches ahead), bytes more than 0:
+    ``None`` leaves them to ``RNTUPLE_BUNCH_BYTES`` and ``RNTUPLE_READ_AHEAD_BYTES``,
+    else the defaults (the source's, 32 MiB remote; 512 MiB)."""
     options: dict[str, float] = {}
     if timeout is not None:
         options["first_byte_timeout"] = options["idle_timeout"] = _check_seconds("timeout", timeout)
@@ -125,6 +131,11 @@ def check_network(
         options["speed_limit"] = _check_count("speed_limit", speed_limit, "bytes a second (0 for no limit)")
     if retries is not None:
         options["retries"] = _check_count("retries", retries, "retries (0 or more)")
+    for name, value in (("bunch_bytes", bunch_bytes), ("read_ahead_bytes", read_ahead_bytes)):
+        if value is not None:
+            options[name] = _check_count(name, value, "bytes, more than 0")
+            if options[name] == 0:
+                raise InvalidArgumentError(f"{name} must be more than 0 bytes, not {value!r}")
     return options
 
 

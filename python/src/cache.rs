@@ -3,8 +3,8 @@
 
 use crate::errors::to_py_err;
 use pyo3::prelude::*;
-use rntuple::io::SourceOptions;
 use rntuple::Error;
+use rntuple_io::SourceOptions;
 use std::collections::BTreeMap;
 
 /// `options` with the cache of remote reads `cache` asks for: `None` leaves the
@@ -23,12 +23,12 @@ pub(crate) fn with_cache(
         options.cache = None;
         return Ok(options);
     }
-    let mut config = rntuple::io::CacheConfig::from_env_in(dir)?;
+    let mut config = rntuple_io::CacheConfig::from_env_in(dir)?;
     if let Some(validate) = cache.remove("validate") {
         config.validate = validate.parse()?;
     }
     if let Some(size) = cache.remove("max_bytes") {
-        config.max_bytes = Some(rntuple::io::parse_byte_size(&size)?);
+        config.max_bytes = Some(rntuple_io::parse_byte_size(&size)?);
     }
     if let Some(other) = cache.keys().next() {
         return Err(Error::InvalidArgument(format!(
@@ -47,7 +47,7 @@ pub(crate) fn default_cache_dir(
     xdg_cache_home: Option<String>,
     home: Option<String>,
 ) -> Option<String> {
-    rntuple::io::default_cache_dir(
+    rntuple_io::default_cache_dir(
         xdg_cache_home.as_deref().map(std::ffi::OsStr::new),
         home.as_deref().map(std::ffi::OsStr::new),
     )
@@ -59,7 +59,7 @@ pub(crate) fn default_cache_dir(
 #[pyfunction]
 pub(crate) fn cache_stats(py: Python<'_>, dir: String) -> PyResult<BTreeMap<String, u64>> {
     let report = py
-        .detach(|| rntuple::io::cache_stats(std::path::Path::new(&dir)))
+        .detach(|| rntuple_io::cache_stats(std::path::Path::new(&dir)))
         .map_err(to_py_err)?;
     let mut out: BTreeMap<String, u64> = report
         .counters

@@ -7,7 +7,8 @@ use rntuple::Error;
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
 /// `IsADirectoryError`, ...), with that `errno`; remote ones are also `RemoteError`s, of
 /// the subclass of their kind (`RemoteFileNotFoundError`, ...; `rntuple.errors`).
-pub(crate) fn to_py_err(err: Error) -> PyErr {
+pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
+    let err = err.into();
     Python::attach(|py| {
         // Names and types from a file may hold control characters: shown escaped.
         let message = rntuple::error::printable(&err.to_string()).into_owned();

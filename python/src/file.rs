@@ -7,9 +7,9 @@ use crate::network;
 use crate::reader::Reader;
 use pyo3::prelude::*;
 use rntuple::container::RootFile;
-use rntuple::io::open_source_with;
 use rntuple::read::RNTupleReader;
 use rntuple::Error;
+use rntuple_io::{open_source_with, SourceOptions};
 use std::sync::Arc;
 
 /// An open ROOT file: lists its RNTuples and opens them. Or an RNTuple stored as
@@ -22,8 +22,8 @@ pub(crate) struct RootFileHandle {
 
 /// What a [`RootFileHandle`] holds.
 enum Opened {
-    /// A ROOT file.
-    File(RootFile),
+    /// A ROOT file, and the settings its RNTuples are read with.
+    File(RootFile, Box<SourceOptions>),
     /// A dataset of objects, opened (its anchor, header, footer and page lists read),
     /// and the URL it was opened with.
     Objects {
@@ -51,9 +51,12 @@ impl RootFileHandle {
         let options = network::source_options(network.unwrap_or_default())
             .and_then(|options| with_cache(options, cache))
             .map_err(to_py_err)?;
-        if rntuple::io::is_object_layout(&path) {
+        if rntuple_io::is_object_layout(&path) {
             let reader = py
-                .detach(|| RNTupleReader::open_objects_url(&path, None, &options))
+                .detach(|| {
+                    RNTupleReader::open_objects_url(&path, None, &options)
+                        .map(|reader| reader.with_settings(&options))
+                })
                 .map_err(|e| objects_open_err(&path, e))?;
             return Ok(RootFileHandle {
                 opened: Opened::Objects {
@@ -63,10 +66,14 @@ impl RootFileHandle {
             });
         }
         let file = py
-            .detach(|| open_source_with(&path, &options).and_then(RootFile::open))
+            .detach(|| {
+                open_source_with(&path, &options)
+                    .map_err(Error::from)
+                    .and_then(RootFile::open)
+            })
             .map_err(to_py_err)?;
         Ok(RootFileHandle {
-            opened: Opened::File(file),
+            opened: Opened::File(file, Box::new(options)),
         })
     }
 
@@ -74,7 +81,7 @@ impl RootFileHandle {
     #[getter]
     fn name(&self) -> String {
         match &self.opened {
-            Opened::File(file) => file.source().name().to_string(),
+            Opened::File(file, _) => file.source().name().to_string(),
             Opened::Objects { url, .. } => url.clone(),
         }
     }
@@ -83,7 +90,7 @@ impl RootFileHandle {
     /// dataset of objects has one, its RNTuple's name.
     fn rntuple_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         match &self.opened {
-            Opened::File(file) => py
+            Opened::File(file, _) => py
                 .detach(|| file.rntuple_anchors())
                 .map(|keys| keys.into_iter().map(|k| k.path).collect())
                 .map_err(to_py_err),
@@ -95,9 +102,12 @@ impl RootFileHandle {
     #[pyo3(signature = (path=None))]
     fn open_rntuple(&self, py: Python<'_>, path: Option<String>) -> PyResult<Reader> {
         match &self.opened {
-            Opened::File(file) => {
+            Opened::File(file, options) => {
                 let reader = py
-                    .detach(|| RNTupleReader::open(file, path.as_deref()))
+                    .detach(|| {
+                        RNTupleReader::open(file, path.as_deref())
+                            .map(|reader| reader.with_settings(options))
+                    })
                     .map_err(to_py_err)?;
                 Ok(Reader::new(Arc::new(reader), None))
             }
@@ -115,16 +125,16 @@ impl RootFileHandle {
 }
 
 /// Splits a `TARGET[:NAME]` spec into the file or URL and the RNTuple's name, by the
-/// command line's rule (`rntuple::io::split_target`): the whole spec if it exists
+/// command line's rule (`rntuple_io::split_target`): the whole spec if it exists
 /// locally; in a URL, only a colon after the start of its path begins a NAME.
 #[pyfunction]
 pub(crate) fn split_target(target: &str) -> (String, Option<String>) {
-    rntuple::io::split_target(target)
+    rntuple_io::split_target(target)
 }
 
 /// Whether `location` names an RNTuple stored as objects (`ntpl+s3+http(s)://`,
 /// `ntpl+file://`: ROOT's S3 layout) rather than a file.
 #[pyfunction]
 pub(crate) fn is_object_layout(location: &str) -> bool {
-    rntuple::io::is_object_layout(location)
+    rntuple_io::is_object_layout(location)
 }

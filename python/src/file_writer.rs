@@ -8,9 +8,9 @@ use crate::write_options::{
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::container::FileWriter;
-use rntuple::io::AtomicFile;
 use rntuple::write::{SharedFile, WriteOptions};
 use rntuple::Error;
+use rntuple_io::AtomicFile;
 
 /// The file being written and the RNTuples written into it, filled in turns.
 type SharedRootFile = SharedFile<AtomicFile>;

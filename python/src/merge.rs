@@ -46,7 +46,7 @@ pub(crate) fn merge_rntuples(
     };
     let (s, output_bytes) = py
         .detach(|| {
-            if !rntuple::io::is_object_layout(&output) {
+            if !rntuple_io::is_object_layout(&output) {
                 return merge_files(
                     &inputs,
                     std::path::Path::new(&output),

@@ -1,10 +1,11 @@
 //! The network options of a remote file as Python gives them (`timeout=`,
-//! `connect_timeout=`, `speed_limit=`, `speed_time=`, `retries=`), and what Python hears
+//! `connect_timeout=`, `speed_limit=`, `speed_time=`, `retries=`) and the read-ahead
+//! (`bunch_bytes=`, `read_ahead_bytes=`), and what Python hears
 //! of a slow read: a warning (`rntuple.SlowReadWarning`).
 
 use pyo3::prelude::*;
-use rntuple::io::{Observer, SourceOptions, Transfer, TransferObserver};
 use rntuple::Error;
+use rntuple_io::{Observer, SourceOptions, Transfer, TransferObserver};
 use std::sync::Arc;
 
 /// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the
@@ -50,10 +51,25 @@ pub(crate) fn source_options(
                     u64::from(whole("a whole number of bytes a second (0 for no limit)")?);
             }
             "retries" => target.retries = whole("a whole number of retries (0 or more)")?,
+            "bunch_bytes" => {
+                let bytes = whole("a whole number of bytes, more than 0")?;
+                if bytes == 0 {
+                    return Err(bad(&name, value, "a whole number of bytes, more than 0"));
+                }
+                options.read_ahead.bunch_bytes = Some(u64::from(bytes));
+            }
+            "read_ahead_bytes" => {
+                let bytes = whole("a whole number of bytes, more than 0")?;
+                if bytes == 0 {
+                    return Err(bad(&name, value, "a whole number of bytes, more than 0"));
+                }
+                options.read_ahead.max_bytes = u64::from(bytes);
+            }
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "unknown network option {other:?}: expected connect_timeout, \
-                     first_byte_timeout, idle_timeout, speed_limit, speed_time or retries"
+                     first_byte_timeout, idle_timeout, speed_limit, speed_time, retries, \
+                     bunch_bytes or read_ahead_bytes"
                 )))
             }
         }

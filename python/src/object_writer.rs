@@ -6,9 +6,9 @@ use crate::write_options::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rntuple::io::SourceOptions;
 use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::Error;
+use rntuple_io::SourceOptions;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// An [`ObjectSink`](rntuple::write::ObjectSink) shared by the writer filling it and the
@@ -90,14 +90,14 @@ impl ObjectWriterHandle {
     fn new(url: String, options: PyRef<'_, WriteOptionsHandle>) -> PyResult<Self> {
         // `URL[:NAME]`, as the command line splits it; the URL checked strictly before
         // anything is created.
-        let (url, name) = rntuple::io::split_target(&url);
-        if !rntuple::io::is_object_layout(&url) {
+        let (url, name) = rntuple_io::split_target(&url);
+        if !rntuple_io::is_object_layout(&url) {
             return Err(to_py_err(Error::InvalidArgument(format!(
                 "{url} is not an object-store URL (ntpl+s3+https://HOST/BUCKET/PREFIX, \
                  ntpl+file:///DIR/PREFIX)"
             ))));
         }
-        rntuple::io::check_layout_url(&url).map_err(to_py_err)?;
+        rntuple_io::check_layout_url(&url).map_err(to_py_err)?;
         let options = options.options.clone();
         Ok(ObjectWriterHandle {
             url,
@@ -149,7 +149,7 @@ impl ObjectWriterHandle {
             .detach(move || -> rntuple::Result<_> {
                 let schema = rntuple_schema(&schema, &type_names, &options)?;
                 let dataset =
-                    rntuple::io::ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
+                    rntuple_io::ObjectDataset::open(&url, &SourceOptions::current()?, true)?;
                 let sink = SharedObjectSink(Arc::new(Mutex::new(
                     rntuple::write::ObjectSink::create(dataset, true)?,
                 )));

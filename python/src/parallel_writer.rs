@@ -9,9 +9,9 @@ use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rntuple::io::AtomicFile;
 use rntuple::write::{FillContext, ParallelWriter};
 use rntuple::Error;
+use rntuple_io::AtomicFile;
 
 /// One RNTuple filled from several threads (`ParallelWriter`): each thread fills through
 /// a fill context of its own; the file appears at its path only on `close`.

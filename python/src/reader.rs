@@ -227,6 +227,13 @@ impl Reader {
             .collect()
     }
 
+    /// How far planned reads fetch ahead, as the reader was opened: the bunch size
+    /// (`None`: the source's) and the most bytes ahead.
+    fn read_ahead(&self) -> (Option<u64>, u64) {
+        let read_ahead = self.reader.read_ahead();
+        (read_ahead.bunch_bytes, read_ahead.max_bytes)
+    }
+
     /// What reading has cost so far: the source's requests, vectored requests, ranges,
     /// bytes read and time waiting, the page bytes the decoder used, the time the decoder
     /// waited for prefetched pages and the time spent in reads (seconds).

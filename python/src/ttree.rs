@@ -43,7 +43,7 @@ pub(crate) fn convert_ttree(
         write = write.compression(CompressionSettings::parse(&spec).map_err(to_py_err)?);
     }
     let write = write.build().map_err(to_py_err)?;
-    let (file, spec_tree) = rntuple::io::split_target(&input);
+    let (file, spec_tree) = rntuple_io::split_target(&input);
     let tree = match (spec_tree, tree) {
         (Some(a), Some(b)) if a != b => {
             return Err(to_py_err(Error::InvalidArgument(format!(

@@ -2,7 +2,7 @@
 //! check of every checksum, and deletions.
 
 use super::Failure;
-use rntuple::io::{
+use rntuple_io::{
     cache_clear, cache_ls, cache_purge, cache_stats, cache_verify, default_cache_dir,
     parse_byte_size, CacheConfig, EntryReport, CACHE_DIR_VARIABLE, CACHE_MAX_BYTES_VARIABLE,
 };

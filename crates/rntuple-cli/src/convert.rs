@@ -1,9 +1,9 @@
 //! `rntuple convert`: one TTree file to an RNTuple file, or many files into a directory.
 
 use super::{parse_entries, progress, Failure};
-use rntuple::io::split_target;
 use rntuple::tools::convert::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
 use rntuple::write::WriteOptions;
+use rntuple_io::split_target;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -54,11 +54,11 @@ pub(crate) fn one(
     let options = options_of(job)?;
     // Into an object store: converted into a file of a temporary directory first, whose
     // pages are then copied as objects (the TTree reading and the writer stay one code).
-    let staging = if rntuple::io::is_object_layout(output) {
+    let staging = if rntuple_io::is_object_layout(output) {
         // `URL[:NAME]`: the name is the copy's to give (merge::merge_to).
         let (url, _) = split_target(output);
         let dataset =
-            rntuple::io::ObjectDataset::open(&url, &rntuple::io::SourceOptions::current()?, true)?;
+            rntuple_io::ObjectDataset::open(&url, &rntuple_io::SourceOptions::current()?, true)?;
         if !job.force && dataset.store().size_of(dataset.anchor_key())?.is_some() {
             return Err(rntuple::Error::OutputExists { path: url }.into());
         }

@@ -28,6 +28,12 @@ impl From<rntuple::Error> for Failure {
     }
 }
 
+impl From<rntuple_io::Error> for Failure {
+    fn from(e: rntuple_io::Error) -> Self {
+        Failure::Input(e.into())
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Failure::Output(e)
@@ -119,10 +125,10 @@ fn way_out(e: &rntuple::Error, message: &str, inputs: &[String]) -> Option<Strin
         .collect();
     named.sort_by_key(|f| std::cmp::Reverse(f.len()));
     let file = named.first()?;
-    if rntuple::io::url_scheme(file).is_some_and(|s| s != "file") {
+    if rntuple_io::url_scheme(file).is_some_and(|s| s != "file") {
         return None;
     }
-    let source = rntuple::io::open_source(file).ok()?;
+    let source = rntuple_io::open_source(file).ok()?;
     match examine(source) {
         Ok(FileState::Recoverable(recovery)) => {
             let entries: u64 = recovery.rntuples.iter().map(|r| r.entries).sum();

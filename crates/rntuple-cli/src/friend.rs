@@ -5,9 +5,9 @@
 use crate::failure::Failure;
 use arrow_array::RecordBatch;
 use clap::Args;
-use rntuple::io::split_target;
 use rntuple::read::RNTupleReader;
 use rntuple::tools::join::{How, Join, JoinSpec, ReaderChain};
+use rntuple_io::split_target;
 use std::ops::Range;
 use std::sync::Arc;
 

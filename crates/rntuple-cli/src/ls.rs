@@ -7,8 +7,8 @@ use super::Failure;
 use crate::trees;
 use rntuple::container::RootFile;
 use rntuple::error::printable;
-use rntuple::io::{open_source, split_target};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{open_source, split_target};
 use std::io::Write;
 
 /// The most field (branch) names an `ls` line lists.
@@ -70,7 +70,7 @@ pub(crate) fn each<W: Write>(
 /// `ls` of one file: a line per RNTuple (path, entries, fields), then per TTree, and
 /// on standard error how to convert the TTrees.
 pub(crate) fn ls(file: &str, out: &mut impl Write) -> Result<(), Failure> {
-    if rntuple::io::is_object_layout(file) || rntuple::io::is_daos(file) {
+    if rntuple_io::is_object_layout(file) || rntuple_io::is_daos(file) {
         // A dataset of objects holds one RNTuple; DAOS's is named: daos://POOL/CONT:NAME.
         let (dataset, name) = split_target(file);
         let reader = RNTupleReader::open_path(&dataset, name.as_deref())?;
@@ -131,8 +131,8 @@ pub(crate) fn info(target: &str, stats: bool, out: &mut impl Write) -> Result<()
         Ok(reader) => reader,
         Err(e)
             if matches!(e.root_cause(), rntuple::Error::NotFound(_))
-                && !rntuple::io::is_object_layout(&file)
-                && !rntuple::io::is_daos(&file) =>
+                && !rntuple_io::is_object_layout(&file)
+                && !rntuple_io::is_daos(&file) =>
         {
             // A TTree of that name, or the file's TTrees when it holds no RNTuple.
             if trees::info(&file, name.as_deref(), out)? {
@@ -145,13 +145,10 @@ pub(crate) fn info(target: &str, stats: bool, out: &mut impl Write) -> Result<()
     };
     let seconds = start.elapsed().as_secs_f64();
     out.write_all(rntuple::read::describe(&reader).as_bytes())?;
-    if rntuple::io::is_object_layout(&file) {
+    if rntuple_io::is_object_layout(&file) {
         // Objects under the prefix that no anchor references.
-        let dataset = rntuple::io::ObjectDataset::open(
-            &file,
-            &rntuple::io::SourceOptions::current()?,
-            false,
-        )?;
+        let dataset =
+            rntuple_io::ObjectDataset::open(&file, &rntuple_io::SourceOptions::current()?, false)?;
         if let Some(note) = rntuple::read::dataset_objects(&dataset)?.leftover_note(&file) {
             writeln!(out, "leftover objects: {note}")?;
         }

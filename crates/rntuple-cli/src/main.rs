@@ -5,14 +5,12 @@ use clap::{Parser, Subcommand};
 use network::NetworkArgs;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
-use rntuple::io::{
-    ensure_distinct, open_source, split_target, AtomicFile, Existing, SourceOptions,
-};
 use rntuple::read::RNTupleReader;
 use rntuple::tools::recover;
 use rntuple::tools::{copy_rntuple, StreamerFields};
 use rntuple::write::WriteOptions;
 use rntuple_cli::{render, show};
+use rntuple_io::{ensure_distinct, open_source, split_target, AtomicFile, Existing, SourceOptions};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -56,8 +54,8 @@ impl SourceArgs {
     /// `options` (the environment's, with the network options over them) with these
     /// options over its cache settings.
     fn apply(&self, mut options: SourceOptions) -> Result<SourceOptions, Failure> {
-        use rntuple::io::CacheConfig;
-        let usage = |flag: &str, e: rntuple::Error| {
+        use rntuple_io::CacheConfig;
+        let usage = |flag: &str, e: rntuple_io::Error| {
             Failure::Usage(format!(
                 "--{flag}: {}",
                 e.to_string().replace("invalid argument: ", "")
@@ -75,7 +73,7 @@ impl SourceArgs {
         }
         if let Some(size) = &self.cache_max_bytes {
             let bytes =
-                rntuple::io::parse_byte_size(size).map_err(|e| usage("cache-max-bytes", e))?;
+                rntuple_io::parse_byte_size(size).map_err(|e| usage("cache-max-bytes", e))?;
             if let Some(config) = options.cache.as_mut() {
                 config.max_bytes = Some(bytes);
             }
@@ -542,7 +540,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let options = options.build().map_err(|e| Failure::Usage(e.to_string()))?;
             let (file, name) = split_target(&source);
             let stored_as_objects =
-                |p: &str| rntuple::io::is_object_layout(p) || rntuple::io::is_daos(p);
+                |p: &str| rntuple_io::is_object_layout(p) || rntuple_io::is_daos(p);
             if stored_as_objects(&output) || stored_as_objects(&file) {
                 // Between a file and objects: the stored pages are copied, as a merge of
                 // one input copies them (recompressed only if asked).
@@ -849,7 +847,7 @@ fn open_output(output: &str, inputs: &[&str], force: bool) -> Result<AtomicFile,
     let path = std::path::Path::new(output);
     ensure_distinct(path, inputs)?;
     if !force {
-        rntuple::io::refuse_existing(path)?;
+        rntuple_io::refuse_existing(path)?;
     }
     let existing = if force {
         Existing::Replace

@@ -2,12 +2,12 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::io::{is_daos, is_object_layout, open_daos_uri, split_target};
 use rntuple::tools::merge::{
     merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };
-use rntuple::write::daos_mapping_from_env;
+use rntuple::write::daos_mapping;
+use rntuple_io::{is_daos, is_object_layout, open_daos_uri_in, split_target, SourceOptions};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -159,8 +159,9 @@ fn merge_to_daos_target(
             "{input} is both an input and the output"
         )));
     }
-    let mapping = daos_mapping_from_env().map_err(|e| Failure::Usage(e.to_string()))?;
-    let container = open_daos_uri(&uri, true)?;
+    let settings = SourceOptions::current()?;
+    let mapping = daos_mapping(&settings).map_err(|e| Failure::Usage(e.to_string()))?;
+    let container = open_daos_uri_in(&uri, settings.daos_dir.clone(), true)?;
     let (summary, _) = merge_to_daos(
         inputs,
         container,

@@ -4,7 +4,7 @@
 
 use super::Failure;
 use clap::Args;
-use rntuple::io::{
+use rntuple_io::{
     parse_seconds, parse_speed_limit, Observer, SourceOptions, Transfer, TransferObserver,
     CONNECT_TIMEOUT_VARIABLE, FIRST_BYTE_TIMEOUT_VARIABLE, IDLE_TIMEOUT_VARIABLE, RETRIES_VARIABLE,
     SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,

@@ -31,7 +31,7 @@ pub(crate) fn run(job: &Job, out: &mut impl Write) -> Result<(), Failure> {
     let mut repair_failures = Vec::new();
     if job.repair {
         for file in &job.files {
-            if !rntuple::io::is_object_layout(&rntuple::io::split_target(file).0) {
+            if !rntuple_io::is_object_layout(&rntuple_io::split_target(file).0) {
                 continue;
             }
             match repair_dataset(file) {

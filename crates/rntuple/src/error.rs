@@ -1,5 +1,6 @@
 //! The one error type of the library: every failure says what went wrong and where.
 
+use rntuple_io::RemoteKind;
 use std::fmt;
 
 /// Where in a file or RNTuple an error was found. Each part is optional; the
@@ -61,95 +62,6 @@ impl fmt::Display for Location {
             });
         }
         f.write_str(&parts.join(", "))
-    }
-}
-
-/// What sort of failure an [`Error::Remote`] is, the same for every protocol (HTTP(S),
-/// XRootD, S3), so that callers can react to it without reading messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RemoteKind {
-    /// No such file, bucket or key: HTTP 404 or 410, XRootD `kXR_NotFound`, S3
-    /// `NoSuchKey`/`NoSuchBucket`.
-    NotFound,
-    /// The server refused access: HTTP 401 or 403, XRootD `kXR_NotAuthorized` or
-    /// `kXR_AuthFailed` (or credentials it refused), S3 `AccessDenied`,
-    /// `InvalidAccessKeyId`, `SignatureDoesNotMatch` (HTTP 401 or 403).
-    PermissionDenied,
-    /// The path names a directory, not a file (XRootD).
-    IsADirectory,
-    /// A timeout of the `NetworkOptions` ran out, on the last attempt.
-    TimedOut,
-    /// Nothing listens at the server's port (on the last attempt).
-    ConnectionRefused,
-    /// The server reset or closed the connection before answering in full (on the last
-    /// attempt).
-    ConnectionReset,
-    /// The connection could not be set up or broke otherwise: the host name does not
-    /// resolve, the network is unreachable.
-    Connection,
-    /// TLS failed: the server's certificate is not trusted or the handshake was refused.
-    Tls,
-    /// The file changed on the server while it was read (or since it was cached).
-    Changed,
-    /// Another failure: a server error after the retries, a protocol violation, a reply
-    /// that does not hold what was asked for.
-    Other,
-}
-
-impl RemoteKind {
-    /// A short stable name: `"not_found"`, `"permission_denied"`, `"is_a_directory"`,
-    /// `"timed_out"`, `"connection_refused"`, `"connection_reset"`, `"connection"`,
-    /// `"tls"`, `"changed"` or `"other"` (what Python's `RemoteError.kind` holds).
-    pub fn name(self) -> &'static str {
-        match self {
-            RemoteKind::NotFound => "not_found",
-            RemoteKind::PermissionDenied => "permission_denied",
-            RemoteKind::IsADirectory => "is_a_directory",
-            RemoteKind::TimedOut => "timed_out",
-            RemoteKind::ConnectionRefused => "connection_refused",
-            RemoteKind::ConnectionReset => "connection_reset",
-            RemoteKind::Connection => "connection",
-            RemoteKind::Tls => "tls",
-            RemoteKind::Changed => "changed",
-            RemoteKind::Other => "other",
-        }
-    }
-
-    /// The [`std::io::ErrorKind`] of this kind of failure (`Other` where none fits).
-    pub fn io_error_kind(self) -> std::io::ErrorKind {
-        use std::io::ErrorKind as K;
-        match self {
-            RemoteKind::NotFound => K::NotFound,
-            RemoteKind::PermissionDenied => K::PermissionDenied,
-            RemoteKind::IsADirectory => K::IsADirectory,
-            RemoteKind::TimedOut => K::TimedOut,
-            RemoteKind::ConnectionRefused => K::ConnectionRefused,
-            RemoteKind::ConnectionReset => K::ConnectionReset,
-            RemoteKind::Connection | RemoteKind::Tls | RemoteKind::Changed | RemoteKind::Other => {
-                K::Other
-            }
-        }
-    }
-
-    /// The kind of a connection failure that an I/O error of `kind` is (a refused,
-    /// reset or timed-out connection; anything else is [`RemoteKind::Connection`]).
-    pub fn of_connection_error(kind: std::io::ErrorKind) -> RemoteKind {
-        use std::io::ErrorKind as K;
-        match kind {
-            K::ConnectionRefused => RemoteKind::ConnectionRefused,
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
-                RemoteKind::ConnectionReset
-            }
-            K::TimedOut | K::WouldBlock => RemoteKind::TimedOut,
-            _ => RemoteKind::Connection,
-        }
-    }
-}
-
-impl fmt::Display for RemoteKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -359,6 +271,78 @@ impl Error {
         match self {
             Error::At { source, .. } => source.root_cause(),
             other => other,
+        }
+    }
+}
+
+/// Each failure of a byte source as the variant of the same name and message (a file
+/// named around it as its [`Location`]); an error of this crate passed through a byte
+/// source comes back unchanged.
+impl From<rntuple_io::Error> for Error {
+    fn from(error: rntuple_io::Error) -> Self {
+        use rntuple_io::Error as E;
+        match error {
+            E::Io { what, source } => Error::Io { what, source },
+            E::Write { what, source } => Error::Write { what, source },
+            E::Truncated {
+                what,
+                offset,
+                needed,
+                available,
+            } => Error::Truncated {
+                what,
+                offset,
+                needed,
+                available,
+            },
+            E::Corrupt { what, detail } => Error::Corrupt { what, detail },
+            E::Remote { kind, what, detail } => Error::Remote { kind, what, detail },
+            E::Unsupported(message) => Error::Unsupported(message),
+            E::NotFound(message) => Error::NotFound(message),
+            E::OutputExists { path } => Error::OutputExists { path },
+            E::InvalidArgument(message) => Error::InvalidArgument(message),
+            E::InFile { file, source } => Error::from(*source).at(Location {
+                file: Some(file),
+                ..Default::default()
+            }),
+            E::Other(other) => match other.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => Error::Io {
+                    what: "a byte source".into(),
+                    source: std::io::Error::other(other),
+                },
+            },
+        }
+    }
+}
+
+/// An error of this crate handed through a byte source this crate implements (an
+/// object fetcher, a store): the byte sources' variant of the same name where there is
+/// one, else passed through whole, to come back unchanged.
+impl From<Error> for rntuple_io::Error {
+    fn from(error: Error) -> Self {
+        use rntuple_io::Error as E;
+        match error {
+            Error::Io { what, source } => E::Io { what, source },
+            Error::Write { what, source } => E::Write { what, source },
+            Error::Truncated {
+                what,
+                offset,
+                needed,
+                available,
+            } => E::Truncated {
+                what,
+                offset,
+                needed,
+                available,
+            },
+            Error::Corrupt { what, detail } => E::Corrupt { what, detail },
+            Error::Remote { kind, what, detail } => E::Remote { kind, what, detail },
+            Error::Unsupported(message) => E::Unsupported(message),
+            Error::NotFound(message) => E::NotFound(message),
+            Error::OutputExists { path } => E::OutputExists { path },
+            Error::InvalidArgument(message) => E::InvalidArgument(message),
+            other => E::Other(Box::new(other)),
         }
     }
 }

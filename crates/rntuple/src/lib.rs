@@ -1,8 +1,9 @@
 //! `rntuple`: read CERN ROOT's RNTuple columnar event-data format (binary format 1.0)
 //! without ROOT.
 //!
-//! The modules follow the layers of the project's ARCHITECTURE.md, bottom to top:
-//! [`io`] (byte sources), [`compression`] (ROOT compression blocks), [`container`]
+//! The modules follow the layers of the project's ARCHITECTURE.md, bottom to top: the
+//! byte sources are a crate of their own, `rntuple_io`, below this one; then
+//! [`compression`] (ROOT compression blocks), [`container`]
 //! (the ROOT file around an RNTuple), [`mod@format`] (the spec's byte structures),
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
 //! [`read`] (planning, fetching, decoding into Apache Arrow), [`mod@write`], and the
@@ -11,13 +12,15 @@
 //! # Cargo features
 //!
 //! - `remote` (default): the three remote byte sources below.
-//! - `http`: `http://` and `https://` URLs (`io::HttpSource`; reqwest on rustls, on tokio).
-//! - `xrootd`: `root://` and `roots://` URLs (`io::XRootDSource`; rustls for TLS).
-//! - `s3`: `s3://` URLs (`io::S3Source`; object_store over reqwest, on tokio).
+//! - `http`: `http://` and `https://` URLs (`rntuple_io::HttpSource`; reqwest on rustls,
+//!   on tokio).
+//! - `xrootd`: `root://` and `roots://` URLs (`rntuple_io::XRootDSource`; rustls for TLS).
+//! - `s3`: `s3://` URLs (`rntuple_io::S3Source`; object_store over reqwest, on tokio).
 //!
-//! Remote sources connect, wait and retry as `io::NetworkOptions` says (connect,
-//! first-byte and idle timeouts, retries): `io::open_source_with`, or the process's
-//! `io::SourceOptions::current` (a program's defaults, else `RNTUPLE_*` variables).
+//! Remote sources connect, wait and retry as `rntuple_io::NetworkOptions` says (connect,
+//! first-byte and idle timeouts, retries): `rntuple_io::open_source_with`, or the
+//! process's `rntuple_io::SourceOptions::current` (a program's defaults, else `RNTUPLE_*`
+//! variables).
 //!
 //! With `default-features = false` the library reads and writes local files and memory
 //! and pulls in none of tokio, reqwest, object_store or rustls; opening a URL whose
@@ -47,7 +50,9 @@ pub mod format;
 #[cfg(any(all(test, feature = "http", feature = "xrootd"), feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz;
-pub mod io;
+// The byte sources, under the name the modules of this crate use for them (crate-private:
+// their one public path is `rntuple_io::`).
+use rntuple_io as io;
 mod memory;
 pub mod read;
 pub mod schema;
@@ -59,4 +64,4 @@ pub mod tools;
 pub mod ttree;
 pub mod write;
 
-pub use error::{Error, Location, RemoteKind, Result};
+pub use error::{Error, Location, Result};

@@ -5,37 +5,26 @@
 //! threads write into it. While a stream of batches is open, large decoded buffers its
 //! consumer drops are kept and decoded into again (see "Recycling" below): no fault at all.
 //!
-//! Transparent huge pages (2 MiB) are asked for only when [`HUGE_PAGES_VARIABLE`] says so.
+//! Transparent huge pages (2 MiB) are asked for only when the settings say so
+//! (`RNTUPLE_HUGE_PAGES`, `SourceOptions::huge_pages`).
 //! On the benchmark's virtual machine, which hands freed memory back to its host, they made
 //! a one-shot read of every column 3.6x slower when the memory came fresh from the host, and
 //! 1.5x faster when another process had just freed it (`bench/RESULTS.md`).
 
-use crate::error::{Error, Result};
+/// Whether large decoded columns ask for huge pages: unset (0) until a reader opens,
+/// then 1 (never) or 2 (always), as the settings it opened with say
+/// (`SourceOptions::huge_pages`, from `RNTUPLE_HUGE_PAGES` by default). The memory's
+/// policy is the process's: the last reader opened sets it.
+static HUGE_PAGES: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-/// The environment variable that asks for transparent huge pages for large decoded
-/// columns: `never` (the default) or `always`.
-pub const HUGE_PAGES_VARIABLE: &str = "RNTUPLE_HUGE_PAGES";
-
-/// Whether large decoded columns ask for huge pages, as [`HUGE_PAGES_VARIABLE`] says
-/// (read once per process); an unknown value is an error that names it.
-pub(crate) fn huge_pages() -> Result<bool> {
-    static POLICY: std::sync::OnceLock<std::result::Result<bool, String>> =
-        std::sync::OnceLock::new();
-    POLICY
-        .get_or_init(|| parse_huge_pages(&std::env::var(HUGE_PAGES_VARIABLE).unwrap_or_default()))
-        .clone()
-        .map_err(Error::InvalidArgument)
+/// Makes large decoded columns ask for huge pages (or not) from now on.
+pub(crate) fn set_huge_pages(huge: bool) {
+    HUGE_PAGES.store(1 + u8::from(huge), std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The policy a value of [`HUGE_PAGES_VARIABLE`] sets, or the message refusing it.
-fn parse_huge_pages(value: &str) -> std::result::Result<bool, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "" | "never" | "0" | "off" => Ok(false),
-        "always" | "1" | "on" => Ok(true),
-        _ => Err(format!(
-            "{HUGE_PAGES_VARIABLE}={value:?}: expected never (0) or always (1)"
-        )),
-    }
+/// Whether large decoded columns ask for huge pages (no reader opened yet: no).
+fn huge_pages() -> bool {
+    HUGE_PAGES.load(std::sync::atomic::Ordering::Relaxed) == 2
 }
 
 /// Buffers smaller than this are left to the allocator (they mostly reuse freed memory).
@@ -53,7 +42,7 @@ pub(crate) fn filled_vec<T: Copy>(zero: T, n: usize) -> Vec<T> {
 }
 
 /// Maps the whole pages of `buffer` (memory this process owns) writable, at once; as
-/// transparent huge pages where [`HUGE_PAGES_VARIABLE`] asks for them and the kernel has
+/// transparent huge pages where the settings ask for them and the kernel has
 /// them (a mistyped value was refused when the reader opened; it asks for none here).
 #[cfg(target_os = "linux")]
 fn populate<T>(buffer: &mut [T]) {
@@ -68,7 +57,7 @@ fn populate<T>(buffer: &mut [T]) {
     if end <= first {
         return;
     }
-    let huge = huge_pages().unwrap_or(false);
+    let huge = huge_pages();
     // SAFETY: `first..end` lies within `buffer`, memory of this process's heap that the
     // caller holds exclusively; MADV_HUGEPAGE only marks its range as eligible for huge
     // pages and MADV_POPULATE_WRITE only maps its pages (neither writes data nor changes
@@ -383,21 +372,6 @@ mod tests {
             let z = filled_vec(0.0f32, n);
             assert!(z.iter().all(|&x| x == 0.0));
         }
-    }
-
-    #[test]
-    fn the_huge_pages_variable_takes_never_or_always_and_names_itself_otherwise() {
-        for (value, huge) in [
-            ("", false),
-            ("never", false),
-            ("0", false),
-            (" Always ", true),
-        ] {
-            assert_eq!(parse_huge_pages(value), Ok(huge), "{value:?}");
-        }
-        assert_eq!(parse_huge_pages("1"), Ok(true));
-        let bad = parse_huge_pages("sometimes").unwrap_err();
-        assert!(bad.contains("RNTUPLE_HUGE_PAGES=\"sometimes\""), "{bad}");
     }
 
     /// A buffer of this many `i16` is above the recycling threshold, and of a size no

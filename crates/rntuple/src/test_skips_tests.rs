@@ -12,7 +12,7 @@ fn only_listed_tests_may_skip() {
     assert!(!matches("rust: a::b", "rust: a::b::c"));
     assert!(allowed("rust: no::such::test").is_none());
     let listed = allowed(
-        "rust: rntuple::io::cache::tests::a_full_disk_is_passed_by_and_leaves_no_partial_extent",
+        "rust: rntuple_io::cache::tests::a_full_disk_is_passed_by_and_leaves_no_partial_extent",
     );
     assert!(listed.is_some_and(|r| r.contains("tmpfs")));
     let refused = std::panic::catch_unwind(|| skip("rust: no::such::test", "no reason"));

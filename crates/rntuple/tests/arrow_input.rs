@@ -10,11 +10,11 @@
 use arrow_array::builder::{Float32Builder, LargeListBuilder, StructBuilder};
 use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema};
-use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
 use rntuple::{Error, Result};
+use rntuple_io::MemorySource;
 use std::sync::Arc;
 
 fn builder(nullable_as_optional: bool) -> SchemaBuilder {

@@ -6,8 +6,8 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use rntuple::container::{read_blob, split_blob, BlobLayout, RootFile};
-use rntuple::io::{open_source, IoMetricsSnapshot, MemorySource, ReadAt, Source};
 use rntuple::Error;
+use rntuple_io::{open_source, IoMetricsSnapshot, MemorySource, ReadAt, Source};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -466,16 +466,15 @@ impl ReadAt for SparseSource {
     fn size(&self) -> u64 {
         self.size
     }
-    fn read_at(&self, offset: u64, len: u64) -> rntuple::Result<Vec<u8>> {
-        let end = offset
-            .checked_add(len)
-            .filter(|&e| e <= self.size)
-            .ok_or(Error::Truncated {
+    fn read_at(&self, offset: u64, len: u64) -> rntuple_io::Result<Vec<u8>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.size).ok_or(
+            rntuple_io::Error::Truncated {
                 what: "sparse".into(),
                 offset,
                 needed: len,
                 available: self.size.saturating_sub(offset),
-            })?;
+            },
+        )?;
         assert!(len < 1 << 20, "test source asked for {len} bytes");
         let mut out = vec![0u8; len as usize];
         for (start, bytes) in &self.regions {

@@ -17,8 +17,8 @@ use rntuple::container::{read_blob, FileHeader, FileWriter, KeyHeader, RootFile}
 use rntuple::format::{
     open_envelope, seal_envelope, Anchor, EnvelopeType, Footer, Locator, PageList,
 };
-use rntuple::io::{open_source, MemorySource, ReadAt};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{open_source, MemorySource, ReadAt};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;

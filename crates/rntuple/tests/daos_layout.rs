@@ -16,13 +16,13 @@ use rntuple::format::{
     ntuple_index, unpack_envelope, DaosAnchor, DaosLocation, DaosPageMapping, EnvelopeType, Footer,
     LocatorKind, PageList, DAOS_AKEY_PAGE, DAOS_ANCHOR_SIZE,
 };
-use rntuple::io::{
-    DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DirectoryDaos, MemoryDaos,
-};
 use rntuple::read::RNTupleReader;
 use rntuple::tools::{merge_files, merge_into, merge_to_daos, MergeOptions};
 use rntuple::write::{DaosSink, DaosSinkOptions};
 use rntuple::{Error, Result};
+use rntuple_io::{
+    DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DirectoryDaos, MemoryDaos,
+};
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +42,7 @@ fn daos_dir() -> PathBuf {
     SET.call_once(|| {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        std::env::set_var(rntuple::io::DAOS_DIR_VARIABLE, &dir);
+        std::env::set_var(rntuple_io::DAOS_DIR_VARIABLE, &dir);
     });
     dir
 }
@@ -517,10 +517,10 @@ impl Faulty {
 }
 
 impl DaosStore for Faulty {
-    fn create_container(&self, container: &DaosContainerId) -> Result<()> {
+    fn create_container(&self, container: &DaosContainerId) -> rntuple_io::Result<()> {
         self.inner.create_container(container)
     }
-    fn has_container(&self, container: &DaosContainerId) -> Result<bool> {
+    fn has_container(&self, container: &DaosContainerId) -> rntuple_io::Result<bool> {
         self.inner.has_container(container)
     }
     fn fetch(
@@ -529,7 +529,7 @@ impl DaosStore for Faulty {
         oid: DaosOid,
         dkey: u64,
         akey: u64,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> rntuple_io::Result<Option<Vec<u8>>> {
         if self
             .hidden
             .lock()
@@ -547,9 +547,9 @@ impl DaosStore for Faulty {
         dkey: u64,
         akey: u64,
         value: &[u8],
-    ) -> Result<()> {
+    ) -> rntuple_io::Result<()> {
         if self.updates.fetch_add(1, Ordering::SeqCst) >= self.ok {
-            return Err(Error::InvalidArgument(format!(
+            return Err(rntuple_io::Error::InvalidArgument(format!(
                 "refused to update object {oid}"
             )));
         }
@@ -561,17 +561,17 @@ impl DaosStore for Faulty {
         oid: DaosOid,
         dkey: u64,
         values: &[(u64, &[u8])],
-    ) -> Result<()> {
+    ) -> rntuple_io::Result<()> {
         // All or none, as the store's own.
         let before = self.updates.fetch_add(values.len(), Ordering::SeqCst);
         if before + values.len() > self.ok {
-            return Err(Error::InvalidArgument(format!(
+            return Err(rntuple_io::Error::InvalidArgument(format!(
                 "refused to update object {oid}"
             )));
         }
         self.inner.update_together(container, oid, dkey, values)
     }
-    fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Result<()> {
+    fn punch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> rntuple_io::Result<()> {
         self.inner.punch_many(container, keys)
     }
 }

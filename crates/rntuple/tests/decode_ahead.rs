@@ -14,9 +14,9 @@
 mod common;
 
 use arrow_array::RecordBatch;
-use rntuple::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
+use rntuple_io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -68,7 +68,7 @@ impl ReadAt for Recording {
     fn size(&self) -> u64 {
         self.inner.size()
     }
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+    fn read_at(&self, offset: u64, len: u64) -> rntuple_io::Result<Vec<u8>> {
         assert_ne!(Some(offset), self.panic_at, "the source breaks down");
         if self.after_hints.lock().unwrap().contains(&offset) {
             self.wait_for_hints();

@@ -11,8 +11,8 @@
 
 mod common;
 
-use rntuple::io::{LocalFile, MemorySource, DIRECT_IO_VARIABLE};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{LocalFile, MemorySource, DIRECT_IO_VARIABLE};
 use std::sync::Arc;
 
 /// Evicts the file's (written back, clean) pages from the page cache.
@@ -22,7 +22,7 @@ fn drop_from_page_cache(file: &std::fs::File) {
 }
 
 fn open_local(path: &str, anchor: &rntuple::format::Anchor) -> RNTupleReader {
-    let source: rntuple::io::Source = Arc::new(LocalFile::open(path).unwrap());
+    let source: rntuple_io::Source = Arc::new(LocalFile::open(path).unwrap());
     RNTupleReader::from_anchor(source, *anchor, "t".into()).unwrap()
 }
 
@@ -42,7 +42,7 @@ fn direct_reads_give_the_values_of_the_bytes_and_only_when_the_file_is_not_cache
     std::io::Write::write_all(&mut file, &bytes).unwrap();
     let path = file.path().to_str().unwrap().to_string();
 
-    let memory: rntuple::io::Source = Arc::new(MemorySource::new("mem", bytes.clone()));
+    let memory: rntuple_io::Source = Arc::new(MemorySource::new("mem", bytes.clone()));
     let expected_reader = RNTupleReader::from_anchor(memory, anchor, "t".into()).unwrap();
     let n = expected_reader.num_entries();
     let subset: Vec<String> = ["s0", "v1", "s10", "v21", "v39"].map(String::from).to_vec();

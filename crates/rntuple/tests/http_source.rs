@@ -9,11 +9,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use rntuple::io::{
+use rntuple_io::{
     ByteRange, Edges, HttpOptions, HttpSource, NetworkOptions, Observer, ReadAt, ReadHints,
     RetryPolicy, Transfer, TransferObserver,
 };
-use rntuple::{Error, RemoteKind};
+use rntuple_io::{Error, RemoteKind};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -689,8 +689,8 @@ fn a_file_modified_this_second_is_opened_again_once_the_second_passed() {
             .push(header("Date", http_date(std::time::SystemTime::now())));
         reply
     });
-    let options = rntuple::io::SourceOptions::default();
-    let (source, edges) = rntuple::io::open_with_edges(&mock.url, &options, 1000, 2000).unwrap();
+    let options = rntuple_io::SourceOptions::default();
+    let (source, edges) = rntuple_io::open_with_edges(&mock.url, &options, 1000, 2000).unwrap();
     // Opened twice: the first answer may have been one of two files written in that
     // second; the second came once it had passed.
     let openings = mock.seen().len();
@@ -698,7 +698,7 @@ fn a_file_modified_this_second_is_opened_again_once_the_second_passed() {
     assert_eq!(edges.head, file()[..1000]);
     assert_eq!(edges.tail, file()[SIZE - 2000..]);
     let v = source.validators();
-    assert_eq!(v.freshness(0), rntuple::io::Freshness::Identified, "{v:?}");
+    assert_eq!(v.freshness(0), rntuple_io::Freshness::Identified, "{v:?}");
     assert_eq!(source.read_at(5000, 10).unwrap(), file()[5000..5010]);
 }
 
@@ -713,8 +713,8 @@ fn a_file_rewritten_every_second_is_changed_at_its_origin() {
         reply.headers.push(header("Date", http_date(now)));
         reply
     });
-    let options = rntuple::io::SourceOptions::default();
-    let Err(err) = rntuple::io::open_with_edges(&mock.url, &options, 1000, 2000) else {
+    let options = rntuple_io::SourceOptions::default();
+    let Err(err) = rntuple_io::open_with_edges(&mock.url, &options, 1000, 2000) else {
         panic!("opened a file that changes every second");
     };
     assert_eq!(err.remote_kind(), Some(RemoteKind::Changed), "{err}");

@@ -11,7 +11,7 @@
 
 mod common;
 
-use rntuple::read::HUGE_PAGES_VARIABLE;
+use rntuple_io::HUGE_PAGES_VARIABLE;
 
 #[test]
 fn columns_decoded_into_huge_pages_hold_the_written_values() {

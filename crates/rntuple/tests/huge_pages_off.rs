@@ -11,7 +11,7 @@
 
 mod common;
 
-use rntuple::read::HUGE_PAGES_VARIABLE;
+use rntuple_io::HUGE_PAGES_VARIABLE;
 
 #[test]
 fn columns_are_not_advised_for_huge_pages_by_default() {

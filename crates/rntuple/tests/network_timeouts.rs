@@ -18,8 +18,8 @@
 mod common;
 
 use common::tried::expect_tried;
-use rntuple::io::{open_source_with, NetworkOptions, RetryPolicy, S3Source, SourceOptions};
-use rntuple::RemoteKind;
+use rntuple_io::RemoteKind;
+use rntuple_io::{open_source_with, NetworkOptions, RetryPolicy, S3Source, SourceOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -14,12 +14,12 @@ mod common;
 use rntuple::format::{
     pack_envelope, unpack_envelope, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
 };
-use rntuple::io::objects::{MemoryObjects, ObjectStorage};
-use rntuple::io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
 use rntuple::read::RNTupleReader;
 use rntuple::tools::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::write::ObjectSink;
 use rntuple::{Error, Result};
+use rntuple_io::objects::{MemoryObjects, ObjectStorage};
+use rntuple_io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -189,22 +189,24 @@ impl ObjectStorage for Failing {
     fn object_name(&self, key: &str) -> String {
         self.inner.object_name(key)
     }
-    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    fn put(&self, key: &str, bytes: Vec<u8>) -> rntuple_io::Result<()> {
         if self.puts.fetch_add(1, Ordering::SeqCst) >= self.ok {
-            return Err(Error::InvalidArgument(format!("refused to store {key}")));
+            return Err(rntuple_io::Error::InvalidArgument(format!(
+                "refused to store {key}"
+            )));
         }
         self.inner.put(key, bytes)
     }
-    fn get(&self, key: &str, range: Option<ByteRange>) -> Result<Vec<u8>> {
+    fn get(&self, key: &str, range: Option<ByteRange>) -> rntuple_io::Result<Vec<u8>> {
         self.inner.get(key, range)
     }
-    fn size_of(&self, key: &str) -> Result<Option<u64>> {
+    fn size_of(&self, key: &str) -> rntuple_io::Result<Option<u64>> {
         self.inner.size_of(key)
     }
-    fn delete(&self, key: &str) -> Result<()> {
+    fn delete(&self, key: &str) -> rntuple_io::Result<()> {
         self.inner.delete(key)
     }
-    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+    fn list(&self, prefix: &str) -> rntuple_io::Result<Vec<String>> {
         self.inner.list(prefix)
     }
     fn metrics(&self) -> IoMetricsSnapshot {

@@ -14,12 +14,12 @@ mod common;
 
 use arrow_array::RecordBatch;
 use rntuple::format::S3Anchor;
-use rntuple::io::objects::{MemoryObjects, ObjectStorage};
-use rntuple::io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
 use rntuple::read::{dataset_objects, RNTupleReader};
 use rntuple::tools::verify::repair_objects;
 use rntuple::tools::{merge_to_dataset, MergeOptions};
-use rntuple::{Error, Result};
+use rntuple::Result;
+use rntuple_io::objects::{MemoryObjects, ObjectStorage};
+use rntuple_io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -53,9 +53,9 @@ impl Dying {
         }
     }
 
-    fn alive(&self, key: &str) -> Result<()> {
+    fn alive(&self, key: &str) -> rntuple_io::Result<()> {
         if self.done.fetch_add(1, Ordering::SeqCst) >= self.budget {
-            return Err(Error::InvalidArgument(format!(
+            return Err(rntuple_io::Error::InvalidArgument(format!(
                 "the writer is gone ({key})"
             )));
         }
@@ -70,21 +70,21 @@ impl ObjectStorage for Dying {
     fn object_name(&self, key: &str) -> String {
         self.inner.object_name(key)
     }
-    fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    fn put(&self, key: &str, bytes: Vec<u8>) -> rntuple_io::Result<()> {
         self.alive(key)?;
         self.inner.put(key, bytes)
     }
-    fn get(&self, key: &str, range: Option<ByteRange>) -> Result<Vec<u8>> {
+    fn get(&self, key: &str, range: Option<ByteRange>) -> rntuple_io::Result<Vec<u8>> {
         self.inner.get(key, range)
     }
-    fn size_of(&self, key: &str) -> Result<Option<u64>> {
+    fn size_of(&self, key: &str) -> rntuple_io::Result<Option<u64>> {
         self.inner.size_of(key)
     }
-    fn delete(&self, key: &str) -> Result<()> {
+    fn delete(&self, key: &str) -> rntuple_io::Result<()> {
         self.alive(key)?;
         self.inner.delete(key)
     }
-    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+    fn list(&self, prefix: &str) -> rntuple_io::Result<Vec<String>> {
         if self.lists.fetch_add(1, Ordering::SeqCst) == 1 {
             if let Some(hook) = self.on_second_list.lock().unwrap().take() {
                 hook();

@@ -10,9 +10,9 @@ mod common;
 use arrow_array::builder::{Float32Builder, LargeListBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use common::RemoteLike;
-use rntuple::io::{IoMetrics, MemorySource, ReadHints};
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
+use rntuple_io::{IoMetrics, MemorySource, ReadAhead, ReadHints, SourceOptions};
 use std::sync::Arc;
 
 /// 40 fields (scalars and vectors), 60k entries, small clusters: many clusters and pages.
@@ -38,7 +38,7 @@ fn open_with(
     bunch_bytes: u64,
 ) -> RNTupleReader {
     let inner = MemorySource::new("mem", bytes.to_vec());
-    let source: rntuple::io::Source = if remote {
+    let source: rntuple_io::Source = if remote {
         Arc::new(RemoteLike {
             inner,
             metrics: IoMetrics::default(),
@@ -310,4 +310,44 @@ fn fields_sharing_columns_read_them_each_in_a_range_whatever_their_order() {
     for _ in 0..5 {
         assert_eq!(used(&["v", "a", "b"]), 3 * one);
     }
+}
+
+/// Two readers in one process, each with its own settings: the bunch size each was
+/// opened with is the one its planned reads use (more, smaller requests for the
+/// smaller bunch), whatever the environment says.
+#[test]
+fn two_readers_read_with_their_own_bunch_sizes() {
+    let (bytes, anchor) = written();
+    let requests_with = |bunch_bytes: Option<u64>| {
+        let reader = open(&bytes, &anchor, true).with_settings(&SourceOptions {
+            read_ahead: ReadAhead {
+                bunch_bytes,
+                ..ReadAhead::default()
+            },
+            ..SourceOptions::default()
+        });
+        let before = reader.metrics().io.vector_requests;
+        let n = reader.num_entries();
+        reader.read(None, 0..n).unwrap();
+        reader.metrics().io.vector_requests - before
+    };
+    let small = open(&bytes, &anchor, true).with_settings(&SourceOptions {
+        read_ahead: ReadAhead {
+            bunch_bytes: Some(16 << 10),
+            ..ReadAhead::default()
+        },
+        ..SourceOptions::default()
+    });
+    let large = open(&bytes, &anchor, true);
+    let n = large.num_entries();
+    // Interleaved in one process: neither setting leaks into the other reader.
+    assert_eq!(
+        small.read(None, 0..n).unwrap(),
+        large.read(None, 0..n).unwrap()
+    );
+    let (small_requests, large_requests) = (requests_with(Some(16 << 10)), requests_with(None));
+    assert!(
+        small_requests > 2 * large_requests,
+        "16 KiB bunches: {small_requests} requests, the source's 32 MiB: {large_requests}"
+    );
 }

@@ -10,9 +10,9 @@ mod common;
 
 use arrow_array::RecordBatch;
 use rntuple::container::RootFile;
-use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::Error;
+use rntuple_io::MemorySource;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;

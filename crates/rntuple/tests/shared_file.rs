@@ -11,10 +11,10 @@ use arrow_array::types::Float32Type;
 use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
-use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder};
 use rntuple::write::{SharedFile, WriteOptions};
+use rntuple_io::MemorySource;
 use std::io::Cursor;
 use std::sync::Arc;
 

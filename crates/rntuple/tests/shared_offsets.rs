@@ -12,8 +12,8 @@ mod common;
 use arrow_array::builder::{Float32Builder, Int32Builder, LargeListBuilder};
 use arrow_array::{Array, ArrayRef, LargeListArray, RecordBatch};
 use common::{schema_builder_of, write_in_memory, RemoteLike};
-use rntuple::io::{IoMetrics, MemorySource, ReadHints};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{IoMetrics, MemorySource, ReadHints};
 use std::sync::Arc;
 
 /// Entries of the test data: several clusters of several pages each.
@@ -55,7 +55,7 @@ fn events() -> RecordBatch {
 
 fn open(bytes: &[u8], anchor: &rntuple::format::Anchor, remote: bool) -> RNTupleReader {
     let inner = MemorySource::new("mem", bytes.to_vec());
-    let source: rntuple::io::Source = if remote {
+    let source: rntuple_io::Source = if remote {
         Arc::new(RemoteLike {
             inner,
             metrics: IoMetrics::default(),

@@ -10,8 +10,8 @@ use rntuple::container::RootFile;
 use rntuple::format::{
     open_envelope, seal_envelope, Anchor, EnvelopeType, Footer, Header, PageList,
 };
-use rntuple::io::{MemorySource, ReadAt};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{MemorySource, ReadAt};
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -96,7 +96,7 @@ fn finds_every_corruption_uncompressed() {
 fn a_cluster_group_span_that_is_not_its_clusters_is_found() {
     use rntuple::container::RootFile;
     use rntuple::format::{seal_envelope, Anchor, EnvelopeType, Footer};
-    use rntuple::io::MemorySource;
+    use rntuple_io::MemorySource;
     use std::sync::Arc;
 
     let bytes = data_file("tests/data/events_uncompressed.root");

@@ -5,9 +5,9 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use rntuple::format::Anchor;
-use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::write::{schema_for_copy, RNTupleWriter, WriteOptions};
+use rntuple_io::MemorySource;
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -10,10 +10,10 @@ use arrow_array::builder::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use rntuple::format::{Anchor, ColumnPages};
-use rntuple::io::MemorySource;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{ColumnDefaults, SchemaBuilder};
 use rntuple::write::{RNTupleWriter, WriteOptions};
+use rntuple_io::MemorySource;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

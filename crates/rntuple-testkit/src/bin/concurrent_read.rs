@@ -7,7 +7,7 @@
 //!     FILE_OR_URL[:NAME] [--threads 8] [--repetitions 100] [--seed N] [--tasks K] [--timeout S] [--verbose]
 //! ```
 //!
-//! The location is opened once through [`rntuple::io::open_source`] (a path or any URL
+//! The location is opened once through [`rntuple_io::open_source`] (a path or any URL
 //! the library reads: `http(s)://`, `root(s)://`, `s3://`). A deterministic list of tasks
 //! (from `--seed`) mixes:
 //!
@@ -45,9 +45,9 @@
 
 use arrow_array::RecordBatch;
 use rntuple::container::RootFile;
-use rntuple::io::open_source;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{array_value, Value};
+use rntuple_io::open_source;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -404,7 +404,7 @@ fn stride(tasks: usize, threads: usize) -> usize {
 
 fn run() -> Result<bool, String> {
     let args = parse_args()?;
-    let (location, name) = rntuple::io::split_target(&args.location);
+    let (location, name) = rntuple_io::split_target(&args.location);
     let source = open_source(&location).map_err(|e| e.to_string())?;
     let file = RootFile::open(source).map_err(|e| e.to_string())?;
     let reader = RNTupleReader::open(&file, name.as_deref()).map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use rntuple::io::{open_source, ByteRange};
+use rntuple_io::{open_source, ByteRange};
 use xxhash_rust::xxh3::xxh3_64;
 
 fn main() {
@@ -48,7 +48,7 @@ fn run() -> Result<(), String> {
         ranges
             .iter()
             .map(|r| source.read_at(r.offset, r.len))
-            .collect::<rntuple::Result<Vec<_>>>()
+            .collect::<rntuple_io::Result<Vec<_>>>()
             .map_err(|e| e.to_string())?
     };
     let digests: Vec<String> = ranges

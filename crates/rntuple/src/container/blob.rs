@@ -99,7 +99,7 @@ pub fn read_blob(
     let layout = BlobLayout::compute(nbytes, max_key_size)?;
     if layout.n_chunks == 1 {
         check(offset, nbytes, "blob")?;
-        return source.read_at(offset, nbytes);
+        return Ok(source.read_at(offset, nbytes)?);
     }
     check(offset, max_key_size, "first chunk of a multi-key blob")?;
     let first = source.read_at(offset, max_key_size)?;

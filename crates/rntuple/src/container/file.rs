@@ -450,7 +450,7 @@ impl RootFile {
         let obj_len = u64::from(disk.obj_len);
         if stored >= obj_len {
             self.check_range(data_offset, obj_len, &format!("object of {what}"))?;
-            return self.source.read_at(data_offset, obj_len);
+            return Ok(self.source.read_at(data_offset, obj_len)?);
         }
         self.check_range(data_offset, stored, &format!("compressed object of {what}"))?;
         // A compressed object: every 9-byte block header expands to at most 16 MiB - 1,

@@ -106,11 +106,11 @@ impl<W: Write + Seek> FileOutput for std::io::BufWriter<W> {
 
 impl FileOutput for AtomicFile {
     fn complete(&mut self) -> Result<()> {
-        self.commit()
+        Ok(self.commit()?)
     }
 
     fn checkpoint(&mut self) -> Result<()> {
-        self.flush_to_os()
+        Ok(self.flush_to_os()?)
     }
 }
 

@@ -286,6 +286,12 @@ impl EnvelopeLink {
 mod tests {
     use super::*;
 
+    /// The byte sources' object space splits addresses where the format does.
+    #[test]
+    fn object_addresses_split_where_the_object_space_does() {
+        assert_eq!(OBJECT_ADDRESS_BITS, rntuple_io::OBJECT_BITS);
+    }
+
     #[test]
     fn standard_and_large_locators_round_trip() {
         for loc in [Locator::file(100, 12345), Locator::file(5 << 30, 6 << 30)] {

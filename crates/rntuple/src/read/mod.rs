@@ -15,14 +15,10 @@ mod summary;
 pub use ahead::DecodeAhead;
 pub use evolve::{unification, unify, FieldOf, Inexact, Unification};
 pub use evolve::{DefaultValue, OnOverflow, ReadAs, ReadTypes};
-pub use source::{
-    daos_extent, dataset_objects, DatasetObjects, ReadMetrics, BUNCH_BYTES_VARIABLE,
-    READ_AHEAD_BYTES_VARIABLE,
-};
+pub use source::{daos_extent, dataset_objects, DatasetObjects, ReadMetrics};
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 
-pub use crate::memory::HUGE_PAGES_VARIABLE;
 pub use crate::schema::{arrow_field, arrow_field_kept, primitive_data_type, TYPE_NAME_KEY};
 
 use crate::error::{Error, Location, Result};

@@ -1385,7 +1385,10 @@ fn read_pages(
             .iter()
             .map(|r| {
                 let mut buf = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
-                source.read_at_into(r.offset, &mut buf).map(|()| buf)
+                source
+                    .read_at_into(r.offset, &mut buf)
+                    .map(|()| buf)
+                    .map_err(Error::from)
             })
             .collect::<Result<_>>()?
     };

@@ -77,6 +77,7 @@ pub fn verify_file(location: &str) -> FileCheck {
             // Objects under the prefix that the anchor does not reference.
             let found = SourceOptions::current()
                 .and_then(|options| ObjectDataset::open(&dataset, &options, false))
+                .map_err(Error::from)
                 .and_then(|d| dataset_objects(&d).map(|o| o.leftover_note(&dataset)));
             match found {
                 Ok(note) => check.problems.extend(note),
@@ -85,7 +86,10 @@ pub fn verify_file(location: &str) -> FileCheck {
         }
         return check;
     }
-    let file = match open_source(location).and_then(RootFile::open) {
+    let file = match open_source(location)
+        .map_err(Error::from)
+        .and_then(RootFile::open)
+    {
         Ok(f) => f,
         Err(e) => {
             // The report names the file already.

@@ -47,7 +47,9 @@ use crate::format::{
     DaosPageMapping, EnvelopeLink, EnvelopeType, Footer, Header, Locator, LocatorKind, PageList,
     OBJECT_ADDRESS_BITS, PAGE_CHECKSUM_BYTES,
 };
-use crate::io::{DaosContainer, DaosExtent, DaosKey, DaosOid};
+use crate::io::{
+    DaosContainer, DaosExtent, DaosKey, DaosOid, SourceOptions, DAOS_MAPPING_VARIABLE,
+};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -58,10 +60,6 @@ pub const STAGED_IN_MEMORY: usize = 64 << 20;
 /// Values sent to the container in one [`DaosContainer::update_many`], about this many
 /// bytes (one value may be larger).
 const BATCH_BYTES: u64 = 32 << 20;
-
-/// The environment variable choosing the page mapping of the front ends' DAOS writes:
-/// `per-page` (ROOT main's, the default) or `per-cluster` (ROOT 6.40's).
-pub const DAOS_MAPPING_VARIABLE: &str = "RNTUPLE_DAOS_MAPPING";
 
 /// Parses a page mapping's name: `per-page` (also `object-per-page`, `main`) or
 /// `per-cluster` (also `object-per-cluster`, `6.40`).
@@ -84,12 +82,13 @@ fn unknown_mapping(text: &str) -> String {
     )
 }
 
-/// The page mapping [`DAOS_MAPPING_VARIABLE`] asks for; ObjectPerPage when it is unset or
-/// empty. Another value is an [`Error::InvalidArgument`] naming the variable.
-pub fn daos_mapping_from_env() -> Result<DaosPageMapping> {
-    match std::env::var(DAOS_MAPPING_VARIABLE) {
-        Ok(v) if !v.trim().is_empty() => mapping_by_name(&v).ok_or_else(|| {
-            Error::InvalidArgument(format!("{DAOS_MAPPING_VARIABLE}: {}", unknown_mapping(&v)))
+/// The page mapping the settings ask for ([`SourceOptions::daos_mapping`], from
+/// [`DAOS_MAPPING_VARIABLE`]); ObjectPerPage when unset or empty. Another value is an
+/// [`Error::InvalidArgument`] naming the variable.
+pub fn daos_mapping(options: &SourceOptions) -> Result<DaosPageMapping> {
+    match options.daos_mapping.as_deref() {
+        Some(v) if !v.trim().is_empty() => mapping_by_name(v).ok_or_else(|| {
+            Error::InvalidArgument(format!("{DAOS_MAPPING_VARIABLE}: {}", unknown_mapping(v)))
         }),
         _ => Ok(DaosPageMapping::ObjectPerPage),
     }

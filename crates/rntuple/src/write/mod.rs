@@ -34,8 +34,8 @@ mod size;
 mod writer;
 
 pub use daos_sink::{
-    daos_mapping_from_env, parse_daos_mapping, DaosSink, DaosSinkOptions, DaosWriteSummary,
-    FindReplaced, DAOS_MAPPING_VARIABLE, STAGED_IN_MEMORY,
+    daos_mapping, parse_daos_mapping, DaosSink, DaosSinkOptions, DaosWriteSummary, FindReplaced,
+    STAGED_IN_MEMORY,
 };
 pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};

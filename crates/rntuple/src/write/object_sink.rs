@@ -271,7 +271,7 @@ impl ObjectSink {
 const DELETES_IN_FLIGHT: usize = 16;
 
 /// Deletes `keys`, [`DELETES_IN_FLIGHT`] at a time; the first error (in key order).
-pub(crate) fn delete_all(store: &dyn ObjectStorage, keys: &[String]) -> Result<()> {
+pub(crate) fn delete_all(store: &dyn ObjectStorage, keys: &[String]) -> crate::io::Result<()> {
     let chunk = keys.len().div_ceil(DELETES_IN_FLIGHT).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = keys
@@ -282,12 +282,12 @@ pub(crate) fn delete_all(store: &dyn ObjectStorage, keys: &[String]) -> Result<(
             .into_iter()
             .map(|w| {
                 w.join().unwrap_or_else(|_| {
-                    Err(Error::InvalidArgument(
+                    Err(crate::io::Error::InvalidArgument(
                         "a thread deleting objects panicked".into(),
                     ))
                 })
             })
-            .collect::<Result<Vec<()>>>()
+            .collect::<crate::io::Result<Vec<()>>>()
             .map(|_| ())
     })
 }

@@ -17,8 +17,8 @@ pub(crate) mod tried;
 
 use rntuple::container::RootFile;
 use rntuple::format::{Anchor, Footer};
-use rntuple::io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
 use rntuple::read::RNTupleReader;
+use rntuple_io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -244,13 +244,13 @@ impl<R: ReadAt> ReadAt for RemoteLike<R> {
     fn size(&self) -> u64 {
         self.inner.size()
     }
-    fn read_at(&self, offset: u64, len: u64) -> rntuple::Result<Vec<u8>> {
+    fn read_at(&self, offset: u64, len: u64) -> rntuple_io::Result<Vec<u8>> {
         let t = std::time::Instant::now();
         let out = self.inner.read_at(offset, len)?;
         self.metrics.record(false, 1, len, t);
         Ok(out)
     }
-    fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple::Result<Vec<Vec<u8>>> {
+    fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple_io::Result<Vec<Vec<u8>>> {
         let t = std::time::Instant::now();
         let out = self.inner.read_ranges(ranges)?;
         let bytes = ranges.iter().map(|r| r.len).sum();
@@ -304,7 +304,7 @@ pub(crate) fn flags_of_a_decoded_column() -> Vec<String> {
         64 << 20,
         1 << 20,
     );
-    let source: rntuple::io::Source = Arc::new(MemorySource::new("mem", bytes));
+    let source: rntuple_io::Source = Arc::new(MemorySource::new("mem", bytes));
     let reader = RNTupleReader::from_anchor(source, anchor, "t".into()).unwrap();
     let read = reader.read(None, 0..reader.num_entries()).unwrap();
     assert_eq!(read.num_rows(), batch.num_rows());

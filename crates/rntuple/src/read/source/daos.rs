@@ -23,8 +23,8 @@ use crate::format::{
     DaosPageMapping, EnvelopeType, Footer, Header, LocatorKind, PageInfo, PageList,
 };
 use crate::io::{
-    open_daos_uri, ByteRange, DaosContainer, DaosExtent, DaosKey, DaosOid, IoMetrics,
-    IoMetricsSnapshot, ObjectFetcher, ObjectSpace, Source,
+    open_daos_uri_in, ByteRange, DaosContainer, DaosExtent, DaosKey, DaosOid, IoMetrics,
+    IoMetricsSnapshot, ObjectFetcher, ObjectSpace, Source, SourceOptions,
 };
 use crate::read::RNTupleReader;
 use std::collections::HashMap;
@@ -94,13 +94,24 @@ impl RNTupleReader {
     /// is required: a container holds RNTuples by name (`daos://POOL/CONTAINER:NAME` on
     /// the command line).
     pub fn open_daos_uri(uri: &str, name: Option<&str>) -> Result<RNTupleReader> {
+        Self::open_daos_uri_with(uri, name, &SourceOptions::current()?)
+    }
+
+    /// [`RNTupleReader::open_daos_uri`] with `options`: the directory store's directory
+    /// ([`SourceOptions::daos_dir`]) and the read settings.
+    pub fn open_daos_uri_with(
+        uri: &str,
+        name: Option<&str>,
+        options: &SourceOptions,
+    ) -> Result<RNTupleReader> {
         let Some(name) = name else {
             return Err(Error::InvalidArgument(format!(
                 "{uri}: a DAOS container holds RNTuples by name; name one as \
                  daos://POOL/CONTAINER:NAME"
             )));
         };
-        Self::open_daos(open_daos_uri(uri, false)?, name)
+        let container = open_daos_uri_in(uri, options.daos_dir.clone(), false)?;
+        Ok(Self::open_daos(container, name)?.with_settings(options))
     }
 }
 
@@ -506,7 +517,18 @@ impl ObjectFetcher for DaosPages {
         &self.label
     }
 
-    fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
+    fn fetch(&self, requests: &[(u64, ByteRange)]) -> crate::io::Result<Vec<Vec<u8>>> {
+        Ok(self.fetch_pages(requests)?)
+    }
+
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+}
+
+impl DaosPages {
+    /// The bytes of each `(page, range within it)`, in order (the fetcher's `fetch`).
+    fn fetch_pages(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
         let start = Instant::now();
         let keys = requests
             .iter()
@@ -560,9 +582,5 @@ impl ObjectFetcher for DaosPages {
         self.metrics
             .record(requests.len() > 1, requests.len() as u64, bytes, start);
         Ok(out)
-    }
-
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.metrics.snapshot()
     }
 }

@@ -18,13 +18,15 @@ use super::RNTupleReader;
 use crate::compression;
 use crate::container::{self, RootFile};
 use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
-use crate::error::{Error, Location, RemoteKind, Result};
+use crate::error::{Error, Location, Result};
 use crate::format::{
     open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
     Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
 };
+use crate::io::RemoteKind;
 use crate::io::{
-    open_source, open_source_with, IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions,
+    open_source, open_source_with, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints, Source,
+    SourceOptions,
 };
 use crate::schema::Descriptor;
 use plan::Bunch;
@@ -38,56 +40,6 @@ pub(crate) use prefetch::PageBytes;
 
 /// Bunches a planned read fetches ahead of the one being decoded.
 const PREFETCH_WINDOW: usize = 3;
-
-/// The most page bytes a planned read fetches ahead of the decoder, when the link's
-/// bandwidth times its round-trip time asks for more than [`PREFETCH_WINDOW`] bunches
-/// (130 ms at 1 GB/s: 260 MB in flight to keep the link busy); see
-/// [`READ_AHEAD_BYTES_VARIABLE`].
-const MAX_READ_AHEAD_BYTES: u64 = 512 << 20;
-
-/// The environment variable setting the bunch size of planned reads (remote files, and
-/// cold local ones): the page bytes decoded together and fetched ahead as a unit, as
-/// ROOT's `ROOT_RNTUPLE_CLUSTERBUNCHSIZE` sets its cluster bunch. Bytes, or a number with
-/// a unit (`8 MiB`); default 32 MiB.
-pub const BUNCH_BYTES_VARIABLE: &str = "RNTUPLE_BUNCH_BYTES";
-
-/// The environment variable setting the most page bytes a planned read fetches ahead of
-/// the decoder (the window grows up to it on links with a large bandwidth-delay product);
-/// default 512 MiB.
-pub const READ_AHEAD_BYTES_VARIABLE: &str = "RNTUPLE_READ_AHEAD_BYTES";
-
-/// How far planned reads fetch ahead: the bunch size (`None`: the source's) and the most
-/// bytes ahead, from [`BUNCH_BYTES_VARIABLE`] and [`READ_AHEAD_BYTES_VARIABLE`] (read
-/// once; a value that does not parse is an error naming the variable).
-fn read_ahead() -> Result<(Option<u64>, u64)> {
-    static SETTINGS: std::sync::OnceLock<std::result::Result<(Option<u64>, u64), String>> =
-        std::sync::OnceLock::new();
-    SETTINGS
-        .get_or_init(|| {
-            let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-            let size = |name: &str, value: String| {
-                crate::io::parse_byte_size(&value)
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| {
-                        format!(
-                            "{name}={value:?}: expected a size of more than 0 bytes (bytes, \
-                             or a number with a unit: 8 MiB, 64MB)"
-                        )
-                    })
-            };
-            let bunch = var(BUNCH_BYTES_VARIABLE)
-                .map(|v| size(BUNCH_BYTES_VARIABLE, v))
-                .transpose()?;
-            let ahead = var(READ_AHEAD_BYTES_VARIABLE)
-                .map(|v| size(READ_AHEAD_BYTES_VARIABLE, v))
-                .transpose()?
-                .unwrap_or(MAX_READ_AHEAD_BYTES);
-            Ok((bunch, ahead))
-        })
-        .clone()
-        .map_err(Error::InvalidArgument)
-}
 
 /// Bunches a local read past the page cache fetches ahead (512 MiB of 32 MiB bunches).
 /// The disk costs no round trip, but it delivers less than the decoder takes (direct
@@ -155,6 +107,8 @@ pub(crate) struct Storage {
     source: Source,
     max_key_size: u64,
     counters: Arc<ReadCounters>,
+    /// How far planned reads fetch ahead (the reader's settings).
+    read_ahead: ReadAhead,
 }
 
 /// A read's plan, ready to decode: its bunches (entries and selected fields, decoded in
@@ -175,6 +129,7 @@ impl Storage {
             source,
             max_key_size,
             counters: Arc::default(),
+            read_ahead: ReadAhead::default(),
         }
     }
 
@@ -192,8 +147,10 @@ impl Storage {
         ranges: &[Range<u64>],
     ) -> PlannedRead {
         let mut hints = self.source.hints();
-        // Checked when the reader opened: a bad value cannot reach here.
-        let (bunch_bytes, max_ahead) = read_ahead().unwrap_or((None, MAX_READ_AHEAD_BYTES));
+        let ReadAhead {
+            bunch_bytes,
+            max_bytes: max_ahead,
+        } = self.read_ahead;
         let direct = direct::DirectPages::new(self.clone());
         let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
         columns.sort_unstable();
@@ -497,7 +454,7 @@ impl Storage {
         let mut buffer = pool.take(crate::error::to_usize(len, "a page")?);
         self.source
             .read_at_into(offset, buffer.as_mut_slice())
-            .map_err(|e| e.at(self.place(offset)))?;
+            .map_err(|e| Error::from(e).at(self.place(offset)))?;
         self.counters.bytes_used.fetch_add(len, Ordering::Relaxed);
         Ok(PageBytes::Pooled(buffer))
     }
@@ -532,7 +489,10 @@ impl Storage {
         if !hints.remote {
             return None;
         }
-        let (bunch_bytes, max_ahead) = read_ahead().unwrap_or((None, MAX_READ_AHEAD_BYTES));
+        let ReadAhead {
+            bunch_bytes,
+            max_bytes: max_ahead,
+        } = self.read_ahead;
         if let Some(bytes) = bunch_bytes {
             hints.bunch_bytes = bytes;
         }
@@ -654,14 +614,29 @@ impl RNTupleReader {
         options: &SourceOptions,
     ) -> Result<RNTupleReader> {
         if crate::io::is_daos(path) {
-            return Self::open_daos_uri(path, name);
+            return Self::open_daos_uri_with(path, name, options);
         }
         if crate::io::is_object_layout(path) {
-            return Self::open_objects_url(path, name, options);
+            return Ok(Self::open_objects_url(path, name, options)?.with_settings(options));
         }
         let source = open_source_with(path, options)?;
         let file = RootFile::open(source)?;
-        Self::open(&file, name)
+        Ok(Self::open(&file, name)?.with_settings(options))
+    }
+
+    /// The reader with the read settings of `options`: how far planned reads fetch
+    /// ahead ([`SourceOptions::read_ahead`]), and huge pages for large decoded columns
+    /// ([`SourceOptions::huge_pages`], a setting of the process's memory: the last
+    /// reader opened sets it).
+    pub fn with_settings(mut self, options: &SourceOptions) -> RNTupleReader {
+        self.storage.read_ahead = options.read_ahead;
+        crate::memory::set_huge_pages(options.huge_pages);
+        self
+    }
+
+    /// How far this reader's planned reads fetch ahead (the settings it opened with).
+    pub fn read_ahead(&self) -> ReadAhead {
+        self.storage.read_ahead
     }
 
     /// Opens the RNTuple `name` of `file`; without a name, the file's only RNTuple.
@@ -697,10 +672,10 @@ impl RNTupleReader {
 
     /// Opens an RNTuple from its anchor: reads header, footer and every page list.
     pub fn from_anchor(source: Source, anchor: Anchor, path: String) -> Result<RNTupleReader> {
-        // A mistyped RNTUPLE_HUGE_PAGES, RNTUPLE_BUNCH_BYTES or RNTUPLE_READ_AHEAD_BYTES
-        // is refused here, before any column is decoded.
-        crate::memory::huge_pages()?;
-        read_ahead()?;
+        // The process's settings (a program's, else the environment's): a mistyped
+        // RNTUPLE_HUGE_PAGES, RNTUPLE_BUNCH_BYTES or RNTUPLE_READ_AHEAD_BYTES is refused
+        // here, before any column is decoded.
+        let settings = SourceOptions::current()?;
         let in_file = in_rntuple(&source, &path);
         let storage = Storage::new(source, anchor.max_key_size);
         // Header and footer in one read: a single request when they are not among the
@@ -742,6 +717,7 @@ impl RNTupleReader {
             .read_page_lists(&footer, header_checksum)
             .map_err(&in_file)?;
         Self::from_metadata(storage, anchor, path, header, footer, page_lists)
+            .map(|reader| reader.with_settings(&settings))
     }
 
     /// Opens the linked attribute set `name` (format 1.0.1+): an RNTuple of its own,
@@ -906,8 +882,8 @@ impl ReadAt for Detached {
     fn size(&self) -> u64 {
         self.size
     }
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        Err(Error::InvalidArgument(format!(
+    fn read_at(&self, offset: u64, len: u64) -> crate::io::Result<Vec<u8>> {
+        Err(crate::io::Error::InvalidArgument(format!(
             "{}: {len} bytes at offset {offset} asked of the RNTuple's metadata alone \
              (the file is not open here): open the file to read its pages",
             self.name

@@ -5,11 +5,12 @@
 //! file's: every page of a bunch requested at once, many `GET`s in flight (ROOT's
 //! reader fetches one page at a time).
 
-use crate::error::{Error, RemoteKind, Result};
+use crate::error::{Error, Result};
 use crate::format::{
     object_address, unpack_envelope, Anchor, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
     S3_DEFAULT_URL_TEMPLATE,
 };
+use crate::io::RemoteKind;
 use crate::io::{
     checked_slice, ByteRange, CacheConfig, CachedObjects, IoMetricsSnapshot, ObjectDataset,
     ObjectFetcher, ObjectSpace, SourceOptions,
@@ -53,8 +54,13 @@ impl RNTupleReader {
         let anchor_name = dataset.store().object_name(dataset.anchor_key());
         let what = format!("S3 anchor {anchor_name}");
         let (anchor_bytes, cached) = std::thread::scope(|scope| {
-            let listing = cache.map(|config| scope.spawn(|| CachedObjects::open(&dataset, config)));
-            let anchor = dataset.store().get(dataset.anchor_key(), None);
+            let listing = cache.map(|config| {
+                scope.spawn(|| CachedObjects::open(&dataset, config).map_err(Error::from))
+            });
+            let anchor = dataset
+                .store()
+                .get(dataset.anchor_key(), None)
+                .map_err(Error::from);
             let cached = match listing.map(|l| l.join()) {
                 None => Ok(None),
                 Some(Ok(cached)) => cached,
@@ -180,7 +186,7 @@ impl ObjectFetcher for Preloaded {
         self.fetcher.name()
     }
 
-    fn fetch(&self, requests: &[(u64, ByteRange)]) -> Result<Vec<Vec<u8>>> {
+    fn fetch(&self, requests: &[(u64, ByteRange)]) -> crate::io::Result<Vec<Vec<u8>>> {
         let loaded: Vec<Option<Arc<Vec<u8>>>> = {
             let map = self.lock();
             requests.iter().map(|(n, _)| map.get(n).cloned()).collect()
@@ -206,7 +212,7 @@ impl ObjectFetcher for Preloaded {
                     checked_slice(&object, range.offset, range.len, &key).map(<[u8]>::to_vec)
                 }
                 None => fetched.next().ok_or_else(|| {
-                    Error::remote(
+                    crate::io::Error::remote(
                         RemoteKind::Other,
                         self.fetcher.name(),
                         "a read of many objects returned fewer than asked",
@@ -231,7 +237,7 @@ fn is_not_found(e: &Error) -> bool {
 /// not finish (its objects are invisible until the anchor is written, last).
 fn no_anchor(dataset: &ObjectDataset, anchor_name: &str) -> Error {
     match dataset.object_ids() {
-        Err(e) => e,
+        Err(e) => e.into(),
         Ok(ids) if ids.is_empty() => Error::NotFound(format!(
             "{}: no RNTuple here: there is no anchor object {anchor_name}",
             dataset.url()
@@ -314,7 +320,7 @@ pub fn dataset_objects(dataset: &ObjectDataset) -> Result<DatasetObjects> {
     let stored = dataset.object_ids()?;
     let store = dataset.store();
     let anchor_name = store.object_name(dataset.anchor_key());
-    let bytes = match store.get(dataset.anchor_key(), None) {
+    let bytes = match store.get(dataset.anchor_key(), None).map_err(Error::from) {
         Ok(bytes) => bytes,
         Err(e) if is_not_found(&e) => {
             return Ok(DatasetObjects {

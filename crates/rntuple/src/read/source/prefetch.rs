@@ -6,8 +6,9 @@
 use super::direct::DirectPages;
 use super::plan::{Bunch, PageKey};
 use super::{PageSource, ReadCounters};
-use crate::error::{Error, RemoteKind, Result};
+use crate::error::{Error, Result};
 use crate::format::{stored_page_len, PageInfo};
+use crate::io::RemoteKind;
 use crate::io::{RangeBuffer, Source};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -396,7 +397,7 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     Err(e) => {
                         let mut state = cache.lock();
                         if state.failure.is_none() {
-                            state.failure = Some(Failure::new(e));
+                            state.failure = Some(Failure::new(e.into()));
                         }
                         drop(state);
                         cache.changed.notify_all();
@@ -513,10 +514,10 @@ mod tests {
         fn size(&self) -> u64 {
             self.inner.size()
         }
-        fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        fn read_at(&self, offset: u64, len: u64) -> crate::io::Result<Vec<u8>> {
             self.inner.read_at(offset, len)
         }
-        fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        fn read_ranges(&self, ranges: &[ByteRange]) -> crate::io::Result<Vec<Vec<u8>>> {
             let first = ranges.first().map_or(0, |r| r.offset);
             self.log.lock().unwrap().push(("start", first));
             if self.together.contains(&first) {
@@ -535,7 +536,10 @@ mod tests {
         fn metrics(&self) -> IoMetricsSnapshot {
             self.inner.metrics()
         }
-        fn read_ranges_uncached(&self, ranges: &[ByteRange]) -> Result<Vec<RangeBuffer>> {
+        fn read_ranges_uncached(
+            &self,
+            ranges: &[ByteRange],
+        ) -> crate::io::Result<Vec<RangeBuffer>> {
             // As a direct read: each range's bytes after a few of the block before it.
             let first = ranges.first().map_or(0, |r| r.offset);
             self.log.lock().unwrap().push(("uncached", first));
