@@ -407,8 +407,8 @@ impl Reader {
     }
 
     /// The streamer fields this RNTuple's streamer infos decode into records.
-    fn streamer_fields(&self) -> PyResult<rntuple::tools::StreamerFields> {
-        rntuple::tools::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
+    fn streamer_fields(&self) -> PyResult<rntuple::streamer_fields::StreamerFields> {
+        rntuple::streamer_fields::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
     }
 
     /// The projection Python reads: field paths (qualified names) through records stay
@@ -641,7 +641,7 @@ impl Reader {
     fn inspect(&self, py: Python<'_>) -> PyResult<inspect::InspectionHandle> {
         let reader = &self.reader;
         let inspection = py
-            .detach(|| rntuple::tools::inspect::inspect(reader))
+            .detach(|| rntuple::inspect::inspect(reader))
             .map_err(to_py_err)?;
         Ok(inspect::InspectionHandle::new(inspection))
     }
@@ -1372,7 +1372,7 @@ fn convert_ttree(
     unsplit: Option<Vec<String>>,
     split_policy: String,
 ) -> PyResult<ConvertedTree> {
-    use rntuple::tools::convert::SplitPolicy;
+    use rntuple::import::SplitPolicy;
     let split_policy = match split_policy.as_str() {
         "split" => SplitPolicy::Split,
         "unsplit" => SplitPolicy::Unsplit,
@@ -1401,7 +1401,7 @@ fn convert_ttree(
         .detach(|| {
             // The library converts to the end when the stop lies past it.
             let entries = entries.map(|(start, stop)| (start, stop.unwrap_or(u64::MAX)));
-            let options = rntuple::tools::convert::ConvertOptions {
+            let options = rntuple::import::ConvertOptions {
                 name,
                 branches: branches.unwrap_or_default(),
                 entries,
@@ -1409,7 +1409,7 @@ fn convert_ttree(
                 unsplit: unsplit.unwrap_or_default(),
                 split_policy,
             };
-            rntuple::tools::convert::convert_file(
+            rntuple::import::convert_file(
                 &file,
                 tree.as_deref(),
                 std::path::Path::new(&output),
@@ -1492,7 +1492,7 @@ fn merge_rntuples(
     MergeNames,
     Option<u64>,
 )> {
-    use rntuple::tools::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
+    use rntuple::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
     let mode: MergeMode = mode.parse().map_err(to_py_err)?;
     let compression = match (compression, keep_compression) {
         (Some(_), true) => {
@@ -1526,7 +1526,7 @@ fn merge_rntuples(
             }
             // A dataset of objects (ROOT's S3 layout, `URL[:NAME]`): pages copied as
             // objects, the anchor written last, the dataset replaced then.
-            let (s, written) = rntuple::tools::merge::merge_to_dataset_url(
+            let (s, written) = rntuple::merge::merge_to_dataset_url(
                 &inputs,
                 &output,
                 &options,

@@ -1,8 +1,8 @@
 //! `rntuple convert`: one TTree file to an RNTuple file, or many files into a directory.
 
 use super::{parse_entries, progress, Failure};
+use rntuple::import::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
 use rntuple::io::split_target;
-use rntuple::tools::convert::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
 use rntuple::write::WriteOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -90,8 +90,8 @@ pub(crate) fn one(
     .map_err(|e| converting(e, job))?;
     bar.finish_and_clear();
     if staging.is_some() {
-        let copy = rntuple::tools::MergeOptions {
-            compression: rntuple::tools::OutputCompression::Keep,
+        let copy = rntuple::merge::MergeOptions {
+            compression: rntuple::merge::OutputCompression::Keep,
             ..Default::default()
         };
         let staged = local.to_string_lossy().into_owned();

@@ -1,13 +1,13 @@
 //! `dump` and `show` with `--friend FILE[:NAME]`: the primary's entries with a friend
 //! RNTuple's fields as a record, joined by entry number or on `--on` keys
-//! (`rntuple::tools::join`).
+//! (`rntuple::join`).
 
 use crate::failure::Failure;
 use arrow_array::RecordBatch;
 use clap::Args;
 use rntuple::io::split_target;
+use rntuple::join::{How, Join, JoinSpec, ReaderChain};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::join::{How, Join, JoinSpec, ReaderChain};
 use std::ops::Range;
 use std::sync::Arc;
 

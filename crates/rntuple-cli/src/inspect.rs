@@ -1,7 +1,7 @@
 //! `rntuple inspect`: the storage of an RNTuple as a text table, CSV or JSON.
 
 use rntuple::error::printable;
-use rntuple::tools::inspect::{
+use rntuple::inspect::{
     root_compression_factor, By, Cell, Histogram, Inspection, SortKey, Summary, Table,
     ROOT_PAGE_SIZE_BINS,
 };

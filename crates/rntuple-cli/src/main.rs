@@ -8,9 +8,10 @@ use rntuple::container::FileWriter;
 use rntuple::io::{
     ensure_distinct, open_source, split_target, AtomicFile, Existing, SourceOptions,
 };
+use rntuple::merge::copy_rntuple;
 use rntuple::read::RNTupleReader;
-use rntuple::tools::recover;
-use rntuple::tools::{copy_rntuple, StreamerFields};
+use rntuple::recover;
+use rntuple::streamer_fields::StreamerFields;
 use rntuple::write::WriteOptions;
 use rntuple_cli::{render, show};
 use std::io::{BufWriter, Write};
@@ -243,7 +244,7 @@ enum Command {
             long,
             value_name = "KEY",
             conflicts_with = "json",
-            value_parser = rntuple::tools::inspect::SortKey::NAMES
+            value_parser = rntuple::inspect::SortKey::NAMES
         )]
         sort: Option<String>,
         /// Show only the N first rows (by --sort, default size; with --by field,
@@ -553,10 +554,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             .into(),
                     ));
                 }
-                let merge_options = rntuple::tools::MergeOptions {
+                let merge_options = rntuple::merge::MergeOptions {
                     compression: match requested {
-                        Some(settings) => rntuple::tools::OutputCompression::Fixed(settings),
-                        None => rntuple::tools::OutputCompression::Keep,
+                        Some(settings) => rntuple::merge::OutputCompression::Fixed(settings),
+                        None => rntuple::merge::OutputCompression::Keep,
                     },
                     ..Default::default()
                 };
@@ -587,7 +588,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
             let compression = match requested {
                 Some(settings) => settings,
-                None => match rntuple::tools::source_compression(&reader) {
+                None => match rntuple::merge::source_compression(&reader) {
                     Some(code) => CompressionSettings::from_u32(code)?,
                     None => CompressionSettings::DEFAULT_RNTUPLE,
                 },
@@ -722,14 +723,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let (file, name) = split_target(&target);
             let reader = RNTupleReader::open_path(&file, name.as_deref())?;
-            let by = rntuple::tools::inspect::By::from_name(&by)
+            let by = rntuple::inspect::By::from_name(&by)
                 .ok_or_else(|| Failure::Usage(format!("--by {by}: not field, column or type")))?;
             let format = match (json, csv) {
                 (true, _) => inspect::Format::Json,
                 (_, true) => inspect::Format::Csv,
                 _ => inspect::Format::Text,
             };
-            let i = rntuple::tools::inspect::inspect(&reader)?;
+            let i = rntuple::inspect::inspect(&reader)?;
             inspect::print(
                 &mut out,
                 reader.path(),
@@ -964,7 +965,7 @@ fn dump_json(
 /// Writes a join's entries as `dump` does: JSON Lines, or one JSON list.
 fn dump_joined(
     out: &mut impl Write,
-    join: &rntuple::tools::Join,
+    join: &rntuple::join::Join,
     fields: &friend::JoinedFields,
     range: std::ops::Range<u64>,
     jsonl: bool,

@@ -3,7 +3,7 @@
 use super::Failure;
 use rntuple::compression::CompressionSettings;
 use rntuple::io::{is_daos, is_object_layout, open_daos_uri, split_target};
-use rntuple::tools::merge::{
+use rntuple::merge::{
     merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };

@@ -19,8 +19,8 @@ use rntuple::format::{
 use rntuple::io::{
     DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DirectoryDaos, MemoryDaos,
 };
+use rntuple::merge::{merge_files, merge_into, merge_to_daos, MergeOptions};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::{merge_files, merge_into, merge_to_daos, MergeOptions};
 use rntuple::write::{DaosSink, DaosSinkOptions};
 use rntuple::{Error, Result};
 use std::collections::{BTreeSet, HashSet};

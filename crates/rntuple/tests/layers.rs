@@ -2,7 +2,7 @@
 //! I/O (under `read/`, only the page sources in `read/source/` name `io` or
 //! `container`), the writer does not read (nothing under `write/` names `read`), the
 //! bottom layers name nothing above them, and the TTree reader stands beside the RNTuple
-//! reader (on the container, below the tools).
+//! reader (on the container, below the features that compose them).
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -86,8 +86,20 @@ fn the_writer_does_not_read() {
 
 #[test]
 fn the_bottom_layers_name_nothing_above_them() {
-    let above = ["container", "schema", "read", "write", "tools", "ttree"];
-    for layer in ["format", "encoding", "io", "arrays.rs"] {
+    let above = [
+        "container",
+        "schema",
+        "read",
+        "write",
+        "import",
+        "merge",
+        "join",
+        "inspect",
+        "recover",
+        "streamer_fields",
+        "ttree",
+    ];
+    for layer in ["format", "encoding", "io", "arrow_map.rs"] {
         let hits = naming(layer, &[], &above);
         assert!(
             hits.is_empty(),
@@ -98,7 +110,19 @@ fn the_bottom_layers_name_nothing_above_them() {
     let hits = naming(
         "schema",
         &[],
-        &["read", "write", "tools", "io", "container", "ttree"],
+        &[
+            "read",
+            "write",
+            "import",
+            "merge",
+            "join",
+            "inspect",
+            "recover",
+            "streamer_fields",
+            "io",
+            "container",
+            "ttree",
+        ],
     );
     assert!(
         hits.is_empty(),
@@ -109,11 +133,22 @@ fn the_bottom_layers_name_nothing_above_them() {
 
 #[test]
 fn the_ttree_reader_stands_beside_the_rntuple_reader() {
-    // It reads the container, and knows nothing of RNTuple's reader, writer or tools.
+    // It reads the container, and knows nothing of RNTuple's reader, writer or the features.
     let hits = naming(
         "ttree",
         &[],
-        &["read", "write", "tools", "format", "schema"],
+        &[
+            "read",
+            "write",
+            "import",
+            "merge",
+            "join",
+            "inspect",
+            "recover",
+            "streamer_fields",
+            "format",
+            "schema",
+        ],
     );
     assert!(
         hits.is_empty(),
@@ -121,7 +156,7 @@ fn the_ttree_reader_stands_beside_the_rntuple_reader() {
         hits.join("\n")
     );
     assert!(!naming("ttree", &[], &["container"]).is_empty());
-    // And neither RNTuple reader nor writer names it: only the tools compose the two.
+    // And neither RNTuple reader nor writer names it: only the features compose the two.
     for layer in ["read", "write", "container"] {
         let hits = naming(layer, &[], &["ttree"]);
         assert!(hits.is_empty(), "{layer} names ttree:\n{}", hits.join("\n"));

@@ -16,8 +16,8 @@ use rntuple::format::{
 };
 use rntuple::io::objects::{MemoryObjects, ObjectStorage};
 use rntuple::io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
+use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::write::ObjectSink;
 use rntuple::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -14,11 +14,11 @@ mod common;
 
 use arrow_array::RecordBatch;
 use rntuple::format::S3Anchor;
+use rntuple::inspect::verify::repair_objects;
 use rntuple::io::objects::{MemoryObjects, ObjectStorage};
 use rntuple::io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
+use rntuple::merge::{merge_to_dataset, MergeOptions};
 use rntuple::read::{dataset_objects, RNTupleReader};
-use rntuple::tools::verify::repair_objects;
-use rntuple::tools::{merge_to_dataset, MergeOptions};
 use rntuple::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

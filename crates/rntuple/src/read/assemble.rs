@@ -3,7 +3,7 @@
 
 use super::column::{ColumnPart, Decoder};
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints, to_offsets};
-use crate::arrays::map_array;
+use crate::arrow_map::map_array;
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
 use crate::memory::into_arrow_buffer;

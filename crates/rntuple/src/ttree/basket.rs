@@ -19,7 +19,7 @@ use crate::compression::decompress;
 use crate::container::KeyHeader;
 use crate::error::{to_usize, Error, Result};
 use crate::io::ReadAt;
-use crate::ttree::stream::ObjectReader;
+use crate::ttree::object_reader::ObjectReader;
 
 /// Size of the basket's fields after the TKey header.
 const BASKET_FIELDS_LEN: usize = 19;

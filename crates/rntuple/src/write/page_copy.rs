@@ -20,19 +20,19 @@ use std::sync::Arc;
 /// The stored bytes of a page (its checksum included): a slice of a buffer read from
 /// another file, shared by the pages read with it, or bytes of its own.
 #[derive(Debug, Clone)]
-pub enum PageBytes {
+pub enum StoredBytes {
     /// Bytes `range` of a shared buffer.
     Shared(Arc<Vec<u8>>, Range<usize>),
     /// A buffer of its own (a page sealed again, or a zero page).
     Owned(Vec<u8>),
 }
 
-impl PageBytes {
+impl StoredBytes {
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            PageBytes::Shared(buffer, range) => buffer.get(range.clone()).unwrap_or_default(),
-            PageBytes::Owned(bytes) => bytes,
+            StoredBytes::Shared(buffer, range) => buffer.get(range.clone()).unwrap_or_default(),
+            StoredBytes::Owned(bytes) => bytes,
         }
     }
 }
@@ -41,7 +41,7 @@ impl PageBytes {
 #[derive(Debug, Clone)]
 pub struct StoredPage {
     /// Its stored bytes, the checksum included when `has_checksum`.
-    pub bytes: PageBytes,
+    pub bytes: StoredBytes,
     /// The elements it holds.
     pub n_elements: u32,
     /// Whether its bytes end with an xxh3-64 checksum.
@@ -163,7 +163,7 @@ impl<S: BlobSink> PageCopyWriter<S> {
         for (ci, column) in cluster.columns.iter().enumerate() {
             let mut column_infos = Vec::with_capacity(column.pages.len());
             for (pi, page) in column.pages.iter().enumerate() {
-                if let PageBytes::Shared(buffer, range) = &page.bytes {
+                if let StoredBytes::Shared(buffer, range) = &page.bytes {
                     let key = (Arc::as_ptr(buffer) as usize, range.start, range.end);
                     if let Some(&(cj, pj)) = first_of.get(&key) {
                         repeats.push((ci, pi, cj, pj));

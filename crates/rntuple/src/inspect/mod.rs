@@ -12,6 +12,8 @@
 //! Tables sort and keep their largest rows, the rest summed in one row
 //! ([`Inspection::arranged_table`]).
 
+pub mod verify;
+
 use crate::encoding::ColumnType;
 use crate::error::{Error, Result};
 use crate::format::Anchor;

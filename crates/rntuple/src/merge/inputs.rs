@@ -1,0 +1,295 @@
+//! The reading side of a merge: each input opened in turn (the next in the background),
+//! its schema matched to the output's, and its clusters sent to the writing side.
+
+use super::cluster_copy::{cluster_pages, copied_bytes, read_pages, BufferPool, ClusterPlan};
+use super::schema_match::{extra_schema, match_schemas, names};
+use super::{
+    first_compression, open_input, Begin, InputGap, MergeMode, MergeOptions, MergeProgress,
+    MergeSummary, OutputCompression, Step, DEFAULT_COMPRESSION,
+};
+use crate::compression::CompressionSettings;
+use crate::encoding::ColumnEncoding;
+use crate::error::{Error, Location, Result};
+use crate::format::SchemaDescription;
+use crate::read::RNTupleReader;
+use crate::schema::Descriptor;
+use crate::write::{extend_schema, schema_for_page_copy, WriteOptions};
+use std::collections::BTreeSet;
+use std::sync::mpsc::SyncSender;
+
+/// The output's schema as the reading side follows it (the writer keeps its own copy,
+/// changed by the same steps).
+pub(super) struct OutputSchema {
+    pub(super) header: crate::format::Header,
+    pub(super) extension: SchemaDescription,
+    pub(super) descriptor: Descriptor,
+    /// Per column: its encoding.
+    pub(super) encodings: Vec<ColumnEncoding>,
+}
+
+impl OutputSchema {
+    fn new(header: SchemaDescription, extension: SchemaDescription) -> Result<Self> {
+        let header = crate::format::Header {
+            name: String::new(),
+            description: String::new(),
+            writer: String::new(),
+            schema: header,
+        };
+        let footer = crate::format::Footer {
+            extension: extension.clone(),
+            ..Default::default()
+        };
+        let descriptor = Descriptor::build((1, 0, 0, 0), header.clone(), footer, Vec::new())?;
+        let mut schema = OutputSchema {
+            header,
+            extension,
+            descriptor,
+            encodings: Vec::new(),
+        };
+        schema.refresh()?;
+        Ok(schema)
+    }
+
+    fn refresh(&mut self) -> Result<()> {
+        self.encodings = (0..self.descriptor.columns.len())
+            .map(|c| {
+                let id = u32::try_from(c).map_err(|_| Error::InvalidArgument("columns".into()))?;
+                self.descriptor.column_encoding(id)
+            })
+            .collect::<Result<_>>()?;
+        Ok(())
+    }
+
+    fn extend(&mut self, extra: SchemaDescription, n_entries: u64) -> Result<()> {
+        let extended = extend_schema(
+            &self.header,
+            &self.extension,
+            &self.descriptor,
+            extra,
+            n_entries,
+        )?;
+        self.extension = extended.extension;
+        self.descriptor = extended.descriptor;
+        self.refresh()
+    }
+}
+
+/// The reading side: opens each input, matches its schema, and sends its clusters.
+pub(super) fn produce(
+    inputs: &[String],
+    options: &MergeOptions,
+    tx: &SyncSender<Result<Step>>,
+    pool: &BufferPool,
+    summary: &mut MergeSummary,
+) -> Result<()> {
+    let gone = || Error::InvalidArgument("merge: the writing side stopped".into());
+    let mut output: Option<OutputSchema> = None;
+    let mut compression = DEFAULT_COMPRESSION;
+    let mut checksums = true;
+    let mut max_page_bytes = 1u64 << 20;
+    let mut entries = 0u64;
+    let mut dropped = BTreeSet::new();
+    // Per input: its name, entries and top-level field names.
+    let mut input_fields: Vec<(String, u64, Vec<String>)> = Vec::new();
+    let mut attribute_sets = BTreeSet::new();
+    // The next input is opened in the background while this one is merged: with remote
+    // inputs, its round trips overlap the work instead of adding to it.
+    let mut opening = inputs.first().map(|t| open_in_background(t.clone()));
+    for (i, target) in inputs.iter().enumerate() {
+        let at_input = |e: Error| match e {
+            Error::InvalidArgument(m) => {
+                Error::InvalidArgument(format!("merging input {} ({target}): {m}", i + 1))
+            }
+            other => other,
+        };
+        let reader = match opening.take() {
+            Some(opened) => opened.wait()?,
+            None => open_input(target)?,
+        };
+        opening = inputs.get(i + 1).map(|t| open_in_background(t.clone()));
+        let desc = reader.descriptor();
+        attribute_sets.extend(desc.attribute_sets.iter().map(|a| a.name.clone()));
+        if output.is_none() {
+            let (header, extension) = schema_for_page_copy(desc)?;
+            compression = match options.compression {
+                OutputCompression::Fixed(c) => c.as_u32(),
+                _ => first_compression(&reader),
+            };
+            let write = WriteOptions::default()
+                .with_compression(CompressionSettings::from_u32(compression)?);
+            checksums = write.page_checksums();
+            max_page_bytes = write.page_size();
+            let name = options
+                .name
+                .clone()
+                .unwrap_or_else(|| reader.path().to_string());
+            output = Some(OutputSchema::new(header.clone(), extension.clone())?);
+            tx.send(Ok(Step::Begin(Box::new(Begin {
+                name,
+                header,
+                extension,
+                options: write,
+            }))))
+            .map_err(|_| gone())?;
+            summary.compression = compression;
+        }
+        let out = output
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("merge: no output schema".into()))?;
+        let matched = match_schemas(&out.descriptor, desc, options.mode).map_err(at_input)?;
+        let shared = desc
+            .top_level
+            .iter()
+            .any(|&f| out.descriptor.find_field(desc.field(f).name()).is_some());
+        if i > 0 && !shared && options.mode == MergeMode::Union && !options.allow_disjoint {
+            return Err(at_input(Error::InvalidArgument(format!(
+                "it shares no field with the inputs before it (it has {}; they have {}): a union would fill every entry with zeros for the fields of the other side; pass --allow-disjoint to merge it all the same",
+                names(desc, &desc.top_level),
+                names(&out.descriptor, &out.descriptor.top_level)
+            ))));
+        }
+        input_fields.push((
+            target.clone(),
+            desc.n_entries,
+            desc.top_level
+                .iter()
+                .map(|&f| desc.field(f).name().to_string())
+                .collect::<Vec<String>>(),
+        ));
+        if !matched.extra.is_empty() {
+            match options.mode {
+                MergeMode::Filter => {
+                    dropped.extend(matched.extra.iter().map(|&f| desc.qualified_name(f)));
+                }
+                MergeMode::Strict => {
+                    return Err(at_input(Error::InvalidArgument(format!(
+                        "fields the first input lacks (mode strict): {}",
+                        names(desc, &matched.extra)
+                    ))));
+                }
+                MergeMode::Union => {
+                    let extra = extra_schema(desc, &matched.extra).map_err(at_input)?;
+                    summary
+                        .fields_added
+                        .extend(matched.extra.iter().map(|&f| desc.qualified_name(f)));
+                    out.extend(extra.clone(), entries)?;
+                    tx.send(Ok(Step::Extend(extra))).map_err(|_| gone())?;
+                }
+            }
+        }
+        // Output column → input column, now that the output has the input's fields.
+        let column_of = match_schemas(&out.descriptor, desc, options.mode)
+            .map_err(at_input)?
+            .columns;
+        let source = reader.source().clone();
+        let max_key_size = reader.anchor().max_key_size;
+        let n_clusters = desc.clusters.len();
+        // From a remote input, every cluster's pages planned up front and fetched ahead
+        // (vectored requests, small clusters together); a local one is read as it goes.
+        let ahead = reader.prefetch_pages(&cluster_pages(desc, &column_of));
+        for (k, cluster) in desc.clusters.iter().enumerate() {
+            let plan = ClusterPlan {
+                out,
+                input: desc,
+                column_of: &column_of,
+                first_input: i == 0,
+                entries_before: entries,
+                n_entries: cluster.n_entries,
+                keep_compression: options.compression == OutputCompression::Keep,
+                compression,
+                checksums,
+                max_page_bytes,
+            };
+            let (stored, counts) = plan
+                .build(cluster, |pages| match &ahead {
+                    Some(ahead) => pages
+                        .iter()
+                        .map(|p| ahead.page(p).map(copied_bytes))
+                        .collect(),
+                    None => read_pages(&source, max_key_size, pages, pool),
+                })
+                .map_err(|e| {
+                    e.at(Location {
+                        file: Some(target.clone()),
+                        rntuple: Some(reader.path().to_string()),
+                        cluster: Some(cluster.id),
+                        ..Default::default()
+                    })
+                })?;
+            if let Some(ahead) = &ahead {
+                ahead.done_with(k);
+            }
+            summary.pages_copied += counts.copied;
+            summary.pages_resealed += counts.resealed;
+            summary.zero_pages += counts.zeros;
+            summary.bytes_read += counts.bytes_read;
+            entries += cluster.n_entries;
+            let at = MergeProgress {
+                inputs_done: i,
+                inputs_total: inputs.len(),
+                input_fraction: (k + 1) as f64 / n_clusters as f64,
+                entries,
+            };
+            tx.send(Ok(Step::Cluster(stored, at))).map_err(|_| gone())?;
+        }
+        summary.inputs += 1;
+    }
+    summary.fields_dropped = dropped.into_iter().collect();
+    if let Some(out) = &output {
+        let d = &out.descriptor;
+        for (input, entries, fields) in input_fields {
+            let lacking: Vec<String> = d
+                .top_level
+                .iter()
+                .map(|&f| d.field(f).name().to_string())
+                .filter(|name| !fields.contains(name))
+                .collect();
+            if !lacking.is_empty() {
+                summary.inputs_lacking.push(InputGap {
+                    input,
+                    entries,
+                    fields: lacking,
+                });
+            }
+        }
+    }
+    summary.attribute_sets_dropped = attribute_sets.into_iter().collect();
+    Ok(())
+}
+
+/// An input being opened on a thread of its own.
+pub(super) struct Opening(
+    Result<std::thread::JoinHandle<Result<RNTupleReader>>>,
+    String,
+);
+
+/// Starts opening the input `target` (`FILE[:NAME]`) in the background.
+pub(super) fn open_in_background(target: String) -> Opening {
+    let thread = std::thread::Builder::new()
+        .name("rntuple-merge-open".into())
+        .spawn({
+            let target = target.clone();
+            move || open_input(&target)
+        })
+        .map_err(|e| Error::Io {
+            what: format!("{target} (starting a thread to open it)"),
+            source: e,
+        });
+    Opening(thread, target)
+}
+
+impl Opening {
+    /// The opened input, or why it could not be opened.
+    fn wait(self) -> Result<RNTupleReader> {
+        match self.0 {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument(format!(
+                    "merge: the thread opening {} panicked",
+                    self.1
+                )))
+            }),
+            // No thread: open it here.
+            Err(_) => open_input(&self.1),
+        }
+    }
+}
