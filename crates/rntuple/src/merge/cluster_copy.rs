@@ -8,63 +8,22 @@ use crate::container::read_blob;
 use crate::encoding::ColumnEncoding;
 use crate::error::{Error, Result};
 use crate::format::{open_page, reseal_page, stored_page_len, zero_page, ColumnPages, PageInfo};
-use crate::io::ByteRange;
+use crate::io::{ByteRange, ReadHints};
+use crate::read::source::plan::{merge_pages, PageKey};
+use crate::read::source::BufferPool;
 use crate::schema::Descriptor;
-use crate::write::{StoredBytes, StoredCluster, StoredColumn, StoredPage};
+use crate::write::{SharedBuffer, StoredBytes, StoredCluster, StoredColumn, StoredPage};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Pages closer than this in a file are read in one request (the gap read with them).
-pub(super) const READ_GAP_BYTES: u64 = 64 << 10;
-
-/// A read of nearby pages is cut at this size.
-pub(super) const MAX_READ_BYTES: u64 = 64 << 20;
-
-/// Read buffers kept for reuse, at most this many (of at most `MAX_READ_BYTES` each).
-pub(super) const POOLED_BUFFERS: usize = 4;
-
-/// Read buffers handed back by the writing side once their pages are written, reused
-/// by the reading side: each byte is read into memory the process already has, without
-/// the page faults of fresh allocations.
-#[derive(Default)]
-pub(super) struct BufferPool {
-    free: std::sync::Mutex<Vec<Vec<u8>>>,
-}
-
-impl BufferPool {
-    /// A buffer of `len` bytes (their content is overwritten by the read).
-    pub(super) fn take(&self, len: usize) -> Vec<u8> {
-        let reused = self.free.lock().ok().and_then(|mut free| {
-            let best = (0..free.len()).max_by_key(|&i| free[i].capacity())?;
-            Some(free.swap_remove(best))
-        });
-        let mut buf = reused.unwrap_or_default();
-        buf.resize(len, 0);
-        buf
-    }
-
-    /// Takes back the buffers of a written cluster's pages (those nobody else holds).
-    pub(super) fn give_back(&self, cluster: StoredCluster) {
-        let mut buffers: Vec<Arc<Vec<u8>>> = Vec::new();
-        for page in cluster.columns.into_iter().flat_map(|c| c.pages) {
-            if let StoredBytes::Shared(buffer, _) = page.bytes {
-                if !buffers.iter().any(|b| Arc::ptr_eq(b, &buffer)) {
-                    buffers.push(buffer);
-                }
-            }
-        }
-        if let Ok(mut free) = self.free.lock() {
-            for buffer in buffers {
-                if let Ok(mut buffer) = Arc::try_unwrap(buffer) {
-                    if free.len() < POOLED_BUFFERS {
-                        buffer.clear();
-                        free.push(buffer);
-                    }
-                }
-            }
-        }
-    }
-}
+/// How a merge reads a local input's pages: pages closer than 64 KiB are read in one
+/// request (the gap read with them), a request is cut at 64 MiB.
+const MERGE_READS: ReadHints = ReadHints {
+    merge_gap: 64 << 10,
+    max_waste: f64::INFINITY,
+    max_range_bytes: 64 << 20,
+    ..ReadHints::LOCAL
+};
 
 /// For every cluster of `input`, the pages of the input columns that `column_of` maps to
 /// output columns: what merging the cluster reads.
@@ -91,7 +50,10 @@ pub(super) fn copied_bytes(bytes: crate::read::source::PageBytes) -> StoredBytes
     match bytes {
         Fetched::Shared { buffer, start, len } => StoredBytes::Shared(buffer, start..start + len),
         Fetched::Owned(bytes) => StoredBytes::Owned(bytes),
-        Fetched::Pooled(buffer) => StoredBytes::Owned(buffer.as_slice().to_vec()),
+        Fetched::Pooled(buffer) => {
+            let len = buffer.as_slice().len();
+            StoredBytes::Shared(Arc::new(buffer), 0..len)
+        }
     }
 }
 
@@ -371,84 +333,78 @@ impl PageTask {
 }
 
 /// Reads the stored bytes of `pages` (checksums included) from `source`: pages near each
-/// other in one request, several requests at once where the source can; a page larger
-/// than a key through the keys holding it.
+/// other in one request (ranges merged by the read planner's [`merge_pages`]), read into
+/// buffers of `pool` (a remote source: the ranges in as few requests as it can); a page
+/// larger than a key through the keys holding it.
 pub(super) fn read_pages(
     source: &crate::io::Source,
     max_key_size: u64,
     pages: &[PageInfo],
-    pool: &BufferPool,
+    pool: &Arc<BufferPool>,
 ) -> Result<Vec<StoredBytes>> {
-    let mut order: Vec<usize> = (0..pages.len()).collect();
-    order.sort_by_key(|&k| pages[k].locator.offset);
-    // Requests: (range, pages in it).
-    let mut ranges: Vec<(ByteRange, Vec<usize>)> = Vec::new();
-    let mut big = Vec::new();
-    for k in order {
-        let (offset, len) = (pages[k].locator.offset, stored_page_len(&pages[k]));
+    let mut keys = Vec::with_capacity(pages.len());
+    for page in pages {
+        let (offset, len) = (page.locator.offset, stored_page_len(page));
         if len > max_key_size {
-            big.push(k);
+            // Read through the keys holding it, below.
             continue;
         }
-        let end = offset.checked_add(len).ok_or_else(|| {
-            Error::corrupt("page list", format!("page at {offset} ends past 2^64"))
-        })?;
-        match ranges.last_mut() {
-            Some((r, members))
-                if offset >= r.offset
-                    && offset <= r.offset + r.len + READ_GAP_BYTES
-                    && end.max(r.offset + r.len) - r.offset <= MAX_READ_BYTES =>
-            {
-                r.len = end.max(r.offset + r.len) - r.offset;
-                members.push(k);
-            }
-            _ => ranges.push((ByteRange { offset, len }, vec![k])),
+        if offset.checked_add(len).is_none() {
+            return Err(Error::corrupt(
+                "page list",
+                format!("page at {offset} ends past 2^64"),
+            ));
         }
+        keys.push(PageKey { offset, len });
     }
-    let requests: Vec<ByteRange> = ranges.iter().map(|(r, _)| *r).collect();
-    let buffers = if source.hints().remote {
-        // Remote: the ranges in as few requests as the source can.
-        source.read_ranges(&requests)?
+    keys.sort_unstable();
+    keys.dedup();
+    let ranges = merge_pages(&keys, &MERGE_READS);
+    let requests: Vec<ByteRange> = ranges.iter().map(|r| r.range).collect();
+    let buffers: Vec<SharedBuffer> = if source.hints().remote {
+        source
+            .read_ranges(&requests)?
+            .into_iter()
+            .map(|buffer| Arc::new(buffer) as SharedBuffer)
+            .collect()
     } else {
         requests
             .iter()
             .map(|r| {
-                let mut buf = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
-                source.read_at_into(r.offset, &mut buf).map(|()| buf)
+                let mut buffer = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
+                source.read_at_into(r.offset, buffer.as_mut_slice())?;
+                Ok(Arc::new(buffer) as SharedBuffer)
             })
             .collect::<Result<_>>()?
     };
-    let mut out: Vec<Option<StoredBytes>> = vec![None; pages.len()];
-    for ((range, members), buffer) in ranges.into_iter().zip(buffers) {
-        if buffer.len() as u64 != range.len {
+    for (range, buffer) in requests.iter().zip(&buffers) {
+        let read = (**buffer).as_ref().len() as u64;
+        if read != range.len {
             return Err(Error::Truncated {
                 what: format!("pages at byte offset {}", range.offset),
                 offset: range.offset,
                 needed: range.len,
-                available: buffer.len() as u64,
+                available: read,
             });
         }
-        let buffer = Arc::new(buffer);
-        for k in members {
-            // Inside the range by construction.
-            let at = usize::try_from(pages[k].locator.offset - range.offset)
-                .map_err(|_| Error::corrupt("page list", "page offset"))?;
-            let len = usize::try_from(stored_page_len(&pages[k]))
-                .map_err(|_| Error::corrupt("page list", "page size"))?;
-            out[k] = Some(StoredBytes::Shared(buffer.clone(), at..at + len));
+    }
+    let mut out = Vec::with_capacity(pages.len());
+    for page in pages {
+        let (offset, len) = (page.locator.offset, stored_page_len(page));
+        if len > max_key_size {
+            let bytes = read_blob(source.as_ref(), offset, len, max_key_size)?;
+            out.push(StoredBytes::Owned(bytes));
+            continue;
         }
+        // The range holding the page: the last one starting at or before it.
+        let i = requests
+            .partition_point(|r| r.offset <= offset)
+            .checked_sub(1)
+            .ok_or_else(|| Error::InvalidArgument("merge: a page was not read".into()))?;
+        let at = usize::try_from(offset - requests[i].offset)
+            .map_err(|_| Error::corrupt("page list", "page offset"))?;
+        let len = usize::try_from(len).map_err(|_| Error::corrupt("page list", "page size"))?;
+        out.push(StoredBytes::Shared(Arc::clone(&buffers[i]), at..at + len));
     }
-    for k in big {
-        let p = &pages[k];
-        let bytes = read_blob(
-            source.as_ref(),
-            p.locator.offset,
-            stored_page_len(p),
-            max_key_size,
-        )?;
-        out[k] = Some(StoredBytes::Owned(bytes));
-    }
-    out.into_iter()
-        .map(|p| p.ok_or_else(|| Error::InvalidArgument("merge: a page was not read".into())))
-        .collect()
+    Ok(out)
 }

@@ -1,7 +1,7 @@
 //! The reading side of a merge: each input opened in turn (the next in the background),
 //! its schema matched to the output's, and its clusters sent to the writing side.
 
-use super::cluster_copy::{cluster_pages, copied_bytes, read_pages, BufferPool, ClusterPlan};
+use super::cluster_copy::{cluster_pages, copied_bytes, read_pages, ClusterPlan};
 use super::schema_match::{extra_schema, match_schemas, names};
 use super::{
     first_compression, open_input, Begin, InputGap, MergeMode, MergeOptions, MergeProgress,
@@ -11,11 +11,13 @@ use crate::compression::CompressionSettings;
 use crate::encoding::ColumnEncoding;
 use crate::error::{Error, Location, Result};
 use crate::format::SchemaDescription;
+use crate::read::source::BufferPool;
 use crate::read::RNTupleReader;
 use crate::schema::Descriptor;
 use crate::write::{extend_schema, schema_for_page_copy, WriteOptions};
 use std::collections::BTreeSet;
 use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
 
 /// The output's schema as the reading side follows it (the writer keeps its own copy,
 /// changed by the same steps).
@@ -79,7 +81,7 @@ pub(super) fn produce(
     inputs: &[String],
     options: &MergeOptions,
     tx: &SyncSender<Result<Step>>,
-    pool: &BufferPool,
+    pool: &Arc<BufferPool>,
     summary: &mut MergeSummary,
 ) -> Result<()> {
     let mut side = ReadingSide {
@@ -271,7 +273,7 @@ impl ReadingSide<'_> {
         &mut self,
         input: &Input<'_>,
         column_of: &[Option<u32>],
-        pool: &BufferPool,
+        pool: &Arc<BufferPool>,
         summary: &mut MergeSummary,
     ) -> Result<()> {
         let reader = input.reader;

@@ -33,7 +33,6 @@ mod schema_match;
 
 pub use copy::{copy_rntuple, source_compression};
 
-use cluster_copy::BufferPool;
 use converting::{merge_converting, unified_types};
 use inputs::produce;
 
@@ -42,11 +41,13 @@ use crate::container::FileWriter;
 use crate::error::{Error, Result};
 use crate::format::SchemaDescription;
 use crate::io::split_target;
+use crate::read::source::BufferPool;
 use crate::read::RNTupleReader;
 use crate::write::RNTupleOutput;
 use crate::write::{PageCopyWriter, StoredCluster, WriteOptions};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 
 /// ROOT's compression when a merge has nothing to take it from (hadd's default).
 const DEFAULT_COMPRESSION: u32 = 505;
@@ -366,7 +367,8 @@ pub fn merge_into<O: RNTupleOutput>(
     if let Some(converting) = unified_types(inputs, options)? {
         return merge_converting(inputs, file, options, &converting, &mut progress);
     }
-    let pool = BufferPool::default();
+    // Read buffers the writing side gives back (by dropping the pages) once written.
+    let pool = Arc::new(BufferPool::default());
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Result<Step>>(1);
         let pool = &pool;
@@ -378,7 +380,7 @@ pub fn merge_into<O: RNTupleOutput>(
             }
             summary
         });
-        let written = consume(rx, file, pool, &mut progress);
+        let written = consume(rx, file, &mut progress);
         let summary = producer
             .join()
             .map_err(|_| Error::InvalidArgument("the merge's reading thread panicked".into()))?;
@@ -397,7 +399,6 @@ pub fn merge_into<O: RNTupleOutput>(
 fn consume<O: RNTupleOutput>(
     rx: Receiver<Result<Step>>,
     file: &mut O,
-    pool: &BufferPool,
     progress: &mut impl FnMut(MergeProgress),
 ) -> Result<(u64, u64, u64)> {
     let mut writer: Option<(PageCopyWriter<&mut O>, String)> = None;
@@ -436,7 +437,6 @@ fn consume<O: RNTupleOutput>(
                     .flat_map(|c| &c.pages)
                     .map(|p| p.bytes.as_slice().len() as u64)
                     .sum::<u64>();
-                pool.give_back(cluster);
                 progress(at);
             }
         }
