@@ -172,13 +172,7 @@ pub struct MergeProgress {
 
 /// The first input's compression: of its first listed column range, else ROOT's default.
 fn first_compression(reader: &RNTupleReader) -> u32 {
-    reader
-        .descriptor()
-        .clusters
-        .iter()
-        .flat_map(|c| c.columns.iter())
-        .find_map(|c| c.compression)
-        .unwrap_or(DEFAULT_COMPRESSION)
+    source_compression(reader).unwrap_or(DEFAULT_COMPRESSION)
 }
 
 /// Opens an input `FILE[:NAME]`.
