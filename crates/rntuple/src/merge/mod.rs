@@ -22,8 +22,9 @@
 //! **Memory.** Inputs are opened one after the other (one input's metadata in memory at
 //! a time), and one thread reads and checks the next cluster's pages while the caller's
 //! thread writes the previous one: at most three input clusters' pages are in memory
-//! (the one read, the one handed over, the one written), plus at most four read buffers
-//! of up to 64 MiB kept for reuse, whatever the number of inputs.
+//! (the one read, the one handed over, the one written), plus read buffers of up to
+//! 64 MiB kept for reuse (the reader's pool, at most 256 MiB), whatever the number of
+//! inputs.
 
 mod cluster_copy;
 mod converting;
