@@ -1,9 +1,9 @@
-//! `rntuple._core.Inspection`: the storage of an RNTuple (`rntuple::tools::inspect`) for
+//! `rntuple._core.Inspection`: the storage of an RNTuple (`rntuple::inspect`) for
 //! the Python package's `RNTuple.inspect()`.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use rntuple::tools::inspect::{By, Cell, Histogram, Inspection, SortKey, Summary};
+use rntuple::inspect::{By, Cell, Histogram, Inspection, SortKey, Summary};
 
 /// The storage of an RNTuple: per field, column and column type, the whole-RNTuple
 /// figures and the pages' compressed sizes.

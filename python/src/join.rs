@@ -1,5 +1,5 @@
 //! `rntuple._core.ReaderChain`, `KeyIndex` and `Matches`: the joins of
-//! `rntuple::tools::join` for the Python package's `rntuple.join` (and its Dask
+//! `rntuple::join` for the Python package's `rntuple.join` (and its Dask
 //! partitions), the GIL released while key columns and friend fields are read.
 
 use crate::errors::to_py_err;
@@ -10,8 +10,8 @@ use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rntuple::join::{self, Duplicates, KeyIndex, Matches, ReaderChain};
 use rntuple::read::{ReadTypes, RecordPaths};
-use rntuple::tools::join::{self, Duplicates, KeyIndex, Matches, ReaderChain};
 use std::sync::Arc;
 
 /// Readers read one after another with global entry numbers (a friend chain).

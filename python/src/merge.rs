@@ -24,7 +24,7 @@ pub(crate) fn merge_rntuples(
     overwrite: bool,
     allow_disjoint: bool,
 ) -> PyResult<MergeSummary> {
-    use rntuple::tools::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
+    use rntuple::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
     let mode: MergeMode = mode.parse().map_err(to_py_err)?;
     let compression = match (compression, keep_compression) {
         (Some(_), true) => {
@@ -58,7 +58,7 @@ pub(crate) fn merge_rntuples(
             }
             // A dataset of objects (ROOT's S3 layout, `URL[:NAME]`): pages copied as
             // objects, the anchor written last, the dataset replaced then.
-            let (s, written) = rntuple::tools::merge::merge_to_dataset_url(
+            let (s, written) = rntuple::merge::merge_to_dataset_url(
                 &inputs,
                 &output,
                 &options,

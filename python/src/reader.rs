@@ -165,8 +165,8 @@ impl Reader {
     }
 
     /// The streamer fields this RNTuple's streamer infos decode into records.
-    fn streamer_fields(&self) -> PyResult<rntuple::tools::StreamerFields> {
-        rntuple::tools::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
+    fn streamer_fields(&self) -> PyResult<rntuple::streamer_fields::StreamerFields> {
+        rntuple::streamer_fields::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
     }
 
     /// The projection Python reads: field paths (qualified names) through records stay
@@ -406,7 +406,7 @@ impl Reader {
     fn inspect(&self, py: Python<'_>) -> PyResult<inspect::InspectionHandle> {
         let reader = &self.reader;
         let inspection = py
-            .detach(|| rntuple::tools::inspect::inspect(reader))
+            .detach(|| rntuple::inspect::inspect(reader))
             .map_err(to_py_err)?;
         Ok(inspect::InspectionHandle::new(inspection))
     }

@@ -27,7 +27,7 @@ pub(crate) fn convert_ttree(
     unsplit: Option<Vec<String>>,
     split_policy: String,
 ) -> PyResult<TreeConversion> {
-    use rntuple::tools::convert::SplitPolicy;
+    use rntuple::import::SplitPolicy;
     let split_policy = match split_policy.as_str() {
         "split" => SplitPolicy::Split,
         "unsplit" => SplitPolicy::Unsplit,
@@ -56,7 +56,7 @@ pub(crate) fn convert_ttree(
         .detach(|| {
             // The library converts to the end when the stop lies past it.
             let entries = entries.map(|(start, stop)| (start, stop.unwrap_or(u64::MAX)));
-            let options = rntuple::tools::convert::ConvertOptions {
+            let options = rntuple::import::ConvertOptions {
                 name,
                 branches: branches.unwrap_or_default(),
                 entries,
@@ -64,7 +64,7 @@ pub(crate) fn convert_ttree(
                 unsplit: unsplit.unwrap_or_default(),
                 split_policy,
             };
-            rntuple::tools::convert::convert_file(
+            rntuple::import::convert_file(
                 &file,
                 tree.as_deref(),
                 std::path::Path::new(&output),

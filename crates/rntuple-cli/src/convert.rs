@@ -1,7 +1,10 @@
 //! `rntuple convert`: one TTree file to an RNTuple file, or many files into a directory.
 
-use super::{parse_entries, progress, Failure};
-use rntuple::tools::convert::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
+use super::entries::parse_entries;
+use super::output::progress;
+use super::Failure;
+use rntuple::compression::CompressionSettings;
+use rntuple::import::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
 use rntuple::write::WriteOptions;
 use rntuple_io::split_target;
 use std::io::Write;
@@ -29,8 +32,114 @@ impl From<SplitPolicyArg> for SplitPolicy {
     }
 }
 
-/// What every conversion of one command shares.
+/// Convert a TTree to an RNTuple, as ROOT's RNTupleImporter does (same fields, types
+/// and projections), without ROOT: `convert INPUT OUTPUT`, or `convert INPUT...
+/// --out-dir DIR` to convert many files, each to DIR/<its file name>.
+#[derive(clap::Args)]
 pub(crate) struct Job {
+    /// INPUT OUTPUT: FILE or FILE:TREE (TREE may be omitted when the file holds one
+    /// TTree) and the ROOT file to create. With --out-dir, only inputs: files or glob
+    /// patterns such as 'in/*.root' (quoted or expanded by the shell; 'in/*.root:TREE'
+    /// names the tree).
+    #[arg(required = true, value_name = "INPUT [OUTPUT]")]
+    pub(crate) paths: Vec<String>,
+    /// Write one output per input file into this directory (created if missing).
+    #[arg(long)]
+    pub(crate) out_dir: Option<String>,
+    /// Files converted at once with --out-dir.
+    #[arg(short = 'j', long, default_value_t = 1)]
+    pub(crate) jobs: usize,
+    /// The RNTuple's name (default: the tree's).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// Comma-separated glob patterns of the top-level branches to convert (default:
+    /// all); an array brings its count leaf.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) branches: Option<Vec<String>>,
+    /// Compression ALG[:LEVEL] (zstd, lz4, zlib, lzma, none) or ROOT's number;
+    /// default 505 (zstd level 5), as ROOT's importer.
+    #[arg(long)]
+    pub(crate) compression: Option<String>,
+    /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+    #[arg(long)]
+    pub(crate) entries: Option<String>,
+    /// Leave out (with a warning) branches of a type that cannot be converted,
+    /// instead of failing.
+    #[arg(long)]
+    pub(crate) skip_unsupported: bool,
+    /// Comma-separated glob patterns of top-level object branches to store unsplit,
+    /// as streamer fields (each entry's object as ROOT streams it, read back by ROOT
+    /// through the class's dictionary). Objects RNTuple cannot store as fields of
+    /// their own (classes with a streamer of their own, such as TLorentzVector;
+    /// members such as counted C arrays) are stored so without it.
+    #[arg(long, value_delimiter = ',', value_name = "GLOB")]
+    pub(crate) unsplit: Option<Vec<String>>,
+    /// Which branches of objects (classes, collections of classes) to store split, as
+    /// fields of their own, and which unsplit, as streamer fields: split (as ROOT's
+    /// importer), unsplit (wherever the objects can be streamed whole), or auto (each
+    /// in the smaller form, measured on a sample of its entries written both ways;
+    /// the sizes are printed).
+    #[arg(long, value_enum, default_value = "split")]
+    pub(crate) split_policy: SplitPolicyArg,
+    /// Replace outputs that exist (each is replaced only once complete).
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Runs `rntuple convert` as `job` says, writing to `out`.
+pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
+    let Job {
+        paths,
+        out_dir,
+        jobs,
+        name,
+        branches,
+        compression,
+        entries,
+        skip_unsupported,
+        unsplit,
+        split_policy,
+        force,
+    } = job;
+    let mut write = WriteOptions::builder();
+    if let Some(spec) = compression {
+        let settings = CompressionSettings::parse(&spec)
+            .map_err(|e| Failure::Usage(format!("--compression: {e}")))?;
+        write = write.compression(settings);
+    }
+    let write = write.build().map_err(|e| Failure::Usage(e.to_string()))?;
+    let job = Settings {
+        name,
+        branches: branches.unwrap_or_default(),
+        entries,
+        skip_unsupported,
+        unsplit: unsplit.unwrap_or_default(),
+        split_policy: split_policy.into(),
+        force,
+        write,
+    };
+    match (paths.as_slice(), out_dir) {
+        ([input, output], None) => one(input, output, &job, &mut *out)?,
+        (inputs, Some(dir)) => many(inputs, &dir, jobs, &job, &mut *out)?,
+        ([input], None) => {
+            return Err(Failure::Usage(format!(
+                "convert {input}: the output is missing: convert INPUT OUTPUT, or INPUT... --out-dir DIR"
+            )))
+        }
+        (many, None) => {
+            return Err(Failure::Usage(format!(
+                "convert takes one INPUT and its OUTPUT, got {} paths ({}); to convert many files give --out-dir DIR: rntuple convert {} --out-dir DIR",
+                many.len(),
+                many.join(" "),
+                many[..many.len() - 1].join(" ")
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// What every conversion of one command shares.
+pub(crate) struct Settings {
     pub(crate) name: Option<String>,
     pub(crate) branches: Vec<String>,
     pub(crate) entries: Option<String>,
@@ -46,7 +155,7 @@ pub(crate) struct Job {
 pub(crate) fn one(
     input: &str,
     output: &str,
-    job: &Job,
+    job: &Settings,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let (file, tree) = split_target(input);
@@ -90,8 +199,8 @@ pub(crate) fn one(
     .map_err(|e| converting(e, job))?;
     bar.finish_and_clear();
     if staging.is_some() {
-        let copy = rntuple::tools::MergeOptions {
-            compression: rntuple::tools::OutputCompression::Keep,
+        let copy = rntuple::merge::MergeOptions {
+            compression: rntuple::merge::OutputCompression::Keep,
             ..Default::default()
         };
         let staged = local.to_string_lossy().into_owned();
@@ -136,7 +245,7 @@ pub(crate) fn many(
     inputs: &[String],
     dir: &str,
     jobs: usize,
-    job: &Job,
+    job: &Settings,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let options = options_of(job)?;
@@ -239,7 +348,7 @@ pub(crate) fn many(
 
 /// The conversion options of the command (the library checks the entry range against
 /// each tree, converting to the end when the stop lies past it).
-fn options_of(job: &Job) -> Result<ConvertOptions, Failure> {
+fn options_of(job: &Settings) -> Result<ConvertOptions, Failure> {
     let entries = match &job.entries {
         Some(spec) => {
             let range = parse_entries(spec, u64::MAX).map_err(Failure::Usage)?;
@@ -259,7 +368,7 @@ fn options_of(job: &Job) -> Result<ConvertOptions, Failure> {
 
 /// The failure of a conversion: a branch of a type that cannot be converted names the
 /// option that leaves such branches out.
-fn converting(e: rntuple::Error, job: &Job) -> Failure {
+fn converting(e: rntuple::Error, job: &Settings) -> Failure {
     let unsupported_branch =
         matches!(e.root_cause(), rntuple::Error::Unsupported(m) if m.contains("branch \""));
     if unsupported_branch && !job.skip_unsupported {

@@ -4,7 +4,7 @@
 //! (a bad option, a name that does not exist, an output that exists), 1 for bad data or
 //! a failed read or write.
 
-use rntuple::tools::recover::{examine, FileState};
+use rntuple::recover::{examine, FileState};
 use std::process::ExitCode;
 
 /// A failed command.

@@ -1,12 +1,12 @@
 //! `dump` and `show` with `--friend FILE[:NAME]`: the primary's entries with a friend
 //! RNTuple's fields as a record, joined by entry number or on `--on` keys
-//! (`rntuple::tools::join`).
+//! (`rntuple::join`).
 
 use crate::failure::Failure;
 use arrow_array::RecordBatch;
 use clap::Args;
+use rntuple::join::{How, Join, JoinSpec, ReaderChain};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::join::{How, Join, JoinSpec, ReaderChain};
 use rntuple_io::split_target;
 use std::ops::Range;
 use std::sync::Arc;

@@ -1,10 +1,13 @@
 //! `rntuple inspect`: the storage of an RNTuple as a text table, CSV or JSON.
 
+use super::Failure;
 use rntuple::error::printable;
-use rntuple::tools::inspect::{
+use rntuple::inspect::{
     root_compression_factor, By, Cell, Histogram, Inspection, SortKey, Summary, Table,
     ROOT_PAGE_SIZE_BINS,
 };
+use rntuple::read::RNTupleReader;
+use rntuple_io::split_target;
 use std::io::{self, Write};
 
 /// How `inspect` prints.
@@ -353,5 +356,73 @@ fn text_figures(out: &mut impl Write, path: &str, i: &Inspection) -> io::Result<
             h.edge(k + 1),
         )?;
     }
+    Ok(())
+}
+
+/// Where the bytes go: per field (its subfields included), per column or per column
+/// type, compressed and uncompressed bytes, compression factor, elements, pages,
+/// average page size, share of the file (the figures of ROOT's RNTupleInspector);
+/// the header, footer and page-list sizes; the distribution of page sizes.
+#[derive(clap::Args)]
+pub(crate) struct Job {
+    /// FILE or FILE:NAME.
+    pub(crate) target: String,
+    /// Rows per field (default), per physical column or per column type.
+    #[arg(long, default_value = "field", value_parser = ["field", "column", "type"])]
+    pub(crate) by: String,
+    /// Print one JSON object (every table, the figures and the page-size
+    /// distribution) instead of text.
+    #[arg(long, conflicts_with = "csv")]
+    pub(crate) json: bool,
+    /// Print the table of --by as CSV (with --by type, as ROOT's
+    /// RNTupleInspector::PrintColumnTypeInfo prints it).
+    #[arg(long)]
+    pub(crate) csv: bool,
+    /// Order the rows by size (compressed bytes, the largest first), uncompressed,
+    /// compression (factor, the worst first), pages or name (default: the file's
+    /// order; per field, subfields stay under their parent).
+    #[arg(
+        long,
+        value_name = "KEY",
+        conflicts_with = "json",
+        value_parser = rntuple::inspect::SortKey::NAMES
+    )]
+    pub(crate) sort: Option<String>,
+    /// Show only the N first rows (by --sort, default size; with --by field,
+    /// top-level fields, their subfields' bytes included) and one row summing the
+    /// rest.
+    #[arg(long, value_name = "N", conflicts_with = "json")]
+    pub(crate) top: Option<usize>,
+}
+
+/// Runs `rntuple inspect` as `job` says, writing to `out`.
+pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
+    let Job {
+        target,
+        by,
+        json,
+        csv,
+        sort,
+        top,
+    } = job;
+    let (file, name) = split_target(&target);
+    let reader = RNTupleReader::open_path(&file, name.as_deref())?;
+    let by = rntuple::inspect::By::from_name(&by)
+        .ok_or_else(|| Failure::Usage(format!("--by {by}: not field, column or type")))?;
+    let format = match (json, csv) {
+        (true, _) => Format::Json,
+        (_, true) => Format::Csv,
+        _ => Format::Text,
+    };
+    let i = rntuple::inspect::inspect(&reader)?;
+    print(
+        &mut *out,
+        reader.path(),
+        &i,
+        by,
+        format,
+        sort.as_deref(),
+        top,
+    )?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::tools::merge::{
+use rntuple::merge::{
     merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };

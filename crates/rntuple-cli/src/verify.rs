@@ -2,7 +2,7 @@
 //! removes the objects of object-store datasets that no anchor references.
 
 use super::Failure;
-use rntuple::tools::verify::{repair_dataset, verify_files, FileCheck};
+use rntuple::inspect::verify::{repair_dataset, verify_files, FileCheck};
 use std::io::Write;
 
 /// Check files: every RNTuple opened, its structure checked, every page read, its

@@ -49,7 +49,7 @@ pub const TARGETS: [(&str, Target); 6] = [
 /// together), and every recoverable RNTuple copied into a file in memory, as
 /// `rntuple recover` does.
 pub fn recover(data: &[u8]) {
-    use crate::tools::recover::{examine, write_recovered, FileState};
+    use crate::recover::{examine, write_recovered, FileState};
     let source: Source = Arc::new(MemorySource::new("fuzz.root", data.to_vec()));
     let Ok(FileState::Recoverable(recovery)) = examine(source) else {
         return;
@@ -93,7 +93,7 @@ fn recover_seeds(name: &str, file: &[u8], out: &mut Vec<Seed>) {
     ) else {
         return;
     };
-    if crate::tools::copy_rntuple(&reader, &mut copy, "ntpl", options, |_| {}).is_err() {
+    if crate::merge::copy_rntuple(&reader, &mut copy, "ntpl", options, |_| {}).is_err() {
         return;
     }
     let Ok(bytes) = copy.finish_into_inner().map(|c| c.into_inner()) else {

@@ -7,7 +7,9 @@
 //! (the ROOT file around an RNTuple), [`mod@format`] (the spec's byte structures),
 //! [`encoding`] (column element codecs), [`schema`] (field tree and descriptor) and
 //! [`read`] (planning, fetching, decoding into Apache Arrow), [`mod@write`], and the
-//! [`tools`] that compose them (recovery).
+//! features that compose them: [`mod@import`] (TTrees to RNTuple, reading them with
+//! [`ttree`]), [`mod@merge`] (and copy), [`join`], [`mod@inspect`] (and verify),
+//! [`recover`] and [`streamer_fields`].
 //!
 //! # Cargo features
 //!
@@ -39,12 +41,14 @@
     )
 )]
 
-mod arrays;
+mod arrow_map;
 pub mod compression;
 pub mod container;
 pub mod encoding;
 pub mod error;
 pub mod format;
+pub mod import;
+pub mod inspect;
 // Two of the harnesses drive the HTTP and XRootD clients: the `fuzzing` feature turns
 // on `http` and `xrootd`, and the crate's tests replay the corpus when both are on.
 #[cfg(any(all(test, feature = "http", feature = "xrootd"), feature = "fuzzing"))]
@@ -53,14 +57,17 @@ pub mod fuzz;
 // The byte sources, under the name the modules of this crate use for them (crate-private:
 // their one public path is `rntuple_io::`).
 use rntuple_io as io;
+pub mod join;
 mod memory;
+pub mod merge;
 pub mod read;
+pub mod recover;
 pub mod schema;
+pub mod streamer_fields;
 #[cfg(test)]
 mod test_skips;
 #[cfg(test)]
 mod test_skips_tests;
-pub mod tools;
 pub mod ttree;
 pub mod write;
 

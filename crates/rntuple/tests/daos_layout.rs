@@ -16,8 +16,8 @@ use rntuple::format::{
     ntuple_index, unpack_envelope, DaosAnchor, DaosLocation, DaosPageMapping, EnvelopeType, Footer,
     LocatorKind, PageList, DAOS_AKEY_PAGE, DAOS_ANCHOR_SIZE,
 };
+use rntuple::merge::{merge_files, merge_into, merge_to_daos, MergeOptions};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::{merge_files, merge_into, merge_to_daos, MergeOptions};
 use rntuple::write::{DaosSink, DaosSinkOptions};
 use rntuple::{Error, Result};
 use rntuple_io::{

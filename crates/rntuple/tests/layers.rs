@@ -405,11 +405,6 @@ fn top(m: &Module) -> Option<&str> {
     m.first().map(String::as_str)
 }
 
-/// Cycles found when this test was written, in modules that issue 47 restructures
-/// elsewhere (`io` moves to its own crate, `ttree` into the importer): each entry goes
-/// once its cycle is gone. No other cycle may appear.
-const CYCLES_BEING_REMOVED: &[&str] = &["ttree::basket <-> ttree::meta"];
-
 #[test]
 fn no_modules_depend_on_each_other_in_a_cycle() {
     let graph = module_graph();
@@ -417,7 +412,6 @@ fn no_modules_depend_on_each_other_in_a_cycle() {
     let found: Vec<String> = cycles(&edges)
         .iter()
         .map(|c| c.iter().map(|m| show(m)).collect::<Vec<_>>().join(" <-> "))
-        .filter(|c| !CYCLES_BEING_REMOVED.contains(&c.as_str()))
         .collect();
     assert!(
         found.is_empty(),

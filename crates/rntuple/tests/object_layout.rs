@@ -14,8 +14,8 @@ mod common;
 use rntuple::format::{
     pack_envelope, unpack_envelope, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
 };
+use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::read::RNTupleReader;
-use rntuple::tools::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::write::ObjectSink;
 use rntuple::{Error, Result};
 use rntuple_io::objects::{MemoryObjects, ObjectStorage};

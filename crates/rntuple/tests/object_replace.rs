@@ -14,9 +14,9 @@ mod common;
 
 use arrow_array::RecordBatch;
 use rntuple::format::S3Anchor;
+use rntuple::inspect::verify::repair_objects;
+use rntuple::merge::{merge_to_dataset, MergeOptions};
 use rntuple::read::{dataset_objects, RNTupleReader};
-use rntuple::tools::verify::repair_objects;
-use rntuple::tools::{merge_to_dataset, MergeOptions};
 use rntuple::Result;
 use rntuple_io::objects::{MemoryObjects, ObjectStorage};
 use rntuple_io::{ByteRange, IoMetricsSnapshot, ObjectDataset};

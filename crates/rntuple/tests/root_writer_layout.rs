@@ -26,8 +26,8 @@ mod common;
 
 use rntuple::compression::CompressionSettings;
 use rntuple::container::FileWriter;
+use rntuple::merge::copy_rntuple;
 use rntuple::read::RNTupleReader;
-use rntuple::tools::copy_rntuple;
 use rntuple::write::WriteOptions;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -62,7 +62,7 @@ fn streamer_infos_read_from_roots_file_stream_back_to_the_same_bytes() {
 #[test]
 fn streamer_fields_decode_into_the_objects_root_filled() {
     use arrow_array::{Array, Float64Array, LargeListArray, StructArray};
-    use rntuple::tools::StreamerFields;
+    use rntuple::streamer_fields::StreamerFields;
     let reader = RNTupleReader::open_path(&data("streamer_fields.root"), Some("t")).unwrap();
     let fields = StreamerFields::new(reader.descriptor()).unwrap();
     assert!(!fields.is_empty());

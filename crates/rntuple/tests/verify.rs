@@ -1,4 +1,4 @@
-//! `tools::verify` (`rntuple verify`): good files pass, every corruption of the
+//! `inspect::verify` (`rntuple verify`): good files pass, every corruption of the
 //! robustness sweeps (truncations, byte flips in the envelopes and in a page) is found.
 
 // Test code: a failed unwrap is a failed test; test data is small.
@@ -7,7 +7,7 @@
 
 mod common;
 
-use rntuple::tools::verify::{verify_file, verify_files};
+use rntuple::inspect::verify::{verify_file, verify_files};
 use std::path::{Path, PathBuf};
 
 fn data_file(name: &str) -> Vec<u8> {

@@ -6,7 +6,7 @@ use super::column::{arrow_offsets, mul, scaled, ColumnReader, Offsets, PageCarry
 use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints};
 use super::shared_offsets::SharedOffsets;
 use super::source::PageSource;
-use crate::arrays::map_array;
+use crate::arrow_map::map_array;
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
 use crate::memory::into_arrow_buffer;

@@ -14,12 +14,11 @@
 //! the same fields, a flag saying what follows, the entry offsets and the buffer
 //! (uncompressed: the tree's key is compressed as a whole).
 
-use super::meta::Branch;
 use crate::compression::decompress;
 use crate::container::KeyHeader;
 use crate::error::{to_usize, Error, Result};
 use crate::io::ReadAt;
-use crate::ttree::stream::ObjectReader;
+use crate::ttree::object_reader::ObjectReader;
 
 /// Size of the basket's fields after the TKey header.
 const BASKET_FIELDS_LEN: usize = 19;
@@ -48,17 +47,30 @@ impl Basket {
     }
 }
 
-/// Reads and decompresses basket `index` of `branch` from `source`.
-pub fn read_basket(source: &dyn ReadAt, branch: &Branch, index: usize) -> Result<Basket> {
-    let what = format!("basket {index} of branch \"{}\"", branch.name);
-    let (Some(&nbytes), Some(&seek), Some(&first_entry), Some(&next_entry)) = (
-        branch.basket_bytes.get(index),
-        branch.basket_seek.get(index),
-        branch.basket_entry.get(index),
-        branch.basket_entry.get(index + 1),
-    ) else {
-        return Err(Error::InvalidArgument(format!("{what} does not exist")));
-    };
+/// Where a basket is and what it holds, as its branch's basket table says.
+pub(crate) struct BasketPlace {
+    /// The basket's bytes on disk (key included).
+    pub(crate) nbytes: u32,
+    /// Where its key starts.
+    pub(crate) seek: u64,
+    /// Its first entry.
+    pub(crate) first_entry: u64,
+    /// The first entry of the next basket.
+    pub(crate) next_entry: u64,
+}
+
+/// Reads and decompresses the basket at `place`; `what` names it in errors.
+pub(crate) fn read_basket_at(
+    source: &dyn ReadAt,
+    what: &str,
+    place: &BasketPlace,
+) -> Result<Basket> {
+    let BasketPlace {
+        nbytes,
+        seek,
+        first_entry,
+        next_entry,
+    } = *place;
     let end = seek.checked_add(u64::from(nbytes));
     if seek == 0 || end.is_none_or(|e| e > source.size()) {
         return Err(Error::Truncated {
@@ -69,7 +81,7 @@ pub fn read_basket(source: &dyn ReadAt, branch: &Branch, index: usize) -> Result
         });
     }
     let raw = source.read_at(seek, u64::from(nbytes))?;
-    let key = KeyHeader::parse(&raw, seek).map_err(|e| e.at(location(&what, seek)))?;
+    let key = KeyHeader::parse(&raw, seek).map_err(|e| e.at(location(what, seek)))?;
     let corrupt = |detail: String| Error::corrupt(format!("{what} at byte offset {seek}"), detail);
     if key.class_name != "TBasket" {
         return Err(corrupt(format!(
@@ -100,7 +112,7 @@ pub fn read_basket(source: &dyn ReadAt, branch: &Branch, index: usize) -> Result
         .ok()
         .and_then(|l| l.checked_sub(key_len))
         .ok_or_else(|| corrupt(format!("its fLast {last} lies before its data")))?;
-    let obj_len = to_usize(u64::from(key.obj_len), &what)?;
+    let obj_len = to_usize(u64::from(key.obj_len), what)?;
     if border > obj_len {
         return Err(corrupt(format!(
             "its entries end at {border}, past its {obj_len} bytes"
@@ -113,7 +125,7 @@ pub fn read_basket(source: &dyn ReadAt, branch: &Branch, index: usize) -> Result
             stored.len()
         )));
     }
-    let mut data = decompress(stored, obj_len, &what)?;
+    let mut data = decompress(stored, obj_len, what)?;
     let offsets = if obj_len > border {
         Some(parse_offsets(&data[border..], entries, key_len, border).map_err(corrupt)?)
     } else {

@@ -1,9 +1,9 @@
 //! A branch's entries over an entry range, gathered from its baskets.
 
-use super::basket::{read_basket, Basket};
+use super::basket::{read_basket_at, Basket, BasketPlace};
 use super::meta::Branch;
 use crate::error::{Error, Result};
-use crate::io::Source;
+use crate::io::{ReadAt, Source};
 
 /// A branch's bytes for a range of entries.
 #[derive(Debug, Clone, Default)]
@@ -189,4 +189,24 @@ fn mixed(branch: &str) -> Error {
         format!("branch \"{branch}\""),
         "some baskets have entry offsets and others not",
     )
+}
+
+/// Reads and decompresses basket `index` of `branch` from `source`.
+pub fn read_basket(source: &dyn ReadAt, branch: &Branch, index: usize) -> Result<Basket> {
+    let what = format!("basket {index} of branch \"{}\"", branch.name);
+    let (Some(&nbytes), Some(&seek), Some(&first_entry), Some(&next_entry)) = (
+        branch.basket_bytes.get(index),
+        branch.basket_seek.get(index),
+        branch.basket_entry.get(index),
+        branch.basket_entry.get(index + 1),
+    ) else {
+        return Err(Error::InvalidArgument(format!("{what} does not exist")));
+    };
+    let place = BasketPlace {
+        nbytes,
+        seek,
+        first_entry,
+        next_entry,
+    };
+    read_basket_at(source, &what, &place)
 }

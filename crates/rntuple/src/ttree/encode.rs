@@ -19,7 +19,8 @@
 //! A `std::array` named by its type (ROOT's class `array<T,N>`, whose checksum is not
 //! known here) is refused ([`restreamable`]).
 
-use super::streamed::{Builder, ClassKind, ClassLayout, Streamed, TOBJECT_ALLOCATION_BITS};
+use super::type_layout::{ClassKind, ClassLayout, Streamed, TOBJECT_ALLOCATION_BITS};
+use super::value_decode::Builder;
 use super::values::{LeafType, NativeValues, RealPacking};
 use crate::error::{Error, Result};
 
@@ -338,7 +339,7 @@ fn packed(packing: RealPacking, x: f64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ttree::streamed::tests::counted_class;
+    use crate::ttree::type_layout::tests::counted_class;
     use crate::ttree::{StreamCursor, TypeResolver};
 
     /// Decodes `bytes` as values of `t` (one after the other, each with a header when

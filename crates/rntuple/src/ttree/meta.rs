@@ -6,7 +6,7 @@
 //! skip what is not needed (attributes, leaf minima and maxima, indices, friends).
 
 use super::basket::{parse_embedded_basket, Basket};
-use super::stream::{ArrayItem, ObjectReader, Pointer};
+use super::object_reader::{ArrayItem, ObjectReader, Pointer};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::Arc;

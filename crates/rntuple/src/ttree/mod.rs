@@ -8,28 +8,29 @@
 //! baskets; [`LeafType`] turns plain leaves' values into Arrow, and [`Streamed`] with a
 //! [`StreamCursor`] the streamed values of `TBranchElement`s (STL collections, strings,
 //! objects, whose layouts a [`TypeResolver`] reads from the file's [`StreamerInfo`]s).
-//! Used by the conversion to RNTuple (`tools::convert`).
+//! Used by the conversion to RNTuple (`import`).
 
 mod basket;
 mod chunk;
 mod encode;
 mod meta;
-mod stream;
-mod streamed;
-mod streamer_info;
+mod object_reader;
+mod streamer_info_parse;
+mod type_layout;
+mod value_decode;
 mod values;
 
-pub use basket::{read_basket, Basket};
-pub use chunk::{BranchChunk, ChunkReader};
+pub use basket::Basket;
+pub use chunk::{read_basket, BranchChunk, ChunkReader};
 pub use encode::{encode, restreamable, with_class_header};
 pub use meta::{parse_tree, Branch, ElementInfo, Leaf, Tree};
-pub use streamed::{
-    Builder, ClassKind, ClassLayout, Collection, EntryHeader, StreamCursor, Streamed, TypeResolver,
-    TOBJECT_ALLOCATION_BITS,
-};
-pub use streamer_info::{
+pub use streamer_info_parse::{
     parse_streamer_info_object, parse_streamer_infos, StreamerElement, StreamerInfo,
 };
+pub use type_layout::{
+    ClassKind, ClassLayout, Collection, Streamed, TypeResolver, TOBJECT_ALLOCATION_BITS,
+};
+pub use value_decode::{Builder, EntryHeader, StreamCursor};
 pub use values::{LeafType, NativeValues, RealPacking};
 
 use crate::container::{KeyEntry, RootFile};

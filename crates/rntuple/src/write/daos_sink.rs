@@ -415,65 +415,12 @@ impl DaosSink {
         blobs.sort_unstable();
         let (first_page, first_group) =
             old.as_ref().map_or((0, 0), |o| (o.next_page, o.next_group));
-        if first_page.saturating_add(blobs.len() as u64) > DAOS_PAGE_IDS {
-            return Err(Error::Unsupported(format!(
-                "{rntuple}: page ids {first_page} and up would pass 2^28 (what a reader \
-                 addresses); write the RNTuple under another name"
-            )));
-        }
-        let page_id: HashMap<u64, u64> = blobs
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| (b, first_page + i as u64))
-            .collect();
-        for list in &mut lists {
-            for page in list.columns.iter_mut().flatten().flat_map(|c| &mut c.pages) {
-                if let LocatorKind::Object64 { location } = page.locator.kind {
-                    if let Some(&id) = page_id.get(&location) {
-                        page.locator = Locator::object(page.locator.size, id);
-                    }
-                }
-            }
-        }
-        // Page lists and footer packed again with the DAOS locators.
-        let mut packed_lists = Vec::with_capacity(lists.len());
-        for (g, (list, group)) in lists.iter().zip(&mut footer.cluster_groups).enumerate() {
-            let packed = pack_envelope(
-                EnvelopeType::PageList,
-                &list.write()?,
-                self.options.compression,
-            )?;
-            group.page_list = EnvelopeLink {
-                length: packed.length,
-                locator: Locator::object(packed.stored.len() as u64, first_group + g as u64),
-            };
-            packed_lists.push(packed.stored);
-        }
-        let packed_footer = pack_envelope(
-            EnvelopeType::Footer,
-            &footer.write(),
-            self.options.compression,
-        )?;
-        let size = |n: u64, what: &str| {
-            u32::try_from(n).map_err(|_| {
-                Error::Unsupported(format!(
-                    "{rntuple}: the {what} of {n} bytes is larger than a DAOS anchor records \
-                     (2^32 - 1)"
-                ))
-            })
-        };
-        let daos_anchor = DaosAnchor {
-            version_epoch: anchor.version_epoch,
-            version_major: anchor.version_major,
-            version_minor: anchor.version_minor,
-            version_patch: anchor.version_patch,
-            nbytes_header: size(anchor.nbytes_header, "header envelope")?,
-            len_header: size(anchor.len_header, "header envelope")?,
-            nbytes_footer: size(packed_footer.stored.len() as u64, "footer envelope")?,
-            len_footer: size(packed_footer.length, "footer envelope")?,
-            object_class: self.options.object_class.clone(),
-        }
-        .to_bytes()?;
+        let page_id = renumber_pages(&blobs, first_page, &mut lists, &rntuple)?;
+        let PackedMetadata {
+            lists: packed_lists,
+            footer: packed_footer,
+            anchor: daos_anchor,
+        } = self.pack_metadata(anchor, &lists, &mut footer, first_group, &rntuple)?;
 
         // Write: per group its pages and page list; then header, footer and anchor at once.
         let mapping = self.options.mapping;
@@ -517,7 +464,7 @@ impl DaosSink {
         let metadata = key(index, DaosLocation::ANCHOR);
         let together: [(u64, &[u8]); 3] = [
             (DaosLocation::HEADER.akey, &header_bytes),
-            (DaosLocation::FOOTER.akey, &packed_footer.stored),
+            (DaosLocation::FOOTER.akey, &packed_footer),
             (DaosLocation::ANCHOR.akey, &daos_anchor),
         ];
         self.container
@@ -542,6 +489,102 @@ impl DaosSink {
             not_removed: removed.err().map(|e| e.to_string()),
         })
     }
+
+    /// Packs the page lists (page list ids from `first_group`) and the footer again with
+    /// the DAOS locators, and makes the DAOS anchor.
+    fn pack_metadata(
+        &self,
+        anchor: &Anchor,
+        lists: &[PageList],
+        footer: &mut Footer,
+        first_group: u64,
+        rntuple: &str,
+    ) -> Result<PackedMetadata> {
+        let mut packed_lists = Vec::with_capacity(lists.len());
+        for (g, (list, group)) in lists.iter().zip(&mut footer.cluster_groups).enumerate() {
+            let packed = pack_envelope(
+                EnvelopeType::PageList,
+                &list.write()?,
+                self.options.compression,
+            )?;
+            group.page_list = EnvelopeLink {
+                length: packed.length,
+                locator: Locator::object(packed.stored.len() as u64, first_group + g as u64),
+            };
+            packed_lists.push(packed.stored);
+        }
+        let packed_footer = pack_envelope(
+            EnvelopeType::Footer,
+            &footer.write(),
+            self.options.compression,
+        )?;
+        let size = |n: u64, what: &str| {
+            u32::try_from(n).map_err(|_| {
+                Error::Unsupported(format!(
+                    "{rntuple}: the {what} of {n} bytes is larger than a DAOS anchor records \
+                     (2^32 - 1)"
+                ))
+            })
+        };
+        let daos_anchor = DaosAnchor {
+            version_epoch: anchor.version_epoch,
+            version_major: anchor.version_major,
+            version_minor: anchor.version_minor,
+            version_patch: anchor.version_patch,
+            nbytes_header: size(anchor.nbytes_header, "header envelope")?,
+            len_header: size(anchor.len_header, "header envelope")?,
+            nbytes_footer: size(packed_footer.stored.len() as u64, "footer envelope")?,
+            len_footer: size(packed_footer.length, "footer envelope")?,
+            object_class: self.options.object_class.clone(),
+        }
+        .to_bytes()?;
+        Ok(PackedMetadata {
+            lists: packed_lists,
+            footer: packed_footer.stored,
+            anchor: daos_anchor,
+        })
+    }
+}
+
+/// Gives the staged pages `blobs` (in the order the writer stored them) the page ids
+/// from `first_page` on, and points the page lists' locators at them.
+fn renumber_pages(
+    blobs: &[u64],
+    first_page: u64,
+    lists: &mut [PageList],
+    rntuple: &str,
+) -> Result<HashMap<u64, u64>> {
+    if first_page.saturating_add(blobs.len() as u64) > DAOS_PAGE_IDS {
+        return Err(Error::Unsupported(format!(
+            "{rntuple}: page ids {first_page} and up would pass 2^28 (what a reader \
+             addresses); write the RNTuple under another name"
+        )));
+    }
+    let page_id: HashMap<u64, u64> = blobs
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| (b, first_page + i as u64))
+        .collect();
+    for list in lists.iter_mut() {
+        for page in list.columns.iter_mut().flatten().flat_map(|c| &mut c.pages) {
+            if let LocatorKind::Object64 { location } = page.locator.kind {
+                if let Some(&id) = page_id.get(&location) {
+                    page.locator = Locator::object(page.locator.size, id);
+                }
+            }
+        }
+    }
+    Ok(page_id)
+}
+
+/// The metadata of an RNTuple packed again with its DAOS locators.
+struct PackedMetadata {
+    /// The page lists, packed.
+    lists: Vec<Vec<u8>>,
+    /// The footer, packed.
+    footer: Vec<u8>,
+    /// The DAOS anchor's bytes.
+    anchor: Vec<u8>,
 }
 
 /// A staged RNTuple, as [`DaosSink::plan`] learns it.

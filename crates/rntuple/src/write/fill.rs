@@ -6,12 +6,12 @@
 //! records it.
 
 use super::cluster::{new_header, ClusterBook, ClusterSizer, FORMAT_VERSION};
+use super::entry_counts::{count_entries, item_ops, EntryCounts};
 use super::options::WriteOptions;
 use super::page_plan::{memory_size, PagePlanner};
 use super::sealing::{ChunkedValues, SealingPipeline};
 use super::shred::{shred, ColumnSink};
 use super::sink::BlobSink;
-use super::size::{count_entries, item_ops, EntryCounts};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Result};
 use crate::format::{ColumnRecord, Footer, Header, PageInfo, SchemaDescription};

@@ -18,6 +18,7 @@
 
 mod cluster;
 mod daos_sink;
+mod entry_counts;
 mod fill;
 mod model;
 mod object_sink;
@@ -30,7 +31,6 @@ mod sealing;
 mod shared_file;
 mod shred;
 mod sink;
-mod size;
 mod writer;
 
 pub use daos_sink::{
@@ -42,7 +42,9 @@ pub use model::{schema_for_copy, schema_for_page_copy};
 pub(crate) use object_sink::delete_all as delete_objects;
 pub use object_sink::{ObjectSink, ObjectWriteSummary};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
-pub use page_copy::{PageBytes, PageCopyWriter, StoredCluster, StoredColumn, StoredPage};
+pub use page_copy::{
+    PageCopyWriter, SharedBuffer, StoredBytes, StoredCluster, StoredColumn, StoredPage,
+};
 pub use parallel::{FillContext, ParallelWriter};
 pub use row::EntryWriter;
 pub use shared_file::{SharedFile, SharedSink};

@@ -17,22 +17,38 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+/// A buffer read from another file, shared by the pages read with it (whatever holds
+/// it: a vector, or a reader's pooled buffer that goes back to its pool when the last
+/// page is dropped).
+pub type SharedBuffer = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// The stored bytes of a page (its checksum included): a slice of a buffer read from
 /// another file, shared by the pages read with it, or bytes of its own.
-#[derive(Debug, Clone)]
-pub enum PageBytes {
+#[derive(Clone)]
+pub enum StoredBytes {
     /// Bytes `range` of a shared buffer.
-    Shared(Arc<Vec<u8>>, Range<usize>),
+    Shared(SharedBuffer, Range<usize>),
     /// A buffer of its own (a page sealed again, or a zero page).
     Owned(Vec<u8>),
 }
 
-impl PageBytes {
+impl StoredBytes {
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            PageBytes::Shared(buffer, range) => buffer.get(range.clone()).unwrap_or_default(),
-            PageBytes::Owned(bytes) => bytes,
+            StoredBytes::Shared(buffer, range) => {
+                (**buffer).as_ref().get(range.clone()).unwrap_or_default()
+            }
+            StoredBytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
+impl std::fmt::Debug for StoredBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoredBytes::Shared(_, range) => f.debug_tuple("Shared").field(range).finish(),
+            StoredBytes::Owned(bytes) => f.debug_tuple("Owned").field(&bytes.len()).finish(),
         }
     }
 }
@@ -41,7 +57,7 @@ impl PageBytes {
 #[derive(Debug, Clone)]
 pub struct StoredPage {
     /// Its stored bytes, the checksum included when `has_checksum`.
-    pub bytes: PageBytes,
+    pub bytes: StoredBytes,
     /// The elements it holds.
     pub n_elements: u32,
     /// Whether its bytes end with an xxh3-64 checksum.
@@ -163,8 +179,12 @@ impl<S: BlobSink> PageCopyWriter<S> {
         for (ci, column) in cluster.columns.iter().enumerate() {
             let mut column_infos = Vec::with_capacity(column.pages.len());
             for (pi, page) in column.pages.iter().enumerate() {
-                if let PageBytes::Shared(buffer, range) = &page.bytes {
-                    let key = (Arc::as_ptr(buffer) as usize, range.start, range.end);
+                if let StoredBytes::Shared(buffer, range) = &page.bytes {
+                    let key = (
+                        Arc::as_ptr(buffer).cast::<u8>() as usize,
+                        range.start,
+                        range.end,
+                    );
                     if let Some(&(cj, pj)) = first_of.get(&key) {
                         repeats.push((ci, pi, cj, pj));
                         column_infos.push(PageInfo {

@@ -3,8 +3,8 @@
 //! budget allows, and are sealed when full), and the bytes one element takes in memory,
 //! by which ROOT sizes pages.
 
+use super::entry_counts::Counts;
 use super::options::WriteOptions;
-use super::size::Counts;
 use crate::encoding::ColumnType;
 use crate::error::{Error, Result};
 use std::cmp::Reverse;

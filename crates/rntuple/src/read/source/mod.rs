@@ -36,6 +36,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub(crate) use pool::BufferPool;
 pub(crate) use prefetch::PageBytes;
 
 /// Bunches a planned read fetches ahead of the one being decoded.

@@ -82,6 +82,12 @@ impl PooledBuffer {
     }
 }
 
+impl AsRef<[u8]> for PooledBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
 impl Clone for PooledBuffer {
     fn clone(&self) -> Self {
         PooledBuffer {

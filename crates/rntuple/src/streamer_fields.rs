@@ -9,8 +9,8 @@
 
 use crate::error::{Error, Location, Result};
 use crate::format::{Footer, Header, EXTRA_TYPE_STREAMER_INFO};
+use crate::import::register_classes;
 use crate::schema::{arrow_field, ColumnDefaults, Descriptor, FieldRole, SchemaBuilder};
-use crate::tools::convert::register_classes;
 use crate::ttree::{parse_streamer_info_object, Builder, StreamCursor, Streamed, TypeResolver};
 use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch};
 use arrow_schema::{Field, Schema};

@@ -25,9 +25,9 @@ use crate::format::{
     PageList,
 };
 use crate::io::Source;
+use crate::merge::{copy_rntuple, source_compression};
 use crate::read::source::Storage;
 use crate::read::RNTupleReader;
-use crate::tools::copy::{copy_rntuple, source_compression};
 use crate::write::WriteOptions;
 
 /// The format version recorded for an RNTuple put together from its envelopes (the

@@ -3,7 +3,7 @@
 //! `TStreamerElement`s. They say how objects in `TBranchElement` baskets are laid out,
 //! without dictionaries.
 
-use super::stream::{ArrayItem, ObjectReader, Pointer};
+use super::object_reader::{ArrayItem, ObjectReader, Pointer};
 pub use crate::container::{StreamerElement, StreamerInfo};
 use crate::error::{Error, Result};
 

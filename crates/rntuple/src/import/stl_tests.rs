@@ -1,5 +1,5 @@
 //! `std::array` and `std::bitset` in TTree streaming, decoded into the Arrow shapes the
-//! converter gives them (the schema side of `tools::convert`, hence tested here).
+//! converter gives them (the schema side of `import`, hence tested here).
 
 use crate::error::Error;
 use crate::ttree::{Builder, StreamCursor, Streamed, StreamerElement, StreamerInfo, TypeResolver};
@@ -28,7 +28,7 @@ fn target(t: &Streamed) -> Field {
     use crate::format::{Footer, Header};
     use crate::schema::{arrow_field, ColumnDefaults, Descriptor, SchemaBuilder};
     let mut builder = SchemaBuilder::new(ColumnDefaults::default());
-    crate::tools::convert::register_classes(&mut builder, t).unwrap();
+    crate::import::register_classes(&mut builder, t).unwrap();
     let id = builder.add_cpp_field("x", &t.cpp_type()).unwrap();
     let header = Header {
         name: String::new(),
