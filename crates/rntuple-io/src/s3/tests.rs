@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::tried::expect_tried;
+use object_store::aws::AmazonS3ConfigKey;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
