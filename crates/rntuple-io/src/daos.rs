@@ -14,7 +14,7 @@
 //!
 //! The stores address objects by the OID the layout computes (for ROOT's layout: `lo`
 //! from the layout's tables, the ntuple index in `hi`). Two stores live here:
-//! [`MemoryDaos`], maps in memory shared by its clones (tests), and [`DirectoryDaos`], one
+//! [`MemoryDaos`], maps in memory shared by its clones (tests), and [`DirectoryDaos`](crate::DirectoryDaos), one
 //! file per value under a directory (tests and debugging: the layout can be looked at
 //! with `ls`). A [`DaosContainer`] is an opened container of a store, the handle the
 //! layout's reader and writer work with.
@@ -59,11 +59,9 @@
 //!
 //! Such a feature could only be compile-checked here, against the declarations.
 
-use super::daos_directory::DirectoryDaos;
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// The longest pool or container label DAOS accepts (`DAOS_PROP_LABEL_MAX_LEN`).
@@ -551,7 +549,7 @@ impl DaosContainer {
 }
 
 /// The environment variable naming the directory that `daos://` URIs are opened in: this
-/// build has no `libdaos` binding, so [`open_daos_uri`] opens a [`DirectoryDaos`] there
+/// build has no `libdaos` binding, so [`open_daos_uri`](crate::open_daos_uri) opens a [`DirectoryDaos`](crate::DirectoryDaos) there
 /// in its place (pool `POOL`, container `CONTAINER` under `$RNTUPLE_DAOS_DIR/POOL/CONTAINER`).
 pub const DAOS_DIR_VARIABLE: &str = "RNTUPLE_DAOS_DIR";
 
@@ -561,63 +559,10 @@ pub fn is_daos(location: &str) -> bool {
     location.starts_with("daos://")
 }
 
-/// Opens the container a `daos://POOL/CONTAINER` URI names (with `create`: for writing,
-/// created first when its name is a label, [`DaosContainer::create`]). There is no
-/// `libdaos` in this build: the store is a [`DirectoryDaos`] in the directory
-/// [`DAOS_DIR_VARIABLE`] names; with the variable unset, an [`Error::Unsupported`]
-/// saying so.
-pub fn open_daos_uri(uri: &str, create: bool) -> Result<DaosContainer> {
-    open_daos_uri_in(uri, crate::settings::daos_dir_from_env(), create)
-}
-
-/// [`open_daos_uri`] with the directory store's directory given (`None`: no store):
-/// [`crate::SourceOptions::daos_dir`].
-pub fn open_daos_uri_in(uri: &str, dir: Option<PathBuf>, create: bool) -> Result<DaosContainer> {
-    let id = DaosContainerId::from_uri(uri)?;
-    let dir = dir.filter(|d| !d.as_os_str().is_empty()).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "{uri}: this build of rntuple has no libdaos (no DAOS client); to use ROOT's \
-                 DAOS layout in a directory instead, set {DAOS_DIR_VARIABLE} to the directory \
-                 holding the pools"
-        ))
-    })?;
-    let store: Arc<dyn DaosStore> = Arc::new(DirectoryDaos::new(dir));
-    if create {
-        DaosContainer::create(store, id)
-    } else {
-        DaosContainer::open(store, id)
-    }
-}
-
-#[cfg(test)]
-mod uri_tests {
-    use super::*;
-
-    #[test]
-    fn daos_uris_open_a_directory_store_or_say_there_is_none() {
-        assert!(is_daos("daos://pool/cont"));
-        assert!(!is_daos("ntpl+file:///x/y"));
-        let err = open_daos_uri_in("daos://pool/cont", None, true).unwrap_err();
-        assert!(matches!(err, Error::Unsupported(_)), "{err}");
-        let text = err.to_string();
-        assert!(
-            text.contains("no libdaos") && text.contains(DAOS_DIR_VARIABLE),
-            "{text}"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let root = Some(dir.path().to_path_buf());
-        let err = open_daos_uri_in("daos://pool/cont", root.clone(), false).unwrap_err();
-        assert!(matches!(err, Error::NotFound(_)), "{err}");
-        let cont = open_daos_uri_in("daos://pool/cont", root.clone(), true).unwrap();
-        assert_eq!(cont.id(), &DaosContainerId::new("pool", "cont"));
-        assert!(dir.path().join("pool/cont").is_dir());
-        open_daos_uri_in("daos://pool/cont", root, false).unwrap();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DirectoryDaos;
 
     fn id() -> DaosContainerId {
         DaosContainerId::new("pool-1", "cont.a")

@@ -1,11 +1,14 @@
 //! A [`DaosStore`] in a directory: one file per value (tests and debugging; what
 //! `daos://` URIs open in this build, which has no `libdaos`).
 
-use super::daos::{empty_value, DaosContainerId, DaosKey, DaosOid, DaosStore};
+use super::daos::{
+    empty_value, DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DAOS_DIR_VARIABLE,
+};
 use super::dirfd::{existing, Dir, Policy};
 use crate::error::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The suffix of a file being written (values are named by 16 hex digits).
 const TEMP_SUFFIX: &str = ".partial";
@@ -312,6 +315,61 @@ impl DaosStore for DirectoryDaos {
             }
         }
         Ok(())
+    }
+}
+
+/// Opens the container a `daos://POOL/CONTAINER` URI names (with `create`: for writing,
+/// created first when its name is a label, [`DaosContainer::create`]). There is no
+/// `libdaos` in this build: the store is a [`DirectoryDaos`] in the directory
+/// [`DAOS_DIR_VARIABLE`] names; with the variable unset, an [`Error::Unsupported`]
+/// saying so.
+pub fn open_daos_uri(uri: &str, create: bool) -> Result<DaosContainer> {
+    open_daos_uri_in(uri, crate::settings::daos_dir_from_env(), create)
+}
+
+/// [`open_daos_uri`] with the directory store's directory given (`None`: no store):
+/// [`crate::SourceOptions::daos_dir`].
+pub fn open_daos_uri_in(uri: &str, dir: Option<PathBuf>, create: bool) -> Result<DaosContainer> {
+    let id = DaosContainerId::from_uri(uri)?;
+    let dir = dir.filter(|d| !d.as_os_str().is_empty()).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "{uri}: this build of rntuple has no libdaos (no DAOS client); to use ROOT's \
+                 DAOS layout in a directory instead, set {DAOS_DIR_VARIABLE} to the directory \
+                 holding the pools"
+        ))
+    })?;
+    let store: Arc<dyn DaosStore> = Arc::new(DirectoryDaos::new(dir));
+    if create {
+        DaosContainer::create(store, id)
+    } else {
+        DaosContainer::open(store, id)
+    }
+}
+
+#[cfg(test)]
+mod uri_tests {
+    use super::*;
+    use crate::daos::is_daos;
+
+    #[test]
+    fn daos_uris_open_a_directory_store_or_say_there_is_none() {
+        assert!(is_daos("daos://pool/cont"));
+        assert!(!is_daos("ntpl+file:///x/y"));
+        let err = open_daos_uri_in("daos://pool/cont", None, true).unwrap_err();
+        assert!(matches!(err, Error::Unsupported(_)), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("no libdaos") && text.contains(DAOS_DIR_VARIABLE),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let root = Some(dir.path().to_path_buf());
+        let err = open_daos_uri_in("daos://pool/cont", root.clone(), false).unwrap_err();
+        assert!(matches!(err, Error::NotFound(_)), "{err}");
+        let cont = open_daos_uri_in("daos://pool/cont", root.clone(), true).unwrap();
+        assert_eq!(cont.id(), &DaosContainerId::new("pool", "cont"));
+        assert!(dir.path().join("pool/cont").is_dir());
+        open_daos_uri_in("daos://pool/cont", root, false).unwrap();
     }
 }
 

@@ -77,11 +77,10 @@ pub use cache::{
 pub use cached::CachedSource;
 pub use cached_objects::CachedObjects;
 pub use daos::{
-    check_label, is_daos, is_valid_label, open_daos_uri, open_daos_uri_in, DaosContainer,
-    DaosContainerId, DaosExtent, DaosKey, DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE,
-    DAOS_LABEL_MAX_LEN,
+    check_label, is_daos, is_valid_label, DaosContainer, DaosContainerId, DaosExtent, DaosKey,
+    DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
 };
-pub use daos_directory::DirectoryDaos;
+pub use daos_directory::{open_daos_uri, open_daos_uri_in, DirectoryDaos};
 pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
 pub use error::{Error, RemoteKind, Result};
 pub use file_ends::{EdgeCached, Edges};
@@ -411,7 +410,7 @@ pub fn split_target(target: &str) -> (String, Option<String>) {
 /// the environment's). A remote source comes with its first and last bytes already read
 /// (one request), where a ROOT file keeps what opening it needs. A URL whose source the
 /// library was built without (see the module's features) is an
-/// [`Error::Unsupported`](crate::error::Error::Unsupported).
+/// [`Error::Unsupported`].
 pub fn open_source(location: &str) -> Result<Source> {
     open_source_with(location, &SourceOptions::current()?)
 }

@@ -10,7 +10,8 @@ use super::layout::{
 };
 pub use super::purge::PurgeReport;
 use super::purge::{self, stale_temp};
-use super::stats::{self, CacheStats};
+use super::stats::CacheStats;
+use super::stats_files;
 use super::{store, sys};
 use crate::error::{Error, Result};
 use crate::ByteRange;
@@ -205,7 +206,7 @@ pub fn cache_stats(dir: &Path) -> Result<CacheReport> {
     let root = Root::open(dir, Access::Read)?;
     let entries = layout::scan_entries(&root);
     let live = root.id().map(store::live_stats).unwrap_or_default();
-    let (counters, processes) = stats::sum(&root, &live);
+    let (counters, processes) = stats_files::sum(&root, &live);
     let temp_files = root.files_in(TMP_DIR).len() as u64;
     Ok(CacheReport {
         root: root.path(),
@@ -402,7 +403,7 @@ fn verify_leftovers(root: &Root, report: &mut VerifyReport, repair: bool) {
         });
     }
     for (name, info) in root.files_in(STATS_DIR) {
-        if stats::read_file(root, &name).is_none() {
+        if stats_files::read_file(root, &name).is_none() {
             report.stray_files += 1;
             let line = format!("{}: not a stats file", info.rel);
             problem(report, line, repair, || root.remove_any(&info.rel).is_ok());

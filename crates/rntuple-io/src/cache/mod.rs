@@ -100,6 +100,7 @@ mod maintain;
 mod meta;
 mod purge;
 mod stats;
+mod stats_files;
 mod store;
 mod sys;
 mod url;

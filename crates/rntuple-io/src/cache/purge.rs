@@ -4,7 +4,8 @@
 use super::layout::{
     self, Current, FileInfo, MetaState, Root, ORPHAN_GRACE, TEMP_MAX_AGE, TMP_DIR,
 };
-use super::stats::{self, CacheCounters, CacheStats};
+use super::stats::{CacheCounters, CacheStats};
+use super::stats_files;
 use super::sys::Writer;
 
 /// What a purge did.
@@ -93,7 +94,7 @@ pub(super) fn run(
             report.entries_removed += 1;
         }
     }
-    report.stats_compacted = stats::compact(root, &CacheStats::default());
+    report.stats_compacted = stats_files::compact(root, &CacheStats::default());
     let mut total = root.tree_bytes();
     report.target_bytes = target(total);
     if let Some(goal) = report.target_bytes {
@@ -134,7 +135,7 @@ pub(super) fn run(
                 unsafe_files: root.counters().snapshot().unsafe_files,
                 ..CacheStats::default()
             };
-            stats::add_to_total(root, &extra);
+            stats_files::add_to_total(root, &extra);
         }
     }
     report.after_bytes = root.tree_bytes();

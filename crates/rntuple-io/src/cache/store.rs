@@ -9,7 +9,8 @@ use super::layout::{
 use super::meta::identity_hex;
 pub(crate) use super::meta::VersionMeta;
 use super::purge::{self, PurgeReport};
-use super::stats::{self, CacheCounters, CacheStats};
+use super::stats::{CacheCounters, CacheStats};
+use super::stats_files;
 use super::sys;
 use super::url::normalize_url;
 use super::{low_mark, CacheConfig};
@@ -163,7 +164,7 @@ impl CacheStore {
         if stats.is_zero() && !self.stats_written.load(Ordering::Relaxed) {
             return;
         }
-        if stats::write_file(&self.root, &self.stats_name, &stats).is_ok() {
+        if stats_files::write_file(&self.root, &self.stats_name, &stats).is_ok() {
             self.stats_written.store(true, Ordering::Relaxed);
         }
     }

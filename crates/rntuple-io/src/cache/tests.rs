@@ -922,7 +922,7 @@ fn purge_cleans_up_and_compacts_finished_processes_stats() {
     };
     let dead_name = format!("{}.{dead}.tok.stats", super::sys::host_name());
     let maintenance = Root::open(dir.path(), Access::Repair).unwrap();
-    super::stats::write_file(&maintenance, &dead_name, &finished).unwrap();
+    super::stats_files::write_file(&maintenance, &dead_name, &finished).unwrap();
     let old_tmp = root.join("tmp").join("whatever.tmp");
     fs::write(&old_tmp, b"x").unwrap();
     set_mtime(&old_tmp, SystemTime::now() - Duration::from_secs(7200));

@@ -331,7 +331,7 @@ impl Inspection {
 
     /// The table of `by`: per field (subfields included), column or column type, with
     /// compression factor, pages, average page size and share of the file on every row.
-    /// Fields and columns have the field's label ([`field_labels`]) next to its name.
+    /// Fields and columns have the field's label ([`field_labels`](super::labels::field_labels)) next to its name.
     pub fn table(&self, by: By) -> Table {
         match by {
             By::Field => {
