@@ -22,9 +22,9 @@ from typing import Any
 from ._extras import require
 from .errors import ConversionError, InvalidArgumentError, RNTupleError, UnsupportedError
 from .file import ReadOnlyFile, expand_files
-from .options import FieldSelection, RemoteOptions, Selection, StepSize, TypeOptions
+from .options import FieldSelection, RemoteOptions, Selection, StepSize, TypeOptions, takes_options
 from .selection import check_flag, check_step_size
-from .ttree import ConvertOptions, ConvertResult, EntryRange, convert
+from .ttree import ConvertOptions, ConvertResult, convert
 from .unify import ChainReading, absolute, conform, plan_chain
 
 _OPEN_LIMIT = 8
@@ -572,6 +572,7 @@ class MappedPartitionReader(FormReader):
         return f"MappedPartitionReader(fields={self.fields!r}, of {len(self.keys)})"
 
 
+@takes_options(remote=RemoteOptions, typing=TypeOptions)
 def dask(
     files: Any,
     fields: FieldSelection = None,
@@ -579,18 +580,8 @@ def dask(
     step_size: StepSize | None = None,
     report: bool = False,
     form_mapping: Any = None,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
-    types: dict[str, Any] | None = None,
-    on_overflow: str = "raise",
-    defaults: dict[str, Any] | None = None,
-    allow_missing: bool = False,
+    remote: RemoteOptions,
+    typing: TypeOptions,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). By default each partition is one or more
@@ -646,13 +637,9 @@ def dask(
 
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
-    remote = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    )
     network = remote.given()
     if step_size is not None:
         step_size = check_step_size(step_size)
-    typing = TypeOptions(types, on_overflow, defaults, allow_missing)
     chain, selected = _chain_reading(files, fields, typing, remote)
     partitions: list[tuple[str, str, int, int]] = []
     assert chain.members is not None
@@ -777,20 +764,14 @@ def rntuple_identifier(file_path: str, name: str) -> str:
     return hashlib.sha1(f"{absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
 
 
+@takes_options(options=ConvertOptions)
 def convert_files(
     inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dict[str, str],
     out_dir: str | os.PathLike[str],
     *,
     client: Any = None,
     tree: str | None = None,
-    name: str | None = None,
-    branches: str | Sequence[str] | None = None,
-    entries: EntryRange | None = None,
-    compression: str | int | None = None,
-    skip_unsupported: bool = False,
-    overwrite: bool = False,
-    unsplit: str | Sequence[str] | None = None,
-    split_policy: str = "split",
+    options: ConvertOptions,
 ) -> list[ConvertResult]:
     """Converts TTree files to RNTuple files on a ``dask.distributed`` cluster, one task
     per file: each input ``in/x.root`` becomes ``out_dir/x.root``.
@@ -818,9 +799,7 @@ def convert_files(
         InvalidArgumentError: no inputs, or two inputs whose outputs would collide.
     """
     distributed = require("distributed", "rntuple.convert_files")
-    options = ConvertOptions(
-        name, branches, entries, compression, skip_unsupported, overwrite, unsplit, split_policy
-    ).keywords()
+    keywords = options.keywords()
 
     pairs = expand_files(inputs)
     if not pairs:
@@ -847,7 +826,7 @@ def convert_files(
         client = distributed.default_client()
     uuid = os.urandom(6).hex()  # keys unique per call: a rerun is not the cached result
     futures = [
-        client.submit(_convert_task, src, dst, t, options, pure=False, key=f"rntuple-convert-{i}-{uuid}")
+        client.submit(_convert_task, src, dst, t, keywords, pure=False, key=f"rntuple-convert-{i}-{uuid}")
         for i, (src, dst, t) in enumerate(tasks)
     ]
     # Each future's own client (not the default one: `client` need not be it); the loop
