@@ -26,6 +26,10 @@ from .uproot_compat import Report
 #: ahead of the one in use.
 OPEN_AHEAD = 4
 
+#: The option groups :func:`iterate` and :func:`concatenate` take, as keywords (see
+#: :func:`rntuple.options.takes_options`).
+_reads_chain = takes_options(selection=Selection, remote=RemoteOptions, typing=TypeOptions)
+
 
 def open_rntuples(
     files: Any,
@@ -80,7 +84,7 @@ def open_rntuples(
             del opened
 
 
-@takes_options(selection=Selection, remote=RemoteOptions, typing=TypeOptions)
+@_reads_chain
 def iterate(
     files: Any,
     selection: Selection,
@@ -155,7 +159,7 @@ def _shift_index(result: Any, offset: int, library: str) -> Any:
     return result
 
 
-@takes_options(selection=Selection, remote=RemoteOptions, typing=TypeOptions)
+@_reads_chain
 def concatenate(
     files: Any,
     selection: Selection,
