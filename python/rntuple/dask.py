@@ -15,7 +15,7 @@ import os
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +217,36 @@ class FormReader:
         return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
 
 
-class PartitionReader(FormReader):
+class ChainPartitionReader(FormReader):
+    """A reader of partitions of a chain's files, ``(file, rntuple path, start, stop)``
+    each: a worker reads its partition with the file kept open for the graph, the file
+    after it opened ahead (see :func:`dask`)."""
+
+    def __init__(
+        self,
+        units: list[str],
+        form: Any,
+        *,
+        following: Following | None = None,
+        chain: ChainReading | None = None,
+        **reader: Any,
+    ) -> None:
+        """``reader``: :class:`FormReader`'s keyword arguments."""
+        super().__init__(units, form, **reader)
+        #: how each file is read as the one schema of the files (``types=``, unified)
+        self.chain = chain
+        #: for each file, the next one, opened ahead while this one is read
+        self.following = dict(following or {})
+
+    def _read(self, partition: tuple[str, str, int, int], read: Callable[[Any], Any]) -> tuple[Any, Any]:
+        """``read(nt)`` of the partition's RNTuple, and the report of what it cost (see
+        :func:`_read_partition`)."""
+        return _read_partition(
+            self.token, partition, self.fields, self.report, read, self.network, self.following
+        )
+
+
+class PartitionReader(ChainPartitionReader):
     """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
     the picklable function Dask calls on its workers. It holds field names and the
     Awkward form (computed once, when the graph is built), never an open file.
@@ -231,26 +260,12 @@ class PartitionReader(FormReader):
     keeps ``form``'s structure. With ``report``, each call also returns a one-record
     array of what the partition read (see :func:`dask`)."""
 
-    def __init__(
-        self,
-        selection: dict[str, list[str]],
-        form: Any,
-        *,
-        fields: list[str] | None = None,
-        report: bool = False,
-        token: str | None = None,
-        network: dict[str, Any] | None = None,
-        following: Following | None = None,
-        chain: ChainReading | None = None,
-    ) -> None:
-        super().__init__(list(selection), form, fields=fields, report=report, token=token, network=network)
+    def __init__(self, selection: dict[str, list[str]], form: Any, **reader: Any) -> None:
+        """``reader``: :class:`ChainPartitionReader`'s keyword arguments."""
+        super().__init__(list(selection), form, **reader)
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
-        #: how each file is read as the one schema of the files (``types=``, unified)
-        self.chain = chain
-        #: for each file, the next one, opened ahead while this one is read
-        self.following = dict(following or {})
         self.behavior = None
 
     def units(self) -> list[str]:
@@ -290,9 +305,7 @@ class PartitionReader(FormReader):
                 return nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak").layout
             return _chain_layout(chain, nt, partition, paths)
 
-        layout, record = _read_partition(
-            self.token, partition, self.fields, self.report, read, self.network, self.following
-        )
+        layout, record = self._read(partition, read)
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
@@ -377,12 +390,7 @@ def canonical_column(array: Any) -> Any:
             offsets = packed.offsets
             return ak.contents.ListOffsetArray(offsets, canonical(content), parameters=packed.parameters)
         if layout.is_record:
-            return ak.contents.RecordArray(
-                [canonical(c) for c in layout.contents],
-                None if layout.is_tuple else layout.fields,
-                length=layout.length,
-                parameters=layout.parameters,
-            )
+            return layout.copy(contents=[canonical(c) for c in layout.contents])
         return layout
 
     layout = ak.to_layout(array)
@@ -467,32 +475,17 @@ def _documented_form(form: Any, typenames: dict[str, str], name: str) -> Any:
     return ak.forms.RecordForm(contents, list(form.fields), parameters=parameters)
 
 
-class MappedPartitionReader(FormReader):
+class MappedPartitionReader(ChainPartitionReader):
     """Reads one partition through a form mapping (see :func:`dask`): the mapping's
     ``load_buffers`` gets the top-level fields the graph needs and builds the buffers of
     the mapped form; buffers of fields not read are placeholders. The picklable
     function Dask calls, with dask-awkward's column-projection protocol."""
 
-    def __init__(
-        self,
-        keys: list[str],
-        form: Any,
-        info: Any,
-        *,
-        fields: list[str] | None = None,
-        report: bool = False,
-        token: str | None = None,
-        network: dict[str, Any] | None = None,
-        following: Following | None = None,
-        chain: ChainReading | None = None,
-    ) -> None:
-        super().__init__(keys, form, fields=fields, report=report, token=token, network=network)
+    def __init__(self, keys: list[str], form: Any, info: Any, **reader: Any) -> None:
+        """``reader``: :class:`ChainPartitionReader`'s keyword arguments."""
+        super().__init__(keys, form, **reader)
         #: every top-level field the mapping may read
         self.keys = list(keys)
-        #: how each file is read as the one schema of the files
-        self.chain = chain
-        #: for each file, the next one, opened ahead while this one is read
-        self.following = dict(following or {})
         self.info = info
 
     def units(self) -> list[str]:
@@ -552,9 +545,7 @@ class MappedPartitionReader(FormReader):
             view = RNTupleTreeView(nt, path, name, self.chain, self.keys)
             return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
 
-        buffers, record = _read_partition(
-            self.token, partition, self.fields, self.report, read, self.network, self.following
-        )
+        buffers, record = self._read(partition, read)
         container: dict[str, Any] = {}
         nplike = Numpy.instance()
         for key, dtype in self.form.expected_from_buffers(buffer_key=self.info.buffer_key).items():
