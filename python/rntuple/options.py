@@ -1,7 +1,10 @@
 """The options reads share, defined and checked once: sizes (``"100 MB"``), entry
 ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`) and the
 types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
-:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike."""
+:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike;
+:func:`takes_options`, which gives a function's callers the options of such a group
+(here, or :class:`~rntuple.writing.WriteOptions`, :class:`~rntuple.ttree.ConvertOptions`)
+as its keyword arguments."""
 
 from __future__ import annotations
 
