@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import awkward as ak
@@ -16,15 +16,19 @@ import pyarrow as pa
 from .errors import InvalidArgumentError, NotFoundError
 from .file import expand_files, open_chain_member
 from .ntuple import RNTuple
-from .options import RemoteOptions, Selection, StepSize, TypeOptions
+from .options import RemoteOptions, Selection, StepSize, TypeOptions, takes_options
 from .plan import ReadPlan, awkward_records
-from .selection import NameFilter, check_flag, check_how, check_library, check_step_size
+from .selection import check_flag, check_how, check_library, check_step_size
 from .unify import plan_chain
 from .uproot_compat import Report
 
 #: Files a chain (:func:`iterate`, :func:`concatenate`, :func:`rntuple.dask`) opens
 #: ahead of the one in use.
 OPEN_AHEAD = 4
+
+#: The option groups :func:`iterate` and :func:`concatenate` take, as keywords (see
+#: :func:`rntuple.options.takes_options`).
+_reads_chain = takes_options(selection=Selection, remote=RemoteOptions, typing=TypeOptions)
 
 
 def open_rntuples(
@@ -80,32 +84,19 @@ def open_rntuples(
             del opened
 
 
+@_reads_chain
 def iterate(
     files: Any,
-    expressions: str | Sequence[str] | None = None,
-    cut: str | None = None,
+    selection: Selection,
     *,
-    filter_name: NameFilter = None,
-    filter_typename: NameFilter = None,
-    aliases: dict[str, str] | None = None,
     step_size: StepSize = "100 MB",
     library: str = "ak",
     how: Any = None,
     decode_ahead: bool = True,
     report: bool = False,
     ak_add_doc: Any = False,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
-    types: dict[str, Any] | None = None,
-    on_overflow: str = "raise",
-    defaults: dict[str, Any] | None = None,
-    allow_missing: bool = False,
+    remote: RemoteOptions,
+    typing: TypeOptions,
 ) -> Iterator[Any]:
     """Yields cluster-aligned batches of :meth:`RNTuple.arrays` over many files, in
     order (a batch never spans two files; ``step_size`` as :meth:`RNTuple.iterate`).
@@ -138,15 +129,7 @@ def iterate(
     how = check_how(how, library)
     step_size = check_step_size(step_size)
     report = check_flag("report", report)
-    remote = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    )
-    plans = _file_plans(
-        files,
-        Selection(expressions, cut, filter_name, filter_typename, aliases),
-        TypeOptions(types, on_overflow, defaults, allow_missing),
-        remote,
-    )
+    plans = _file_plans(files, selection, typing, remote)
     done = object()
 
     def first_batch(nt: RNTuple, index: int) -> tuple[Iterator[Any], Any]:
@@ -176,28 +159,15 @@ def _shift_index(result: Any, offset: int, library: str) -> Any:
     return result
 
 
+@_reads_chain
 def concatenate(
     files: Any,
-    expressions: str | Sequence[str] | None = None,
-    cut: str | None = None,
+    selection: Selection,
     *,
-    filter_name: NameFilter = None,
-    filter_typename: NameFilter = None,
-    aliases: dict[str, str] | None = None,
     library: str = "ak",
     how: Any = None,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
-    types: dict[str, Any] | None = None,
-    on_overflow: str = "raise",
-    defaults: dict[str, Any] | None = None,
-    allow_missing: bool = False,
+    remote: RemoteOptions,
+    typing: TypeOptions,
 ) -> Any:
     """:meth:`RNTuple.arrays` of every file (see :func:`iterate`) in one result,
     entries in file order (a pandas index counts entries over all files). The next file
@@ -208,15 +178,7 @@ def concatenate(
     every file, as :func:`iterate`."""
     library = check_library(library)
     how = check_how(how, library)
-    remote = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    )
-    plans = _file_plans(
-        files,
-        Selection(expressions, cut, filter_name, filter_typename, aliases),
-        TypeOptions(types, on_overflow, defaults, allow_missing),
-        remote,
-    )
+    plans = _file_plans(files, selection, typing, remote)
 
     def read(nt: RNTuple, index: int) -> tuple[ReadPlan, Any]:
         plan = plans(nt, index)

@@ -186,6 +186,32 @@ def to_awkward(table: pa.Table | pa.RecordBatch) -> ak.Array:
 # --- Arrow -> NumPy, pandas, Polars ------------------------------------------------
 
 
+def indexed_options(layout: ak.contents.Content) -> ak.contents.Content:
+    """``layout`` with every option node an ``IndexedOptionArray`` and every list but a
+    string a packed ``ListOffsetArray`` of 64-bit offsets: one form whether a read holds
+    a None or not (options without nulls are ``UnmaskedArray``s, others bit-masked), as
+    a read of no entry, whose form stands for every read, must have."""
+    if layout.is_option:
+        indexed = layout.to_IndexedOptionArray64()
+        return ak.contents.IndexedOptionArray(
+            indexed.index, indexed_options(indexed.content), parameters=indexed.parameters
+        )
+    if layout.is_record or layout.is_union:
+        return layout.copy(contents=[indexed_options(c) for c in layout.contents])
+    if (
+        layout.is_list
+        and not layout.is_regular
+        and layout.parameter("__array__") not in ("string", "bytestring")
+    ):
+        packed = layout.to_ListOffsetArray64(False)
+        return ak.contents.ListOffsetArray(
+            packed.offsets, indexed_options(packed.content), parameters=packed.parameters
+        )
+    if layout.is_indexed or layout.is_list or layout.is_regular:
+        return layout.copy(content=indexed_options(layout.content))
+    return layout
+
+
 def to_numpy(table: pa.Table | pa.RecordBatch) -> dict[str, Any]:
     """A dict of NumPy arrays, one per top-level field, in the form uproot 5.7 gives for
     ``library="np"`` (see :func:`rntuple.selection.to_numpy_like_uproot`): flat fields

@@ -15,16 +15,16 @@ import os
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._extras import require
 from .errors import ConversionError, InvalidArgumentError, RNTupleError, UnsupportedError
 from .file import ReadOnlyFile, expand_files
-from .options import FieldSelection, RemoteOptions, Selection, StepSize, TypeOptions
+from .options import FieldSelection, RemoteOptions, Selection, StepSize, TypeOptions, takes_options
 from .selection import check_flag, check_step_size
-from .ttree import ConvertOptions, ConvertResult, EntryRange, convert
+from .ttree import ConvertOptions, ConvertResult, convert
 from .unify import ChainReading, absolute, conform, plan_chain
 
 _OPEN_LIMIT = 8
@@ -217,7 +217,36 @@ class FormReader:
         return ColumnProjectionMixin.prepare_for_projection(self)  # type: ignore[arg-type]
 
 
-class PartitionReader(FormReader):
+class ChainPartitionReader(FormReader):
+    """A reader of partitions of a chain's files, ``(file, rntuple path, start, stop)``
+    each: a worker reads its partition with the file kept open for the graph, the file
+    after it opened ahead (see :func:`dask`)."""
+
+    def __init__(
+        self,
+        units: list[str],
+        form: Any,
+        *,
+        following: Following | None = None,
+        chain: ChainReading | None = None,
+        **reader: Any,
+    ) -> None:
+        """``reader``: :class:`FormReader`'s keyword arguments."""
+        super().__init__(units, form, **reader)
+        #: how each file is read as the one schema of the files (``types=``, unified)
+        self.chain = chain
+        #: for each file, the next one, opened ahead while this one is read
+        self.following = dict(following or {})
+
+    def _read(self, partition: tuple[str, str, int, int], read: Callable[[Any], Any]) -> tuple[Any, Any]:
+        """``read(nt)`` of the partition's RNTuple, and the report of what it cost (see
+        :func:`_read_partition`)."""
+        return _read_partition(
+            self.token, partition, self.fields, self.report, read, self.network, self.following
+        )
+
+
+class PartitionReader(ChainPartitionReader):
     """Reads one partition, ``(file, rntuple path, start, stop)``, as an Awkward Array:
     the picklable function Dask calls on its workers. It holds field names and the
     Awkward form (computed once, when the graph is built), never an open file.
@@ -231,26 +260,12 @@ class PartitionReader(FormReader):
     keeps ``form``'s structure. With ``report``, each call also returns a one-record
     array of what the partition read (see :func:`dask`)."""
 
-    def __init__(
-        self,
-        selection: dict[str, list[str]],
-        form: Any,
-        *,
-        fields: list[str] | None = None,
-        report: bool = False,
-        token: str | None = None,
-        network: dict[str, Any] | None = None,
-        following: Following | None = None,
-        chain: ChainReading | None = None,
-    ) -> None:
-        super().__init__(list(selection), form, fields=fields, report=report, token=token, network=network)
+    def __init__(self, selection: dict[str, list[str]], form: Any, **reader: Any) -> None:
+        """``reader``: :class:`ChainPartitionReader`'s keyword arguments."""
+        super().__init__(list(selection), form, **reader)
         #: each top-level field of the array: the field paths read for it (itself, or
         #: the nested paths selected under it)
         self.selection = dict(selection)
-        #: how each file is read as the one schema of the files (``types=``, unified)
-        self.chain = chain
-        #: for each file, the next one, opened ahead while this one is read
-        self.following = dict(following or {})
         self.behavior = None
 
     def units(self) -> list[str]:
@@ -290,9 +305,7 @@ class PartitionReader(FormReader):
                 return nt.arrays(paths, entry_start=start, entry_stop=stop, library="ak").layout
             return _chain_layout(chain, nt, partition, paths)
 
-        layout, record = _read_partition(
-            self.token, partition, self.fields, self.report, read, self.network, self.following
-        )
+        layout, record = self._read(partition, read)
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
@@ -377,12 +390,7 @@ def canonical_column(array: Any) -> Any:
             offsets = packed.offsets
             return ak.contents.ListOffsetArray(offsets, canonical(content), parameters=packed.parameters)
         if layout.is_record:
-            return ak.contents.RecordArray(
-                [canonical(c) for c in layout.contents],
-                None if layout.is_tuple else layout.fields,
-                length=layout.length,
-                parameters=layout.parameters,
-            )
+            return layout.copy(contents=[canonical(c) for c in layout.contents])
         return layout
 
     layout = ak.to_layout(array)
@@ -467,32 +475,17 @@ def _documented_form(form: Any, typenames: dict[str, str], name: str) -> Any:
     return ak.forms.RecordForm(contents, list(form.fields), parameters=parameters)
 
 
-class MappedPartitionReader(FormReader):
+class MappedPartitionReader(ChainPartitionReader):
     """Reads one partition through a form mapping (see :func:`dask`): the mapping's
     ``load_buffers`` gets the top-level fields the graph needs and builds the buffers of
     the mapped form; buffers of fields not read are placeholders. The picklable
     function Dask calls, with dask-awkward's column-projection protocol."""
 
-    def __init__(
-        self,
-        keys: list[str],
-        form: Any,
-        info: Any,
-        *,
-        fields: list[str] | None = None,
-        report: bool = False,
-        token: str | None = None,
-        network: dict[str, Any] | None = None,
-        following: Following | None = None,
-        chain: ChainReading | None = None,
-    ) -> None:
-        super().__init__(keys, form, fields=fields, report=report, token=token, network=network)
+    def __init__(self, keys: list[str], form: Any, info: Any, **reader: Any) -> None:
+        """``reader``: :class:`ChainPartitionReader`'s keyword arguments."""
+        super().__init__(keys, form, **reader)
         #: every top-level field the mapping may read
         self.keys = list(keys)
-        #: how each file is read as the one schema of the files
-        self.chain = chain
-        #: for each file, the next one, opened ahead while this one is read
-        self.following = dict(following or {})
         self.info = info
 
     def units(self) -> list[str]:
@@ -552,9 +545,7 @@ class MappedPartitionReader(FormReader):
             view = RNTupleTreeView(nt, path, name, self.chain, self.keys)
             return self.info.load_buffers(view, keys, start, stop, None, None, {"ak_add_doc": False})
 
-        buffers, record = _read_partition(
-            self.token, partition, self.fields, self.report, read, self.network, self.following
-        )
+        buffers, record = self._read(partition, read)
         container: dict[str, Any] = {}
         nplike = Numpy.instance()
         for key, dtype in self.form.expected_from_buffers(buffer_key=self.info.buffer_key).items():
@@ -572,6 +563,7 @@ class MappedPartitionReader(FormReader):
         return f"MappedPartitionReader(fields={self.fields!r}, of {len(self.keys)})"
 
 
+@takes_options(remote=RemoteOptions, typing=TypeOptions)
 def dask(
     files: Any,
     fields: FieldSelection = None,
@@ -579,18 +571,8 @@ def dask(
     step_size: StepSize | None = None,
     report: bool = False,
     form_mapping: Any = None,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
-    types: dict[str, Any] | None = None,
-    on_overflow: str = "raise",
-    defaults: dict[str, Any] | None = None,
-    allow_missing: bool = False,
+    remote: RemoteOptions,
+    typing: TypeOptions,
 ) -> Any:
     """A lazily partitioned ``dask_awkward.Array`` of the selected fields over ``files``
     (the specs of :func:`rntuple.iterate`). By default each partition is one or more
@@ -646,13 +628,9 @@ def dask(
 
     dak = require("dask_awkward", "rntuple.dask")
     report = check_flag("report", report)
-    remote = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    )
     network = remote.given()
     if step_size is not None:
         step_size = check_step_size(step_size)
-    typing = TypeOptions(types, on_overflow, defaults, allow_missing)
     chain, selected = _chain_reading(files, fields, typing, remote)
     partitions: list[tuple[str, str, int, int]] = []
     assert chain.members is not None
@@ -777,20 +755,14 @@ def rntuple_identifier(file_path: str, name: str) -> str:
     return hashlib.sha1(f"{absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
 
 
+@takes_options(options=ConvertOptions)
 def convert_files(
     inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dict[str, str],
     out_dir: str | os.PathLike[str],
     *,
     client: Any = None,
     tree: str | None = None,
-    name: str | None = None,
-    branches: str | Sequence[str] | None = None,
-    entries: EntryRange | None = None,
-    compression: str | int | None = None,
-    skip_unsupported: bool = False,
-    overwrite: bool = False,
-    unsplit: str | Sequence[str] | None = None,
-    split_policy: str = "split",
+    options: ConvertOptions,
 ) -> list[ConvertResult]:
     """Converts TTree files to RNTuple files on a ``dask.distributed`` cluster, one task
     per file: each input ``in/x.root`` becomes ``out_dir/x.root``.
@@ -818,9 +790,7 @@ def convert_files(
         InvalidArgumentError: no inputs, or two inputs whose outputs would collide.
     """
     distributed = require("distributed", "rntuple.convert_files")
-    options = ConvertOptions(
-        name, branches, entries, compression, skip_unsupported, overwrite, unsplit, split_policy
-    ).keywords()
+    keywords = options.keywords()
 
     pairs = expand_files(inputs)
     if not pairs:
@@ -847,7 +817,7 @@ def convert_files(
         client = distributed.default_client()
     uuid = os.urandom(6).hex()  # keys unique per call: a rerun is not the cached result
     futures = [
-        client.submit(_convert_task, src, dst, t, options, pure=False, key=f"rntuple-convert-{i}-{uuid}")
+        client.submit(_convert_task, src, dst, t, keywords, pure=False, key=f"rntuple-convert-{i}-{uuid}")
         for i, (src, dst, t) in enumerate(tasks)
     ]
     # Each future's own client (not the default one: `client` need not be it); the loop

@@ -12,7 +12,7 @@ from typing import Any
 from . import _core
 from .errors import FormatError, InvalidArgumentError, NotFoundError, _os_error
 from .ntuple import Field, RNTuple
-from .options import RemoteOptions
+from .options import RemoteOptions, takes_options
 from .selection import is_glob
 
 
@@ -22,23 +22,9 @@ class ReadOnlyFile:
     ``retries``, ``speed_limit``, ``speed_time``, ``cache``, ``bunch_bytes`` and
     ``read_ahead_bytes`` apply as :func:`open` says."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        retries: int | None = None,
-        speed_limit: int | None = None,
-        speed_time: float | None = None,
-        cache: Any = None,
-        bunch_bytes: int | None = None,
-        read_ahead_bytes: int | None = None,
-    ) -> None:
+    @takes_options(remote=RemoteOptions)
+    def __init__(self, path: str | os.PathLike, *, remote: RemoteOptions) -> None:
         self._path = os.fspath(path)
-        remote = RemoteOptions(
-            timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-        )
         try:
             self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
                 self._path, remote.network() or None, remote.core_cache()
@@ -119,18 +105,8 @@ def split_object_path(spec: str) -> tuple[str, str | None]:
     return _core.split_target(spec)
 
 
-def open(
-    path: str | os.PathLike | dict[str, str],
-    *,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
-) -> ReadOnlyFile | RNTuple:
+@takes_options(remote=RemoteOptions)
+def open(path: str | os.PathLike | dict[str, str], *, remote: RemoteOptions) -> ReadOnlyFile | RNTuple:
     """Opens a ROOT file (a path or URL): ``rntuple.open("f.root")`` gives a
     :class:`ReadOnlyFile` (a context manager), ``rntuple.open("f.root:Events")`` or
     ``rntuple.open({"f.root": "Events"})`` (uproot's specs) the RNTuple directly. A URL
@@ -177,9 +153,7 @@ def open(
     (the source's, 32 MiB remote; 512 MiB). Two files opened with different values are
     read each with its own."""
     # Checked before anything is opened.
-    options = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    ).as_keywords()
+    options = remote.as_keywords()
     if isinstance(path, dict):
         if len(path) != 1:
             raise InvalidArgumentError(

@@ -21,7 +21,7 @@ from .errors import InvalidArgumentError, NotFoundError
 from .file import expand_files, open_chain_member
 from .join_dask import _Scattered, join_dask
 from .ntuple import RNTuple
-from .options import RemoteOptions, Selection, TypeOptions, entry_range
+from .options import RemoteOptions, Selection, TypeOptions, entry_range, takes_options
 from .selection import check_library, check_step_size, make_filter
 from .unify import ChainReading, plan_chain
 
@@ -468,6 +468,7 @@ def _check_choice(argument: str, value: Any, choices: tuple[str, ...]) -> str:
     return value
 
 
+@takes_options(remote=RemoteOptions)
 def join(
     primary: Any,
     friend: Any,
@@ -476,14 +477,7 @@ def join(
     duplicates: str = "first",
     name: str | None = None,
     *,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    retries: int | None = None,
-    speed_limit: int | None = None,
-    speed_time: float | None = None,
-    cache: Any = None,
-    bunch_bytes: int | None = None,
-    read_ahead_bytes: int | None = None,
+    remote: RemoteOptions,
 ) -> Join:
     """Joins ``friend`` to ``primary``: each primary entry with friend entries, by entry
     number (``on=None``, an aligned friend) or by equal values of the key fields ``on``
@@ -501,9 +495,6 @@ def join(
     (``"error"``) or gives every match as a list (``"all"``). ``name``: the friend's
     record in the results (default: the friend RNTuple's name). Remote options as
     :func:`rntuple.open`."""
-    options = RemoteOptions(
-        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes, read_ahead_bytes
-    )
     if how is not None:
         _check_choice("how", how, HOWS)
     _check_choice("duplicates", duplicates, DUPLICATES)
@@ -522,8 +513,8 @@ def join(
                 raise InvalidArgumentError(f"on: join key {k!r} is given twice")
     if isinstance(friend, Join):
         raise InvalidArgumentError("a friend cannot be a join; join the friend to the primary's join instead")
-    left = primary if isinstance(primary, Join) else _Chain.of(primary, options)
-    right = _Chain.of(friend, options)
+    left = primary if isinstance(primary, Join) else _Chain.of(primary, remote)
+    right = _Chain.of(friend, remote)
     name = right.name if name is None else name
     if not isinstance(name, str) or not name or "." in name:
         raise InvalidArgumentError(f"name={name!r}: the friend's record needs a name without dots")

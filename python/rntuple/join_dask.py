@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._extras import require
+from .convert import indexed_options
 from .dask import FormReader
 from .selection import check_flag, check_step_size
 
@@ -93,37 +94,6 @@ def _top(path: str, name: str) -> str:
     return ".".join(parts[:2]) if parts[0] == name and len(parts) > 1 else parts[0]
 
 
-def _indexed_options(layout: Any) -> Any:
-    """``layout`` with every option type as an ``IndexedOptionArray``: the form of an
-    empty read (options without nulls are ``UnmaskedArray``s) and of any partition
-    (bit-masked where the friend has no match) are then the same, as column
-    projection's filling-in of unread fields requires."""
-    import awkward as ak
-
-    if layout.is_option:
-        indexed = layout.to_IndexedOptionArray64()
-        return ak.contents.IndexedOptionArray(
-            indexed.index, _indexed_options(indexed.content), parameters=indexed.parameters
-        )
-    if layout.is_record:
-        return ak.contents.RecordArray(
-            [_indexed_options(c) for c in layout.contents],
-            None if layout.is_tuple else layout.fields,
-            length=layout.length,
-            parameters=layout.parameters,
-        )
-    if (
-        layout.is_list
-        and not layout.is_regular
-        and layout.parameter("__array__") not in ("string", "bytestring")
-    ):
-        packed = layout.to_ListOffsetArray64(False)
-        return ak.contents.ListOffsetArray(
-            packed.offsets, _indexed_options(packed.content), parameters=packed.parameters
-        )
-    return layout
-
-
 class JoinPartitionReader(FormReader):
     """Reads one partition ``(start, stop)`` of the primary's entries of a join as an
     Awkward Array (the picklable function Dask calls on its workers): ``build`` makes the
@@ -181,7 +151,7 @@ class JoinPartitionReader(FormReader):
             before = _metrics(join) if self.report else {}
             table, _ = join.read(paths, start, stop)
             after = _metrics(join) if self.report else {}
-        layout = _indexed_options(to_awkward(table).layout)
+        layout = indexed_options(to_awkward(table).layout)
         if len(self.fields) != len(self.selection):
             from dask_awkward.lib.unproject_layout import unproject_layout
 
@@ -223,7 +193,7 @@ def join_dask(
     if paths is None:
         paths = join.paths()
         paths = [p for p in paths if "." not in p or _top(p, join.name) == p]
-    form = _indexed_options(join.arrays(paths, entry_start=0, entry_stop=0).layout).form
+    form = indexed_options(join.arrays(paths, entry_start=0, entry_stop=0).layout).form
     selection: dict[str, list[str]] = {}
     for p in paths:
         if p == join.name:

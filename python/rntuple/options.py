@@ -1,21 +1,32 @@
 """The options reads share, defined and checked once: sizes (``"100 MB"``), entry
 ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`) and the
 types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
-:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike."""
+:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike;
+:func:`takes_options`, which gives a function's callers the options of such a group
+(here, or :class:`~rntuple.writing.WriteOptions`, :class:`~rntuple.ttree.ConvertOptions`)
+as its keyword arguments."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from .cache import check_cache
 from .errors import InvalidArgumentError
-from .selection import check_entry, check_flag, check_network
+from .selection import NameFilter, check_entry, check_flag, check_network
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
+
+_Result = TypeVar("_Result")
+
+#: The :func:`dataclasses.field` metadata of an option that callers may also pass by
+#: position (as uproot's ``expressions`` and ``cut``); the others are keyword-only.
+POSITIONAL = {"positional": True}
 
 _UNITS = {
     "b": 1,
@@ -67,6 +78,63 @@ def entry_range(num_entries: int, start: Any, stop: Any) -> tuple[int, int]:
     start = min(max(start, 0), num_entries)
     stop = min(max(stop, start), num_entries)
     return start, stop
+
+
+def takes_options(**groups: type) -> Callable[[Callable[..., _Result]], Callable[..., _Result]]:
+    """Decorator: each parameter ``NAME`` of the function given as ``NAME=Options`` (an
+    options dataclass) is, for its callers, the dataclass's fields, each an argument
+    with the field's default (keyword-only unless its metadata is :data:`POSITIONAL`);
+    the function gets them as one ``Options``, made (and so checked) before it runs.
+    The options of a group are so defined once, in their dataclass, and every function
+    of the group takes all of them alike (``inspect.signature`` and ``help`` show
+    them)."""
+
+    def decorate(function: Callable[..., _Result]) -> Callable[..., _Result]:
+        public = _public_signature(inspect.signature(function), groups)
+
+        def grouped(arguments: dict[str, Any]) -> dict[str, Any]:
+            for name, options in groups.items():
+                names = [f.name for f in dataclasses.fields(options)]
+                arguments[name] = options(**{n: arguments.pop(n) for n in names if n in arguments})
+            return arguments
+
+        def lazily(arguments: dict[str, Any]) -> Any:
+            # A generator's options are checked when it starts, as its own arguments.
+            yield from function(**grouped(arguments))
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> _Result:
+            try:
+                arguments = public.bind(*args, **kwargs).arguments
+            except TypeError as err:
+                raise TypeError(f"{function.__qualname__}() {err}") from None
+            if inspect.isgeneratorfunction(function):
+                return lazily(arguments)  # type: ignore[return-value]
+            return function(**grouped(arguments))
+
+        call.__signature__ = public  # type: ignore[attr-defined]
+        return call
+
+    return decorate
+
+
+def _public_signature(inner: inspect.Signature, groups: dict[str, type]) -> inspect.Signature:
+    """``inner`` with each parameter named in ``groups`` replaced by its dataclass's
+    fields (see :func:`takes_options`)."""
+    parameters: list[inspect.Parameter] = []
+    for parameter in inner.parameters.values():
+        if parameter.name not in groups:
+            parameters.append(parameter)
+            continue
+        for option in dataclasses.fields(groups[parameter.name]):
+            positional = option.metadata.get("positional", False)
+            kind = parameter.POSITIONAL_OR_KEYWORD if positional else parameter.KEYWORD_ONLY
+            parameters.append(
+                inspect.Parameter(option.name, kind, default=option.default, annotation=option.type)
+            )
+    # A stable sort: a group's keyword-only options stand first among the keyword-only
+    # parameters after its place.
+    return inner.replace(parameters=sorted(parameters, key=lambda p: p.kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,8 +207,8 @@ class Selection:
     ``cut``, the name and type filters, and ``aliases``; checked when the plan is made
     (:meth:`rntuple.RNTuple._plan`), against the file's fields."""
 
-    expressions: str | Sequence[str] | None = None
-    cut: str | None = None
-    filter_name: Any = None
-    filter_typename: Any = None
+    expressions: str | Sequence[str] | None = dataclasses.field(default=None, metadata=POSITIONAL)
+    cut: str | None = dataclasses.field(default=None, metadata=POSITIONAL)
+    filter_name: NameFilter = None
+    filter_typename: NameFilter = None
     aliases: dict[str, str] | None = None

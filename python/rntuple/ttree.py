@@ -14,6 +14,7 @@ from typing import Any
 
 from . import _core
 from .errors import InvalidArgumentError, UnsupportedError
+from .options import takes_options
 
 #: An entry range ``(start, stop)``: ``stop`` exclusive, ``None`` or past the end for
 #: the end of the tree.
@@ -80,19 +81,13 @@ class ConvertOptions:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@takes_options(options=ConvertOptions)
 def convert(
     input: str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
     tree: str | None = None,
-    name: str | None = None,
-    branches: str | Sequence[str] | None = None,
-    entries: EntryRange | None = None,
-    compression: str | int | None = None,
-    skip_unsupported: bool = False,
-    overwrite: bool = False,
-    unsplit: str | Sequence[str] | None = None,
-    split_policy: str = "split",
+    options: ConvertOptions,
 ) -> ConvertResult:
     """Converts a TTree into a new ROOT file holding it as an RNTuple.
 
@@ -142,11 +137,7 @@ def convert(
             f"{target}: convert writes ROOT files; convert to a file, then copy it into the "
             "object store with rntuple.merge([file], url, keep_compression=True)"
         )
-    ConvertOptions(
-        name, branches, entries, compression, skip_unsupported, overwrite, unsplit, split_policy
-    )  # checked before anything is read
-    patterns = _patterns(branches)
-    unsplit_patterns = _patterns(unsplit)
+    entries = options.entries
     span = None if entries is None else (int(entries[0]), None if entries[1] is None else int(entries[1]))
     start = time.perf_counter()
     try:
@@ -154,17 +145,17 @@ def convert(
             source,
             target,
             tree=tree,
-            name=name,
-            branches=patterns,
+            name=options.name,
+            branches=_patterns(options.branches),
             entries=span,
-            compression=None if compression is None else str(compression),
-            skip_unsupported=skip_unsupported,
-            overwrite=overwrite,
-            unsplit=unsplit_patterns,
-            split_policy=split_policy,
+            compression=None if options.compression is None else str(options.compression),
+            skip_unsupported=options.skip_unsupported,
+            overwrite=options.overwrite,
+            unsplit=_patterns(options.unsplit),
+            split_policy=options.split_policy,
         )
     except UnsupportedError as e:
-        if skip_unsupported or 'branch "' not in str(e):
+        if options.skip_unsupported or 'branch "' not in str(e):
             raise
         hint = "pass skip_unsupported=True to convert the other branches without it"
         raise UnsupportedError(f"{e}; {hint}") from e

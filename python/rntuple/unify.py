@@ -141,26 +141,20 @@ class ChainReading:
     ) -> Any:
         """The tables of ``paths`` of file ``index`` over each of ``ranges``, in turn, as the
         chain's schema (``close()`` stops the stream)."""
-        return _ConformedStream(self, nt, index, paths, ranges, decode_ahead, types)
+        present = self.present(index, paths)
+        inner = nt._stream(present, ranges, decode_ahead, types) if present else None
+        return _ConformedStream(self.schema(paths), ranges, inner)
 
 
 class _ConformedStream:
     """:meth:`ChainReading.stream`: one stream of the file's batches, each conformed."""
 
-    def __init__(
-        self,
-        chain: ChainReading,
-        nt: RNTuple,
-        index: int,
-        paths: list[str],
-        ranges: list[tuple[int, int]],
-        decode_ahead: bool,
-        types: Any,
-    ) -> None:
-        self.schema = chain.schema(paths)
-        present = chain.present(index, paths)
+    def __init__(self, schema: pa.Schema, ranges: list[tuple[int, int]], inner: Any) -> None:
+        """``inner``: the file's stream of the fields it has over ``ranges`` (None when
+        it has none of them)."""
+        self.schema = schema
         self.ranges = iter(ranges)
-        self.inner = nt._stream(present, ranges, decode_ahead, types) if present else None
+        self.inner = inner
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         return self

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import awkward as ak
 
-from .convert import to_awkward
+from .convert import indexed_options, to_awkward
 from .errors import InvalidArgumentError
 from .metadata import FieldRole, RNTupleMetadata
 from .plan import TableSource
@@ -168,8 +168,8 @@ def virtual_content(
     (if not None) as :class:`Accessed`."""
     if select is None:
         select = _same
-    empty = _indexed_options(
-        select(to_awkward(ntuple._read_table(paths, entry_start, entry_start, types))[name])
+    empty = indexed_options(
+        select(to_awkward(ntuple._read_table(paths, entry_start, entry_start, types))[name]).layout
     )
     form, _, _ = ak.to_buffers(ak.to_packed(empty))
     lock = threading.Lock()
@@ -179,7 +179,7 @@ def virtual_content(
         with lock:
             if not read:
                 values = select(to_awkward(ntuple._read_table(paths, entry_start, entry_stop, types))[name])
-                values = _indexed_options(values)
+                values = indexed_options(values.layout)
                 got_form, _, got = ak.to_buffers(ak.to_packed(values))
                 if got_form != form:
                     raise InvalidArgumentError(
@@ -204,29 +204,6 @@ def virtual_content(
 
 def _same(values: ak.Array) -> ak.Array:
     return values
-
-
-def _indexed_options(values: ak.Array) -> ak.Array:
-    """``values`` with every option node an indexed option: one form whether a read holds
-    a None or not (a read of no entry and a masked one of many alike)."""
-
-    def canonical(layout: ak.contents.Content) -> ak.contents.Content:
-        if layout.is_option:
-            indexed = layout.to_IndexedOptionArray64()
-            return ak.contents.IndexedOptionArray(
-                indexed.index, canonical(indexed.content), parameters=indexed.parameters
-            )
-        if layout.is_record:
-            return layout.copy(contents=[canonical(c) for c in layout.contents])
-        if layout.is_union:
-            return layout.copy(contents=[canonical(c) for c in layout.contents])
-        if layout.is_indexed:
-            return layout.copy(content=canonical(layout.content))
-        if layout.is_list or layout.is_regular:
-            return layout.copy(content=canonical(layout.content))
-        return layout
-
-    return ak.Array(canonical(values.layout), behavior=values.behavior)
 
 
 def check_virtual(virtual: Any, access_log: Any, **others: Any) -> bool:

@@ -16,7 +16,7 @@ import pyarrow as pa
 from . import _core
 from .convert import to_arrow_input
 from .errors import InvalidArgumentError, UnsupportedError
-from .options import parse_size
+from .options import parse_size, takes_options
 
 
 def _size_option(size: int | str) -> int:
@@ -147,17 +147,8 @@ class WritableFile(_AtomicOutput):
     ``f["Events"].extend(more)`` appends entries. Pages are compressed on all cores and
     the GIL is released while writing."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        *,
-        compression: str | int = "zstd:5",
-        cluster_size: int | str | None = None,
-        page_size: int | str | None = None,
-        page_checksums: bool = True,
-        checkpoint_every: int | None = 1,
-    ) -> None:
-        options = WriteOptions(compression, cluster_size, page_size, page_checksums, checkpoint_every)
+    @takes_options(options=WriteOptions)
+    def __init__(self, path: str | os.PathLike, *, options: WriteOptions) -> None:
         self._path = os.fspath(path)
         self._handle: _core.FileWriterHandle | _core.ObjectWriterHandle | None = None
         # An object-store URL (ROOT's S3 layout) holds one RNTuple, stored as objects.
@@ -212,15 +203,8 @@ class WritableFile(_AtomicOutput):
         return f"<WritableFile {self._path!r}>"
 
 
-def recreate(
-    path: str | os.PathLike,
-    *,
-    compression: str | int = "zstd:5",
-    cluster_size: int | str | None = None,
-    page_size: int | str | None = None,
-    page_checksums: bool = True,
-    checkpoint_every: int | None = 1,
-) -> WritableFile:
+@takes_options(options=WriteOptions)
+def recreate(path: str | os.PathLike, *, options: WriteOptions) -> WritableFile:
     """Creates (or overwrites) a ROOT file for writing RNTuples; use it as a context
     manager. ``compression`` is ``"zstd:5"`` (ROOT's default), ``"lz4:4"``, ``"zlib:1"``,
     ``"lzma:7"``, ``"none"`` or ROOT's number (505); ``cluster_size`` is the compressed
@@ -252,14 +236,7 @@ def recreate(
     was. A malformed URL (a host in ``ntpl+file://``, a relative path, ``.``/``..``,
     empty or trailing segments) raises :class:`InvalidArgumentError` before anything is
     created."""
-    return WritableFile(
-        path,
-        compression=compression,
-        cluster_size=cluster_size,
-        page_size=page_size,
-        page_checksums=page_checksums,
-        checkpoint_every=checkpoint_every,
-    )
+    return WritableFile(path, **dataclasses.asdict(options))
 
 
 class FillContext:
@@ -330,6 +307,7 @@ class ParallelWriter(_AtomicOutput):
     block), complete; an exception in the block, or :meth:`abort`, leaves the path as it
     was."""
 
+    @takes_options(options=WriteOptions)
     def __init__(
         self,
         path: str | os.PathLike,
@@ -337,15 +315,10 @@ class ParallelWriter(_AtomicOutput):
         schema: Any,
         *,
         types: dict[str, str] | None = None,
-        compression: str | int = "zstd:5",
-        cluster_size: int | str | None = None,
-        page_size: int | str | None = None,
-        page_checksums: bool = True,
-        checkpoint_every: int | None = 1,
+        options: WriteOptions,
     ) -> None:
         if not isinstance(name, str) or not name or "/" in name:
             raise InvalidArgumentError(f"invalid RNTuple name {name!r}")
-        options = WriteOptions(compression, cluster_size, page_size, page_checksums, checkpoint_every)
         self._path = os.fspath(path)
         if _core.is_object_layout(self._path):
             raise UnsupportedError(
@@ -419,17 +392,14 @@ class ParallelWriter(_AtomicOutput):
         return f"<ParallelWriter {self._name!r} in {self._path!r}>"
 
 
+@takes_options(options=WriteOptions)
 def recreate_parallel(
     path: str | os.PathLike,
     name: str,
     schema: Any,
     *,
     types: dict[str, str] | None = None,
-    compression: str | int = "zstd:5",
-    cluster_size: int | str | None = None,
-    page_size: int | str | None = None,
-    page_checksums: bool = True,
-    checkpoint_every: int | None = 1,
+    options: WriteOptions,
 ) -> ParallelWriter:
     """Creates (or overwrites) a ROOT file with one RNTuple ``name`` to fill from several
     threads; use it as a context manager::
@@ -451,14 +421,4 @@ def recreate_parallel(
     entries of one context keep their order. The options are those of :func:`recreate`
     (``cluster_size`` is each context's cluster size); the file appears at ``path``
     only when the writer is closed, complete."""
-    return ParallelWriter(
-        path,
-        name,
-        schema,
-        types=types,
-        compression=compression,
-        cluster_size=cluster_size,
-        page_size=page_size,
-        page_checksums=page_checksums,
-        checkpoint_every=checkpoint_every,
-    )
+    return ParallelWriter(path, name, schema, types=types, **dataclasses.asdict(options))
