@@ -487,13 +487,17 @@ pub fn compress_into(data: &[u8], settings: CompressionSettings, out: &mut Vec<u
                     std::mem::take(out),
                     flate2::Compression::new(level),
                 );
-                enc.write_all(chunk).map_err(|e| Error::Write {
-                    what: "a page (zlib compression)".into(),
-                    source: e,
+                enc.write_all(chunk).map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
+                        what: "a page (zlib compression)".into(),
+                        source: e,
+                    })
                 })?;
-                *out = enc.finish().map_err(|e| Error::Write {
-                    what: "a page (zlib compression)".into(),
-                    source: e,
+                *out = enc.finish().map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
+                        what: "a page (zlib compression)".into(),
+                        source: e,
+                    })
                 })?;
                 [b'Z', b'L', 8]
             }
@@ -509,11 +513,12 @@ pub fn compress_into(data: &[u8], settings: CompressionSettings, out: &mut Vec<u
                 } else {
                     lz4::block::CompressionMode::DEFAULT
                 };
-                let block =
-                    lz4::block::compress(chunk, Some(mode), false).map_err(|e| Error::Write {
+                let block = lz4::block::compress(chunk, Some(mode), false).map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
                         what: "a page (lz4 compression)".into(),
                         source: e,
-                    })?;
+                    })
+                })?;
                 let sum = xxhash_rust::xxh64::xxh64(&block, 0);
                 out.extend_from_slice(&sum.to_be_bytes());
                 out.extend_from_slice(&block);

@@ -426,7 +426,14 @@ pub fn daos_extent(container: &DaosContainer, name: &str) -> Result<Option<DaosE
     };
     match read() {
         Ok(extent) => Ok(Some(extent)),
-        Err(e) if matches!(e.root_cause(), Error::Io { .. } | Error::Remote { .. }) => Err(e),
+        Err(e)
+            if matches!(
+                e.root_cause(),
+                Error::Io(crate::io::Error::Io { .. } | crate::io::Error::Remote { .. })
+            ) =>
+        {
+            Err(e)
+        }
         Err(_) => Ok(None),
     }
 }

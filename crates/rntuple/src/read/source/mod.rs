@@ -699,11 +699,11 @@ impl RNTupleReader {
         let (Some((header_bytes, header_checksum)), Some((footer_bytes, _))) =
             (envelopes.next(), envelopes.next())
         else {
-            return Err(in_file(Error::Remote {
+            return Err(in_file(Error::Io(crate::io::Error::Remote {
                 kind: RemoteKind::Other,
                 what: storage.source.name().to_string(),
                 detail: "a read of the header and footer envelopes came back short".into(),
-            }));
+            })));
         };
         let header = Header::read(&header_bytes).map_err(&in_file)?;
         let footer = Footer::read(&footer_bytes).map_err(&in_file)?;

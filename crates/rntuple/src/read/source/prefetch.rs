@@ -88,7 +88,7 @@ struct Failure {
 impl Failure {
     fn new(error: Error) -> Failure {
         let io_kind = match error.root_cause() {
-            Error::Io { source, .. } => Some(source.kind()),
+            Error::Io(crate::io::Error::Io { source, .. }) => Some(source.kind()),
             _ => None,
         };
         Failure {
@@ -104,15 +104,15 @@ impl Failure {
             return error;
         }
         match self.io_kind {
-            Some(kind) => Error::Io {
+            Some(kind) => Error::Io(crate::io::Error::Io {
                 what: "a planned read".into(),
                 source: std::io::Error::new(kind, self.message.clone()),
-            },
-            None => Error::remote(
+            }),
+            None => Error::Io(crate::io::Error::remote(
                 self.remote_kind.unwrap_or(RemoteKind::Other),
                 "a planned read",
                 self.message.clone(),
-            ),
+            )),
         }
     }
 }
