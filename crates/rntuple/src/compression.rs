@@ -322,17 +322,20 @@ fn decompression_error(what: &str, chunk: usize, codec: &str, detail: impl fmt::
     }
 }
 
-/// Errors if a stream ended before the end of its chunk's payload.
-fn check_trailing(what: &str, chunk: usize, codec: &str, used: u64, len: usize) -> Result<()> {
-    if used == len as u64 {
+/// Errors with `detail` unless a codec's count `got` (bytes of the payload used, bytes
+/// produced) is the `expected` one.
+fn check_count(
+    what: &str,
+    chunk: usize,
+    codec: &str,
+    got: u64,
+    expected: usize,
+    detail: impl FnOnce() -> String,
+) -> Result<()> {
+    if got == expected as u64 {
         Ok(())
     } else {
-        Err(decompression_error(
-            what,
-            chunk,
-            codec,
-            format!("stream ends after {used} of the chunk's {len} bytes"),
-        ))
+        Err(decompression_error(what, chunk, codec, detail()))
     }
 }
 
@@ -346,17 +349,10 @@ fn decompress_chunk(
 ) -> Result<()> {
     let expected = target.len();
     // Output counts as the codecs report them (u64 for zlib and xz, no narrowing).
-    let check_len = |codec: &str, n: u64| -> Result<()> {
-        if n == expected as u64 {
-            Ok(())
-        } else {
-            Err(decompression_error(
-                what,
-                chunk,
-                codec,
-                format!("produced {n} bytes, header announces {expected}"),
-            ))
-        }
+    let check_len = |codec: &str, n: u64| {
+        check_count(what, chunk, codec, n, expected, || {
+            format!("produced {n} bytes, header announces {expected}")
+        })
     };
     // A streaming codec's end: the stream ended, used the whole payload, and filled the
     // target exactly.
@@ -369,7 +365,10 @@ fn decompress_chunk(
                 "stream does not end within the announced sizes",
             ));
         }
-        check_trailing(what, chunk, codec, total_in, payload.len())?;
+        let len = payload.len();
+        check_count(what, chunk, codec, total_in, len, || {
+            format!("stream ends after {total_in} of the chunk's {len} bytes")
+        })?;
         check_len(codec, total_out)
     };
     match magic {
