@@ -2,6 +2,7 @@
 
 use pyo3::prelude::*;
 use rntuple::Error;
+use rntuple_io::Error as IoError;
 
 /// Raises the `rntuple.errors` class that fits a library error. I/O failures become the
 /// `OSError` subclass Python gives their errno (`FileNotFoundError`, `PermissionError`,
@@ -14,14 +15,15 @@ pub(crate) fn to_py_err(err: impl Into<Error>) -> PyErr {
         let message = rntuple::error::printable(&err.to_string()).into_owned();
         let errors = py.import("rntuple.errors");
         let made = match err.root_cause() {
-            Error::Io { source, .. } | Error::Write { source, .. } => errors.and_then(|m| {
-                m.getattr("_os_error")?.call1((
-                    source.raw_os_error(),
-                    format!("{:?}", source.kind()),
-                    message.clone(),
-                ))
-            }),
-            Error::Remote { kind, what, .. } => errors.and_then(|m| {
+            Error::Io(IoError::Io { source, .. } | IoError::Write { source, .. }) => errors
+                .and_then(|m| {
+                    m.getattr("_os_error")?.call1((
+                        source.raw_os_error(),
+                        format!("{:?}", source.kind()),
+                        message.clone(),
+                    ))
+                }),
+            Error::Io(IoError::Remote { kind, what, .. }) => errors.and_then(|m| {
                 // `what` is the URL, except for errors retold to later readers.
                 let url = what.contains("://").then_some(what.as_str());
                 m.getattr("_remote_error")?

@@ -171,9 +171,11 @@ pub(crate) fn one(
         if !job.force && dataset.store().size_of(dataset.anchor_key())?.is_some() {
             return Err(rntuple::Error::OutputExists { path: url }.into());
         }
-        Some(tempfile::tempdir().map_err(|source| rntuple::Error::Write {
-            what: "a temporary directory for the conversion".into(),
-            source,
+        Some(tempfile::tempdir().map_err(|source| {
+            rntuple::Error::Io(rntuple_io::Error::Write {
+                what: "a temporary directory for the conversion".into(),
+                source,
+            })
         })?)
     } else {
         None
@@ -275,10 +277,10 @@ pub(crate) fn many(
         .map(Path::to_path_buf)
         .collect();
     std::fs::create_dir_all(dir).map_err(|e| {
-        Failure::Input(rntuple::Error::Write {
+        Failure::Input(rntuple::Error::Io(rntuple_io::Error::Write {
             what: format!("the directory {} (--out-dir)", dir.display()),
             source: e,
-        })
+        }))
     })?;
     let bar = progress(files.len() as u64, false);
     let next = std::sync::atomic::AtomicUsize::new(0);

@@ -26,13 +26,8 @@ pub(crate) struct Job {
     /// infinities as the strings "nan", "inf", "-inf"; the default of --jsonl).
     #[arg(long, value_enum, value_name = "FORM")]
     pub(crate) floats: Option<FloatsArg>,
-    /// Comma-separated fields to print (default: all): names, dotted paths
-    /// (`a.b`, `Jet._0.pt`) and glob patterns (`'Jet_*'`).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) fields: Option<Vec<String>>,
-    /// Entry range START:STOP (either may be omitted; STOP is exclusive).
-    #[arg(long)]
-    pub(crate) entries: Option<String>,
+    #[command(flatten)]
+    pub(crate) selection: super::entries::Selection,
     /// Print the entries of this linked attribute set instead, each as
     /// {"Value": ..., "Range": [first, last]} (Value: the single attribute field's
     /// value, or an object of all attribute fields).
@@ -54,8 +49,7 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
         json,
         jsonl,
         floats,
-        fields,
-        entries,
+        selection: super::entries::Selection { fields, entries },
         attributes,
         streamer_bytes,
         friend,

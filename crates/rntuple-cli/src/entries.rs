@@ -6,6 +6,19 @@ use arrow_array::RecordBatch;
 use rntuple::read::RNTupleReader;
 use rntuple_io::split_target;
 
+/// The `--fields` and `--entries` of a command that reads entries (`dump`, `show`,
+/// `read-bench`).
+#[derive(clap::Args)]
+pub(crate) struct Selection {
+    /// Comma-separated fields (default: all): names, dotted paths (`a.b`, `Jet._0.pt`)
+    /// and glob patterns (`'Jet_*'`).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) fields: Option<Vec<String>>,
+    /// Entry range START:STOP (either may be omitted; STOP is exclusive).
+    #[arg(long)]
+    pub(crate) entries: Option<String>,
+}
+
 /// Parses `START:STOP` against `n` entries.
 pub(crate) fn parse_entries(spec: &str, n: u64) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = spec

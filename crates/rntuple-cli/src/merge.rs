@@ -2,12 +2,15 @@
 
 use super::Failure;
 use rntuple::compression::CompressionSettings;
+use rntuple::format::DaosPageMapping;
 use rntuple::merge::{
     merge_files, merge_to_daos, merge_to_dataset_url, MergeMode, MergeOptions, MergeProgress,
     MergeSummary, OutputCompression,
 };
 use rntuple::write::daos_mapping;
-use rntuple_io::{is_daos, is_object_layout, open_daos_uri_in, split_target, SourceOptions};
+use rntuple_io::{
+    is_daos, is_object_layout, open_daos_uri_in, split_target, DaosContainer, SourceOptions,
+};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -106,7 +109,18 @@ pub(crate) fn merge_to(
     progress: impl FnMut(MergeProgress),
 ) -> Result<MergeSummary, Failure> {
     if is_daos(output) {
-        return merge_to_daos_target(inputs, output, options, force, progress);
+        let (container, name, mapping) = daos_target(inputs, output, options)?;
+        let (summary, _) = merge_to_daos(
+            inputs,
+            container,
+            name.as_deref(),
+            mapping,
+            options,
+            force,
+            progress,
+        )
+        .map_err(Failure::Input)?;
+        return Ok(summary);
     }
     if !is_object_layout(output) {
         return merge_files(inputs, Path::new(output), options, force, progress)
@@ -140,15 +154,14 @@ fn output_name(
     }
 }
 
-/// [`merge_to`] a DAOS container: `output` is `daos://POOL/CONTAINER[:NAME]`; the name
-/// is NAME, else `--name`, else the first input's.
-fn merge_to_daos_target(
+/// The DAOS container [`merge_to`] writes to, the name of the RNTuple it writes there
+/// and the page mapping: `output` is `daos://POOL/CONTAINER[:NAME]`; the name is NAME,
+/// else `--name`, else (`None`) the first input's.
+fn daos_target(
     inputs: &[String],
     output: &str,
     options: &MergeOptions,
-    force: bool,
-    progress: impl FnMut(MergeProgress),
-) -> Result<MergeSummary, Failure> {
+) -> Result<(DaosContainer, Option<String>, DaosPageMapping), Failure> {
     let (uri, target_name) = split_target(output);
     let name = output_name(output, target_name, &options.name)?;
     if let Some(input) = inputs.iter().find(|i| {
@@ -162,17 +175,7 @@ fn merge_to_daos_target(
     let settings = SourceOptions::current()?;
     let mapping = daos_mapping(&settings).map_err(|e| Failure::Usage(e.to_string()))?;
     let container = open_daos_uri_in(&uri, settings.daos_dir.clone(), true)?;
-    let (summary, _) = merge_to_daos(
-        inputs,
-        container,
-        name.as_deref(),
-        mapping,
-        options,
-        force,
-        progress,
-    )
-    .map_err(Failure::Input)?;
-    Ok(summary)
+    Ok((container, name, mapping))
 }
 
 /// A progress bar over the inputs (hidden unless stderr is a terminal).

@@ -12,13 +12,8 @@ use std::io::Write;
 pub(crate) struct Job {
     /// FILE or FILE:NAME, FILE a path or URL.
     pub(crate) target: String,
-    /// Comma-separated fields (default: all): names, dotted paths and glob patterns
-    /// (`'Jet_*'`).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) fields: Option<Vec<String>>,
-    /// Entry range START:STOP (either may be omitted; STOP is exclusive).
-    #[arg(long)]
-    pub(crate) entries: Option<String>,
+    #[command(flatten)]
+    pub(crate) selection: super::entries::Selection,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -28,8 +23,7 @@ pub(crate) struct Job {
 pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
     let Job {
         target,
-        fields,
-        entries,
+        selection: super::entries::Selection { fields, entries },
         json,
     } = job;
     let (file, name) = split_target(&target);

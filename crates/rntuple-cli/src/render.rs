@@ -420,8 +420,10 @@ pub fn dump_attributes(
     floats: Floats,
 ) -> Result<(), rntuple::Error> {
     let entries = attribute_entries(attrs, floats)?;
-    writeln!(out, "{:#}", Json::Array(entries)).map_err(|source| rntuple::Error::Io {
-        what: "standard output".into(),
-        source,
+    writeln!(out, "{:#}", Json::Array(entries)).map_err(|source| {
+        rntuple::Error::Io(rntuple_io::Error::Io {
+            what: "standard output".into(),
+            source,
+        })
     })
 }

@@ -11,13 +11,8 @@ use std::io::Write;
 pub(crate) struct Job {
     /// FILE or FILE:NAME (NAME may be omitted when the file holds one RNTuple).
     pub(crate) target: String,
-    /// Comma-separated fields to print (default: all): names, dotted paths
-    /// (`a.b`, `Jet._0.pt`) and glob patterns (`'Jet_*'`).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) fields: Option<Vec<String>>,
-    /// Entry range START:STOP (either may be omitted; STOP is exclusive).
-    #[arg(long)]
-    pub(crate) entries: Option<String>,
+    #[command(flatten)]
+    pub(crate) selection: super::entries::Selection,
     #[command(flatten)]
     pub(crate) friend: super::friend::FriendArgs,
 }
@@ -26,8 +21,7 @@ pub(crate) struct Job {
 pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
     let Job {
         target,
-        fields,
-        entries,
+        selection: super::entries::Selection { fields, entries },
         friend,
     } = job;
     let (reader, range) = super::entries::open_entries(&target, entries.as_deref())?;

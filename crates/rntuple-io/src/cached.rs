@@ -119,12 +119,7 @@ pub(crate) fn open_cached(
         }
     }
     // Not cached yet: opened as without a cache, its two ends the first extents.
-    let (origin, edges) = open_with_edges(
-        location,
-        options,
-        super::file_ends::HEAD_BYTES,
-        super::file_ends::TAIL_BYTES,
-    )?;
+    let (origin, edges) = open_origin(location, options)?;
     if !identified(origin.as_ref()) {
         return Ok(uncached(origin, edges));
     }
@@ -149,13 +144,18 @@ pub(crate) fn open_cached(
 
 /// The origin without a cache, as [`super::open_source_with`] opens it.
 fn open_uncached(location: &str, options: &SourceOptions) -> Result<Source> {
-    let (origin, edges) = open_with_edges(
+    let (origin, edges) = open_origin(location, options)?;
+    Ok(Arc::new(EdgeCached::with_edges(origin, edges)))
+}
+
+/// Opens the origin and reads its two ends, as an open without a cache does.
+fn open_origin(location: &str, options: &SourceOptions) -> Result<(Source, Edges)> {
+    open_with_edges(
         location,
         options,
         super::file_ends::HEAD_BYTES,
         super::file_ends::TAIL_BYTES,
-    )?;
-    Ok(Arc::new(EdgeCached::with_edges(origin, edges)))
+    )
 }
 
 /// Opens the origin and reads the probe ranges of the file as it is now: one request

@@ -1,8 +1,9 @@
 //! The error of the byte sources: what failed reading or writing bytes, and where.
 //!
-//! The core's error (`rntuple::Error`) has a variant of the same name and message for
-//! each of these, and converts every one to it: a failure reads the same whether a
-//! byte source or the format found it.
+//! The core's error (`rntuple::Error`) holds the failures of reading or writing bytes
+//! ([`Error::Io`], [`Error::Write`], [`Error::Remote`]) as they are, and has a variant of
+//! the same name and message for each of the others: a failure reads the same whether
+//! a byte source or the format found it.
 
 use std::fmt;
 
@@ -95,7 +96,8 @@ impl fmt::Display for RemoteKind {
     }
 }
 
-/// Every error of the byte sources. Each variant but [`Error::InFile`] and
+/// Every error of the byte sources. The core's error holds [`Error::Io`], [`Error::Write`]
+/// and [`Error::Remote`] as they are; each other variant but [`Error::InFile`] and
 /// [`Error::Other`] is also a variant of the core's error, with the same message.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -243,10 +245,11 @@ impl Error {
 /// The byte sources' result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Converts a size, count or offset held as u64 to `usize`, or fails with
-/// [`Error::Unsupported`] naming `what`. On a 32-bit target such a value can exceed the
-/// address space; truncating it would silently address the wrong bytes.
-pub(crate) fn to_usize(value: u64, what: &str) -> Result<usize> {
+/// Converts a size, count or offset held as u64 (read from a file or given by a caller)
+/// to `usize`, or fails with [`Error::Unsupported`] naming `what`. On a 32-bit target
+/// such a value can exceed the address space; truncating it would silently address the
+/// wrong bytes or build an array of the wrong length.
+pub fn to_usize(value: u64, what: &str) -> Result<usize> {
     usize::try_from(value).map_err(|_| {
         Error::Unsupported(format!(
             "{what}: {value} exceeds the {}-bit address space of this platform",

@@ -351,31 +351,18 @@ fn xrootd_seeds(out: &mut Vec<Seed>) {
         )
     };
     let close = |stream| frame(stream, status::OK, b"");
+    // A whole session: handshake, protocol, login, open and close, each answered.
+    let session = [
+        handshake.clone(),
+        protocol(1),
+        login(2, b""),
+        open(3),
+        close(4),
+    ]
+    .concat();
     let sessions: [(&str, u8, Vec<u8>); 6] = [
-        (
-            "session",
-            0,
-            [
-                handshake.clone(),
-                protocol(1),
-                login(2, b""),
-                open(3),
-                close(4),
-            ]
-            .concat(),
-        ),
-        (
-            "session-early-open",
-            2,
-            [
-                handshake.clone(),
-                protocol(1),
-                login(2, b""),
-                open(3),
-                close(4),
-            ]
-            .concat(),
-        ),
+        ("session", 0, session.clone()),
+        ("session-early-open", 2, session),
         (
             "session-query",
             4,

@@ -82,7 +82,7 @@ pub use daos::{
 };
 pub use daos_directory::{open_daos_uri, open_daos_uri_in, DirectoryDaos};
 pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};
-pub use error::{Error, RemoteKind, Result};
+pub use error::{to_usize, Error, RemoteKind, Result};
 pub use file_ends::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};

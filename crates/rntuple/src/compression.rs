@@ -322,17 +322,20 @@ fn decompression_error(what: &str, chunk: usize, codec: &str, detail: impl fmt::
     }
 }
 
-/// Errors if a stream ended before the end of its chunk's payload.
-fn check_trailing(what: &str, chunk: usize, codec: &str, used: u64, len: usize) -> Result<()> {
-    if used == len as u64 {
+/// Errors with `detail` unless a codec's count `got` (bytes of the payload used, bytes
+/// produced) is the `expected` one.
+fn check_count(
+    what: &str,
+    chunk: usize,
+    codec: &str,
+    got: u64,
+    expected: usize,
+    detail: impl FnOnce() -> String,
+) -> Result<()> {
+    if got == expected as u64 {
         Ok(())
     } else {
-        Err(decompression_error(
-            what,
-            chunk,
-            codec,
-            format!("stream ends after {used} of the chunk's {len} bytes"),
-        ))
+        Err(decompression_error(what, chunk, codec, detail()))
     }
 }
 
@@ -346,17 +349,10 @@ fn decompress_chunk(
 ) -> Result<()> {
     let expected = target.len();
     // Output counts as the codecs report them (u64 for zlib and xz, no narrowing).
-    let check_len = |codec: &str, n: u64| -> Result<()> {
-        if n == expected as u64 {
-            Ok(())
-        } else {
-            Err(decompression_error(
-                what,
-                chunk,
-                codec,
-                format!("produced {n} bytes, header announces {expected}"),
-            ))
-        }
+    let check_len = |codec: &str, n: u64| {
+        check_count(what, chunk, codec, n, expected, || {
+            format!("produced {n} bytes, header announces {expected}")
+        })
     };
     // A streaming codec's end: the stream ended, used the whole payload, and filled the
     // target exactly.
@@ -369,7 +365,10 @@ fn decompress_chunk(
                 "stream does not end within the announced sizes",
             ));
         }
-        check_trailing(what, chunk, codec, total_in, payload.len())?;
+        let len = payload.len();
+        check_count(what, chunk, codec, total_in, len, || {
+            format!("stream ends after {total_in} of the chunk's {len} bytes")
+        })?;
         check_len(codec, total_out)
     };
     match magic {
@@ -487,13 +486,17 @@ pub fn compress_into(data: &[u8], settings: CompressionSettings, out: &mut Vec<u
                     std::mem::take(out),
                     flate2::Compression::new(level),
                 );
-                enc.write_all(chunk).map_err(|e| Error::Write {
-                    what: "a page (zlib compression)".into(),
-                    source: e,
+                enc.write_all(chunk).map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
+                        what: "a page (zlib compression)".into(),
+                        source: e,
+                    })
                 })?;
-                *out = enc.finish().map_err(|e| Error::Write {
-                    what: "a page (zlib compression)".into(),
-                    source: e,
+                *out = enc.finish().map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
+                        what: "a page (zlib compression)".into(),
+                        source: e,
+                    })
                 })?;
                 [b'Z', b'L', 8]
             }
@@ -509,11 +512,12 @@ pub fn compress_into(data: &[u8], settings: CompressionSettings, out: &mut Vec<u
                 } else {
                     lz4::block::CompressionMode::DEFAULT
                 };
-                let block =
-                    lz4::block::compress(chunk, Some(mode), false).map_err(|e| Error::Write {
+                let block = lz4::block::compress(chunk, Some(mode), false).map_err(|e| {
+                    Error::Io(crate::io::Error::Write {
                         what: "a page (lz4 compression)".into(),
                         source: e,
-                    })?;
+                    })
+                })?;
                 let sum = xxhash_rust::xxh64::xxh64(&block, 0);
                 out.extend_from_slice(&sum.to_be_bytes());
                 out.extend_from_slice(&block);

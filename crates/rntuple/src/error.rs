@@ -68,24 +68,13 @@ impl fmt::Display for Location {
 /// Every error the library reports.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The byte source failed (file system, network).
-    #[error("I/O error reading {what}: {source}")]
-    Io {
-        /// What was being read.
-        what: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Writing an output failed (file system full, permissions, ...).
-    #[error("I/O error writing {what}: {source}")]
-    Write {
-        /// What was being written, naming the file.
-        what: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// Reading or writing bytes failed: the file system, the network, a remote server
+    /// (an [`rntuple_io::Error::Io`], [`Write`](rntuple_io::Error::Write) or
+    /// [`Remote`](rntuple_io::Error::Remote)). Its message, its [`std::io::ErrorKind`]
+    /// and its [`RemoteKind`] are the byte sources' own; the byte sources' other errors
+    /// convert to this type's variant of the same name.
+    #[error(transparent)]
+    Io(rntuple_io::Error),
     /// The data ends before a structure that it announces.
     #[error("truncated data: {what} needs {needed} bytes at offset {offset} but only {available} are there")]
     Truncated {
@@ -122,20 +111,6 @@ pub enum Error {
         /// The page or envelope being decompressed.
         what: String,
         /// The codec's message.
-        detail: String,
-    },
-    /// A remote source failed: the server refused or broke the request (after the
-    /// retries transient faults get), or the object changed while being read. `what`
-    /// names the URL without credentials; `kind` says what sort of failure it was, for
-    /// callers that react to it (Python raises `FileNotFoundError` for
-    /// [`RemoteKind::NotFound`], ...).
-    #[error("remote read of {what} failed: {detail}")]
-    Remote {
-        /// What sort of failure.
-        kind: RemoteKind,
-        /// The URL (credentials removed) and what was being read.
-        what: String,
-        /// What went wrong.
         detail: String,
     },
     /// The file uses a feature-flag bit this reader does not know (wording as ROOT's).
@@ -216,32 +191,21 @@ impl Error {
         }
     }
 
-    /// Shorthand for an [`Error::Remote`] of `kind` about `what` (a URL without
-    /// credentials).
-    pub fn remote(kind: RemoteKind, what: impl Into<String>, detail: impl Into<String>) -> Self {
-        Error::Remote {
-            kind,
-            what: what.into(),
-            detail: detail.into(),
-        }
-    }
-
-    /// The kind of a remote failure ([`Error::Remote`], also wrapped in locations), or
-    /// `None` for any other error.
+    /// The kind of a remote failure (an [`rntuple_io::Error::Remote`] in [`Error::Io`],
+    /// also wrapped in locations), or `None` for any other error.
     pub fn remote_kind(&self) -> Option<RemoteKind> {
         match self.root_cause() {
-            Error::Remote { kind, .. } => Some(*kind),
+            Error::Io(io) => io.remote_kind(),
             _ => None,
         }
     }
 
-    /// The [`std::io::ErrorKind`] of an I/O failure: of the file system's error for
-    /// [`Error::Io`] and [`Error::Write`], of the [`RemoteKind`] for [`Error::Remote`]
-    /// (also wrapped in locations); `None` for errors that are not I/O failures.
+    /// The [`std::io::ErrorKind`] of an I/O failure ([`Error::Io`], also wrapped in
+    /// locations), as [`rntuple_io::Error::io_error_kind`] says; `None` for errors that are
+    /// not I/O failures.
     pub fn io_error_kind(&self) -> Option<std::io::ErrorKind> {
         match self.root_cause() {
-            Error::Io { source, .. } | Error::Write { source, .. } => Some(source.kind()),
-            Error::Remote { kind, .. } => Some(kind.io_error_kind()),
+            Error::Io(io) => io.io_error_kind(),
             _ => None,
         }
     }
@@ -275,15 +239,15 @@ impl Error {
     }
 }
 
-/// Each failure of a byte source as the variant of the same name and message (a file
-/// named around it as its [`Location`]); an error of this crate passed through a byte
-/// source comes back unchanged.
+/// Each failure of a byte source: reading or writing bytes as [`Error::Io`], every other
+/// as the variant of the same name and message (a file named around it as its
+/// [`Location`]); an error of this crate passed through a byte source comes back
+/// unchanged.
 impl From<rntuple_io::Error> for Error {
     fn from(error: rntuple_io::Error) -> Self {
         use rntuple_io::Error as E;
         match error {
-            E::Io { what, source } => Error::Io { what, source },
-            E::Write { what, source } => Error::Write { what, source },
+            io @ (E::Io { .. } | E::Write { .. } | E::Remote { .. }) => Error::Io(io),
             E::Truncated {
                 what,
                 offset,
@@ -296,7 +260,6 @@ impl From<rntuple_io::Error> for Error {
                 available,
             },
             E::Corrupt { what, detail } => Error::Corrupt { what, detail },
-            E::Remote { kind, what, detail } => Error::Remote { kind, what, detail },
             E::Unsupported(message) => Error::Unsupported(message),
             E::NotFound(message) => Error::NotFound(message),
             E::OutputExists { path } => Error::OutputExists { path },
@@ -307,24 +270,24 @@ impl From<rntuple_io::Error> for Error {
             }),
             E::Other(other) => match other.downcast::<Error>() {
                 Ok(ours) => *ours,
-                Err(other) => Error::Io {
+                Err(other) => Error::Io(E::Io {
                     what: "a byte source".into(),
                     source: std::io::Error::other(other),
-                },
+                }),
             },
         }
     }
 }
 
 /// An error of this crate handed through a byte source this crate implements (an
-/// object fetcher, a store): the byte sources' variant of the same name where there is
-/// one, else passed through whole, to come back unchanged.
+/// object fetcher, a store): the byte sources' own error for [`Error::Io`], their variant
+/// of the same name where there is one, else passed through whole, to come back
+/// unchanged.
 impl From<Error> for rntuple_io::Error {
     fn from(error: Error) -> Self {
         use rntuple_io::Error as E;
         match error {
-            Error::Io { what, source } => E::Io { what, source },
-            Error::Write { what, source } => E::Write { what, source },
+            Error::Io(io) => io,
             Error::Truncated {
                 what,
                 offset,
@@ -337,7 +300,6 @@ impl From<Error> for rntuple_io::Error {
                 available,
             },
             Error::Corrupt { what, detail } => E::Corrupt { what, detail },
-            Error::Remote { kind, what, detail } => E::Remote { kind, what, detail },
             Error::Unsupported(message) => E::Unsupported(message),
             Error::NotFound(message) => E::NotFound(message),
             Error::OutputExists { path } => E::OutputExists { path },
@@ -413,16 +375,10 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Converts a size, count or offset held as u64 (read from a file or given by a caller)
-/// to `usize`, or fails with [`Error::Unsupported`] naming `what`. On a 32-bit target
-/// such a value can exceed the address space; truncating it would silently address the
-/// wrong bytes or build an array of the wrong length.
+/// to `usize` as [`rntuple_io::to_usize`] does, or fails with [`Error::Unsupported`]
+/// naming `what`.
 pub(crate) fn to_usize(value: u64, what: &str) -> Result<usize> {
-    usize::try_from(value).map_err(|_| {
-        Error::Unsupported(format!(
-            "{what}: {value} exceeds the {}-bit address space of this platform",
-            usize::BITS
-        ))
-    })
+    Ok(rntuple_io::to_usize(value, what)?)
 }
 
 #[cfg(test)]

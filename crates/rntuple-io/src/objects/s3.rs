@@ -691,6 +691,13 @@ mod tests {
         first
     }
 
+    /// Checks the value `settings` give each key of `expected` (`None`: not set).
+    fn assert_values(settings: &[(String, String)], expected: &[(&str, Option<&str>)]) {
+        for (key, want) in expected {
+            assert_eq!(value(settings, key), *want, "{key}");
+        }
+    }
+
     #[test]
     fn root_credentials_are_used_when_the_aws_ones_are_absent() {
         let settings = client_settings(
@@ -702,19 +709,18 @@ mod tests {
                 ("AWS_SESSION_TOKEN", "stray-token"),
             ]),
         );
-        assert_eq!(value(&settings, "AWS_ACCESS_KEY_ID"), Some("root-key"));
-        assert_eq!(
-            value(&settings, "AWS_SECRET_ACCESS_KEY"),
-            Some("root-secret")
+        assert_values(
+            &settings,
+            &[
+                ("AWS_ACCESS_KEY_ID", Some("root-key")),
+                ("AWS_SECRET_ACCESS_KEY", Some("root-secret")),
+                ("AWS_REGION", Some("eu-central-1")),
+                // A token of other credentials is not sent with ROOT's.
+                ("AWS_SESSION_TOKEN", None),
+                ("AWS_ENDPOINT_URL", Some("http://127.0.0.1:8333")),
+                ("AWS_ALLOW_HTTP", Some("true")),
+            ],
         );
-        assert_eq!(value(&settings, "AWS_REGION"), Some("eu-central-1"));
-        // A token of other credentials is not sent with ROOT's.
-        assert_eq!(value(&settings, "AWS_SESSION_TOKEN"), None);
-        assert_eq!(
-            value(&settings, "AWS_ENDPOINT_URL"),
-            Some("http://127.0.0.1:8333")
-        );
-        assert_eq!(value(&settings, "AWS_ALLOW_HTTP"), Some("true"));
         // ROOT's secret is masked like the AWS one.
         assert_eq!(secret_values(&settings), vec!["root-secret".to_string()]);
     }
@@ -734,19 +740,18 @@ mod tests {
                 ("S3_REGION", "eu-central-1"),
             ]),
         );
-        assert_eq!(value(&settings, "AWS_ACCESS_KEY_ID"), Some("aws-key"));
-        assert_eq!(
-            value(&settings, "AWS_SECRET_ACCESS_KEY"),
-            Some("aws-secret")
+        assert_values(
+            &settings,
+            &[
+                ("AWS_ACCESS_KEY_ID", Some("aws-key")),
+                ("AWS_SECRET_ACCESS_KEY", Some("aws-secret")),
+                ("AWS_REGION", None),
+                ("AWS_DEFAULT_REGION", Some("us-west-2")),
+                ("AWS_ENDPOINT_URL", Some("https://s3.example.org")),
+                ("AWS_ENDPOINT_URL_S3", None),
+                ("AWS_ALLOW_HTTP", None),
+            ],
         );
-        assert_eq!(value(&settings, "AWS_REGION"), None);
-        assert_eq!(value(&settings, "AWS_DEFAULT_REGION"), Some("us-west-2"));
-        assert_eq!(
-            value(&settings, "AWS_ENDPOINT_URL"),
-            Some("https://s3.example.org")
-        );
-        assert_eq!(value(&settings, "AWS_ENDPOINT_URL_S3"), None);
-        assert_eq!(value(&settings, "AWS_ALLOW_HTTP"), None);
         assert!(
             settings.iter().all(|(k, _)| k.starts_with("AWS_")),
             "{settings:?}"

@@ -59,7 +59,7 @@ pub const TYPE_ULONG: i32 = 14;
 /// One member (or base class) of a class, as its `TStreamerElement` describes it: every
 /// field ROOT streams, so that an element read from one file is written to another as
 /// it was.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamerElement {
     /// The element's class: `TStreamerBase`, `TStreamerBasicType`, `TStreamerSTL`, ...
     pub element_class: String,
@@ -107,22 +107,11 @@ impl StreamerElement {
         StreamerElement {
             element_class: "TStreamerBasicType".to_string(),
             version: TSTREAMERBASICTYPE_VERSION,
-            stl_version: 0,
             name: name.to_string(),
-            title: String::new(),
-            bits: 0,
             type_code,
             size,
-            array_length: 0,
-            array_dim: 0,
-            max_index: [0; 5],
             type_name: type_name.to_string(),
-            stl_type: 0,
-            content_type: 0,
-            base_version: 0,
-            count_version: 0,
-            count_name: String::new(),
-            count_class: String::new(),
+            ..StreamerElement::default()
         }
     }
 }

@@ -76,7 +76,7 @@ macro_rules! flushing_output {
     ($($t:ty),*) => {$(
         impl FileOutput for $t {
             fn complete(&mut self) -> Result<()> {
-                self.flush().map_err(|e| Error::Write { what: "the output".into(), source: e })
+                self.flush().map_err(|e| Error::Io(crate::io::Error::Write { what: "the output".into(), source: e }))
             }
 
             fn checkpoint(&mut self) -> Result<()> {
@@ -93,9 +93,11 @@ flushing_output!(
 
 impl<W: Write + Seek> FileOutput for std::io::BufWriter<W> {
     fn complete(&mut self) -> Result<()> {
-        self.flush().map_err(|e| Error::Write {
-            what: "the output".into(),
-            source: e,
+        self.flush().map_err(|e| {
+            Error::Io(crate::io::Error::Write {
+                what: "the output".into(),
+                source: e,
+            })
         })
     }
 
@@ -344,10 +346,10 @@ impl<W: FileOutput> FileWriter<W> {
 
     /// An I/O failure while writing the output, naming it.
     fn write_error(&self, what: &str, e: std::io::Error) -> Error {
-        Error::Write {
+        Error::Io(crate::io::Error::Write {
             what: format!("{} ({what})", self.output_name),
             source: e,
-        }
+        })
     }
 
     /// Hands everything written so far to the operating system, so that it survives the

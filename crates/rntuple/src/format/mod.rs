@@ -31,6 +31,7 @@ pub use header::{
     FIELD_FLAG_PROJECTED, FIELD_FLAG_REPETITIVE, FIELD_FLAG_TYPE_CHECKSUM,
 };
 pub use locator::{object_address, EnvelopeLink, Locator, LocatorKind, OBJECT_ADDRESS_BITS};
+pub(crate) use page::page_encoded;
 pub use page::{
     open_page, reseal_page, seal_page, seal_page_parts, stored_page_len, unseal_page_into,
     zero_page, SealedPage, PAGE_CHECKSUM_BYTES,

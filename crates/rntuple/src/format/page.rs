@@ -184,20 +184,34 @@ pub fn unseal_page_into(
     out: ValuesMut<'_>,
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
+    let encoded = page_encoded(data, page, encoding, scratch)?;
+    decode_page_into(encoding, encoded, u64::from(page.n_elements), first, out)
+}
+
+/// The encoded bytes of an opened page (`data`, as [`open_page`] returns it, of a column
+/// encoded as `encoding`): `data` itself when the page is stored uncompressed, else its
+/// bytes decompressed into `scratch`, which grows as needed and is never cleared
+/// (decompression overwrites every byte it hands on).
+pub(crate) fn page_encoded<'a>(
+    data: &'a [u8],
+    page: &PageInfo,
+    encoding: &ColumnEncoding,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8]> {
     let n = u64::from(page.n_elements);
     let unzipped = encoding
         .page_bytes(n)
         .and_then(|u| usize::try_from(u).ok())
         .ok_or_else(|| Error::corrupt("page list", format!("page of {n} elements is too large")))?;
     if data.len() == unzipped {
-        return decode_page_into(encoding, data, n, first, out);
+        return Ok(data);
     }
     if scratch.len() < unzipped {
         scratch.resize(unzipped, 0);
     }
     let buf = &mut scratch[..unzipped];
     compression::decompress_into(data, buf, &format!("page at {}", page.locator.describe()))?;
-    decode_page_into(encoding, buf, n, first, out)
+    Ok(buf)
 }
 
 /// Seals an opened page (`data`, as [`open_page`] returns it, of a column encoded as
@@ -215,25 +229,8 @@ pub fn reseal_page(
     let n = usize::try_from(page.n_elements)
         .map_err(|_| Error::corrupt("page list", "page too large for memory"))?;
     if from == to {
-        let unzipped = from
-            .page_bytes(u64::from(page.n_elements))
-            .and_then(|u| usize::try_from(u).ok())
-            .ok_or_else(|| {
-                Error::corrupt("page list", format!("page of {n} elements is too large"))
-            })?;
-        let raw;
-        let encoded = if data.len() == unzipped {
-            data
-        } else {
-            let mut buf = vec![0u8; unzipped];
-            compression::decompress_into(
-                data,
-                &mut buf,
-                &format!("page at {}", page.locator.describe()),
-            )?;
-            raw = buf;
-            &raw
-        };
+        let mut scratch = Vec::new();
+        let encoded = page_encoded(data, page, from, &mut scratch)?;
         return seal_encoded(encoded, page.n_elements, compression, checksum);
     }
     let mut values = ColumnValues::zeros(from.column_type, n);

@@ -163,13 +163,13 @@ pub fn repair_objects(dataset: &ObjectDataset) -> Result<DatasetRepair> {
     let before = anchor(dataset)?;
     let objects = dataset_objects(dataset)?;
     if anchor(dataset)? != before {
-        return Err(Error::Write {
+        return Err(Error::Io(crate::io::Error::Write {
             what: format!("{url} (repairing it)"),
             source: std::io::Error::other(
                 "the anchor changed while the objects were counted (a write finished \
                  meanwhile?): nothing removed; run the repair again",
             ),
-        });
+        }));
     }
     let missing = objects.missing();
     if let Some(first) = missing.first() {

@@ -318,9 +318,11 @@ pub(super) fn open_in_background(target: String) -> Opening {
             let target = target.clone();
             move || open_input(&target)
         })
-        .map_err(|e| Error::Io {
-            what: format!("{target} (starting a thread to open it)"),
-            source: e,
+        .map_err(|e| {
+            Error::Io(crate::io::Error::Io {
+                what: format!("{target} (starting a thread to open it)"),
+                source: e,
+            })
         });
     Opening(thread, target)
 }

@@ -114,12 +114,8 @@ fn parse_element(r: &mut ObjectReader<'_>, class: &str) -> Result<StreamerElemen
         array_dim,
         max_index,
         type_name,
-        stl_type: 0,
-        content_type: 0,
-        base_version: 0,
-        count_version: 0,
-        count_name: String::new(),
-        count_class: String::new(),
+        // Read below, by the element's class.
+        ..StreamerElement::default()
     };
     match class {
         "TStreamerBase" if outer.version >= 3 => e.base_version = r.i32()?,

@@ -805,6 +805,23 @@ pub(super) mod tests {
         }])
     }
 
+    /// Two objects of [`counted_class`]'s `C`: fN 3, the values 5, -6 and 7, fE 1.5;
+    /// then fN `second_n` but a null pointer (flag 0), so no values, and fE 2.5.
+    pub(in crate::ttree) fn counted_objects(second_n: i32) -> Vec<u8> {
+        let mut bytes = vec![0x40, 0, 0, 21, 0, 2]; // byte count 21, version 2
+        bytes.extend(3i32.to_be_bytes());
+        bytes.push(1);
+        for v in [5i16, -6, 7] {
+            bytes.extend(v.to_be_bytes());
+        }
+        bytes.extend(1.5f64.to_be_bytes());
+        bytes.extend([0x40, 0, 0, 15, 0, 2]);
+        bytes.extend(second_n.to_be_bytes());
+        bytes.push(0);
+        bytes.extend(2.5f64.to_be_bytes());
+        bytes
+    }
+
     fn lists_of(b: &Builder) -> (Vec<i64>, Vec<i16>) {
         let Builder::List(offsets, items) = b else {
             panic!("{b:?}");
@@ -819,18 +836,8 @@ pub(super) mod tests {
     fn counted_arrays_take_their_length_from_the_earlier_member() {
         let t = counted_class().type_of("C").unwrap();
         assert!(!t.is_native());
-        let mut bytes = vec![0x40, 0, 0, 21, 0, 2]; // byte count 21, version 2
-        bytes.extend(3i32.to_be_bytes());
-        bytes.push(1);
-        for v in [5i16, -6, 7] {
-            bytes.extend(v.to_be_bytes());
-        }
-        bytes.extend(1.5f64.to_be_bytes());
-        // A second object: fN 2 but a null pointer (flag 0): no values.
-        bytes.extend([0x40, 0, 0, 15, 0, 2]);
-        bytes.extend(2i32.to_be_bytes());
-        bytes.push(0);
-        bytes.extend(2.5f64.to_be_bytes());
+        // The second object: fN 2 but a null pointer: no values.
+        let bytes = counted_objects(2);
         let mut out = Builder::new(&t);
         let mut cursor = StreamCursor::new(&bytes);
         cursor.decode(&t, &mut out, true).unwrap();

@@ -804,9 +804,11 @@ impl Staging {
 
 /// An error of the staging file, for `action` (create, write, read).
 fn staging_error(action: &'static str) -> impl Fn(std::io::Error) -> Error {
-    move |source| Error::Write {
-        what: format!("the DAOS sink's staging file (temporary; {action})"),
-        source,
+    move |source| {
+        Error::Io(crate::io::Error::Write {
+            what: format!("the DAOS sink's staging file (temporary; {action})"),
+            source,
+        })
     }
 }
 

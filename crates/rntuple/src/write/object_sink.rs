@@ -177,7 +177,7 @@ impl ObjectSink {
         if gone == 0 {
             return Ok(());
         }
-        Err(Error::Write {
+        Err(Error::Io(crate::io::Error::Write {
             what: format!("{} (its anchor)", self.dataset.url()),
             source: std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -188,7 +188,7 @@ impl ObjectSink {
                     self.stored.len()
                 ),
             ),
-        })
+        }))
     }
 
     fn write_anchor(&mut self, anchor: &Anchor) -> Result<ObjectWriteSummary> {

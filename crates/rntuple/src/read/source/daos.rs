@@ -16,7 +16,7 @@
 //! by several columns (one locator, as same-page merging shares them) is, under ROOT
 //! 6.40's mapping, the value of the first column listing it.
 
-use super::Storage;
+use super::{check_header_reference, Storage};
 use crate::error::{Error, Result};
 use crate::format::{
     ntuple_index, stored_page_len, unpack_envelope, Anchor, DaosAnchor, DaosLocation,
@@ -243,16 +243,8 @@ impl DaosNTuple {
             )));
         }
         let footer = Footer::read(&footer_payload).map_err(|e| self.at(e, &footer_key))?;
-        if footer.header_checksum != header_checksum {
-            return Err(Error::ChecksumMismatch {
-                what: format!(
-                    "{}'s reference to the header envelope",
-                    self.what("footer envelope")
-                ),
-                stored: footer.header_checksum,
-                computed: header_checksum,
-            });
-        }
+        let footer_what = self.what("footer envelope");
+        check_header_reference(&footer_what, footer.header_checksum, header_checksum)?;
         Ok((header, footer, header_checksum))
     }
 
@@ -287,13 +279,7 @@ impl DaosNTuple {
                     key,
                 )?;
                 let list = PageList::read(&payload).map_err(|e| self.at(e, key))?;
-                if list.header_checksum != header_checksum {
-                    return Err(Error::ChecksumMismatch {
-                        what: format!("{what}'s reference to the header envelope"),
-                        stored: list.header_checksum,
-                        computed: header_checksum,
-                    });
-                }
+                check_header_reference(what, list.header_checksum, header_checksum)?;
                 Ok(list)
             })
             .collect()
@@ -426,7 +412,14 @@ pub fn daos_extent(container: &DaosContainer, name: &str) -> Result<Option<DaosE
     };
     match read() {
         Ok(extent) => Ok(Some(extent)),
-        Err(e) if matches!(e.root_cause(), Error::Io { .. } | Error::Remote { .. }) => Err(e),
+        Err(e)
+            if matches!(
+                e.root_cause(),
+                Error::Io(crate::io::Error::Io { .. } | crate::io::Error::Remote { .. })
+            ) =>
+        {
+            Err(e)
+        }
         Err(_) => Ok(None),
     }
 }

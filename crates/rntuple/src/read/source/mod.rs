@@ -20,8 +20,8 @@ use crate::container::{self, RootFile};
 use crate::encoding::{decode_page, ColumnEncoding, ColumnValues};
 use crate::error::{Error, Location, Result};
 use crate::format::{
-    open_page, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType, Footer,
-    Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
+    open_page, page_encoded, stored_page_len, unpack_envelope, Anchor, EnvelopeLink, EnvelopeType,
+    Footer, Header, Locator, LocatorKind, PageInfo, PageList, OBJECT_ADDRESS_BITS,
 };
 use crate::io::RemoteKind;
 use crate::io::{
@@ -339,13 +339,7 @@ impl Storage {
                         ..Default::default()
                     })
                 })?;
-                if list.header_checksum != header_checksum {
-                    return Err(Error::ChecksumMismatch {
-                        what: format!("{what}'s reference to the header envelope"),
-                        stored: list.header_checksum,
-                        computed: header_checksum,
-                    });
-                }
+                check_header_reference(what, list.header_checksum, header_checksum)?;
                 Ok(list)
             })
             .collect();
@@ -699,21 +693,16 @@ impl RNTupleReader {
         let (Some((header_bytes, header_checksum)), Some((footer_bytes, _))) =
             (envelopes.next(), envelopes.next())
         else {
-            return Err(in_file(Error::Remote {
+            return Err(in_file(Error::Io(crate::io::Error::Remote {
                 kind: RemoteKind::Other,
                 what: storage.source.name().to_string(),
                 detail: "a read of the header and footer envelopes came back short".into(),
-            }));
+            })));
         };
         let header = Header::read(&header_bytes).map_err(&in_file)?;
         let footer = Footer::read(&footer_bytes).map_err(&in_file)?;
-        if footer.header_checksum != header_checksum {
-            return Err(in_file(Error::ChecksumMismatch {
-                what: "footer envelope's reference to the header envelope".into(),
-                stored: footer.header_checksum,
-                computed: header_checksum,
-            }));
-        }
+        check_header_reference("footer envelope", footer.header_checksum, header_checksum)
+            .map_err(&in_file)?;
         let page_lists = storage
             .read_page_lists(&footer, header_checksum)
             .map_err(&in_file)?;
@@ -796,31 +785,15 @@ impl RNTupleReader {
         let Some(pages) = c.column(column) else {
             return Ok(out);
         };
+        let mut scratch = Vec::new();
         for page in &pages.pages {
             self.storage.check_locator(&page.locator)?;
             let stored = self
                 .storage
                 .read_blob(page.locator.offset, stored_page_len(page))?;
             let data = open_page(&stored, page, &enc)?;
-            let n = u64::from(page.n_elements);
-            let unzipped = enc
-                .page_bytes(n)
-                .and_then(|u| usize::try_from(u).ok())
-                .ok_or_else(|| {
-                    Error::corrupt("page list", format!("page of {n} elements is too large"))
-                })?;
-            let values = if data.len() == unzipped {
-                decode_page(&enc, data, n)?
-            } else {
-                let mut buf = vec![0u8; unzipped];
-                compression::decompress_into(
-                    data,
-                    &mut buf,
-                    &format!("page at {}", page.locator.describe()),
-                )?;
-                decode_page(&enc, &buf, n)?
-            };
-            out.append(values)?;
+            let encoded = page_encoded(data, page, &enc, &mut scratch)?;
+            out.append(decode_page(&enc, encoded, u64::from(page.n_elements))?)?;
         }
         Ok(out)
     }
@@ -893,4 +866,18 @@ impl ReadAt for Detached {
     fn metrics(&self) -> IoMetricsSnapshot {
         IoMetricsSnapshot::default()
     }
+}
+
+/// Fails with [`Error::ChecksumMismatch`] unless `envelope` (a footer or page list)
+/// refers to the header envelope read: `stored` is the header checksum it holds,
+/// `header_checksum` the one of the header envelope.
+fn check_header_reference(envelope: &str, stored: u64, header_checksum: u64) -> Result<()> {
+    if stored == header_checksum {
+        return Ok(());
+    }
+    Err(Error::ChecksumMismatch {
+        what: format!("{envelope}'s reference to the header envelope"),
+        stored,
+        computed: header_checksum,
+    })
 }

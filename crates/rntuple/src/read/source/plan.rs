@@ -253,6 +253,28 @@ pub(crate) fn nothing_cached(_: ByteRange) -> Option<ByteRange> {
     None
 }
 
+/// For tests: bunch `k` (entry `k`) of one request, a range of `len` bytes at `k * 1000`
+/// holding two pages of 100 bytes, at its start and `second` bytes in.
+#[cfg(test)]
+pub(crate) fn two_page_bunch(k: u64, second: u64, len: u64) -> Bunch {
+    let offset = k * 1000;
+    Bunch {
+        entries: k..k + 1,
+        fields: None,
+        requests: vec![vec![MergedRange {
+            range: ByteRange { offset, len },
+            pages: vec![
+                PageKey { offset, len: 100 },
+                PageKey {
+                    offset: offset + second,
+                    len: 100,
+                },
+            ],
+        }]],
+        reused: Vec::new(),
+    }
+}
+
 /// Merges sorted, distinct pages into ranges as [`merge_pages`] does, but pages in a
 /// cached extent (`cached`) apart from the others: consecutive ones in the same extent
 /// make one range (the bytes between them are in the extent too), and no range to be
@@ -419,18 +441,7 @@ mod tests {
 
     #[test]
     fn small_bunches_are_fetched_together_up_to_the_bunch_size() {
-        let bunch = |k: u64| Bunch {
-            entries: k..k + 1,
-            fields: None,
-            requests: vec![vec![MergedRange {
-                range: ByteRange {
-                    offset: k * 1000,
-                    len: 300,
-                },
-                pages: vec![page(k * 1000, 100), page(k * 1000 + 200, 100)],
-            }]],
-            reused: Vec::new(),
-        };
+        let bunch = |k: u64| two_page_bunch(k, 200, 300);
         // 200 page bytes each; bunch_bytes 1 MiB would take all, 500 takes two at a time.
         let mut h = hints(2000, 10.0, 1 << 20, 1024, 1 << 20);
         h.bunch_bytes = 500;

@@ -88,7 +88,7 @@ struct Failure {
 impl Failure {
     fn new(error: Error) -> Failure {
         let io_kind = match error.root_cause() {
-            Error::Io { source, .. } => Some(source.kind()),
+            Error::Io(crate::io::Error::Io { source, .. }) => Some(source.kind()),
             _ => None,
         };
         Failure {
@@ -104,15 +104,15 @@ impl Failure {
             return error;
         }
         match self.io_kind {
-            Some(kind) => Error::Io {
+            Some(kind) => Error::Io(crate::io::Error::Io {
                 what: "a planned read".into(),
                 source: std::io::Error::new(kind, self.message.clone()),
-            },
-            None => Error::remote(
+            }),
+            None => Error::Io(crate::io::Error::remote(
                 self.remote_kind.unwrap_or(RemoteKind::Other),
                 "a planned read",
                 self.message.clone(),
-            ),
+            )),
         }
     }
 }
@@ -491,7 +491,7 @@ impl PageSource for PrefetchedPages {
 mod tests {
     use super::*;
     use crate::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt};
-    use crate::read::source::plan::MergedRange;
+    use crate::read::source::plan::{two_page_bunch, MergedRange};
     use std::time::Duration;
 
     /// A slow source that logs when each request starts and ends, and keeps the buffers
@@ -686,31 +686,8 @@ mod tests {
         let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
         let source = logged(&data);
         // Two bunches of one request each: one range holding two pages.
-        let plan: Arc<Vec<Bunch>> = Arc::new(
-            (0..2u64)
-                .map(|k| Bunch {
-                    entries: k..k + 1,
-                    fields: None,
-                    requests: vec![vec![MergedRange {
-                        range: ByteRange {
-                            offset: k * 1000,
-                            len: 200,
-                        },
-                        pages: vec![
-                            PageKey {
-                                offset: k * 1000,
-                                len: 100,
-                            },
-                            PageKey {
-                                offset: k * 1000 + 100,
-                                len: 100,
-                            },
-                        ],
-                    }]],
-                    reused: Vec::new(),
-                })
-                .collect(),
-        );
+        let plan: Arc<Vec<Bunch>> =
+            Arc::new((0..2u64).map(|k| two_page_bunch(k, 100, 200)).collect());
         // A window of one bunch: bunch 1 is asked for only after bunch 0 is decoded.
         fetch_and_decode(&source, &plan, 1, 2, false, &data);
         // Bunch 0's range buffer came back (with its bytes: the same buffer) before

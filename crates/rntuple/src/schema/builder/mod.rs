@@ -745,14 +745,6 @@ fn is_builtin(name: &str) -> bool {
 fn allowed_columns(slot: Slot) -> &'static [&'static [ColumnType]] {
     use ColumnType as C;
     const INDEX: &[ColumnType] = &[C::Index64, C::SplitIndex64, C::Index32, C::SplitIndex32];
-    const REAL32: &[ColumnType] = &[
-        C::SplitReal32,
-        C::Real32,
-        C::Real16,
-        C::SplitReal16,
-        C::Real32Trunc,
-        C::Real32Quant,
-    ];
     const REAL64: &[ColumnType] = &[
         C::SplitReal64,
         C::Real64,
@@ -763,6 +755,8 @@ fn allowed_columns(slot: Slot) -> &'static [&'static [ColumnType]] {
         C::Real32Trunc,
         C::Real32Quant,
     ];
+    // A float's column types are a double's but for the two 64-bit ones.
+    const REAL32: &[ColumnType] = REAL64.split_at(2).1;
     match slot {
         Slot::None | Slot::Projected => &[],
         Slot::String => &[INDEX, &[C::Char]],
