@@ -26,64 +26,21 @@
 
 namespace evolution_oracle {
 
-using rntuple_interop::HexFloat;
 using rntuple_interop::JsonString;
 using rntuple_interop::Split;
-
-void RenderValue(std::string &out, const ROOT::RFieldBase &f, const void *p);
-
-inline void RenderItems(std::string &out, const ROOT::RFieldBase &f, const void *p)
-{
-   out += '[';
-   bool first = true;
-   for (auto &item : Split(f, p)) {
-      if (!first)
-         out += ',';
-      first = false;
-      RenderValue(out, item.GetField(), item.GetPtr<void>().get());
-   }
-   out += ']';
-}
-
-template <typename T>
-inline void Number(std::string &out, const void *p)
-{
-   out += std::to_string(*static_cast<const T *>(p));
-}
 
 void RenderValue(std::string &out, const ROOT::RFieldBase &f, const void *p)
 {
    const std::string &t = f.GetTypeName();
    if (t == "bool") { out += *static_cast<const bool *>(p) ? "true" : "false"; return; }
-   if (t == "char") { out += std::to_string(static_cast<int>(*static_cast<const char *>(p))); return; }
-   if (t == "std::byte") { out += std::to_string(static_cast<int>(*static_cast<const unsigned char *>(p))); return; }
-   if (t == "std::int8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::int8_t *>(p))); return; }
-   if (t == "std::uint8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::uint8_t *>(p))); return; }
-   if (t == "std::int16_t") { Number<std::int16_t>(out, p); return; }
-   if (t == "std::uint16_t") { Number<std::uint16_t>(out, p); return; }
-   if (t == "std::int32_t") { Number<std::int32_t>(out, p); return; }
-   if (t == "std::uint32_t") { Number<std::uint32_t>(out, p); return; }
-   if (t == "std::int64_t") { Number<std::int64_t>(out, p); return; }
-   if (t == "std::uint64_t") { Number<std::uint64_t>(out, p); return; }
-   if (t == "float") { HexFloat(out, static_cast<double>(*static_cast<const float *>(p))); return; }
-   if (t == "double") { HexFloat(out, *static_cast<const double *>(p)); return; }
-   if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return; }
-
+   if (rntuple_interop::RenderCommon(out, f, p, RenderValue))
+      return;
    if (dynamic_cast<const ROOT::RStreamerField *>(&f)) {
       // {"bytes": what TClass::Streamer writes (RStreamerField's storage), "object": the
       // object's members, rendered through a class field of the same type}.
-      TClass *cl = TClass::GetClass(t.c_str());
-      if (!cl)
-         throw std::runtime_error("evolution_oracle: no TClass for streamer field type '" + t + "'");
-      TBufferFile buf(TBuffer::kWrite);
-      cl->Streamer(const_cast<void *>(p), buf);
-      out += "{\"bytes\":[";
-      for (Int_t k = 0; k < buf.Length(); ++k) {
-         if (k)
-            out += ',';
-         out += std::to_string(static_cast<unsigned char>(buf.Buffer()[k]));
-      }
-      out += "],\"object\":";
+      out += "{\"bytes\":";
+      rntuple_interop::RenderStreamedBytes(out, t, p, "evolution_oracle");
+      out += ",\"object\":";
       static std::map<std::string, std::unique_ptr<ROOT::RFieldBase>> classFields;
       auto &classField = classFields[t];
       if (!classField)
@@ -94,74 +51,14 @@ void RenderValue(std::string &out, const ROOT::RFieldBase &f, const void *p)
       out += '}';
       return;
    }
-   if (auto bf = dynamic_cast<const ROOT::RBitsetField *>(&f)) {
-      const std::size_t n = bf->GetN();
-      const auto *words = static_cast<const unsigned long *>(p);
-      const std::size_t bitsPerWord = sizeof(unsigned long) * 8;
-      out += '"';
-      for (std::size_t i = n; i-- > 0;)
-         out += ((words[i / bitsPerWord] >> (i % bitsPerWord)) & 1UL) ? '1' : '0';
-      out += '"';
-      return;
-   }
-   if (dynamic_cast<const ROOT::RVariantField *>(&f)) {
-      // std::variant's index() through the field's own layout: the tag follows the largest
-      // alternative, at the alignment of the most aligned one (as RVariantField lays it out).
-      auto subs = f.GetConstSubfields();
-      std::size_t maxSize = 1, maxAlign = 1;
-      for (auto s : subs) {
-         maxSize = std::max(maxSize, s->GetValueSize());
-         maxAlign = std::max(maxAlign, s->GetAlignment());
-      }
-      const std::size_t tagOffset = (maxSize < maxAlign) ? maxAlign : rntuple_interop::RoundUp(maxSize, maxAlign);
-      const std::uint8_t tag = static_cast<const unsigned char *>(p)[tagOffset];
-      if (tag >= subs.size()) { out += "null"; return; }
-      RenderValue(out, *subs[tag], p);
-      return;
-   }
-   if (dynamic_cast<const ROOT::RNullableField *>(&f)) {
-      auto items = Split(f, p);
-      if (items.empty()) { out += "null"; return; }
-      RenderValue(out, items[0].GetField(), items[0].GetPtr<void>().get());
-      return;
-   }
-   if (dynamic_cast<const ROOT::REnumField *>(&f)) {
-      RenderValue(out, *f.GetConstSubfields().at(0), p);
-      return;
-   }
-   if (dynamic_cast<const ROOT::RAtomicField *>(&f)) {
-      auto items = Split(f, p);
-      RenderValue(out, items.at(0).GetField(), items.at(0).GetPtr<void>().get());
-      return;
-   }
    if (dynamic_cast<const ROOT::RRecordField *>(&f) && !dynamic_cast<const ROOT::RPairField *>(&f) &&
        !dynamic_cast<const ROOT::RTupleField *>(&f)) {
       // A record that is no pair or tuple: by member name (ROOT's untyped records).
-      out += '{';
-      bool first = true;
-      for (auto &m : Split(f, p)) {
-         if (!first)
-            out += ',';
-         first = false;
-         JsonString(out, m.GetField().GetFieldName());
-         out += ':';
-         RenderValue(out, m.GetField(), m.GetPtr<void>().get());
-      }
-      out += '}';
+      rntuple_interop::RenderMembers(out, f, p, RenderValue);
       return;
    }
    if (dynamic_cast<const ROOT::RClassField *>(&f)) {
-      out += '{';
-      bool first = true;
-      for (auto &m : Split(f, p)) {
-         if (!first)
-            out += ',';
-         first = false;
-         JsonString(out, m.GetField().GetFieldName());
-         out += ':';
-         RenderValue(out, m.GetField(), m.GetPtr<void>().get());
-      }
-      out += '}';
+      rntuple_interop::RenderMembers(out, f, p, RenderValue);
       return;
    }
    if (dynamic_cast<const ROOT::RArrayAsRVecField *>(&f)) {
@@ -185,7 +82,7 @@ void RenderValue(std::string &out, const ROOT::RFieldBase &f, const void *p)
        dynamic_cast<const ROOT::RVectorField *>(&f) || dynamic_cast<const ROOT::RRVecField *>(&f) ||
        dynamic_cast<const ROOT::RArrayField *>(&f) || dynamic_cast<const ROOT::RProxiedCollectionField *>(&f) ||
        dynamic_cast<const ROOT::RField<std::vector<bool>> *>(&f) || dynamic_cast<const ROOT::RArrayAsVectorField *>(&f)) {
-      RenderItems(out, f, p);
+      rntuple_interop::RenderItems(out, f, p, RenderValue);
       return;
    }
    throw std::runtime_error("evolution_oracle: cannot render type '" + t + "' (field '" + f.GetFieldName() + "')");
@@ -213,33 +110,26 @@ inline std::string Message(const std::exception &e)
    return out;
 }
 
-/// ROOT's path V: `reader->GetView(fieldPath, nullptr, typeName)` (field substitutions
-/// allowed), then `view(i)` for every entry of the field's range.  JSON:
-/// {"opened": true, "entries": [{"value": V} | {"error": message}, ...]} or
-/// {"opened": false, "error": message} when ROOT refuses the type.
-std::string ReadView(const std::string &path, const std::string &ntuple, const std::string &fieldPath,
-                     const std::string &typeName)
+/// {"opened": false, "error": message}: ROOT refused to open the field, with exception `e`.
+inline std::string NotOpened(const std::exception &e)
 {
-   auto reader = ROOT::RNTupleReader::Open(ntuple, path);
-   std::string out = "{";
-   std::unique_ptr<ROOT::RNTupleView<void>> view;
-   try {
-      view = std::make_unique<ROOT::RNTupleView<void>>(reader->GetView(fieldPath, nullptr, typeName));
-   } catch (const std::exception &e) {
-      out += "\"opened\":false,\"error\":";
-      JsonString(out, Message(e));
-      return out + "}";
-   }
-   view->EmplaceNew();
-   out += "\"opened\":true,\"entries\":[";
-   const auto n = reader->GetNEntries();
+   std::string out = "{\"opened\":false,\"error\":";
+   JsonString(out, Message(e));
+   return out + "}";
+}
+
+/// {"opened": true, "entries": [...]}: for each of `n` entries, {"value": V} where `read(i, V)` renders entry i
+/// into V, or {"error": message} where it throws.
+template <typename Read>
+std::string Entries(std::uint64_t n, Read read)
+{
+   std::string out = "{\"opened\":true,\"entries\":[";
    for (std::uint64_t i = 0; i < n; ++i) {
       if (i)
          out += ',';
       std::string value;
       try {
-         (*view)(i);
-         RenderValue(value, view->GetField(), view->GetValue().GetPtr<void>().get());
+         read(i, value);
          out += "{\"value\":" + value + "}";
       } catch (const std::exception &e) {
          out += "{\"error\":";
@@ -250,41 +140,46 @@ std::string ReadView(const std::string &path, const std::string &ntuple, const s
    return out + "]}";
 }
 
+/// ROOT's path V: `reader->GetView(fieldPath, nullptr, typeName)` (field substitutions
+/// allowed), then `view(i)` for every entry of the field's range.  JSON:
+/// {"opened": true, "entries": [{"value": V} | {"error": message}, ...]} or
+/// {"opened": false, "error": message} when ROOT refuses the type.
+std::string ReadView(const std::string &path, const std::string &ntuple, const std::string &fieldPath,
+                     const std::string &typeName)
+{
+   auto reader = ROOT::RNTupleReader::Open(ntuple, path);
+   std::unique_ptr<ROOT::RNTupleView<void>> view;
+   try {
+      view = std::make_unique<ROOT::RNTupleView<void>>(reader->GetView(fieldPath, nullptr, typeName));
+   } catch (const std::exception &e) {
+      return NotOpened(e);
+   }
+   view->EmplaceNew();
+   return Entries(reader->GetNEntries(), [&](std::uint64_t i, std::string &value) {
+      (*view)(i);
+      RenderValue(value, view->GetField(), view->GetValue().GetPtr<void>().get());
+   });
+}
+
 /// ROOT's path M: a model of one field `fieldName` of `typeName`, `RNTupleReader::Open(model, ...)`,
 /// then `LoadEntry` for every entry.  JSON as ReadView.  (A field the file lacks aborts ROOT 6.40.)
 std::string ReadModel(const std::string &path, const std::string &ntuple, const std::string &fieldName,
                       const std::string &typeName)
 {
-   std::string out = "{";
    std::unique_ptr<ROOT::RNTupleReader> reader;
    try {
       auto model = ROOT::RNTupleModel::Create();
       model->AddField(ROOT::RFieldBase::Create(fieldName, typeName).Unwrap());
       reader = ROOT::RNTupleReader::Open(std::move(model), ntuple, path);
    } catch (const std::exception &e) {
-      out += "\"opened\":false,\"error\":";
-      JsonString(out, Message(e));
-      return out + "}";
+      return NotOpened(e);
    }
-   out += "\"opened\":true,\"entries\":[";
    auto entry = reader->GetModel().CreateEntry();
-   const auto n = reader->GetNEntries();
-   for (std::uint64_t i = 0; i < n; ++i) {
-      if (i)
-         out += ',';
-      std::string value;
-      try {
-         reader->LoadEntry(i, *entry);
-         for (auto &v : *entry)
-            RenderValue(value, v.GetField(), v.GetPtr<void>().get());
-         out += "{\"value\":" + value + "}";
-      } catch (const std::exception &e) {
-         out += "{\"error\":";
-         JsonString(out, Message(e));
-         out += '}';
-      }
-   }
-   return out + "]}";
+   return Entries(reader->GetNEntries(), [&](std::uint64_t i, std::string &value) {
+      reader->LoadEntry(i, *entry);
+      for (auto &v : *entry)
+         RenderValue(value, v.GetField(), v.GetPtr<void>().get());
+   });
 }
 
 /// The on-disk type name of (sub)field `fieldPath`, as ROOT's descriptor spells it.

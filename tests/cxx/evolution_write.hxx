@@ -11,6 +11,7 @@
 #include <bitset>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -44,140 +45,84 @@ void WriteEntries(std::unique_ptr<ROOT::RNTupleModel> model, const std::string &
    }
 }
 
+/// What fills entry i of each field.
+using Setters = std::vector<std::function<void(int)>>;
+
+/// Adds field `name` of type T to `model`, and to `setters` what fills its entry i: `values[i]` (a V, converted
+/// to T).
+template <typename T, typename V = T>
+void AddColumn(ROOT::RNTupleModel &model, Setters &setters, const std::string &name, std::vector<V> values)
+{
+   auto field = model.MakeField<T>(name);
+   setters.emplace_back([field, values = std::move(values)](int i) { *field = static_cast<T>(values[i]); });
+}
+
+/// Writes entries 0..n-1 of the fields `setters` fill, as WriteEntries.
+inline void WriteColumns(std::unique_ptr<ROOT::RNTupleModel> model, const Setters &setters, const std::string &name,
+                         const std::string &path, int n, bool clusterPerEntry)
+{
+   WriteEntries(std::move(model), name, path, n, clusterPerEntry, [&](int i) {
+      for (auto &set : setters)
+         set(i);
+   });
+}
+
 /// 5 entries of every fundamental type (the widening, bool, char and refused conversions).
 void WriteScalars(const std::string &path, const std::string &name)
 {
    auto model = ROOT::RNTupleModel::Create();
-   auto f32 = model->MakeField<float>("f32");
-   auto f64 = model->MakeField<double>("f64");
-   auto b = model->MakeField<bool>("b");
-   auto i8 = model->MakeField<std::int8_t>("i8");
-   auto i16 = model->MakeField<std::int16_t>("i16");
-   auto i32 = model->MakeField<std::int32_t>("i32");
-   auto i64 = model->MakeField<std::int64_t>("i64");
-   auto u8 = model->MakeField<std::uint8_t>("u8");
-   auto u16 = model->MakeField<std::uint16_t>("u16");
-   auto u32 = model->MakeField<std::uint32_t>("u32");
-   auto u64 = model->MakeField<std::uint64_t>("u64");
-   auto ch = model->MakeField<char>("ch");
-   auto e16 = model->MakeField<E16>("e16");
-   auto e8 = model->MakeField<E8>("e8");
-   const float vf32[] = {1.5f, -0.1f, 3.4e38f, 1e-40f, -0.0f};
-   const double vf64[] = {0.1, -2.5, 1e10, -0.0, 2.0};
-   const bool vb[] = {false, true, true, false, true};
-   const std::int8_t vi8[] = {0, -56, 127, -128, 5};
-   const std::int16_t vi16[] = {0, -300, 32767, -32768, 7};
-   const std::int32_t vi32[] = {0, -56, I32::max(), I32::min(), 100000};
-   const std::int64_t vi64[] = {0, -1, I64::max(), I64::min(), std::int64_t(1) << 40};
-   const std::uint8_t vu8[] = {0, 200, 255, 1, 7};
-   const std::uint16_t vu16[] = {0, 65535, 300, 1, 2};
-   const std::uint32_t vu32[] = {0, 4294967295u, 70000, 1, 2};
-   const std::uint64_t vu64[] = {0, std::numeric_limits<std::uint64_t>::max(), std::uint64_t(1) << 63, 1, 2};
-   const char vch[] = {0, -56, 65, 127, -128};
-   const std::int16_t ve16[] = {0, 300, -5, 32767, -32768};
-   const std::uint8_t ve8[] = {0, 200, 255, 1, 7};
-   WriteEntries(std::move(model), name, path, 5, false, [&](int i) {
-      *f32 = vf32[i];
-      *f64 = vf64[i];
-      *b = vb[i];
-      *i8 = vi8[i];
-      *i16 = vi16[i];
-      *i32 = vi32[i];
-      *i64 = vi64[i];
-      *u8 = vu8[i];
-      *u16 = vu16[i];
-      *u32 = vu32[i];
-      *u64 = vu64[i];
-      *ch = vch[i];
-      *e16 = static_cast<E16>(ve16[i]);
-      *e8 = static_cast<E8>(ve8[i]);
-   });
+   Setters setters;
+   AddColumn<float>(*model, setters, "f32", {1.5f, -0.1f, 3.4e38f, 1e-40f, -0.0f});
+   AddColumn<double>(*model, setters, "f64", {0.1, -2.5, 1e10, -0.0, 2.0});
+   AddColumn<bool>(*model, setters, "b", {false, true, true, false, true});
+   AddColumn<std::int8_t>(*model, setters, "i8", {0, -56, 127, -128, 5});
+   AddColumn<std::int16_t>(*model, setters, "i16", {0, -300, 32767, -32768, 7});
+   AddColumn<std::int32_t>(*model, setters, "i32", {0, -56, I32::max(), I32::min(), 100000});
+   AddColumn<std::int64_t>(*model, setters, "i64", {0, -1, I64::max(), I64::min(), std::int64_t(1) << 40});
+   AddColumn<std::uint8_t>(*model, setters, "u8", {0, 200, 255, 1, 7});
+   AddColumn<std::uint16_t>(*model, setters, "u16", {0, 65535, 300, 1, 2});
+   AddColumn<std::uint32_t>(*model, setters, "u32", {0, 4294967295u, 70000, 1, 2});
+   AddColumn<std::uint64_t>(*model, setters, "u64", {0, std::numeric_limits<std::uint64_t>::max(), std::uint64_t(1) << 63, 1, 2});
+   AddColumn<char>(*model, setters, "ch", {0, -56, 65, 127, -128});
+   AddColumn<E16, std::int16_t>(*model, setters, "e16", {0, 300, -5, 32767, -32768});
+   AddColumn<E8, std::uint8_t>(*model, setters, "e8", {0, 200, 255, 1, 7});
+   WriteColumns(std::move(model), setters, name, path, 5, false);
 }
 
 /// 10 entries per field, each field with exactly the out-of-range entries its case names
 /// (tests/evolution_oracle.py); `clusterPerEntry` chooses the layout.
 void WriteNarrow(const std::string &path, const std::string &name, bool clusterPerEntry)
 {
-   constexpr int n = 10;
    const double inf = std::numeric_limits<double>::infinity();
    const double nan = std::numeric_limits<double>::quiet_NaN();
    auto model = ROOT::RNTupleModel::Create();
-   auto i32_i8 = model->MakeField<std::int32_t>("i32_i8");
-   auto i32_i16 = model->MakeField<std::int32_t>("i32_i16");
-   auto i32_u32 = model->MakeField<std::int32_t>("i32_u32");
-   auto i32_u64 = model->MakeField<std::int32_t>("i32_u64");
-   auto i32_char = model->MakeField<std::int32_t>("i32_char");
-   auto i64_i32 = model->MakeField<std::int64_t>("i64_i32");
-   auto i64_u64 = model->MakeField<std::int64_t>("i64_u64");
-   auto u64_i64 = model->MakeField<std::uint64_t>("u64_i64");
-   auto u64_u32 = model->MakeField<std::uint64_t>("u64_u32");
-   auto u8_i8 = model->MakeField<std::uint8_t>("u8_i8");
-   auto u8_char = model->MakeField<std::uint8_t>("u8_char");
-   auto i16_u16 = model->MakeField<std::int16_t>("i16_u16");
-   auto char_u8 = model->MakeField<char>("char_u8");
-   auto e16_i8 = model->MakeField<E16>("e16_i8");
-   auto e16_char = model->MakeField<E16>("e16_char");
-   auto e16_u16 = model->MakeField<E16>("e16_u16");
-   auto e16_e8 = model->MakeField<E16>("e16_e8");
-   auto i64_fits = model->MakeField<std::int64_t>("i64_fits");
-   auto u16_fits = model->MakeField<std::uint16_t>("u16_fits");
-   auto f64_ok = model->MakeField<double>("f64_ok");
-   auto f64_over = model->MakeField<double>("f64_over");
-   auto f64_negover = model->MakeField<double>("f64_negover");
-   auto f64_subnormal = model->MakeField<double>("f64_subnormal");
-   auto f64_underflow = model->MakeField<double>("f64_underflow");
-
-   const std::int32_t vi32_i8[n] = {1, -128, 127, 0, -1, 5, -5, 200, 3, 2};                 // bad: 7
-   const std::int32_t vi32_i16[n] = {40000, 1, -32768, 32767, 0, 2, 3, 4, 5, 6};            // bad: 0
-   const std::int32_t vi32_u32[n] = {0, 5, -1, 7, I32::max(), 1, 2, 3, 4, 5};               // bad: 2
-   const std::int32_t vi32_u64[n] = {3, 0, I32::max(), 1, 2, 3, 4, 5, 6, -7};               // bad: 9
-   const std::int32_t vi32_char[n] = {65, -128, 127, 128, 0, 1, 2, 3, 4, 5};                // bad: 3
-   const std::int64_t vi64_i32[n] = {1, std::int64_t(I32::max()) + 1, I32::min(), I32::max(), 0, 1, 2, 3, 4, 5}; // 1
-   const std::int64_t vi64_u64[n] = {0, 1, 2, 3, I64::max(), 5, -1, 7, 8, 9};               // bad: 6
-   const std::uint64_t vu64_i64[n] = {0, std::uint64_t(I64::max()), std::uint64_t(1) << 63, 1, 2, 3, 4, 5, 6, 7}; // 2
-   const std::uint64_t vu64_u32[n] = {0, 4294967295u, 1, std::uint64_t(1) << 32, 4, 5, 6, 7, 8, 9}; // bad: 3
-   const std::uint8_t vu8_i8[n] = {0, 127, 1, 2, 3, 128, 4, 5, 6, 7};                       // bad: 5
-   const std::uint8_t vu8_char[n] = {0, 127, 1, 2, 255, 3, 4, 5, 6, 7};                     // bad: 4
-   const std::int16_t vi16_u16[n] = {0, 32767, 1, 2, 3, 4, 5, 6, -1, 7};                    // bad: 8
-   const char vchar_u8[n] = {0, 127, 65, -1, 1, 2, 3, 4, 5, 6};                             // bad: 3
-   const std::int16_t ve16_i8[n] = {1, 300, -128, 127, 0, 1, 2, 3, 4, 5};                   // bad: 1
-   const std::int16_t ve16_char[n] = {300, 1, -128, 127, 0, 1, 2, 3, 4, 5};                 // bad: 0
-   const std::int16_t ve16_u16[n] = {0, 1, 300, -5, 32767, 1, 2, 3, 4, 5};                  // bad: 3
-   const std::int16_t ve16_e8[n] = {0, 255, 300, 1, 2, 3, 4, 5, 6, 7};                      // bad: 2
-   const std::int64_t vi64_fits[n] = {0, -1, I32::max(), I32::min(), 7, 8, 9, 10, 11, 12};  // all fit int32
-   const std::uint16_t vu16_fits[n] = {0, 255, 1, 2, 3, 4, 5, 6, 7, 8};                     // all fit uint8
+   Setters setters;
+   AddColumn<std::int32_t>(*model, setters, "i32_i8", {1, -128, 127, 0, -1, 5, -5, 200, 3, 2}); // bad: 7
+   AddColumn<std::int32_t>(*model, setters, "i32_i16", {40000, 1, -32768, 32767, 0, 2, 3, 4, 5, 6}); // bad: 0
+   AddColumn<std::int32_t>(*model, setters, "i32_u32", {0, 5, -1, 7, I32::max(), 1, 2, 3, 4, 5}); // bad: 2
+   AddColumn<std::int32_t>(*model, setters, "i32_u64", {3, 0, I32::max(), 1, 2, 3, 4, 5, 6, -7}); // bad: 9
+   AddColumn<std::int32_t>(*model, setters, "i32_char", {65, -128, 127, 128, 0, 1, 2, 3, 4, 5}); // bad: 3
+   AddColumn<std::int64_t>(*model, setters, "i64_i32", {1, std::int64_t(I32::max()) + 1, I32::min(), I32::max(), 0, 1, 2, 3, 4, 5}); // bad: 1
+   AddColumn<std::int64_t>(*model, setters, "i64_u64", {0, 1, 2, 3, I64::max(), 5, -1, 7, 8, 9}); // bad: 6
+   AddColumn<std::uint64_t>(*model, setters, "u64_i64", {0, std::uint64_t(I64::max()), std::uint64_t(1) << 63, 1, 2, 3, 4, 5, 6, 7}); // bad: 2
+   AddColumn<std::uint64_t>(*model, setters, "u64_u32", {0, 4294967295u, 1, std::uint64_t(1) << 32, 4, 5, 6, 7, 8, 9}); // bad: 3
+   AddColumn<std::uint8_t>(*model, setters, "u8_i8", {0, 127, 1, 2, 3, 128, 4, 5, 6, 7}); // bad: 5
+   AddColumn<std::uint8_t>(*model, setters, "u8_char", {0, 127, 1, 2, 255, 3, 4, 5, 6, 7}); // bad: 4
+   AddColumn<std::int16_t>(*model, setters, "i16_u16", {0, 32767, 1, 2, 3, 4, 5, 6, -1, 7}); // bad: 8
+   AddColumn<char>(*model, setters, "char_u8", {0, 127, 65, -1, 1, 2, 3, 4, 5, 6}); // bad: 3
+   AddColumn<E16, std::int16_t>(*model, setters, "e16_i8", {1, 300, -128, 127, 0, 1, 2, 3, 4, 5}); // bad: 1
+   AddColumn<E16, std::int16_t>(*model, setters, "e16_char", {300, 1, -128, 127, 0, 1, 2, 3, 4, 5}); // bad: 0
+   AddColumn<E16, std::int16_t>(*model, setters, "e16_u16", {0, 1, 300, -5, 32767, 1, 2, 3, 4, 5}); // bad: 3
+   AddColumn<E16, std::int16_t>(*model, setters, "e16_e8", {0, 255, 300, 1, 2, 3, 4, 5, 6, 7}); // bad: 2
+   AddColumn<std::int64_t>(*model, setters, "i64_fits", {0, -1, I32::max(), I32::min(), 7, 8, 9, 10, 11, 12}); // all fit int32
+   AddColumn<std::uint16_t>(*model, setters, "u16_fits", {0, 255, 1, 2, 3, 4, 5, 6, 7, 8}); // all fit uint8
    // Every floating-point class that survives double -> float, and 0.1 (precision lost silently).
-   const double vf64_ok[n] = {0.1, nan, inf, -inf, -0.0, 0.0, 1.0, 3.4e38, 1.2e-38, -1e-30};
-   const double vf64_over[n] = {0.5, 1, 2, 3, 3.5e38, 5, 6, 7, 8, 9};                      // bad: 4
-   const double vf64_negover[n] = {0.5, -3.5e38, 2, 3, 4, 5, 6, 7, 8, 9};                  // bad: 1
-   const double vf64_subnormal[n] = {0.5, 1, 2, 3, 4, 5, 1e-40, 7, 8, 9};                  // bad: 6
-   const double vf64_underflow[n] = {0.5, 1, 2, 3, 4, 5, 6, 7, 8, 1e-46};                  // bad: 9
-   WriteEntries(std::move(model), name, path, n, clusterPerEntry, [&](int i) {
-      *i32_i8 = vi32_i8[i];
-      *i32_i16 = vi32_i16[i];
-      *i32_u32 = vi32_u32[i];
-      *i32_u64 = vi32_u64[i];
-      *i32_char = vi32_char[i];
-      *i64_i32 = vi64_i32[i];
-      *i64_u64 = vi64_u64[i];
-      *u64_i64 = vu64_i64[i];
-      *u64_u32 = vu64_u32[i];
-      *u8_i8 = vu8_i8[i];
-      *u8_char = vu8_char[i];
-      *i16_u16 = vi16_u16[i];
-      *char_u8 = vchar_u8[i];
-      *e16_i8 = static_cast<E16>(ve16_i8[i]);
-      *e16_char = static_cast<E16>(ve16_char[i]);
-      *e16_u16 = static_cast<E16>(ve16_u16[i]);
-      *e16_e8 = static_cast<E16>(ve16_e8[i]);
-      *i64_fits = vi64_fits[i];
-      *u16_fits = vu16_fits[i];
-      *f64_ok = vf64_ok[i];
-      *f64_over = vf64_over[i];
-      *f64_negover = vf64_negover[i];
-      *f64_subnormal = vf64_subnormal[i];
-      *f64_underflow = vf64_underflow[i];
-   });
+   AddColumn<double>(*model, setters, "f64_ok", {0.1, nan, inf, -inf, -0.0, 0.0, 1.0, 3.4e38, 1.2e-38, -1e-30});
+   AddColumn<double>(*model, setters, "f64_over", {0.5, 1, 2, 3, 3.5e38, 5, 6, 7, 8, 9}); // bad: 4
+   AddColumn<double>(*model, setters, "f64_negover", {0.5, -3.5e38, 2, 3, 4, 5, 6, 7, 8, 9}); // bad: 1
+   AddColumn<double>(*model, setters, "f64_subnormal", {0.5, 1, 2, 3, 4, 5, 1e-40, 7, 8, 9}); // bad: 6
+   AddColumn<double>(*model, setters, "f64_underflow", {0.5, 1, 2, 3, 4, 5, 6, 7, 8, 1e-46}); // bad: 9
+   WriteColumns(std::move(model), setters, name, path, 10, clusterPerEntry);
 }
 
 /// 4 entries of nullable, collection, pair, tuple, variant and bitset fields.

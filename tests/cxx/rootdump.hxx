@@ -74,9 +74,12 @@ inline std::vector<ROOT::RFieldBase::RValue> Split(const ROOT::RFieldBase &f, co
 
 inline std::size_t RoundUp(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
-void Render(std::string &out, const ROOT::RFieldBase &f, const void *p);
+/// Renders the value of field `f` at `p` as JSON: this file's Render, or the schema-evolution oracle's RenderValue
+/// (tests/cxx/evolution_read.hxx), which share the helpers below.
+using Renderer = void (*)(std::string &out, const ROOT::RFieldBase &f, const void *p);
 
-inline void RenderList(std::string &out, const ROOT::RFieldBase &f, const void *p)
+/// The items of the collection, pair or tuple `f` at `p`, as a JSON list of what `render` makes of each.
+inline void RenderItems(std::string &out, const ROOT::RFieldBase &f, const void *p, Renderer render)
 {
    out += '[';
    bool first = true;
@@ -84,59 +87,80 @@ inline void RenderList(std::string &out, const ROOT::RFieldBase &f, const void *
       if (!first)
          out += ',';
       first = false;
-      Render(out, item.GetField(), item.GetPtr<void>().get());
+      render(out, item.GetField(), item.GetPtr<void>().get());
    }
    out += ']';
 }
 
-void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
+/// The members of the record or class `f` at `p`, as a JSON object keyed by member name.
+inline void RenderMembers(std::string &out, const ROOT::RFieldBase &f, const void *p, Renderer render)
+{
+   out += '{';
+   bool first = true;
+   for (auto &m : Split(f, p)) {
+      if (!first)
+         out += ',';
+      first = false;
+      JsonString(out, m.GetField().GetFieldName());
+      out += ':';
+      render(out, m.GetField(), m.GetPtr<void>().get());
+   }
+   out += '}';
+}
+
+/// The bytes TClass::Streamer writes for the object of type `t` at `p` (what RStreamerField stores, cf.
+/// RStreamerField::AppendImpl), as a JSON list of numbers; `who` names the caller in errors.
+inline void RenderStreamedBytes(std::string &out, const std::string &t, const void *p, const char *who)
+{
+   TClass *cl = TClass::GetClass(t.c_str());
+   if (!cl)
+      throw std::runtime_error(std::string(who) + ": no TClass for streamer field type '" + t + "'");
+   TBufferFile buf(TBuffer::kWrite);
+   cl->Streamer(const_cast<void *>(p), buf);
+   out += '[';
+   for (Int_t k = 0; k < buf.Length(); ++k) {
+      if (k)
+         out += ',';
+      out += std::to_string(static_cast<unsigned char>(buf.Buffer()[k]));
+   }
+   out += ']';
+}
+
+/// A value that both renderers render alike, by type name or field class: integers (char, std::byte too) as
+/// numbers, float and double as C99 hex strings, std::string as a string, bitsets as "0101..." (most significant
+/// bit first), variants as the active value (null if none), optionals and unique_ptr as null or the value, enums
+/// as their integer, atomics as the value.  False (nothing rendered) for any other field, bool included (the
+/// renderers spell it differently).
+inline bool RenderCommon(std::string &out, const ROOT::RFieldBase &f, const void *p, Renderer render)
 {
    const std::string &t = f.GetTypeName();
-   // Fundamental types (and cardinality fields) by type name.
-   if (t == "bool") { out += (*static_cast<const bool *>(p) ? "1" : "0"); return; }
-   if (t == "char") { out += std::to_string(static_cast<int>(*static_cast<const char *>(p))); return; }
-   if (t == "std::byte") { out += std::to_string(static_cast<int>(*static_cast<const unsigned char *>(p))); return; }
-   if (t == "std::int8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::int8_t *>(p))); return; }
-   if (t == "std::uint8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::uint8_t *>(p))); return; }
-   if (t == "std::int16_t") { Int<std::int16_t>(out, p); return; }
-   if (t == "std::uint16_t") { Int<std::uint16_t>(out, p); return; }
-   if (t == "std::int32_t") { Int<std::int32_t>(out, p); return; }
-   if (t == "std::uint32_t") { Int<std::uint32_t>(out, p); return; }
-   if (t == "std::int64_t") { Int<std::int64_t>(out, p); return; }
-   if (t == "std::uint64_t") { Int<std::uint64_t>(out, p); return; }
-   if (t == "ROOT::RNTupleCardinality<std::uint32_t>") { Int<std::uint32_t>(out, p); return; }
-   if (t == "ROOT::RNTupleCardinality<std::uint64_t>") { Int<std::uint64_t>(out, p); return; }
-   if (t == "float") { HexFloat(out, static_cast<double>(*static_cast<const float *>(p))); return; }
-   if (t == "double") { HexFloat(out, *static_cast<const double *>(p)); return; }
-   if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return; }
+   if (t == "char") { out += std::to_string(static_cast<int>(*static_cast<const char *>(p))); return true; }
+   if (t == "std::byte") { out += std::to_string(static_cast<int>(*static_cast<const unsigned char *>(p))); return true; }
+   if (t == "std::int8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::int8_t *>(p))); return true; }
+   if (t == "std::uint8_t") { out += std::to_string(static_cast<int>(*static_cast<const std::uint8_t *>(p))); return true; }
+   if (t == "std::int16_t") { Int<std::int16_t>(out, p); return true; }
+   if (t == "std::uint16_t") { Int<std::uint16_t>(out, p); return true; }
+   if (t == "std::int32_t") { Int<std::int32_t>(out, p); return true; }
+   if (t == "std::uint32_t") { Int<std::uint32_t>(out, p); return true; }
+   if (t == "std::int64_t") { Int<std::int64_t>(out, p); return true; }
+   if (t == "std::uint64_t") { Int<std::uint64_t>(out, p); return true; }
+   if (t == "float") { HexFloat(out, static_cast<double>(*static_cast<const float *>(p))); return true; }
+   if (t == "double") { HexFloat(out, *static_cast<const double *>(p)); return true; }
+   if (t == "std::string") { JsonString(out, *static_cast<const std::string *>(p)); return true; }
 
-   if (dynamic_cast<const ROOT::RStreamerField *>(&f)) {
-      // The bytes RStreamerField stores: TClass::Streamer into a TBufferFile (cf. RStreamerField::AppendImpl).
-      TClass *cl = TClass::GetClass(t.c_str());
-      if (!cl)
-         throw std::runtime_error("rootdump: no TClass for streamer field type '" + t + "'");
-      TBufferFile buf(TBuffer::kWrite);
-      cl->Streamer(const_cast<void *>(p), buf);
-      out += '[';
-      for (Int_t k = 0; k < buf.Length(); ++k) {
-         if (k)
-            out += ',';
-         out += std::to_string(static_cast<unsigned char>(buf.Buffer()[k]));
-      }
-      out += ']';
-      return;
-   }
    if (auto bf = dynamic_cast<const ROOT::RBitsetField *>(&f)) {
       const std::size_t n = bf->GetN();
       const auto *words = static_cast<const unsigned long *>(p);
-      const std::size_t bpw = sizeof(unsigned long) * 8;
+      const std::size_t bitsPerWord = sizeof(unsigned long) * 8;
       out += '"';
       for (std::size_t i = n; i-- > 0;)
-         out += ((words[i / bpw] >> (i % bpw)) & 1UL) ? '1' : '0';
+         out += ((words[i / bitsPerWord] >> (i % bitsPerWord)) & 1UL) ? '1' : '0';
       out += '"';
-      return;
+      return true;
    }
    if (dynamic_cast<const ROOT::RVariantField *>(&f)) {
+      // std::variant's index() through the field's own layout: the tag follows the largest
+      // alternative, at the alignment of the most aligned one (as RVariantField lays it out).
       auto subs = f.GetConstSubfields();
       std::size_t maxSize = 1, maxAlign = 1;
       for (auto s : subs) {
@@ -145,8 +169,44 @@ void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
       }
       const std::size_t tagOffset = (maxSize < maxAlign) ? maxAlign : RoundUp(maxSize, maxAlign);
       const std::uint8_t tag = static_cast<const unsigned char *>(p)[tagOffset];
-      if (tag >= subs.size()) { out += "null"; return; }
-      Render(out, *subs[tag], p);
+      if (tag >= subs.size())
+         out += "null";
+      else
+         render(out, *subs[tag], p);
+      return true;
+   }
+   if (dynamic_cast<const ROOT::RNullableField *>(&f)) {
+      auto items = Split(f, p);
+      if (items.empty())
+         out += "null";
+      else
+         render(out, items[0].GetField(), items[0].GetPtr<void>().get());
+      return true;
+   }
+   if (dynamic_cast<const ROOT::REnumField *>(&f)) {
+      render(out, *f.GetConstSubfields().at(0), p);
+      return true;
+   }
+   if (dynamic_cast<const ROOT::RAtomicField *>(&f)) {
+      auto items = Split(f, p);
+      render(out, items.at(0).GetField(), items.at(0).GetPtr<void>().get());
+      return true;
+   }
+   return false;
+}
+
+void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
+{
+   const std::string &t = f.GetTypeName();
+   // bool as 1 or 0; cardinality fields as their integer.
+   if (t == "bool") { out += (*static_cast<const bool *>(p) ? "1" : "0"); return; }
+   if (RenderCommon(out, f, p, Render))
+      return;
+   if (t == "ROOT::RNTupleCardinality<std::uint32_t>") { Int<std::uint32_t>(out, p); return; }
+   if (t == "ROOT::RNTupleCardinality<std::uint64_t>") { Int<std::uint64_t>(out, p); return; }
+
+   if (dynamic_cast<const ROOT::RStreamerField *>(&f)) {
+      RenderStreamedBytes(out, t, p, "rootdump");
       return;
    }
    if (dynamic_cast<const ROOT::RMapField *>(&f)) {
@@ -173,48 +233,47 @@ void Render(std::string &out, const ROOT::RFieldBase &f, const void *p)
       out += '}';
       return;
    }
-   if (dynamic_cast<const ROOT::RNullableField *>(&f)) {
-      auto items = Split(f, p);
-      if (items.empty()) { out += "null"; return; }
-      Render(out, items[0].GetField(), items[0].GetPtr<void>().get());
-      return;
-   }
-   if (dynamic_cast<const ROOT::REnumField *>(&f)) {
-      auto subs = f.GetConstSubfields();
-      Render(out, *subs.at(0), p);
-      return;
-   }
-   if (dynamic_cast<const ROOT::RAtomicField *>(&f)) {
-      auto items = Split(f, p);
-      Render(out, items.at(0).GetField(), items.at(0).GetPtr<void>().get());
-      return;
-   }
    if (dynamic_cast<const ROOT::RPairField *>(&f) || dynamic_cast<const ROOT::RTupleField *>(&f)) {
-      RenderList(out, f, p);
+      RenderItems(out, f, p, Render);
       return;
    }
    if (dynamic_cast<const ROOT::RRecordField *>(&f) || dynamic_cast<const ROOT::RClassField *>(&f)) {
-      out += '{';
-      bool first = true;
-      for (auto &m : Split(f, p)) {
-         if (!first)
-            out += ',';
-         first = false;
-         JsonString(out, m.GetField().GetFieldName());
-         out += ':';
-         Render(out, m.GetField(), m.GetPtr<void>().get());
-      }
-      out += '}';
+      RenderMembers(out, f, p, Render);
       return;
    }
    if (dynamic_cast<const ROOT::RVectorField *>(&f) || dynamic_cast<const ROOT::RRVecField *>(&f) ||
        dynamic_cast<const ROOT::RArrayField *>(&f) || dynamic_cast<const ROOT::RProxiedCollectionField *>(&f) ||
        dynamic_cast<const ROOT::RField<std::vector<bool>> *>(&f) || dynamic_cast<const ROOT::RArrayAsRVecField *>(&f) ||
        dynamic_cast<const ROOT::RArrayAsVectorField *>(&f)) {
-      RenderList(out, f, p);
+      RenderItems(out, f, p, Render);
       return;
    }
    throw std::runtime_error("rootdump: unsupported field type '" + t + "' (field '" + f.GetFieldName() + "')");
+}
+
+/// The name, type and alias of field `fd`, as the JSON members "name", "type" and "alias".
+inline void FieldNamesJson(std::string &out, const ROOT::RFieldDescriptor &fd)
+{
+   out += "\"name\":";
+   JsonString(out, fd.GetFieldName());
+   out += ",\"type\":";
+   JsonString(out, fd.GetTypeName());
+   out += ",\"alias\":";
+   JsonString(out, fd.GetTypeAlias());
+}
+
+/// The value range of column `cd` as the JSON list [min, max] (hex floats), or null if it has none.
+inline void ValueRangeJson(std::string &out, const ROOT::RColumnDescriptor &cd)
+{
+   if (auto range = cd.GetValueRange()) {
+      out += '[';
+      HexFloat(out, range->fMin);
+      out += ',';
+      HexFloat(out, range->fMax);
+      out += ']';
+   } else {
+      out += "null";
+   }
 }
 
 /// Deserialize streamed bytes of class `className` (as stored by RStreamerField) with ROOT and summarise the
@@ -315,12 +374,8 @@ std::string SchemaJson(const std::string &path, const std::string &name)
          if (!firstField)
             out += ",\n";
          firstField = false;
-         out += "{\"name\":";
-         JsonString(out, fd.GetFieldName());
-         out += ",\"type\":";
-         JsonString(out, fd.GetTypeName());
-         out += ",\"alias\":";
-         JsonString(out, fd.GetTypeAlias());
+         out += '{';
+         FieldNamesJson(out, fd);
          out += ",\"structure\":" + std::to_string(static_cast<int>(fd.GetStructure()));
          out += ",\"repetitions\":" + std::to_string(fd.GetNRepetitions());
          out += ",\"projected\":" + std::string(fd.IsProjectedField() ? "true" : "false");
@@ -334,15 +389,7 @@ std::string SchemaJson(const std::string &path, const std::string &name)
             out += '[';
             JsonString(out, ROOT::Internal::RColumnElementBase::GetColumnTypeName(cd.GetType()));
             out += ',' + std::to_string(cd.GetRepresentationIndex()) + ',' + std::to_string(cd.GetBitsOnStorage()) + ',';
-            if (auto range = cd.GetValueRange()) {
-               out += '[';
-               HexFloat(out, range->fMin);
-               out += ',';
-               HexFloat(out, range->fMax);
-               out += ']';
-            } else {
-               out += "null";
-            }
+            ValueRangeJson(out, cd);
             out += ']';
          }
          out += "],\"children\":[";

@@ -387,12 +387,8 @@ inline const char *RoleName(ROOT::ENTupleStructure s)
 
 inline void FieldJson(std::string &out, const ROOT::RNTupleDescriptor &desc, const ROOT::RFieldDescriptor &fd)
 {
-   out += "{\"name\":";
-   JsonString(out, fd.GetFieldName());
-   out += ",\"type\":";
-   JsonString(out, fd.GetTypeName());
-   out += ",\"alias\":";
-   JsonString(out, fd.GetTypeAlias());
+   out += '{';
+   rntuple_interop::FieldNamesJson(out, fd);
    out += ",\"role\":\"";
    out += RoleName(fd.GetStructure());
    out += "\",\"type_version\":" + std::to_string(fd.GetTypeVersion());
@@ -417,15 +413,7 @@ inline void FieldJson(std::string &out, const ROOT::RNTupleDescriptor &desc, con
       JsonString(out, ROOT::Internal::RColumnElementBase::GetColumnTypeName(cd.GetType()));
       out += ",\"bits\":" + std::to_string(cd.GetBitsOnStorage());
       out += ",\"range\":";
-      if (auto range = cd.GetValueRange()) {
-         out += '[';
-         HexFloat(out, range->fMin);
-         out += ',';
-         HexFloat(out, range->fMax);
-         out += ']';
-      } else {
-         out += "null";
-      }
+      rntuple_interop::ValueRangeJson(out, cd);
       out += ",\"representation\":" + std::to_string(cd.GetRepresentationIndex());
       out += ",\"index\":" + std::to_string(cd.GetIndex());
       out += '}';

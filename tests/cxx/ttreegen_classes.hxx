@@ -27,39 +27,33 @@ struct TGNested {
    std::vector<Short_t> v;
 };
 
+/// The data members of TGEvent and TGPlain: one class with and without ClassDef, whose members must stay the
+/// same (a macro: a common base would change both classes' layout on file).
+#define TG_EVENT_MEMBERS \
+   Int_t i = 0; \
+   UInt_t u = 0; \
+   Long64_t l = 0; \
+   Float_t x = 0; \
+   Double_t d = 0; \
+   Bool_t flag = false; \
+   Char_t c = 0; \
+   std::vector<float> vf; \
+   std::string s; \
+   std::vector<std::string> vs; \
+   Float_t f[3] = {0, 0, 0}; \
+   TGNested nested;
+
 /// With ClassDef (class version 3).
 class TGEvent {
 public:
-   Int_t i = 0;
-   UInt_t u = 0;
-   Long64_t l = 0;
-   Float_t x = 0;
-   Double_t d = 0;
-   Bool_t flag = false;
-   Char_t c = 0;
-   std::vector<float> vf;
-   std::string s;
-   std::vector<std::string> vs;
-   Float_t f[3] = {0, 0, 0};
-   TGNested nested;
+   TG_EVENT_MEMBERS
    virtual ~TGEvent() = default;
    ClassDef(TGEvent, 3)
 };
 
 /// The same members without ClassDef.
 struct TGPlain {
-   Int_t i = 0;
-   UInt_t u = 0;
-   Long64_t l = 0;
-   Float_t x = 0;
-   Double_t d = 0;
-   Bool_t flag = false;
-   Char_t c = 0;
-   std::vector<float> vf;
-   std::string s;
-   std::vector<std::string> vs;
-   Float_t f[3] = {0, 0, 0};
-   TGNested nested;
+   TG_EVENT_MEMBERS
 };
 
 /// A TObject for the TClonesArray case.

@@ -55,6 +55,10 @@ mod settings;
 mod spare_buffers;
 #[cfg(any(feature = "http", feature = "s3", feature = "xrootd"))]
 mod speed;
+/// The test bytes of the sources' tests (one file with the integration tests' helper).
+#[cfg(all(test, any(feature = "s3", feature = "xrootd")))]
+#[path = "../../rntuple/tests/common/test_bytes.rs"]
+pub(crate) mod test_bytes;
 /// The rule on skipped tests: the core's one source, shared (not copied).
 #[cfg(test)]
 #[path = "../../rntuple/src/test_skips.rs"]

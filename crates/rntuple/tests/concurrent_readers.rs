@@ -18,9 +18,9 @@
 
 mod common;
 
+use common::read_task::{run_task, Api, Task};
 use common::RemoteLike;
 
-use arrow_array::RecordBatch;
 use rntuple::compression::CompressionSettings;
 use rntuple::container::{FileWriter, RootFile};
 use rntuple::read::RNTupleReader;
@@ -137,39 +137,6 @@ fn write_file(path: &Path) {
     file.finish().unwrap();
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Api {
-    Read,
-    Rows,
-    Stream,
-}
-
-#[derive(Clone, Debug)]
-struct Task {
-    api: Api,
-    fields: Option<Vec<String>>,
-    ranges: Vec<Range<u64>>,
-}
-
-#[derive(Debug, PartialEq)]
-enum Output {
-    Batches(Vec<RecordBatch>),
-    Rows(Vec<Vec<Value>>),
-}
-
-fn run(reader: &RNTupleReader, task: &Task) -> rntuple::Result<Output> {
-    let fields = task.fields.as_deref();
-    Ok(match task.api {
-        Api::Read => Output::Batches(vec![reader.read(fields, task.ranges[0].clone())?]),
-        Api::Rows => Output::Rows(reader.read_entries(fields, task.ranges[0].clone())?),
-        Api::Stream => Output::Batches(
-            reader
-                .read_ranges(fields, task.ranges.clone())?
-                .collect::<rntuple::Result<_>>()?,
-        ),
-    })
-}
-
 /// 24 tasks: every API with every kind of selection and range (within a cluster, across
 /// one and several cluster boundaries, starting on one, the last entries, empty, all).
 fn tasks(reader: &RNTupleReader) -> Vec<Task> {
@@ -230,10 +197,10 @@ fn tasks(reader: &RNTupleReader) -> Vec<Task> {
 /// `reader`, each on a different task (rotating), comparing with the serial results.
 fn hammer(reader: RNTupleReader) {
     let tasks = Arc::new(tasks(&reader));
-    let expected: Arc<Vec<Output>> = Arc::new(
+    let expected: Arc<Vec<common::read_task::Output>> = Arc::new(
         tasks
             .iter()
-            .map(|t| run(&reader, t).unwrap_or_else(|e| panic!("serial {t:?}: {e}")))
+            .map(|t| run_task(&reader, t).unwrap_or_else(|e| panic!("serial {t:?}: {e}")))
             .collect(),
     );
     // The serial results are what was written.
@@ -254,7 +221,7 @@ fn hammer(reader: RNTupleReader) {
             let (reader, tasks, expected, tx) =
                 (reader.clone(), tasks.clone(), expected.clone(), tx.clone());
             std::thread::spawn(move || {
-                let result = match run(&reader, &tasks[i]) {
+                let result = match run_task(&reader, &tasks[i]) {
                     Ok(got) if got == expected[i] => Ok(()),
                     Ok(_) => Err(format!(
                         "round {round} task {i} {:?}: values differ",

@@ -13,10 +13,10 @@
 mod common;
 
 use rntuple::format::{
-    ntuple_index, unpack_envelope, DaosAnchor, DaosLocation, DaosPageMapping, EnvelopeType, Footer,
-    LocatorKind, PageList, DAOS_AKEY_PAGE, DAOS_ANCHOR_SIZE,
+    ntuple_index, DaosAnchor, DaosLocation, DaosPageMapping, EnvelopeType, LocatorKind,
+    DAOS_AKEY_PAGE, DAOS_ANCHOR_SIZE,
 };
-use rntuple::merge::{merge_files, merge_into, merge_to_daos, MergeOptions};
+use rntuple::merge::{merge_into, merge_to_daos, MergeOptions};
 use rntuple::read::RNTupleReader;
 use rntuple::write::{DaosSink, DaosSinkOptions};
 use rntuple::{Error, Result};
@@ -122,23 +122,8 @@ fn every_conformance_case_round_trips_in_both_mappings_and_stores() {
                     .unwrap_or_else(|e| panic!("{case} ({}): {e}", mapping.name()));
                 let stored = RNTupleReader::open_daos(container.clone(), &name)
                     .unwrap_or_else(|e| panic!("{case} ({}): {e}", mapping.name()));
-                assert_eq!(stored.path(), name, "{case}");
-                assert_eq!(stored.num_entries(), original.num_entries(), "{case}");
-                assert_eq!(
-                    common::all_values(&stored),
-                    common::all_values(original),
-                    "{case}: {}",
-                    mapping.name()
-                );
-                for c in &stored.descriptor().clusters {
-                    for p in c.columns.iter().flat_map(|cp| cp.pages.iter()) {
-                        assert!(
-                            matches!(p.locator.kind, LocatorKind::Object64 { .. }),
-                            "{case}: {:?}",
-                            p.locator
-                        );
-                    }
-                }
+                let what = format!("{case}: {}", mapping.name());
+                common::assert_stored_as_objects(&stored, original, &what);
             }
             // Both stores hold the same values under the same keys.
             let mut on_disk = BTreeSet::new();
@@ -153,20 +138,7 @@ fn every_conformance_case_round_trips_in_both_mappings_and_stores() {
             // And back into a file through the URI, pages copied again.
             let uri = format!("daos://conf/{label}:{name}");
             let back = files.join(format!("{label}.root"));
-            merge_files(
-                std::slice::from_ref(&uri),
-                &back,
-                &MergeOptions::default(),
-                false,
-                |_| {},
-            )
-            .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
-            let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
-            assert_eq!(
-                common::all_values(&again),
-                common::all_values(original),
-                "{case}: back in a file"
-            );
+            common::back_to_a_file(&uri, &back, original, case);
             let by_uri =
                 RNTupleReader::open_path(&format!("daos://conf/{label}"), Some(&name)).unwrap();
             assert_eq!(
@@ -197,25 +169,15 @@ fn expected_keys(
     assert_eq!(anchor.object_class, "SX");
     let header = fetch(container, key(name, DaosLocation::HEADER)).unwrap();
     assert_eq!(header.len() as u64, u64::from(anchor.nbytes_header));
-    unpack_envelope(
+    common::envelope_payload(
         &header,
         u64::from(anchor.len_header),
-        1 << 30,
         EnvelopeType::Header,
         "header",
-    )
-    .unwrap();
+    );
     let footer_bytes = fetch(container, key(name, DaosLocation::FOOTER)).unwrap();
     assert_eq!(footer_bytes.len() as u64, u64::from(anchor.nbytes_footer));
-    let (payload, _) = unpack_envelope(
-        &footer_bytes,
-        u64::from(anchor.len_footer),
-        1 << 30,
-        EnvelopeType::Footer,
-        "footer",
-    )
-    .unwrap();
-    let footer = Footer::read(&payload).unwrap();
+    let footer = common::footer_of(&footer_bytes, u64::from(anchor.len_footer));
     let mut keys: BTreeSet<DaosKey> = [
         DaosLocation::ANCHOR,
         DaosLocation::HEADER,
@@ -236,15 +198,8 @@ fn expected_keys(
         keys.insert(list_key);
         let list_bytes = fetch(container, list_key).unwrap();
         assert_eq!(list_bytes.len() as u64, group.page_list.locator.size);
-        let (payload, _) = unpack_envelope(
-            &list_bytes,
-            group.page_list.length,
-            1 << 30,
-            EnvelopeType::PageList,
-            "page list",
-        )
-        .unwrap();
-        for columns in PageList::read(&payload).unwrap().columns {
+        let list = common::page_list_of(&list_bytes, group.page_list.length);
+        for columns in list.columns {
             for (column, pages) in columns.iter().enumerate() {
                 for page in &pages.pages {
                     let LocatorKind::Object64 { location: id } = page.locator.kind else {

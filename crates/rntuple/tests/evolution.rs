@@ -76,10 +76,6 @@ fn reader() -> RNTupleReader {
     common::reader_of_clusters(&[batch(0, 10), batch(10, 20), batch(30, 30)])
 }
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
 fn ty(name: &str) -> ReadAs {
     ReadAs::Type(name.into())
 }
@@ -87,7 +83,7 @@ fn ty(name: &str) -> ReadAs {
 #[test]
 fn integers_widen_and_narrow_with_a_check_per_value() {
     let reader = reader();
-    let fields = names(&["i"]);
+    let fields = common::strings(&["i"]);
     let wide = reader
         .read_as(
             Some(&fields),
@@ -143,7 +139,7 @@ fn integers_widen_and_narrow_with_a_check_per_value() {
 #[test]
 fn doubles_read_as_floats_fail_where_their_class_changes() {
     let reader = reader();
-    let fields = names(&["d"]);
+    let fields = common::strings(&["d"]);
     let types = ReadTypes::new().with_type("d", ty("float"));
     let head = reader.read_as(Some(&fields), 0..42, &types).unwrap();
     assert_eq!(head.column(0).as_primitive::<Float32Type>().value(41), 41.5);
@@ -169,7 +165,7 @@ fn doubles_read_as_floats_fail_where_their_class_changes() {
 #[test]
 fn collections_convert_their_items_and_name_the_entry_of_a_bad_item() {
     let reader = reader();
-    let fields = names(&["v"]);
+    let fields = common::strings(&["v"]);
     let wide = reader
         .read_as(
             Some(&fields),
@@ -200,7 +196,7 @@ fn collections_convert_their_items_and_name_the_entry_of_a_bad_item() {
     for (field, want) in [("i", "std::vector<std::int32_t>"), ("v", "std::int32_t")] {
         let err = reader
             .projection_as(
-                Some(&names(&[field])),
+                Some(&common::strings(&[field])),
                 RecordPaths::Columns,
                 &ReadTypes::new().with_type(field, ty(want)),
             )
@@ -215,7 +211,7 @@ fn collections_convert_their_items_and_name_the_entry_of_a_bad_item() {
 #[test]
 fn records_read_member_by_member() {
     let reader = reader();
-    let fields = names(&["rec"]);
+    let fields = common::strings(&["rec"]);
     let types = ReadTypes::new().with_type(
         "rec",
         ReadAs::Record(vec![
@@ -274,7 +270,9 @@ fn unify_promotes_by_the_rule_of_numbers() {
     // What it gives reads every file: an int32 field as the double of a mix, by the rule
     // of a caller's types (every int32 is exactly a double).
     let types = ReadTypes::new().with_type("i", ty("double"));
-    let batch = reader.read_as(Some(&names(&["i"])), 0..2, &types).unwrap();
+    let batch = reader
+        .read_as(Some(&common::strings(&["i"])), 0..2, &types)
+        .unwrap();
     assert_eq!(
         batch
             .column(0)
@@ -303,7 +301,7 @@ fn wide_integers() -> RNTupleReader {
 #[test]
 fn integers_read_as_reals_only_when_exact() {
     let reader = wide_integers();
-    let k = names(&["k"]);
+    let k = common::strings(&["k"]);
     let as_double = ReadTypes::new().with_type("k", ty("double"));
     // The first value that a double does not hold: named with its entry and what it
     // would read as (2**62 + 1 reads as 2**62).
@@ -355,7 +353,7 @@ fn integers_read_as_reals_only_when_exact() {
         .with_type("u", ty("float"))
         .on_overflow(OnOverflow::Mask);
     let masked = reader
-        .read_as(Some(&names(&["u"])), 0..5, &as_float)
+        .read_as(Some(&common::strings(&["u"])), 0..5, &as_float)
         .unwrap();
     let got: Vec<Option<f32>> = masked
         .column(0)
@@ -397,7 +395,7 @@ fn unification_names_the_files_it_may_not_hold() {
     // Read as unified, a value that does not fit is found as it is read.
     let err = reader
         .read_as(
-            Some(&names(&["u"])),
+            Some(&common::strings(&["u"])),
             0..5,
             &ReadTypes::new().with_type("u", both.read_as.clone()),
         )
@@ -411,7 +409,7 @@ fn a_detached_reader_plans_reads_and_reads_no_page() {
     let detached = reader.detached();
     // The same plan (schema, conversions) from the metadata alone.
     let types = ReadTypes::new().with_type("k", ty("double"));
-    let k = names(&["k"]);
+    let k = common::strings(&["k"]);
     let planned = detached
         .projection_as(Some(&k), RecordPaths::Members, &types)
         .unwrap();

@@ -3,8 +3,10 @@
 //! or `self::...` path, and each path of a `use` that starts at a child module), and:
 //! every top-level module is in the table of layers, names only the modules its row
 //! allows, and no modules depend on each other in a cycle, at any level (`encoding` and
-//! `memory`, or `read::assemble` and `read::column`). Test code (`#[cfg(test)]`) may
-//! reach anything and is left out.
+//! `memory`, or `read::assemble` and `read::column`), in this crate or, but for the
+//! cycles known there, in the byte sources' (`rntuple-io`: `cache::layout` and
+//! `cache::stats`, or `daos` and `daos_directory`). Test code (`#[cfg(test)]`) may reach
+//! anything and is left out.
 
 // Test code: a failed unwrap is a failed test; test data is small.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,11 +18,17 @@ fn src() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The sources of the byte sources' crate, `rntuple-io`.
+fn io_src() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rntuple-io/src")
+}
+
 /// A module's path below the crate: `["read", "evolve", "plan"]`; the root is empty.
 type Module = Vec<String>;
 
-/// Every `.rs` file below `dir`, as its module and its text.
-fn sources(dir: &Path) -> Vec<(Module, String)> {
+/// Every `.rs` file below `dir`, as its module, whether it is its directory's module
+/// (`mod.rs`, `lib.rs`), and its text.
+fn sources(dir: &Path) -> Vec<(Module, bool, String)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -34,10 +42,12 @@ fn sources(dir: &Path) -> Vec<(Module, String)> {
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy().into_owned())
                     .collect();
-                if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+                let of_directory = matches!(module.last().map(String::as_str), Some("mod" | "lib"));
+                if of_directory {
                     module.pop();
                 }
-                out.push((module, std::fs::read_to_string(&path).unwrap()));
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((module, of_directory, text));
             }
         }
     }
@@ -45,28 +55,41 @@ fn sources(dir: &Path) -> Vec<(Module, String)> {
     out
 }
 
+/// A child module declared under `#[cfg(test)]`: its name, and its file if a
+/// `#[path]` names it (relative to the declaring file's directory).
+struct TestChild {
+    name: String,
+    path: Option<String>,
+}
+
 /// The code of a file without comments, string and char literals, and `#[cfg(test)]`
 /// items; also the child modules it declares under `#[cfg(test)]` (`mod tests;`).
-fn code_of(text: &str) -> (String, Vec<String>) {
+fn code_of(text: &str) -> (String, Vec<TestChild>) {
     let mut code = String::new();
     let mut test_children = Vec::new();
     let mut skip_depth: Option<i64> = None;
     let mut depth = 0i64;
     let mut test_next = false;
-    for line in text.lines() {
-        let line = strip_literals(line);
+    let mut test_path = None;
+    for raw in text.lines() {
+        let line = strip_literals(raw);
         let trimmed = line.trim();
         if skip_depth.is_none() && trimmed.starts_with("#[cfg(test)]") {
             test_next = true;
             continue;
         }
+        if test_next && trimmed.starts_with("#[path") {
+            test_path = raw.split('"').nth(1).map(str::to_string);
+        }
         if test_next && !trimmed.starts_with("#[") {
             test_next = false;
+            let path = test_path.take();
             if let Some(name) = trimmed
                 .strip_prefix("mod ")
                 .and_then(|r| r.strip_suffix(';'))
             {
-                test_children.push(name.trim().to_string());
+                let name = name.trim().to_string();
+                test_children.push(TestChild { name, path });
                 continue;
             }
             // A test item: skipped to its end (one line, or its braces).
@@ -223,18 +246,37 @@ fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     }
 }
 
-/// The crate's modules and, for each, the modules it names (the longest known module
-/// each of its paths starts with).
+/// The core's modules and, for each, the modules it names.
 fn module_graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let files = sources(&src());
+    module_graph_of(&src())
+}
+
+/// The modules of the crate whose sources are in `src` and, for each, the modules it
+/// names (the longest known module each of its paths starts with).
+fn module_graph_of(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let files = sources(src);
     let mut codes = BTreeMap::new();
     let mut test_only: BTreeSet<Module> = BTreeSet::new();
-    for (module, text) in &files {
+    for (module, of_directory, text) in &files {
         let (code, test_children) = code_of(text);
         for child in test_children {
             let mut m = module.clone();
-            m.push(child);
+            m.push(child.name);
             test_only.insert(m);
+            // A test module in a file of its own (`#[path = "dirfd_tests.rs"]`): that
+            // file's module is test code too (a path out of `src` is no module of it).
+            if let Some(path) = child.path.filter(|p| !p.contains("..")) {
+                let mut m = module.clone();
+                if !of_directory {
+                    m.pop();
+                }
+                let file = Path::new(&path).with_extension("");
+                m.extend(
+                    file.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+                );
+                test_only.insert(m);
+            }
         }
         codes.insert(module.clone(), code);
     }
@@ -405,19 +447,50 @@ fn top(m: &Module) -> Option<&str> {
     m.first().map(String::as_str)
 }
 
-#[test]
-fn no_modules_depend_on_each_other_in_a_cycle() {
-    let graph = module_graph();
-    let edges = sibling_edges(&graph);
-    let found: Vec<String> = cycles(&edges)
+/// The groups of modules of `graph` that depend on each other in a cycle, as text.
+fn cycles_of(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    cycles(&sibling_edges(graph))
         .iter()
         .map(|c| c.iter().map(|m| show(m)).collect::<Vec<_>>().join(" <-> "))
-        .collect();
+        .collect()
+}
+
+/// The cycles among the modules of rntuple-io still to be broken there: `local`'s
+/// `LocalFile::open` reads its setting through `settings`, which names `local`'s
+/// `DirectIo` (and `options`, which names it too). Any other cycle fails the check, and
+/// so does this one's end (then this list is to be emptied).
+const KNOWN_IO_CYCLES: [&str; 1] = ["local <-> options <-> settings"];
+
+#[test]
+fn no_modules_depend_on_each_other_in_a_cycle() {
+    let found = cycles_of(&module_graph());
     assert!(
         found.is_empty(),
         "modules that depend on each other:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn no_modules_of_the_byte_sources_depend_on_each_other_in_a_new_cycle() {
+    let found = cycles_of(&module_graph_of(&io_src()));
+    assert_eq!(
+        found, KNOWN_IO_CYCLES,
+        "modules of rntuple-io that depend on each other (the known cycles: {KNOWN_IO_CYCLES:?})"
+    );
+}
+
+#[test]
+fn the_graph_sees_the_byte_sources_modules_and_their_names() {
+    // The cycle check reads rntuple-io as it reads the core: known edges are found, and
+    // test modules (also one in a file of its own) are left out.
+    let graph = module_graph_of(&io_src());
+    let m = |s: &str| -> Module { s.split("::").map(str::to_string).collect() };
+    assert!(graph[&m("daos_directory")].contains(&m("daos")));
+    assert!(graph[&m("cache::stats_files")].contains(&m("cache::stats")));
+    assert!(graph.contains_key(&m("xrootd::connection")));
+    assert!(!graph.contains_key(&m("xrootd::tests")));
+    assert!(!graph.contains_key(&m("dirfd_tests")));
 }
 
 #[test]

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::tried::expect_tried;
+use common::tried::{expect_tried, Tried};
 use rntuple_io::RemoteKind;
 use rntuple_io::{open_source_with, NetworkOptions, RetryPolicy, S3Source, SourceOptions};
 use std::io::{Read, Write};
@@ -98,17 +98,53 @@ fn assert_within(took: Duration, low: f64, high: f64, what: &str) {
     );
 }
 
+/// Checks the failure `err` after `attempts` attempts (`attempts - 1` retries) that
+/// `took` so long: at least `low` seconds, far less than the stalls. Returns what it says
+/// was tried.
+fn given_up(err: &str, took: Duration, low: f64, attempts: u32) -> Tried<'_> {
+    println!("{err} [{took:?}]");
+    assert_within(took, low, GENEROUS, err);
+    let tried = expect_tried(err);
+    assert_eq!(
+        (tried.attempts, tried.retries),
+        (attempts, attempts - 1),
+        "{err}"
+    );
+    tried
+}
+
+/// The settings of an S3 client of the endpoint at `addr`, over plain HTTP.
+fn s3_vars(addr: SocketAddr) -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT_URL", format!("http://{addr}")),
+        ("AWS_ALLOW_HTTP", "true".to_string()),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "secret".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The error of opening an S3 object with `vars` and `options`, which must be a timeout,
+/// and how long it took.
+fn s3_timeout(vars: Vec<(String, String)>, options: &SourceOptions) -> (String, Duration) {
+    let policy = RetryPolicy::new(options.network);
+    let start = Instant::now();
+    let err = S3Source::open_with("s3://bucket/f.root", vars, policy).unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
+    (err.to_string(), took)
+}
+
 #[test]
 fn http_a_silent_server_is_given_up_after_the_first_byte_timeout_and_the_retries() {
     let server = Silent::start();
     let url = format!("http://{}/f.root", server.addr);
     let (err, took) = open_error(&url, &options(NEVER, 0.5, NEVER, 1), RemoteKind::TimedOut);
-    println!("{err} [{took:?}]");
     // Two waits of 0.5 s and a backoff of 0.1 s.
-    assert_within(took, 1.0, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let tried = given_up(&err, took, 1.0, 2);
     assert_eq!(tried.fault, format!("remote read of {url} failed: opening: no answer within 0.5 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)"));
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections(), 2, "one connection per attempt");
 }
 
@@ -118,38 +154,19 @@ fn root_a_silent_server_is_given_up_after_the_connect_timeout_and_the_retries() 
     let server = Silent::start();
     let url = format!("root://{}//f.root", server.addr);
     let (err, took) = open_error(&url, &options(0.5, NEVER, NEVER, 1), RemoteKind::TimedOut);
-    println!("{err} [{took:?}]");
-    assert_within(took, 1.0, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let tried = given_up(&err, took, 1.0, 2);
     assert_eq!(tried.fault, format!("remote read of {url} failed: handshake with {}: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)", server.addr));
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections(), 2, "one connection per attempt");
 }
 
 #[test]
 fn s3_a_silent_endpoint_is_given_up_after_the_first_byte_timeout_and_the_retries() {
     let server = Silent::start();
-    let vars = vec![
-        (
-            "AWS_ENDPOINT_URL".to_string(),
-            format!("http://{}", server.addr),
-        ),
-        ("AWS_ALLOW_HTTP".to_string(), "true".to_string()),
-        ("AWS_ACCESS_KEY_ID".to_string(), "AKIDEXAMPLE".to_string()),
-        ("AWS_SECRET_ACCESS_KEY".to_string(), "secret".to_string()),
-        ("AWS_REGION".to_string(), "us-east-1".to_string()),
-    ];
-    let policy = RetryPolicy::new(options(NEVER, 0.5, NEVER, 1).network);
-    let start = Instant::now();
-    let err = S3Source::open_with("s3://bucket/f.root", vars, policy).unwrap_err();
-    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
-    let err = err.to_string();
-    let took = start.elapsed();
-    println!("{err} [{took:?}]");
-    assert_within(took, 1.0, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let mut vars = s3_vars(server.addr);
+    vars.push(("AWS_REGION".to_string(), "us-east-1".to_string()));
+    let (err, took) = s3_timeout(vars, &options(NEVER, 0.5, NEVER, 1));
+    let tried = given_up(&err, took, 1.0, 2);
     assert_eq!(tried.fault, "remote read of s3://bucket/f.root failed: HEAD: no answer within 0.5 s (first-byte timeout, RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)");
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections(), 2, "one connection per attempt");
 }
 
@@ -193,12 +210,9 @@ fn a_refused_connection_names_the_attempts() {
             &options(NEVER, NEVER, NEVER, 2),
             RemoteKind::ConnectionRefused,
         );
-        println!("{err} [{took:?}]");
         // Backoffs of 0.1 and 0.2 s, and no timeout.
-        assert_within(took, 0.3, GENEROUS, &err);
-        let tried = expect_tried(&err);
+        let tried = given_up(&err, took, 0.3, 3);
         assert!(tried.fault.to_lowercase().contains("refused"), "{err}");
-        assert_eq!((tried.attempts, tried.retries), (3, 2));
     }
 }
 
@@ -254,38 +268,18 @@ fn connecting_is_given_up_after_the_connect_timeout() {
         ),
     ] {
         let (err, took) = open_error(&url, &options(0.5, NEVER, NEVER, 1), RemoteKind::TimedOut);
-        println!("{err} [{took:?}]");
-        assert_within(took, 1.0, GENEROUS, &err);
-        let tried = expect_tried(&err);
+        let tried = given_up(&err, took, 1.0, 2);
         assert!(
             tried.fault.ends_with(&format!("{doing}: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)")),
             "{err}"
         );
-        assert_eq!((tried.attempts, tried.retries), (2, 1));
     }
-    let vars = vec![
-        (
-            "AWS_ENDPOINT_URL".to_string(),
-            format!("http://{}", server.addr),
-        ),
-        ("AWS_ALLOW_HTTP".to_string(), "true".to_string()),
-        ("AWS_ACCESS_KEY_ID".to_string(), "AKIDEXAMPLE".to_string()),
-        ("AWS_SECRET_ACCESS_KEY".to_string(), "secret".to_string()),
-    ];
-    let policy = RetryPolicy::new(options(0.5, NEVER, NEVER, 1).network);
-    let start = Instant::now();
-    let err = S3Source::open_with("s3://bucket/f.root", vars, policy).unwrap_err();
-    assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
-    let err = err.to_string();
-    let took = start.elapsed();
-    println!("{err} [{took:?}]");
-    assert_within(took, 1.0, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let (err, took) = s3_timeout(s3_vars(server.addr), &options(0.5, NEVER, NEVER, 1));
+    let tried = given_up(&err, took, 1.0, 2);
     assert!(
         tried.fault.ends_with("HEAD: connecting: no connection within 0.5 s (connect timeout, RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)"),
         "{err}"
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
 }
 
 /// How an [`HttpServer`] sends a body.
@@ -373,14 +367,11 @@ fn http_a_body_that_stalls_is_given_up_after_the_idle_timeout() {
         &options(NEVER, NEVER, 0.5, 1),
         RemoteKind::TimedOut,
     );
-    println!("{err} [{took:?}]");
-    assert_within(took, 1.0, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let tried = given_up(&err, took, 1.0, 2);
     assert!(
         tried.fault.ends_with("opening: reading the reply: the answer stalled for 0.5 s (idle timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout)"),
         "{err}"
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(*server.requests.lock().unwrap(), 2);
 }
 
@@ -420,10 +411,8 @@ fn http_a_crawling_body_is_given_up_by_the_low_speed_limit() {
     crawl.network.speed_limit = 200;
     crawl.network.speed_time = Duration::from_secs(1);
     let (err, took) = open_error(&server.url, &crawl, RemoteKind::TimedOut);
-    println!("{err} [{took:?}]");
     // Two windows of 1 s and a backoff (the whole body would take 40 s an attempt).
-    assert_within(took, 1.5, GENEROUS, &err);
-    let tried = expect_tried(&err);
+    let tried = given_up(&err, took, 1.5, 2);
     assert!(
         tried.fault.ends_with(
             "opening: reading the reply: fewer than 200 bytes a second arrived over 1 s \
@@ -432,7 +421,6 @@ fn http_a_crawling_body_is_given_up_by_the_low_speed_limit() {
         ),
         "{err}"
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(*server.requests.lock().unwrap(), 2);
 }
 

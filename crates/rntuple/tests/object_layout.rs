@@ -11,16 +11,14 @@
 
 mod common;
 
-use rntuple::format::{
-    pack_envelope, unpack_envelope, EnvelopeType, Footer, LocatorKind, PageList, S3Anchor,
-};
-use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
+use common::objects::Refusing;
+
+use rntuple::format::{pack_envelope, EnvelopeType, Footer, LocatorKind, S3Anchor};
 use rntuple::read::RNTupleReader;
 use rntuple::write::ObjectSink;
 use rntuple::{Error, Result};
 use rntuple_io::objects::{MemoryObjects, ObjectStorage};
-use rntuple_io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use rntuple_io::ObjectDataset;
 use std::sync::Arc;
 
 fn memory_dataset(key: &str) -> (Arc<MemoryObjects>, ObjectDataset) {
@@ -30,14 +28,18 @@ fn memory_dataset(key: &str) -> (Arc<MemoryObjects>, ObjectDataset) {
 }
 
 fn copy_to(file: &str, dataset: ObjectDataset) -> Result<()> {
-    merge_to_dataset(
-        &[file.to_string()],
-        dataset,
-        &MergeOptions::default(),
-        false,
-        |_| {},
-    )
-    .map(|_| ())
+    common::copy_to_dataset(file, dataset, false)
+}
+
+/// The anchor of the dataset `key` in `store`, and its footer.
+fn anchor_and_footer(store: &MemoryObjects, key: &str) -> (S3Anchor, Footer) {
+    let anchor = S3Anchor::parse(&store.object(key).unwrap(), "anchor").unwrap();
+    let footer_bytes = store
+        .object(&format!("{key}/{}", anchor.footer_obj_id))
+        .unwrap();
+    assert_eq!(footer_bytes.len() as u64, anchor.nbytes_footer);
+    let footer = common::footer_of(&footer_bytes, anchor.len_footer);
+    (anchor, footer)
 }
 
 #[test]
@@ -70,42 +72,12 @@ fn every_conformance_case_round_trips_through_a_directory_of_objects() {
         };
         copy_to(&path, dataset).unwrap_or_else(|e| panic!("{case}: {e}"));
         let stored = RNTupleReader::open_path(&url, None).unwrap();
-        assert_eq!(stored.path(), original.descriptor().name, "{case}");
-        assert_eq!(stored.num_entries(), original.num_entries(), "{case}");
-        assert_eq!(
-            common::all_values(&stored),
-            common::all_values(&original),
-            "{case}: objects"
-        );
+        common::assert_stored_as_objects(&stored, &original, &format!("{case}: objects"));
         // One page list at the end, as ROOT's S3 sink writes (no checkpoints: a dataset
         // without its anchor cannot be recovered).
         assert!(stored.descriptor().cluster_groups.len() <= 1, "{case}");
-        // Every page has an object locator.
-        for c in &stored.descriptor().clusters {
-            for p in c.columns.iter().flat_map(|cp| cp.pages.iter()) {
-                assert!(
-                    matches!(p.locator.kind, LocatorKind::Object64 { .. }),
-                    "{case}: {:?}",
-                    p.locator
-                );
-            }
-        }
         // And back into a file, pages copied again.
-        let back = dir.join(format!("{case}.root"));
-        merge_files(
-            std::slice::from_ref(&url),
-            &back,
-            &MergeOptions::default(),
-            false,
-            |_| {},
-        )
-        .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
-        let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
-        assert_eq!(
-            common::all_values(&again),
-            common::all_values(&original),
-            "{case}: back in a file"
-        );
+        common::back_to_a_file(&url, &dir.join(format!("{case}.root")), &original, case);
         cases += 1;
     }
     assert_eq!((cases, refused), (50, 1));
@@ -117,25 +89,12 @@ fn objects_are_numbered_as_roots_sink_numbers_them() {
     let file = common::conformance_file("types.vector.fundamental");
     let (store, dataset) = memory_dataset("data/vec");
     copy_to(file.to_str().unwrap(), dataset).unwrap();
-    let anchor = S3Anchor::parse(&store.object("data/vec").unwrap(), "anchor").unwrap();
+    let (anchor, footer) = anchor_and_footer(&store, "data/vec");
     // The header is object 0, the footer the last; nothing after it.
     assert_eq!(anchor.header_obj_id, 0);
     assert_eq!(anchor.header_offset, 0);
     let keys = store.list("data/vec/").unwrap();
     assert_eq!(keys.len() as u64, anchor.footer_obj_id + 1, "{keys:?}");
-    let footer_bytes = store
-        .object(&format!("data/vec/{}", anchor.footer_obj_id))
-        .unwrap();
-    assert_eq!(footer_bytes.len() as u64, anchor.nbytes_footer);
-    let (payload, _) = unpack_envelope(
-        &footer_bytes,
-        anchor.len_footer,
-        1 << 30,
-        EnvelopeType::Footer,
-        "footer",
-    )
-    .unwrap();
-    let footer = Footer::read(&payload).unwrap();
     // Page lists are objects before the footer, named by object locators.
     let mut numbers = Vec::new();
     for group in &footer.cluster_groups {
@@ -145,15 +104,7 @@ fn objects_are_numbered_as_roots_sink_numbers_them() {
         assert!(location > 0 && location < anchor.footer_obj_id);
         let list = store.object(&format!("data/vec/{location}")).unwrap();
         assert_eq!(list.len() as u64, group.page_list.locator.size);
-        let (payload, _) = unpack_envelope(
-            &list,
-            group.page_list.length,
-            1 << 30,
-            EnvelopeType::PageList,
-            "page list",
-        )
-        .unwrap();
-        for cluster in PageList::read(&payload).unwrap().columns {
+        for cluster in common::page_list_of(&list, group.page_list.length).columns {
             for column in cluster {
                 for page in column.pages {
                     let LocatorKind::Object64 { location: n } = page.locator.kind else {
@@ -174,55 +125,12 @@ fn objects_are_numbered_as_roots_sink_numbers_them() {
     assert!(!numbers.is_empty());
 }
 
-/// A store whose puts fail after `ok` of them.
-#[derive(Debug)]
-struct Failing {
-    inner: MemoryObjects,
-    ok: usize,
-    puts: AtomicUsize,
-}
-
-impl ObjectStorage for Failing {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn object_name(&self, key: &str) -> String {
-        self.inner.object_name(key)
-    }
-    fn put(&self, key: &str, bytes: Vec<u8>) -> rntuple_io::Result<()> {
-        if self.puts.fetch_add(1, Ordering::SeqCst) >= self.ok {
-            return Err(rntuple_io::Error::InvalidArgument(format!(
-                "refused to store {key}"
-            )));
-        }
-        self.inner.put(key, bytes)
-    }
-    fn get(&self, key: &str, range: Option<ByteRange>) -> rntuple_io::Result<Vec<u8>> {
-        self.inner.get(key, range)
-    }
-    fn size_of(&self, key: &str) -> rntuple_io::Result<Option<u64>> {
-        self.inner.size_of(key)
-    }
-    fn delete(&self, key: &str) -> rntuple_io::Result<()> {
-        self.inner.delete(key)
-    }
-    fn list(&self, prefix: &str) -> rntuple_io::Result<Vec<String>> {
-        self.inner.list(prefix)
-    }
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.inner.metrics()
-    }
-}
-
 #[test]
 fn a_failed_write_leaves_no_anchor_and_no_objects() {
     let file = common::conformance_file("types.vector.fundamental");
     for ok in [0, 1, 3, 5] {
-        let store = Arc::new(Failing {
-            inner: MemoryObjects::new("failing"),
-            ok,
-            puts: AtomicUsize::new(0),
-        });
+        // Puts fail after `ok` of them; the clean-up's deletes succeed.
+        let store = Arc::new(Refusing::new(&MemoryObjects::new("failing"), ok, false));
         let dataset = ObjectDataset::new(store.clone(), "d", "failing/d");
         let err = copy_to(file.to_str().unwrap(), dataset).expect_err("puts fail");
         assert!(err.to_string().contains("refused to store"), "{err}");
@@ -261,14 +169,7 @@ fn an_existing_dataset_is_kept_unless_replaced() {
     let old = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
     // Replaced: the new dataset's objects only, beside the old ones (after the highest
     // id), the old ones removed once the anchor was switched.
-    merge_to_dataset(
-        &[other.to_str().unwrap().to_string()],
-        dataset.clone(),
-        &MergeOptions::default(),
-        true,
-        |_| {},
-    )
-    .unwrap();
+    common::copy_to_dataset(other.to_str().unwrap(), dataset.clone(), true).unwrap();
     let reader = RNTupleReader::open_objects(dataset.clone(), None).unwrap();
     let original = RNTupleReader::open_path(other.to_str().unwrap(), None).unwrap();
     assert_eq!(common::all_values(&reader), common::all_values(&original));
@@ -336,33 +237,13 @@ fn a_page_of_an_unknown_locator_type_is_named_and_refused() {
     let file = common::conformance_file("types.vector.fundamental");
     let (store, dataset) = memory_dataset("d");
     copy_to(file.to_str().unwrap(), dataset.clone()).unwrap();
-    let anchor = S3Anchor::parse(&store.object("d").unwrap(), "anchor").unwrap();
-    let footer_bytes = store
-        .object(&format!("d/{}", anchor.footer_obj_id))
-        .unwrap();
-    let (payload, _) = unpack_envelope(
-        &footer_bytes,
-        anchor.len_footer,
-        1 << 30,
-        EnvelopeType::Footer,
-        "footer",
-    )
-    .unwrap();
-    let footer = Footer::read(&payload).unwrap();
+    let (anchor, footer) = anchor_and_footer(&store, "d");
     let link = footer.cluster_groups[0].page_list;
     let LocatorKind::Object64 { location } = link.locator.kind else {
         panic!();
     };
     let key = format!("d/{location}");
-    let (payload, _) = unpack_envelope(
-        &store.object(&key).unwrap(),
-        link.length,
-        1 << 30,
-        EnvelopeType::PageList,
-        "page list",
-    )
-    .unwrap();
-    let mut list = PageList::read(&payload).unwrap();
+    let mut list = common::page_list_of(&store.object(&key).unwrap(), link.length);
     let page = &mut list.columns[0][0].pages[0];
     page.locator.kind = LocatorKind::Unknown {
         type_code: 0x05,

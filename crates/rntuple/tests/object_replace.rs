@@ -12,100 +12,26 @@
 
 mod common;
 
+use common::objects::Refusing;
+
 use arrow_array::RecordBatch;
 use rntuple::format::S3Anchor;
 use rntuple::inspect::verify::repair_objects;
-use rntuple::merge::{merge_to_dataset, MergeOptions};
 use rntuple::read::{dataset_objects, RNTupleReader};
 use rntuple::Result;
 use rntuple_io::objects::{MemoryObjects, ObjectStorage};
-use rntuple_io::{ByteRange, IoMetricsSnapshot, ObjectDataset};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use rntuple_io::ObjectDataset;
 use std::sync::{Arc, Mutex};
 
-/// A store whose writer "dies" after `budget` puts and deletes: every later one fails
-/// and changes nothing (as for a killed process, its clean-up never happens). Reads go
-/// on. With `on_second_list`, the second listing first runs that hook.
-struct Dying {
-    inner: MemoryObjects,
-    budget: usize,
-    done: AtomicUsize,
-    lists: AtomicUsize,
-    on_second_list: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl std::fmt::Debug for Dying {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dying")
-            .field("budget", &self.budget)
-            .finish()
-    }
-}
-
-impl Dying {
-    fn new(inner: &MemoryObjects, budget: usize) -> Dying {
-        Dying {
-            inner: inner.clone(),
-            budget,
-            done: AtomicUsize::new(0),
-            lists: AtomicUsize::new(0),
-            on_second_list: Mutex::new(None),
-        }
-    }
-
-    fn alive(&self, key: &str) -> rntuple_io::Result<()> {
-        if self.done.fetch_add(1, Ordering::SeqCst) >= self.budget {
-            return Err(rntuple_io::Error::InvalidArgument(format!(
-                "the writer is gone ({key})"
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl ObjectStorage for Dying {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn object_name(&self, key: &str) -> String {
-        self.inner.object_name(key)
-    }
-    fn put(&self, key: &str, bytes: Vec<u8>) -> rntuple_io::Result<()> {
-        self.alive(key)?;
-        self.inner.put(key, bytes)
-    }
-    fn get(&self, key: &str, range: Option<ByteRange>) -> rntuple_io::Result<Vec<u8>> {
-        self.inner.get(key, range)
-    }
-    fn size_of(&self, key: &str) -> rntuple_io::Result<Option<u64>> {
-        self.inner.size_of(key)
-    }
-    fn delete(&self, key: &str) -> rntuple_io::Result<()> {
-        self.alive(key)?;
-        self.inner.delete(key)
-    }
-    fn list(&self, prefix: &str) -> rntuple_io::Result<Vec<String>> {
-        if self.lists.fetch_add(1, Ordering::SeqCst) == 1 {
-            if let Some(hook) = self.on_second_list.lock().unwrap().take() {
-                hook();
-            }
-        }
-        self.inner.list(prefix)
-    }
-    fn metrics(&self) -> IoMetricsSnapshot {
-        self.inner.metrics()
-    }
+/// A store over `inner` whose writer "dies" after `budget` puts and deletes: every
+/// later one fails and changes nothing (as for a killed process, its clean-up never
+/// happens). Reads go on.
+fn dying(inner: &MemoryObjects, budget: usize) -> Refusing {
+    Refusing::new(inner, budget, true)
 }
 
 fn copy(file: &str, dataset: ObjectDataset, replace: bool) -> Result<()> {
-    merge_to_dataset(
-        &[file.to_string()],
-        dataset,
-        &MergeOptions::default(),
-        replace,
-        |_| {},
-    )
-    .map(|_| ())
+    common::copy_to_dataset(file, dataset, replace)
 }
 
 fn values_of(path: &str) -> RecordBatch {
@@ -134,14 +60,14 @@ fn a_replacement_stopped_after_any_operation_leaves_one_dataset_whole() {
             false,
         )
         .unwrap();
-        let counting = Arc::new(Dying::new(&inner, usize::MAX));
+        let counting = Arc::new(dying(&inner, usize::MAX));
         copy(
             new,
             ObjectDataset::new(counting.clone(), "d", "count/d"),
             true,
         )
         .unwrap();
-        counting.done.load(Ordering::SeqCst)
+        counting.writes()
     };
     assert!(total > 10, "{total} operations");
     let (mut kept_old, mut got_new) = (0, 0);
@@ -149,7 +75,7 @@ fn a_replacement_stopped_after_any_operation_leaves_one_dataset_whole() {
         let inner = MemoryObjects::new("mem");
         let whole = ObjectDataset::new(Arc::new(inner.clone()), "d", "mem/d");
         copy(old, whole.clone(), false).unwrap();
-        let dying = ObjectDataset::new(Arc::new(Dying::new(&inner, budget)), "d", "mem/d");
+        let dying = ObjectDataset::new(Arc::new(dying(&inner, budget)), "d", "mem/d");
         // The copy succeeds exactly when its anchor was stored.
         let stored_anchor = copy(new, dying, true).is_ok();
         let values = read_whole(&whole);
@@ -237,7 +163,7 @@ fn a_repair_during_a_write_fails_the_write_and_keeps_the_dataset() {
     let inner = MemoryObjects::new("mem");
     let whole = ObjectDataset::new(Arc::new(inner.clone()), "d", "mem/d");
     copy(old.to_str().unwrap(), whole.clone(), false).unwrap();
-    let racing = Dying::new(&inner, usize::MAX);
+    let racing = dying(&inner, usize::MAX);
     // The write lists the prefix when it starts and again before its anchor: a repair
     // runs just before the second listing, when the new objects are all stored.
     let repaired = Arc::new(Mutex::new(None));

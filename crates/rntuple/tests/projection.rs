@@ -39,15 +39,11 @@ fn reader() -> RNTupleReader {
     common::reader_of_clusters(&[batch(0, 10), batch(10, 20), batch(30, 30)])
 }
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
 #[test]
 fn paths_through_records_are_columns_or_members_as_asked() {
     let reader = reader();
     assert_eq!(reader.descriptor().clusters.len(), 3);
-    let wanted = names(&["rec.x"]);
+    let wanted = common::strings(&["rec.x"]);
 
     let columns = reader
         .projection(Some(&wanted), RecordPaths::Columns)
@@ -85,7 +81,10 @@ fn paths_through_records_are_columns_or_members_as_asked() {
 
     // The whole record and one of its members: the whole record, once.
     let both = reader
-        .projection(Some(&names(&["rec.y", "rec"])), RecordPaths::Members)
+        .projection(
+            Some(&common::strings(&["rec.y", "rec"])),
+            RecordPaths::Members,
+        )
         .unwrap();
     assert_eq!(both.selection().len(), 1);
     assert_eq!(both.selection()[0].keep, None);
@@ -120,7 +119,7 @@ fn batch_ranges_follow_cluster_boundaries_and_the_step() {
     let reader = reader();
     let all = reader.projection(None, RecordPaths::Members).unwrap();
     let n_only = reader
-        .projection(Some(&names(&["n"])), RecordPaths::Members)
+        .projection(Some(&common::strings(&["n"])), RecordPaths::Members)
         .unwrap();
     let ranges = |p, entries, step| reader.batch_ranges(p, entries, step).unwrap();
 

@@ -82,21 +82,34 @@ fn write_with_root(case: &Case, path: &Path) {
     assert!(status.success(), "ROOT failed to write {}", case.name);
 }
 
-/// The schemas `tests/layoutgen.py` writes, each stressing one part of the entry-size
-/// model (`write/size.rs`): variants, optionals and unique_ptrs, bitsets, strings,
-/// nested collections, records holding collections, a NanoAOD-like mix, other
-/// containers (maps, sets, RVec, vector<bool>) and non-default column representations.
-const SCHEMAS: [&str; 9] = [
-    "variant",
-    "optional",
-    "bitset",
-    "string",
-    "nested_vectors",
-    "records",
-    "nanoaod",
-    "containers",
-    "representations",
-];
+/// The schemas `tests/layoutgen.py` writes (its `SCHEMAS`, asked of it), each stressing
+/// one part of the entry-size model (`write/size.rs`): variants, optionals and
+/// unique_ptrs, bitsets, strings, nested collections, records holding collections, a
+/// NanoAOD-like mix, other containers (maps, sets, RVec, vector<bool>) and non-default
+/// column representations.
+fn schemas() -> Vec<String> {
+    let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import layoutgen; print('\\n'.join(layoutgen.SCHEMAS))",
+        ])
+        .current_dir(&tests)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tests/layoutgen.py's schemas: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let schemas: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(schemas.len() >= 9, "{schemas:?}");
+    schemas
+}
 
 /// Has ROOT write each `(schema, case)` into `dir`, all in one run of
 /// `tests/layoutgen.py` (ROOT starts once); returns the paths, in order.
@@ -375,7 +388,8 @@ fn clusters_and_pages_match_root_for_each_schema() {
         ("zstd5_c256k", 20_000, 505, 256 << 10, 0, 0),
     ];
     let mut cases = Vec::new();
-    for schema in SCHEMAS {
+    let schemas = schemas();
+    for schema in &schemas {
         for (suffix, n_events, compression, cluster, max_page, initial_page) in options {
             let case = Case {
                 name: format!("{schema}_{suffix}"),
@@ -385,7 +399,7 @@ fn clusters_and_pages_match_root_for_each_schema() {
                 max_page,
                 initial_page,
             };
-            cases.push((schema, case));
+            cases.push((schema.as_str(), case));
         }
     }
     let paths = write_schemas_with_root(&cases, &work_dir());

@@ -7,7 +7,6 @@
 use rntuple::format::Anchor;
 use rntuple::read::RNTupleReader;
 use rntuple::write::{schema_for_copy, RNTupleWriter, WriteOptions};
-use rntuple_io::MemorySource;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,13 +32,31 @@ fn copy_in_memory(path: &str, options: WriteOptions) -> (RNTupleReader, RNTupleR
         }
         writer.finish().unwrap()
     };
-    let copy = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("copy", sink)),
-        anchor,
-        "copy".into(),
-    )
-    .unwrap();
+    let copy = common::reader_in_memory("copy", sink, anchor, "copy");
     (source, copy)
+}
+
+/// A field of a schema extension: `name` of C++ type `type_name` below field
+/// `parent_id`, of `role`.
+fn field(name: &str, type_name: &str, parent_id: u32, role: u16) -> rntuple::format::FieldRecord {
+    rntuple::format::FieldRecord {
+        name: name.into(),
+        type_name: type_name.into(),
+        parent_id,
+        role,
+        ..Default::default()
+    }
+}
+
+/// A column of a schema extension: of `column_type` and `bits_on_storage`, of field
+/// `field_id`.
+fn column(column_type: u16, bits_on_storage: u16, field_id: u32) -> rntuple::format::ColumnRecord {
+    rntuple::format::ColumnRecord {
+        column_type,
+        bits_on_storage,
+        field_id,
+        ..Default::default()
+    }
 }
 
 fn conformance(case: &str) -> String {
@@ -103,7 +120,7 @@ fn every_conformance_case_round_trips_in_memory() {
 fn late_model_extension_defers_new_columns() {
     use arrow_array::{Array, RecordBatch};
     use arrow_schema::{Field, Schema};
-    use rntuple::format::{ColumnRecord, FieldRecord, SchemaDescription};
+    use rntuple::format::SchemaDescription;
 
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/events.root");
     let source = RNTupleReader::open_path(path.to_str().unwrap(), None).unwrap();
@@ -112,47 +129,14 @@ fn late_model_extension_defers_new_columns() {
     let options = WriteOptions::builder().cluster_size(4096).build().unwrap();
     let extra = SchemaDescription {
         fields: vec![
-            FieldRecord {
-                name: "late_met".into(),
-                type_name: "double".into(),
-                parent_id: 0,
-                role: 0,
-                ..Default::default()
-            },
-            FieldRecord {
-                name: "late_jets".into(),
-                type_name: "std::vector<float>".into(),
-                parent_id: 1,
-                role: 1,
-                ..Default::default()
-            },
-            FieldRecord {
-                name: "_0".into(),
-                type_name: "float".into(),
-                parent_id: 1,
-                role: 0,
-                ..Default::default()
-            },
+            field("late_met", "double", 0, 0),
+            field("late_jets", "std::vector<float>", 1, 1),
+            field("_0", "float", 1, 0),
         ],
         columns: vec![
-            ColumnRecord {
-                column_type: 0x19,
-                bits_on_storage: 64,
-                field_id: 0,
-                ..Default::default()
-            },
-            ColumnRecord {
-                column_type: 0x1B,
-                bits_on_storage: 64,
-                field_id: 1,
-                ..Default::default()
-            },
-            ColumnRecord {
-                column_type: 0x18,
-                bits_on_storage: 32,
-                field_id: 2,
-                ..Default::default()
-            },
+            column(0x19, 64, 0),
+            column(0x1B, 64, 1),
+            column(0x18, 32, 2),
         ],
         ..Default::default()
     };
@@ -185,12 +169,7 @@ fn late_model_extension_defers_new_columns() {
         writer.write_batch(&batch).unwrap();
         writer.finish().unwrap()
     };
-    let copy = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("copy", sink)),
-        anchor,
-        "copy".into(),
-    )
-    .unwrap();
+    let copy = common::reader_in_memory("copy", sink, anchor, "copy");
     let d = copy.descriptor();
     assert!(d.clusters.len() > 4, "{} clusters", d.clusters.len());
     let late = d.find_field("late_met").unwrap();
@@ -202,12 +181,15 @@ fn late_model_extension_defers_new_columns() {
     let jets = back.column_by_name("late_jets").unwrap();
     let zeros = arrow_array::Float64Array::from(vec![0.0; split]);
     assert_eq!(met.slice(0, split).as_ref(), &zeros as &dyn Array);
-    assert_eq!(
-        met.slice(split, n as usize - split).as_ref(),
-        all.column_by_name("MET_pt")
+    // The values written after the extension, as read from the original.
+    let rest = |name: &str| {
+        all.column_by_name(name)
             .unwrap()
             .slice(split, n as usize - split)
-            .as_ref()
+    };
+    assert_eq!(
+        met.slice(split, n as usize - split).as_ref(),
+        rest("MET_pt").as_ref()
     );
     let empty = jets.slice(0, split);
     let empty = empty
@@ -217,10 +199,7 @@ fn late_model_extension_defers_new_columns() {
     assert!((0..split).all(|i| empty.value_length(i) == 0));
     assert_eq!(
         jets.slice(split, n as usize - split).as_ref(),
-        all.column_by_name("Jet_pt")
-            .unwrap()
-            .slice(split, n as usize - split)
-            .as_ref()
+        rest("Jet_pt").as_ref()
     );
     // The fields from the header are unchanged.
     assert_eq!(
@@ -312,12 +291,7 @@ fn entries_written_one_by_one_read_back_as_the_same_values() {
         );
         rows.finish().unwrap()
     };
-    let back = RNTupleReader::from_anchor(
-        Arc::new(MemorySource::new("rows", sink)),
-        anchor,
-        "rows".into(),
-    )
-    .unwrap();
+    let back = common::reader_in_memory("rows", sink, anchor, "rows");
     let mut got = back.read_entries(None, 0..3).unwrap();
     // 1e-40 is a float subnormal: it comes back as the float nearest to it.
     if let List(xs) = &mut got[1][8] {
@@ -344,9 +318,7 @@ fn char_values_keep_their_sign() {
         rows.finish().unwrap()
     };
     let bytes = sink.clone();
-    let back =
-        RNTupleReader::from_anchor(Arc::new(MemorySource::new("c", bytes)), anchor, "c".into())
-            .unwrap();
+    let back = common::reader_in_memory("c", bytes, anchor, "c");
     let got: Vec<Value> = back
         .read_entries(None, 0..6)
         .unwrap()

@@ -3,7 +3,8 @@
 //! can be staged. The integration tests under `tests/` run a real S3 server (moto).
 
 use super::*;
-use crate::tried::expect_tried;
+use crate::test_bytes::test_bytes;
+use crate::tried::{expect_tried, expect_tried_ending};
 use object_store::aws::AmazonS3ConfigKey;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -95,6 +96,19 @@ impl FakeS3 {
 
     fn open(&self) -> Result<S3Source> {
         S3Source::open_with("s3://bucket/dir/file.root", self.vars(), fast_policy())
+    }
+
+    /// The file opened with the `network` settings, one retry and backoffs of 100 ms.
+    fn open_retrying_once(&self, network: NetworkOptions) -> S3Source {
+        let policy = RetryPolicy {
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(100),
+            ..RetryPolicy::new(NetworkOptions {
+                retries: 1,
+                ..network
+            })
+        };
+        S3Source::open_with("s3://bucket/dir/file.root", self.vars(), policy).unwrap()
     }
 
     fn gets(&self) -> Vec<Logged> {
@@ -285,11 +299,13 @@ fn fast_policy() -> RetryPolicy {
     }
 }
 
-/// Deterministic, non-repeating test bytes.
-fn test_bytes(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
-        .collect()
+/// Checks the failure `err` of two attempts (one retry) that `took` so long: at least
+/// `low` (the waits it gave up after), far less than the stalls, and its fault (before
+/// what was tried) ends with `fault_end`.
+fn failed_twice(err: &str, took: Duration, low: Duration, fault_end: &str) {
+    println!("{err} [{took:?}]");
+    assert!(took >= low && took <= Duration::from_secs(30), "{took:?}");
+    expect_tried_ending(err, fault_end, 2, 1);
 }
 
 #[test]
@@ -663,39 +679,26 @@ fn a_body_that_stalls_runs_into_the_idle_timeout_one_that_moves_never_does() {
     let data = test_bytes(1000);
     let server = FakeS3::start(data.clone());
     // Timeouts of 1 s: a stall of 60 s runs into them; bytes 100 ms apart never do.
-    let policy = RetryPolicy {
-        initial_backoff: Duration::from_millis(100),
-        max_backoff: Duration::from_millis(100),
-        ..RetryPolicy::new(NetworkOptions {
-            connect_timeout: Duration::from_secs(1),
-            first_byte_timeout: Duration::from_secs(1),
-            idle_timeout: Duration::from_secs(1),
-            retries: 1,
-            ..NetworkOptions::default()
-        })
-    };
-    let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
+    let source = server.open_retrying_once(NetworkOptions {
+        connect_timeout: Duration::from_secs(1),
+        first_byte_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+        ..NetworkOptions::default()
+    });
 
     // 10 bytes of 100, then nothing.
     *server.faults.pace_bodies.lock().unwrap() = Some((10, Duration::ZERO));
     let start = Instant::now();
     let err = source.read_at(100, 100).unwrap_err().to_string();
     let took = start.elapsed();
-    println!("{err} [{took:?}]");
     // Two waits of 1 s and a backoff; far less than the stalls.
-    assert!(
-        took >= Duration::from_millis(2000) && took <= Duration::from_secs(30),
-        "{took:?}"
+    failed_twice(
+        &err,
+        took,
+        Duration::from_millis(2000),
+        "GET bytes 100..200: reading the body: the answer stalled for 1 s (idle \
+         timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout)",
     );
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(
-            "GET bytes 100..200: reading the body: the answer stalled for 1 s (idle \
-             timeout, RNTUPLE_IDLE_TIMEOUT or --idle-timeout)"
-        ),
-        "{err}"
-    );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.gets().len(), 2);
 
     // 20 bytes 100 ms apart: 2 s, twice the first-byte and idle timeouts, each wait a
@@ -739,18 +742,12 @@ fn nearby_small_ranges_are_read_in_one_get() {
 fn a_body_that_crawls_runs_into_the_low_speed_limit() {
     let data = test_bytes(1000);
     let server = FakeS3::start(data.clone());
-    let policy = RetryPolicy {
-        initial_backoff: Duration::from_millis(100),
-        max_backoff: Duration::from_millis(100),
-        ..RetryPolicy::new(NetworkOptions {
-            idle_timeout: Duration::from_secs(5),
-            speed_limit: 100,
-            speed_time: Duration::from_millis(500),
-            retries: 1,
-            ..NetworkOptions::default()
-        })
-    };
-    let source = S3Source::open_with("s3://bucket/dir/file.root", server.vars(), policy).unwrap();
+    let source = server.open_retrying_once(NetworkOptions {
+        idle_timeout: Duration::from_secs(5),
+        speed_limit: 100,
+        speed_time: Duration::from_millis(500),
+        ..NetworkOptions::default()
+    });
     // A byte every 40 ms: 25 bytes a second, each wait far within the idle timeout
     // (the 200 bytes would take 8 s an attempt).
     *server.faults.pace_bodies.lock().unwrap() = Some((usize::MAX, Duration::from_millis(40)));
@@ -759,20 +756,13 @@ fn a_body_that_crawls_runs_into_the_low_speed_limit() {
     let took = start.elapsed();
     assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
     let err = err.to_string();
-    println!("{err} [{took:?}]");
-    assert!(
-        took >= Duration::from_millis(1000) && took <= Duration::from_secs(30),
-        "{took:?}"
+    failed_twice(
+        &err,
+        took,
+        Duration::from_millis(1000),
+        "GET bytes 100..300: reading the body: fewer than 100 bytes a second arrived \
+         over 0.5 s (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or \
+         --speed-limit and --speed-time)",
     );
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(
-            "GET bytes 100..300: reading the body: fewer than 100 bytes a second arrived \
-             over 0.5 s (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or \
-             --speed-limit and --speed-time)"
-        ),
-        "{err}"
-    );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.gets().len(), 2);
 }

@@ -7,7 +7,8 @@
 use super::protocol::{request, status, ResponseHeader, ATTN_ASYNC_RESPONSE, READV_ELEMENT_LEN};
 use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::{Error, RemoteKind};
-use crate::tried::expect_tried;
+use crate::test_bytes::test_bytes;
+use crate::tried::{expect_tried, expect_tried_ending};
 use crate::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -334,19 +335,6 @@ fn no_hook(_: &mut Peer, _: &Msg) -> bool {
     false
 }
 
-/// Deterministic, position-dependent bytes.
-fn pattern(len: usize) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Options with `attempts` attempts, every timeout `timeout_ms`, and short backoffs.
 fn quick(attempts: u32, timeout_ms: u64) -> XRootDOptions {
     let timeout = Duration::from_millis(timeout_ms);
@@ -368,6 +356,51 @@ fn quick(attempts: u32, timeout_ms: u64) -> XRootDOptions {
 
 fn slice(data: &[u8], r: ByteRange) -> &[u8] {
     &data[r.offset as usize..(r.offset + r.len) as usize]
+}
+
+/// Reads the `(offset, length)` ranges from `src` in one call and checks each against
+/// `data`.
+fn read_and_check(src: &XRootDSource, data: &[u8], ranges: &[(u64, u64)]) {
+    let ranges: Vec<ByteRange> = ranges
+        .iter()
+        .map(|&(offset, len)| ByteRange { offset, len })
+        .collect();
+    let chunks = src.read_ranges(&ranges).unwrap();
+    assert_eq!(chunks.len(), ranges.len());
+    for (r, c) in ranges.iter().zip(&chunks) {
+        assert_eq!(c.as_slice(), slice(data, *r));
+    }
+}
+
+/// The `what` and `detail` of the error of `result`, which must be a remote error of
+/// `kind` (a failed test otherwise).
+fn remote_error<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    kind: RemoteKind,
+) -> (String, String) {
+    match result {
+        Err(Error::Remote {
+            kind: got,
+            what,
+            detail,
+        }) if got == kind => (what, detail),
+        other => panic!("expected {kind:?}, got {other:?}"),
+    }
+}
+
+/// Checks that `result` failed with a remote error of `kind` whose `what` contains
+/// `what_has` and whose detail contains each of `detail_has`.
+fn expect_remote<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    kind: RemoteKind,
+    what_has: &str,
+    detail_has: &[&str],
+) {
+    let (what, detail) = remote_error(result, kind);
+    assert!(what.contains(what_has), "{what}");
+    for part in detail_has {
+        assert!(detail.contains(part), "{part:?} not in {detail}");
+    }
 }
 
 /// Waits until `done` holds, for at most 30 s (a test's synchronisation on a count,
@@ -392,7 +425,7 @@ fn arrive_and_wait(arrived: &AtomicUsize, n: usize) {
 
 #[test]
 fn reads_split_to_the_servers_limits() {
-    let data = pattern(9 << 20);
+    let data = test_bytes(9 << 20);
     let mut config = Config::new(data.clone());
     config.query_answer = "3\n1000\n".into();
     // A single read is answered only once another one arrived (on another connection:
@@ -419,36 +452,16 @@ fn reads_split_to_the_servers_limits() {
     assert!(hints.remote);
 
     // 2 + 1 + 3 + 1 + 1 pieces of at most 1000 bytes: 8 segments, 3 vector requests.
+    let last = data.len() as u64 - 1;
     let ranges = [
-        ByteRange {
-            offset: 0,
-            len: 1500,
-        },
-        ByteRange {
-            offset: 77,
-            len: 10,
-        },
-        ByteRange {
-            offset: 5000,
-            len: 2001,
-        },
-        ByteRange {
-            offset: data.len() as u64 - 1,
-            len: 1,
-        },
-        ByteRange {
-            offset: 123,
-            len: 0,
-        },
-        ByteRange {
-            offset: 10,
-            len: 1000,
-        },
+        (0, 1500),
+        (77, 10),
+        (5000, 2001),
+        (last, 1),
+        (123, 0),
+        (10, 1000),
     ];
-    let chunks = src.read_ranges(&ranges).unwrap();
-    for (r, c) in ranges.iter().zip(&chunks) {
-        assert_eq!(c.as_slice(), slice(&data, *r));
-    }
+    read_and_check(&src, &data, &ranges);
     let m = src.metrics();
     assert_eq!(m.vector_requests, 3);
     assert_eq!(m.requests, 3);
@@ -509,7 +522,7 @@ fn sessions_are_set_up_in_few_round_trips() {
     let bursts: Bursts = Arc::default();
     let seen = bursts.clone();
     // Over 8 MiB: two kXR_read pieces.
-    let data = pattern(9 << 20);
+    let data = test_bytes(9 << 20);
     let server = FakeServer::start(Config::new(data.clone()), move |peer, m| {
         if matches!(m.code, request::PROTOCOL | request::LOGIN | request::OPEN) {
             let next = code_sent_with(peer);
@@ -566,7 +579,7 @@ fn sessions_are_set_up_in_few_round_trips() {
 
 #[test]
 fn a_wait_for_a_pipelined_login_or_open_sends_it_again() {
-    let data = pattern(9 << 20);
+    let data = test_bytes(9 << 20);
     // The first login (sent with the handshake) and the first open of the spare session
     // (sent with its login) are told to come back at once.
     let waited = Arc::new(Mutex::new(Vec::new()));
@@ -605,7 +618,7 @@ fn a_wait_for_a_pipelined_login_or_open_sends_it_again() {
 
 #[test]
 fn oksofar_parts_are_joined() {
-    let data = pattern(50_000);
+    let data = test_bytes(50_000);
     let server = FakeServer::start(Config::new(data.clone()), |peer, m| match m.code {
         request::READ => {
             let (offset, len) = m.read_args();
@@ -629,24 +642,7 @@ fn oksofar_parts_are_joined() {
     });
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
     assert!(src.read_at(1000, 30_000).unwrap() == data[1000..31_000]);
-    let ranges = [
-        ByteRange {
-            offset: 5,
-            len: 100,
-        },
-        ByteRange {
-            offset: 40_000,
-            len: 9_000,
-        },
-        ByteRange {
-            offset: 5,
-            len: 100,
-        },
-    ];
-    let chunks = src.read_ranges(&ranges).unwrap();
-    for (r, c) in ranges.iter().zip(&chunks) {
-        assert_eq!(c.as_slice(), slice(&data, *r));
-    }
+    read_and_check(&src, &data, &[(5, 100), (40_000, 9_000), (5, 100)]);
     let m = src.metrics();
     assert_eq!(m.bytes_read, 30_000 + 9_200);
     assert_eq!((m.requests, m.vector_requests), (2, 1));
@@ -654,7 +650,7 @@ fn oksofar_parts_are_joined() {
 
 #[test]
 fn interleaved_responses_are_routed_by_stream_id() {
-    let data = pattern(20_000);
+    let data = test_bytes(20_000);
     let mut config = Config::new(data.clone());
     config.query_answer = "2\n100000\n".into();
     let held: Arc<Mutex<Vec<Msg>>> = Arc::default();
@@ -681,16 +677,8 @@ fn interleaved_responses_are_routed_by_stream_id() {
         true
     });
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
-    let ranges: Vec<ByteRange> = (0..6)
-        .map(|i| ByteRange {
-            offset: 3000 * i + 7,
-            len: 500 + i,
-        })
-        .collect();
-    let chunks = src.read_ranges(&ranges).unwrap();
-    for (r, c) in ranges.iter().zip(&chunks) {
-        assert_eq!(c.as_slice(), slice(&data, *r));
-    }
+    let ranges: Vec<(u64, u64)> = (0..6).map(|i| (3000 * i + 7, 500 + i)).collect();
+    read_and_check(&src, &data, &ranges);
     let streams: std::collections::BTreeSet<[u8; 2]> = server
         .requests(request::READV)
         .iter()
@@ -706,7 +694,7 @@ fn interleaved_responses_are_routed_by_stream_id() {
 
 #[test]
 fn wait_and_deferred_responses() {
-    let data = pattern(10_000);
+    let data = test_bytes(10_000);
     let reads = Arc::new(AtomicUsize::new(0));
     let reads2 = reads.clone();
     let server = FakeServer::start(Config::new(data.clone()), move |peer, m| {
@@ -755,7 +743,7 @@ fn wait_and_deferred_responses() {
 
 #[test]
 fn a_deferred_response_that_never_comes_fails_clearly() {
-    let server = FakeServer::start(Config::new(pattern(100)), |peer, m| {
+    let server = FakeServer::start(Config::new(test_bytes(100)), |peer, m| {
         if m.code == request::READ {
             peer.send(m.stream, status::WAIT_RESP, &[0, 0, 0, 0]);
             return true;
@@ -774,7 +762,7 @@ fn a_deferred_response_that_never_comes_fails_clearly() {
 fn a_response_deferred_again_and_again_is_given_up() {
     // kXR_waitresp, then the deferred answer is another kXR_waitresp, 100 ms later,
     // for as long as the client listens: each bounded, the chain bounded in total.
-    let server = FakeServer::start(Config::new(pattern(100)), |peer, m| {
+    let server = FakeServer::start(Config::new(test_bytes(100)), |peer, m| {
         if m.code != request::READ {
             return false;
         }
@@ -808,7 +796,7 @@ fn a_response_deferred_again_and_again_is_given_up() {
 
 #[test]
 fn redirects_are_followed_with_their_opaque_data() {
-    let data = pattern(4096);
+    let data = test_bytes(4096);
     let target = FakeServer::start(Config::new(data.clone()), no_hook);
     let target_port = target.port;
     let manager = FakeServer::start(Config::new(Vec::new()), move |peer, m| {
@@ -856,64 +844,56 @@ fn error_body(code: u32, message: &str) -> Vec<u8> {
     body
 }
 
+/// A hook answering every request of `code` with the error `error(m)` (its number and
+/// message).
+fn refused(
+    code: u16,
+    error: impl Fn(&Msg) -> (u32, String) + Send + Sync + 'static,
+) -> impl Fn(&mut Peer, &Msg) -> bool + Send + Sync + 'static {
+    move |peer, m| {
+        if m.code != code {
+            return false;
+        }
+        let (number, message) = error(m);
+        peer.send(m.stream, status::ERROR, &error_body(number, &message));
+        true
+    }
+}
+
 #[test]
 fn server_errors_become_not_found_or_remote() {
-    let server = FakeServer::start(Config::new(Vec::new()), |peer, m| {
-        if m.code == request::OPEN {
-            let body = if m.payload.starts_with(b"/missing") {
-                error_body(3011, "no such file or directory")
-            } else {
-                error_body(3010, "permission denied for /secret")
-            };
-            peer.send(m.stream, status::ERROR, &body);
-            return true;
+    let hook = refused(request::OPEN, |m| {
+        if m.payload.starts_with(b"/missing") {
+            (3011, "no such file or directory".into())
+        } else {
+            (3010, "permission denied for /secret".into())
         }
-        false
     });
-    match XRootDSource::open_with(&server.url("//missing.root"), quick(3, 5000)) {
-        Err(Error::Remote {
-            kind: RemoteKind::NotFound,
-            what,
-            detail,
-        }) => {
-            assert!(what.contains("missing.root"), "{what}");
-            assert!(
-                detail.contains("no such file") && detail.contains("kXR_NotFound"),
-                "{detail}"
-            )
-        }
-        other => panic!("expected NotFound, got {other:?}"),
-    }
-    match XRootDSource::open_with(&server.url("//secret"), quick(3, 5000)) {
-        Err(Error::Remote {
-            kind: RemoteKind::PermissionDenied,
-            what,
-            detail,
-        }) => {
-            assert!(what.contains("/secret"), "{what}");
-            assert!(
-                detail.contains("kXR_NotAuthorized") && detail.contains("permission denied"),
-                "{detail}"
-            );
-        }
-        other => panic!("expected Remote, got {other:?}"),
-    }
+    let server = FakeServer::start(Config::new(Vec::new()), hook);
+    expect_remote(
+        XRootDSource::open_with(&server.url("//missing.root"), quick(3, 5000)),
+        RemoteKind::NotFound,
+        "missing.root",
+        &["no such file", "kXR_NotFound"],
+    );
+    expect_remote(
+        XRootDSource::open_with(&server.url("//secret"), quick(3, 5000)),
+        RemoteKind::PermissionDenied,
+        "/secret",
+        &["kXR_NotAuthorized", "permission denied"],
+    );
     // Permanent errors are not retried.
     assert_eq!(server.requests(request::OPEN).len(), 2);
 }
 
 #[test]
 fn tokens_in_server_messages_are_scrubbed() {
-    let server = FakeServer::start(Config::new(Vec::new()), |peer, m| {
-        if m.code == request::OPEN {
-            // A server quoting the whole request path, opaque part included.
-            let path = String::from_utf8_lossy(&m.payload).replace("%20", " ");
-            let body = error_body(3010, &format!("cannot open {path}"));
-            peer.send(m.stream, status::ERROR, &body);
-            return true;
-        }
-        false
+    // A server quoting the whole request path, opaque part included.
+    let hook = refused(request::OPEN, |m| {
+        let path = String::from_utf8_lossy(&m.payload).replace("%20", " ");
+        (3010, format!("cannot open {path}"))
     });
+    let server = FakeServer::start(Config::new(Vec::new()), hook);
     let url = server.url("//f.root?authz=Bearer%20s3cr3tT0ken&other=vis1ble");
     let err = XRootDSource::open_with(&url, quick(1, 5000))
         .unwrap_err()
@@ -924,7 +904,7 @@ fn tokens_in_server_messages_are_scrubbed() {
 
 #[test]
 fn a_transient_server_error_is_retried() {
-    let data = pattern(1000);
+    let data = test_bytes(1000);
     let tries = Arc::new(AtomicUsize::new(0));
     let tries2 = tries.clone();
     let server = FakeServer::start(Config::new(data.clone()), move |peer, m| {
@@ -941,7 +921,7 @@ fn a_transient_server_error_is_retried() {
 
 #[test]
 fn truncated_frames_reconnect_and_retry() {
-    let data = pattern(100_000);
+    let data = test_bytes(100_000);
     let server = FakeServer::start(Config::new(data.clone()), |peer, m| {
         // The first connection dies in the middle of a data frame.
         if peer.index == 0 && matches!(m.code, request::READ | request::READV) {
@@ -994,7 +974,7 @@ fn truncated_frames_reconnect_and_retry() {
 
 #[test]
 fn a_server_claiming_more_bytes_than_asked_is_an_error() {
-    let data = pattern(1000);
+    let data = test_bytes(1000);
     let server = FakeServer::start(Config::new(data), |peer, m| {
         match m.code {
             request::READ => {
@@ -1043,7 +1023,7 @@ fn a_server_claiming_more_bytes_than_asked_is_an_error() {
 
 #[test]
 fn oversized_control_responses_are_rejected() {
-    let server = FakeServer::start(Config::new(pattern(10)), |peer, m| {
+    let server = FakeServer::start(Config::new(test_bytes(10)), |peer, m| {
         if m.code == request::LOGIN {
             let head = ResponseHeader {
                 stream_id: m.stream,
@@ -1064,7 +1044,7 @@ fn oversized_control_responses_are_rejected() {
 
 #[test]
 fn short_reads_are_errors() {
-    let data = pattern(1000);
+    let data = test_bytes(1000);
     let server = FakeServer::start(Config::new(data), |peer, m| {
         match m.code {
             request::READ => {
@@ -1099,7 +1079,7 @@ fn short_reads_are_errors() {
 
 #[test]
 fn a_file_that_changed_size_across_a_reconnect_is_an_error() {
-    let data = pattern(5000);
+    let data = test_bytes(5000);
     let mut config = Config::new(data);
     // Sizes from kXR_stat here (a server that ignores kXR_retstat).
     config.retstat = false;
@@ -1125,7 +1105,7 @@ fn a_file_that_changed_size_across_a_reconnect_is_an_error() {
 
 #[test]
 fn unix_authentication_when_asked() {
-    let data = pattern(300);
+    let data = test_bytes(300);
     let mut config = Config::new(data.clone());
     config.login_security = "&P=gsi,v:10000&P=unix\0".into();
     let server = FakeServer::start(config, |peer, m| {
@@ -1162,30 +1142,22 @@ fn unix_authentication_when_asked() {
     // Credentials the server refuses: permission denied, not retried.
     let mut config = Config::new(Vec::new());
     config.login_security = "&P=unix\0".into();
-    let server = FakeServer::start(config, |peer, m| {
-        if m.code == request::AUTH {
-            peer.send(m.stream, status::ERROR, &error_body(3030, "unknown user"));
-            return true;
-        }
-        false
-    });
-    match XRootDSource::open_with(&server.url("//f"), quick(3, 5000)) {
-        Err(Error::Remote {
-            kind: RemoteKind::PermissionDenied,
-            detail,
-            ..
-        }) => assert!(
-            detail.contains("kXR_AuthFailed") && detail.contains("unknown user"),
-            "{detail}"
-        ),
-        other => panic!("expected PermissionDenied, got {other:?}"),
-    }
+    let server = FakeServer::start(
+        config,
+        refused(request::AUTH, |_| (3030, "unknown user".into())),
+    );
+    expect_remote(
+        XRootDSource::open_with(&server.url("//f"), quick(3, 5000)),
+        RemoteKind::PermissionDenied,
+        "",
+        &["kXR_AuthFailed", "unknown user"],
+    );
     assert_eq!(server.requests(request::AUTH).len(), 1);
 }
 
 #[test]
 fn readv_limits_fall_back_to_the_protocol_defaults() {
-    let mut config = Config::new(pattern(10));
+    let mut config = Config::new(test_bytes(10));
     config.query_answer = "readv_iov_max\nreadv_ior_max\n".into();
     let server = FakeServer::start(config, no_hook);
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
@@ -1195,13 +1167,10 @@ fn readv_limits_fall_back_to_the_protocol_defaults() {
         (1024, 2_097_136)
     );
 
-    let server = FakeServer::start(Config::new(pattern(10)), |peer, m| {
-        if m.code == request::QUERY {
-            peer.send(m.stream, status::ERROR, &error_body(3013, "not supported"));
-            return true;
-        }
-        false
-    });
+    let server = FakeServer::start(
+        Config::new(test_bytes(10)),
+        refused(request::QUERY, |_| (3013, "not supported".into())),
+    );
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
     let h = src.hints();
     assert_eq!(
@@ -1212,9 +1181,9 @@ fn readv_limits_fall_back_to_the_protocol_defaults() {
 
 #[test]
 fn the_file_is_closed_when_the_source_is_dropped() {
-    let server = FakeServer::start(Config::new(pattern(10)), no_hook);
+    let server = FakeServer::start(Config::new(test_bytes(10)), no_hook);
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
-    assert_eq!(src.read_at(0, 10).unwrap(), pattern(10));
+    assert_eq!(src.read_at(0, 10).unwrap(), test_bytes(10));
     drop(src);
     assert_eq!(server.requests(request::CLOSE).len(), 1);
 }
@@ -1227,25 +1196,20 @@ fn a_refused_connection_is_a_remote_error_after_retries() {
     };
     let start = Instant::now();
     let url = format!("root://user:secret@127.0.0.1:{port}//f?authz=token");
-    match XRootDSource::open_with(&url, quick(3, 1000)) {
-        Err(Error::Remote {
-            kind: RemoteKind::ConnectionRefused,
-            what,
-            detail,
-        }) => {
-            assert!(
-                !what.contains("secret") && !what.contains("token"),
-                "{what}"
-            );
-            assert!(
-                !detail.contains("secret") && !detail.contains("token"),
-                "{detail}"
-            );
-            let tried = expect_tried(&detail);
-            assert_eq!((tried.attempts, tried.retries), (3, 2), "{detail}");
-        }
-        other => panic!("expected Remote, got {other:?}"),
-    }
+    let (what, detail) = remote_error(
+        XRootDSource::open_with(&url, quick(3, 1000)),
+        RemoteKind::ConnectionRefused,
+    );
+    assert!(
+        !what.contains("secret") && !what.contains("token"),
+        "{what}"
+    );
+    assert!(
+        !detail.contains("secret") && !detail.contains("token"),
+        "{detail}"
+    );
+    let tried = expect_tried(&detail);
+    assert_eq!((tried.attempts, tried.retries), (3, 2), "{detail}");
     // Refused at once, three times, with backoffs of milliseconds: no timeout waited.
     assert!(start.elapsed() < Duration::from_secs(30));
 }
@@ -1299,7 +1263,7 @@ const TOKEN: &str = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ0ZXN0In0.c2ln";
 #[test]
 fn tls_with_a_ztn_token() {
     let pki = test_pki();
-    let data = pattern(20_000);
+    let data = test_bytes(20_000);
     let mut config = Config::new(data.clone());
     config.tls = Some(pki.server.clone());
     config.login_security = "&P=ztn,0:4096:&P=unix\0".into();
@@ -1323,20 +1287,7 @@ fn tls_with_a_ztn_token() {
     let url = format!("roots://127.0.0.1:{}//f", server.port);
     let src = XRootDSource::open_configured(&url, quick(1, 5000), with_token).unwrap();
     assert!(src.read_at(3, 15_000).unwrap() == data[3..15_003]);
-    let ranges = [
-        ByteRange {
-            offset: 10,
-            len: 100,
-        },
-        ByteRange {
-            offset: 19_000,
-            len: 1000,
-        },
-    ];
-    let chunks = src.read_ranges(&ranges).unwrap();
-    for (r, c) in ranges.iter().zip(&chunks) {
-        assert_eq!(c.as_slice(), slice(&data, *r));
-    }
+    read_and_check(&src, &data, &[(10, 100), (19_000, 1000)]);
     let auths = server.requests(request::AUTH);
     assert_eq!(auths.len(), 1);
     assert_eq!(&auths[0].1.params[12..16], b"ztn\0");
@@ -1377,7 +1328,7 @@ fn tls_with_a_ztn_token() {
 
 #[test]
 fn roots_needs_a_server_that_offers_tls() {
-    let server = FakeServer::start(Config::new(pattern(10)), no_hook);
+    let server = FakeServer::start(Config::new(test_bytes(10)), no_hook);
     let url = format!("roots://127.0.0.1:{}//f", server.port);
     match XRootDSource::open_with(&url, quick(3, 5000)) {
         Err(Error::Unsupported(msg)) => assert!(msg.contains("does not offer TLS"), "{msg}"),
@@ -1417,26 +1368,31 @@ fn took_between(start: Instant, low_ms: u64, high_ms: u64, what: &str) {
     );
 }
 
+/// Checks the failure `err` of two attempts (one retry), each given up after 0.5 s,
+/// since `start`: it took at least the two waits, and its fault (before what was tried)
+/// ends with `fault_end`.
+fn timed_out_twice(start: Instant, err: Error, fault_end: &str) {
+    let err = err.to_string();
+    println!("{err}");
+    took_between(start, 1000, GENEROUS, &err);
+    expect_tried_ending(&err, fault_end, 2, 1);
+}
+
 #[test]
 fn an_open_never_answered_runs_into_the_first_byte_timeout_then_the_retries() {
     // The session is set up; the kXR_open is swallowed.
-    let server = FakeServer::start(Config::new(pattern(100)), |_, m| m.code == request::OPEN);
+    let server = FakeServer::start(Config::new(test_bytes(100)), |_, m| m.code == request::OPEN);
     let start = Instant::now();
-    let err = XRootDSource::open_with(&server.url("/f.root"), timeouts(NEVER, 500, NEVER, 1))
-        .unwrap_err()
-        .to_string();
-    println!("{err}");
-    took_between(start, 1000, GENEROUS, &err);
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(&format!(
+    let err = XRootDSource::open_with(&server.url("/f.root"), timeouts(NEVER, 500, NEVER, 1));
+    timed_out_twice(
+        start,
+        err.unwrap_err(),
+        &format!(
             "waiting for 127.0.0.1:{}: no answer within 0.5 s (first-byte timeout, \
-             RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)",
+         RNTUPLE_FIRST_BYTE_TIMEOUT or --first-byte-timeout)",
             server.port
-        )),
-        "{err}"
+        ),
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
     assert_eq!(server.requests(request::OPEN).len(), 2);
 }
@@ -1469,23 +1425,23 @@ fn paced_reads(sent: usize, every: Duration) -> impl Fn(&mut Peer, &Msg) -> bool
 
 #[test]
 fn a_response_that_stalls_mid_frame_runs_into_the_idle_timeout() {
-    let server = FakeServer::start(Config::new(pattern(100)), paced_reads(10, Duration::ZERO));
+    let server = FakeServer::start(
+        Config::new(test_bytes(100)),
+        paced_reads(10, Duration::ZERO),
+    );
     let src =
         XRootDSource::open_with(&server.url("/f.root"), timeouts(NEVER, NEVER, 500, 1)).unwrap();
     let start = Instant::now();
-    let err = src.read_at(0, 50).unwrap_err().to_string();
-    println!("{err}");
-    took_between(start, 1000, GENEROUS, &err);
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(&format!(
+    let err = src.read_at(0, 50).unwrap_err();
+    timed_out_twice(
+        start,
+        err,
+        &format!(
             "reading from 127.0.0.1:{}: the answer stalled for 0.5 s (idle timeout, \
-             RNTUPLE_IDLE_TIMEOUT or --idle-timeout)",
+         RNTUPLE_IDLE_TIMEOUT or --idle-timeout)",
             server.port
-        )),
-        "{err}"
+        ),
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.requests(request::READ).len(), 2);
 }
 
@@ -1493,7 +1449,7 @@ fn a_response_that_stalls_mid_frame_runs_into_the_idle_timeout() {
 fn a_response_that_keeps_moving_never_times_out() {
     // 20 bytes 100 ms apart: 2 s, twice the first-byte and idle timeouts, each wait a
     // tenth of them.
-    let data = pattern(100);
+    let data = test_bytes(100);
     let server = FakeServer::start(
         Config::new(data.clone()),
         paced_reads(usize::MAX, Duration::from_millis(100)),
@@ -1511,7 +1467,7 @@ fn a_response_that_crawls_runs_into_the_low_speed_limit() {
     // A byte every 40 ms (25 bytes a second), each far within the idle timeout, against
     // a limit of 100 bytes a second over 0.5 s (the 300 bytes would take 12 s an attempt).
     let server = FakeServer::start(
-        Config::new(pattern(1000)),
+        Config::new(test_bytes(1000)),
         paced_reads(usize::MAX, Duration::from_millis(40)),
     );
     let mut options = timeouts(NEVER, 5000, 5000, 1);
@@ -1521,27 +1477,23 @@ fn a_response_that_crawls_runs_into_the_low_speed_limit() {
     let start = Instant::now();
     let err = src.read_at(0, 300).unwrap_err();
     assert_eq!(err.remote_kind(), Some(RemoteKind::TimedOut), "{err}");
-    let err = err.to_string();
-    println!("{err}");
-    took_between(start, 1000, GENEROUS, &err);
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(&format!(
+    timed_out_twice(
+        start,
+        err,
+        &format!(
             "reading from 127.0.0.1:{}: fewer than 100 bytes a second arrived over 0.5 s \
-             (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or --speed-limit \
-             and --speed-time)",
+         (low-speed limit, RNTUPLE_SPEED_LIMIT and RNTUPLE_SPEED_TIME or --speed-limit \
+         and --speed-time)",
             server.port
-        )),
-        "{err}"
+        ),
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.requests(request::READ).len(), 2);
 }
 
 #[test]
 fn a_tls_handshake_that_never_ends_runs_into_the_connect_timeout() {
     let pki = test_pki();
-    let mut config = Config::new(pattern(100));
+    let mut config = Config::new(test_bytes(100));
     config.tls = Some(pki.server.clone());
     // kXR_gotoTLS is answered, and then the server says nothing.
     let server = FakeServer::start(config, |peer, m| {
@@ -1556,20 +1508,15 @@ fn a_tls_handshake_that_never_ends_runs_into_the_connect_timeout() {
     let start = Instant::now();
     let err = XRootDSource::open_configured(&url, timeouts(500, NEVER, NEVER, 1), |s| {
         s.tls_config = Some(pki.client.clone());
-    })
-    .unwrap_err()
-    .to_string();
-    println!("{err}");
-    took_between(start, 1000, GENEROUS, &err);
-    let tried = expect_tried(&err);
-    assert!(
-        tried.fault.ends_with(&format!(
+    });
+    timed_out_twice(
+        start,
+        err.unwrap_err(),
+        &format!(
             "TLS handshake with 127.0.0.1:{}: no connection within 0.5 s (connect timeout, \
-             RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)",
+         RNTUPLE_CONNECT_TIMEOUT or --connect-timeout)",
             server.port
-        )),
-        "{err}"
+        ),
     );
-    assert_eq!((tried.attempts, tried.retries), (2, 1));
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
 }

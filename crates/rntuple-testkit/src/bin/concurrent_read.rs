@@ -44,6 +44,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use arrow_array::RecordBatch;
+use read_task::{run_task, Api, Output, Task};
 use rntuple::container::RootFile;
 use rntuple::read::RNTupleReader;
 use rntuple::schema::{array_value, Value};
@@ -52,6 +53,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
+
+/// The tasks and how they are run: one file with the library's concurrent readers' test.
+#[path = "../../../rntuple/tests/common/read_task.rs"]
+mod read_task;
 
 fn main() {
     match run() {
@@ -135,23 +140,6 @@ impl Rng {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Api {
-    /// `read`: one record batch.
-    Read,
-    /// `read_entries`: rows of values.
-    Rows,
-    /// `read_ranges`: a stream of record batches, one per range.
-    Stream,
-}
-
-#[derive(Clone, Debug)]
-struct Task {
-    api: Api,
-    fields: Option<Vec<String>>,
-    ranges: Vec<Range<u64>>,
-}
-
 impl std::fmt::Display for Task {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let fields = match &self.fields {
@@ -165,12 +153,6 @@ impl std::fmt::Display for Task {
             .collect();
         write!(f, "{:?} [{fields}] entries {}", self.api, ranges.join(" "))
     }
-}
-
-/// What a task read.
-enum Output {
-    Batches(Vec<RecordBatch>),
-    Rows(Vec<Vec<Value>>),
 }
 
 impl Output {
@@ -207,23 +189,6 @@ impl Output {
             Output::Batches(b) => b.iter().map(RecordBatch::num_rows).sum(),
             Output::Rows(r) => r.len(),
         }
-    }
-}
-
-fn run_task(reader: &RNTupleReader, task: &Task) -> rntuple::Result<Output> {
-    let fields = task.fields.as_deref();
-    match task.api {
-        Api::Read => Ok(Output::Batches(vec![
-            reader.read(fields, task.ranges[0].clone())?
-        ])),
-        Api::Rows => Ok(Output::Rows(
-            reader.read_entries(fields, task.ranges[0].clone())?,
-        )),
-        Api::Stream => Ok(Output::Batches(
-            reader
-                .read_ranges(fields, task.ranges.clone())?
-                .collect::<rntuple::Result<Vec<_>>>()?,
-        )),
     }
 }
 

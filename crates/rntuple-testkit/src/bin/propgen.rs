@@ -13,10 +13,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
+use arrow_array::types::{
+    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, Int8Array, LargeListArray, LargeStringArray, MapArray, RecordBatch,
-    StructArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array, UnionArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, Float32Array,
+    Float64Array, LargeListArray, LargeStringArray, MapArray, PrimitiveArray, RecordBatch,
+    StructArray, UnionArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema};
@@ -79,14 +82,8 @@ const FUNDAMENTALS: [&str; 14] = [
     "double",
     "Double32_t",
 ];
-const KEY_INTS: [&str; 6] = [
-    "std::int16_t",
-    "std::uint16_t",
-    "std::int32_t",
-    "std::uint32_t",
-    "std::int64_t",
-    "std::uint64_t",
-];
+/// The integers of 16 to 64 bits among [`FUNDAMENTALS`]: the keys of sets and maps.
+const KEY_INTS: std::ops::Range<usize> = 5..11;
 const SETS: [&str; 4] = [
     "std::set",
     "std::multiset",
@@ -181,7 +178,7 @@ fn random_type(
             let item = if rng.chance(0.3) {
                 "std::string"
             } else {
-                rng.pick(&KEY_INTS)
+                rng.pick(&FUNDAMENTALS[KEY_INTS])
             };
             let kinds = if ordered { &SETS[..2] } else { &SETS[..] };
             format!("{}<{item}>", rng.pick(kinds))
@@ -190,7 +187,7 @@ fn random_type(
             let key = if rng.chance(0.5) {
                 "std::string"
             } else {
-                rng.pick(&KEY_INTS)
+                rng.pick(&FUNDAMENTALS[KEY_INTS])
             };
             format!(
                 "{}<{key},{}>",
@@ -436,34 +433,31 @@ fn int_bounds(p: PrimitiveType) -> (i128, i128) {
     }
 }
 
+/// `v`, each within the bounds of `T` (as [`int_bounds`] gives them), as an array of `T`.
+fn ints<T>(v: Vec<i128>) -> ArrayRef
+where
+    T: ArrowPrimitiveType,
+    T::Native: TryFrom<i128>,
+{
+    Arc::new(PrimitiveArray::<T>::from_iter_values(v.into_iter().map(
+        |x| T::Native::try_from(x).unwrap_or_else(|_| panic!("{x} out of bounds")),
+    )))
+}
+
 fn int_array(p: PrimitiveType, v: Vec<i128>) -> ArrayRef {
     use PrimitiveType as P;
     match p {
         P::Bool => Arc::new(BooleanArray::from(
             v.into_iter().map(|x| x != 0).collect::<Vec<_>>(),
         )),
-        P::Char | P::Int8 => Arc::new(Int8Array::from_iter_values(v.into_iter().map(|x| x as i8))),
-        P::Byte | P::UInt8 => {
-            Arc::new(UInt8Array::from_iter_values(v.into_iter().map(|x| x as u8)))
-        }
-        P::Int16 => Arc::new(Int16Array::from_iter_values(
-            v.into_iter().map(|x| x as i16),
-        )),
-        P::UInt16 => Arc::new(UInt16Array::from_iter_values(
-            v.into_iter().map(|x| x as u16),
-        )),
-        P::Int32 => Arc::new(Int32Array::from_iter_values(
-            v.into_iter().map(|x| x as i32),
-        )),
-        P::UInt32 => Arc::new(UInt32Array::from_iter_values(
-            v.into_iter().map(|x| x as u32),
-        )),
-        P::Int64 => Arc::new(Int64Array::from_iter_values(
-            v.into_iter().map(|x| x as i64),
-        )),
-        P::UInt64 => Arc::new(UInt64Array::from_iter_values(
-            v.into_iter().map(|x| x as u64),
-        )),
+        P::Char | P::Int8 => ints::<Int8Type>(v),
+        P::Byte | P::UInt8 => ints::<UInt8Type>(v),
+        P::Int16 => ints::<Int16Type>(v),
+        P::UInt16 => ints::<UInt16Type>(v),
+        P::Int32 => ints::<Int32Type>(v),
+        P::UInt32 => ints::<UInt32Type>(v),
+        P::Int64 => ints::<Int64Type>(v),
+        P::UInt64 => ints::<UInt64Type>(v),
         P::Float32 | P::Float64 => unreachable!(),
     }
 }
@@ -498,6 +492,14 @@ fn random_lengths(rng: &mut Rng, n: usize, depth: u32) -> Vec<usize> {
 
 fn offsets(lengths: &[usize]) -> OffsetBuffer<i64> {
     OffsetBuffer::from_lengths(lengths.iter().copied())
+}
+
+/// The Arrow type of field `id` (named `name`).
+fn arrow_type(desc: &Descriptor, id: u32, name: &str) -> DataType {
+    arrow_field(desc, id, name)
+        .expect("arrow field")
+        .data_type()
+        .clone()
 }
 
 fn item_field(desc: &Descriptor, id: u32) -> Arc<Field> {
@@ -608,11 +610,7 @@ fn gen(rng: &mut Rng, desc: &Descriptor, id: u32, n: usize, depth: u32) -> Array
             let sorted = !f.type_name().starts_with("std::unordered");
             let keys = key_values(rng, desc, kv[0], &lengths, true, sorted);
             let values = gen(rng, desc, kv[1], total, depth + 1);
-            let DataType::Map(entries_field, _) = arrow_field(desc, id, "m")
-                .expect("arrow field")
-                .data_type()
-                .clone()
-            else {
+            let DataType::Map(entries_field, _) = arrow_type(desc, id, "m") else {
                 unreachable!()
             };
             let DataType::Struct(kv_fields) = entries_field.data_type().clone() else {
@@ -651,11 +649,7 @@ fn gen(rng: &mut Rng, desc: &Descriptor, id: u32, n: usize, depth: u32) -> Array
             arrow_array::make_array(data)
         }
         FieldKind::Record(_, children) => {
-            let DataType::Struct(fields) = arrow_field(desc, id, "r")
-                .expect("arrow field")
-                .data_type()
-                .clone()
-            else {
+            let DataType::Struct(fields) = arrow_type(desc, id, "r") else {
                 unreachable!()
             };
             let arrays = children
@@ -674,11 +668,7 @@ fn gen(rng: &mut Rng, desc: &Descriptor, id: u32, n: usize, depth: u32) -> Array
             ))
         }
         FieldKind::Bitset(k) => {
-            let DataType::FixedSizeList(item, _) = arrow_field(desc, id, "b")
-                .expect("arrow field")
-                .data_type()
-                .clone()
-            else {
+            let DataType::FixedSizeList(item, _) = arrow_type(desc, id, "b") else {
                 unreachable!()
             };
             let density = rng.pick(&[0.0, 0.1, 0.5, 0.9, 1.0]);
@@ -691,11 +681,7 @@ fn gen(rng: &mut Rng, desc: &Descriptor, id: u32, n: usize, depth: u32) -> Array
             ))
         }
         FieldKind::Variant(children) => {
-            let DataType::Union(union_fields, _) = arrow_field(desc, id, "v")
-                .expect("arrow field")
-                .data_type()
-                .clone()
-            else {
+            let DataType::Union(union_fields, _) = arrow_type(desc, id, "v") else {
                 unreachable!()
             };
             let k = children.len() as u64;

@@ -11,14 +11,20 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub(crate) mod objects;
+pub(crate) mod read_task;
+pub(crate) mod test_bytes;
 #[path = "../../src/test_skips.rs"]
 pub(crate) mod test_skips;
 pub(crate) mod tried;
 
 use rntuple::container::RootFile;
-use rntuple::format::{Anchor, Footer};
+use rntuple::format::{unpack_envelope, Anchor, EnvelopeType, Footer, LocatorKind, PageList};
+use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::read::RNTupleReader;
-use rntuple_io::{ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints};
+use rntuple_io::{
+    ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ObjectDataset, ReadAt, ReadHints,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -225,8 +231,28 @@ pub(crate) fn reader_of_clusters(batches: &[arrow_array::RecordBatch]) -> RNTupl
         }
         writer.finish().unwrap()
     };
-    RNTupleReader::from_anchor(Arc::new(MemorySource::new("mem", sink)), anchor, "t".into())
-        .unwrap()
+    reader_in_memory("mem", sink, anchor, "t")
+}
+
+/// The reader of the RNTuple `name` of `anchor` in `bytes`, held in memory as the source
+/// `source`.
+pub(crate) fn reader_in_memory(
+    source: &str,
+    bytes: Vec<u8>,
+    anchor: Anchor,
+    name: &str,
+) -> RNTupleReader {
+    RNTupleReader::from_anchor(
+        Arc::new(MemorySource::new(source, bytes)),
+        anchor,
+        name.into(),
+    )
+    .unwrap()
+}
+
+/// The strings of `list`, owned.
+pub(crate) fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
 }
 
 /// A source (memory by default, or a local file) that behaves like a remote one: the
@@ -304,8 +330,7 @@ pub(crate) fn flags_of_a_decoded_column() -> Vec<String> {
         64 << 20,
         1 << 20,
     );
-    let source: rntuple_io::Source = Arc::new(MemorySource::new("mem", bytes));
-    let reader = RNTupleReader::from_anchor(source, anchor, "t".into()).unwrap();
+    let reader = reader_in_memory("mem", bytes, anchor, "t");
     let read = reader.read(None, 0..reader.num_entries()).unwrap();
     assert_eq!(read.num_rows(), batch.num_rows());
     for (field, expected) in batch.schema().fields().iter().zip(batch.columns()) {
@@ -342,4 +367,95 @@ pub(crate) fn scratch_dir(test: &str, name: &str) -> PathBuf {
 /// Every entry of every field of `reader`, as one Arrow batch.
 pub(crate) fn all_values(reader: &RNTupleReader) -> arrow_array::RecordBatch {
     reader.read(None, 0..reader.num_entries()).unwrap()
+}
+
+/// The payload of the envelope of `kind` (named `what` in errors) stored as `bytes`, of
+/// `length` bytes unpacked.
+pub(crate) fn envelope_payload(
+    bytes: &[u8],
+    length: u64,
+    kind: EnvelopeType,
+    what: &str,
+) -> Vec<u8> {
+    unpack_envelope(bytes, length, 1 << 30, kind, what)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .0
+}
+
+/// The footer stored as `bytes`, of `length` bytes unpacked.
+pub(crate) fn footer_of(bytes: &[u8], length: u64) -> Footer {
+    Footer::read(&envelope_payload(
+        bytes,
+        length,
+        EnvelopeType::Footer,
+        "footer",
+    ))
+    .unwrap()
+}
+
+/// The page list stored as `bytes`, of `length` bytes unpacked.
+pub(crate) fn page_list_of(bytes: &[u8], length: u64) -> PageList {
+    PageList::read(&envelope_payload(
+        bytes,
+        length,
+        EnvelopeType::PageList,
+        "page list",
+    ))
+    .unwrap()
+}
+
+/// Copies the RNTuple at `location` (a path or URI) into the file `back`, pages copied
+/// again, and checks that it reads as `original` (`case` names the test case).
+pub(crate) fn back_to_a_file(location: &str, back: &Path, original: &RNTupleReader, case: &str) {
+    merge_files(
+        &[location.to_string()],
+        back,
+        &MergeOptions::default(),
+        false,
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{case}: back to a file: {e}"));
+    let again = RNTupleReader::open_path(back.to_str().unwrap(), None).unwrap();
+    assert_eq!(
+        all_values(&again),
+        all_values(original),
+        "{case}: back in a file"
+    );
+}
+
+/// Copies the RNTuple file `file` into `dataset` (replacing one there if `replace`).
+pub(crate) fn copy_to_dataset(
+    file: &str,
+    dataset: ObjectDataset,
+    replace: bool,
+) -> rntuple::Result<()> {
+    merge_to_dataset(
+        &[file.to_string()],
+        dataset,
+        &MergeOptions::default(),
+        replace,
+        |_| {},
+    )
+    .map(|_| ())
+}
+
+/// Checks that `stored`, an RNTuple stored as objects, reads as `original` under its
+/// name, and that every page of it has an object locator (`what` names it in messages).
+pub(crate) fn assert_stored_as_objects(
+    stored: &RNTupleReader,
+    original: &RNTupleReader,
+    what: &str,
+) {
+    assert_eq!(stored.path(), original.descriptor().name, "{what}");
+    assert_eq!(stored.num_entries(), original.num_entries(), "{what}");
+    assert_eq!(all_values(stored), all_values(original), "{what}");
+    for c in &stored.descriptor().clusters {
+        for p in c.columns.iter().flat_map(|cp| cp.pages.iter()) {
+            assert!(
+                matches!(p.locator.kind, LocatorKind::Object64 { .. }),
+                "{what}: {:?}",
+                p.locator
+            );
+        }
+    }
 }

@@ -63,3 +63,16 @@ pub(crate) fn expect_tried(message: &str) -> Tried<'_> {
         None => panic!("not a retried failure's message: {message}"),
     }
 }
+
+/// Checks that `message` is a retried failure whose fault ends with `fault_end`, after
+/// `attempts` attempts of which `retries` were retries; panics (a failed test) naming the
+/// message if not.
+pub(crate) fn expect_tried_ending(message: &str, fault_end: &str, attempts: u32, retries: u32) {
+    let tried = expect_tried(message);
+    assert!(tried.fault.ends_with(fault_end), "{message}");
+    assert_eq!(
+        (tried.attempts, tried.retries),
+        (attempts, retries),
+        "{message}"
+    );
+}
