@@ -90,7 +90,7 @@ pub use error::{to_usize, Error, RemoteKind, Result};
 pub use file_ends::{EdgeCached, Edges};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, HttpSource};
-pub use local::{DirectIo, LocalFile, DIRECT_IO_VARIABLE};
+pub use local::LocalFile;
 pub use object_space::{ObjectFetcher, ObjectSpace, OBJECT_BITS, OBJECT_HINTS};
 pub use options::{
     format_seconds, parse_huge_pages, parse_positive_size, parse_seconds, parse_speed_limit,
@@ -99,6 +99,7 @@ pub use options::{
     FIRST_BYTE_TIMEOUT_VARIABLE, HUGE_PAGES_VARIABLE, IDLE_TIMEOUT_VARIABLE,
     READ_AHEAD_BYTES_VARIABLE, RETRIES_VARIABLE, SPEED_LIMIT_VARIABLE, SPEED_TIME_VARIABLE,
 };
+pub use options::{DirectIo, DIRECT_IO_VARIABLE};
 pub use output::{ensure_distinct, refuse_existing, AtomicFile, Existing};
 pub use retry::{redact_url, RetryPolicy};
 #[cfg(feature = "s3")]

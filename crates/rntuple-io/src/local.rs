@@ -1,14 +1,15 @@
 //! Local files, read with positioned reads (`pread`), safe to share between threads.
 //!
 //! On Linux a large read of pages that are mostly not in the page cache reads them with
-//! direct I/O (`O_DIRECT`, [`ReadAt::uncached_hints`], [`DIRECT_IO_VARIABLE`]): from
-//! the disk into the reader's buffers, without the kernel filling the page cache and
+//! direct I/O (`O_DIRECT`, [`ReadAt::uncached_hints`],
+//! [`DIRECT_IO_VARIABLE`](crate::DIRECT_IO_VARIABLE)): from the disk into the reader's buffers, without the kernel filling the page cache and
 //! copying out of it. On the benchmark's virtual machines those two made a cold read of
 //! a 9.4 GB file cost about twice the CPU of a warm one (`bench/RESULTS.md`).
 
 use super::spare_buffers::SpareBuffers;
 use super::{ByteRange, IoMetrics, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints};
 use crate::error::{to_usize, Error, Result};
+use crate::options::DirectIo;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -30,11 +31,8 @@ const PROBE_WINDOWS: u64 = 64;
 #[cfg(target_os = "linux")]
 const PROBE_BYTES: u64 = 256 << 10;
 
-/// The environment variable that says when planned reads bypass the page cache.
-pub const DIRECT_IO_VARIABLE: &str = "RNTUPLE_DIRECT_IO";
-
 /// When a planned read of pages mostly not in the page cache reads them with direct I/O
-/// (from [`DIRECT_IO_VARIABLE`]).
+/// (from [`DIRECT_IO_VARIABLE`](crate::DIRECT_IO_VARIABLE)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DirectReads {
     /// Never (`never`, `0`): every read goes through the page cache.
@@ -46,34 +44,6 @@ enum DirectReads {
     AtLeast(u64),
     /// Every such read (`always`, `1`).
     Always,
-}
-
-/// When planned reads of local pages mostly not in the page cache bypass it (direct
-/// I/O): the setting [`DIRECT_IO_VARIABLE`] gives.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum DirectIo {
-    /// Reads of at least a quarter of the machine's memory (`auto`, the default).
-    #[default]
-    Auto,
-    /// Never (`never`, `0`, `off`).
-    Never,
-    /// Every such read (`always`, `1`, `on`).
-    Always,
-}
-
-impl DirectIo {
-    /// The setting `value` names (`auto`, `always`, `never`; empty: `auto`); another
-    /// value is an error naming `what` (a variable or an option).
-    pub fn parse(value: &str, what: &str) -> Result<DirectIo> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => Ok(DirectIo::Auto),
-            "never" | "0" | "off" => Ok(DirectIo::Never),
-            "always" | "1" | "on" => Ok(DirectIo::Always),
-            _ => Err(Error::InvalidArgument(format!(
-                "{what}={value:?}: expected auto, always (1) or never (0)"
-            ))),
-        }
-    }
 }
 
 impl DirectReads {
@@ -89,7 +59,7 @@ impl DirectReads {
     /// The policy a value of `RNTUPLE_DIRECT_IO` sets.
     #[cfg(test)]
     fn parse(value: &str) -> Result<DirectReads> {
-        DirectIo::parse(value, DIRECT_IO_VARIABLE).map(DirectReads::of)
+        DirectIo::parse(value, crate::DIRECT_IO_VARIABLE).map(DirectReads::of)
     }
 
     /// Whether a read of `bytes` may bypass the page cache.
@@ -176,8 +146,8 @@ fn open_regular(path: &str) -> std::io::Result<File> {
 
 impl LocalFile {
     /// Opens `path` for reading. Planned reads of pages mostly not in the page cache
-    /// bypass it as [`DIRECT_IO_VARIABLE`] says (`auto`, `always` or `never`); another
-    /// value is an error.
+    /// bypass it as [`DIRECT_IO_VARIABLE`](crate::DIRECT_IO_VARIABLE) says (`auto`,
+    /// `always` or `never`); another value is an error.
     pub fn open(path: &str) -> Result<Self> {
         Self::open_with(path, crate::settings::direct_io_from_env()?)
     }

@@ -3,7 +3,6 @@
 //! caller's options; and who is told of a long transfer (a [`TransferObserver`]).
 
 use super::cache::{parse_byte_size, CacheConfig};
-use super::local::DirectIo;
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -370,6 +369,37 @@ impl SourceOptions {
         *PROCESS_DEFAULT
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(options);
+    }
+}
+
+/// The environment variable that says when planned reads bypass the page cache.
+pub const DIRECT_IO_VARIABLE: &str = "RNTUPLE_DIRECT_IO";
+
+/// When planned reads of local pages mostly not in the page cache bypass it (direct
+/// I/O): the setting [`DIRECT_IO_VARIABLE`] gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Reads of at least a quarter of the machine's memory (`auto`, the default).
+    #[default]
+    Auto,
+    /// Never (`never`, `0`, `off`).
+    Never,
+    /// Every such read (`always`, `1`, `on`).
+    Always,
+}
+
+impl DirectIo {
+    /// The setting `value` names (`auto`, `always`, `never`; empty: `auto`); another
+    /// value is an error naming `what` (a variable or an option).
+    pub fn parse(value: &str, what: &str) -> Result<DirectIo> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(DirectIo::Auto),
+            "never" | "0" | "off" => Ok(DirectIo::Never),
+            "always" | "1" | "on" => Ok(DirectIo::Always),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what}={value:?}: expected auto, always (1) or never (0)"
+            ))),
+        }
     }
 }
 

@@ -6,10 +6,9 @@
 
 use crate::cache::{CacheConfig, CACHE_DIR_VARIABLE};
 use crate::error::Result;
-use crate::local::{DirectIo, DIRECT_IO_VARIABLE};
 use crate::options::{
-    parse_huge_pages, parse_positive_size, ReadAhead, BUNCH_BYTES_VARIABLE, DAOS_MAPPING_VARIABLE,
-    HUGE_PAGES_VARIABLE, READ_AHEAD_BYTES_VARIABLE,
+    parse_huge_pages, parse_positive_size, DirectIo, ReadAhead, BUNCH_BYTES_VARIABLE,
+    DAOS_MAPPING_VARIABLE, DIRECT_IO_VARIABLE, HUGE_PAGES_VARIABLE, READ_AHEAD_BYTES_VARIABLE,
 };
 use crate::{NetworkOptions, SourceOptions, DAOS_DIR_VARIABLE};
 use std::ffi::OsString;
