@@ -4,10 +4,11 @@
 //! objects joined, and arrays sharing a count leaf gathered into collections.
 
 use super::plan::*;
+use crate::encoding::ColumnValues;
 use crate::error::{Error, Result};
 use crate::ttree::{
-    encode, with_class_header, BranchChunk, Builder, LeafType, NativeValues, StreamCursor,
-    Streamed, TOBJECT_ALLOCATION_BITS,
+    encode, leaf_array, with_class_header, BranchChunk, Builder, LeafType, StreamCursor, Streamed,
+    TOBJECT_ALLOCATION_BITS,
 };
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, LargeBinaryArray, LargeListArray, StructArray,
@@ -110,12 +111,12 @@ pub(super) fn fill(
             for ((_, values), field) in members.iter().zip(fields.iter()) {
                 // Each member decoded straight from its place in every entry.
                 let size = values.bytes();
-                let mut decoded = NativeValues::new(values.ty, chunk.entries * values.len)?;
+                let mut decoded = values.ty.values(chunk.entries * values.len)?;
                 for entry in chunk.data.chunks_exact(entry_bytes) {
-                    decoded.append_be(values.ty, &entry[at..at + size]);
+                    values.ty.append_be(&mut decoded, &entry[at..at + size]);
                 }
                 at += size;
-                arrays.push(shape(decoded.into_array(), field)?);
+                arrays.push(shape(leaf_array(decoded)?, field)?);
             }
             Ok(Arc::new(StructArray::try_new(
                 fields.clone(),
@@ -313,7 +314,7 @@ pub(super) fn split_values(
                 ));
             }
             if *tobject_bits {
-                if let Builder::Prim(_, NativeValues::U32(bits)) = &mut out {
+                if let Builder::Prim(_, ColumnValues::U32(bits)) = &mut out {
                     for b in bits.iter_mut() {
                         *b &= !TOBJECT_ALLOCATION_BITS;
                     }

@@ -21,7 +21,8 @@
 
 use super::type_layout::{ClassKind, ClassLayout, Streamed, TOBJECT_ALLOCATION_BITS};
 use super::value_decode::Builder;
-use super::values::{LeafType, NativeValues, RealPacking};
+use super::values::{LeafType, RealPacking};
+use crate::encoding::ColumnValues;
 use crate::error::{Error, Result};
 
 /// The class version of `TStreamerInfo` (ROOT 6.40), which ROOT writes in the header of
@@ -163,7 +164,7 @@ fn object(c: &ClassLayout, fields: &[Builder], index: usize, out: &mut Vec<u8>) 
 /// A `TObject`: its bare version, `fUniqueID` and `fBits` without the allocation bits
 /// (`TObject::Streamer` leaves them out, as ROOT's RNTuple does).
 fn tobject(fields: &[Builder], index: usize, out: &mut Vec<u8>) -> Result<()> {
-    let [Builder::Prim(_, NativeValues::U32(ids)), Builder::Prim(_, NativeValues::U32(bits))] =
+    let [Builder::Prim(_, ColumnValues::U32(ids)), Builder::Prim(_, ColumnValues::U32(bits))] =
         fields
     else {
         return Err(shape_error());
@@ -265,7 +266,7 @@ fn range_at(offsets: &[i64], index: usize) -> Result<std::ops::Range<usize>> {
 
 /// Value `index` of `v` in `p`'s big-endian form on disk (`Double32_t` and `Float16_t`
 /// packed again).
-fn prim(p: LeafType, v: &NativeValues, index: usize, out: &mut Vec<u8>) -> Result<()> {
+fn prim(p: LeafType, v: &ColumnValues, index: usize, out: &mut Vec<u8>) -> Result<()> {
     macro_rules! be {
         ($values:expr) => {{
             let x = $values.get(index).ok_or_else(shape_error)?;
@@ -273,23 +274,23 @@ fn prim(p: LeafType, v: &NativeValues, index: usize, out: &mut Vec<u8>) -> Resul
         }};
     }
     match (p, v) {
-        (LeafType::Bool, NativeValues::Bool(v)) => {
+        (LeafType::Bool, ColumnValues::Bool(v)) => {
             out.push(u8::from(*v.get(index).ok_or_else(shape_error)?));
         }
-        (LeafType::Char, NativeValues::I8(v)) => be!(v),
-        (LeafType::UChar, NativeValues::U8(v)) => be!(v),
-        (LeafType::Short, NativeValues::I16(v)) => be!(v),
-        (LeafType::UShort, NativeValues::U16(v)) => be!(v),
-        (LeafType::Int, NativeValues::I32(v)) => be!(v),
-        (LeafType::UInt, NativeValues::U32(v)) => be!(v),
-        (LeafType::Long64, NativeValues::I64(v)) => be!(v),
-        (LeafType::ULong64, NativeValues::U64(v)) => be!(v),
-        (LeafType::Float, NativeValues::F32(v)) => be!(v),
-        (LeafType::Double, NativeValues::F64(v)) => be!(v),
-        (LeafType::Double32(packing), NativeValues::F64(v)) => {
+        (LeafType::Char, ColumnValues::I8(v)) => be!(v),
+        (LeafType::UChar, ColumnValues::U8(v)) => be!(v),
+        (LeafType::Short, ColumnValues::I16(v)) => be!(v),
+        (LeafType::UShort, ColumnValues::U16(v)) => be!(v),
+        (LeafType::Int, ColumnValues::I32(v)) => be!(v),
+        (LeafType::UInt, ColumnValues::U32(v)) => be!(v),
+        (LeafType::Long64, ColumnValues::I64(v)) => be!(v),
+        (LeafType::ULong64, ColumnValues::U64(v)) => be!(v),
+        (LeafType::Float, ColumnValues::F32(v)) => be!(v),
+        (LeafType::Double, ColumnValues::F64(v)) => be!(v),
+        (LeafType::Double32(packing), ColumnValues::F64(v)) => {
             packed(packing, *v.get(index).ok_or_else(shape_error)?, out);
         }
-        (LeafType::Float16(packing), NativeValues::F32(v)) => {
+        (LeafType::Float16(packing), ColumnValues::F32(v)) => {
             packed(
                 packing,
                 f64::from(*v.get(index).ok_or_else(shape_error)?),

@@ -31,7 +31,7 @@ pub use type_layout::{
     ClassKind, ClassLayout, Collection, Streamed, TypeResolver, TOBJECT_ALLOCATION_BITS,
 };
 pub use value_decode::{Builder, EntryHeader, StreamCursor};
-pub use values::{LeafType, NativeValues, RealPacking};
+pub use values::{leaf_array, LeafType, RealPacking};
 
 use crate::container::{KeyEntry, RootFile};
 use crate::error::{Error, Result};

@@ -699,8 +699,8 @@ fn counted_member(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::encoding::ColumnValues;
     use crate::ttree::value_decode::{Builder, StreamCursor};
-    use crate::ttree::NativeValues;
 
     fn cpp(name: &str) -> String {
         TypeResolver::new(Vec::new())
@@ -775,7 +775,7 @@ pub(super) mod tests {
         let values: Vec<_> = members
             .iter()
             .map(|m| match m {
-                Builder::Prim(_, NativeValues::U32(v)) => v.clone(),
+                Builder::Prim(_, ColumnValues::U32(v)) => v.clone(),
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -826,7 +826,7 @@ pub(super) mod tests {
         let Builder::List(offsets, items) = b else {
             panic!("{b:?}");
         };
-        let Builder::Prim(_, NativeValues::I16(v)) = items.as_ref() else {
+        let Builder::Prim(_, ColumnValues::I16(v)) = items.as_ref() else {
             panic!("{items:?}");
         };
         (offsets.clone(), v.clone())

@@ -5,9 +5,10 @@
 use super::type_layout::{
     ClassKind, ClassLayout, Streamed, TOBJECT_ALLOCATION_BITS, TOBJECT_IS_REFERENCED,
 };
-use super::values::{LeafType, NativeValues};
+use super::values::{leaf_array, LeafType};
 use crate::arrow_map::map_array;
 use crate::container::BeReader;
+use crate::encoding::ColumnValues;
 use crate::error::{Error, Result};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, LargeListArray, LargeStringArray, StructArray,
@@ -20,7 +21,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub enum Builder {
     /// Fundamentals: their type on disk and their values in memory.
-    Prim(LeafType, NativeValues),
+    Prim(LeafType, ColumnValues),
     /// Strings: offsets (one more than strings) and bytes.
     Str(Vec<i64>, Vec<u8>),
     /// Variable-size lists: offsets (one more than lists) and items.
@@ -35,10 +36,9 @@ impl Builder {
     /// An empty builder for values of type `t`.
     pub fn new(t: &Streamed) -> Builder {
         match t {
-            Streamed::Prim(p) => Builder::Prim(
-                *p,
-                NativeValues::new(*p, 0).unwrap_or(NativeValues::U8(Vec::new())),
-            ),
+            Streamed::Prim(p) => {
+                Builder::Prim(*p, p.values(0).unwrap_or(ColumnValues::U8(Vec::new())))
+            }
             Streamed::String | Streamed::TString => Builder::Str(vec![0], Vec::new()),
             Streamed::Vector(_, item) => Builder::List(vec![0], Box::new(Builder::new(item))),
             Streamed::Array(item, n) => Builder::Fixed(*n, Box::new(Builder::new(item))),
@@ -540,7 +540,7 @@ impl<'a> StreamCursor<'a> {
 fn append_prims(p: LeafType, bytes: &[u8], out: &mut Builder) -> Result<()> {
     match out {
         Builder::Prim(_, v) => {
-            v.append_be(p, bytes);
+            p.append_be(v, bytes);
             Ok(())
         }
         _ => Err(Error::InvalidArgument(
@@ -567,8 +567,18 @@ impl Builder {
 
     /// The integer value at `index` of a builder of integers.
     pub fn integer_at(&self, index: usize) -> Option<i64> {
-        match self {
-            Builder::Prim(_, v) => v.integer_at(index),
+        let Builder::Prim(_, values) = self else {
+            return None;
+        };
+        match values {
+            ColumnValues::I8(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::U8(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::I16(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::U16(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::I32(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::U32(v) => v.get(index).map(|&x| i64::from(x)),
+            ColumnValues::I64(v) => v.get(index).copied(),
+            ColumnValues::U64(v) => v.get(index).and_then(|&x| i64::try_from(x).ok()),
             _ => None,
         }
     }
@@ -585,7 +595,7 @@ impl Builder {
         };
         Ok(match (self, target.data_type()) {
             (Builder::Prim(_, v), _) => {
-                let a = v.into_array();
+                let a = leaf_array(v)?;
                 if a.data_type() != target.data_type() {
                     return Err(mismatch());
                 }

@@ -1,6 +1,8 @@
-//! Leaf values as Arrow: the fundamental types a `TLeaf` holds, big-endian in baskets.
+//! Leaf values as Arrow: the fundamental types a `TLeaf` holds, big-endian in baskets,
+//! decoded into the [`ColumnValues`] of their kind (never index or switch elements).
 
 use super::meta::Leaf;
+use crate::encoding::ColumnValues;
 use crate::error::{Error, Result};
 use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
@@ -265,72 +267,28 @@ impl LeafType {
                 format!("{} bytes are not whole values of {size} bytes", bytes.len()),
             ));
         }
-        let mut values = NativeValues::new(self, bytes.len() / size)?;
-        values.append_be(self, bytes);
-        Ok(values.into_array())
-    }
-}
-
-/// Values of one leaf type in memory, typed (so that Arrow takes the vector as it is).
-#[derive(Debug, Clone, PartialEq)]
-pub enum NativeValues {
-    /// `bool`.
-    Bool(Vec<bool>),
-    /// `char` (`Char_t`).
-    I8(Vec<i8>),
-    /// `std::uint8_t`.
-    U8(Vec<u8>),
-    /// `std::int16_t`.
-    I16(Vec<i16>),
-    /// `std::uint16_t`.
-    U16(Vec<u16>),
-    /// `std::int32_t`.
-    I32(Vec<i32>),
-    /// `std::uint32_t`.
-    U32(Vec<u32>),
-    /// `std::int64_t`.
-    I64(Vec<i64>),
-    /// `std::uint64_t`.
-    U64(Vec<u64>),
-    /// `float` (also `Float16_t`).
-    F32(Vec<f32>),
-    /// `double` (also `Double32_t`).
-    F64(Vec<f64>),
-}
-
-impl NativeValues {
-    /// The integer at `index`, if these are integers and it exists.
-    pub fn integer_at(&self, index: usize) -> Option<i64> {
-        match self {
-            NativeValues::I8(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::U8(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::I16(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::U16(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::I32(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::U32(v) => v.get(index).map(|&x| i64::from(x)),
-            NativeValues::I64(v) => v.get(index).copied(),
-            NativeValues::U64(v) => v.get(index).and_then(|&x| i64::try_from(x).ok()),
-            _ => None,
-        }
+        let mut values = self.values(bytes.len() / size)?;
+        self.append_be(&mut values, bytes);
+        leaf_array(values)
     }
 
-    /// An empty vector for values of `t`, with room for `capacity` of them.
-    pub fn new(t: LeafType, capacity: usize) -> Result<NativeValues> {
-        Ok(match t {
-            LeafType::Bool => NativeValues::Bool(Vec::with_capacity(capacity)),
-            LeafType::Char => NativeValues::I8(Vec::with_capacity(capacity)),
-            LeafType::UChar => NativeValues::U8(Vec::with_capacity(capacity)),
-            LeafType::Short => NativeValues::I16(Vec::with_capacity(capacity)),
-            LeafType::UShort => NativeValues::U16(Vec::with_capacity(capacity)),
-            LeafType::Int => NativeValues::I32(Vec::with_capacity(capacity)),
-            LeafType::UInt => NativeValues::U32(Vec::with_capacity(capacity)),
-            LeafType::Long64 => NativeValues::I64(Vec::with_capacity(capacity)),
-            LeafType::ULong64 => NativeValues::U64(Vec::with_capacity(capacity)),
+    /// An empty vector for values of this type, with room for `capacity` of them.
+    pub fn values(self, capacity: usize) -> Result<ColumnValues> {
+        Ok(match self {
+            LeafType::Bool => ColumnValues::Bool(Vec::with_capacity(capacity)),
+            LeafType::Char => ColumnValues::I8(Vec::with_capacity(capacity)),
+            LeafType::UChar => ColumnValues::U8(Vec::with_capacity(capacity)),
+            LeafType::Short => ColumnValues::I16(Vec::with_capacity(capacity)),
+            LeafType::UShort => ColumnValues::U16(Vec::with_capacity(capacity)),
+            LeafType::Int => ColumnValues::I32(Vec::with_capacity(capacity)),
+            LeafType::UInt => ColumnValues::U32(Vec::with_capacity(capacity)),
+            LeafType::Long64 => ColumnValues::I64(Vec::with_capacity(capacity)),
+            LeafType::ULong64 => ColumnValues::U64(Vec::with_capacity(capacity)),
             LeafType::Float | LeafType::Float16(_) => {
-                NativeValues::F32(Vec::with_capacity(capacity))
+                ColumnValues::F32(Vec::with_capacity(capacity))
             }
             LeafType::Double | LeafType::Double32(_) => {
-                NativeValues::F64(Vec::with_capacity(capacity))
+                ColumnValues::F64(Vec::with_capacity(capacity))
             }
             LeafType::CString => {
                 return Err(Error::InvalidArgument(
@@ -340,32 +298,10 @@ impl NativeValues {
         })
     }
 
-    /// The number of values.
-    pub fn len(&self) -> usize {
-        match self {
-            NativeValues::Bool(v) => v.len(),
-            NativeValues::I8(v) => v.len(),
-            NativeValues::U8(v) => v.len(),
-            NativeValues::I16(v) => v.len(),
-            NativeValues::U16(v) => v.len(),
-            NativeValues::I32(v) => v.len(),
-            NativeValues::U32(v) => v.len(),
-            NativeValues::I64(v) => v.len(),
-            NativeValues::U64(v) => v.len(),
-            NativeValues::F32(v) => v.len(),
-            NativeValues::F64(v) => v.len(),
-        }
-    }
-
-    /// Whether there is no value.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Appends the whole big-endian values of `t` in `bytes` (`Double32_t` and
-    /// `Float16_t` unpacked). Values of another type than the vector's are a caller's
-    /// mistake and are not appended.
-    pub fn append_be(&mut self, t: LeafType, bytes: &[u8]) {
+    /// Appends the whole big-endian values of this type in `bytes` to `values`
+    /// (`Double32_t` and `Float16_t` unpacked). A vector of another type than
+    /// [`LeafType::values`] makes is a caller's mistake: nothing is appended.
+    pub fn append_be(self, values: &mut ColumnValues, bytes: &[u8]) {
         macro_rules! be {
             ($v:expr, $native:ty, $n:literal) => {
                 $v.extend(bytes.chunks_exact($n).map(|c| {
@@ -375,23 +311,23 @@ impl NativeValues {
                 }))
             };
         }
-        let size = t.disk_size().max(1);
-        match (self, t) {
-            (NativeValues::Bool(v), LeafType::Bool) => v.extend(bytes.iter().map(|&b| b != 0)),
-            (NativeValues::I8(v), LeafType::Char) => be!(v, i8, 1),
-            (NativeValues::U8(v), LeafType::UChar) => v.extend_from_slice(bytes),
-            (NativeValues::I16(v), LeafType::Short) => be!(v, i16, 2),
-            (NativeValues::U16(v), LeafType::UShort) => be!(v, u16, 2),
-            (NativeValues::I32(v), LeafType::Int) => be!(v, i32, 4),
-            (NativeValues::U32(v), LeafType::UInt) => be!(v, u32, 4),
-            (NativeValues::I64(v), LeafType::Long64) => be!(v, i64, 8),
-            (NativeValues::U64(v), LeafType::ULong64) => be!(v, u64, 8),
-            (NativeValues::F32(v), LeafType::Float) => be!(v, f32, 4),
-            (NativeValues::F64(v), LeafType::Double) => be!(v, f64, 8),
-            (NativeValues::F64(v), LeafType::Double32(p)) => {
+        let size = self.disk_size().max(1);
+        match (values, self) {
+            (ColumnValues::Bool(v), LeafType::Bool) => v.extend(bytes.iter().map(|&b| b != 0)),
+            (ColumnValues::I8(v), LeafType::Char) => be!(v, i8, 1),
+            (ColumnValues::U8(v), LeafType::UChar) => v.extend_from_slice(bytes),
+            (ColumnValues::I16(v), LeafType::Short) => be!(v, i16, 2),
+            (ColumnValues::U16(v), LeafType::UShort) => be!(v, u16, 2),
+            (ColumnValues::I32(v), LeafType::Int) => be!(v, i32, 4),
+            (ColumnValues::U32(v), LeafType::UInt) => be!(v, u32, 4),
+            (ColumnValues::I64(v), LeafType::Long64) => be!(v, i64, 8),
+            (ColumnValues::U64(v), LeafType::ULong64) => be!(v, u64, 8),
+            (ColumnValues::F32(v), LeafType::Float) => be!(v, f32, 4),
+            (ColumnValues::F64(v), LeafType::Double) => be!(v, f64, 8),
+            (ColumnValues::F64(v), LeafType::Double32(p)) => {
                 v.extend(bytes.chunks_exact(size).map(|c| p.decode(c)));
             }
-            (NativeValues::F32(v), LeafType::Float16(p)) => {
+            (ColumnValues::F32(v), LeafType::Float16(p)) => {
                 // Values are floats: ROOT computes them in float.
                 #[allow(clippy::cast_possible_truncation)]
                 v.extend(bytes.chunks_exact(size).map(|c| p.decode(c) as f32));
@@ -399,28 +335,35 @@ impl NativeValues {
             _ => {}
         }
     }
+}
 
-    /// The Arrow array of the values (the vector becomes its buffer, uncopied).
-    pub fn into_array(self) -> ArrayRef {
-        macro_rules! arr {
-            ($arrow:ty, $v:expr) => {
-                Arc::new(PrimitiveArray::<$arrow>::new(ScalarBuffer::from($v), None)) as ArrayRef
-            };
-        }
-        match self {
-            NativeValues::Bool(v) => Arc::new(BooleanArray::from(v)),
-            NativeValues::I8(v) => arr!(Int8Type, v),
-            NativeValues::U8(v) => arr!(UInt8Type, v),
-            NativeValues::I16(v) => arr!(Int16Type, v),
-            NativeValues::U16(v) => arr!(UInt16Type, v),
-            NativeValues::I32(v) => arr!(Int32Type, v),
-            NativeValues::U32(v) => arr!(UInt32Type, v),
-            NativeValues::I64(v) => arr!(Int64Type, v),
-            NativeValues::U64(v) => arr!(UInt64Type, v),
-            NativeValues::F32(v) => arr!(Float32Type, v),
-            NativeValues::F64(v) => arr!(Float64Type, v),
-        }
+/// The Arrow array of leaf values (the vector becomes its buffer, uncopied). Index and
+/// switch elements are no leaf values: [`Error::InvalidArgument`].
+pub fn leaf_array(values: ColumnValues) -> Result<ArrayRef> {
+    macro_rules! arr {
+        ($arrow:ty, $v:expr) => {
+            Arc::new(PrimitiveArray::<$arrow>::new(ScalarBuffer::from($v), None)) as ArrayRef
+        };
     }
+    Ok(match values {
+        ColumnValues::Bool(v) => Arc::new(BooleanArray::from(v)),
+        ColumnValues::I8(v) => arr!(Int8Type, v),
+        ColumnValues::U8(v) => arr!(UInt8Type, v),
+        ColumnValues::I16(v) => arr!(Int16Type, v),
+        ColumnValues::U16(v) => arr!(UInt16Type, v),
+        ColumnValues::I32(v) => arr!(Int32Type, v),
+        ColumnValues::U32(v) => arr!(UInt32Type, v),
+        ColumnValues::I64(v) => arr!(Int64Type, v),
+        ColumnValues::U64(v) => arr!(UInt64Type, v),
+        ColumnValues::F32(v) => arr!(Float32Type, v),
+        ColumnValues::F64(v) => arr!(Float64Type, v),
+        other @ (ColumnValues::Index(_) | ColumnValues::Switch { .. }) => {
+            return Err(Error::InvalidArgument(format!(
+                "{} elements are no leaf values",
+                other.kind()
+            )))
+        }
+    })
 }
 
 #[cfg(test)]
