@@ -1,7 +1,8 @@
 """The options reads share, defined and checked once: sizes (``"100 MB"``), entry
-ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`) and the
+ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`), the
 types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
-:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike;
+:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike, and
+the filters that list an RNTuple's or a field's subfields (:class:`KeyFilter`);
 :func:`takes_options`, which gives a function's callers the options of such a group
 (here, or :class:`~rntuple.writing.WriteOptions`, :class:`~rntuple.ttree.ConvertOptions`)
 as its keyword arguments."""
@@ -12,12 +13,12 @@ import dataclasses
 import functools
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from .cache import check_cache
 from .errors import InvalidArgumentError
-from .selection import NameFilter, check_entry, check_flag, check_network
+from .selection import NameFilter, check_entry, check_flag, check_network, make_filter
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
@@ -212,3 +213,43 @@ class Selection:
     filter_name: NameFilter = None
     filter_typename: NameFilter = None
     aliases: dict[str, str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyFilter:
+    """Which field paths ``keys``, ``typenames``, ``values`` and ``items`` of an
+    :class:`~rntuple.RNTuple` or a :class:`~rntuple.ntuple.Field` list (``filter_name``,
+    ``filter_typename``, ``recursive``: see :meth:`rntuple.RNTuple.keys`); checked when
+    made."""
+
+    filter_name: NameFilter = None
+    filter_typename: NameFilter = None
+    recursive: bool = True
+
+    def __post_init__(self) -> None:
+        check_flag("recursive", self.recursive)
+        # The filters' predicates, made once: a filter given as an iterator is read once.
+        predicates = (
+            make_filter("filter_name", self.filter_name),
+            make_filter("filter_typename", self.filter_typename),
+        )
+        object.__setattr__(self, "_predicates", predicates)
+
+    def paths(self, typenames: Iterable[tuple[str, str]], under: str = "") -> list[str]:
+        """The paths, relative to ``under`` (a path and its dot, or "" for the top), of
+        the ``(path, C++ type)`` pairs below ``under`` that the filters select, in order."""
+        by_name, by_type = self._predicates
+        out = []
+        for path, typename in typenames:
+            if not path.startswith(under):
+                continue
+            relative = path[len(under) :]
+            if not self.recursive and "." in relative:
+                continue
+            name = relative.rsplit(".", 1)[-1]
+            if by_name is not None and not (by_name(name) or by_name(relative) or by_name("." + relative)):
+                continue
+            if by_type is not None and not by_type(typename):
+                continue
+            out.append(relative)
+        return out
