@@ -9,9 +9,9 @@ dataclass's default, so that the groups cannot drift apart again:
   hands ``unsplit`` and ``split_policy`` to every file's conversion, and refuses a bad one
   before any task runs;
 - writing (``recreate``, ``recreate_parallel`` and their classes): :class:`WriteOptions`;
-- an RNTuple's reads (``arrays``, ``iterate``): :class:`Selection`; listing an RNTuple's or
-  a field's subfields (``keys``, ``typenames``; an RNTuple's ``values``, ``items``):
-  :class:`KeyFilter`.
+- an RNTuple's reads (``arrays``, ``iterate``): :class:`Selection` and :class:`ReadTypes`;
+  listing an RNTuple's or a field's subfields (``keys``, ``typenames``; an RNTuple's
+  ``values``, ``items``): :class:`KeyFilter`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pytest
 import ttreegen
 
 import rntuple
-from rntuple.options import KeyFilter, RemoteOptions, Selection, TypeOptions
+from rntuple.options import KeyFilter, ReadTypes, RemoteOptions, Selection, TypeOptions
 from rntuple.ttree import ConvertOptions
 from rntuple.writing import WriteOptions
 
@@ -68,8 +68,9 @@ def test_writers_take_every_write_option(function: Callable[..., Any]) -> None:
 
 
 @pytest.mark.parametrize("function", [rntuple.RNTuple.arrays, rntuple.RNTuple.iterate])
-def test_ntuple_reads_take_every_selection_option(function: Callable[..., Any]) -> None:
+def test_ntuple_reads_take_every_selection_and_type_option(function: Callable[..., Any]) -> None:
     _takes_all(function, Selection)
+    _takes_all(function, ReadTypes)
 
 
 @pytest.mark.parametrize(

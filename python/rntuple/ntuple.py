@@ -22,9 +22,9 @@ from .metadata import MetaRecord, RNTupleMetadata
 from .options import (
     FieldSelection,
     KeyFilter,
+    ReadTypes,
     Selection,
     StepSize,
-    TypeOptions,
     entry_range,
     parse_size,
     takes_options,
@@ -405,7 +405,7 @@ class RNTuple:
 
     # -- reading ---------------------------------------------------------------------
 
-    @takes_options(selection=Selection)
+    @takes_options(selection=Selection, typing=ReadTypes)
     def arrays(
         self,
         selection: Selection,
@@ -414,9 +414,7 @@ class RNTuple:
         entry_stop: int | None = None,
         library: str = "ak",
         how: Any = None,
-        types: dict[str, Any] | None = None,
-        on_overflow: str = "raise",
-        defaults: dict[str, Any] | None = None,
+        typing: ReadTypes,
         ak_add_doc: Any = False,
         virtual: bool = False,
         access_log: Any = None,
@@ -467,7 +465,7 @@ class RNTuple:
             cut=selection.cut,
             aliases=selection.aliases,
         )
-        plan = self._plan(selection, TypeOptions(types, on_overflow, defaults))
+        plan = self._plan(selection, typing)
         library = check_library(library)
         how = check_how(how, library)
         start, stop = entry_range(self.num_entries, entry_start, entry_stop)
@@ -510,7 +508,7 @@ class RNTuple:
             parameters["__doc__"] = meta.header.ntuple_description
         return ak.Array(layout.copy(contents=contents, parameters=parameters))
 
-    @takes_options(selection=Selection)
+    @takes_options(selection=Selection, typing=ReadTypes)
     def iterate(
         self,
         selection: Selection,
@@ -521,9 +519,7 @@ class RNTuple:
         library: str = "ak",
         how: Any = None,
         decode_ahead: bool = True,
-        types: dict[str, Any] | None = None,
-        on_overflow: str = "raise",
-        defaults: dict[str, Any] | None = None,
+        typing: ReadTypes,
         report: bool = False,
         ak_add_doc: Any = False,
     ) -> Iterator[Any]:
@@ -545,7 +541,7 @@ class RNTuple:
         batch only when the loop asks for it. ``types``, ``on_overflow``, ``defaults``:
         as :meth:`arrays`."""
         report = check_flag("report", report)
-        plan = self._plan(selection, TypeOptions(types, on_overflow, defaults))
+        plan = self._plan(selection, typing)
         for result, first, last in self._iterate_plan(
             plan, step_size, entry_start, entry_stop, library, how, decode_ahead, 0
         ):
@@ -668,7 +664,7 @@ class RNTuple:
             {qualified(k, added=True): v for k, v in (defaults or {}).items()},
         )
 
-    def _plan(self, selection: Selection, typing: TypeOptions | None = None) -> ReadPlan:
+    def _plan(self, selection: Selection, typing: ReadTypes | None = None) -> ReadPlan:
         """What :meth:`arrays` reads and computes for uproot's selection arguments, read
         as ``typing`` asks (:meth:`_read_types`)."""
         exprs = check_expressions(selection.expressions)

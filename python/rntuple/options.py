@@ -1,8 +1,9 @@
 """The options reads share, defined and checked once: sizes (``"100 MB"``), entry
 ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`), the
-types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
-:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike, and
-the filters that list an RNTuple's or a field's subfields (:class:`KeyFilter`);
+types a read converts to (:class:`ReadTypes`; with :class:`TypeOptions`, which
+:func:`rntuple.iterate`, :func:`rntuple.concatenate`, :func:`rntuple.dask` and
+:func:`rntuple.join` take alike, for many files), the filters that list an RNTuple's or
+a field's subfields (:class:`KeyFilter`);
 :func:`takes_options`, which gives a function's callers the options of such a group
 (here, or :class:`~rntuple.writing.WriteOptions`, :class:`~rntuple.ttree.ConvertOptions`)
 as its keyword arguments."""
@@ -185,19 +186,28 @@ class RemoteOptions:
 
 
 @dataclasses.dataclass(frozen=True)
-class TypeOptions:
+class ReadTypes:
     """The types a read converts fields to (``types``, ``on_overflow``, ``defaults``: see
-    :meth:`rntuple.RNTuple.arrays`), and for many files whether a field some lack reads
-    as None there (``allow_missing``: see :func:`rntuple.iterate`)."""
+    :meth:`rntuple.RNTuple.arrays`), as one RNTuple's reads take them."""
 
     types: dict[str, Any] | None = None
     on_overflow: str = "raise"
     defaults: dict[str, Any] | None = None
-    allow_missing: bool = False
 
     def __post_init__(self) -> None:
         if self.on_overflow not in ("raise", "mask"):
             raise InvalidArgumentError(f"on_overflow={self.on_overflow!r}: expected 'raise' or 'mask'")
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeOptions(ReadTypes):
+    """:class:`ReadTypes`, and for many files whether a field some lack reads as None
+    there (``allow_missing``: see :func:`rntuple.iterate`)."""
+
+    allow_missing: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         check_flag("allow_missing", self.allow_missing)
 
 
