@@ -8,7 +8,10 @@ dataclass's default, so that the groups cannot drift apart again:
 - converting (``convert``, ``convert_files``): :class:`ConvertOptions`; ``convert_files``
   hands ``unsplit`` and ``split_policy`` to every file's conversion, and refuses a bad one
   before any task runs;
-- writing (``recreate``, ``recreate_parallel`` and their classes): :class:`WriteOptions`.
+- writing (``recreate``, ``recreate_parallel`` and their classes): :class:`WriteOptions`;
+- an RNTuple's reads (``arrays``, ``iterate``): :class:`Selection` and :class:`ReadTypes`;
+  listing an RNTuple's or a field's subfields (``keys``, ``typenames``; an RNTuple's
+  ``values``, ``items``): :class:`KeyFilter`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pytest
 import ttreegen
 
 import rntuple
-from rntuple.options import RemoteOptions, TypeOptions
+from rntuple.options import KeyFilter, ReadTypes, RemoteOptions, Selection, TypeOptions
 from rntuple.ttree import ConvertOptions
 from rntuple.writing import WriteOptions
 
@@ -64,6 +67,27 @@ def test_writers_take_every_write_option(function: Callable[..., Any]) -> None:
     _takes_all(function, WriteOptions)
 
 
+@pytest.mark.parametrize("function", [rntuple.RNTuple.arrays, rntuple.RNTuple.iterate])
+def test_ntuple_reads_take_every_selection_and_type_option(function: Callable[..., Any]) -> None:
+    _takes_all(function, Selection)
+    _takes_all(function, ReadTypes)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        rntuple.RNTuple.keys,
+        rntuple.RNTuple.typenames,
+        rntuple.RNTuple.values,
+        rntuple.RNTuple.items,
+        rntuple.Field.keys,
+        rntuple.Field.typenames,
+    ],
+)
+def test_listings_take_every_key_filter(function: Callable[..., Any]) -> None:
+    _takes_all(function, KeyFilter)
+
+
 def test_options_are_checked_when_made() -> None:
     with pytest.raises(rntuple.InvalidArgumentError, match="on_overflow"):
         TypeOptions(on_overflow="wrap")
@@ -75,6 +99,8 @@ def test_options_are_checked_when_made() -> None:
         WriteOptions(checkpoint_every=0)
     with pytest.raises(rntuple.InvalidArgumentError, match="cache"):
         RemoteOptions(cache=3)
+    with pytest.raises(rntuple.InvalidArgumentError, match="recursive"):
+        KeyFilter(recursive=1)  # type: ignore[arg-type]
     assert RemoteOptions(timeout=5.0).given() == {"timeout": 5.0}
 
 

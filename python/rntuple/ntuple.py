@@ -7,7 +7,7 @@ import difflib
 import fnmatch
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 import awkward as ak
@@ -19,7 +19,16 @@ from .convert import to_awkward, to_library
 from .errors import InvalidArgumentError, NotFoundError
 from .inspection import BY, Inspection
 from .metadata import MetaRecord, RNTupleMetadata
-from .options import FieldSelection, Selection, StepSize, TypeOptions, entry_range, parse_size
+from .options import (
+    FieldSelection,
+    KeyFilter,
+    ReadTypes,
+    Selection,
+    StepSize,
+    entry_range,
+    parse_size,
+    takes_options,
+)
 from .plan import ReadPlan, descend
 from .selection import (
     Compiled,
@@ -33,7 +42,6 @@ from .selection import (
     check_step_size,
     compile_expression,
     is_glob,
-    make_filter,
     to_numpy_like_uproot,
 )
 from .uproot_compat import (
@@ -203,48 +211,30 @@ class RNTuple:
         """The names of the top-level fields that can be read, in schema order."""
         return self._reader.field_names()
 
-    def keys(
-        self,
-        *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        recursive: bool = True,
-        full_paths: bool = True,
-    ) -> list[str]:
+    @takes_options(filters=KeyFilter)
+    def keys(self, filters: KeyFilter, *, full_paths: bool = True) -> list[str]:
         """The selectable field paths: top-level fields and their members (``"Jet.pt"``)
         as :meth:`arrays` takes them, in schema order. As uproot: ``filter_name`` (a name,
         glob, regex ``"/pattern/flags"``, function or list of these) matches a field's
         name, its path or ``"." + path``; ``filter_typename`` its C++ type;
         ``recursive=False`` lists top-level fields only; ``full_paths=False`` gives
         names without their parents."""
-        return [
-            self._shown(p, full_paths) for p in self._select_keys(filter_name, filter_typename, recursive)
-        ]
+        return [self._shown(p, full_paths) for p in self._select_keys(filters)]
 
-    def typenames(
-        self,
-        *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        recursive: bool = True,
-        full_paths: bool = True,
-    ) -> dict[str, str]:
+    @takes_options(filters=KeyFilter)
+    def typenames(self, filters: KeyFilter, *, full_paths: bool = True) -> dict[str, str]:
         """The C++ type of every selectable field path (filters as :meth:`keys`)."""
-        paths = self._select_keys(filter_name, filter_typename, recursive)
-        info = self._field_paths()
-        return {self._shown(p, full_paths): info[p].type_name for p in paths}
+        return self._typenames(filters, full_paths)
 
-    def values(
-        self, *, filter_name: NameFilter = None, filter_typename: NameFilter = None, recursive: bool = True
-    ) -> list[Field]:
+    @takes_options(filters=KeyFilter)
+    def values(self, filters: KeyFilter) -> list[Field]:
         """The :class:`Field` of every selected path (filters as :meth:`keys`)."""
-        return [Field(self, p) for p in self._select_keys(filter_name, filter_typename, recursive)]
+        return [Field(self, p) for p in self._select_keys(filters)]
 
-    def items(
-        self, *, filter_name: NameFilter = None, filter_typename: NameFilter = None, recursive: bool = True
-    ) -> list[tuple[str, Field]]:
+    @takes_options(filters=KeyFilter)
+    def items(self, filters: KeyFilter) -> list[tuple[str, Field]]:
         """``(path, Field)`` pairs of the selected paths (filters as :meth:`keys`)."""
-        return [(p, Field(self, p)) for p in self._select_keys(filter_name, filter_typename, recursive)]
+        return [(p, Field(self, p)) for p in self._select_keys(filters)]
 
     def __getitem__(self, where: str | int) -> Field:
         """The field at a path (``nt["Jet_pt"]``, ``nt["Jet.pt"]``, ``nt["Jet/pt"]``; a
@@ -293,22 +283,16 @@ class RNTuple:
         candidate = ".".join(segments)
         return candidate if candidate in paths else None
 
-    def _select_keys(self, filter_name: Any, filter_typename: Any, recursive: Any = True) -> list[str]:
-        recursive = check_flag("recursive", recursive)
-        by_name = make_filter("filter_name", filter_name)
-        by_type = make_filter("filter_typename", filter_typename)
-        out = []
-        for path, field in self._field_paths().items():
-            typename = field.type_name
-            if not recursive and "." in path:
-                continue
-            name = path.rsplit(".", 1)[-1]
-            if by_name is not None and not (by_name(name) or by_name(path) or by_name("." + path)):
-                continue
-            if by_type is not None and not by_type(typename):
-                continue
-            out.append(path)
-        return out
+    def _select_keys(self, filters: KeyFilter, under: str = "") -> list[str]:
+        """The field paths below ``under`` (a path and its dot; "" for all) that
+        ``filters`` select, relative to ``under``, in schema order."""
+        return filters.paths(((p, f.type_name) for p, f in self._field_paths().items()), under)
+
+    def _typenames(self, filters: KeyFilter, full_paths: Any, under: str = "") -> dict[str, str]:
+        """``typenames`` of this RNTuple (``under=""``) or of the field ``under`` names."""
+        info = self._field_paths()
+        paths = self._select_keys(filters, under)
+        return {self._shown(p, full_paths): info[under + p].type_name for p in paths}
 
     @staticmethod
     def _shown(path: str, full_paths: Any) -> str:
@@ -421,21 +405,16 @@ class RNTuple:
 
     # -- reading ---------------------------------------------------------------------
 
+    @takes_options(selection=Selection, typing=ReadTypes)
     def arrays(
         self,
-        expressions: str | Sequence[str] | None = None,
-        cut: str | None = None,
+        selection: Selection,
         *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        aliases: dict[str, str] | None = None,
         entry_start: int | None = None,
         entry_stop: int | None = None,
         library: str = "ak",
         how: Any = None,
-        types: dict[str, Any] | None = None,
-        on_overflow: str = "raise",
-        defaults: dict[str, Any] | None = None,
+        typing: ReadTypes,
         ak_add_doc: Any = False,
         virtual: bool = False,
         access_log: Any = None,
@@ -478,12 +457,15 @@ class RNTuple:
           :class:`rntuple.uproot_compat.Accessed`.
         """
         virtual = check_virtual(
-            virtual, access_log, library=library, how=how, expressions=expressions, cut=cut, aliases=aliases
+            virtual,
+            access_log,
+            library=library,
+            how=how,
+            expressions=selection.expressions,
+            cut=selection.cut,
+            aliases=selection.aliases,
         )
-        plan = self._plan(
-            Selection(expressions, cut, filter_name, filter_typename, aliases),
-            TypeOptions(types, on_overflow, defaults),
-        )
+        plan = self._plan(selection, typing)
         library = check_library(library)
         how = check_how(how, library)
         start, stop = entry_range(self.num_entries, entry_start, entry_stop)
@@ -526,23 +508,18 @@ class RNTuple:
             parameters["__doc__"] = meta.header.ntuple_description
         return ak.Array(layout.copy(contents=contents, parameters=parameters))
 
+    @takes_options(selection=Selection, typing=ReadTypes)
     def iterate(
         self,
-        expressions: str | Sequence[str] | None = None,
-        cut: str | None = None,
+        selection: Selection,
         *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        aliases: dict[str, str] | None = None,
         step_size: StepSize = "100 MB",
         entry_start: int | None = None,
         entry_stop: int | None = None,
         library: str = "ak",
         how: Any = None,
         decode_ahead: bool = True,
-        types: dict[str, Any] | None = None,
-        on_overflow: str = "raise",
-        defaults: dict[str, Any] | None = None,
+        typing: ReadTypes,
         report: bool = False,
         ak_add_doc: Any = False,
     ) -> Iterator[Any]:
@@ -564,10 +541,7 @@ class RNTuple:
         batch only when the loop asks for it. ``types``, ``on_overflow``, ``defaults``:
         as :meth:`arrays`."""
         report = check_flag("report", report)
-        plan = self._plan(
-            Selection(expressions, cut, filter_name, filter_typename, aliases),
-            TypeOptions(types, on_overflow, defaults),
-        )
+        plan = self._plan(selection, typing)
         for result, first, last in self._iterate_plan(
             plan, step_size, entry_start, entry_stop, library, how, decode_ahead, 0
         ):
@@ -690,7 +664,7 @@ class RNTuple:
             {qualified(k, added=True): v for k, v in (defaults or {}).items()},
         )
 
-    def _plan(self, selection: Selection, typing: TypeOptions | None = None) -> ReadPlan:
+    def _plan(self, selection: Selection, typing: ReadTypes | None = None) -> ReadPlan:
         """What :meth:`arrays` reads and computes for uproot's selection arguments, read
         as ``typing`` asks (:meth:`_read_types`)."""
         exprs = check_expressions(selection.expressions)
@@ -698,7 +672,7 @@ class RNTuple:
         alias_texts = check_aliases(selection.aliases)
         filter_name, filter_typename = selection.filter_name, selection.filter_typename
         filtered = (
-            self._select_keys(filter_name, filter_typename)
+            self._select_keys(KeyFilter(filter_name, filter_typename))
             if filter_name is not None or filter_typename is not None
             else None
         )
@@ -896,53 +870,16 @@ class Field:
             result = self.arrays(entry_start=first, entry_stop=last, library=library, how=how)
             yield (result, Report(self._ntuple, first, last)) if report else result
 
-    def keys(
-        self,
-        *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        recursive: bool = True,
-        full_paths: bool = True,
-    ) -> list[str]:
+    @takes_options(filters=KeyFilter)
+    def keys(self, filters: KeyFilter, *, full_paths: bool = True) -> list[str]:
         """The paths of the subfields relative to this field (filters as
         :meth:`RNTuple.keys`, matched on the relative path)."""
-        return list(
-            self.typenames(
-                filter_name=filter_name,
-                filter_typename=filter_typename,
-                recursive=recursive,
-                full_paths=full_paths,
-            )
-        )
+        return list(self._ntuple._typenames(filters, full_paths, f"{self._path}."))
 
-    def typenames(
-        self,
-        *,
-        filter_name: NameFilter = None,
-        filter_typename: NameFilter = None,
-        recursive: bool = True,
-        full_paths: bool = True,
-    ) -> dict[str, str]:
+    @takes_options(filters=KeyFilter)
+    def typenames(self, filters: KeyFilter, *, full_paths: bool = True) -> dict[str, str]:
         """The C++ types of the subfields, by relative path (filters as :meth:`keys`)."""
-        recursive = check_flag("recursive", recursive)
-        by_name = make_filter("filter_name", filter_name)
-        by_type = make_filter("filter_typename", filter_typename)
-        prefix = f"{self._path}."
-        out = {}
-        for path, field in self._ntuple._field_paths().items():
-            typename = field.type_name
-            if not path.startswith(prefix):
-                continue
-            relative = path[len(prefix) :]
-            name = relative.rsplit(".", 1)[-1]
-            if not recursive and "." in relative:
-                continue
-            if by_name is not None and not (by_name(name) or by_name(relative) or by_name("." + relative)):
-                continue
-            if by_type is not None and not by_type(typename):
-                continue
-            out[RNTuple._shown(relative, full_paths)] = typename
-        return out
+        return self._ntuple._typenames(filters, full_paths, f"{self._path}.")
 
     def __getitem__(self, where: str | int) -> Field:
         if isinstance(where, (int, np.integer)) and not isinstance(where, bool):
@@ -1017,7 +954,7 @@ class Field:
         if filter_name is None and filter_typename is None:
             paths = [self._path]
         else:
-            relative = self.keys(filter_name=filter_name, filter_typename=filter_typename)
+            relative = self._ntuple._select_keys(KeyFilter(filter_name, filter_typename), f"{self._path}.")
             paths = [f"{self._path}.{r}" for r in relative]
             paths = [p for p in paths if not any(p.startswith(f"{q}.") for q in paths)]
         if not paths:

@@ -1,7 +1,9 @@
 """The options reads share, defined and checked once: sizes (``"100 MB"``), entry
-ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`) and the
-types a read converts to (:class:`TypeOptions`), which :func:`rntuple.iterate`,
-:func:`rntuple.concatenate`, :func:`rntuple.dask` and :func:`rntuple.join` take alike;
+ranges, the remote-file options of :func:`rntuple.open` (:class:`RemoteOptions`), the
+types a read converts to (:class:`ReadTypes`; with :class:`TypeOptions`, which
+:func:`rntuple.iterate`, :func:`rntuple.concatenate`, :func:`rntuple.dask` and
+:func:`rntuple.join` take alike, for many files), the filters that list an RNTuple's or
+a field's subfields (:class:`KeyFilter`);
 :func:`takes_options`, which gives a function's callers the options of such a group
 (here, or :class:`~rntuple.writing.WriteOptions`, :class:`~rntuple.ttree.ConvertOptions`)
 as its keyword arguments."""
@@ -12,12 +14,12 @@ import dataclasses
 import functools
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from .cache import check_cache
 from .errors import InvalidArgumentError
-from .selection import NameFilter, check_entry, check_flag, check_network
+from .selection import NameFilter, check_entry, check_flag, check_network, make_filter
 
 FieldSelection = str | Sequence[str] | None
 StepSize = int | str
@@ -184,19 +186,28 @@ class RemoteOptions:
 
 
 @dataclasses.dataclass(frozen=True)
-class TypeOptions:
+class ReadTypes:
     """The types a read converts fields to (``types``, ``on_overflow``, ``defaults``: see
-    :meth:`rntuple.RNTuple.arrays`), and for many files whether a field some lack reads
-    as None there (``allow_missing``: see :func:`rntuple.iterate`)."""
+    :meth:`rntuple.RNTuple.arrays`), as one RNTuple's reads take them."""
 
     types: dict[str, Any] | None = None
     on_overflow: str = "raise"
     defaults: dict[str, Any] | None = None
-    allow_missing: bool = False
 
     def __post_init__(self) -> None:
         if self.on_overflow not in ("raise", "mask"):
             raise InvalidArgumentError(f"on_overflow={self.on_overflow!r}: expected 'raise' or 'mask'")
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeOptions(ReadTypes):
+    """:class:`ReadTypes`, and for many files whether a field some lack reads as None
+    there (``allow_missing``: see :func:`rntuple.iterate`)."""
+
+    allow_missing: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         check_flag("allow_missing", self.allow_missing)
 
 
@@ -212,3 +223,43 @@ class Selection:
     filter_name: NameFilter = None
     filter_typename: NameFilter = None
     aliases: dict[str, str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyFilter:
+    """Which field paths ``keys``, ``typenames``, ``values`` and ``items`` of an
+    :class:`~rntuple.RNTuple` or a :class:`~rntuple.ntuple.Field` list (``filter_name``,
+    ``filter_typename``, ``recursive``: see :meth:`rntuple.RNTuple.keys`); checked when
+    made."""
+
+    filter_name: NameFilter = None
+    filter_typename: NameFilter = None
+    recursive: bool = True
+
+    def __post_init__(self) -> None:
+        check_flag("recursive", self.recursive)
+        # The filters' predicates, made once: a filter given as an iterator is read once.
+        predicates = (
+            make_filter("filter_name", self.filter_name),
+            make_filter("filter_typename", self.filter_typename),
+        )
+        object.__setattr__(self, "_predicates", predicates)
+
+    def paths(self, typenames: Iterable[tuple[str, str]], under: str = "") -> list[str]:
+        """The paths, relative to ``under`` (a path and its dot, or "" for the top), of
+        the ``(path, C++ type)`` pairs below ``under`` that the filters select, in order."""
+        by_name, by_type = self._predicates
+        out = []
+        for path, typename in typenames:
+            if not path.startswith(under):
+                continue
+            relative = path[len(under) :]
+            if not self.recursive and "." in relative:
+                continue
+            name = relative.rsplit(".", 1)[-1]
+            if by_name is not None and not (by_name(name) or by_name(relative) or by_name("." + relative)):
+                continue
+            if by_type is not None and not by_type(typename):
+                continue
+            out.append(relative)
+        return out
