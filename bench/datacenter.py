@@ -42,26 +42,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "bench" / "tasks"))
+# First: it puts tests/, python/ and bench/tasks/ on sys.path.
+from paths import RELEASE_CLI, RELEASE_PROXY, REPO
 
-import server_http  # noqa: E402
-import server_seaweedfs  # noqa: E402
-import server_xcache  # noqa: E402
-import server_xrootd  # noqa: E402
-from common import cpu_model, memory_bytes, write_text_atomically  # noqa: E402
-from netutil import free_port  # noqa: E402
-from remote_data import nanoaod_like, write_big  # noqa: E402
+# isort: split
 
-BUILT_CLI = REPO / "target" / "release" / "rntuple"
-BUILT_PROXY = REPO / "target" / "release" / "delay_proxy"  # cargo build --release -p rntuple-testkit
+import server_http
+import server_seaweedfs
+import server_xcache
+import server_xrootd
+from common import cpu_model, memory_bytes, write_text_atomically
+from netutil import free_port
+from remote_data import nanoaod_like, write_big
+
 BUILT_PACKAGE = REPO / "python" / "rntuple"  # bash python/develop.sh
 #: The binaries and package measured: copies of the built ones taken when the run starts
 #: (:func:`snapshot`), so that a build during the run changes nothing it measures.
-CLI = BUILT_CLI
-PROXY = BUILT_PROXY
+CLI = RELEASE_CLI
+PROXY = RELEASE_PROXY
 PYTHONPATH = REPO / "python"
 #: Processes of others that would share the cores with a measurement: each measurement
 #: waits until none runs (:func:`wait_quiet`).
@@ -177,8 +175,8 @@ def snapshot(directory: Path) -> str:
     global CLI, PROXY, PYTHONPATH
     wait_quiet()
     (directory / "python").mkdir(parents=True)
-    CLI = Path(shutil.copy2(BUILT_CLI, directory / "rntuple"))
-    PROXY = Path(shutil.copy2(BUILT_PROXY, directory / "delay_proxy"))
+    CLI = Path(shutil.copy2(RELEASE_CLI, directory / "rntuple"))
+    PROXY = Path(shutil.copy2(RELEASE_PROXY, directory / "delay_proxy"))
     shutil.copytree(BUILT_PACKAGE, directory / "python" / "rntuple")
     PYTHONPATH = directory / "python"
     sys.path.insert(0, str(PYTHONPATH))
@@ -197,7 +195,7 @@ def snapshot(directory: Path) -> str:
         f"checkout at commit {git('rev-parse', '--short', 'HEAD')} "
         f"({git('log', '-1', '--format=%ci')})"
         + (f", with uncommitted changes to {', '.join(dirty)}" if dirty else "")
-        + f"; `rntuple` built {built(BUILT_CLI)}"
+        + f"; `rntuple` built {built(RELEASE_CLI)}"
         + (f", the Python extension {built(extension)}" if extension else "")
         + " (copies of both taken when the run began were measured)"
     )

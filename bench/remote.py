@@ -27,22 +27,22 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "bench" / "tasks"))
+# First: it puts tests/, python/ and bench/tasks/ on sys.path.
+from paths import RELEASE_CLI, RELEASE_PROXY, REPO
 
-from common import write_text_atomically  # noqa: E402
-from remote_data import write_big  # noqa: E402
+# isort: split
 
-CLI = REPO / "target" / "release" / "rntuple"
-PROXY = REPO / "target" / "release" / "delay_proxy"  # cargo build --release -p rntuple-testkit
+from common import write_report
+from remote_data import write_big
+
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
 
 
 def read_bench(location: str, env: dict[str, str], fields: list[str] | None) -> dict[str, Any]:
     """One ``rntuple read-bench --json`` run, with the CPU seconds it used."""
-    cmd = [str(CLI), "read-bench", location, "--json"] + (["--fields", ",".join(fields)] if fields else [])
+    cmd = [str(RELEASE_CLI), "read-bench", location, "--json"] + (
+        ["--fields", ",".join(fields)] if fields else []
+    )
     before = os.times()
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, check=True)
     after = os.times()
@@ -126,7 +126,7 @@ def main() -> int:
                     parts = urllib.parse.urlsplit(url)
                     port = 19000 + os.getpid() % 1000
                     proxy = subprocess.Popen(
-                        [str(PROXY), str(port), f"{parts.hostname}:{parts.port}", str(delay_ms)],
+                        [str(RELEASE_PROXY), str(port), f"{parts.hostname}:{parts.port}", str(delay_ms)],
                         stdout=subprocess.PIPE,
                         text=True,
                     )
@@ -225,8 +225,7 @@ def main() -> int:
         *iterate_rows,
         "",
     ]
-    write_text_atomically(args.out, "\n".join(text))
-    print(f"wrote {args.out}")
+    write_report(args.out, text)
     return 0
 
 

@@ -147,12 +147,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def local(served: Path) -> str:
     out = _run("dump", str(served / "nano.root"), "--jsonl", "--fields", ",".join(FIELDS))
     assert out.returncode == 0, out.stderr

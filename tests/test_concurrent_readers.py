@@ -33,7 +33,6 @@ from typing import Any
 
 import awkward as ak
 import pytest
-import server_http
 import server_xrootd
 from conftest import rust_tool
 from remote_data import nanoaod_like
@@ -75,12 +74,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with rntuple.recreate(root / NANO_FILE, cluster_size="256 kB") as f:
         f["Events"] = nanoaod_like(NANO_ENTRIES, seed=12)
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +42,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f["Events"] = nanoaod_like(12_000, seed=100 + k)
     backdate(root)
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 def _urls(nginx: server_http.Server, n: int = 6) -> list[str]:
