@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import time
 import uuid
@@ -108,3 +109,15 @@ def tried(message: str) -> tuple[int, int]:
     assert match["attempt_word"] == ("attempt" if attempts == 1 else "attempts"), message
     assert match["retry_word"] == ("retry" if retries == 1 else "retries"), message
     return attempts, retries
+
+
+def serve_until_interrupted(*stops: Callable[[], None], wait: Callable[[], object] = signal.pause) -> None:
+    """A test server's command line: ``wait`` (by default until a signal comes) until
+    Ctrl-C or the server's end, then each of ``stops``."""
+    try:
+        wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for stop in stops:
+            stop()

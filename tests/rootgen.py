@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rootdump import load_root
+from rootdump import declare_cxx, load_root
 
-CXX_DIR = Path(__file__).resolve().parent / "cxx"
 NTUPLE = "ntpl"
 
 #: Top-level fields of the initial model, in schema order.
@@ -52,7 +51,6 @@ LATE1_FIELDS = ["late_i64", "late_vf", "late_str", "late_vvi", "late_opt"]
 #: Fields added by the second model extension (right after a cluster-group commit).
 LATE2_FIELDS = ["late2_f32", "late2_map", "late2_var"]
 
-_declared = False
 _dicts_loaded = False
 
 #: STL types used by ``nested.root`` for which the PyPI ROOT build ships no dictionary
@@ -162,14 +160,8 @@ def ensure_dictionaries() -> Any:
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    global _declared
-    ROOT = ensure_dictionaries()
-    if not _declared:
-        for name in ("rootgen.hxx", "rootgen_extra.hxx"):
-            if not ROOT.gInterpreter.Declare((CXX_DIR / name).read_text()):
-                raise RuntimeError(f"failed to declare tests/cxx/{name} in cling")
-        _declared = True
-    return ROOT
+    ensure_dictionaries()
+    return declare_cxx("rootgen.hxx", "rootgen_extra.hxx")
 
 
 def write(spec: FileSpec, outdir: Path) -> Path:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import rootdump
-from rootdump import load_root
+from rootdump import declare_cxx, load_root
 
 TESTS_DIR = Path(__file__).resolve().parent
 CXX_DIR = TESTS_DIR / "cxx"
@@ -185,7 +185,6 @@ CLASS_CASES = (
     "stl_array_bitset",
 )
 
-_declared = False
 _nanoaod_declared = False
 _classes_loaded = False
 
@@ -228,13 +227,8 @@ def declare_user_classes() -> Any:
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    global _declared
-    ROOT = declare_user_classes()
-    if not _declared:
-        if not ROOT.gInterpreter.Declare((CXX_DIR / "ttreegen.hxx").read_text()):
-            raise RuntimeError("failed to declare tests/cxx/ttreegen.hxx in cling")
-        _declared = True
-    return ROOT
+    declare_user_classes()
+    return declare_cxx("ttreegen.hxx")
 
 
 def _write_nanoaod(path: Path, entries: int, compression: int) -> None:
