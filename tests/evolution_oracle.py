@@ -36,7 +36,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -676,9 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         oracle = _read_cases(Path(argv[1]))
         (Path(argv[1]) / ORACLE_JSON).write_text(json.dumps(oracle, indent=1) + "\n")
         return 0
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
-    args = ap.parse_args(argv)
+    args = rootdump.outdir_parser(__doc__).parse_args(argv)
     t0 = time.perf_counter()
     oracle = generate(args.outdir)
     print(f"oracle of {len(oracle['cases'])} cases in {time.perf_counter() - t0:.1f}s", file=sys.stderr)

@@ -7,13 +7,16 @@ the waits longer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -121,3 +124,25 @@ def serve_until_interrupted(*stops: Callable[[], None], wait: Callable[[], objec
     finally:
         for stop in stops:
             stop()
+
+
+@contextlib.contextmanager
+def python_http_server(root: Path, timeout: float = 15.0) -> Iterator[str]:
+    """``python3 -m http.server`` (no byte ranges: whole files only) serving ``root`` on
+    a free port of 127.0.0.1: its base URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not accepts(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("python3 -m http.server did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait()

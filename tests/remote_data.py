@@ -35,6 +35,14 @@ def nanoaod_like(n: int, seed: int) -> pa.Table:
     return pa.table(columns)
 
 
+def write_nanoaod_like(path: Path, entries: int, seed: int, cluster_size: str) -> Path:
+    """Writes ``entries`` entries of :func:`nanoaod_like` as the RNTuple ``Events`` of
+    ``path``, in clusters of ``cluster_size``; returns ``path``."""
+    with rntuple.recreate(path, cluster_size=cluster_size) as f:
+        f["Events"] = nanoaod_like(entries, seed=seed)
+    return path
+
+
 def write_big(path: str, entries_per_part: int = 500_000) -> None:
     """Writes about 500 MB: 2M NanoAOD-like entries in four parts (random values, so zstd
     cannot shrink them much), zstd level 1 for a quick write; with ``entries_per_part``

@@ -91,6 +91,14 @@ def _declare() -> Any:
     return declare_cxx("rootdump.hxx")
 
 
+def outdir_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a script that writes files into ``OUTDIR``, described by the
+    script's docstring ``doc``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir", type=Path)
+    return ap
+
+
 def parse_target(target: str, default_name: str = DEFAULT_NTUPLE) -> tuple[str, str]:
     """Split ``FILE[:NAME]`` into (file, ntuple name)."""
     if ":" in target and not os.path.exists(target):

@@ -27,7 +27,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rootdump import declare_cxx, load_root
+from rootdump import declare_cxx, load_root, outdir_parser
 
 NTUPLE = "ntpl"
 
@@ -352,9 +351,7 @@ def describe(path: Path, name: str = NTUPLE) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: write all files into OUTDIR and print their structure."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
-    args = ap.parse_args(argv)
+    args = outdir_parser(__doc__).parse_args(argv)
     t0 = time.perf_counter()
     paths = generate(args.outdir)
     print(f"generated {len(paths)} files in {time.perf_counter() - t0:.1f}s", file=sys.stderr)

@@ -35,7 +35,7 @@ import awkward as ak
 import pytest
 import server_xrootd
 from conftest import rust_tool
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 import rootgen
@@ -71,8 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory every server serves: the ROOT-written and the rntuple-written file."""
     root = tmp_path_factory.mktemp("concurrent")
     rootgen.generate(root, [rootgen.SPECS_BY_NAME[ROOT_FILE]])
-    with rntuple.recreate(root / NANO_FILE, cluster_size="256 kB") as f:
-        f["Events"] = nanoaod_like(NANO_ENTRIES, seed=12)
+    write_nanoaod_like(root / NANO_FILE, NANO_ENTRIES, seed=12, cluster_size="256 kB")
     return root
 
 

@@ -26,7 +26,7 @@ import pytest
 import server_http
 from conftest import require_rntuple_bin
 from netutil import backdate
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 
@@ -38,8 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six small multi-cluster files."""
     root = tmp_path_factory.mktemp("chain")
     for k in range(6):
-        with rntuple.recreate(root / f"part{k}.root", cluster_size="300 kB") as f:
-            f["Events"] = nanoaod_like(12_000, seed=100 + k)
+        write_nanoaod_like(root / f"part{k}.root", 12_000, seed=100 + k, cluster_size="300 kB")
     backdate(root)
     return root
 

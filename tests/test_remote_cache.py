@@ -35,9 +35,7 @@ import pytest
 import server_http
 from conftest import require_rntuple_bin, run_rntuple
 from netutil import backdate
-from remote_data import nanoaod_like, same_size_pair
-
-import rntuple
+from remote_data import same_size_pair, write_nanoaod_like
 
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
 FIVE_MORE = ["Electron_pt", "Photon_eta", "Jet_mass", "MET_phi", "genWeight"]
@@ -74,8 +72,7 @@ def _verify_clean(cache: Path) -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 40-field NanoAOD-like file of a dozen clusters (about 9 MB)."""
     root = tmp_path_factory.mktemp("cached")
-    with rntuple.recreate(root / "nano.root", cluster_size="700 kB") as f:
-        f["Events"] = nanoaod_like(60_000, seed=11)
+    write_nanoaod_like(root / "nano.root", 60_000, seed=11, cluster_size="700 kB")
     backdate(root)
     return root
 

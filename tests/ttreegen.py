@@ -18,7 +18,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import json
@@ -451,8 +450,7 @@ def fundamentals_expected(entry: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: write the cases into OUTDIR and print their layout."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
+    ap = rootdump.outdir_parser(__doc__)
     ap.add_argument("cases", nargs="*", help=f"cases to write (default all): {', '.join(CASES)}")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
