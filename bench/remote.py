@@ -32,7 +32,7 @@ from paths import RELEASE_CLI, RELEASE_PROXY, REPO
 
 # isort: split
 
-from common import write_report
+from common import show_row, write_report
 from remote_data import write_big
 
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
@@ -142,16 +142,16 @@ def main() -> int:
                     rt = statistics.median(r["open_seconds"] + r["read_seconds"] for r in remote)
                     last = remote[-1]
                     moved = last["open_bytes_read"] + last["bytes_read"]
-                    rows.append(
+                    show_row(
+                        rows,
                         f"| {protocol}:// | {2 * delay_ms} ms | {'all 40' if fields is None else '5'} | "
                         f"{lt:.3f} | {rt:.3f} | {rt / lt:.2f}x | {last['bytes_used'] / 1e6:.1f} | "
                         f"{moved / 1e6:.1f} ({moved / last['bytes_used']:.3f}x) | "
                         f"{last['open_requests']} + {last['requests']} "
                         f"({last['vector_requests']} vectored) | "
                         f"{statistics.median(r['cpu_seconds'] for r in local):.2f} / "
-                        f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |"
+                        f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |",
                     )
-                    print(rows[-1], flush=True)
                 if protocol != "s3" and cold:
                     local_c, remote_c = [], []
                     for _ in range(args.repeat):
@@ -162,10 +162,10 @@ def main() -> int:
                         proxied += proxy is not None
                         remote_c.append(r["open_seconds"] + r["read_seconds"])
                     lt, rt = statistics.median(local_c), statistics.median(remote_c)
-                    cold_rows.append(
-                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
+                    show_row(
+                        cold_rows,
+                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |",
                     )
-                    print(cold_rows[-1], flush=True)
                     read_bench(local_path, {}, None)  # warm again for what follows
                 if protocol != "s3":
                     local_t, remote_t = [], []
@@ -174,10 +174,10 @@ def main() -> int:
                         remote_t.append(iterate_seconds(url, env))
                         proxied += proxy is not None
                     lt, rt = statistics.median(local_t), statistics.median(remote_t)
-                    iterate_rows.append(
-                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
+                    show_row(
+                        iterate_rows,
+                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |",
                     )
-                    print(iterate_rows[-1], flush=True)
                 if proxy is not None:
                     notes.append(
                         f"- delay_proxy for {protocol}://: {proxy_cpu(proxy.pid) / max(proxied, 1):.2f} "

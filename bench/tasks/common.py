@@ -52,6 +52,13 @@ def write_text_atomically(path: Path, text: str) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def show_row(rows: list[str], row: str) -> None:
+    """Adds ``row`` to a report's table ``rows`` and prints it, so that a long run shows
+    its results as they come."""
+    rows.append(row)
+    print(row, flush=True)
+
+
 def write_report(path: Path, lines: list[str]) -> None:
     """Writes a benchmark's Markdown report (``lines``) to ``path`` as
     ``write_text_atomically`` does, and says where."""
