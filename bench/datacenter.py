@@ -42,26 +42,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "bench" / "tasks"))
+# First: it puts tests/, python/ and bench/tasks/ on sys.path.
+from paths import RELEASE_CLI, RELEASE_PROXY, REPO
 
-import server_http  # noqa: E402
-import server_seaweedfs  # noqa: E402
-import server_xcache  # noqa: E402
-import server_xrootd  # noqa: E402
-from common import cpu_model, memory_bytes, write_text_atomically  # noqa: E402
-from netutil import free_port  # noqa: E402
-from remote_data import nanoaod_like, write_big  # noqa: E402
+# isort: split
 
-BUILT_CLI = REPO / "target" / "release" / "rntuple"
-BUILT_PROXY = REPO / "target" / "release" / "delay_proxy"  # cargo build --release -p rntuple-testkit
+import server_http
+import server_seaweedfs
+import server_xcache
+import server_xrootd
+from common import cpu_model, memory_bytes, show_row, write_text_atomically
+from netutil import free_port
+from remote_data import nanoaod_like, write_big
+
 BUILT_PACKAGE = REPO / "python" / "rntuple"  # bash python/develop.sh
 #: The binaries and package measured: copies of the built ones taken when the run starts
 #: (:func:`snapshot`), so that a build during the run changes nothing it measures.
-CLI = BUILT_CLI
-PROXY = BUILT_PROXY
+CLI = RELEASE_CLI
+PROXY = RELEASE_PROXY
 PYTHONPATH = REPO / "python"
 #: Processes of others that would share the cores with a measurement: each measurement
 #: waits until none runs (:func:`wait_quiet`).
@@ -177,8 +175,8 @@ def snapshot(directory: Path) -> str:
     global CLI, PROXY, PYTHONPATH
     wait_quiet()
     (directory / "python").mkdir(parents=True)
-    CLI = Path(shutil.copy2(BUILT_CLI, directory / "rntuple"))
-    PROXY = Path(shutil.copy2(BUILT_PROXY, directory / "delay_proxy"))
+    CLI = Path(shutil.copy2(RELEASE_CLI, directory / "rntuple"))
+    PROXY = Path(shutil.copy2(RELEASE_PROXY, directory / "delay_proxy"))
     shutil.copytree(BUILT_PACKAGE, directory / "python" / "rntuple")
     PYTHONPATH = directory / "python"
     sys.path.insert(0, str(PYTHONPATH))
@@ -197,7 +195,7 @@ def snapshot(directory: Path) -> str:
         f"checkout at commit {git('rev-parse', '--short', 'HEAD')} "
         f"({git('log', '-1', '--format=%ci')})"
         + (f", with uncommitted changes to {', '.join(dirty)}" if dirty else "")
-        + f"; `rntuple` built {built(BUILT_CLI)}"
+        + f"; `rntuple` built {built(RELEASE_CLI)}"
         + (f", the Python extension {built(extension)}" if extension else "")
         + " (copies of both taken when the run began were measured)"
     )
@@ -549,7 +547,8 @@ def section_cold(report: Report, big: Path, data: Path, repeat: int, delays: Seq
                             local.append(read_bench(str(big), fields))
                             remote.append(read_bench(url, fields, servers=[pid], proxies=[proxy]))
                         r = remote[-1]
-                        rows.append(
+                        show_row(
+                            rows,
                             f"| {protocol}:// | {2 * one_way} ms | {selection_name(fields)} | "
                             f"{spread(local)} | {spread(remote)} | "
                             f"{med(remote, 'seconds') / med(local, 'seconds'):.2f}x | "
@@ -557,9 +556,8 @@ def section_cold(report: Report, big: Path, data: Path, repeat: int, delays: Seq
                             f"({r['vector_requests']} vectored, {r['ranges']} ranges) | "
                             f"{mb(r['bytes_used'])} | {mb(r['moved'])} "
                             f"({r['moved'] / r['bytes_used']:.3f}x) | "
-                            f"{med(local, 'client_cpu'):.2f} | {cpu_cols(remote)} |"
+                            f"{med(local, 'client_cpu'):.2f} | {cpu_cols(remote)} |",
                         )
-                        print(rows[-1], flush=True)
                         if one_way == 10:
                             limit = 1.3 if fields is None else 1.5
                             ratio_target(
@@ -641,13 +639,13 @@ def section_cache(report: Report, big: Path, data: Path, repeat: int) -> None:
                 needed = on[-1]["bytes_used"]
                 for label, runs in [("off", off), ("on (empty cache)", on)]:
                     r = runs[-1]
-                    rows_cold.append(
+                    show_row(
+                        rows_cold,
                         f"| {name} | {label} | {spread(runs)} | "
                         f"{med(runs, 'seconds') / med(off, 'seconds'):.3f}x | "
                         f"{r['log_requests']} | {mb(r['log_bytes'])} ({r['log_bytes'] / needed:.3f}x) | "
-                        f"{mb(r['moved'])} ({r['moved'] / needed:.3f}x) | {mb(needed)} | {cpu_cols(runs)} |"
+                        f"{mb(r['moved'])} ({r['moved'] / needed:.3f}x) | {mb(needed)} | {cpu_cols(runs)} |",
                     )
-                    print(rows_cold[-1], flush=True)
                 ratio = med(on, "seconds") / med(off, "seconds")
                 cpu_on, cpu_off = (
                     med(runs, "client_cpu") + med(runs, "server_cpu") + med(runs, "proxy_cpu")
@@ -697,12 +695,12 @@ def section_cache(report: Report, big: Path, data: Path, repeat: int) -> None:
                         if label == "local"
                         else f"{max(x['log_requests'] for x in runs)} / {max(x['log_bytes'] for x in runs)}"
                     )
-                    rows_warm.append(
+                    show_row(
+                        rows_warm,
                         f"| {name} | {label} | {spread(runs)} | "
                         f"{med(runs, 'seconds') / med(local, 'seconds'):.3f}x | {logged} | "
-                        f"{r['open_requests']} + {r['requests']} | {cpu_cols(runs)} |"
+                        f"{r['open_requests']} + {r['requests']} | {cpu_cols(runs)} |",
                     )
-                    print(rows_warm[-1], flush=True)
                 ratio_target(report, f"2b. warm, never, {name} fields: / local", 1.1, never, local, 0)
                 never_requests = max(x["log_requests"] for x in never)
                 report.targets.append(
@@ -833,12 +831,12 @@ def section_chain(report: Report, chain: list[Path], data: Path, repeat: int) ->
                 r = remote[-1]
                 label = f"`{mode}`" + (", NumPy sum of every column per batch" if compute == "numpy" else "")
                 ratio = med(remote, "seconds") / med(local, "seconds")
-                rows.append(
+                show_row(
+                    rows,
                     f"| {label} | {r['rows']} | {r['batches']} | {spread(local)} | {spread(remote)} | "
                     f"{ratio:.2f}x | {r['log_requests']} | {mb(r['log_bytes'])} | "
-                    f"{med(local, 'client_cpu'):.2f} | {cpu_cols(remote)} |"
+                    f"{med(local, 'client_cpu'):.2f} | {cpu_cols(remote)} |",
                 )
-                print(rows[-1], flush=True)
                 what = f"4. chain of {len(chain)} files, 20 ms, {label}: remote/local"
                 measured = f"{ratio:.2f}x ({med(remote, 'seconds'):.3f} / {med(local, 'seconds'):.3f} s)"
                 total_cpu = med(remote, "client_cpu") + med(remote, "server_cpu") + med(remote, "proxy_cpu")
@@ -912,14 +910,14 @@ def section_s3(report: Report, big: Path, data: Path, repeat: int) -> None:
                 served = {"local": "-", "http:// (nginx)": str(r.get("log_requests", "-"))}.get(
                     label, str(s3_requests[-1])
                 )
-                rows.append(
+                show_row(
+                    rows,
                     f"| {name} | {label} | {spread(runs)} | "
                     f"{med(runs, 'seconds') / med(http, 'seconds'):.2f}x | "
                     f"{med(runs, 'seconds') / med(local, 'seconds'):.2f}x | "
                     f"{r['open_requests']} + {r['requests']} | {served} | {mb(r['moved'])} | "
-                    f"{med(runs, 'client_cpu'):.2f} | {med(runs, 'server_cpu'):.2f} |"
+                    f"{med(runs, 'client_cpu'):.2f} | {med(runs, 'server_cpu'):.2f} |",
                 )
-                print(rows[-1], flush=True)
             ratio = med(s3, "seconds") / med(http, "seconds")
             met = ratio <= 1.3
             bound = (
@@ -1024,12 +1022,12 @@ def section_xcache(report: Report, big: Path, data: Path, repeat: int, delays: S
             for label, runs in results.items():
                 r = runs[-1]
                 origin_cell = "-" if label == "local" else f"{r['origin_reads']} / {mb(r['origin_bytes'])}"
-                rows.append(
+                show_row(
+                    rows,
                     f"| {2 * one_way} ms | {label} | {spread(runs)} | "
                     f"{med(runs, 'seconds') / med(local, 'seconds'):.2f}x | "
-                    f"{r['open_requests']} + {r['requests']} | {origin_cell} | {cpu_cols(runs)} |"
+                    f"{r['open_requests']} + {r['requests']} | {origin_cell} | {cpu_cols(runs)} |",
                 )
-                print(rows[-1], flush=True)
             xwarm = med(results["XCache warm"], "seconds")
             for label in ["ours warm never", "ours warm open"]:
                 ours = med(results[label], "seconds")

@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+import netutil  # noqa: E402
 import server_http  # noqa: E402
 import server_ranges  # noqa: E402
-from netutil import accepts, free_port  # noqa: E402
 
 CLI = REPO / "target" / "release" / "rntuple"
 
@@ -46,24 +46,6 @@ def dump(target: str, *options: str) -> tuple[str, float, str]:
     if process.wait() != 0:
         return f"failed: {stderr.strip()}", time.perf_counter() - start, stderr
     return digest.hexdigest(), time.perf_counter() - start, stderr
-
-
-@contextlib.contextmanager
-def python_http_server(root: Path) -> Iterator[str]:
-    """``python3 -m http.server`` on ``root``: its base URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    while not accepts(port):
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.kill()
-        process.wait()
 
 
 @contextlib.contextmanager
@@ -90,7 +72,7 @@ def main() -> int:
     print(f"local: {path.stat().st_size} bytes, dump --jsonl in {seconds:.1f} s, sha256 {local[:16]}")
     bad = 0
     for kind, serve in (
-        ("python3 -m http.server", python_http_server),
+        ("python3 -m http.server", netutil.python_http_server),
         ("single ranges", single_ranges),
         ("nginx", nginx),
     ):

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import datacenter  # noqa: E402
 import server_seaweedfs  # noqa: E402
-from common import cpu_model, write_text_atomically  # noqa: E402
+from common import cpu_model, show_row, write_text_atomically  # noqa: E402
 from remote_data import write_big  # noqa: E402
 
 
@@ -109,11 +109,11 @@ def main() -> None:
                     for i in range(args.repeat)
                 ]
                 w_ratio = statistics.median(write_layout) / statistics.median(write_file)
-                rows.append(
+                show_row(
+                    rows,
                     f"| write | {2 * one_way} ms | all | {statistics.median(write_layout):.2f} s "
-                    f"| {statistics.median(write_file):.2f} s | {w_ratio:.2f}x |"
+                    f"| {statistics.median(write_file):.2f} s | {w_ratio:.2f}x |",
                 )
-                print(rows[-1], flush=True)
                 if one_way:
                     verdicts.append(verdict("write at 20 ms", w_ratio))
                 file_url = f"s3://{weed.bucket}/{big.name}"
@@ -122,14 +122,14 @@ def main() -> None:
                     one = [datacenter.read_bench(file_url, fields, env) for _ in range(args.repeat)]
                     r_ratio = datacenter.med(objects, "seconds") / datacenter.med(one, "seconds")
                     name = "all" if fields is None else "5"
-                    rows.append(
+                    show_row(
+                        rows,
                         f"| read | {2 * one_way} ms | {name} | {datacenter.spread(objects)} s "
                         f"({objects[-1]['open_requests']} + {objects[-1]['requests']} requests, "
                         f"{datacenter.mb(objects[-1]['moved'])} MB) "
                         f"| {datacenter.spread(one)} s ({one[-1]['open_requests']} + {one[-1]['requests']} "
-                        f"requests, {datacenter.mb(one[-1]['moved'])} MB) | {r_ratio:.2f}x |"
+                        f"requests, {datacenter.mb(one[-1]['moved'])} MB) | {r_ratio:.2f}x |",
                     )
-                    print(rows[-1], flush=True)
                     if one_way:
                         verdicts.append(verdict(f"read {name} fields at 20 ms", r_ratio))
             finally:

@@ -27,22 +27,22 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "python"))
-sys.path.insert(0, str(REPO / "bench" / "tasks"))
+# First: it puts tests/, python/ and bench/tasks/ on sys.path.
+from paths import RELEASE_CLI, RELEASE_PROXY, REPO
 
-from common import write_text_atomically  # noqa: E402
-from remote_data import write_big  # noqa: E402
+# isort: split
 
-CLI = REPO / "target" / "release" / "rntuple"
-PROXY = REPO / "target" / "release" / "delay_proxy"  # cargo build --release -p rntuple-testkit
+from common import show_row, write_report
+from remote_data import write_big
+
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
 
 
 def read_bench(location: str, env: dict[str, str], fields: list[str] | None) -> dict[str, Any]:
     """One ``rntuple read-bench --json`` run, with the CPU seconds it used."""
-    cmd = [str(CLI), "read-bench", location, "--json"] + (["--fields", ",".join(fields)] if fields else [])
+    cmd = [str(RELEASE_CLI), "read-bench", location, "--json"] + (
+        ["--fields", ",".join(fields)] if fields else []
+    )
     before = os.times()
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, check=True)
     after = os.times()
@@ -126,7 +126,7 @@ def main() -> int:
                     parts = urllib.parse.urlsplit(url)
                     port = 19000 + os.getpid() % 1000
                     proxy = subprocess.Popen(
-                        [str(PROXY), str(port), f"{parts.hostname}:{parts.port}", str(delay_ms)],
+                        [str(RELEASE_PROXY), str(port), f"{parts.hostname}:{parts.port}", str(delay_ms)],
                         stdout=subprocess.PIPE,
                         text=True,
                     )
@@ -142,16 +142,16 @@ def main() -> int:
                     rt = statistics.median(r["open_seconds"] + r["read_seconds"] for r in remote)
                     last = remote[-1]
                     moved = last["open_bytes_read"] + last["bytes_read"]
-                    rows.append(
+                    show_row(
+                        rows,
                         f"| {protocol}:// | {2 * delay_ms} ms | {'all 40' if fields is None else '5'} | "
                         f"{lt:.3f} | {rt:.3f} | {rt / lt:.2f}x | {last['bytes_used'] / 1e6:.1f} | "
                         f"{moved / 1e6:.1f} ({moved / last['bytes_used']:.3f}x) | "
                         f"{last['open_requests']} + {last['requests']} "
                         f"({last['vector_requests']} vectored) | "
                         f"{statistics.median(r['cpu_seconds'] for r in local):.2f} / "
-                        f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |"
+                        f"{statistics.median(r['cpu_seconds'] for r in remote):.2f} |",
                     )
-                    print(rows[-1], flush=True)
                 if protocol != "s3" and cold:
                     local_c, remote_c = [], []
                     for _ in range(args.repeat):
@@ -162,10 +162,10 @@ def main() -> int:
                         proxied += proxy is not None
                         remote_c.append(r["open_seconds"] + r["read_seconds"])
                     lt, rt = statistics.median(local_c), statistics.median(remote_c)
-                    cold_rows.append(
-                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
+                    show_row(
+                        cold_rows,
+                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |",
                     )
-                    print(cold_rows[-1], flush=True)
                     read_bench(local_path, {}, None)  # warm again for what follows
                 if protocol != "s3":
                     local_t, remote_t = [], []
@@ -174,10 +174,10 @@ def main() -> int:
                         remote_t.append(iterate_seconds(url, env))
                         proxied += proxy is not None
                     lt, rt = statistics.median(local_t), statistics.median(remote_t)
-                    iterate_rows.append(
-                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |"
+                    show_row(
+                        iterate_rows,
+                        f"| {protocol}:// | {2 * delay_ms} ms | {lt:.3f} | {rt:.3f} | {rt / lt:.2f}x |",
                     )
-                    print(iterate_rows[-1], flush=True)
                 if proxy is not None:
                     notes.append(
                         f"- delay_proxy for {protocol}://: {proxy_cpu(proxy.pid) / max(proxied, 1):.2f} "
@@ -225,8 +225,7 @@ def main() -> int:
         *iterate_rows,
         "",
     ]
-    write_text_atomically(args.out, "\n".join(text))
-    print(f"wrote {args.out}")
+    write_report(args.out, text)
     return 0
 
 

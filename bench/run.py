@@ -35,9 +35,19 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH / "tasks"))
 sys.path.insert(0, str(BENCH))
 
-from common import checksums_agree, cpu_model, memory_bytes, write_text_atomically  # noqa: E402
+from common import checksums_agree, cpu_model, memory_bytes, write_report  # noqa: E402
 from generate import KINDS  # noqa: E402
 from schema import ANALYSIS_FIELDS  # noqa: E402
+
+# The tools of read_all and read_subset, which read the same files (all fields or the analysis ones).
+READ_TOOLS: list[tuple[str, str, int]] = [
+    ("ours (awkward)", "ours-ak", 2),
+    ("ours (arrow)", "ours-arrow", 2),
+    ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
+    ("uproot (RNTuple)", "uproot", 2),
+    ("uproot (TTree)", "uproot-ttree", 2),
+    ("pyarrow (Parquet), 2 threads", "pyarrow", 2),
+]
 
 # task -> (script, [(label, tool, threads)]); the first entry is "ours", the reference of ratios.
 TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
@@ -52,28 +62,8 @@ TASKS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("the same in transparent huge pages (MADV_HUGEPAGE), 2 threads", "fresh-memory-huge", 2),
         ],
     ),
-    "read_all": (
-        "read_all.py",
-        [
-            ("ours (awkward)", "ours-ak", 2),
-            ("ours (arrow)", "ours-arrow", 2),
-            ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
-            ("uproot (RNTuple)", "uproot", 2),
-            ("uproot (TTree)", "uproot-ttree", 2),
-            ("pyarrow (Parquet), 2 threads", "pyarrow", 2),
-        ],
-    ),
-    "read_subset": (
-        "read_subset.py",
-        [
-            ("ours (awkward)", "ours-ak", 2),
-            ("ours (arrow)", "ours-arrow", 2),
-            ("ROOT RDataFrame, 2 threads", "root-rdf", 2),
-            ("uproot (RNTuple)", "uproot", 2),
-            ("uproot (TTree)", "uproot-ttree", 2),
-            ("pyarrow (Parquet), 2 threads", "pyarrow", 2),
-        ],
-    ),
+    "read_all": ("read_all.py", READ_TOOLS),
+    "read_subset": ("read_subset.py", READ_TOOLS),
     "agc": (
         "agc.py",
         [
@@ -648,8 +638,7 @@ def main() -> int:
         "",
         *sections,
     ]
-    write_text_atomically(args.out, "\n".join(text))
-    print(f"wrote {args.out}")
+    write_report(args.out, text)
     return 0
 
 

@@ -20,6 +20,7 @@ REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
+import server_http  # noqa: E402
 import ttree_oracle  # noqa: E402
 import ttreegen  # noqa: E402
 
@@ -51,6 +52,21 @@ def require_rntuple_bin() -> Path:
             pytrace=False,
         )
     return path
+
+
+def run_rntuple(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``rntuple ARGS`` (:func:`require_rntuple_bin`) in this process's environment
+    plus ``env``; returns its outcome as text, whatever its exit status."""
+    return subprocess.run(
+        [str(require_rntuple_bin()), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def _rust_binary(env_var: str, relative: str, build: list[str]) -> Path:
@@ -94,18 +110,30 @@ def rntuple_bin() -> Callable[[], Path]:
     return require_rntuple_bin
 
 
+def _write_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    directory: str,
+    kind: str,
+    write: Callable[[Path], dict[str, Path]],
+) -> dict[str, Path]:
+    """``write(DIR)``'s files ({filename: path}): DIR is ``$RNTUPLE_INTEROP_KEEP`` if set
+    (the files kept afterwards), else a new temporary directory named ``directory``. Says
+    how many ``kind`` files it wrote and how long that took."""
+    keep = os.environ.get("RNTUPLE_INTEROP_KEEP")
+    outdir = Path(keep) if keep else tmp_path_factory.mktemp(directory)
+    t0 = time.perf_counter()
+    paths = write(outdir)
+    print(f"\n[rootgen] wrote {len(paths)} {kind}files to {outdir} in {time.perf_counter() - t0:.1f}s")
+    return paths
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Write all ROOT test files once per session; returns {filename: path}.
 
     Set ``RNTUPLE_INTEROP_KEEP=DIR`` to write them into DIR instead (kept afterwards).
     """
-    keep = os.environ.get("RNTUPLE_INTEROP_KEEP")
-    outdir = Path(keep) if keep else tmp_path_factory.mktemp("rootgen")
-    t0 = time.perf_counter()
-    paths = rootgen.generate(outdir)
-    print(f"\n[rootgen] wrote {len(paths)} files to {outdir} in {time.perf_counter() - t0:.1f}s")
-    return paths
+    return _write_once(tmp_path_factory, "rootgen", "", rootgen.generate)
 
 
 @pytest.fixture(scope="session")
@@ -126,12 +154,7 @@ def structures(generated: dict[str, Path]) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="session")
 def generated_extra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Write the extra ROOT test files (``rootgen.EXTRA_FILES``) once per session."""
-    keep = os.environ.get("RNTUPLE_INTEROP_KEEP")
-    outdir = Path(keep) if keep else tmp_path_factory.mktemp("rootgen_extra")
-    t0 = time.perf_counter()
-    paths = rootgen.generate_extra(outdir)
-    print(f"\n[rootgen] wrote {len(paths)} extra files to {outdir} in {time.perf_counter() - t0:.1f}s")
-    return paths
+    return _write_once(tmp_path_factory, "rootgen_extra", "extra ", rootgen.generate_extra)
 
 
 @pytest.fixture(scope="session")
@@ -274,3 +297,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return SLOW_FILES_FIRST.index(name) if name in SLOW_FILES_FIRST else len(SLOW_FILES_FIRST)
 
     items.sort(key=rank)
+
+
+@pytest.fixture(scope="module")
+def nginx(served: Path) -> Iterator[server_http.Server]:
+    """nginx on loopback serving the test module's ``served`` directory (a module whose
+    files are elsewhere defines its own ``nginx``)."""
+    with server_http.serving(served) as server:
+        yield server

@@ -36,7 +36,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -131,50 +130,63 @@ def _short(type_name: str) -> str:
     return type_name.replace("std::", "").replace("ROOT::", "").replace("_t", "").replace(" ", "")
 
 
-def _value(row: str, file: str, fld: str, target: str, root_type: str | None = None, **kw: Any) -> Case:
-    """A conversion ROOT allows (every value read)."""
+def _case(
+    row: str,
+    file: str,
+    fld: str,
+    target: Target,
+    expect: str,
+    *,
+    root_type: str | None = None,
+    key: str | None = None,
+    case_id: str | None = None,
+    **kw: Any,
+) -> Case:
+    """``fld`` of ``file`` read with ``types={key: target}`` (``key``: the field itself, or
+    one of its members, dotted), ROOT viewing ``key`` as ``root_type`` (by default the
+    target); its id ``ROW-CASE_ID``, by default ``ROW-KEY-as-TARGET``."""
+    key = key or fld
     return Case(
-        id=f"{row}-{fld}-as-{_short(target)}",
+        id=f"{row}-{case_id or f'{key}-as-{_short(str(target))}'}",
         row=row,
         file=file,
         field=fld,
-        types={fld: target},
-        root_field=fld,
-        root_type=root_type or target,
-        expect="value",
+        types={key: target},
+        root_field=key,
+        root_type=root_type or str(target),
+        expect=expect,
         **kw,
     )
+
+
+def _value(row: str, file: str, fld: str, target: str, root_type: str | None = None, **kw: Any) -> Case:
+    """A conversion ROOT allows (every value read)."""
+    return _case(row, file, fld, target, "value", root_type=root_type, **kw)
+
+
+def _class_case(
+    case_id: str, fld: str, target: Target, root_type: str, expect: str = "value", **kw: Any
+) -> Case:
+    """An E6 case (``E6-CASE_ID``) of the ``classes`` file, read as ``root_type`` by ROOT."""
+    return _case("E6", "classes", fld, target, expect, root_type=root_type, case_id=case_id, **kw)
 
 
 def _refused(row: str, file: str, fld: str, disk: str, target: str, **kw: Any) -> Case:
     """A conversion ROOT refuses when the view is made; our message names field and types."""
-    return Case(
-        id=f"{row}-{fld}-as-{_short(target)}",
-        row=row,
-        file=file,
-        field=fld,
-        types={fld: target},
-        root_field=fld,
-        root_type=kw.pop("root_type", target),
-        expect="refused",
-        names=(fld, disk, target),
-        **kw,
-    )
+    return _case(row, file, fld, target, "refused", names=(fld, disk, target), **kw)
 
 
 def _range(
     row: str, fld: str, target: str, bad: tuple[int, ...], value: float, root_type: str | None = None
 ) -> Case:
     """A narrowing on ``narrow``: the entries ``bad`` are out of the target's range."""
-    return Case(
-        id=f"{row}-{fld}-as-{_short(target)}",
-        row=row,
-        file="narrow",
-        field=fld,
-        types={fld: target},
-        root_field=fld,
-        root_type=root_type or target,
-        expect="range",
+    return _case(
+        row,
+        "narrow",
+        fld,
+        target,
+        "range",
+        root_type=root_type,
         bad_entries=bad,
         bad_value=value,
         bad_path=fld,
@@ -192,15 +204,12 @@ def _beyond(
     """An integer read as a real: ROOT 6.40 refuses it when the view is made; ours reads
     it by the one rule of numbers (``types=`` and many files alike), each value checked to
     read back exactly."""
-    return Case(
-        id=f"E4-{fld}-as-{_short(target)}",
-        row="E4",
-        file="scalars",
-        field=fld,
-        types={fld: target},
-        root_field=fld,
-        root_type=target,
-        expect="refused",
+    return _case(
+        "E4",
+        "scalars",
+        fld,
+        target,
+        "refused",
         names=(fld, disk, target),
         ours="read",
         disk_values=values,
@@ -352,142 +361,61 @@ CASES: list[Case] = [
     _value("E5", "collections", "var_if", f"std::variant<{I64},float>"),
     _value("E5", "collections", "var_if", f"std::variant<{I32},double>"),
     # --- E6: classes, version 1 on disk read as version 2 ---------------------------------
-    Case(
-        id="E6-evo-add-remove-reorder-widen",
-        row="E6",
-        file="classes",
-        field="evo",
-        types={"evo": {"a": I64, "c": I32, "b": "double"}},
-        root_field="evo",
-        root_type="Evo",
-        expect="value",
+    _class_case(
+        "evo-add-remove-reorder-widen",
+        "evo",
+        {"a": I64, "c": I32, "b": "double"},
+        "Evo",
         added=("c",),
         defaults={"evo.c": 7},
     ),
-    Case(
-        id="E6-evo.a-as-int64",
-        row="E6",
-        file="classes",
-        field="evo",
-        types={"evo.a": I64},
-        root_field="evo.a",
-        root_type=I64,
-        expect="value",
+    _class_case(
+        "evo.a-as-int64",
+        "evo",
+        I64,
+        I64,
+        key="evo.a",
         members={"a": ("evo.a", I64), "b": ("evo.b", "float"), "gone": ("evo.gone", I32)},
     ),
-    Case(
-        id="E6-member-removed",
-        row="E6",
-        file="classes",
-        field="remove",
-        types={"remove": {"a": I32, "b": "float"}},
-        root_field="remove",
-        root_type="EvoRemove",
-        expect="value",
+    _class_case("member-removed", "remove", {"a": I32, "b": "float"}, "EvoRemove"),
+    _class_case("member-added", "add", {"a": I32, "c": I32}, "EvoAdd", added=("c",), defaults={"add.c": 7}),
+    _class_case("members-reordered", "reorder", {"d": "double", "a": I32, "b": "float"}, "EvoReorder"),
+    _class_case(
+        "members-widened-nested",
+        "widen",
+        {"a": I64, "b": "double", "in": {"x": I64, "y": "double"}},
+        "EvoWiden",
     ),
-    Case(
-        id="E6-member-added",
-        row="E6",
-        file="classes",
-        field="add",
-        types={"add": {"a": I32, "c": I32}},
-        root_field="add",
-        root_type="EvoAdd",
-        expect="value",
-        added=("c",),
-        defaults={"add.c": 7},
-    ),
-    Case(
-        id="E6-members-reordered",
-        row="E6",
-        file="classes",
-        field="reorder",
-        types={"reorder": {"d": "double", "a": I32, "b": "float"}},
-        root_field="reorder",
-        root_type="EvoReorder",
-        expect="value",
-    ),
-    Case(
-        id="E6-members-widened-nested",
-        row="E6",
-        file="classes",
-        field="widen",
-        types={"widen": {"a": I64, "b": "double", "in": {"x": I64, "y": "double"}}},
-        root_field="widen",
-        root_type="EvoWiden",
-        expect="value",
-    ),
-    Case(
-        id="E6-member-narrowed",
-        row="E6",
-        file="classes",
-        field="narrow",
-        types={"narrow": {"n": I16, "k": I32}},
-        root_field="narrow",
-        root_type="EvoNarrow",
-        expect="range",
-        bad_entries=(2,),
-        bad_value=100000,
-        bad_path="narrow.n",
-        members={"n": ("narrow.n", I16), "k": ("narrow.k", I32)},
-    ),
-    Case(
-        id="E6-narrow.n-as-int16",
-        row="E6",
-        file="classes",
-        field="narrow",
-        types={"narrow.n": I16},
-        root_field="narrow.n",
-        root_type=I16,
-        expect="range",
-        bad_entries=(2,),
-        bad_value=100000,
-        bad_path="narrow.n",
-        members={"n": ("narrow.n", I16), "k": ("narrow.k", I32)},
-    ),
-    Case(
-        id="E6-member-float-to-int",
-        row="E6",
-        file="classes",
-        field="to_int",
-        types={"to_int": {"f": I32}},
-        root_field="to_int",
-        root_type="EvoFloatToInt",
-        expect="refused",
+    # narrow.n of entry 2 (100000) is beyond int16: read in the record, or as the member alone.
+    *[
+        _class_case(
+            case_id,
+            "narrow",
+            target,
+            root_type,
+            "range",
+            key=key,
+            bad_entries=(2,),
+            bad_value=100000,
+            bad_path="narrow.n",
+            members={"n": ("narrow.n", I16), "k": ("narrow.k", I32)},
+        )
+        for case_id, key, target, root_type in (
+            ("member-narrowed", None, {"n": I16, "k": I32}, "EvoNarrow"),
+            ("narrow.n-as-int16", "narrow.n", I16, I16),
+        )
+    ],
+    _class_case(
+        "member-float-to-int",
+        "to_int",
+        {"f": I32},
+        "EvoFloatToInt",
+        "refused",
         names=("to_int", "float", I32),
     ),
-    Case(
-        id="E6-bases-removed",
-        row="E6",
-        file="classes",
-        field="bases_removed",
-        types={"bases_removed": {"d": I32}},
-        root_field="bases_removed",
-        root_type="EvoBasesRemoved",
-        expect="value",
-    ),
-    Case(
-        id="E6-base-added",
-        row="E6",
-        file="classes",
-        field="base_added",
-        types={"base_added": {":_0": {"nb": I32}, "p": I32}},
-        root_field="base_added",
-        root_type="EvoBaseAdded",
-        expect="value",
-        added=(":_0",),
-    ),
-    Case(
-        id="E6-class-renamed",
-        row="E6",
-        file="classes",
-        field="ren",
-        types={"ren": "Ren2"},
-        root_field="ren",
-        root_type="Ren2",
-        expect="refused",
-        names=("ren", "Ren1", "Ren2"),
-    ),
+    _class_case("bases-removed", "bases_removed", {"d": I32}, "EvoBasesRemoved"),
+    _class_case("base-added", "base_added", {":_0": {"nb": I32}, "p": I32}, "EvoBaseAdded", added=(":_0",)),
+    _class_case("class-renamed", "ren", "Ren2", "Ren2", "refused", names=("ren", "Ren1", "Ren2")),
     # --- E7: ROOT 6.40 aborts; ours must fail cleanly --------------------------------------
     *[
         Case(
@@ -747,9 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         oracle = _read_cases(Path(argv[1]))
         (Path(argv[1]) / ORACLE_JSON).write_text(json.dumps(oracle, indent=1) + "\n")
         return 0
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
-    args = ap.parse_args(argv)
+    args = rootdump.outdir_parser(__doc__).parse_args(argv)
     t0 = time.perf_counter()
     oracle = generate(args.outdir)
     print(f"oracle of {len(oracle['cases'])} cases in {time.perf_counter() - t0:.1f}s", file=sys.stderr)

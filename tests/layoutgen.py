@@ -36,9 +36,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rootdump import load_root
+from rootdump import declare_cxx
 
-CXX = Path(__file__).resolve().parent / "cxx" / "layoutgen.hxx"
 #: The schemas ``layoutgen.hxx`` writes.
 SCHEMAS = (
     "variant",
@@ -52,18 +51,10 @@ SCHEMAS = (
     "representations",
 )
 
-_declared = False
-
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    global _declared
-    ROOT = load_root()
-    if not _declared:
-        if not ROOT.gInterpreter.Declare(CXX.read_text()):
-            raise RuntimeError(f"failed to declare {CXX} in cling")
-        _declared = True
-    return ROOT
+    return declare_cxx("layoutgen.hxx")
 
 
 def write(

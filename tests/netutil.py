@@ -7,12 +7,16 @@ the waits longer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import socket
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -108,3 +112,37 @@ def tried(message: str) -> tuple[int, int]:
     assert match["attempt_word"] == ("attempt" if attempts == 1 else "attempts"), message
     assert match["retry_word"] == ("retry" if retries == 1 else "retries"), message
     return attempts, retries
+
+
+def serve_until_interrupted(*stops: Callable[[], None], wait: Callable[[], object] = signal.pause) -> None:
+    """A test server's command line: ``wait`` (by default until a signal comes) until
+    Ctrl-C or the server's end, then each of ``stops``."""
+    try:
+        wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for stop in stops:
+            stop()
+
+
+@contextlib.contextmanager
+def python_http_server(root: Path, timeout: float = 15.0) -> Iterator[str]:
+    """``python3 -m http.server`` (no byte ranges: whole files only) serving ``root`` on
+    a free port of 127.0.0.1: its base URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not accepts(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("python3 -m http.server did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait()

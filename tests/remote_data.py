@@ -35,6 +35,14 @@ def nanoaod_like(n: int, seed: int) -> pa.Table:
     return pa.table(columns)
 
 
+def write_nanoaod_like(path: Path, entries: int, seed: int, cluster_size: str) -> Path:
+    """Writes ``entries`` entries of :func:`nanoaod_like` as the RNTuple ``Events`` of
+    ``path``, in clusters of ``cluster_size``; returns ``path``."""
+    with rntuple.recreate(path, cluster_size=cluster_size) as f:
+        f["Events"] = nanoaod_like(entries, seed=seed)
+    return path
+
+
 def write_big(path: str, entries_per_part: int = 500_000) -> None:
     """Writes about 500 MB: 2M NanoAOD-like entries in four parts (random values, so zstd
     cannot shrink them much), zstd level 1 for a quick write; with ``entries_per_part``
@@ -48,25 +56,29 @@ def write_big(path: str, entries_per_part: int = 500_000) -> None:
                 f["Events"].extend(table)
 
 
-def same_size_pair(directory: Path) -> tuple[Path, Path]:
+def same_size_pair(
+    directory: Path, entries: int = 50_000, list_length: int = 3, cluster_size: str = "256 kB"
+) -> tuple[Path, Path]:
     """Two RNTuples (``version1.root``, ``version2.root`` in ``directory``) of the same size
     and layout with different values: a file replaced at its origin by one its size does not
-    tell apart."""
+    tell apart. Each has ``entries`` entries of a double, an int32 and a list of
+    ``list_length`` doubles, uncompressed, in clusters of ``cluster_size``."""
     paths = []
     for seed in (1, 2):
         rng = np.random.default_rng(seed)
-        n = 50_000
+        n = entries
         table = pa.table(
             {
                 "x": pa.array(rng.normal(size=n)),
                 "n": pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
                 "v": pa.ListArray.from_arrays(
-                    pa.array(np.arange(0, 3 * n + 1, 3, dtype=np.int32)), rng.normal(size=3 * n)
+                    pa.array(np.arange(0, list_length * n + 1, list_length, dtype=np.int32)),
+                    rng.normal(size=list_length * n),
                 ),
             }
         )
         path = directory / f"version{seed}.root"
-        with rntuple.recreate(path, compression="none", cluster_size="256 kB") as f:
+        with rntuple.recreate(path, compression="none", cluster_size=cluster_size) as f:
             f["Events"] = table
         paths.append(path)
     assert paths[0].stat().st_size == paths[1].stat().st_size

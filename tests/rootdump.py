@@ -44,7 +44,8 @@ CXX_DIR = Path(__file__).resolve().parent / "cxx"
 DEFAULT_CONFORMANCE = conformance_data.root()
 DEFAULT_NTUPLE = "ntpl"
 
-_declared = False
+#: The headers of ``tests/cxx/`` this process declared in cling (see :func:`declare_cxx`).
+_declared_headers: set[str] = set()
 
 
 def load_root() -> Any:
@@ -73,16 +74,29 @@ def _find_loaded_libraries(ROOT: Any) -> None:
             ROOT.gSystem.AddDynamicPath(directory)
 
 
+def declare_cxx(*headers: str) -> Any:
+    """JIT-compile each of ``headers`` (files of ``tests/cxx/``) in cling once per process
+    and return the ROOT module."""
+    ROOT = load_root()
+    for name in headers:
+        if name not in _declared_headers:
+            if not ROOT.gInterpreter.Declare((CXX_DIR / name).read_text()):
+                raise RuntimeError(f"failed to declare tests/cxx/{name} in cling")
+            _declared_headers.add(name)
+    return ROOT
+
+
 def _declare() -> Any:
     """JIT-compile the C++ renderer once per process and return the ROOT module."""
-    global _declared
-    ROOT = load_root()
-    if not _declared:
-        code = (CXX_DIR / "rootdump.hxx").read_text()
-        if not ROOT.gInterpreter.Declare(code):
-            raise RuntimeError("failed to declare tests/cxx/rootdump.hxx in cling")
-        _declared = True
-    return ROOT
+    return declare_cxx("rootdump.hxx")
+
+
+def outdir_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a script that writes files into ``OUTDIR``, described by the
+    script's docstring ``doc``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir", type=Path)
+    return ap
 
 
 def parse_target(target: str, default_name: str = DEFAULT_NTUPLE) -> tuple[str, str]:

@@ -27,7 +27,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -37,9 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rootdump import load_root
+from rootdump import declare_cxx, load_root, outdir_parser
 
-CXX_DIR = Path(__file__).resolve().parent / "cxx"
 NTUPLE = "ntpl"
 
 #: Top-level fields of the initial model, in schema order.
@@ -52,7 +50,6 @@ LATE1_FIELDS = ["late_i64", "late_vf", "late_str", "late_vvi", "late_opt"]
 #: Fields added by the second model extension (right after a cluster-group commit).
 LATE2_FIELDS = ["late2_f32", "late2_map", "late2_var"]
 
-_declared = False
 _dicts_loaded = False
 
 #: STL types used by ``nested.root`` for which the PyPI ROOT build ships no dictionary
@@ -162,14 +159,8 @@ def ensure_dictionaries() -> Any:
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    global _declared
-    ROOT = ensure_dictionaries()
-    if not _declared:
-        for name in ("rootgen.hxx", "rootgen_extra.hxx"):
-            if not ROOT.gInterpreter.Declare((CXX_DIR / name).read_text()):
-                raise RuntimeError(f"failed to declare tests/cxx/{name} in cling")
-        _declared = True
-    return ROOT
+    ensure_dictionaries()
+    return declare_cxx("rootgen.hxx", "rootgen_extra.hxx")
 
 
 def write(spec: FileSpec, outdir: Path) -> Path:
@@ -360,9 +351,7 @@ def describe(path: Path, name: str = NTUPLE) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: write all files into OUTDIR and print their structure."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
-    args = ap.parse_args(argv)
+    args = outdir_parser(__doc__).parse_args(argv)
     t0 = time.perf_counter()
     paths = generate(args.outdir)
     print(f"generated {len(paths)} files in {time.perf_counter() - t0:.1f}s", file=sys.stderr)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netutil import MARKER, accepts, free_port, settled
+from netutil import MARKER, accepts, free_port, serve_until_interrupted, settled
 
 #: Seconds to wait for nginx to accept connections or to exit.
 STARTUP_TIMEOUT = 15.0
@@ -329,13 +329,12 @@ def main() -> None:
     args = parser.parse_args()
     server = start(args.root, max_ranges=args.max_ranges)
     print(f"serving {args.root} at {server.url('')} (logs in {server.workdir})", flush=True)
-    try:
+
+    def wait() -> None:
         while server.running():
             time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+
+    serve_until_interrupted(server.stop, wait=wait)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 BUCKET = "rntuple-test"
 #: moto accepts any credentials; these are the values its documentation uses.
@@ -53,8 +53,55 @@ START_TIMEOUT_S = 60.0
 RELAY_CHUNK = 1 << 18
 
 
-class Server:
+class S3Endpoint:
+    """What a client of an S3 test server needs: this one's (moto) and SeaweedFS's
+    (``server_seaweedfs.py``). A server class gives ``endpoint``, ``bucket`` and its
+    credentials."""
+
+    endpoint: str
+    bucket: str
+    access_key_id: ClassVar[str]
+    secret_access_key: ClassVar[str]
+    region: ClassVar[str]
+
+    def url(self, relative_path: str | Path) -> str:
+        """The ``s3://`` URL of a file of ``root_dir`` (given relative to it)."""
+        return f"s3://{self.bucket}/{Path(relative_path).as_posix()}"
+
+    def env(self) -> dict[str, str]:
+        """The ``AWS_*`` environment variables a client needs to reach this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "AWS_REGION": self.region,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def client(self) -> Any:
+        """A boto3 S3 client for this server (to add, change or delete objects)."""
+        return self._client(self.endpoint)
+
+    def _client(self, endpoint: str) -> Any:
+        import boto3  # here, not at the top: the relay process must start fast
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            region_name=self.region,
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
+        )
+
+
+class Server(S3Endpoint):
     """A running moto server holding the files of one directory in bucket :data:`BUCKET`."""
+
+    access_key_id = ACCESS_KEY_ID
+    secret_access_key = SECRET_ACCESS_KEY
+    region = REGION
 
     def __init__(self, root_dir: Path) -> None:
         self.root_dir = Path(root_dir)
@@ -73,24 +120,6 @@ class Server:
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ what clients need
-
-    def url(self, relative_path: str | Path) -> str:
-        """The ``s3://`` URL of a file of ``root_dir`` (given relative to it)."""
-        return f"s3://{self.bucket}/{Path(relative_path).as_posix()}"
-
-    def env(self) -> dict[str, str]:
-        """The ``AWS_*`` environment variables a client needs to reach this server."""
-        return {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
-            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ALLOW_HTTP": "true",
-        }
-
-    def client(self) -> Any:
-        """A boto3 S3 client for this server (to add, change or delete objects)."""
-        return self._client(self.endpoint)
 
     def log_text(self) -> str:
         """What the store printed (for failure messages)."""
@@ -129,19 +158,6 @@ class Server:
         self.close()
 
     # ------------------------------------------------------------------ inner workings
-
-    def _client(self, endpoint: str) -> Any:
-        import boto3  # here, not at the top: the relay process must start fast
-        from botocore.config import Config
-
-        return boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id=ACCESS_KEY_ID,
-            aws_secret_access_key=SECRET_ACCESS_KEY,
-            region_name=REGION,
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
-        )
 
     def _spawn(self, args: list[str], port: int, what: str) -> subprocess.Popen[bytes]:
         """Start a process that will listen on ``port``; return once it does."""

@@ -60,7 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netutil import MARKER, accepts, free_port, settled
+from netutil import MARKER, accepts, free_port, serve_until_interrupted, settled
+from server_s3 import S3Endpoint
 
 BUCKET = "rntuple-test"
 ACCESS_KEY_ID = "rntuple-seaweedfs"
@@ -107,8 +108,12 @@ def weed_binary() -> str:
 
 
 @dataclass(eq=False)
-class Server:
+class Server(S3Endpoint):
     """A running (or stopped) ``weed mini`` holding the files of ``root_dir`` in :data:`BUCKET`."""
+
+    access_key_id = ACCESS_KEY_ID
+    secret_access_key = SECRET_ACCESS_KEY
+    region = REGION
 
     root_dir: Path
     workdir: Path
@@ -141,34 +146,6 @@ class Server:
     def log_path(self) -> Path:
         """weed's output (its log at verbosity 0, plus the S3 access lines)."""
         return self.workdir / "weed.log"
-
-    def url(self, relative_path: str | Path) -> str:
-        """The ``s3://`` URL of a file of ``root_dir`` (given relative to it)."""
-        return f"s3://{BUCKET}/{Path(relative_path).as_posix()}"
-
-    def env(self) -> dict[str, str]:
-        """The ``AWS_*`` environment variables a client needs to reach this server."""
-        return {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
-            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ALLOW_HTTP": "true",
-        }
-
-    def client(self) -> Any:
-        """A boto3 S3 client for this server (to add, change or delete objects)."""
-        import boto3
-        from botocore.config import Config
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=ACCESS_KEY_ID,
-            aws_secret_access_key=SECRET_ACCESS_KEY,
-            region_name=REGION,
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
-        )
 
     def put(self, key: str, data: bytes) -> str:
         """Writes (or overwrites) object ``key`` with ``data``; returns its new ETag."""
@@ -436,12 +413,7 @@ def main() -> None:
     print(f"serving {args.root} at {server.url('')} (work directory {server.workdir})", flush=True)
     for key, value in server.env().items():
         print(f"export {key}={value}", flush=True)
-    try:
-        signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    serve_until_interrupted(server.close)
 
 
 if __name__ == "__main__":

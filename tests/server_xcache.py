@@ -36,13 +36,13 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import server_xrootd
+from netutil import serve_until_interrupted
 
 #: The proxy's block size: each block missing from the cache is one read at the origin.
 BLOCKSIZE = "1M"
@@ -208,13 +208,7 @@ def main() -> None:
     cache = start(origin, args.cache)
     print(f"origin {origin.url('')} (log {origin.log_path})", flush=True)
     print(f"through the cache: {cache.url('')} (log {cache.proxy.log_path})", flush=True)
-    try:
-        signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cache.stop()
-        origin.stop()
+    serve_until_interrupted(cache.stop, origin.stop)
 
 
 if __name__ == "__main__":

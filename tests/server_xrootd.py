@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netutil import accepts, free_port
+from netutil import accepts, free_port, serve_until_interrupted
 
 #: Seconds to wait for xrootd to accept connections or to exit.
 STARTUP_TIMEOUT = 20.0
@@ -344,12 +344,7 @@ def main() -> None:
     args = parser.parse_args()
     server = start(args.root)
     print(f"serving {server.root} at {server.url('')} (log {server.log_path})", flush=True)
-    try:
-        signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+    serve_until_interrupted(server.stop)
 
 
 if __name__ == "__main__":

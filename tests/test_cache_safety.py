@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 import server_http
 from conftest import require_rntuple_bin
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 
@@ -140,16 +140,8 @@ def _bait(at: Path, like: Path | None) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A NanoAOD-like file of several clusters (about 1.5 MB)."""
-    root = tmp_path_factory.mktemp("safety_served")
-    with rntuple.recreate(root / "nano.root", cluster_size="150 kB") as f:
-        f["Events"] = nanoaod_like(12_000, seed=45)
-    return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
+    path = tmp_path_factory.mktemp("safety_served") / "nano.root"
+    return write_nanoaod_like(path, 12_000, seed=45, cluster_size="150 kB").parent
 
 
 @pytest.fixture(scope="module")

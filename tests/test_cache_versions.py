@@ -20,23 +20,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 import server_http
 import server_seaweedfs
 import server_strong
-from conftest import require_rntuple_bin
+from conftest import run_rntuple
 from netutil import backdate
-
-import rntuple
+from remote_data import same_size_pair
 
 READERS = 8
 ROUNDS = 20
@@ -46,40 +42,12 @@ EXTENT_HEADER = 64
 EXTENT_BLOCK = 64 << 10
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(require_rntuple_bin()), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-
-
 def _pair(directory: Path) -> tuple[Path, Path]:
     """Two RNTuples of the same size and layout, other values (small clusters: a read
     is many requests)."""
-    paths = []
-    for seed in (1, 2):
-        rng = np.random.default_rng(seed)
-        n = 20_000
-        table = pa.table(
-            {
-                "x": pa.array(rng.normal(size=n)),
-                "n": pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
-                "v": pa.ListArray.from_arrays(
-                    pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), rng.normal(size=2 * n)
-                ),
-            }
-        )
-        path = directory / f"version{seed}.root"
-        with rntuple.recreate(path, compression="none", cluster_size="64 kB") as f:
-            f["Events"] = table
-        paths.append(path)
-    assert paths[0].stat().st_size == paths[1].stat().st_size
-    assert paths[0].read_bytes() != paths[1].read_bytes()
-    return paths[0], paths[1]
+    pair = same_size_pair(directory, entries=20_000, list_length=2, cluster_size="64 kB")
+    assert pair[0].read_bytes() != pair[1].read_bytes()
+    return pair
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +57,7 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def dumps(versions: tuple[Path, Path]) -> tuple[str, str]:
-    out = tuple(_run("dump", str(p), "--jsonl").stdout for p in versions)
+    out = tuple(run_rntuple("dump", str(p), "--jsonl").stdout for p in versions)
     assert out[0] and out[1] and out[0] != out[1]
     return out[0], out[1]
 
@@ -139,7 +107,7 @@ def _stress(url: str, cache: Path, dumps: tuple[str, str]) -> dict[str, int]:
     def reader(_: int) -> list[str]:
         outcomes = []
         for _ in range(ROUNDS):
-            out = _run("dump", url, "--jsonl", env=env)
+            out = run_rntuple("dump", url, "--jsonl", env=env)
             if out.returncode == 0:
                 assert out.stdout in dumps, "a read that is neither version whole"
                 outcomes.append("first" if out.stdout == dumps[0] else "second")
@@ -186,14 +154,26 @@ def _check_extents(cache: Path, known: dict[str, Path]) -> int:
 
 
 def _verify_clean(cache: Path) -> None:
-    out = _run("cache", "verify", "--json", "--cache-dir", str(cache))
+    out = run_rntuple("cache", "verify", "--json", "--cache-dir", str(cache))
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 def _counters(cache: Path) -> dict[str, int]:
-    out = _run("cache", "stats", "--json", "--cache-dir", str(cache))
+    out = run_rntuple("cache", "stats", "--json", "--cache-dir", str(cache))
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)["counters"]
+
+
+def _reads_right_now(url: str, cache: Path, expected: str, known: dict[str, Path]) -> None:
+    """Once the swapping stopped, ``url`` reads as ``expected`` twice through ``cache``
+    (validated at open), and the cache is sound with every extent of its known versions."""
+    env = {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": "open"}
+    for _ in range(2):
+        now = run_rntuple("dump", url, "--jsonl", env=env)
+        assert now.returncode == 0, now.stderr
+        assert now.stdout == expected
+    _verify_clean(cache)
+    _check_extents(cache, known)
 
 
 def _http_date(seconds: float) -> str:
@@ -245,14 +225,7 @@ def test_nginx_swapped_every_50ms_never_mixes_versions(
         # The file as it is now reads right, with validation.
         swapper.put(0)
         known[_http_date(target.stat().st_mtime)] = first
-        env = {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": "open"}
-        now = _run("dump", url, "--jsonl", env=env)
-        assert now.returncode == 0, now.stderr
-        assert now.stdout == dumps[0]
-        again = _run("dump", url, "--jsonl", env=env)
-        assert again.stdout == dumps[0]
-        _verify_clean(cache)
-        _check_extents(cache, known)
+        _reads_right_now(url, cache, dumps[0], known)
 
 
 def test_a_content_etag_server_swapped_every_50ms_never_mixes_versions(
@@ -272,13 +245,7 @@ def test_a_content_etag_server_swapped_every_50ms_never_mixes_versions(
         checked = _check_extents(cache, known)
         assert checked > 0, "the cache kept versions identified by their ETag"
         swapper.put(1)
-        env = {"RNTUPLE_CACHE_DIR": str(cache), "RNTUPLE_CACHE_VALIDATE": "open"}
-        for _ in range(2):
-            now = _run("dump", url, "--jsonl", env=env)
-            assert now.returncode == 0, now.stderr
-            assert now.stdout == dumps[1]
-        _verify_clean(cache)
-        _check_extents(cache, known)
+        _reads_right_now(url, cache, dumps[1], known)
 
 
 def test_a_file_written_within_the_second_is_read_whole_and_not_cached(
@@ -291,13 +258,16 @@ def test_a_file_written_within_the_second_is_read_whole_and_not_cached(
     with server_http.serving(origin) as nginx:
         url = nginx.url("new.root")
         env = {"RNTUPLE_CACHE_DIR": str(cache)}
-        out = _run("dump", url, "--jsonl", env=env)
+        out = run_rntuple("dump", url, "--jsonl", env=env)
         assert out.returncode == 0, out.stderr
         assert out.stdout == dumps[1]
         nginx.clear_log()
         # Now more than a second old: identified, cached, served from the cache.
-        assert _run("dump", url, "--jsonl", env=env).stdout == dumps[1]
-        assert _run("dump", url, "--jsonl", env={**env, "RNTUPLE_CACHE_VALIDATE": "never"}).stdout == dumps[1]
+        assert run_rntuple("dump", url, "--jsonl", env=env).stdout == dumps[1]
+        assert (
+            run_rntuple("dump", url, "--jsonl", env={**env, "RNTUPLE_CACHE_VALIDATE": "never"}).stdout
+            == dumps[1]
+        )
         counters = _counters(cache)
         assert counters["stored_extents"] > 0, counters
         assert counters["bytes_from_cache"] > 0, counters
@@ -316,14 +286,14 @@ def test_a_server_without_validators_is_read_but_never_cached(
         url = server.url("plain.root")
         env = {"RNTUPLE_CACHE_DIR": str(cache)}
         for _ in range(2):
-            out = _run("dump", url, "--jsonl", env=env)
+            out = run_rntuple("dump", url, "--jsonl", env=env)
             assert out.returncode == 0, out.stderr
             assert out.stdout == dumps[0]
         counters = _counters(cache)
         assert counters["uncacheable_opens"] == 2, counters
         assert counters["stored_extents"] == 0, counters
         assert not list(cache.glob("rntuple-cache-v1/e/*/*/*/x/*"))
-        stats = _run("cache", "stats", "--cache-dir", str(cache)).stdout
+        stats = run_rntuple("cache", "stats", "--cache-dir", str(cache)).stdout
         print(stats)
         assert "could not be told apart" in stats, stats
 
@@ -346,15 +316,15 @@ def test_object_layouts_are_cached_per_object_and_version(
         env = {**server.env(), "RNTUPLE_CACHE_DIR": str(cache)}
         first, second = _layout_url(server, "first"), _layout_url(server, "second")
         for source, url in [(versions[0], first), (versions[1], second)]:
-            out = _run("copy", str(source), url, env=server.env())
+            out = run_rntuple("copy", str(source), url, env=server.env())
             assert out.returncode == 0, out.stderr
-        cold = _run("dump", first, "--jsonl", env=env)
+        cold = run_rntuple("dump", first, "--jsonl", env=env)
         assert cold.returncode == 0, cold.stderr
         assert cold.stdout == dumps[0]
         stored = _counters(cache)["stored_extents"]
         assert stored > 0
         server.clear_log()
-        warm = _run("dump", first, "--jsonl", env=env)
+        warm = run_rntuple("dump", first, "--jsonl", env=env)
         assert warm.stdout == dumps[0]
         gets = [r for r in server.requests() if r["method"] == "GET"]
         print(f"warm read: {len(gets)} GETs: {gets}")
@@ -375,7 +345,7 @@ def test_object_layouts_are_cached_per_object_and_version(
         client.copy_object(
             Bucket=server.bucket, Key="first", CopySource={"Bucket": server.bucket, "Key": "second"}
         )
-        rewritten = _run("dump", first, "--jsonl", env=env)
+        rewritten = run_rntuple("dump", first, "--jsonl", env=env)
         assert rewritten.returncode == 0, rewritten.stderr
         assert rewritten.stdout == dumps[1]
         assert _counters(cache)["stale_versions"] > 0
@@ -412,7 +382,7 @@ def test_a_first_read_through_an_empty_cache_is_counted_as_the_origins(
     with server_http.serving(origin) as nginx:
         url = nginx.url("cold.root")
         env = {"RNTUPLE_CACHE_DIR": str(cache)}
-        assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
+        assert run_rntuple("dump", url, "--jsonl", env=env).stdout == dumps[0]
         counters = _counters(cache)
         # Every byte came from the origin once and was stored once; the only bytes from
         # the cache are those this read asked for twice (a range that reaches into the
@@ -422,9 +392,9 @@ def test_a_first_read_through_an_empty_cache_is_counted_as_the_origins(
         assert counters["hits"] == 0 and counters["partial_hits"] <= 1, json.dumps(counters)
         share = counters["bytes_from_cache"] / (counters["bytes_from_cache"] + counters["bytes_from_origin"])
         assert share < 0.02, json.dumps(counters)
-        text = _run("cache", "stats", "--cache-dir", str(cache)).stdout
+        text = run_rntuple("cache", "stats", "--cache-dir", str(cache)).stdout
         assert f"({100 * share:.1f}% from the cache)" in text, text
-        assert _run("dump", url, "--jsonl", env=env).stdout == dumps[0]
+        assert run_rntuple("dump", url, "--jsonl", env=env).stdout == dumps[0]
         warm = _counters(cache)
         assert warm["bytes_from_origin"] == counters["bytes_from_origin"], warm
         assert warm["bytes_from_cache"] >= counters["bytes_from_origin"] // 2, warm

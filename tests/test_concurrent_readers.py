@@ -33,10 +33,9 @@ from typing import Any
 
 import awkward as ak
 import pytest
-import server_http
 import server_xrootd
 from conftest import rust_tool
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 import rootgen
@@ -72,15 +71,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory every server serves: the ROOT-written and the rntuple-written file."""
     root = tmp_path_factory.mktemp("concurrent")
     rootgen.generate(root, [rootgen.SPECS_BY_NAME[ROOT_FILE]])
-    with rntuple.recreate(root / NANO_FILE, cluster_size="256 kB") as f:
-        f["Events"] = nanoaod_like(NANO_ENTRIES, seed=12)
+    write_nanoaod_like(root / NANO_FILE, NANO_ENTRIES, seed=12, cluster_size="256 kB")
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ from pathlib import Path
 import pytest
 import ttree_oracle
 import ttreegen
-from conftest import require_rntuple_bin
+from conftest import require_rntuple_bin, run_rntuple
 
 from rootdump import load_root
 
@@ -89,12 +89,7 @@ def _name(case: str) -> str:
 
 
 def _convert(src: Path, tree: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(require_rntuple_bin()), "convert", f"{src}:{tree}", str(out), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_rntuple("convert", f"{src}:{tree}", str(out), *extra)
 
 
 @pytest.fixture(scope="session")

@@ -133,16 +133,18 @@ def references(
 ) -> dict[str, Reference]:
     """One completed write per writer; the CLI copies the Python writer's file."""
     base = tmp_path_factory.mktemp("crash-ref")
-    refs: dict[str, Reference] = {}
-    py_dir = base / "python"
-    py_dir.mkdir()
-    proc = start_writer(python_command(py_dir / "out.root"))
-    t0 = time.perf_counter()
-    assert proc.wait() == 0
-    refs["python"] = Reference(
-        py_dir / "out.root", time.perf_counter() - t0, root_groups(py_dir / "out.root"), python_command
-    )
-    source = py_dir / "out.root"
+
+    def completed(name: str, command: Callable[[Path], list[str]]) -> Reference:
+        """The writer ``command`` run to its end, into ``BASE/NAME/out.root``."""
+        out = base / name / "out.root"
+        out.parent.mkdir()
+        proc = start_writer(command(out))
+        t0 = time.perf_counter()
+        assert proc.wait() == 0
+        return Reference(out, time.perf_counter() - t0, root_groups(out), command)
+
+    refs = {"python": completed("python", python_command)}
+    source = refs["python"].path
     binary = rntuple_bin()
 
     def cli_command(out: Path) -> list[str]:
@@ -157,14 +159,7 @@ def references(
             "1",
         ]
 
-    cli_dir = base / "cli"
-    cli_dir.mkdir()
-    proc = start_writer(cli_command(cli_dir / "out.root"))
-    t0 = time.perf_counter()
-    assert proc.wait() == 0
-    refs["cli"] = Reference(
-        cli_dir / "out.root", time.perf_counter() - t0, root_groups(cli_dir / "out.root"), cli_command
-    )
+    refs["cli"] = completed("cli", cli_command)
     for name, ref in refs.items():
         print(
             f"\n[{name}] reference write: {ref.seconds:.2f} s, {len(ref.groups)} cluster groups, "

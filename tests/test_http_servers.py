@@ -21,18 +21,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import awkward as ak
 import conformance_data
+import netutil
 import pytest
 import server_http
 import server_ranges
 from conftest import REPO_ROOT
-from netutil import accepts, free_port
 
 import rntuple
 
@@ -79,19 +77,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, rntuple_bin: Callable[[], P
 @pytest.fixture(scope="module")
 def python_http_server(served: Path) -> Iterator[str]:
     """``python3 -m http.server`` serving ``served``: its base URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(served)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 15
-    while not accepts(port):
-        assert process.poll() is None and time.monotonic() < deadline, "python3 -m http.server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    process.kill()
-    process.wait()
+    with netutil.python_http_server(served) as url:
+        yield url
 
 
 def dump(binary: Path, target: str, *options: str) -> tuple[str, str]:

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 import ttree_oracle
 import ttreegen
-from conftest import REPO_ROOT, require_rntuple_bin
+from conftest import REPO_ROOT, require_rntuple_bin, run_rntuple
 
 import rntuple
 import rootgen
@@ -471,12 +471,7 @@ def importer_layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple
     for case in ("nanoaod", "count_arrays"):
         tree = ttreegen.CASES[case].tree
         dst = out / f"{case}.root"
-        proc = subprocess.run(
-            [str(require_rntuple_bin()), "convert", f"{trees[case]}:{tree}", str(dst)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        proc = run_rntuple("convert", f"{trees[case]}:{tree}", str(dst))
         assert proc.returncode == 0, proc.stderr
         files[case] = (dst, trees[case], tree)
     dst = out / "nanoaod_importer.root"

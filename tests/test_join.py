@@ -89,35 +89,23 @@ def files(root: Root, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str
     paths = {
         k: str(out / f"{k}.root") for k in ("p", "aux", "auxd", "aux64", "auxu", "auxc1", "auxc2", "f1", "f2")
     }
-    j.write_i32(paths["p"], "p", vec("int", P["run"]), vec("int", P["event"]), vec("float", P["x"]), "x", 4)
-    for key, data in (("aux", AUX), ("auxd", AUXD), ("auxc1", AUXC1), ("auxc2", AUXC2)):
-        j.write_i32(
-            paths[key],
-            "aux",
-            vec("int", data["run"]),
-            vec("int", data["event"]),
-            vec("float", data["z"]),
-            "z",
-            2,
+    # (writer, file, RNTuple, types of run and event, values, their field, entries per cluster)
+    keyed = [
+        (j.write_i32, "p", "p", "int", "int", P, "x", 4),
+        *[
+            (j.write_i32, key, "aux", "int", "int", data, "z", 2)
+            for key, data in (("aux", AUX), ("auxd", AUXD), ("auxc1", AUXC1), ("auxc2", AUXC2))
+        ],
+        (j.write_i64, "aux64", "aux", "Long64_t", "Long64_t", AUX, "z", 0),
+        (j.write_u64, "auxu", "aux", "ULong64_t", "unsigned int", AUXU, "z", 0),
+    ]
+    for write, key, name, run_type, event_type, data, value, cluster_every in keyed:
+        runs, events, values = (
+            vec(run_type, data["run"]),
+            vec(event_type, data["event"]),
+            vec("float", data[value]),
         )
-    j.write_i64(
-        paths["aux64"],
-        "aux",
-        vec("Long64_t", AUX["run"]),
-        vec("Long64_t", AUX["event"]),
-        vec("float", AUX["z"]),
-        "z",
-        0,
-    )
-    j.write_u64(
-        paths["auxu"],
-        "aux",
-        vec("ULong64_t", AUXU["run"]),
-        vec("unsigned int", AUXU["event"]),
-        vec("float", AUXU["z"]),
-        "z",
-        0,
-    )
+        write(paths[key], name, runs, events, values, value, cluster_every)
     # The same friend as "aux", written by our writer, with a jagged field besides.
     paths["ours"] = str(out / "ours.root")
     with rntuple.recreate(paths["ours"]) as f:

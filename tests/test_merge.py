@@ -27,7 +27,7 @@ from typing import Any
 
 import conformance_data
 import pytest
-from conftest import REPO_ROOT, require_rntuple_bin
+from conftest import REPO_ROOT, run_rntuple
 
 import rootdump
 from rootdump import load_root
@@ -45,12 +45,7 @@ SUMMARY_RE = re.compile(
 
 def run_merge(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
     """``rntuple merge ARGS...``."""
-    return subprocess.run(
-        [str(require_rntuple_bin()), "merge", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_rntuple("merge", *map(str, args), timeout=600)
 
 
 def merge_ok(*args: str | os.PathLike[str]) -> dict[str, int]:
@@ -393,12 +388,7 @@ def test_hadd_merges_our_files_and_we_merge_hadds(schemas: dict[str, Path], tmp_
     ours = tmp_path / "ours.root"
     merge_ok(ours, a, b)
     copied = tmp_path / "copied.root"
-    proc = subprocess.run(
-        [str(require_rntuple_bin()), "copy", f"{a}:ntpl", str(copied)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_rntuple("copy", f"{a}:ntpl", str(copied), timeout=120)
     assert proc.returncode == 0, proc.stderr
     hadded = tmp_path / "hadd_of_ours.root"
     proc = subprocess.run(
@@ -419,12 +409,7 @@ def test_hadd_merges_our_files_and_we_merge_hadds(schemas: dict[str, Path], tmp_
     merge_ok(again, hadded, a)
     expected = ours_rows + a_rows + a_rows
     assert_same(root_reading(again), expected)
-    dump = subprocess.run(
-        [str(require_rntuple_bin()), "dump", f"{again}:ntpl", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    dump = run_rntuple("dump", f"{again}:ntpl", "--json", timeout=120)
     assert dump.returncode == 0, dump.stderr
     assert_same(rootdump.load_json(dump.stdout), expected)
 

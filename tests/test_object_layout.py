@@ -63,6 +63,7 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 import conformance_data  # noqa: E402
+from object_store_cli import COMMAND_TIMEOUT, clean_env, printed, rntuple_command, run_cli  # noqa: E402
 
 import rootdump  # noqa: E402
 
@@ -83,42 +84,8 @@ DESCRIPTOR_CASES = [
 ]
 #: The S3 servers the round trips run on.
 SERVER_KINDS = ("seaweedfs", "moto")
-#: Seconds one ``rntuple`` command may take.
-COMMAND_TIMEOUT = 120
 #: The checksum of the reference anchor (ROOT's ``RNTupleAnchorS3`` test vector).
 REFERENCE_CHECKSUM = 11945761863780303168
-
-
-# ----------------------------------------------------------------------------- commands
-
-
-def _bin() -> Path:
-    """The ``rntuple`` command (FAILS the calling test if it is missing)."""
-    from conftest import require_rntuple_bin
-
-    return require_rntuple_bin()
-
-
-def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without S3 credentials or endpoints (``AWS_*``, ROOT's
-    ``S3_*``), plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
-    env.update(extra or {})
-    return env
-
-
-def _run(
-    args: list[str], env: dict[str, str], timeout: float = COMMAND_TIMEOUT
-) -> subprocess.CompletedProcess[str]:
-    """Runs ``rntuple ARGS`` and returns its outcome (never raises on a failure)."""
-    return subprocess.run(
-        [str(_bin()), *args], env=env, capture_output=True, text=True, check=False, timeout=timeout
-    )
-
-
-def _said(proc: subprocess.CompletedProcess[str]) -> str:
-    """What a command printed, on one line (for messages)."""
-    return " ".join(f"{proc.stdout} {proc.stderr}".split())[:1000]
 
 
 # ----------------------------------------------------------------------------- servers
@@ -147,13 +114,13 @@ class Store:
 
     def env(self, **extra: str) -> dict[str, str]:
         """A command's environment: the server's ``AWS_*`` variables, ``extra`` over them."""
-        return _clean_env({**self.server.env(), **extra})
+        return clean_env({**self.server.env(), **extra})
 
     def root_env(self) -> dict[str, str]:
         """A command's environment with ROOT's credential variables only (no ``AWS_*``:
         the endpoint is the URL's)."""
         aws = self.server.env()
-        return _clean_env(
+        return clean_env(
             {
                 "S3_ACCESS_KEY": aws["AWS_ACCESS_KEY_ID"],
                 "S3_SECRET_KEY": aws["AWS_SECRET_ACCESS_KEY"],
@@ -749,9 +716,9 @@ def test_anchor_reference_vector(tmp_path: Path) -> None:
         (tmp_path / "vector.obj").write_text(
             json.dumps({**anchor, "checksum": value}, sort_keys=True, indent=2)
         )
-        proc = _run(["info", f"ntpl+file://{tmp_path}/vector"], _clean_env())
-        assert proc.returncode == 1, _said(proc)
-        said = _said(proc).lower()
+        proc = run_cli(["info", f"ntpl+file://{tmp_path}/vector"], clean_env())
+        assert proc.returncode == 1, printed(proc)
+        said = printed(proc).lower()
         if accepted:
             assert "checksum" not in said and "vector.d/0.obj" in said, said
         else:
@@ -771,11 +738,11 @@ def object_copies(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     def copy(case: str) -> str | None:
         url = f"ntpl+file://{out}/{case}"
-        first = _run(["copy", str(conformance / "write" / "types.string.root"), url], _clean_env())
+        first = run_cli(["copy", str(conformance / "write" / "types.string.root"), url], clean_env())
         if first.returncode != 0:
-            return f"{case}: {_said(first)}"
-        proc = _run(["copy", "--force", str(conformance / "write" / f"{case}.root"), url], _clean_env())
-        return None if proc.returncode == 0 else f"{case}: {_said(proc)}"
+            return f"{case}: {printed(first)}"
+        proc = run_cli(["copy", "--force", str(conformance / "write" / f"{case}.root"), url], clean_env())
+        return None if proc.returncode == 0 else f"{case}: {printed(proc)}"
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         problems = [p for p in pool.map(copy, DESCRIPTOR_CASES) if p]
@@ -901,13 +868,13 @@ def _roundtrip_one(
     """Copies ``case`` up to ``store`` and back into ``outdir``; the copy up and what went
     wrong (``None``)."""
     url = store.url(f"{tag}/{case}")
-    up = _run(["copy", str(conformance / "write" / f"{case}.root"), url], env)
+    up = run_cli(["copy", str(conformance / "write" / f"{case}.root"), url], env)
     if up.returncode != 0:
-        return up, f"COPY UP exit {up.returncode}: {_said(up)}"
+        return up, f"COPY UP exit {up.returncode}: {printed(up)}"
     out = outdir / f"{case}.root"
-    down = _run(["copy", url, str(out)], env)
+    down = run_cli(["copy", url, str(out)], env)
     if down.returncode != 0 or not out.is_file():
-        return up, f"COPY DOWN exit {down.returncode}: {_said(down)}"
+        return up, f"COPY DOWN exit {down.returncode}: {printed(down)}"
     return up, None
 
 
@@ -918,7 +885,7 @@ def roundtrips(
     """Every case copied up to each server and back (both servers at once, four copies
     at a time), ROOT's reading of every copy checked against its reference."""
     conformance = conformance_data.require()
-    _bin()
+    rntuple_command()
     trips = {kind: RoundTrip() for kind in SERVER_KINDS}
     jobs = []
     for kind in SERVER_KINDS:
@@ -1018,8 +985,8 @@ def test_attribute_set_left_out_is_reported(kind: str, roundtrips: dict[str, Rou
     not merged"): a copy otherwise carries attribute sets."""
     trip = _trip(roundtrips, kind)
     up = trip.up[ATTRIBUTES_CASE]
-    assert up.returncode == 0, _said(up)
-    assert 'attribute set "Attributes"' in up.stderr, f"the copy did not say so: {_said(up)}"
+    assert up.returncode == 0, printed(up)
+    assert 'attribute set "Attributes"' in up.stderr, f"the copy did not say so: {printed(up)}"
 
 
 @pytest.mark.parametrize("kind", SERVER_KINDS)
@@ -1028,9 +995,9 @@ def test_feature_flag_copy_fails_and_stores_nothing(kind: str, servers: dict[str
     naming it and leaves no anchor and no object."""
     store = _store(servers, kind)
     url = store.url(f"feature/{ERROR_CASE}")
-    proc = _run(["copy", str(conformance_data.write_file(ERROR_CASE)), url], store.env())
-    assert proc.returncode == 1, _said(proc)
-    assert "feature" in proc.stderr and ERROR_CASE in proc.stderr, _said(proc)
+    proc = run_cli(["copy", str(conformance_data.write_file(ERROR_CASE)), url], store.env())
+    assert proc.returncode == 1, printed(proc)
+    assert "feature" in proc.stderr and ERROR_CASE in proc.stderr, printed(proc)
     assert store.keys(f"feature/{ERROR_CASE}") == []
 
 
@@ -1046,8 +1013,8 @@ def test_root_credential_variables(kind: str, roundtrips: dict[str, RoundTrip], 
     for case in ROOT_CREDENTIAL_CASES:
         dumps = []
         for path in (trip.copies[case], trip.root_credential_copies[case]):
-            proc = _run(["dump", "--json", str(path)], _clean_env())
-            assert proc.returncode == 0, _said(proc)
+            proc = run_cli(["dump", "--json", str(path)], clean_env())
+            assert proc.returncode == 0, printed(proc)
             dumps.append(json.loads(proc.stdout))
         assert dumps[0] == dumps[1], case
 
@@ -1080,7 +1047,7 @@ def test_killed_writer_leaves_no_anchor(servers: dict[str, Store | str], big_fil
     prefix = "killed/big"
     url = store.url(prefix)
     writer = subprocess.Popen(
-        [str(_bin()), "copy", str(big_file), url],
+        [str(rntuple_command()), "copy", str(big_file), url],
         env=store.env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -1103,14 +1070,14 @@ def test_killed_writer_leaves_no_anchor(servers: dict[str, Store | str], big_fil
     )
     assert len(stored) >= 100
     assert prefix not in store.keys(prefix), "a killed writer left an anchor"
-    proc = _run(["info", url], store.env())
-    assert proc.returncode == 1, _said(proc)
-    assert "no anchor" in proc.stderr, _said(proc)
-    assert f"`rntuple verify --repair {url}` removes them" in proc.stderr, _said(proc)
-    again = _run(["copy", str(big_file), url], store.env())
-    assert again.returncode == 0, _said(again)
-    verify = _run(["verify", url], store.env())
-    assert verify.returncode == 0 and "2000000 entries" in verify.stdout, _said(verify)
+    proc = run_cli(["info", url], store.env())
+    assert proc.returncode == 1, printed(proc)
+    assert "no anchor" in proc.stderr, printed(proc)
+    assert f"`rntuple verify --repair {url}` removes them" in proc.stderr, printed(proc)
+    again = run_cli(["copy", str(big_file), url], store.env())
+    assert again.returncode == 0, printed(again)
+    verify = run_cli(["verify", url], store.env())
+    assert verify.returncode == 0 and "2000000 entries" in verify.stdout, printed(verify)
     # The second copy took ids after the leftovers, and removed them once its anchor was
     # stored.
     anchor = json.loads(store.get(prefix))
@@ -1129,20 +1096,20 @@ def test_existing_dataset_needs_force(kind: str, servers: dict[str, Store | str]
     env = store.env()
     url = store.url("existing/ds")
     old, new = conformance_data.write_file("types.vector.nested"), conformance_data.write_file("types.string")
-    first = _run(["copy", str(old), url], env)
-    assert first.returncode == 0, _said(first)
+    first = run_cli(["copy", str(old), url], env)
+    assert first.returncode == 0, printed(first)
     old_objects = set(store.keys("existing/ds/"))
-    refused = _run(["copy", str(new), url], env)
-    assert refused.returncode == 2, _said(refused)
-    assert "already exists" in refused.stderr and "--force" in refused.stderr, _said(refused)
-    still = _run(["ls", url], env)
-    assert still.returncode == 0 and "SplitIndex64" in still.stdout, _said(still)
+    refused = run_cli(["copy", str(new), url], env)
+    assert refused.returncode == 2, printed(refused)
+    assert "already exists" in refused.stderr and "--force" in refused.stderr, printed(refused)
+    still = run_cli(["ls", url], env)
+    assert still.returncode == 0 and "SplitIndex64" in still.stdout, printed(still)
     assert set(store.keys("existing/ds/")) == old_objects
-    forced = _run(["copy", "--force", str(new), url], env)
-    assert forced.returncode == 0, _said(forced)
-    now = _run(["dump", "--json", url], env)
-    want = _run(["dump", "--json", str(new)], env)
-    assert now.returncode == 0 and json.loads(now.stdout) == json.loads(want.stdout), _said(now)
+    forced = run_cli(["copy", "--force", str(new), url], env)
+    assert forced.returncode == 0, printed(forced)
+    now = run_cli(["dump", "--json", url], env)
+    want = run_cli(["dump", "--json", str(new)], env)
+    assert now.returncode == 0 and json.loads(now.stdout) == json.loads(want.stdout), printed(now)
     # The new objects took the ids after the old ones', which are gone.
     anchor = _check_anchor_bytes(store.get("existing/ds"), f"{kind} existing/ds")
     assert anchor["headerObjId"] == len(old_objects)
@@ -1158,20 +1125,20 @@ def test_missing_or_corrupt_page_object(kind: str, servers: dict[str, Store | st
     env = store.env()
     prefix = "damaged/ds"
     url = store.url(prefix)
-    proc = _run(["copy", str(conformance_data.write_file("types.vector.nested")), url], env)
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(conformance_data.write_file("types.vector.nested")), url], env)
+    assert proc.returncode == 0, printed(proc)
     page = store.get(f"{prefix}/1")
     store.put(f"{prefix}/1", bytes([page[0] ^ 0xFF]) + page[1:])
     for command in (["verify", url], ["dump", "--json", url]):
-        proc = _run(command, env)
-        assert proc.returncode == 1, _said(proc)
-        said = _said(proc)
+        proc = run_cli(command, env)
+        assert proc.returncode == 1, printed(proc)
+        said = printed(proc)
         assert "checksum mismatch in page at object 1" in said, said
     store.delete(f"{prefix}/1")
     for command in (["verify", url], ["dump", "--json", url]):
-        proc = _run(command, env)
-        assert proc.returncode == 1, _said(proc)
-        said = _said(proc)
+        proc = run_cli(command, env)
+        assert proc.returncode == 1, printed(proc)
+        said = printed(proc)
         assert f"{prefix}/1" in said and "no such" in said, said
 
 
@@ -1182,12 +1149,12 @@ def test_missing_bucket(kind: str, servers: dict[str, Store | str]) -> None:
     store = _store(servers, kind)
     env = store.env()
     url = store.url("ds", bucket="absent-bucket")
-    write = _run(["copy", str(conformance_data.write_file("types.vector.nested")), url], env)
-    assert write.returncode == 1, _said(write)
-    assert "NoSuchBucket" in write.stderr, _said(write)
-    read = _run(["info", url], env)
-    assert read.returncode == 1, _said(read)
-    assert "NoSuchBucket" in read.stderr or "bucket does not exist" in read.stderr, _said(read)
+    write = run_cli(["copy", str(conformance_data.write_file("types.vector.nested")), url], env)
+    assert write.returncode == 1, printed(write)
+    assert "NoSuchBucket" in write.stderr, printed(write)
+    read = run_cli(["info", url], env)
+    assert read.returncode == 1, printed(read)
+    assert "NoSuchBucket" in read.stderr or "bucket does not exist" in read.stderr, printed(read)
 
 
 def test_refused_credentials(servers: dict[str, Store | str]) -> None:
@@ -1196,15 +1163,15 @@ def test_refused_credentials(servers: dict[str, Store | str]) -> None:
     store = _store(servers, "seaweedfs")
     good = store.env()
     url = store.url("credentials/ds")
-    proc = _run(["copy", str(conformance_data.write_file("types.vector.nested")), url], good)
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(conformance_data.write_file("types.vector.nested")), url], good)
+    assert proc.returncode == 0, printed(proc)
     bad = store.env(AWS_SECRET_ACCESS_KEY="not-the-secret-0123456789")
-    read = _run(["info", url], bad)
-    assert read.returncode == 1 and "403" in read.stderr, _said(read)
-    write = _run(
+    read = run_cli(["info", url], bad)
+    assert read.returncode == 1 and "403" in read.stderr, printed(read)
+    write = run_cli(
         ["copy", str(conformance_data.write_file("types.vector.nested")), store.url("credentials/new")], bad
     )
-    assert write.returncode == 1 and "403" in write.stderr, _said(write)
+    assert write.returncode == 1 and "403" in write.stderr, printed(write)
     assert store.keys("credentials/new") == []
 
 
@@ -1379,22 +1346,22 @@ def daos_roundtrips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[
     ``RNTUPLE_DAOS_DIR``, a pool per mapping, a container per case) and
     back into a file, under each mapping; ROOT's reading of every copy back checked."""
     conformance = conformance_data.require()
-    _bin()
+    rntuple_command()
     results: dict[str, dict[str, tuple[str, str]]] = {}
     for mapping in DAOS_MAPPINGS:
         store = tmp_path_factory.mktemp(f"daos_{mapping}")
         out = tmp_path_factory.mktemp(f"daos_back_{mapping}")
-        env = _clean_env({"RNTUPLE_DAOS_DIR": str(store), "RNTUPLE_DAOS_MAPPING": mapping})
+        env = clean_env({"RNTUPLE_DAOS_DIR": str(store), "RNTUPLE_DAOS_MAPPING": mapping})
 
         def trip(case: str, env: dict[str, str] = env, out: Path = out, mapping: str = mapping) -> str | None:
             # A container per case; the RNTuple keeps the conformance files' name.
             url = f"daos://{mapping}/{case.replace('.', '-')}:ntpl"
-            up = _run(["copy", str(conformance / "write" / f"{case}.root"), url], env)
+            up = run_cli(["copy", str(conformance / "write" / f"{case}.root"), url], env)
             if up.returncode != 0:
-                return f"COPY UP exit {up.returncode}: {_said(up)}"
-            down = _run(["copy", url, str(out / f"{case}.root")], env)
+                return f"COPY UP exit {up.returncode}: {printed(up)}"
+            down = run_cli(["copy", url, str(out / f"{case}.root")], env)
             if down.returncode != 0:
-                return f"COPY DOWN exit {down.returncode}: {_said(down)}"
+                return f"COPY DOWN exit {down.returncode}: {printed(down)}"
             return None
 
         cases = [c for c in ROUNDTRIP_CASES if c != ATTRIBUTES_CASE]

@@ -45,38 +45,10 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 import conformance_data  # noqa: E402
+from object_store_cli import COMMAND_TIMEOUT, clean_env, printed, rntuple_command, run_cli  # noqa: E402
 
 #: Kills per store.
 KILLS = 30
-#: Seconds one command may take.
-COMMAND_TIMEOUT = 120
-
-
-def _bin() -> Path:
-    """The ``rntuple`` command (FAILS the calling test if it is missing)."""
-    from conftest import require_rntuple_bin
-
-    return require_rntuple_bin()
-
-
-def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without S3 credentials or endpoints, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
-    env.update(extra or {})
-    return env
-
-
-def _run(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs ``rntuple ARGS`` (never raises on a failure)."""
-    command = [str(_bin()), *args]
-    return subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, check=False, timeout=COMMAND_TIMEOUT
-    )
-
-
-def _said(proc: subprocess.CompletedProcess[str]) -> str:
-    """What a command printed, on one line."""
-    return " ".join(f"{proc.stdout} {proc.stderr}".split())[:2000]
 
 
 # ----------------------------------------------------------------------------- stores
@@ -98,7 +70,7 @@ class Place:
 
     def env(self) -> dict[str, str]:
         """A command's environment (the server's credentials)."""
-        return _clean_env(None if self.server is None else self.server.env())
+        return clean_env(None if self.server is None else self.server.env())
 
     def keys(self, prefix: str) -> list[str]:
         """The keys under ``prefix/`` (a directory's ``PREFIX.d/N.obj`` as ``N``)."""
@@ -206,9 +178,9 @@ def _ids(keys: list[str]) -> set[int]:
 def _timed_copy(source: Path, url: str, env: dict[str, str]) -> float:
     """Seconds a whole ``copy --force`` takes, from starting the process to its exit."""
     start = time.monotonic()
-    command = [str(_bin()), "copy", "--force", str(source), url]
+    command = [str(rntuple_command()), "copy", "--force", str(source), url]
     proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, _said(proc)
+    assert proc.returncode == 0, printed(proc)
     return time.monotonic() - start
 
 
@@ -234,12 +206,12 @@ def test_killed_replacements_leave_one_whole_dataset(
     durations = []
     for source in sources:
         fresh = place.url(f"{prefix}-fresh-{source.path.stem}")
-        proc = _run(["copy", str(source.path), fresh], env)
-        assert proc.returncode == 0, _said(proc)
+        proc = run_cli(["copy", str(source.path), fresh], env)
+        assert proc.returncode == 0, printed(proc)
         source.objects = len(place.keys(f"{prefix}-fresh-{source.path.stem}"))
         assert source.objects > 100, source.objects
-    proc = _run(["copy", str(sources[0].path), url], env)
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(sources[0].path), url], env)
+    assert proc.returncode == 0, printed(proc)
     current = sources[0]
     for _ in range(2):
         durations.append(_timed_copy(sources[1].path, url, env))
@@ -252,7 +224,7 @@ def test_killed_replacements_leave_one_whole_dataset(
         new = sources[1] if current is sources[0] else sources[0]
         delay = rng.uniform(0.0, span)
         writer = subprocess.Popen(
-            [str(_bin()), "copy", "--force", str(new.path), url],
+            [str(rntuple_command()), "copy", "--force", str(new.path), url],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -277,22 +249,22 @@ def test_killed_replacements_leave_one_whole_dataset(
         assert referenced <= stored, f"trial {trial}: referenced objects missing"
         assert len(referenced) == current.objects, (trial, len(referenced), current.objects)
         left = stored - referenced
-        info = _run(["info", url], env)
+        info = run_cli(["info", url], env)
         if left:
             # (verify reads every page: only where it has leftovers to report.)
             leftovers_seen += 1
             plural = "s" if len(left) > 1 else ""
             note = f"{len(left)} object{plural} under the prefix that the anchor does not reference"
-            assert info.returncode == 0 and note in info.stdout, _said(info)
-            assert f"rntuple verify --repair {url}" in info.stdout, _said(info)
-            verify = _run(["verify", url], env)
-            assert verify.returncode == 1 and note in verify.stdout, _said(verify)
+            assert info.returncode == 0 and note in info.stdout, printed(info)
+            assert f"rntuple verify --repair {url}" in info.stdout, printed(info)
+            verify = run_cli(["verify", url], env)
+            assert verify.returncode == 1 and note in verify.stdout, printed(verify)
         else:
-            assert info.returncode == 0 and "leftover" not in info.stdout, _said(info)
-        repair = _run(["verify", "--repair", url], env)
-        assert repair.returncode == 0, _said(repair)
+            assert info.returncode == 0 and "leftover" not in info.stdout, printed(info)
+        repair = run_cli(["verify", "--repair", url], env)
+        assert repair.returncode == 0, printed(repair)
         removed = f"REPAIRED {url}: {len(left)} leftover object{'' if len(left) == 1 else 's'} removed"
-        assert removed in repair.stdout, _said(repair)
+        assert removed in repair.stdout, printed(repair)
         assert _ids(place.keys(prefix)) == referenced, f"trial {trial}: the store is not the anchor's"
         assert set(place.keys(prefix)) == {str(n) for n in referenced}
         if place.server is None:
@@ -300,8 +272,8 @@ def test_killed_replacements_leave_one_whole_dataset(
             assert not left_files, f"temporary files left: {left_files}"
     # The last state, repaired, still reads whole.
     assert _read_values(url) == current.values
-    verify = _run(["verify", url], env)
-    assert verify.returncode == 0 and "OK" in verify.stdout, _said(verify)
+    verify = run_cli(["verify", url], env)
+    assert verify.returncode == 0 and "OK" in verify.stdout, printed(verify)
     # The anchor is the one switch: both outcomes happen over the whole run.
     print(f"{kind}: {KILLS} kills over {span:.2f} s: {outcomes}, {leftovers_seen} left objects over")
     assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
@@ -330,8 +302,8 @@ def test_python_recreate_replaces_as_atomically(sources: tuple[Source, Source], 
 
     old, new = sources
     url = f"ntpl+file://{tmp_path}/py"
-    proc = _run(["copy", str(old.path), url], _clean_env())
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(old.path), url], clean_env())
+    assert proc.returncode == 0, printed(proc)
     with pytest.raises(RuntimeError, match="in the block"), rntuple.recreate(url) as f:
         f["Events"] = {"a": np.arange(10), "b": np.zeros(10)}
         raise RuntimeError("in the block")
@@ -359,8 +331,8 @@ def test_python_recreate_replaces_as_atomically(sources: tuple[Source, Source], 
         else:
             assert values == current.values, f"trial {trial}: values of neither"
             seen["old"] += 1
-        repair = _run(["verify", "--repair", url], _clean_env())
-        assert repair.returncode == 0, _said(repair)
+        repair = run_cli(["verify", "--repair", url], clean_env())
+        assert repair.returncode == 0, printed(repair)
     assert seen["old"] > 0, seen
 
 
@@ -408,12 +380,12 @@ def test_urls_are_accepted_and_refused_alike_and_refusals_create_nothing(tmp_pat
     work = tmp_path / "work"
     work.mkdir()
     before = _tree(tmp_path)
-    env = _clean_env()
+    env = clean_env()
     for template, why in REFUSED_URLS:
         url = template.format(root=store)
-        proc = _run(["copy", str(source), url], env, cwd=work)
-        assert proc.returncode == 2, f"{url}: {_said(proc)}"
-        assert why in proc.stderr and url in proc.stderr, f"{url}: {_said(proc)}"
+        proc = run_cli(["copy", str(source), url], env, cwd=work)
+        assert proc.returncode == 2, f"{url}: {printed(proc)}"
+        assert why in proc.stderr and url in proc.stderr, f"{url}: {printed(proc)}"
         cwd = Path.cwd()
         os.chdir(work)
         try:
@@ -426,8 +398,8 @@ def test_urls_are_accepted_and_refused_alike_and_refusals_create_nothing(tmp_pat
         assert _tree(tmp_path) == before, f"{url} created {set(_tree(tmp_path)) - set(before)}"
     for template, anchor in ACCEPTED_URLS:
         url = template.format(root=store)
-        proc = _run(["copy", str(source), url], env, cwd=work)
-        assert proc.returncode == 0, f"{url}: {_said(proc)}"
+        proc = run_cli(["copy", str(source), url], env, cwd=work)
+        assert proc.returncode == 0, f"{url}: {printed(proc)}"
         assert (store / anchor).is_file()
         python_url = template.format(root=tmp_path / "py")
         with rntuple.recreate(python_url) as f:
@@ -451,15 +423,15 @@ def test_a_name_follows_every_url_kind_in_python_as_on_the_command_line(
     old = sources[0]
     for place in (Place("seaweedfs", tmp_path, seaweedfs), Place("directory", tmp_path)):
         url = place.url(f"nano-{tmp_path.name}")
-        proc = _run(["copy", str(old.path), url], place.env())
-        assert proc.returncode == 0, _said(proc)
+        proc = run_cli(["copy", str(old.path), url], place.env())
+        assert proc.returncode == 0, printed(proc)
         nt = rntuple.open(f"{url}:Events")
         assert nt.num_entries == len(old.values["a"])
         assert nt.arrays(["a"]).a.to_list()[:5] == old.values["a"][:5]
-        info = _run(["info", f"{url}:Events"], place.env())
-        assert info.returncode == 0 and "entries: 60000" in info.stdout, _said(info)
-        wrong = _run(["info", f"{url}:Jets"], place.env())
-        assert wrong.returncode == 1 and '"Events", not "Jets"' in wrong.stderr, _said(wrong)
+        info = run_cli(["info", f"{url}:Events"], place.env())
+        assert info.returncode == 0 and "entries: 60000" in info.stdout, printed(info)
+        wrong = run_cli(["info", f"{url}:Jets"], place.env())
+        assert wrong.returncode == 1 and '"Events", not "Jets"' in wrong.stderr, printed(wrong)
         with pytest.raises(rntuple.NotFoundError, match='no RNTuple "Jets": the dataset holds one, "Events"'):
             rntuple.open(f"{url}:Jets")
     for target, split in [
@@ -489,8 +461,8 @@ def test_special_files_in_place_of_objects_are_refused_at_once(special: str, tmp
 
     source = conformance_data.write_file("types.vector.nested")
     url = f"ntpl+file://{tmp_path}/store/ds"
-    proc = _run(["copy", str(source), url], _clean_env())
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(source), url], clean_env())
+    assert proc.returncode == 0, printed(proc)
     anchor = json.loads((tmp_path / "store/ds.obj").read_text())
     header = tmp_path / f"store/ds.d/{anchor['headerObjId']}.obj"
     header.unlink()
@@ -509,9 +481,9 @@ def test_special_files_in_place_of_objects_are_refused_at_once(special: str, tmp
         said = "a symbolic link where a regular file belongs"
     try:
         for command in (["info", url], ["verify", url]):
-            proc = _run(command, _clean_env())  # bounded by COMMAND_TIMEOUT: a hang fails
-            assert proc.returncode == 1, _said(proc)
-            assert said in _said(proc) and str(header) in _said(proc), _said(proc)
+            proc = run_cli(command, clean_env())  # bounded by COMMAND_TIMEOUT: a hang fails
+            assert proc.returncode == 1, printed(proc)
+            assert said in printed(proc) and str(header) in printed(proc), printed(proc)
         with pytest.raises(OSError, match=re.escape(said)):
             rntuple.open(url)
     finally:
@@ -529,17 +501,17 @@ def test_a_refusal_without_credentials_says_so_and_names_the_url(seaweedfs: Any,
     same dataset reads."""
     source = conformance_data.write_file("types.vector.nested")
     url = f"ntpl+s3+http://127.0.0.1:{seaweedfs.port}/{seaweedfs.bucket}/creds-{tmp_path.name}"
-    proc = _run(["copy", str(source), url], _clean_env(seaweedfs.env()))
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(source), url], clean_env(seaweedfs.env()))
+    assert proc.returncode == 0, printed(proc)
     for command in (["info", url], ["copy", "--force", str(source), url]):
-        proc = _run(command, _clean_env())
-        said = _said(proc)
+        proc = run_cli(command, clean_env())
+        said = printed(proc)
         assert proc.returncode == 1, said
         assert f"{url} failed" in said and "403" in said, said
         assert "no S3 credentials were found in the environment" in said, said
         assert "AWS_ACCESS_KEY_ID" in said and "S3_ACCESS_KEY" in said, said
-    proc = _run(["info", url], _clean_env(seaweedfs.env()))
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["info", url], clean_env(seaweedfs.env()))
+    assert proc.returncode == 0, printed(proc)
 
 
 def test_a_damaged_footer_is_placed_at_its_object(tmp_path: Path) -> None:
@@ -547,14 +519,14 @@ def test_a_damaged_footer_is_placed_at_its_object(tmp_path: Path) -> None:
     object (``object N``), not a byte offset of an object address."""
     source = conformance_data.write_file("types.vector.nested")
     url = f"ntpl+file://{tmp_path}/ds"
-    proc = _run(["copy", str(source), url], _clean_env())
-    assert proc.returncode == 0, _said(proc)
+    proc = run_cli(["copy", str(source), url], clean_env())
+    assert proc.returncode == 0, printed(proc)
     footer_id = json.loads((tmp_path / "ds.obj").read_text())["footerObjId"]
     footer = tmp_path / f"ds.d/{footer_id}.obj"
     data = bytearray(footer.read_bytes())
     data[len(data) // 2] ^= 0xFF
     footer.write_bytes(bytes(data))
-    proc = _run(["info", url], _clean_env())
-    said = _said(proc)
+    proc = run_cli(["info", url], clean_env())
+    said = printed(proc)
     assert proc.returncode == 1, said
     assert f"footer envelope, object {footer_id}:" in said and "byte offset" not in said, said

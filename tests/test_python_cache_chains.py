@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import pytest
 import server_http
 from conftest import require_rntuple_bin
 from netutil import backdate
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 
@@ -39,16 +38,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six small multi-cluster files."""
     root = tmp_path_factory.mktemp("chain")
     for k in range(6):
-        with rntuple.recreate(root / f"part{k}.root", cluster_size="300 kB") as f:
-            f["Events"] = nanoaod_like(12_000, seed=100 + k)
+        write_nanoaod_like(root / f"part{k}.root", 12_000, seed=100 + k, cluster_size="300 kB")
     backdate(root)
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 def _urls(nginx: server_http.Server, n: int = 6) -> list[str]:

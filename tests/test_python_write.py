@@ -277,6 +277,13 @@ def assert_same(got: list[dict[str, Any]], expected: list[dict[str, Any]], reade
     assert diff is None, diff
 
 
+def assert_read_by_root_and_uproot(path: Path, expected: list[dict[str, Any]]) -> None:
+    """ROOT and uproot both read ``expected`` from the RNTuple ``NAME`` of ``path``."""
+    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
+    with uproot.open(path) as f:
+        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+
+
 def rows(columns: dict[str, Any]) -> list[dict[str, Any]]:
     """Entries (dicts of Python values) from columns of NumPy/Awkward/pyarrow values."""
     lists = {}
@@ -323,31 +330,40 @@ def write_pandas(path: Path) -> Written:
     return Written(path, rows(first) + rows(more), FLAT_TYPES)
 
 
+def _write_then_extend(
+    path: Path,
+    first: Any,
+    more: Any,
+    entries: Callable[[Any], list[dict[str, Any]]],
+    types: dict[str, str],
+    extension: Callable[[Any], Any] = lambda more: more,
+) -> Written:
+    """``first`` written in a ``with`` block, then ``extension(more)`` appended;
+    ``entries`` gives the expected entries of each."""
+    with rntuple.recreate(path, cluster_size=CLUSTER_SIZE) as f:
+        f[NAME] = first
+        f[NAME].extend(extension(more))
+    return Written(path, entries(first) + entries(more), types)
+
+
 def write_arrow(path: Path) -> Written:
     """pyarrow Table; the extension is a RecordBatch."""
     first, more = arrow_table(5, N_FIRST), arrow_table(6, N_MORE)
-    with rntuple.recreate(path, cluster_size=CLUSTER_SIZE) as f:
-        f[NAME] = first
-        f[NAME].extend(more.to_batches()[0])
-    return Written(path, first.to_pylist() + more.to_pylist(), ARROW_TYPES)
+    return _write_then_extend(
+        path, first, more, pa.Table.to_pylist, ARROW_TYPES, extension=lambda t: t.to_batches()[0]
+    )
 
 
 def write_polars(path: Path) -> Written:
     """Polars DataFrame (strings and lists become large_string and large_list)."""
     first, more = polars_frame(7, N_FIRST), polars_frame(8, N_MORE)
-    with rntuple.recreate(path, cluster_size=CLUSTER_SIZE) as f:
-        f[NAME] = first
-        f[NAME].extend(more)
-    return Written(path, first.to_dicts() + more.to_dicts(), POLARS_TYPES)
+    return _write_then_extend(path, first, more, lambda frame: frame.to_dicts(), POLARS_TYPES)
 
 
 def write_numpy(path: Path) -> Written:
     """dict of NumPy arrays, including 2-D and 3-D fixed-size arrays."""
     first, more = numpy_dict(9, N_FIRST), numpy_dict(10, N_MORE)
-    with rntuple.recreate(path, cluster_size=CLUSTER_SIZE) as f:
-        f[NAME] = first
-        f[NAME].extend(more)
-    return Written(path, rows(first) + rows(more), NUMPY_TYPES)
+    return _write_then_extend(path, first, more, rows, NUMPY_TYPES)
 
 
 WRITERS: dict[str, Callable[[Path], Written]] = {
@@ -364,6 +380,14 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Written]:
     """Every input kind written once per module."""
     outdir = tmp_path_factory.mktemp("python_write")
     return {kind: write(outdir / f"{kind}.root") for kind, write in WRITERS.items()}
+
+
+def written_types(path: Path, data: Any) -> dict[str, str]:
+    """Writes ``data`` as the RNTuple ``NAME`` of ``path``; the C++ types ROOT reports
+    for its top-level fields (:func:`root_types`)."""
+    with rntuple.recreate(path) as f:
+        f[NAME] = data
+    return root_types(path)
 
 
 def root_types(path: Path) -> dict[str, str]:
@@ -467,9 +491,7 @@ def test_types_override(tmp_path: Path) -> None:
         f.write(NAME, {"x": x, "n": n, "y": x}, types={"x": "float", "n": "std::int16_t"})
     assert root_types(path) == {"x": "float", "n": "std::int16_t", "y": "double"}
     expected = rows({"x": x.astype("f4"), "n": n, "y": x})
-    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
-    with uproot.open(path) as f:
-        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+    assert_read_by_root_and_uproot(path, expected)
 
 
 def test_page_and_cluster_sizes(tmp_path: Path) -> None:
@@ -608,16 +630,12 @@ def test_arrow_columns_in_dict(tmp_path: Path) -> None:
         "rec": pa.array([{"a": 1, "b": [1.0]}, {"a": 2, "b": []}, {"a": 3, "b": [0.5, 0.25]}]),
     }
     path = tmp_path / "d.root"
-    with rntuple.recreate(path) as f:
-        f[NAME] = data
-    assert root_types(path) == {
+    assert written_types(path, data) == {
         "plain": "std::vector<double>",
         "items_opt": "std::vector<std::optional<double>>",
         "rec": "",
     }
-    assert_same(rootdump.dump(path, NAME), rows(data), "ROOT")
-    with uproot.open(path) as f:
-        assert_same(ak.to_list(f[NAME].arrays()), rows(data), "uproot")
+    assert_read_by_root_and_uproot(path, rows(data))
 
 
 def test_arrow_nulls_only_in_a_later_chunk(tmp_path: Path) -> None:
@@ -627,13 +645,9 @@ def test_arrow_nulls_only_in_a_later_chunk(tmp_path: Path) -> None:
     table = pa.concat_tables([first, second])
     assert table.column("x").num_chunks == 2
     path = tmp_path / "chunks.root"
-    with rntuple.recreate(path) as f:
-        f[NAME] = table
-    assert root_types(path) == {"x": "std::optional<double>", "n": "std::int64_t"}
+    assert written_types(path, table) == {"x": "std::optional<double>", "n": "std::int64_t"}
     expected = table.to_pylist()
-    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
-    with uproot.open(path) as f:
-        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+    assert_read_by_root_and_uproot(path, expected)
 
 
 def test_extend_with_other_input_kinds(tmp_path: Path) -> None:
@@ -653,9 +667,7 @@ def test_extend_with_other_input_kinds(tmp_path: Path) -> None:
     xs = [1.0, None, 3.0, math.nan, 5.0, None, 7.0, None, 9.0]
     expected = [{"x": x, "n": i + 1} for i, x in enumerate(xs)]
     assert root_types(path) == {"x": "std::optional<double>", "n": "std::int32_t"}
-    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
-    with uproot.open(path) as f:
-        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+    assert_read_by_root_and_uproot(path, expected)
     with rntuple.open(path) as f:
         assert_same(ak.to_list(f[NAME].arrays()), expected, "rntuple")
 
@@ -673,9 +685,7 @@ def test_pandas_masked_dtypes(tmp_path: Path) -> None:
         }
     )
     path = tmp_path / "masked.root"
-    with rntuple.recreate(path) as f:
-        f[NAME] = df
-    assert root_types(path) == {
+    assert written_types(path, df) == {
         "n": "std::optional<std::int64_t>",
         "b": "std::optional<bool>",
         "k": "std::uint16_t",
@@ -687,9 +697,7 @@ def test_pandas_masked_dtypes(tmp_path: Path) -> None:
         {"n": None, "b": None, "k": 2, "s": None, "f": math.nan},
         {"n": -3, "b": False, "k": 3, "s": "z", "f": -0.0},
     ]
-    assert_same(rootdump.dump(path, NAME), expected, "ROOT")
-    with uproot.open(path) as f:
-        assert_same(ak.to_list(f[NAME].arrays()), expected, "uproot")
+    assert_read_by_root_and_uproot(path, expected)
 
 
 def test_refused_extend_leaves_rntuple_intact(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pytest
 from conftest import require_rntuple_bin, rust_tool
 from netutil import free_port
-from remote_data import nanoaod_like, write_big
+from remote_data import write_big, write_nanoaod_like
 
 import rntuple
 
@@ -46,11 +46,9 @@ ONE_WAY_DELAY_MS = 10
 @pytest.fixture(scope="module")
 def served_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory served by every server: a multi-cluster 40-field file (about 60 MB)."""
-    root = tmp_path_factory.mktemp("served")
     # 4 MiB clusters: a dozen clusters, several bunches per read.
-    with rntuple.recreate(root / "nano.root", cluster_size="4 MiB") as f:
-        f["Events"] = nanoaod_like(400_000, seed=7)
-    return root
+    path = tmp_path_factory.mktemp("served") / "nano.root"
+    return write_nanoaod_like(path, 400_000, seed=7, cluster_size="4 MiB").parent
 
 
 @pytest.fixture(scope="module")

@@ -28,17 +28,14 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import server_http
-from conftest import require_rntuple_bin
+from conftest import require_rntuple_bin, run_rntuple
 from netutil import backdate
-from remote_data import nanoaod_like, same_size_pair
-
-import rntuple
+from remote_data import same_size_pair, write_nanoaod_like
 
 FIVE = ["Jet_pt", "Jet_eta", "Muon_pt", "MET_pt", "PV_npvs"]
 FIVE_MORE = ["Electron_pt", "Photon_eta", "Jet_mass", "MET_phi", "genWeight"]
@@ -47,14 +44,7 @@ FIVE_MORE = ["Electron_pt", "Photon_eta", "Jet_mass", "MET_phi", "genWeight"]
 def _run(
     *args: str, env: dict[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run(
-        [str(require_rntuple_bin()), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    out = run_rntuple(*args, env=env)
     if check:
         assert out.returncode == 0, out.stderr
     return out
@@ -82,16 +72,9 @@ def _verify_clean(cache: Path) -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 40-field NanoAOD-like file of a dozen clusters (about 9 MB)."""
     root = tmp_path_factory.mktemp("cached")
-    with rntuple.recreate(root / "nano.root", cluster_size="700 kB") as f:
-        f["Events"] = nanoaod_like(60_000, seed=11)
+    write_nanoaod_like(root / "nano.root", 60_000, seed=11, cluster_size="700 kB")
     backdate(root)
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 def _dump(location: str, fields: list[str] | None = None, env: dict[str, str] | None = None) -> str:
@@ -179,17 +162,23 @@ def test_an_origin_replaced_within_the_same_second_is_seen_by_open_never_mixed(
     _verify_clean(full)
 
 
+@pytest.fixture(scope="module")
+def local_five(served: Path) -> str:
+    """The served file's ``FIVE`` fields dumped from the local file: what every read of
+    them through the cache must print."""
+    return _dump(str(served / "nano.root"), FIVE)
+
+
 def _extents(cache: Path) -> list[Path]:
     return sorted(cache.glob("rntuple-cache-v1/e/*/*/*/x/*"))
 
 
 def test_damaged_extents_are_found_counted_and_fetched_again(
-    nginx: server_http.Server, served: Path, tmp_path: Path
+    nginx: server_http.Server, local_five: str, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
     url = nginx.url("nano.root")
-    local = _dump(str(served / "nano.root"), FIVE)
-    assert _dump(url, FIVE, env=_cache_env(cache)) == local
+    assert _dump(url, FIVE, env=_cache_env(cache)) == local_five
     extents = _extents(cache)
     assert len(extents) >= 6
     rng = random.Random(5)
@@ -204,7 +193,7 @@ def test_damaged_extents_are_found_counted_and_fetched_again(
     damaged[4].unlink()
     damaged[5].write_bytes(b"")
     before = _stats(cache)
-    assert _dump(url, FIVE, env=_cache_env(cache, "never")) == local
+    assert _dump(url, FIVE, env=_cache_env(cache, "never")) == local_five
     after = _stats(cache)
     corrupt = after["corrupt_extents"] - before["corrupt_extents"]
     missing = after["missing_extents"] - before["missing_extents"]
@@ -215,13 +204,13 @@ def test_damaged_extents_are_found_counted_and_fetched_again(
     assert fetched >= sum(len(p.name) > 0 for p in damaged)
     # Fetched again and stored: the next read needs nothing from the origin.
     nginx.clear_log()
-    assert _dump(url, FIVE, env=_cache_env(cache, "never")) == local
+    assert _dump(url, FIVE, env=_cache_env(cache, "never")) == local_five
     assert nginx.requests() == []
     _verify_clean(cache)
 
 
 def test_a_full_cache_directory_never_fails_a_read(
-    nginx: server_http.Server, served: Path, tmp_path: Path
+    nginx: server_http.Server, local_five: str, tmp_path: Path
 ) -> None:
     cache = tmp_path / "tmpfs"
     cache.mkdir()
@@ -234,9 +223,8 @@ def test_a_full_cache_directory_never_fails_a_read(
     assert mounted.returncode == 0, f"mounting a small tmpfs needs root: {mounted.stderr}"
     try:
         url = nginx.url("nano.root")
-        local = _dump(str(served / "nano.root"), FIVE)
         for _ in range(2):
-            assert _dump(url, FIVE, env=_cache_env(cache)) == local
+            assert _dump(url, FIVE, env=_cache_env(cache)) == local_five
         counters = _stats(cache)
         print({k: v for k, v in counters.items() if v})
         assert counters["write_errors"] >= 1
@@ -248,11 +236,10 @@ def test_a_full_cache_directory_never_fails_a_read(
 
 
 def test_readers_killed_at_50_points_leave_a_cache_that_serves_right_values(
-    nginx: server_http.Server, served: Path, tmp_path: Path
+    nginx: server_http.Server, local_five: str, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
     url = nginx.url("nano.root")
-    local = _dump(str(served / "nano.root"), FIVE)
     rng = random.Random(17)
     bin_ = str(require_rntuple_bin())
     killed = 0
@@ -270,7 +257,7 @@ def test_readers_killed_at_50_points_leave_a_cache_that_serves_right_values(
             proc.send_signal(signal.SIGKILL)
             killed += 1
         proc.wait()
-        assert _dump(url, FIVE, env=_cache_env(cache)) == local, f"after a kill at point {point}"
+        assert _dump(url, FIVE, env=_cache_env(cache)) == local_five, f"after a kill at point {point}"
     print(f"{killed} of 50 readers killed mid-read")
     assert killed >= 25
     # What killed writers left (their temporary files) is found, and repaired.

@@ -191,6 +191,19 @@ def probe(io_probe: Path, location: str, ranges: list[tuple[int, int]]) -> dict[
     return json.loads(result.stdout)
 
 
+def probe_local_and_remote(
+    io_probe: Path, server: server_http.Server, ranges: list[tuple[int, int]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`probe` of ``ranges`` of :data:`RANDOM_FILE` read from the disk, then through
+    ``server`` (whose log then holds the remote read's requests only); the two read the
+    same bytes."""
+    local = probe(io_probe, str(server.root / RANDOM_FILE), ranges)
+    server.clear_log()
+    remote = probe(io_probe, server.url(RANDOM_FILE), ranges)
+    assert remote["ranges"] == local["ranges"]
+    return local, remote
+
+
 def range_count(range_header: str) -> int:
     """The number of ranges in a logged Range header."""
     return range_header.removeprefix("bytes=").count(",") + 1
@@ -201,11 +214,8 @@ def test_vectored_read_is_one_request_with_local_digests(
     io_probe: Path, nginx: server_http.Server, count: int
 ) -> None:
     ranges = spread_ranges(count, seed=count)
-    local = probe(io_probe, str(nginx.root / RANDOM_FILE), ranges)
-    nginx.clear_log()
-    remote = probe(io_probe, nginx.url(RANDOM_FILE), ranges)
+    local, remote = probe_local_and_remote(io_probe, nginx, ranges)
     assert remote["size"] == local["size"] == RANDOM_SIZE
-    assert remote["ranges"] == local["ranges"]
     assert [r["read"] for r in remote["ranges"]] == [n for _, n in ranges]
     metrics = remote["metrics"]
     # Opening: the head and the tail in one two-range request whose parts' Content-Range
@@ -229,10 +239,7 @@ def test_server_refusing_multi_range_gets_parallel_single_ranges(
     io_probe: Path, nginx_one_range: server_http.Server
 ) -> None:
     ranges = spread_ranges(64, seed=3)
-    local = probe(io_probe, str(nginx_one_range.root / RANDOM_FILE), ranges)
-    nginx_one_range.clear_log()
-    remote = probe(io_probe, nginx_one_range.url(RANDOM_FILE), ranges)
-    assert remote["ranges"] == local["ranges"]
+    remote = probe_local_and_remote(io_probe, nginx_one_range, ranges)[1]
     metrics = remote["metrics"]
     # Opening asks for head and tail in one request, refused (the whole file, HTTP 200,
     # dropped unread): then the two as single ranges at once, and from then on single
@@ -248,10 +255,7 @@ def test_range_header_too_long_for_the_server_is_split(
     io_probe: Path, nginx_small_headers: server_http.Server
 ) -> None:
     ranges = spread_ranges(1024, seed=11)
-    local = probe(io_probe, str(nginx_small_headers.root / RANDOM_FILE), ranges)
-    nginx_small_headers.clear_log()
-    remote = probe(io_probe, nginx_small_headers.url(RANDOM_FILE), ranges)
-    assert remote["ranges"] == local["ranges"]
+    probe_local_and_remote(io_probe, nginx_small_headers, ranges)
     logged = nginx_small_headers.requests()
     served = [range_count(r["range"]) for r in logged if r["status"] == "206"]
     refused = [r for r in logged if r["status"] == "400"]

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -75,12 +74,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert _cluster_groups(root / "checkpointed.root") >= 168
     backdate(root)
     return root
-
-
-@pytest.fixture(scope="module")
-def nginx(served: Path) -> Iterator[server_http.Server]:
-    with server_http.serving(served) as server:
-        yield server
 
 
 def _requests_during(server: server_http.Server, *args: str) -> tuple[int, str]:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 import server_seaweedfs
 from conftest import require_rntuple_bin
-from remote_data import nanoaod_like, same_size_pair
+from remote_data import same_size_pair, write_nanoaod_like
 
 import rntuple
 
@@ -35,8 +35,7 @@ FIELDS = ["Jet_pt", "Muon_eta", "MET_pt", "event"]
 def served_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 40-field NanoAOD-like RNTuple of 20,000 entries (about 3 MB) in small clusters."""
     root = tmp_path_factory.mktemp("seaweedfs_served")
-    with rntuple.recreate(root / NAME, cluster_size="256 kB") as f:
-        f["Events"] = nanoaod_like(20_000, seed=11)
+    write_nanoaod_like(root / NAME, 20_000, seed=11, cluster_size="256 kB")
     return root
 
 
@@ -130,8 +129,7 @@ def test_object_replaced_after_opening_is_an_error(
     server.upload(served_dir / NAME, key)
     remote = rntuple.open(server.url(key))["Events"]
     other = served_dir.parent / "other.root"
-    with rntuple.recreate(other, cluster_size="256 kB") as f:
-        f["Events"] = nanoaod_like(20_000, seed=12)
+    write_nanoaod_like(other, 20_000, seed=12, cluster_size="256 kB")
     server.upload(other, key)
     server.clear_log()
     with pytest.raises(rntuple.RemoteError, match="changed at its origin since it was opened"):

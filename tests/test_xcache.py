@@ -29,7 +29,7 @@ import pytest
 import server_xcache
 import server_xrootd
 from conftest import require_rntuple_bin
-from remote_data import nanoaod_like
+from remote_data import write_nanoaod_like
 
 import rntuple
 
@@ -43,8 +43,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The origin's directory: two copies of a 40-field, 80,000-entry file (about 21 MB,
     2 MiB clusters), one per test, so that each test sees a cold cache for its file."""
     root = tmp_path_factory.mktemp("xcache_origin")
-    with rntuple.recreate(root / VALUES, cluster_size="2 MiB") as f:
-        f["Events"] = nanoaod_like(80_000, seed=5)
+    write_nanoaod_like(root / VALUES, 80_000, seed=5, cluster_size="2 MiB")
     (root / CACHED).write_bytes((root / VALUES).read_bytes())
     return root
 

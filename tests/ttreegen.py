@@ -18,7 +18,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import json
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import rootdump
-from rootdump import load_root
+from rootdump import declare_cxx, load_root
 
 TESTS_DIR = Path(__file__).resolve().parent
 CXX_DIR = TESTS_DIR / "cxx"
@@ -185,7 +184,6 @@ CLASS_CASES = (
     "stl_array_bitset",
 )
 
-_declared = False
 _nanoaod_declared = False
 _classes_loaded = False
 
@@ -228,13 +226,8 @@ def declare_user_classes() -> Any:
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    global _declared
-    ROOT = declare_user_classes()
-    if not _declared:
-        if not ROOT.gInterpreter.Declare((CXX_DIR / "ttreegen.hxx").read_text()):
-            raise RuntimeError("failed to declare tests/cxx/ttreegen.hxx in cling")
-        _declared = True
-    return ROOT
+    declare_user_classes()
+    return declare_cxx("ttreegen.hxx")
 
 
 def _write_nanoaod(path: Path, entries: int, compression: int) -> None:
@@ -457,8 +450,7 @@ def fundamentals_expected(entry: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: write the cases into OUTDIR and print their layout."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("outdir", type=Path)
+    ap = rootdump.outdir_parser(__doc__)
     ap.add_argument("cases", nargs="*", help=f"cases to write (default all): {', '.join(CASES)}")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()

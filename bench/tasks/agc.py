@@ -114,23 +114,21 @@ def _flat(table: Any, name: str) -> tuple[Any, Any]:
     return np.asarray(col.offsets), np.asarray(col.values)
 
 
+def _collection(table: Any, collection: str, names: list[str]) -> tuple[Any, ...]:
+    """The offsets of a collection (those of its first field ``collection_NAME``, which all
+    its fields share), then the values (NumPy) of each of its fields ``names``."""
+    flats = [_flat(table, f"{collection}_{name}") for name in names]
+    return (flats[0][0], *(values for _, values in flats))
+
+
 def agc_numpy(table: Any) -> tuple[int, list[int]]:
     """The analysis on a pyarrow Table, vectorised with NumPy."""
     import numpy as np
 
     n = table.num_rows
-    jo, pt = _flat(table, "Jet_pt")
-    _, eta = _flat(table, "Jet_eta")
-    _, phi = _flat(table, "Jet_phi")
-    _, mass = _flat(table, "Jet_mass")
-    _, btag = _flat(table, "Jet_btagCSVV2")
-    eo, ept = _flat(table, "Electron_pt")
-    _, eeta = _flat(table, "Electron_eta")
-    _, ecut = _flat(table, "Electron_cutBased")
-    mo, mpt = _flat(table, "Muon_pt")
-    _, meta = _flat(table, "Muon_eta")
-    _, mtight = _flat(table, "Muon_tightId")
-    _, miso = _flat(table, "Muon_pfRelIso04_all")
+    jo, pt, eta, phi, mass, btag = _collection(table, "Jet", ["pt", "eta", "phi", "mass", "btagCSVV2"])
+    eo, ept, eeta, ecut = _collection(table, "Electron", ["pt", "eta", "cutBased"])
+    mo, mpt, meta, mtight, miso = _collection(table, "Muon", ["pt", "eta", "tightId", "pfRelIso04_all"])
 
     def per_event(offsets: Any, mask: Any) -> Any:
         c = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))

@@ -52,6 +52,20 @@ def write_text_atomically(path: Path, text: str) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def show_row(rows: list[str], row: str) -> None:
+    """Adds ``row`` to a report's table ``rows`` and prints it, so that a long run shows
+    its results as they come."""
+    rows.append(row)
+    print(row, flush=True)
+
+
+def write_report(path: Path, lines: list[str]) -> None:
+    """Writes a benchmark's Markdown report (``lines``) to ``path`` as
+    ``write_text_atomically`` does, and says where."""
+    write_text_atomically(path, "\n".join(lines))
+    print(f"wrote {path}")
+
+
 # Checksum of values summed over one field (float sums compared with a tolerance).
 SUM_FIELDS = ("Jet_pt", "Muon_pt")
 
@@ -73,6 +87,35 @@ def parse_args(tools: list[str], extra: Callable[[argparse.ArgumentParser], None
     if extra is not None:
         extra(parser)
     return parser.parse_args()
+
+
+def parse_checked_output_args(
+    tools: list[str],
+    verify: Callable[[Path, Path], None],
+    out_default: str,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> Any | None:
+    """Parses the arguments of a task whose output ``SCRIPT --verify OUT`` checks in a process
+    of its own (see ``bench/run.py``): ``--tool TOOL --data DIR [--threads N] [--out OUT]
+    [--keep]`` (and whatever ``extra`` adds), or ``--verify OUT --data DIR``, which runs
+    ``verify(OUT, DIR)`` and returns None. ``out_default`` says where the output goes
+    without ``--out``."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tool", choices=tools)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    if extra is not None:
+        extra(parser)
+    parser.add_argument("--out", type=Path, default=None, help=f"the output's path (default: {out_default})")
+    parser.add_argument("--keep", action="store_true", help="leave the output for --verify")
+    parser.add_argument("--verify", type=Path, default=None, metavar="OUT", help="check OUT with ROOT")
+    args = parser.parse_args()
+    if args.verify is not None:
+        verify(args.verify, args.data)
+        return None
+    if args.tool is None:
+        parser.error("--tool is required")
+    return args
 
 
 def emit(task: str, tool: str, seconds: float, checksum: dict[str, Any], **extra: Any) -> None:

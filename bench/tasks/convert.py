@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, emit
+from common import REPO, emit, parse_checked_output_args
 
 TOOLS = ["ours", "root"]
 TREE = "Events"
@@ -157,23 +157,17 @@ def verify(out: Path, data: Path) -> None:
     )
 
 
-def main() -> None:
-    """Runs one measurement, or ``--verify``."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tool", choices=TOOLS)
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--threads", type=int, default=2)
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The compression and directory of the output."""
     parser.add_argument("--compression", type=int, default=505, help="ROOT's compression setting")
     parser.add_argument("--tmp", type=Path, default=None, help="directory of the output (default: --data)")
-    parser.add_argument("--out", type=Path, default=None, help="the output's path (default: in --tmp)")
-    parser.add_argument("--keep", action="store_true", help="leave the output for --verify")
-    parser.add_argument("--verify", type=Path, default=None, metavar="OUT", help="check OUT with ROOT")
-    args = parser.parse_args()
-    if args.verify is not None:
-        verify(args.verify, args.data)
+
+
+def main() -> None:
+    """Runs one measurement, or ``--verify``."""
+    args = parse_checked_output_args(TOOLS, verify, "in --tmp", add_output_options)
+    if args is None:
         return
-    if args.tool is None:
-        parser.error("--tool is required")
     src = ttree_file(args.data)
     out = output_path(args)
     out.unlink(missing_ok=True)  # the importer would add to an existing file (UPDATE)

@@ -24,7 +24,6 @@ are four times the input's; for ``cp`` (a directory) each copy is compared with 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import REPO, emit, root_file
+from common import REPO, emit, parse_checked_output_args, root_file
 
 TOOLS = ["ours", "hadd", "cp", "cp-sync"]
 COPIES = 4
@@ -133,19 +132,9 @@ def verify(out: Path, data: Path) -> None:
 
 def main() -> None:
     """Runs one measurement, or ``--verify``."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tool", choices=TOOLS)
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help="the output's path (default: in --data)")
-    parser.add_argument("--keep", action="store_true", help="leave the output for --verify")
-    parser.add_argument("--verify", type=Path, default=None, metavar="OUT", help="check OUT with ROOT")
-    args = parser.parse_args()
-    if args.verify is not None:
-        verify(args.verify, args.data)
+    args = parse_checked_output_args(TOOLS, verify, "in --data")
+    if args is None:
         return
-    if args.tool is None:
-        parser.error("--tool is required")
     ins = inputs(args.data)
     out = args.out or args.data / f"bench_merge_{args.tool}_{os.getpid()}.root"
     remove(out)
