@@ -54,7 +54,7 @@ SCHEMAS = (
 
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
-    return declare_cxx("layoutgen.hxx")
+    return declare_cxx("splitmix.hxx", "layoutgen.hxx")
 
 
 def write(

@@ -160,7 +160,7 @@ def ensure_dictionaries() -> Any:
 def _declare() -> Any:
     """JIT-compile the C++ writers once per process and return the ROOT module."""
     ensure_dictionaries()
-    return declare_cxx("rootgen.hxx", "rootgen_extra.hxx")
+    return declare_cxx("splitmix.hxx", "rootgen.hxx", "rootgen_extra.hxx")
 
 
 def write(spec: FileSpec, outdir: Path) -> Path:

@@ -3,7 +3,7 @@
 // (crates/rntuple/src/write/size.rs): variants, optionals and unique_ptrs, bitsets,
 // strings, nested collections, records holding collections, a NanoAOD-like mix, other
 // containers (maps, sets, RVec, vector<bool>), and non-default column representations.
-// Declared into cling by tests/layoutgen.py.
+// Declared into cling by tests/layoutgen.py, after tests/cxx/splitmix.hxx.
 //
 // The values come from a fixed-seed generator (no <random> distributions, whose output
 // the standard leaves to the library), so a file is the same wherever it is written.
@@ -34,13 +34,7 @@ namespace rntuple_layoutgen {
 struct Rng {
    std::uint64_t s;
    explicit Rng(std::uint64_t seed) : s(seed) {}
-   std::uint64_t Next()
-   {
-      std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      return z ^ (z >> 31);
-   }
+   std::uint64_t Next() { return rntuple_testgen::SplitMix64(s); }
    /// Uniform in [0, n).
    std::uint64_t Below(std::uint64_t n) { return Next() % n; }
    /// Uniform in [0, 1).

@@ -1,4 +1,4 @@
-// Writes RNTuple test files with ROOT 6.40.  Declared into cling by tests/rootgen.py.
+// Writes RNTuple test files with ROOT 6.40.  Declared into cling by tests/rootgen.py, after tests/cxx/splitmix.hxx.
 //
 // All values are a deterministic function of (entry number, field salt), so files can
 // be regenerated bit for bit.  Edge values (integer min/max, -0.0, subnormals, FLT_MAX,
@@ -29,13 +29,7 @@ namespace rntuple_interop_gen {
 struct Rng {
    std::uint64_t s;
    Rng(std::uint64_t entry, std::uint64_t salt) : s(entry * 0x9E3779B97F4A7C15ULL ^ (salt + 1) * 0xD1B54A32D192ED03ULL) {}
-   std::uint64_t Next()
-   {
-      std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      return z ^ (z >> 31);
-   }
+   std::uint64_t Next() { return rntuple_testgen::SplitMix64(s); }
    std::uint64_t Below(std::uint64_t n) { return Next() % n; }
 };
 
