@@ -40,6 +40,11 @@ pub mod fuzz;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 mod local;
+/// A multipart reply's body for the HTTP reply parser's tests (one file with the
+/// integration tests' helper).
+#[cfg(all(test, feature = "http"))]
+#[path = "../../rntuple/tests/common/multipart_body.rs"]
+pub(crate) mod multipart_body;
 #[cfg(any(feature = "http", feature = "s3"))]
 mod net;
 mod object_space;

@@ -20,6 +20,10 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[path = "common/multipart_body.rs"]
+mod multipart_body;
+use multipart_body::multipart_body;
+
 const SIZE: usize = 100_000;
 const ETAG: &str = "\"v1-etag\"";
 const BOUNDARY: &str = "MOCKBOUNDARY";
@@ -94,19 +98,7 @@ fn correct_reply(ranges: &[(u64, u64)], total: usize, etag: &str) -> Reply {
 }
 
 fn multipart_reply(parts: &[(u64, u64)], total: usize, etag: &str) -> Reply {
-    let data = file();
-    let mut body = Vec::new();
-    for &(a, b) in parts {
-        body.extend_from_slice(
-            format!(
-                "\r\n--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n\
-                 Content-Range: bytes {a}-{b}/{total}\r\n\r\n"
-            )
-            .as_bytes(),
-        );
-        body.extend_from_slice(&data[a as usize..=b as usize]);
-    }
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    let body = multipart_body(BOUNDARY, &file(), parts, total as u64);
     Reply {
         status: 206,
         headers: vec![

@@ -360,20 +360,7 @@ mod tests {
 
     /// A body as nginx writes it, with the parts `(first, last)` in the given order.
     fn body(boundary: &str, parts: &[(u64, u64)], total: u64) -> Vec<u8> {
-        let file = file_bytes();
-        let mut out = Vec::new();
-        for &(first, last) in parts {
-            out.extend_from_slice(
-                format!(
-                    "\r\n--{boundary}\r\nContent-Type: application/octet-stream\r\n\
-                     Content-Range: bytes {first}-{last}/{total}\r\n\r\n"
-                )
-                .as_bytes(),
-            );
-            out.extend_from_slice(&file[first as usize..=last as usize]);
-        }
-        out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-        out
+        crate::multipart_body::multipart_body(boundary, &file_bytes(), parts, total)
     }
 
     fn parse(body: &[u8], wanted: &[ByteRange]) -> Result<Vec<Vec<u8>>, String> {
