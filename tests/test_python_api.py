@@ -17,7 +17,7 @@ import uproot
 from pysamples import EXAMPLE, SUBDIRS, write_events
 
 import rntuple
-from rntuple.convert import to_awkward
+from rntuple.libraries import to_awkward
 
 #: The fields of ``examples/events.root`` and their C++ types, as make_example.py declares them.
 EXAMPLE_TYPES = {

@@ -18,7 +18,7 @@ import uproot
 from pysamples import EXAMPLE, write_events
 
 import rntuple
-from rntuple.convert import to_awkward, to_numpy
+from rntuple.libraries import to_awkward, to_numpy
 
 
 @pytest.fixture(scope="module")

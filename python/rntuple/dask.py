@@ -321,7 +321,7 @@ def _chain_layout(
     chain: ChainReading, nt: Any, partition: tuple[str, str, int, int], paths: list[str]
 ) -> Any:
     """The layout of ``paths`` of a partition's entries, read as the chain's schema."""
-    from .convert import to_awkward
+    from .libraries import to_awkward
 
     path, name, start, stop = partition
     index = chain.index_of(path, name)
@@ -644,7 +644,7 @@ def dask(
         partitions.extend((absolute(key[0]), key[1], start, stop) for start, stop in ranges)
     if not partitions:
         raise ValueError("no entries to read: the files are empty or none were given")
-    from .convert import to_awkward
+    from .libraries import to_awkward
 
     form = to_awkward(conform(pa.table({}), chain.schema(selected), 0)).layout.form
     first_typenames = chain.members[0].typenames()

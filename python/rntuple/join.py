@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core
-from .convert import to_awkward, to_numpy
 from .errors import InvalidArgumentError, NotFoundError
 from .file import expand_files, open_chain_member
 from .join_dask import _Scattered, join_dask
+from .libraries import to_awkward, to_numpy
 from .ntuple import RNTuple
 from .options import RemoteOptions, Selection, TypeOptions, entry_range, takes_options
 from .selection import check_library, check_step_size, make_filter

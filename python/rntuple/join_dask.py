@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._extras import require
-from .convert import indexed_options
 from .dask import FormReader
+from .libraries import indexed_options
 from .selection import check_flag, check_step_size
 
 #: per graph token: the join opened in this process (a broadcast index fetched once), a
@@ -141,7 +141,7 @@ class JoinPartitionReader(FormReader):
         """The partition's rows (and, with ``report``, what reading them cost)."""
         import awkward as ak
 
-        from .convert import to_awkward
+        from .libraries import to_awkward
 
         start, stop = partition
         began = time.perf_counter()

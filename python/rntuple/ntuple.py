@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core
-from .convert import to_awkward, to_library
 from .errors import InvalidArgumentError, NotFoundError
 from .inspection import BY, Inspection
+from .libraries import to_awkward, to_library
 from .metadata import MetaRecord, RNTupleMetadata
 from .options import (
     FieldSelection,

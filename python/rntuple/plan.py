@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._extras import require
-from .convert import to_awkward, to_library
+from .libraries import to_awkward, to_library
 from .selection import (
     Compiled,
     Evaluator,

@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 import awkward as ak
 
-from .convert import indexed_options, to_awkward
 from .errors import InvalidArgumentError
+from .libraries import indexed_options, to_awkward
 from .metadata import FieldRole, RNTupleMetadata
 from .plan import TableSource
 

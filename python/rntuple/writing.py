@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from . import _core
-from .convert import to_arrow_input
 from .errors import InvalidArgumentError, UnsupportedError
+from .libraries import to_arrow_input
 from .options import parse_size, takes_options
 
 

@@ -3,7 +3,7 @@
 //! offsets several fields share ([`SharedOffsets`]).
 
 use super::column::{arrow_offsets, mul, scaled, ColumnReader, Offsets, PageCarry, PerEntry, Seg};
-use super::convert::{bool_array, to_boolean, to_f32, to_f64, to_ints};
+use super::column_cast::{bool_array, to_boolean, to_f32, to_f64, to_ints};
 use super::shared_offsets::SharedOffsets;
 use super::source::PageSource;
 use crate::arrow_map::map_array;

@@ -4,7 +4,7 @@
 //! offsets from its index column. It does no I/O: page bytes come from the
 //! [`PageSource`] it is given.
 
-use super::convert::to_offsets;
+use super::column_cast::to_offsets;
 use super::source::{PageBytes, PageSource};
 use crate::encoding::{ColumnEncoding, ColumnValues};
 use crate::error::{to_usize, Error, Location, Result};

@@ -5,7 +5,7 @@
 mod ahead;
 mod assemble;
 mod column;
-mod convert;
+mod column_cast;
 mod evolve;
 mod shared_offsets;
 pub(crate) mod source;
