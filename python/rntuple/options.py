@@ -93,11 +93,12 @@ def takes_options(**groups: type) -> Callable[[Callable[..., _Result]], Callable
 
     def decorate(function: Callable[..., _Result]) -> Callable[..., _Result]:
         public = _public_signature(inspect.signature(function), groups)
+        # Each group's option names, once per function rather than once per call.
+        fields = {name: [f.name for f in dataclasses.fields(options)] for name, options in groups.items()}
 
         def grouped(arguments: dict[str, Any]) -> dict[str, Any]:
             for name, options in groups.items():
-                names = [f.name for f in dataclasses.fields(options)]
-                arguments[name] = options(**{n: arguments.pop(n) for n in names if n in arguments})
+                arguments[name] = options(**{n: arguments.pop(n) for n in fields[name] if n in arguments})
             return arguments
 
         def lazily(arguments: dict[str, Any]) -> Any:
