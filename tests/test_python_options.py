@@ -5,7 +5,8 @@ dataclass's default, so that the groups cannot drift apart again:
 - reading many files (``iterate``, ``concatenate``, ``dask``): :class:`RemoteOptions`
   and :class:`TypeOptions`; opening one (``open``, ``ReadOnlyFile``, ``join``) and
   merging (``merge``, for its inputs and an output in a store): :class:`RemoteOptions`;
-- converting (``convert``, ``convert_files``): :class:`ConvertOptions`; ``convert_files``
+- converting (``convert``, ``convert_files``): :class:`ConvertOptions`, and
+  :class:`RemoteOptions` for reading the inputs; ``convert_files``
   hands ``unsplit`` and ``split_policy`` to every file's conversion, and refuses a bad one
   before any task runs;
 - writing (``recreate``, ``recreate_parallel`` and their classes): :class:`WriteOptions`;
@@ -55,8 +56,9 @@ def test_opening_takes_every_remote_option(function: Callable[..., Any]) -> None
 
 
 @pytest.mark.parametrize("function", [rntuple.convert, rntuple.convert_files])
-def test_conversions_take_every_convert_option(function: Callable[..., Any]) -> None:
+def test_conversions_take_every_convert_and_remote_option(function: Callable[..., Any]) -> None:
     _takes_all(function, ConvertOptions)
+    _takes_all(function, RemoteOptions)
 
 
 @pytest.mark.parametrize(

@@ -14,21 +14,29 @@ now. Each is tested by what it does, not by being accepted:
   container of that directory store, an object per page or per cluster as the mapping
   says (counted in the store); Python reads it back with ``daos_dir=`` (over
   ``RNTUPLE_DAOS_DIR``), and the command, told the store by its environment, copies it
-  into a file that uproot reads to the same values.
+  into a file that uproot reads to the same values;
+- the network's, on the writers that read inputs (``convert``, ``convert_files``,
+  ``merge``): a server that never answers is given up after the ``timeout`` given, not
+  the default's 30 s.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import uproot
 from conftest import run_rntuple
+from test_python_options import _InlineClient
 
 import rntuple
 
@@ -212,3 +220,44 @@ def test_merge_refuses_a_daos_output_that_is_an_input_or_named_twice(tmp_path: P
     assert rntuple.open("daos://pool/cont:t", daos_dir=store).arrays(library="np")["x"].tolist() == list(
         range(5)
     )
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """The URL of a loopback HTTP server that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/tree.root"
+    listener.close()
+    for conn in held:
+        conn.close()
+
+
+def test_writers_read_their_inputs_with_the_network_keywords(silent_url: str, tmp_path: Path) -> None:
+    writes = {
+        "convert": lambda: rntuple.convert(silent_url, tmp_path / "c.root", timeout=0.3, retries=0),
+        "merge": lambda: rntuple.merge(silent_url, tmp_path / "m.root", timeout=0.3, retries=0),
+    }
+    for what, write in writes.items():
+        start = time.monotonic()
+        # The first-byte timeout given, not the default's 30 s (a bound far from both).
+        with pytest.raises(rntuple.RemoteTimeoutError, match=r"within 0\.3 s \(first-byte timeout"):
+            write()
+        assert time.monotonic() - start < 15, what
+        assert not (tmp_path / f"{what[0]}.root").exists()
+    pytest.importorskip("distributed")
+    client = _InlineClient()
+    with pytest.raises(rntuple.ConversionError, match=r"within 0\.3 s \(first-byte timeout"):
+        rntuple.convert_files(silent_url, tmp_path / "out", client=client, timeout=0.3, retries=0)
+    assert client.submitted == 1

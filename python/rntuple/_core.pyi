@@ -286,6 +286,9 @@ def convert_ttree(
     overwrite: bool = False,
     unsplit: list[str] | None = None,
     split_policy: str = "split",
+    network: dict[str, float] | None = None,
+    cache: dict[str, str] | None = None,
+    settings: dict[str, str] | None = None,
 ) -> TreeConversion:
     """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
     (GIL released)."""
