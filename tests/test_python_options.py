@@ -3,9 +3,10 @@ function of a group takes every option of its group's dataclass, as a keyword wi
 dataclass's default, so that the groups cannot drift apart again:
 
 - reading many files (``iterate``, ``concatenate``, ``dask``): :class:`RemoteOptions`
-  and :class:`TypeOptions`; opening one (``open``, ``ReadOnlyFile``, ``join``):
-  :class:`RemoteOptions`;
-- converting (``convert``, ``convert_files``): :class:`ConvertOptions`; ``convert_files``
+  and :class:`TypeOptions`; opening one (``open``, ``ReadOnlyFile``, ``join``) and
+  merging (``merge``, for its inputs and an output in a store): :class:`RemoteOptions`;
+- converting (``convert``, ``convert_files``): :class:`ConvertOptions`, and
+  :class:`RemoteOptions` for reading the inputs; ``convert_files``
   hands ``unsplit`` and ``split_policy`` to every file's conversion, and refuses a bad one
   before any task runs;
 - writing (``recreate``, ``recreate_parallel`` and their classes): :class:`WriteOptions`;
@@ -49,14 +50,15 @@ def test_chain_reads_take_every_remote_and_type_option(function: Callable[..., A
     _takes_all(function, TypeOptions)
 
 
-@pytest.mark.parametrize("function", [rntuple.open, rntuple.ReadOnlyFile, rntuple.join])
+@pytest.mark.parametrize("function", [rntuple.open, rntuple.ReadOnlyFile, rntuple.join, rntuple.merge])
 def test_opening_takes_every_remote_option(function: Callable[..., Any]) -> None:
     _takes_all(function, RemoteOptions)
 
 
 @pytest.mark.parametrize("function", [rntuple.convert, rntuple.convert_files])
-def test_conversions_take_every_convert_option(function: Callable[..., Any]) -> None:
+def test_conversions_take_every_convert_and_remote_option(function: Callable[..., Any]) -> None:
     _takes_all(function, ConvertOptions)
+    _takes_all(function, RemoteOptions)
 
 
 @pytest.mark.parametrize(
@@ -89,18 +91,25 @@ def test_listings_take_every_key_filter(function: Callable[..., Any]) -> None:
 
 
 def test_options_are_checked_when_made() -> None:
-    with pytest.raises(rntuple.InvalidArgumentError, match="on_overflow"):
-        TypeOptions(on_overflow="wrap")
-    with pytest.raises(rntuple.InvalidArgumentError, match="allow_missing"):
-        TypeOptions(allow_missing=1)  # type: ignore[arg-type]
-    with pytest.raises(rntuple.InvalidArgumentError, match="split_policy"):
-        ConvertOptions(split_policy="sometimes")
-    with pytest.raises(rntuple.InvalidArgumentError, match="checkpoint_every"):
-        WriteOptions(checkpoint_every=0)
-    with pytest.raises(rntuple.InvalidArgumentError, match="cache"):
-        RemoteOptions(cache=3)
-    with pytest.raises(rntuple.InvalidArgumentError, match="recursive"):
-        KeyFilter(recursive=1)  # type: ignore[arg-type]
+    refused: list[tuple[str, Callable[[], object]]] = [
+        ("on_overflow", lambda: TypeOptions(on_overflow="wrap")),
+        ("allow_missing", lambda: TypeOptions(allow_missing=1)),  # type: ignore[arg-type]
+        ("split_policy", lambda: ConvertOptions(split_policy="sometimes")),
+        ("checkpoint_every", lambda: WriteOptions(checkpoint_every=0)),
+        ("cache", lambda: RemoteOptions(cache=3)),
+        ("direct_io", lambda: RemoteOptions(direct_io="sometimes")),
+        ("huge_pages", lambda: RemoteOptions(huge_pages=2)),  # type: ignore[arg-type]
+        ("daos_dir", lambda: RemoteOptions(daos_dir="")),
+        ("recursive", lambda: KeyFilter(recursive=1)),  # type: ignore[arg-type]
+    ]
+    for keyword, make in refused:
+        with pytest.raises(rntuple.InvalidArgumentError, match=keyword):
+            make()
+    assert RemoteOptions(direct_io="ON", huge_pages=False, daos_dir=Path("/p")).settings() == {
+        "direct_io": "always",
+        "huge_pages": "never",
+        "daos_dir": "/p",
+    }
     assert RemoteOptions(timeout=5.0).given() == {"timeout": 5.0}
 
 

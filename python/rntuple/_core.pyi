@@ -26,13 +26,20 @@ class RootFileHandle:
     ``ntpl+s3+https://...``, ``ntpl+file://...``, holding one RNTuple)."""
 
     def __init__(
-        self, path: str, network: dict[str, float] | None = None, cache: dict[str, str] | None = None
+        self,
+        path: str,
+        network: dict[str, float] | None = None,
+        cache: dict[str, str] | None = None,
+        settings: dict[str, str] | None = None,
     ) -> None:
-        """Opens the ROOT file at ``path`` (a path or URL); ``network`` sets some of the
-        options of a remote file (``connect_timeout``, ``first_byte_timeout``,
-        ``idle_timeout`` in seconds, ``retries``), the others are the environment's;
-        ``cache`` the cache of remote reads (``{"dir": ""}``: none; ``{"dir": DIR}``
-        with ``validate`` and ``max_bytes``; ``None``: the environment's)."""
+        """Opens the ROOT file at ``path`` (a path or URL; or the DAOS container of a
+        ``daos://POOL/CONTAINER`` URI); ``network`` sets some of the options of a remote
+        file (``connect_timeout``, ``first_byte_timeout``, ``idle_timeout`` in seconds,
+        ``retries``, ``bunch_bytes``, ``read_ahead_bytes``), the others are the
+        environment's; ``cache`` the cache of remote reads (``{"dir": ""}``: none;
+        ``{"dir": DIR}`` with ``validate`` and ``max_bytes``; ``None``: the
+        environment's); ``settings`` the others (``direct_io``, ``huge_pages``,
+        ``daos_dir``, ``daos_mapping``)."""
     @property
     def name(self) -> str:
         """The file's name as given when opening."""
@@ -279,6 +286,9 @@ def convert_ttree(
     overwrite: bool = False,
     unsplit: list[str] | None = None,
     split_policy: str = "split",
+    network: dict[str, float] | None = None,
+    cache: dict[str, str] | None = None,
+    settings: dict[str, str] | None = None,
 ) -> TreeConversion:
     """Converts a TTree (``input``: ``FILE`` or ``FILE:TREE``) to an RNTuple file
     (GIL released)."""
@@ -301,9 +311,14 @@ def merge_rntuples(
     name: str | None = None,
     overwrite: bool = False,
     allow_disjoint: bool = False,
+    network: dict[str, float] | None = None,
+    cache: dict[str, str] | None = None,
+    settings: dict[str, str] | None = None,
 ) -> MergeSummary:
-    """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file, or a dataset of
-    objects (``ntpl+s3+https://...``, ``ntpl+file://...``) (GIL released)."""
+    """Merges RNTuples (``FILE`` or ``FILE:NAME`` each) into a new file, a dataset of
+    objects (``ntpl+s3+https://...``, ``ntpl+file://...``) or a DAOS container
+    (``daos://POOL/CONTAINER[:NAME]``) (GIL released); ``network``, ``cache`` and
+    ``settings`` as :class:`RootFileHandle` takes them, for the inputs and the output."""
 
 class MergeSummary:
     """What :func:`merge_rntuples` did."""

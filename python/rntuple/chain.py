@@ -111,7 +111,8 @@ def iterate(
     batch read, while the caller works on the current file's batches: a chain of
     remote files does not wait at each file boundary; a file is closed once its last
     batch is handed out. ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``,
-    ``speed_time``, ``cache``, ``bunch_bytes`` and ``read_ahead_bytes``: as :func:`open`.
+    ``speed_time``, ``cache``, ``bunch_bytes``, ``read_ahead_bytes``, ``direct_io``,
+    ``huge_pages``, ``daos_dir`` and ``daos_mapping``: as :func:`open`.
 
     Every batch has one schema, fixed before the first is read from the headers of
     every file (:mod:`rntuple.unify`): a field whose type differs between files is read
@@ -173,7 +174,8 @@ def concatenate(
     entries in file order (a pandas index counts entries over all files). The next file
     is opened and read while the current one is converted. ``timeout``,
     ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``,
-    ``bunch_bytes`` and ``read_ahead_bytes``: as :func:`open`.
+    ``bunch_bytes``, ``read_ahead_bytes``, ``direct_io``, ``huge_pages``, ``daos_dir`` and
+    ``daos_mapping``: as :func:`open`.
     ``types``, ``on_overflow``, ``defaults`` and ``allow_missing``: one schema over
     every file, as :func:`iterate`."""
     library = check_library(library)

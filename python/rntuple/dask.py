@@ -611,8 +611,9 @@ def dask(
     ``key in tree``). Column projection reads only the fields the touched buffers need.
 
     ``timeout``, ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``,
-    ``cache``, ``bunch_bytes`` and ``read_ahead_bytes`` apply as :func:`rntuple.open`
-    says, here and on the workers:
+    ``cache``, ``bunch_bytes``, ``read_ahead_bytes``, ``direct_io``, ``huge_pages``,
+    ``daos_dir`` and ``daos_mapping`` apply as :func:`rntuple.open` says, here and on the
+    workers:
     they travel in the graph with the reader (a worker's environment variables
     ``RNTUPLE_*`` set what they leave out;
     a cache directory must be one the workers reach, as a node's local disk for the
@@ -755,7 +756,7 @@ def rntuple_identifier(file_path: str, name: str) -> str:
     return hashlib.sha1(f"{absolute(file_path)}\0{name}".encode()).hexdigest()[:32]
 
 
-@takes_options(options=ConvertOptions)
+@takes_options(options=ConvertOptions, remote=RemoteOptions)
 def convert_files(
     inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dict[str, str],
     out_dir: str | os.PathLike[str],
@@ -763,6 +764,7 @@ def convert_files(
     client: Any = None,
     tree: str | None = None,
     options: ConvertOptions,
+    remote: RemoteOptions,
 ) -> list[ConvertResult]:
     """Converts TTree files to RNTuple files on a ``dask.distributed`` cluster, one task
     per file: each input ``in/x.root`` becomes ``out_dir/x.root``.
@@ -778,6 +780,11 @@ def convert_files(
         name, branches, entries, compression, skip_unsupported, overwrite, unsplit,
             split_policy: as for :func:`rntuple.convert`, the same for every file
             (:class:`~rntuple.ttree.ConvertOptions`, checked before any task starts).
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes,
+            read_ahead_bytes, direct_io, huge_pages, daos_dir, daos_mapping: how every
+            input is read (:class:`~rntuple.options.RemoteOptions`, checked before any
+            task starts); those given travel to the workers, whose environment sets the
+            others.
 
     Returns:
         One :class:`~rntuple.ttree.ConvertResult` per input, in the order of the inputs.
@@ -790,7 +797,7 @@ def convert_files(
         InvalidArgumentError: no inputs, or two inputs whose outputs would collide.
     """
     distributed = require("distributed", "rntuple.convert_files")
-    keywords = options.keywords()
+    keywords = {**options.keywords(), **remote.given()}
 
     pairs = expand_files(inputs)
     if not pairs:

@@ -19,17 +19,20 @@ from .selection import is_glob
 class ReadOnlyFile:
     """A ROOT file opened for reading; ``f["Events"]`` or ``f["dir/Events"]`` gives an
     :class:`RNTuple`. Use it as a context manager. ``timeout``, ``connect_timeout``,
-    ``retries``, ``speed_limit``, ``speed_time``, ``cache``, ``bunch_bytes`` and
-    ``read_ahead_bytes`` apply as :func:`open` says."""
+    ``retries``, ``speed_limit``, ``speed_time``, ``cache``, ``bunch_bytes``,
+    ``read_ahead_bytes``, ``direct_io``, ``huge_pages``, ``daos_dir`` and
+    ``daos_mapping`` apply as :func:`open` says."""
 
     @takes_options(remote=RemoteOptions)
     def __init__(self, path: str | os.PathLike, *, remote: RemoteOptions) -> None:
         self._path = os.fspath(path)
         try:
             self._handle: _core.RootFileHandle | None = _core.RootFileHandle(
-                self._path, remote.network() or None, remote.core_cache()
+                self._path, remote.network() or None, remote.core_cache(), remote.settings() or None
             )
         except NotFoundError as err:
+            if self._path.startswith("daos://"):
+                raise  # a DAOS pool or container that does not exist
             # Opening a file looks up no RNTuple: the core's "not found" here means the
             # bytes are not a ROOT file, a format error (and the message names the file).
             message = str(err) if self._path in str(err) else f"{self._path}: {err}"
@@ -151,7 +154,22 @@ def open(path: str | os.PathLike | dict[str, str], *, remote: RemoteOptions) -> 
     ones, and local ones past the page cache) fetch ahead, in bytes; ``None`` leaves
     them to ``RNTUPLE_BUNCH_BYTES`` and ``RNTUPLE_READ_AHEAD_BYTES``, else the defaults
     (the source's, 32 MiB remote; 512 MiB). Two files opened with different values are
-    read each with its own."""
+    read each with its own.
+
+    ``direct_io``: when planned reads of a local file whose pages are mostly not in the
+    page cache bypass it (``O_DIRECT``): ``"auto"`` (reads of a quarter of the machine's
+    memory or more), ``"always"`` (or ``True``, ``"on"``), ``"never"`` (or ``False``,
+    ``"off"``); ``None`` leaves it to ``RNTUPLE_DIRECT_IO``, else ``"auto"``.
+    ``huge_pages``: ``True`` (``"always"``) maps large decoded columns in transparent huge
+    pages, ``False`` (``"never"``) does not; a setting of the process's memory, which the
+    last file opened sets; ``None`` leaves it to ``RNTUPLE_HUGE_PAGES``, else never.
+
+    A DAOS container, ``"daos://POOL/CONTAINER:NAME"`` (ROOT's DAOS layout), is read from
+    the directory store ``daos_dir`` (``None``: ``RNTUPLE_DAOS_DIR``; this build has no
+    DAOS client); its RNTuples are opened by name and not listed (``keys()`` is empty).
+    ``daos_mapping`` (``"per-page"``, ``"per-cluster"``; ``None``: ``RNTUPLE_DAOS_MAPPING``,
+    else per-page) is how :func:`rntuple.merge` writes pages into a container; a read
+    finds the mapping in what it reads."""
     # Checked before anything is opened.
     options = remote.as_keywords()
     if isinstance(path, dict):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import _core
 from .errors import InvalidArgumentError
+from .options import RemoteOptions, takes_options
 
 #: The merge modes: what to do with fields the inputs do not all have.
 MODES = ("filter", "strict", "union")
@@ -67,6 +68,7 @@ class MergeWarning(UserWarning):
     """A union merge filled the fields an input lacks with zeros."""
 
 
+@takes_options(remote=RemoteOptions)
 def merge(
     inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
@@ -77,6 +79,7 @@ def merge(
     name: str | None = None,
     overwrite: bool = False,
     allow_disjoint: bool = False,
+    remote: RemoteOptions,
 ) -> MergeResult:
     """Merges RNTuples into a new ROOT file, as ``hadd`` (ROOT's ``RNTupleMerger``) does.
 
@@ -97,7 +100,11 @@ def merge(
             own; ``URL:NAME`` names the RNTuple written, as ``name`` does). One input with
             ``keep_compression=True`` copies an RNTuple between a file and an object
             store as stored. Attribute sets are not stored there (ROOT's S3 layout has
-            none yet): ``attribute_sets_dropped`` names them.
+            none yet): ``attribute_sets_dropped`` names them. Or a DAOS container,
+            ``daos://POOL/CONTAINER[:NAME]`` (ROOT's DAOS layout, in the directory store
+            ``daos_dir``, its pages stored as ``daos_mapping`` says: ``"per-page"``, ROOT
+            main's object per page, or ``"per-cluster"``, ROOT 6.40's); an RNTuple of
+            that name there is replaced only with ``overwrite``.
         mode: ``"filter"`` (default, as ROOT: a later input's extra fields are left out,
             a missing field is an error), ``"strict"`` (both are errors) or ``"union"``
             (fields first seen in a later input are added; the entries of inputs that
@@ -110,6 +117,10 @@ def merge(
         allow_disjoint: with ``mode="union"``, merge an input that shares no field with
             the inputs before it (refused by default: every entry would hold zeros for
             the other side's fields).
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes,
+        read_ahead_bytes, direct_io, huge_pages, daos_dir, daos_mapping: how the inputs
+        (and an output in a store) are read and written, as :func:`rntuple.open` takes
+        them; ``None`` leaves each to its ``RNTUPLE_*`` variable, else the default.
 
     Returns:
         :class:`MergeResult`. With ``mode="union"``, a :class:`MergeWarning` for each
@@ -137,6 +148,8 @@ def merge(
     if mode not in MODES:
         raise InvalidArgumentError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
     target = os.fspath(output)
+    if target.startswith("daos://"):
+        _check_daos_target(sources, target, name)
     start = time.perf_counter()
     summary = _core.merge_rntuples(
         sources,
@@ -147,6 +160,9 @@ def merge(
         name=name,
         overwrite=overwrite,
         allow_disjoint=allow_disjoint,
+        network=remote.network() or None,
+        cache=remote.core_cache(),
+        settings=remote.settings() or None,
     )
     for source, n, fields in summary.inputs_lacking:
         warnings.warn(
@@ -175,6 +191,18 @@ def merge(
         inputs_lacking=[(source, n, list(fields)) for source, n, fields in summary.inputs_lacking],
         fields_converted=[(name, cpp) for name, cpp in summary.fields_converted],
     )
+
+
+def _check_daos_target(sources: list[str], target: str, name: str | None) -> None:
+    """Refuses a DAOS output ``daos://POOL/CONTAINER[:NAME]`` whose NAME is not ``name``
+    (when both are given) or that is one of the inputs."""
+    uri, target_name = _core.split_target(target)
+    if target_name is not None and name is not None and target_name != name:
+        raise InvalidArgumentError(f'{target} names the RNTuple "{target_name}", name="{name}": give one')
+    written = target_name or name
+    for source in sources:
+        if written is not None and _core.split_target(source) == (uri, written):
+            raise InvalidArgumentError(f"{source} is both an input and the output")
 
 
 __all__ = ["MODES", "MergeResult", "MergeWarning", "merge"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -140,12 +141,28 @@ def _public_signature(inner: inspect.Signature, groups: dict[str, type]) -> insp
     return inner.replace(parameters=sorted(parameters, key=lambda p: p.kind))
 
 
+#: The values ``direct_io=`` takes (as ``RNTUPLE_DIRECT_IO``), and what each means.
+_DIRECT_IO = {"auto": "auto", "always": "always", "on": "always", "never": "never", "off": "never"}
+#: The values ``huge_pages=`` takes as a string (as ``RNTUPLE_HUGE_PAGES``).
+_HUGE_PAGES = {"always": True, "on": True, "never": False, "off": False}
+
+
+def _check_choice(name: str, value: Any, choices: dict[str, Any]) -> Any:
+    """What ``value`` (a string of ``choices``, any case) means, else an
+    :class:`InvalidArgumentError` naming the keyword ``name``."""
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return choices[value.strip().lower()]
+    expected = ", ".join(repr(c) for c in choices)
+    raise InvalidArgumentError(f"{name}={value!r}: expected one of {expected}, or None")
+
+
 @dataclasses.dataclass(frozen=True)
 class RemoteOptions:
     """How files are read, as :func:`rntuple.open` takes it (``timeout``,
     ``connect_timeout``, ``retries``, ``speed_limit``, ``speed_time``, ``cache``,
-    ``bunch_bytes``, ``read_ahead_bytes``; see there); checked when made, before anything
-    is opened."""
+    ``bunch_bytes``, ``read_ahead_bytes``, ``direct_io``, ``huge_pages``, ``daos_dir``,
+    ``daos_mapping``; see there): every setting of the core's ``SourceOptions``; checked
+    when made, before anything is opened."""
 
     timeout: float | None = None
     connect_timeout: float | None = None
@@ -155,10 +172,46 @@ class RemoteOptions:
     cache: Any = None
     bunch_bytes: int | None = None
     read_ahead_bytes: int | None = None
+    direct_io: str | bool | None = None
+    huge_pages: str | bool | None = None
+    daos_dir: str | os.PathLike[str] | None = None
+    daos_mapping: str | None = None
 
     def __post_init__(self) -> None:
         self.network()
         self.core_cache()
+        self.settings()
+
+    def settings(self) -> dict[str, str]:
+        """The settings given that are neither the network's nor the cache's, as the core
+        takes them (empty: the environment's): ``direct_io`` (``"auto"``, ``"always"``
+        or ``"never"``; ``True`` is always, ``False`` never), ``huge_pages`` (``True`` or
+        ``"always"``, ``False`` or ``"never"``), ``daos_dir`` (a directory) and
+        ``daos_mapping`` (``"per-page"``, ``"per-cluster"``; checked by the core when a
+        file is opened)."""
+        settings: dict[str, str] = {}
+        if isinstance(self.direct_io, bool):
+            settings["direct_io"] = "always" if self.direct_io else "never"
+        elif self.direct_io is not None:
+            settings["direct_io"] = _check_choice("direct_io", self.direct_io, _DIRECT_IO)
+        if self.huge_pages is not None:
+            huge = self.huge_pages
+            if not isinstance(huge, bool):
+                huge = _check_choice("huge_pages", huge, _HUGE_PAGES)
+            settings["huge_pages"] = "always" if huge else "never"
+        if self.daos_dir is not None:
+            if not isinstance(self.daos_dir, (str, os.PathLike)) or not os.fspath(self.daos_dir):
+                raise InvalidArgumentError(
+                    f"daos_dir={self.daos_dir!r}: expected a directory (a path), or None"
+                )
+            settings["daos_dir"] = os.fspath(self.daos_dir)
+        if self.daos_mapping is not None:
+            if not isinstance(self.daos_mapping, str):
+                raise InvalidArgumentError(
+                    f"daos_mapping={self.daos_mapping!r}: expected 'per-page' or 'per-cluster', or None"
+                )
+            settings["daos_mapping"] = self.daos_mapping
+        return settings
 
     def network(self) -> dict[str, float]:
         """The network settings given, as the core takes them (empty: the environment's)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _core
 from .errors import InvalidArgumentError, UnsupportedError
-from .options import takes_options
+from .options import RemoteOptions, takes_options
 
 #: An entry range ``(start, stop)``: ``stop`` exclusive, ``None`` or past the end for
 #: the end of the tree.
@@ -81,13 +81,14 @@ class ConvertOptions:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-@takes_options(options=ConvertOptions)
+@takes_options(options=ConvertOptions, remote=RemoteOptions)
 def convert(
     input: str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
     tree: str | None = None,
     options: ConvertOptions,
+    remote: RemoteOptions,
 ) -> ConvertResult:
     """Converts a TTree into a new ROOT file holding it as an RNTuple.
 
@@ -117,6 +118,11 @@ def convert(
             ``"split"`` (as ROOT's importer), ``"unsplit"`` (wherever the objects can be
             streamed whole) or ``"auto"`` (each in the smaller form, measured on a sample
             of its entries written both ways; see :attr:`ConvertResult.split_choices`).
+        timeout, connect_timeout, retries, speed_limit, speed_time, cache, bunch_bytes,
+            read_ahead_bytes, direct_io, huge_pages, daos_dir, daos_mapping: how the
+            input is read, as :func:`rntuple.open` takes them
+            (:class:`~rntuple.options.RemoteOptions`); ``None`` leaves each to its
+            ``RNTUPLE_*`` variable, else the default.
 
     Returns:
         :class:`ConvertResult`: entries, bytes read and written, time, skipped branches.
@@ -153,6 +159,9 @@ def convert(
             overwrite=options.overwrite,
             unsplit=_patterns(options.unsplit),
             split_policy=options.split_policy,
+            network=remote.network() or None,
+            cache=remote.core_cache(),
+            settings=remote.settings() or None,
         )
     except UnsupportedError as e:
         if options.skip_unsupported or 'branch "' not in str(e):

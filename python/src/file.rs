@@ -1,7 +1,6 @@
 //! `RootFileHandle`: an open ROOT file, or an RNTuple stored as objects, and the rules
 //! that tell the two apart.
 
-use crate::cache::with_cache;
 use crate::errors::{objects_open_err, to_py_err};
 use crate::network;
 use crate::reader::Reader;
@@ -30,27 +29,41 @@ enum Opened {
         url: String,
         reader: Arc<RNTupleReader>,
     },
+    /// A DAOS container (`daos://POOL/CONTAINER`: ROOT's DAOS layout, in the directory
+    /// store of [`SourceOptions::daos_dir`]), whose RNTuples are opened by name, and the
+    /// settings they are read with.
+    Daos(String, Box<SourceOptions>),
 }
 
 #[pymethods]
 impl RootFileHandle {
     /// Opens the ROOT file at `path` (a path or URL), or the RNTuple stored as objects
-    /// at an object-store URL. `network` sets some of the network options of a remote
-    /// file (`connect_timeout`, `first_byte_timeout`, `idle_timeout`, `speed_time` in
-    /// seconds, `speed_limit` in bytes a second, `retries`); the others are the
-    /// environment's (`RNTUPLE_*`), else the defaults.
-    /// `cache`: the cache of remote reads (see `with_cache`; files only).
+    /// at an object-store URL, or the DAOS container at a `daos://POOL/CONTAINER` URI.
+    /// `network` sets some of the network options of a remote file (`connect_timeout`,
+    /// `first_byte_timeout`, `idle_timeout`, `speed_time` in seconds, `speed_limit` in
+    /// bytes a second, `retries`, `bunch_bytes`, `read_ahead_bytes`), `cache` the cache
+    /// of remote reads (see `with_cache`; files only), `settings` the others
+    /// (`direct_io`, `huge_pages`, `daos_dir`, `daos_mapping`: see
+    /// `network::with_settings`); what none sets is the environment's (`RNTUPLE_*`), else
+    /// the default.
     #[new]
-    #[pyo3(signature = (path, network=None, cache=None))]
+    #[pyo3(signature = (path, network=None, cache=None, settings=None))]
     fn new(
         py: Python<'_>,
         path: String,
         network: Option<std::collections::HashMap<String, f64>>,
         cache: Option<std::collections::HashMap<String, String>>,
+        settings: Option<std::collections::HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let options = network::source_options(network.unwrap_or_default())
-            .and_then(|options| with_cache(options, cache))
-            .map_err(to_py_err)?;
+        let options = network::read_settings(network, cache, settings).map_err(to_py_err)?;
+        if rntuple_io::is_daos(&path) {
+            // The URI and the store checked now, as a file is opened now.
+            rntuple_io::open_daos_uri_in(&path, options.daos_dir.clone(), false)
+                .map_err(|e| to_py_err(Error::from(e)))?;
+            return Ok(RootFileHandle {
+                opened: Opened::Daos(path, Box::new(options)),
+            });
+        }
         if rntuple_io::is_object_layout(&path) {
             let reader = py
                 .detach(|| {
@@ -82,12 +95,13 @@ impl RootFileHandle {
     fn name(&self) -> String {
         match &self.opened {
             Opened::File(file, _) => file.source().name().to_string(),
-            Opened::Objects { url, .. } => url.clone(),
+            Opened::Objects { url, .. } | Opened::Daos(url, _) => url.clone(),
         }
     }
 
     /// Every RNTuple in the file (also in sub-directories) by path, as `dir/name`; a
-    /// dataset of objects has one, its RNTuple's name.
+    /// dataset of objects has one, its RNTuple's name; a DAOS container lists none (its
+    /// RNTuples are found by name only).
     fn rntuple_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         match &self.opened {
             Opened::File(file, _) => py
@@ -95,6 +109,7 @@ impl RootFileHandle {
                 .map(|keys| keys.into_iter().map(|k| k.path).collect())
                 .map_err(to_py_err),
             Opened::Objects { reader, .. } => Ok(vec![reader.path().to_string()]),
+            Opened::Daos(..) => Ok(Vec::new()),
         }
     }
 
@@ -110,6 +125,12 @@ impl RootFileHandle {
                     })
                     .map_err(to_py_err)?;
                 Ok(Reader::new(Arc::new(reader), None))
+            }
+            Opened::Daos(uri, options) => {
+                let reader = py
+                    .detach(|| RNTupleReader::open_daos_uri_with(uri, path.as_deref(), options))
+                    .map_err(to_py_err)?;
+                Ok(Reader::new(Arc::new(reader), Some(uri.clone())))
             }
             Opened::Objects { url, reader } => {
                 let stored = reader.path();

@@ -4,14 +4,18 @@ use crate::errors::to_py_err;
 use pyo3::prelude::*;
 use rntuple::compression::CompressionSettings;
 use rntuple::Error;
+use std::collections::HashMap;
 
 /// Merges RNTuples into a new file (`rntuple merge`), with the GIL released: `inputs`
 /// are `FILE` or `FILE:NAME` each; `mode` is filter, strict or union; `compression` an
 /// `ALG[:LEVEL]` or ROOT number (default: the first input's); `output` a file or a
 /// dataset of objects (`ntpl+s3+https://...`, `ntpl+file://...`: ROOT's S3 layout;
-/// `overwrite` replaces an existing one). Returns a [`MergeSummary`].
+/// `overwrite` replaces an existing one; or a DAOS container, `daos://POOL/CONTAINER`,
+/// with `:NAME` naming the RNTuple written, in the store and with the page mapping of
+/// `settings`). `network`, `cache` and `settings` are the settings of the inputs and
+/// the output, as `RootFileHandle` takes them. Returns a [`MergeSummary`].
 #[pyfunction]
-#[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false, allow_disjoint=false))]
+#[pyo3(signature = (inputs, output, mode="filter".to_string(), compression=None, keep_compression=false, name=None, overwrite=false, allow_disjoint=false, network=None, cache=None, settings=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn merge_rntuples(
     py: Python<'_>,
@@ -23,8 +27,13 @@ pub(crate) fn merge_rntuples(
     name: Option<String>,
     overwrite: bool,
     allow_disjoint: bool,
+    network: Option<HashMap<String, f64>>,
+    cache: Option<HashMap<String, String>>,
+    settings: Option<HashMap<String, String>>,
 ) -> PyResult<MergeSummary> {
     use rntuple::merge::{merge_files, MergeMode, MergeOptions, OutputCompression};
+    let read_settings =
+        crate::network::read_settings(network, cache, settings).map_err(to_py_err)?;
     let mode: MergeMode = mode.parse().map_err(to_py_err)?;
     let compression = match (compression, keep_compression) {
         (Some(_), true) => {
@@ -43,9 +52,13 @@ pub(crate) fn merge_rntuples(
         compression,
         name,
         allow_disjoint,
+        read_settings: Some(read_settings),
     };
     let (s, output_bytes) = py
         .detach(|| {
+            if rntuple_io::is_daos(&output) {
+                return merge_to_daos_uri(&inputs, &output, &options, overwrite);
+            }
             if !rntuple_io::is_object_layout(&output) {
                 return merge_files(
                     &inputs,
@@ -89,6 +102,32 @@ pub(crate) fn merge_rntuples(
         fields_converted: s.fields_converted,
         output_bytes,
     })
+}
+
+/// Merges `inputs` into the DAOS container `target` names (`daos://POOL/CONTAINER`,
+/// `:NAME` naming the RNTuple; `rntuple.merge` checks it against `name=` and the inputs),
+/// in the store and with the page mapping of `options.read_settings`; with the bytes
+/// written.
+fn merge_to_daos_uri(
+    inputs: &[String],
+    target: &str,
+    options: &rntuple::merge::MergeOptions,
+    overwrite: bool,
+) -> rntuple::Result<(rntuple::merge::MergeSummary, Option<u64>)> {
+    let settings = options.read_settings.clone().unwrap_or_default();
+    let (uri, name) = rntuple_io::split_target(target);
+    let mapping = rntuple::write::daos_mapping(&settings)?;
+    let container = rntuple_io::open_daos_uri_in(&uri, settings.daos_dir, true)?;
+    let (s, written) = rntuple::merge::merge_to_daos(
+        inputs,
+        container,
+        name.as_deref(),
+        mapping,
+        options,
+        overwrite,
+        |_| {},
+    )?;
+    Ok((s, Some(written.bytes)))
 }
 
 /// What [`merge_rntuples`] did (`rntuple.MergeResult` is made of it).

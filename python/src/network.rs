@@ -1,12 +1,60 @@
 //! The network options of a remote file as Python gives them (`timeout=`,
-//! `connect_timeout=`, `speed_limit=`, `speed_time=`, `retries=`) and the read-ahead
-//! (`bunch_bytes=`, `read_ahead_bytes=`), and what Python hears
-//! of a slow read: a warning (`rntuple.SlowReadWarning`).
+//! `connect_timeout=`, `speed_limit=`, `speed_time=`, `retries=`), the read-ahead
+//! (`bunch_bytes=`, `read_ahead_bytes=`), the other settings (`direct_io=`,
+//! `huge_pages=`, `daos_dir=`, `daos_mapping=`), and what Python hears of a slow read:
+//! a warning (`rntuple.SlowReadWarning`).
 
+use crate::cache::with_cache;
 use pyo3::prelude::*;
 use rntuple::Error;
-use rntuple_io::{Observer, SourceOptions, Transfer, TransferObserver};
+use rntuple_io::{DirectIo, Observer, SourceOptions, Transfer, TransferObserver};
+use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Every setting Python gives, as the core takes them: the environment's
+/// ([`SourceOptions::current`]) with `network` ([`source_options`]), `cache`
+/// ([`with_cache`]) and `settings` ([`with_settings`]) over them.
+pub(crate) fn read_settings(
+    network: Option<HashMap<String, f64>>,
+    cache: Option<HashMap<String, String>>,
+    settings: Option<HashMap<String, String>>,
+) -> rntuple::Result<SourceOptions> {
+    let options = source_options(network.unwrap_or_default())?;
+    with_settings(with_cache(options, cache)?, settings.unwrap_or_default())
+}
+
+/// `options` with the settings named in `settings` over them: `direct_io` (`auto`,
+/// `always`, `never`), `huge_pages` (`always`, `never`), `daos_dir` (a directory) and
+/// `daos_mapping` (`per-page`, `per-cluster`). A bad value is an invalid argument naming
+/// its keyword.
+pub(crate) fn with_settings(
+    mut options: SourceOptions,
+    settings: HashMap<String, String>,
+) -> rntuple::Result<SourceOptions> {
+    for (name, value) in settings {
+        match name.as_str() {
+            "direct_io" => options.direct_io = DirectIo::parse(&value, &name)?,
+            "huge_pages" => options.huge_pages = rntuple_io::parse_huge_pages(&value, &name)?,
+            "daos_dir" => options.daos_dir = Some(value.into()),
+            "daos_mapping" => {
+                rntuple::write::parse_daos_mapping(&value).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "{name}={value:?}: expected per-page (ROOT main's) or per-cluster \
+                         (ROOT 6.40's)"
+                    ))
+                })?;
+                options.daos_mapping = Some(value);
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown setting {other:?}: expected direct_io, huge_pages, daos_dir or \
+                     daos_mapping"
+                )))
+            }
+        }
+    }
+    Ok(options)
+}
 
 /// The options of a source: the environment's (`RNTUPLE_*`, else the defaults), with the
 /// network settings in `network` (seconds, bytes a second, and a whole number of

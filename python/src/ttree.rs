@@ -5,13 +5,15 @@ use pyo3::prelude::*;
 use rntuple::compression::CompressionSettings;
 use rntuple::write::WriteOptions;
 use rntuple::Error;
+use std::collections::HashMap;
 
 /// Converts a TTree to an RNTuple (`rntuple convert`), with the GIL released: `input` is
 /// `FILE` or `FILE:TREE` (`tree` names the tree otherwise); `entries` is `(start, stop)`,
-/// a stop past the end meaning the end; `split_policy` is split, unsplit or auto. Returns
-/// a [`TreeConversion`].
+/// a stop past the end meaning the end; `split_policy` is split, unsplit or auto;
+/// `network`, `cache` and `settings` are the settings the input is read with, as
+/// `RootFileHandle` takes them. Returns a [`TreeConversion`].
 #[pyfunction]
-#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false, unsplit=None, split_policy="split".to_string()))]
+#[pyo3(signature = (input, output, tree=None, name=None, branches=None, entries=None, compression=None, skip_unsupported=false, overwrite=false, unsplit=None, split_policy="split".to_string(), network=None, cache=None, settings=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convert_ttree(
     py: Python<'_>,
@@ -26,7 +28,12 @@ pub(crate) fn convert_ttree(
     overwrite: bool,
     unsplit: Option<Vec<String>>,
     split_policy: String,
+    network: Option<HashMap<String, f64>>,
+    cache: Option<HashMap<String, String>>,
+    settings: Option<HashMap<String, String>>,
 ) -> PyResult<TreeConversion> {
+    let read_settings =
+        crate::network::read_settings(network, cache, settings).map_err(to_py_err)?;
     use rntuple::import::SplitPolicy;
     let split_policy = match split_policy.as_str() {
         "split" => SplitPolicy::Split,
@@ -63,6 +70,7 @@ pub(crate) fn convert_ttree(
                 skip_unsupported,
                 unsplit: unsplit.unwrap_or_default(),
                 split_policy,
+                read_settings: Some(read_settings),
             };
             rntuple::import::convert_file(
                 &file,

@@ -365,6 +365,8 @@ fn options_of(job: &Settings) -> Result<ConvertOptions, Failure> {
         skip_unsupported: job.skip_unsupported,
         unsplit: job.unsplit.clone(),
         split_policy: job.split_policy,
+        // The process's settings (the command's options over the environment).
+        read_settings: None,
     })
 }
 

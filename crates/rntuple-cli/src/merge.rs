@@ -82,6 +82,8 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
         compression,
         name: job.name,
         allow_disjoint: job.allow_disjoint,
+        // The process's settings (the command's options over the environment).
+        read_settings: None,
     };
     let start = Instant::now();
     let bar = bar(job.inputs.len());

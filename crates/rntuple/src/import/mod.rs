@@ -59,6 +59,9 @@ pub struct ConvertOptions {
     /// Which of the branches holding objects are stored split, as fields of their own,
     /// and which unsplit, as streamer fields (besides those `unsplit` names).
     pub split_policy: SplitPolicy,
+    /// The settings the input is opened with (`None`: the process's,
+    /// [`SourceOptions::current`](crate::io::SourceOptions::current)).
+    pub read_settings: Option<crate::io::SourceOptions>,
 }
 
 /// Which top-level branches holding objects (of classes, or collections of them) become
@@ -263,7 +266,10 @@ pub fn convert_file(
     if !replace {
         crate::io::refuse_existing(output)?;
     }
-    let file = TreeFile::open_path(input)?;
+    let file = match &options.read_settings {
+        Some(settings) => TreeFile::open(crate::io::open_source_with(input, settings)?)?,
+        None => TreeFile::open_path(input)?,
+    };
     let (tree_path, tree) = file.tree(tree)?;
     let mut resolver = if tree.all_branches().iter().any(|b| b.element.is_some()) {
         TypeResolver::new(file.streamer_infos()?)
@@ -351,6 +357,7 @@ fn choose_split(
                 skip_unsupported: false,
                 unsplit: Vec::new(),
                 split_policy: policy,
+                read_settings: None,
             };
             let plan = ConversionPlan::new(tree, resolver, &one)?;
             let mut out = FileWriter::new(

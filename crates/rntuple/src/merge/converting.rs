@@ -27,7 +27,7 @@ pub(super) fn unified_types(
     }
     // The type names of the first input's fields in every input, one input open at a
     // time (memory stays bounded whatever the number of inputs).
-    let first = open_input(&inputs[0])?;
+    let first = open_input(&inputs[0], options.read_settings.as_ref())?;
     let tops: Vec<(String, String)> = first
         .descriptor()
         .top_level
@@ -40,7 +40,7 @@ pub(super) fn unified_types(
     drop(first);
     let mut differing = BTreeSet::new();
     for target in &inputs[1..] {
-        let reader = open_input(target)?;
+        let reader = open_input(target, options.read_settings.as_ref())?;
         let d = reader.descriptor();
         for (name, type_name) in &tops {
             if let Some(id) = d.find_field(name) {
@@ -56,7 +56,7 @@ pub(super) fn unified_types(
     // Types differ: every input's schema, to find the one type of each such field.
     let readers = inputs
         .iter()
-        .map(|t| open_input(t))
+        .map(|t| open_input(t, options.read_settings.as_ref()))
         .collect::<Result<Vec<_>>>()?;
     let mut converted = Vec::new();
     for name in tops

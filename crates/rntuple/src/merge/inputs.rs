@@ -9,6 +9,7 @@ use super::{
 };
 use crate::compression::CompressionSettings;
 use crate::error::{Error, Location, Result};
+use crate::io::SourceOptions;
 use crate::read::source::BufferPool;
 use crate::read::RNTupleReader;
 use crate::write::{schema_for_page_copy, WriteOptions};
@@ -38,13 +39,17 @@ pub(super) fn produce(
     };
     // The next input is opened in the background while this one is merged: with remote
     // inputs, its round trips overlap the work instead of adding to it.
-    let mut opening = inputs.first().map(|t| open_in_background(t.clone()));
+    let mut opening = inputs
+        .first()
+        .map(|t| open_in_background(t.clone(), options.read_settings.clone()));
     for (i, target) in inputs.iter().enumerate() {
         let reader = match opening.take() {
             Some(opened) => opened.wait()?,
-            None => open_input(target)?,
+            None => open_input(target, options.read_settings.as_ref())?,
         };
-        opening = inputs.get(i + 1).map(|t| open_in_background(t.clone()));
+        opening = inputs
+            .get(i + 1)
+            .map(|t| open_in_background(t.clone(), options.read_settings.clone()));
         let desc = reader.descriptor();
         side.attribute_sets
             .extend(desc.attribute_sets.iter().map(|a| a.name.clone()));
@@ -304,19 +309,21 @@ impl ReadingSide<'_> {
     }
 }
 
-/// An input being opened on a thread of its own.
+/// An input being opened on a thread of its own, and its settings.
 pub(super) struct Opening(
     Result<std::thread::JoinHandle<Result<RNTupleReader>>>,
     String,
+    Option<SourceOptions>,
 );
 
-/// Starts opening the input `target` (`FILE[:NAME]`) in the background.
-pub(super) fn open_in_background(target: String) -> Opening {
+/// Starts opening the input `target` (`FILE[:NAME]`) with `settings` (`None`: the
+/// process's) in the background.
+pub(super) fn open_in_background(target: String, settings: Option<SourceOptions>) -> Opening {
     let thread = std::thread::Builder::new()
         .name("rntuple-merge-open".into())
         .spawn({
-            let target = target.clone();
-            move || open_input(&target)
+            let (target, settings) = (target.clone(), settings.clone());
+            move || open_input(&target, settings.as_ref())
         })
         .map_err(|e| {
             Error::Io(crate::io::Error::Io {
@@ -324,7 +331,7 @@ pub(super) fn open_in_background(target: String) -> Opening {
                 source: e,
             })
         });
-    Opening(thread, target)
+    Opening(thread, target, settings)
 }
 
 impl Opening {
@@ -338,7 +345,7 @@ impl Opening {
                 )))
             }),
             // No thread: open it here.
-            Err(_) => open_input(&self.1),
+            Err(_) => open_input(&self.1, self.2.as_ref()),
         }
     }
 }

@@ -41,7 +41,7 @@ use crate::compression::CompressionSettings;
 use crate::container::FileWriter;
 use crate::error::{Error, Result};
 use crate::format::SchemaDescription;
-use crate::io::split_target;
+use crate::io::{split_target, SourceOptions};
 use crate::read::source::BufferPool;
 use crate::read::RNTupleReader;
 use crate::write::RNTupleOutput;
@@ -110,6 +110,9 @@ pub struct MergeOptions {
     /// before it (by default an error: every entry would hold zeros for half the
     /// fields).
     pub allow_disjoint: bool,
+    /// The settings the inputs (and an output in a store) are opened with (`None`: the
+    /// process's, [`SourceOptions::current`]).
+    pub read_settings: Option<SourceOptions>,
 }
 
 /// An input that lacks fields of the output (`Union`): its entries hold zeros there.
@@ -176,10 +179,13 @@ fn first_compression(reader: &RNTupleReader) -> u32 {
     source_compression(reader).unwrap_or(DEFAULT_COMPRESSION)
 }
 
-/// Opens an input `FILE[:NAME]`.
-fn open_input(target: &str) -> Result<RNTupleReader> {
+/// Opens an input `FILE[:NAME]` with `settings` (`None`: the process's).
+fn open_input(target: &str, settings: Option<&SourceOptions>) -> Result<RNTupleReader> {
     let (file, name) = split_target(target);
-    RNTupleReader::open_path(&file, name.as_deref())
+    match settings {
+        Some(settings) => RNTupleReader::open_path_with(&file, name.as_deref(), settings),
+        None => RNTupleReader::open_path(&file, name.as_deref()),
+    }
 }
 
 /// Merges `inputs` (each `FILE[:NAME]`, a path or URL) into a new file `output`, written
@@ -204,9 +210,9 @@ pub fn merge_files(
     }
     let compression = match options.compression {
         OutputCompression::Fixed(c) => c,
-        OutputCompression::FirstInput | OutputCompression::Keep => {
-            CompressionSettings::from_u32(first_compression(&open_input(&inputs[0])?))?
-        }
+        OutputCompression::FirstInput | OutputCompression::Keep => CompressionSettings::from_u32(
+            first_compression(&open_input(&inputs[0], options.read_settings.as_ref())?),
+        )?,
     };
     let existing = if replace {
         Existing::Replace
@@ -268,8 +274,11 @@ pub fn merge_to_dataset_url(
             "{input} is both an input and the output"
         )));
     }
-    let dataset =
-        crate::io::ObjectDataset::open(&url, &crate::io::SourceOptions::current()?, true)?;
+    let settings = match &options.read_settings {
+        Some(settings) => settings.clone(),
+        None => SourceOptions::current()?,
+    };
+    let dataset = crate::io::ObjectDataset::open(&url, &settings, true)?;
     merge_to_dataset(inputs, dataset, &options, replace, progress)
 }
 
@@ -307,9 +316,9 @@ pub fn merge_to_daos(
     }
     let compression = match options.compression {
         OutputCompression::Fixed(c) => c,
-        OutputCompression::FirstInput | OutputCompression::Keep => {
-            CompressionSettings::from_u32(first_compression(&open_input(&inputs[0])?))?
-        }
+        OutputCompression::FirstInput | OutputCompression::Keep => CompressionSettings::from_u32(
+            first_compression(&open_input(&inputs[0], options.read_settings.as_ref())?),
+        )?,
     };
     let mut sink = crate::write::DaosSink::new(
         container,
