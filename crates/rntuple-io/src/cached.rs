@@ -32,8 +32,9 @@
 use super::cache::{CacheConfig, CacheStore, CacheValidate, Piece, Version, VersionMeta};
 use super::version::now_unix;
 use super::{
-    open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, Freshness,
-    IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions, Validators,
+    open_with_edges, redact_url, url_scheme, ByteRange, CacheHoldings, EdgeCached, Edges,
+    Freshness, IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions, SourceProfile,
+    Validators,
 };
 use crate::error::{Error, RemoteKind, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,7 +79,7 @@ pub(crate) fn open_cached(
     let cached = |version: Version, origin: Option<Source>| {
         let hints = origin
             .as_ref()
-            .map_or_else(|| default_hints(location), |o| o.hints());
+            .map_or_else(|| default_hints(location), |o| o.profile().hints);
         CachedSource::new(
             location,
             &name,
@@ -183,14 +184,14 @@ fn probe_ranges(size: u64) -> [ByteRange; 2] {
 /// Whether what `origin` serves is told apart from every rewrite by its validators, so
 /// that its bytes may be kept under them.
 fn identified(origin: &dyn ReadAt) -> bool {
-    origin.validators().freshness(now_unix()) == Freshness::Identified
+    origin.profile().validators.freshness(now_unix()) == Freshness::Identified
 }
 
 /// What identifies the file `origin` serves, from its size, validators and `edges`
 /// (which hold at least the probe ranges).
 fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
     let size = origin.size();
-    let validators = origin.validators();
+    let validators = origin.profile().validators;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     hasher.update(&size.to_le_bytes());
     // The validators are part of the identity: a version is its bytes as named by them.
@@ -444,6 +445,41 @@ impl Drop for CachedSource {
     }
 }
 
+/// What a [`CachedSource`] holds, for the read planner: the extents of its version (a
+/// live view: they grow as reads store what they fetched) and the two ends it keeps in
+/// memory.
+struct Holdings {
+    version: Version,
+    /// The first bytes kept in memory (empty: none).
+    head: ByteRange,
+    /// The last bytes kept in memory (empty: none).
+    tail: ByteRange,
+}
+
+impl CacheHoldings for Holdings {
+    fn extent_holding(&self, range: ByteRange) -> Option<ByteRange> {
+        let end = range.offset.checked_add(range.len)?;
+        let within = |edge: ByteRange| {
+            edge.len > 0 && range.offset >= edge.offset && end <= edge.offset + edge.len
+        };
+        // The head is checked first, as the edges' own lookup does.
+        if end <= self.head.len {
+            return Some(self.head);
+        }
+        if within(self.tail) {
+            return Some(self.tail);
+        }
+        if let Some(extent) = self.version.extent_containing(range) {
+            return Some(extent);
+        }
+        // Held by several extents in a row (a page across the end of the bytes read at
+        // opening): cached, read in pieces.
+        let pieces = self.version.pieces(range);
+        let held = !pieces.is_empty() && pieces.iter().all(|p| matches!(p, Piece::Cached { .. }));
+        held.then_some(range)
+    }
+}
+
 impl ReadAt for CachedSource {
     fn name(&self) -> &str {
         &self.name
@@ -566,42 +602,26 @@ impl ReadAt for CachedSource {
             .unwrap_or_default()
     }
 
-    fn validators(&self) -> Validators {
+    fn profile(&self) -> SourceProfile {
         let meta = self.version.meta();
-        Validators {
-            etag: meta.etag.clone(),
-            last_modified: meta.last_modified.clone(),
-            modified: meta.mtime,
-            ..Validators::default()
+        let edge = |offset: u64, len: usize| ByteRange {
+            offset,
+            len: len as u64,
+        };
+        SourceProfile {
+            validators: Validators {
+                etag: meta.etag.clone(),
+                last_modified: meta.last_modified.clone(),
+                modified: meta.mtime,
+                ..Validators::default()
+            },
+            cached: Some(Arc::new(Holdings {
+                version: self.version.clone(),
+                head: edge(0, self.edges.head.len()),
+                tail: edge(self.edges.tail_offset, self.edges.tail.len()),
+            })),
+            ..SourceProfile::with_hints(self.hints)
         }
-    }
-
-    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
-        if self.edges.kept(range.offset, range.len).is_some() {
-            return Some(if range.offset < self.edges.head.len() as u64 {
-                ByteRange {
-                    offset: 0,
-                    len: self.edges.head.len() as u64,
-                }
-            } else {
-                ByteRange {
-                    offset: self.edges.tail_offset,
-                    len: self.edges.tail.len() as u64,
-                }
-            });
-        }
-        if let Some(extent) = self.version.extent_containing(range) {
-            return Some(extent);
-        }
-        // Held by several extents in a row (a page across the end of the bytes read at
-        // opening): cached, read in pieces.
-        let pieces = self.version.pieces(range);
-        let held = !pieces.is_empty() && pieces.iter().all(|p| matches!(p, Piece::Cached { .. }));
-        held.then_some(range)
-    }
-
-    fn hints(&self) -> ReadHints {
-        self.hints
     }
 
     fn recycle(&self, buffer: Vec<u8>) {

@@ -3,7 +3,7 @@
 //! and the RNTuple's envelopes, which sit at the file's two ends, so opening costs one
 //! round trip instead of one per structure.
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, Source};
+use super::{ByteRange, IoMetricsSnapshot, ReadAt, Source, SourceProfile};
 use crate::error::Result;
 
 // Small on purpose: what opening needs besides them (a large page list) costs one more
@@ -139,20 +139,12 @@ impl ReadAt for EdgeCached {
         self.inner.metrics()
     }
 
-    fn holds_objects(&self) -> bool {
-        self.inner.holds_objects()
-    }
-
-    fn validators(&self) -> super::Validators {
-        self.inner.validators()
+    fn profile(&self) -> SourceProfile {
+        self.inner.profile()
     }
 
     fn recycle(&self, buffer: Vec<u8>) {
         self.inner.recycle(buffer);
-    }
-
-    fn hints(&self) -> ReadHints {
-        self.inner.hints()
     }
 }
 

@@ -47,7 +47,7 @@ use super::speed::SpeedMeter;
 use super::version::parse_http_date;
 use super::{
     redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, Observer, ReadAt, ReadHints,
-    RetryPolicy, TimeoutKind, Validators,
+    RetryPolicy, SourceProfile, TimeoutKind, Validators,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
@@ -999,19 +999,20 @@ impl ReadAt for HttpSource {
         self.metrics.snapshot()
     }
 
-    fn validators(&self) -> Validators {
-        self.version.clone()
-    }
-
     fn recycle(&self, buffer: Vec<u8>) {
         self.spare.put_filled(buffer);
     }
 
-    fn hints(&self) -> ReadHints {
-        // A copy of the whole file is read as a local one.
-        match self.whole.get() {
+    fn profile(&self) -> SourceProfile {
+        // A copy of the whole file (made when opening met a server that ignores ranges)
+        // is read as a local one.
+        let hints = match self.whole.get() {
             Some(_) => ReadHints::LOCAL,
             None => self.hints,
+        };
+        SourceProfile {
+            validators: self.version.clone(),
+            ..SourceProfile::with_hints(hints)
         }
     }
 }

@@ -298,6 +298,71 @@ pub struct Validators {
     pub etag_follows_content: bool,
 }
 
+/// What a source is, reported once when a reader opens it ([`ReadAt::profile`]): how its
+/// reads are best shaped, which version of a file it serves, whether it holds a store's
+/// objects, and, for a cache, what the cache holds. The read planner takes this value
+/// as an input; it asks the source nothing else.
+#[derive(Clone)]
+pub struct SourceProfile {
+    /// How reads should be shaped (the source's latency class: local or remote).
+    pub hints: ReadHints,
+    /// The server's validators of the file (none for a local file).
+    pub validators: Validators,
+    /// Whether the source is a store's objects in one byte space (object `n` at
+    /// `format::object_address(n)`), whose pages have object locators, rather than a
+    /// file, whose pages have file locators.
+    pub holds_objects: bool,
+    /// What a cache of remote reads holds on local disk (`None`: not a cache): the read
+    /// planner reads cached pages by extent and merges only the others into requests.
+    pub cached: Option<Arc<dyn CacheHoldings>>,
+}
+
+impl Default for SourceProfile {
+    /// A local file's profile: read as the decoder asks, no validators, no cache.
+    fn default() -> Self {
+        SourceProfile {
+            hints: ReadHints::LOCAL,
+            validators: Validators::default(),
+            holds_objects: false,
+            cached: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SourceProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceProfile")
+            .field("hints", &self.hints)
+            .field("validators", &self.validators)
+            .field("holds_objects", &self.holds_objects)
+            .field("cached", &self.cached.is_some())
+            .finish()
+    }
+}
+
+impl SourceProfile {
+    /// The profile of a source read with `hints`, otherwise a local file's.
+    pub fn with_hints(hints: ReadHints) -> SourceProfile {
+        SourceProfile {
+            hints,
+            ..SourceProfile::default()
+        }
+    }
+
+    /// The cached extent that holds all of `range`, when the source is a cache that
+    /// holds it ([`SourceProfile::cached`]).
+    pub fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
+        self.cached.as_ref()?.extent_holding(range)
+    }
+}
+
+/// What a cache of remote reads holds on local disk, as the read planner sees it: a
+/// live view (the cache grows as reads store what they fetched), shared with the cache.
+pub trait CacheHoldings: Send + Sync {
+    /// The cached extent that holds all of `range`, if the cache holds it.
+    fn extent_holding(&self, range: ByteRange) -> Option<ByteRange>;
+}
+
 /// A random-access source of bytes: a local file, HTTP(S), XRootD or S3.
 pub trait ReadAt: Send + Sync {
     /// A name for messages: the path or URL.
@@ -336,20 +401,9 @@ pub trait ReadAt: Send + Sync {
     }
     /// The counters of this source.
     fn metrics(&self) -> IoMetricsSnapshot;
-    /// The server's validators of the file (none for a local file).
-    fn validators(&self) -> Validators {
-        Validators::default()
-    }
-    /// The cached extent that holds all of `range`, when this source keeps a local copy
-    /// of some of its bytes (a cache of remote reads): the read planner then reads cached
-    /// pages by extent and merges only the others into requests.
-    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
-        let _ = range;
-        None
-    }
-    /// How reads from this source should be shaped.
-    fn hints(&self) -> ReadHints {
-        ReadHints::LOCAL
+    /// What this source is ([`SourceProfile`]): asked once, when a reader opens it.
+    fn profile(&self) -> SourceProfile {
+        SourceProfile::default()
     }
     /// Gives back a buffer this source returned, once its bytes are no longer needed:
     /// a source that reads into buffers of its own may reuse them, saving the page faults
@@ -363,12 +417,6 @@ pub trait ReadAt: Send + Sync {
     /// requests instead). A hint only: nothing fails.
     fn will_need(&self, ranges: &[ByteRange]) {
         let _ = ranges;
-    }
-    /// Whether the source is a store's objects in one byte space (object `n` at
-    /// `format::object_address(n)`), whose pages have object locators, rather than a
-    /// file, whose pages have file locators.
-    fn holds_objects(&self) -> bool {
-        false
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! [`object_address`]: https://docs.rs/rntuple/latest/rntuple/format/fn.object_address.html
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints};
+use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, SourceProfile};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -120,12 +120,11 @@ impl ReadAt for ObjectSpace {
         self.fetcher.metrics()
     }
 
-    fn hints(&self) -> ReadHints {
-        OBJECT_HINTS
-    }
-
-    fn holds_objects(&self) -> bool {
-        true
+    fn profile(&self) -> SourceProfile {
+        SourceProfile {
+            holds_objects: true,
+            ..SourceProfile::with_hints(OBJECT_HINTS)
+        }
     }
 }
 
@@ -164,7 +163,7 @@ mod tests {
     fn addresses_name_an_object_and_a_byte_in_it() {
         let fetcher = Arc::new(Numbers(Mutex::new(Vec::new())));
         let space = ObjectSpace::new(fetcher.clone(), 10);
-        assert!(space.holds_objects());
+        assert!(space.profile().holds_objects);
         assert_eq!(space.size(), 10 << 36);
         let got = space
             .read_ranges(&[

@@ -431,18 +431,17 @@ impl ReadAt for S3Source {
         self.shared.metrics.snapshot()
     }
 
-    fn validators(&self) -> super::Validators {
+    fn profile(&self) -> super::SourceProfile {
         // S3's ETag hashes the object's content (the MD5 of a single upload, of the
         // parts' MD5s for a multipart one): every rewrite changes it.
-        super::Validators {
-            etag: self.shared.etag.clone(),
-            etag_follows_content: true,
-            ..super::Validators::default()
+        super::SourceProfile {
+            validators: super::Validators {
+                etag: self.shared.etag.clone(),
+                etag_follows_content: true,
+                ..super::Validators::default()
+            },
+            ..super::SourceProfile::with_hints(S3_HINTS)
         }
-    }
-
-    fn hints(&self) -> ReadHints {
-        S3_HINTS
     }
 }
 

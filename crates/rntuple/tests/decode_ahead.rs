@@ -16,7 +16,9 @@ mod common;
 use arrow_array::RecordBatch;
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
-use rntuple_io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
+use rntuple_io::{
+    ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source, SourceProfile,
+};
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -80,11 +82,11 @@ impl ReadAt for Recording {
     fn metrics(&self) -> IoMetricsSnapshot {
         self.inner.metrics()
     }
-    fn hints(&self) -> ReadHints {
+    fn profile(&self) -> SourceProfile {
         if self.remote {
-            ReadHints::REMOTE
+            SourceProfile::with_hints(ReadHints::REMOTE)
         } else {
-            self.inner.hints()
+            self.inner.profile()
         }
     }
     fn will_need(&self, ranges: &[ByteRange]) {

@@ -316,7 +316,7 @@ fn reads_ranges_with_one_get_each_and_exact_counters() {
     assert_eq!(source.size(), data.len() as u64);
     assert_eq!(source.etag(), Some("\"v1\""));
     assert_eq!(source.name(), "s3://bucket/dir/file.root");
-    assert_eq!(source.hints(), S3_HINTS);
+    assert_eq!(source.profile().hints, S3_HINTS);
 
     assert_eq!(source.read_at(1000, 5000).unwrap(), data[1000..6000]);
     // Farther apart than COALESCE_GAP: a GET each.

@@ -436,17 +436,6 @@ impl ReadAt for XRootDSource {
 
     /// The stat's id and modification time (seconds: a rewrite within the same second
     /// keeps it, see [`super::Freshness`]).
-    fn validators(&self) -> super::Validators {
-        let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
-        super::Validators {
-            etag: Some(format!(
-                "xrootd:{id}:{}:{}",
-                self.stat.size, self.stat.mtime
-            )),
-            modified: i64::try_from(self.stat.mtime).ok(),
-            ..super::Validators::default()
-        }
-    }
 
     fn size(&self) -> u64 {
         self.size
@@ -528,13 +517,24 @@ impl ReadAt for XRootDSource {
         self.spare.put_filled(buffer);
     }
 
-    fn hints(&self) -> ReadHints {
-        ReadHints {
-            max_range_bytes: self.readv_segment_bytes,
-            max_ranges_per_request: self.readv_segments,
-            max_request_bytes: MAX_READV_BYTES,
-            parallel_requests: self.parallel,
-            ..ReadHints::REMOTE
+    fn profile(&self) -> super::SourceProfile {
+        let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
+        super::SourceProfile {
+            validators: super::Validators {
+                etag: Some(format!(
+                    "xrootd:{id}:{}:{}",
+                    self.stat.size, self.stat.mtime
+                )),
+                modified: i64::try_from(self.stat.mtime).ok(),
+                ..super::Validators::default()
+            },
+            ..super::SourceProfile::with_hints(ReadHints {
+                max_range_bytes: self.readv_segment_bytes,
+                max_ranges_per_request: self.readv_segments,
+                max_request_bytes: MAX_READV_BYTES,
+                parallel_requests: self.parallel,
+                ..ReadHints::REMOTE
+            })
         }
     }
 }

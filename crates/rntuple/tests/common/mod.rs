@@ -24,6 +24,7 @@ use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::read::RNTupleReader;
 use rntuple_io::{
     ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ObjectDataset, ReadAt, ReadHints,
+    SourceProfile,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -286,8 +287,8 @@ impl<R: ReadAt> ReadAt for RemoteLike<R> {
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
     }
-    fn hints(&self) -> ReadHints {
-        self.hints
+    fn profile(&self) -> SourceProfile {
+        SourceProfile::with_hints(self.hints)
     }
 }
 

@@ -26,7 +26,7 @@ use crate::format::{
 use crate::io::RemoteKind;
 use crate::io::{
     open_source, open_source_with, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints, Source,
-    SourceOptions,
+    SourceOptions, SourceProfile,
 };
 use crate::schema::Descriptor;
 use plan::Bunch;
@@ -101,11 +101,14 @@ pub(crate) struct ReadCounters {
     pub read_nanos: AtomicU64,
 }
 
-/// An RNTuple's storage: the byte source, the file's MaxKeySize (pages larger than a
-/// key are split over several) and the counters of what reading cost.
+/// An RNTuple's storage: the byte source and what it is (its profile, asked once when
+/// the storage is made), the file's MaxKeySize (pages larger than a key are split over
+/// several) and the counters of what reading cost.
 #[derive(Clone)]
 pub(crate) struct Storage {
     source: Source,
+    /// What the source is: the planner's input (hints, cache holdings, objects or file).
+    profile: SourceProfile,
     max_key_size: u64,
     counters: Arc<ReadCounters>,
     /// How far planned reads fetch ahead (the reader's settings).
@@ -126,8 +129,10 @@ pub(crate) struct PlannedRead {
 impl Storage {
     /// Storage of pages in `source`, in keys of at most `max_key_size` bytes.
     pub(crate) fn new(source: Source, max_key_size: u64) -> Storage {
+        let profile = source.profile();
         Storage {
             source,
+            profile,
             max_key_size,
             counters: Arc::default(),
             read_ahead: ReadAhead::default(),
@@ -147,7 +152,7 @@ impl Storage {
         field_columns: &[Vec<u32>],
         ranges: &[Range<u64>],
     ) -> PlannedRead {
-        let mut hints = self.source.hints();
+        let mut hints = self.profile.hints;
         let ReadAhead {
             bunch_bytes,
             max_bytes: max_ahead,
@@ -169,7 +174,7 @@ impl Storage {
         // decoder asks, with no request to plan and no range buffers to fill.
         if hints.remote {
             let selected = selected_pages(descriptor, &columns, ranges);
-            let cached = |r: &crate::io::ByteRange| self.source.cached_extent(*r).is_some();
+            let cached = |r: &crate::io::ByteRange| self.profile.cached_extent(*r).is_some();
             if !selected.is_empty() && selected.iter().all(cached) {
                 hints.remote = false;
             }
@@ -208,12 +213,12 @@ impl Storage {
                 &hints,
                 self.max_key_size,
                 &mut fetched,
-                &|r| self.source.cached_extent(r),
+                &|r| self.profile.cached_extent(r),
             );
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.profile.cached_extent(r));
         let bunches = Arc::new(bunches);
         let window = if uncached.is_some() {
             UNCACHED_WINDOW
@@ -350,7 +355,7 @@ impl Storage {
     /// a file, an object locator in a store's objects; an unknown type anywhere is an
     /// error naming it (its page list reads, its pages cannot be found).
     pub(crate) fn check_locator(&self, locator: &Locator) -> Result<()> {
-        let objects = self.source.holds_objects();
+        let objects = self.profile.holds_objects;
         match locator.kind {
             LocatorKind::File if !objects => Ok(()),
             LocatorKind::Object64 { location } if objects => {
@@ -408,7 +413,7 @@ impl Storage {
     /// Where `address` is, for messages: a byte offset of a file, or in a store's
     /// objects the object (`format::object_address`) and the byte in it.
     fn place(&self, address: u64) -> Location {
-        if !self.source.holds_objects() {
+        if !self.profile.holds_objects {
             return Location {
                 offset: Some(address),
                 ..Default::default()
@@ -480,7 +485,7 @@ impl Storage {
     /// Starts fetching `groups` of pages ahead of their use, when the source is remote
     /// (`None` for a local file, whose pages are best read as they are needed).
     fn prefetch_groups(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
-        let mut hints = self.source.hints();
+        let mut hints = self.profile.hints;
         if !hints.remote {
             return None;
         }
@@ -504,11 +509,11 @@ impl Storage {
                     .filter(|k| plan::contiguous_page(k.len, self.max_key_size))
                     .collect();
                 plan::make_bunch(0..0, None, keys, &hints, &mut fetched, &|r| {
-                    self.source.cached_extent(r)
+                    self.profile.cached_extent(r)
                 })
             })
             .collect();
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
+        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.profile.cached_extent(r));
         let limits = prefetch::Limits {
             window: PREFETCH_WINDOW,
             max_window: Self::max_window(&hints, max_ahead).max(PREFETCH_WINDOW),
@@ -733,6 +738,11 @@ impl RNTupleReader {
     /// The byte source.
     pub fn source(&self) -> &Source {
         &self.storage.source
+    }
+
+    /// What the byte source is, as it said when this reader opened it.
+    pub fn source_profile(&self) -> &SourceProfile {
+        &self.storage.profile
     }
 
     /// This RNTuple's metadata without its file: a reader that plans and describes reads
