@@ -33,8 +33,8 @@ use super::cache::{CacheConfig, CacheStore, CacheValidate, Piece, Version, Versi
 use super::version::now_unix;
 use super::{
     open_with_edges, redact_url, url_scheme, ByteRange, CacheHoldings, EdgeCached, Edges,
-    Freshness, IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions, SourceProfile,
-    Validators,
+    Freshness, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints, ReadRequest, Source,
+    SourceOptions, SourceProfile, Validators,
 };
 use crate::error::{Error, RemoteKind, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -280,6 +280,9 @@ pub struct CachedSource {
     /// Buffers the reader gave back, for the next reads (fresh memory costs page
     /// faults).
     spare: super::spare_buffers::SpareBuffers,
+    /// Buffers the origin read into, their bytes copied out and stored: given back to
+    /// it with its next read, to reuse (fresh memory costs page faults).
+    origin_spare: Mutex<Vec<Vec<u8>>>,
     /// When the extents were last listed (milliseconds since `opened`).
     listed_at: AtomicU64,
     opened: Instant,
@@ -317,6 +320,7 @@ impl CachedSource {
             origin: Mutex::new(origin),
             hints,
             spare: super::spare_buffers::SpareBuffers::default(),
+            origin_spare: Mutex::default(),
             listed_at: AtomicU64::new(0),
             opened: Instant::now(),
         };
@@ -480,45 +484,10 @@ impl CacheHoldings for Holdings {
     }
 }
 
-impl ReadAt for CachedSource {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut read = self.read_ranges(&[ByteRange { offset, len }])?;
-        Ok(read.pop().unwrap_or_default())
-    }
-
-    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let range = ByteRange {
-            offset,
-            len: buf.len() as u64,
-        };
-        self.check_range(&range)?;
-        // A page in one extent (a read planned on cached pages): straight into `buf`.
-        if let Some(bytes) = self.edges.kept(offset, range.len) {
-            buf.copy_from_slice(bytes);
-            self.store.counters().request(false, 1);
-            self.edges_read(range.len);
-            return Ok(());
-        }
-        if self.version.read_into(range, buf) {
-            self.store.counters().request(false, 1);
-            self.store.counters().hit(range.len);
-            return Ok(());
-        }
-        let bytes = self.read_at(offset, range.len)?;
-        buf.copy_from_slice(&bytes);
-        self.spare.put_filled(bytes);
-        Ok(())
-    }
-
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl CachedSource {
+    /// Reads `ranges`: what the cache holds from it, the rest from the origin in one
+    /// vectored read, stored in the cache.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for range in ranges {
             self.check_range(range)?;
         }
@@ -568,7 +537,9 @@ impl ReadAt for CachedSource {
         let origin = self.origin()?;
         let wanted: Vec<ByteRange> = missing.iter().map(|&(_, _, r)| r).collect();
         counters.origin_request();
-        let fetched = origin.read_ranges(&wanted)?;
+        // The origin's buffers of the last reads go back to it with this one.
+        let given_back = std::mem::take(&mut *self.lock_origin_spare());
+        let fetched = origin.read(ReadRequest::new(&wanted).spare(given_back))?;
         if fetched.len() != wanted.len() {
             return Err(Error::Remote {
                 kind: RemoteKind::Other,
@@ -576,7 +547,8 @@ impl ReadAt for CachedSource {
                 detail: format!("{} of {} ranges came back", fetched.len(), wanted.len()),
             });
         }
-        for ((i, at, part), data) in missing.into_iter().zip(fetched) {
+        for ((i, at, part), read) in missing.into_iter().zip(fetched) {
+            let data = read.into_bytes();
             if data.len() as u64 != part.len {
                 return Err(Error::Truncated {
                     what: self.name.clone(),
@@ -587,9 +559,59 @@ impl ReadAt for CachedSource {
             }
             out[i][at..at + data.len()].copy_from_slice(&data);
             self.version.store(part.offset, &data);
-            origin.recycle(data);
+            self.lock_origin_spare().push(data);
         }
         Ok(out)
+    }
+
+    /// The origin's buffers whose bytes are in the cache now, for its next read.
+    fn lock_origin_spare(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.origin_spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ReadAt for CachedSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut read = self.read_vectored(&[ByteRange { offset, len }])?;
+        Ok(read.pop().unwrap_or_default())
+    }
+
+    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let range = ByteRange {
+            offset,
+            len: buf.len() as u64,
+        };
+        self.check_range(&range)?;
+        // A page in one extent (a read planned on cached pages): straight into `buf`.
+        if let Some(bytes) = self.edges.kept(offset, range.len) {
+            buf.copy_from_slice(bytes);
+            self.store.counters().request(false, 1);
+            self.edges_read(range.len);
+            return Ok(());
+        }
+        if self.version.read_into(range, buf) {
+            self.store.counters().request(false, 1);
+            self.store.counters().hit(range.len);
+            return Ok(());
+        }
+        let bytes = self.read_at(offset, range.len)?;
+        buf.copy_from_slice(&bytes);
+        self.spare.put_filled(bytes);
+        Ok(())
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(|b| self.spare.put_filled(b), |r| self.read_vectored(r))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
@@ -622,9 +644,5 @@ impl ReadAt for CachedSource {
             })),
             ..SourceProfile::with_hints(self.hints)
         }
-    }
-
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put_filled(buffer);
     }
 }

@@ -3,7 +3,10 @@
 //! and the RNTuple's envelopes, which sit at the file's two ends, so opening costs one
 //! round trip instead of one per structure.
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, Source, SourceProfile};
+use super::{
+    Access, ByteRange, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadRanges, ReadRequest, Source,
+    SourceProfile,
+};
 use crate::error::Result;
 
 // Small on purpose: what opening needs besides them (a large page list) costs one more
@@ -110,22 +113,32 @@ impl ReadAt for EdgeCached {
         }
     }
 
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        let ReadRequest {
+            ranges,
+            access,
+            spare,
+        } = request;
         let missing: Vec<ByteRange> = ranges
             .iter()
             .filter(|r| self.kept(r.offset, r.len).is_none())
             .copied()
             .collect();
+        // The others go through, as asked (the spare buffers with them).
         let mut fetched = if missing.is_empty() {
             Vec::new()
         } else {
-            self.inner.read_ranges(&missing)?
+            let request = ReadRequest::new(&missing).access(access).spare(spare);
+            self.inner.read(request)?
         }
         .into_iter();
+        if access == Access::WillNeed {
+            return Ok(Vec::new());
+        }
         ranges
             .iter()
             .map(|r| match self.kept(r.offset, r.len) {
-                Some(bytes) => Ok(bytes.to_vec()),
+                Some(bytes) => Ok(RangeBuffer::whole(bytes.to_vec())),
                 None => fetched.next().ok_or_else(|| crate::error::Error::Remote {
                     kind: crate::error::RemoteKind::Other,
                     what: self.inner.name().to_string(),
@@ -141,10 +154,6 @@ impl ReadAt for EdgeCached {
 
     fn profile(&self) -> SourceProfile {
         self.inner.profile()
-    }
-
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.inner.recycle(buffer);
     }
 }
 

@@ -6,7 +6,9 @@
 //!
 //! [`object_address`]: https://docs.rs/rntuple/latest/rntuple/format/fn.object_address.html
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, SourceProfile};
+use super::{
+    ByteRange, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints, ReadRequest, SourceProfile,
+};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -92,6 +94,17 @@ impl ObjectSpace {
     }
 }
 
+impl ObjectSpace {
+    /// Reads `ranges`, each inside one object, in one fetch of the store.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        let requests = ranges
+            .iter()
+            .map(|r| self.split(*r))
+            .collect::<Result<Vec<_>>>()?;
+        self.fetcher.fetch(&requests)
+    }
+}
+
 impl ReadAt for ObjectSpace {
     fn name(&self) -> &str {
         self.fetcher.name()
@@ -102,18 +115,14 @@ impl ReadAt for ObjectSpace {
     }
 
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut bytes = self.read_ranges(&[ByteRange { offset, len }])?;
+        let mut bytes = self.read_vectored(&[ByteRange { offset, len }])?;
         bytes.pop().ok_or_else(|| {
             Error::InvalidArgument(format!("{}: a read returned nothing", self.name()))
         })
     }
 
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
-        let requests = ranges
-            .iter()
-            .map(|r| self.split(*r))
-            .collect::<Result<Vec<_>>>()?;
-        self.fetcher.fetch(&requests)
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(drop, |r| self.read_vectored(r))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
@@ -131,6 +140,7 @@ impl ReadAt for ObjectSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ReadRanges;
     use std::sync::Mutex;
 
     /// Objects of 100 bytes whose byte `i` is `object + i`; records the requests.

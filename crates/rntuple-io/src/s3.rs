@@ -67,8 +67,8 @@ use super::range_spans::Spans;
 use super::retry::Failure;
 use super::speed::SpeedMeter;
 use super::{
-    redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints,
-    RetryPolicy, TimeoutKind,
+    redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, RangeBuffer, ReadAt,
+    ReadHints, ReadRequest, RetryPolicy, TimeoutKind,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use crate::ByteRange;
@@ -374,21 +374,9 @@ impl S3Source {
     }
 }
 
-impl ReadAt for S3Source {
-    fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut chunks = self.read_ranges(&[ByteRange { offset, len }])?;
-        Ok(chunks.pop().unwrap_or_default())
-    }
-
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl S3Source {
+    /// Reads `ranges`: nearby ones in one ranged `GET`, the `GET`s concurrently.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for range in ranges {
             self.check_range(range.offset, range.len)?;
         }
@@ -425,6 +413,25 @@ impl ReadAt for S3Source {
         grouped
             .split(ranges, chunks)
             .ok_or_else(|| self.shared.remote("read", "a range came back short"))
+    }
+}
+
+impl ReadAt for S3Source {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut chunks = self.read_vectored(&[ByteRange { offset, len }])?;
+        Ok(chunks.pop().unwrap_or_default())
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(drop, |r| self.read_vectored(r))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {

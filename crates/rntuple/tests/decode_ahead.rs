@@ -17,7 +17,8 @@ use arrow_array::RecordBatch;
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
 use rntuple_io::{
-    ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source, SourceProfile,
+    read_each, Access, ByteRange, IoMetricsSnapshot, MemorySource, RangeBuffer, ReadAt, ReadHints,
+    ReadRequest, Source, SourceProfile,
 };
 use std::collections::HashSet;
 use std::ops::Range;
@@ -89,10 +90,15 @@ impl ReadAt for Recording {
             self.inner.profile()
         }
     }
-    fn will_need(&self, ranges: &[ByteRange]) {
+    fn read(&self, request: ReadRequest<'_>) -> rntuple_io::Result<Vec<RangeBuffer>> {
+        if request.access != Access::WillNeed {
+            return read_each(self, &request);
+        }
+        // The hints the reader gave, and how many reads came before the first.
         let reads = self.offsets.lock().unwrap().len();
         self.reads_before_hints.lock().unwrap().get_or_insert(reads);
-        self.asked.lock().unwrap().extend_from_slice(ranges);
+        self.asked.lock().unwrap().extend_from_slice(request.ranges);
+        Ok(Vec::new())
     }
 }
 

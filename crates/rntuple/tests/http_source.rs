@@ -11,7 +11,7 @@
 
 use rntuple_io::{
     ByteRange, Edges, HttpOptions, HttpSource, NetworkOptions, Observer, ReadAt, ReadHints,
-    RetryPolicy, Transfer, TransferObserver,
+    ReadRanges, RetryPolicy, Transfer, TransferObserver,
 };
 use rntuple_io::{Error, RemoteKind};
 use std::collections::HashMap;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::test_bytes::test_bytes;
 use crate::tried::{expect_tried, expect_tried_ending};
+use crate::ReadRanges;
 use object_store::aws::AmazonS3ConfigKey;
 use rayon::prelude::*;
 use std::collections::HashMap;

@@ -9,7 +9,7 @@ use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::{Error, RemoteKind};
 use crate::test_bytes::test_bytes;
 use crate::tried::{expect_tried, expect_tried_ending};
-use crate::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
+use crate::{ByteRange, NetworkOptions, ReadAt, ReadRanges, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -25,8 +25,8 @@ use crate::format::{
 };
 use crate::io::RemoteKind;
 use crate::io::{
-    open_source, open_source_with, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints, Source,
-    SourceOptions, SourceProfile,
+    open_source, open_source_with, Access, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints,
+    ReadRequest, Source, SourceOptions, SourceProfile,
 };
 use crate::schema::Descriptor;
 use plan::Bunch;
@@ -166,8 +166,8 @@ impl Storage {
         let uncached = if hints.remote {
             None
         } else {
-            let selected = selected_pages(descriptor, &columns, ranges);
-            self.source.uncached_hints(&selected)
+            let page_cache = self.profile.page_cache.as_ref();
+            page_cache.and_then(|p| p.uncached_hints(&selected_pages(descriptor, &columns, ranges)))
         };
         // A remote file whose selected pages are all in a cache on local disk is read as
         // a local one is: each page straight from the cache into a pooled buffer as the
@@ -261,9 +261,11 @@ impl Storage {
         in_rntuple(&self.source, path)
     }
 
-    /// Asks the source to read `ranges` ahead (a hint).
+    /// Asks the source to read `ranges` ahead (a hint: nothing is read now, and a
+    /// failure changes nothing).
     fn will_need(&self, ranges: &[crate::io::ByteRange]) {
-        self.source.will_need(ranges);
+        let hint = ReadRequest::new(ranges).access(Access::WillNeed);
+        let _ = self.source.read(hint);
     }
 
     /// Adds `nanos` to the time spent in reads.
