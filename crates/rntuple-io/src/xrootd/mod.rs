@@ -489,9 +489,6 @@ impl ReadAt for XRootDSource {
         &self.sessions.name
     }
 
-    /// The stat's id and modification time (seconds: a rewrite within the same second
-    /// keeps it, see [`super::Freshness`]).
-
     fn size(&self) -> u64 {
         self.size
     }
@@ -525,6 +522,8 @@ impl ReadAt for XRootDSource {
     }
 
     fn profile(&self) -> super::SourceProfile {
+        // The validators: the stat's id and modification time (seconds: a rewrite within
+        // the same second keeps it, see `Freshness`).
         let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
         super::SourceProfile {
             validators: super::Validators {
