@@ -351,3 +351,39 @@ fn two_readers_read_with_their_own_bunch_sizes() {
         "16 KiB bunches: {small_requests} requests, the source's 32 MiB: {large_requests}"
     );
 }
+
+#[test]
+fn a_columns_values_from_a_remote_source_come_in_one_planned_request() {
+    let (bytes, anchor) = written();
+    let local = open(&bytes, &anchor, false);
+    let remote = open(&bytes, &anchor, true);
+    let d = local.descriptor();
+    // The column of cluster 0 stored in the most pages.
+    let cluster = &d.clusters[0];
+    let (column, pages) = (0..d.columns.len() as u32)
+        .filter_map(|c| cluster.column(c).map(|p| (c, p.pages.len())))
+        .max_by_key(|&(_, n)| n)
+        .unwrap();
+    assert!(pages >= 2, "{pages} pages: too few to tell");
+    let stored: u64 = cluster
+        .column(column)
+        .unwrap()
+        .pages
+        .iter()
+        .map(|p| p.locator.size)
+        .sum();
+    assert!(stored < 1 << 20, "fits one request of the hints'");
+    let before = remote.metrics().io;
+    let got = remote.column_values(0, column).unwrap();
+    let after = remote.metrics().io;
+    assert_eq!(got, local.column_values(0, column).unwrap());
+    // Page by page, that was one request per page.
+    assert_eq!(
+        (
+            after.requests - before.requests,
+            after.vector_requests - before.vector_requests
+        ),
+        (1, 1),
+        "{pages} pages"
+    );
+}

@@ -797,13 +797,22 @@ impl RNTupleReader {
         let Some(pages) = c.column(column) else {
             return Ok(out);
         };
+        // From a remote source the column's pages come as any read's do: planned into
+        // few vectored requests, fetched ahead (none for a local file).
+        let ahead = self
+            .storage
+            .prefetch_groups(std::slice::from_ref(&pages.pages));
         let mut scratch = Vec::new();
         for page in &pages.pages {
             self.storage.check_locator(&page.locator)?;
-            let stored = self
-                .storage
-                .read_blob(page.locator.offset, stored_page_len(page))?;
-            let data = open_page(&stored, page, &enc)?;
+            let stored = match &ahead {
+                Some(ahead) => ahead.page(page)?,
+                None => PageBytes::Owned(
+                    self.storage
+                        .read_blob(page.locator.offset, stored_page_len(page))?,
+                ),
+            };
+            let data = open_page(stored.as_slice(), page, &enc)?;
             let encoded = page_encoded(data, page, &enc, &mut scratch)?;
             out.append(decode_page(&enc, encoded, u64::from(page.n_elements))?)?;
         }
