@@ -206,6 +206,70 @@ mod tests {
         assert!(cached.read_at(9999, 2).is_err(), "past the end");
     }
 
+    /// A source that keeps what each request asked: its ranges, access and spare buffers.
+    #[derive(Default)]
+    struct Asked(std::sync::Mutex<Vec<(Vec<ByteRange>, Access, Vec<Vec<u8>>)>>);
+
+    impl ReadAt for Asked {
+        fn name(&self) -> &str {
+            "asked"
+        }
+        fn size(&self) -> u64 {
+            10_000
+        }
+        fn read_at(&self, _: u64, len: u64) -> Result<Vec<u8>> {
+            Ok(vec![1; len as usize])
+        }
+        fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+            let answer = crate::read_each(self, &request);
+            let ReadRequest {
+                ranges,
+                access,
+                spare,
+            } = request;
+            self.0
+                .lock()
+                .unwrap()
+                .push((ranges.to_vec(), access, spare));
+            answer
+        }
+        fn metrics(&self) -> IoMetricsSnapshot {
+            IoMetricsSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn requests_go_through_with_their_access_and_spare_buffers() {
+        let inner = Arc::new(Asked::default());
+        let cached = EdgeCached::new(inner.clone(), 1000, 2000).unwrap();
+        inner.0.lock().unwrap().clear();
+        let (kept, outside) = (
+            ByteRange { offset: 5, len: 5 },
+            ByteRange {
+                offset: 4000,
+                len: 3,
+            },
+        );
+        let both = [kept, outside];
+        for access in [Access::Normal, Access::Uncached, Access::WillNeed] {
+            let request = ReadRequest::new(&both)
+                .access(access)
+                .spare(vec![vec![9; 64]]);
+            let got = cached.read(request).unwrap();
+            let asked = inner.0.lock().unwrap().pop().unwrap();
+            assert_eq!(asked, (vec![outside], access, vec![vec![9; 64]]));
+            if access == Access::WillNeed {
+                assert!(got.is_empty(), "a hint returns nothing");
+            } else {
+                let bytes: Vec<Vec<u8>> = got.into_iter().map(RangeBuffer::into_bytes).collect();
+                assert_eq!(bytes, [vec![1; 5], vec![1; 3]]);
+            }
+        }
+        // Only kept ranges: nothing asked of the source.
+        cached.read(ReadRequest::new(&[kept])).unwrap();
+        assert!(inner.0.lock().unwrap().is_empty());
+    }
+
     #[test]
     fn small_sources_are_kept_whole() {
         let data = vec![7u8; 100];
