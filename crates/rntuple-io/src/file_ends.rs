@@ -206,9 +206,12 @@ mod tests {
         assert!(cached.read_at(9999, 2).is_err(), "past the end");
     }
 
-    /// A source that keeps what each request asked: its ranges, access and spare buffers.
+    /// What a request asked: its ranges, access and spare buffers.
+    type Request = (Vec<ByteRange>, Access, Vec<Vec<u8>>);
+
+    /// A source that keeps what each request asked.
     #[derive(Default)]
-    struct Asked(std::sync::Mutex<Vec<(Vec<ByteRange>, Access, Vec<Vec<u8>>)>>);
+    struct Asked(std::sync::Mutex<Vec<Request>>);
 
     impl ReadAt for Asked {
         fn name(&self) -> &str {

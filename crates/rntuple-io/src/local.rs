@@ -442,15 +442,11 @@ impl ReadAt for LocalFile {
     }
 
     fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
-        let ReadRequest {
-            ranges,
-            access,
-            spare,
-        } = request;
-        for buffer in spare {
+        let ranges = request.ranges;
+        for buffer in request.spare {
             self.spare.put(buffer);
         }
-        match access {
+        match request.access {
             #[cfg(target_os = "linux")]
             Access::Uncached => ranges.iter().map(|&r| self.read_uncached(r)).collect(),
             Access::WillNeed => {

@@ -51,7 +51,7 @@ pub const OBJECT_HINTS: ReadHints = ReadHints {
     bunch_bytes: 32 << 20,
 };
 
-/// The objects `0..count` of a layout as one byte source ([`ReadAt::holds_objects`]).
+/// The objects `0..count` of a layout as one byte source ([`SourceProfile::holds_objects`]).
 pub struct ObjectSpace {
     fetcher: Arc<dyn ObjectFetcher>,
     size: u64,

@@ -163,11 +163,11 @@ impl Storage {
         columns.dedup();
         // A local file mostly not in the page cache is read as a remote one is, ahead of
         // the decoder in planned requests, but past the page cache.
-        let uncached = if hints.remote {
-            None
-        } else {
-            let page_cache = self.profile.page_cache.as_ref();
-            page_cache.and_then(|p| p.uncached_hints(&selected_pages(descriptor, &columns, ranges)))
+        let uncached = match &self.profile.page_cache {
+            Some(page_cache) if !hints.remote => {
+                page_cache.uncached_hints(&selected_pages(descriptor, &columns, ranges))
+            }
+            _ => None,
         };
         // A remote file whose selected pages are all in a cache on local disk is read as
         // a local one is: each page straight from the cache into a pooled buffer as the
