@@ -153,11 +153,6 @@ impl Storage {
         ranges: &[Range<u64>],
     ) -> PlannedRead {
         let mut hints = self.profile.hints;
-        let ReadAhead {
-            bunch_bytes,
-            max_bytes: max_ahead,
-        } = self.read_ahead;
-        let direct = direct::DirectPages::new(self.clone());
         let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
         columns.sort_unstable();
         columns.dedup();
@@ -182,9 +177,7 @@ impl Storage {
         if let Some(cold) = uncached {
             hints = cold;
         }
-        if let Some(bytes) = bunch_bytes {
-            hints.bunch_bytes = bytes;
-        }
+        let hints = self.with_bunch_bytes(hints);
         if uncached.is_none() && !hints.remote {
             let (range_of, bunches): (Vec<usize>, Vec<Bunch>) = ranges
                 .iter()
@@ -218,20 +211,49 @@ impl Storage {
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.profile.cached_extent(r));
+        let (bunches, pages) = self.fetch_ahead(bunches, &hints, uncached.is_some());
+        PlannedRead {
+            bunches,
+            range_of,
+            pages: Box::new(pages),
+        }
+    }
+
+    /// `hints` with the bunch size of this reader's settings, if they set one.
+    fn with_bunch_bytes(&self, hints: ReadHints) -> ReadHints {
+        match self.read_ahead.bunch_bytes {
+            Some(bunch_bytes) => ReadHints {
+                bunch_bytes,
+                ..hints
+            },
+            None => hints,
+        }
+    }
+
+    /// Starts fetching the pages of `bunches` ahead of their use, as `hints` say (small
+    /// consecutive bunches fetched together; `uncached`: past the page cache, further
+    /// ahead): the one fetcher of planned pages, for reads, merge's page copy and
+    /// `column_values`. The pages a bunch lacks are read on demand.
+    fn fetch_ahead(
+        &self,
+        mut bunches: Vec<Bunch>,
+        hints: &ReadHints,
+        uncached: bool,
+    ) -> (Arc<Vec<Bunch>>, prefetch::PrefetchedPages) {
+        plan::coalesce_fetches(&mut bunches, hints, &|r| self.profile.cached_extent(r));
         let bunches = Arc::new(bunches);
-        let window = if uncached.is_some() {
+        let window = if uncached {
             UNCACHED_WINDOW
         } else {
             PREFETCH_WINDOW
         };
         let limits = prefetch::Limits {
             window,
-            max_window: Self::max_window(&hints, max_ahead).max(window),
+            max_window: Self::max_window(hints, self.read_ahead.max_bytes).max(window),
             round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
-            uncached: uncached.is_some(),
+            uncached,
         };
         let prefetcher = prefetch::Prefetcher::start(
             self.source.clone(),
@@ -239,11 +261,8 @@ impl Storage {
             limits,
             self.counters.clone(),
         );
-        PlannedRead {
-            bunches,
-            range_of,
-            pages: Box::new(prefetch::PrefetchedPages::new(prefetcher, direct)),
-        }
+        let direct = direct::DirectPages::new(self.clone());
+        (bunches, prefetch::PrefetchedPages::new(prefetcher, direct))
     }
 
     /// The most bunches a planned read fetches ahead: `max_ahead` bytes of them.
@@ -487,19 +506,12 @@ impl Storage {
     /// Starts fetching `groups` of pages ahead of their use, when the source is remote
     /// (`None` for a local file, whose pages are best read as they are needed).
     fn prefetch_groups(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
-        let mut hints = self.profile.hints;
-        if !hints.remote {
+        if !self.profile.hints.remote {
             return None;
         }
-        let ReadAhead {
-            bunch_bytes,
-            max_bytes: max_ahead,
-        } = self.read_ahead;
-        if let Some(bytes) = bunch_bytes {
-            hints.bunch_bytes = bytes;
-        }
+        let hints = self.with_bunch_bytes(self.profile.hints);
         let mut fetched = HashSet::new();
-        let mut bunches: Vec<Bunch> = groups
+        let bunches: Vec<Bunch> = groups
             .iter()
             .map(|pages| {
                 let keys: Vec<plan::PageKey> = pages
@@ -515,25 +527,8 @@ impl Storage {
                 })
             })
             .collect();
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.profile.cached_extent(r));
-        let limits = prefetch::Limits {
-            window: PREFETCH_WINDOW,
-            max_window: Self::max_window(&hints, max_ahead).max(PREFETCH_WINDOW),
-            round_trip: self.round_trip(),
-            parallel: hints.parallel_requests,
-            bunch_bytes: hints.bunch_bytes,
-            uncached: false,
-        };
-        let prefetcher = prefetch::Prefetcher::start(
-            self.source.clone(),
-            Arc::new(bunches),
-            limits,
-            self.counters.clone(),
-        );
-        let direct = direct::DirectPages::new(self.clone());
-        Some(PagePrefetch {
-            pages: prefetch::PrefetchedPages::new(prefetcher, direct),
-        })
+        let (_, pages) = self.fetch_ahead(bunches, &hints, false);
+        Some(PagePrefetch { pages })
     }
 }
 
