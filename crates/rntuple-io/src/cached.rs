@@ -32,8 +32,9 @@
 use super::cache::{CacheConfig, CacheStore, CacheValidate, Piece, Version, VersionMeta};
 use super::version::now_unix;
 use super::{
-    open_with_edges, redact_url, url_scheme, ByteRange, EdgeCached, Edges, Freshness,
-    IoMetricsSnapshot, ReadAt, ReadHints, Source, SourceOptions, Validators,
+    open_with_edges, redact_url, url_scheme, ByteRange, CacheHoldings, EdgeCached, Edges,
+    Freshness, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints, ReadRequest, Source,
+    SourceOptions, SourceProfile, Validators,
 };
 use crate::error::{Error, RemoteKind, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,7 +79,7 @@ pub(crate) fn open_cached(
     let cached = |version: Version, origin: Option<Source>| {
         let hints = origin
             .as_ref()
-            .map_or_else(|| default_hints(location), |o| o.hints());
+            .map_or_else(|| default_hints(location), |o| o.profile().hints);
         CachedSource::new(
             location,
             &name,
@@ -183,14 +184,14 @@ fn probe_ranges(size: u64) -> [ByteRange; 2] {
 /// Whether what `origin` serves is told apart from every rewrite by its validators, so
 /// that its bytes may be kept under them.
 fn identified(origin: &dyn ReadAt) -> bool {
-    origin.validators().freshness(now_unix()) == Freshness::Identified
+    origin.profile().validators.freshness(now_unix()) == Freshness::Identified
 }
 
 /// What identifies the file `origin` serves, from its size, validators and `edges`
 /// (which hold at least the probe ranges).
 fn version_meta(origin: &dyn ReadAt, edges: &Edges, name: &str) -> VersionMeta {
     let size = origin.size();
-    let validators = origin.validators();
+    let validators = origin.profile().validators;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     hasher.update(&size.to_le_bytes());
     // The validators are part of the identity: a version is its bytes as named by them.
@@ -279,6 +280,9 @@ pub struct CachedSource {
     /// Buffers the reader gave back, for the next reads (fresh memory costs page
     /// faults).
     spare: super::spare_buffers::SpareBuffers,
+    /// Buffers the origin read into, their bytes copied out and stored: given back to
+    /// it with its next read, to reuse (fresh memory costs page faults).
+    origin_spare: Mutex<Vec<Vec<u8>>>,
     /// When the extents were last listed (milliseconds since `opened`).
     listed_at: AtomicU64,
     opened: Instant,
@@ -316,6 +320,7 @@ impl CachedSource {
             origin: Mutex::new(origin),
             hints,
             spare: super::spare_buffers::SpareBuffers::default(),
+            origin_spare: Mutex::default(),
             listed_at: AtomicU64::new(0),
             opened: Instant::now(),
         };
@@ -444,45 +449,45 @@ impl Drop for CachedSource {
     }
 }
 
-impl ReadAt for CachedSource {
-    fn name(&self) -> &str {
-        &self.name
-    }
+/// What a [`CachedSource`] holds, for the read planner: the extents of its version (a
+/// live view: they grow as reads store what they fetched) and the two ends it keeps in
+/// memory.
+struct Holdings {
+    version: Version,
+    /// The first bytes kept in memory (empty: none).
+    head: ByteRange,
+    /// The last bytes kept in memory (empty: none).
+    tail: ByteRange,
+}
 
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut read = self.read_ranges(&[ByteRange { offset, len }])?;
-        Ok(read.pop().unwrap_or_default())
-    }
-
-    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let range = ByteRange {
-            offset,
-            len: buf.len() as u64,
+impl CacheHoldings for Holdings {
+    fn extent_holding(&self, range: ByteRange) -> Option<ByteRange> {
+        let end = range.offset.checked_add(range.len)?;
+        let within = |edge: ByteRange| {
+            edge.len > 0 && range.offset >= edge.offset && end <= edge.offset + edge.len
         };
-        self.check_range(&range)?;
-        // A page in one extent (a read planned on cached pages): straight into `buf`.
-        if let Some(bytes) = self.edges.kept(offset, range.len) {
-            buf.copy_from_slice(bytes);
-            self.store.counters().request(false, 1);
-            self.edges_read(range.len);
-            return Ok(());
+        // The head is checked first, as the edges' own lookup does.
+        if end <= self.head.len {
+            return Some(self.head);
         }
-        if self.version.read_into(range, buf) {
-            self.store.counters().request(false, 1);
-            self.store.counters().hit(range.len);
-            return Ok(());
+        if within(self.tail) {
+            return Some(self.tail);
         }
-        let bytes = self.read_at(offset, range.len)?;
-        buf.copy_from_slice(&bytes);
-        self.spare.put_filled(bytes);
-        Ok(())
+        if let Some(extent) = self.version.extent_containing(range) {
+            return Some(extent);
+        }
+        // Held by several extents in a row (a page across the end of the bytes read at
+        // opening): cached, read in pieces.
+        let pieces = self.version.pieces(range);
+        let held = !pieces.is_empty() && pieces.iter().all(|p| matches!(p, Piece::Cached { .. }));
+        held.then_some(range)
     }
+}
 
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl CachedSource {
+    /// Reads `ranges`: what the cache holds from it, the rest from the origin in one
+    /// vectored read, stored in the cache.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for range in ranges {
             self.check_range(range)?;
         }
@@ -532,7 +537,9 @@ impl ReadAt for CachedSource {
         let origin = self.origin()?;
         let wanted: Vec<ByteRange> = missing.iter().map(|&(_, _, r)| r).collect();
         counters.origin_request();
-        let fetched = origin.read_ranges(&wanted)?;
+        // The origin's buffers of the last reads go back to it with this one.
+        let given_back = std::mem::take(&mut *self.lock_origin_spare());
+        let fetched = origin.read(ReadRequest::new(&wanted).spare(given_back))?;
         if fetched.len() != wanted.len() {
             return Err(Error::Remote {
                 kind: RemoteKind::Other,
@@ -540,7 +547,8 @@ impl ReadAt for CachedSource {
                 detail: format!("{} of {} ranges came back", fetched.len(), wanted.len()),
             });
         }
-        for ((i, at, part), data) in missing.into_iter().zip(fetched) {
+        for ((i, at, part), read) in missing.into_iter().zip(fetched) {
+            let data = read.into_bytes();
             if data.len() as u64 != part.len {
                 return Err(Error::Truncated {
                     what: self.name.clone(),
@@ -551,9 +559,59 @@ impl ReadAt for CachedSource {
             }
             out[i][at..at + data.len()].copy_from_slice(&data);
             self.version.store(part.offset, &data);
-            origin.recycle(data);
+            self.lock_origin_spare().push(data);
         }
         Ok(out)
+    }
+
+    /// The origin's buffers whose bytes are in the cache now, for its next read.
+    fn lock_origin_spare(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.origin_spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ReadAt for CachedSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut read = self.read_vectored(&[ByteRange { offset, len }])?;
+        Ok(read.pop().unwrap_or_default())
+    }
+
+    fn read_at_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let range = ByteRange {
+            offset,
+            len: buf.len() as u64,
+        };
+        self.check_range(&range)?;
+        // A page in one extent (a read planned on cached pages): straight into `buf`.
+        if let Some(bytes) = self.edges.kept(offset, range.len) {
+            buf.copy_from_slice(bytes);
+            self.store.counters().request(false, 1);
+            self.edges_read(range.len);
+            return Ok(());
+        }
+        if self.version.read_into(range, buf) {
+            self.store.counters().request(false, 1);
+            self.store.counters().hit(range.len);
+            return Ok(());
+        }
+        let bytes = self.read_at(offset, range.len)?;
+        buf.copy_from_slice(&bytes);
+        self.spare.put_filled(bytes);
+        Ok(())
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(|b| self.spare.put_filled(b), |r| self.read_vectored(r))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
@@ -566,45 +624,25 @@ impl ReadAt for CachedSource {
             .unwrap_or_default()
     }
 
-    fn validators(&self) -> Validators {
+    fn profile(&self) -> SourceProfile {
         let meta = self.version.meta();
-        Validators {
-            etag: meta.etag.clone(),
-            last_modified: meta.last_modified.clone(),
-            modified: meta.mtime,
-            ..Validators::default()
+        let edge = |offset: u64, len: usize| ByteRange {
+            offset,
+            len: len as u64,
+        };
+        SourceProfile {
+            validators: Validators {
+                etag: meta.etag.clone(),
+                last_modified: meta.last_modified.clone(),
+                modified: meta.mtime,
+                ..Validators::default()
+            },
+            cached: Some(Arc::new(Holdings {
+                version: self.version.clone(),
+                head: edge(0, self.edges.head.len()),
+                tail: edge(self.edges.tail_offset, self.edges.tail.len()),
+            })),
+            ..SourceProfile::with_hints(self.hints)
         }
-    }
-
-    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
-        if self.edges.kept(range.offset, range.len).is_some() {
-            return Some(if range.offset < self.edges.head.len() as u64 {
-                ByteRange {
-                    offset: 0,
-                    len: self.edges.head.len() as u64,
-                }
-            } else {
-                ByteRange {
-                    offset: self.edges.tail_offset,
-                    len: self.edges.tail.len() as u64,
-                }
-            });
-        }
-        if let Some(extent) = self.version.extent_containing(range) {
-            return Some(extent);
-        }
-        // Held by several extents in a row (a page across the end of the bytes read at
-        // opening): cached, read in pieces.
-        let pieces = self.version.pieces(range);
-        let held = !pieces.is_empty() && pieces.iter().all(|p| matches!(p, Piece::Cached { .. }));
-        held.then_some(range)
-    }
-
-    fn hints(&self) -> ReadHints {
-        self.hints
-    }
-
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put_filled(buffer);
     }
 }

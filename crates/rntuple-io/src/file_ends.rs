@@ -3,7 +3,10 @@
 //! and the RNTuple's envelopes, which sit at the file's two ends, so opening costs one
 //! round trip instead of one per structure.
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints, Source};
+use super::{
+    Access, ByteRange, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadRanges, ReadRequest, Source,
+    SourceProfile,
+};
 use crate::error::Result;
 
 // Small on purpose: what opening needs besides them (a large page list) costs one more
@@ -110,22 +113,32 @@ impl ReadAt for EdgeCached {
         }
     }
 
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        let ReadRequest {
+            ranges,
+            access,
+            spare,
+        } = request;
         let missing: Vec<ByteRange> = ranges
             .iter()
             .filter(|r| self.kept(r.offset, r.len).is_none())
             .copied()
             .collect();
+        // The others go through, as asked (the spare buffers with them).
         let mut fetched = if missing.is_empty() {
             Vec::new()
         } else {
-            self.inner.read_ranges(&missing)?
+            let request = ReadRequest::new(&missing).access(access).spare(spare);
+            self.inner.read(request)?
         }
         .into_iter();
+        if access == Access::WillNeed {
+            return Ok(Vec::new());
+        }
         ranges
             .iter()
             .map(|r| match self.kept(r.offset, r.len) {
-                Some(bytes) => Ok(bytes.to_vec()),
+                Some(bytes) => Ok(RangeBuffer::whole(bytes.to_vec())),
                 None => fetched.next().ok_or_else(|| crate::error::Error::Remote {
                     kind: crate::error::RemoteKind::Other,
                     what: self.inner.name().to_string(),
@@ -139,20 +152,8 @@ impl ReadAt for EdgeCached {
         self.inner.metrics()
     }
 
-    fn holds_objects(&self) -> bool {
-        self.inner.holds_objects()
-    }
-
-    fn validators(&self) -> super::Validators {
-        self.inner.validators()
-    }
-
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.inner.recycle(buffer);
-    }
-
-    fn hints(&self) -> ReadHints {
-        self.inner.hints()
+    fn profile(&self) -> SourceProfile {
+        self.inner.profile()
     }
 }
 
@@ -203,6 +204,73 @@ mod tests {
             "only the two outside"
         );
         assert!(cached.read_at(9999, 2).is_err(), "past the end");
+    }
+
+    /// What a request asked: its ranges, access and spare buffers.
+    type Request = (Vec<ByteRange>, Access, Vec<Vec<u8>>);
+
+    /// A source that keeps what each request asked.
+    #[derive(Default)]
+    struct Asked(std::sync::Mutex<Vec<Request>>);
+
+    impl ReadAt for Asked {
+        fn name(&self) -> &str {
+            "asked"
+        }
+        fn size(&self) -> u64 {
+            10_000
+        }
+        fn read_at(&self, _: u64, len: u64) -> Result<Vec<u8>> {
+            Ok(vec![1; len as usize])
+        }
+        fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+            let answer = crate::read_each(self, &request);
+            let ReadRequest {
+                ranges,
+                access,
+                spare,
+            } = request;
+            self.0
+                .lock()
+                .unwrap()
+                .push((ranges.to_vec(), access, spare));
+            answer
+        }
+        fn metrics(&self) -> IoMetricsSnapshot {
+            IoMetricsSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn requests_go_through_with_their_access_and_spare_buffers() {
+        let inner = Arc::new(Asked::default());
+        let cached = EdgeCached::new(inner.clone(), 1000, 2000).unwrap();
+        inner.0.lock().unwrap().clear();
+        let (kept, outside) = (
+            ByteRange { offset: 5, len: 5 },
+            ByteRange {
+                offset: 4000,
+                len: 3,
+            },
+        );
+        let both = [kept, outside];
+        for access in [Access::Normal, Access::Uncached, Access::WillNeed] {
+            let request = ReadRequest::new(&both)
+                .access(access)
+                .spare(vec![vec![9; 64]]);
+            let got = cached.read(request).unwrap();
+            let asked = inner.0.lock().unwrap().pop().unwrap();
+            assert_eq!(asked, (vec![outside], access, vec![vec![9; 64]]));
+            if access == Access::WillNeed {
+                assert!(got.is_empty(), "a hint returns nothing");
+            } else {
+                let bytes: Vec<Vec<u8>> = got.into_iter().map(RangeBuffer::into_bytes).collect();
+                assert_eq!(bytes, [vec![1; 5], vec![1; 3]]);
+            }
+        }
+        // Only kept ranges: nothing asked of the source.
+        cached.read(ReadRequest::new(&[kept])).unwrap();
+        assert!(inner.0.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -46,8 +46,8 @@ use super::spare_buffers::SpareBuffers;
 use super::speed::SpeedMeter;
 use super::version::parse_http_date;
 use super::{
-    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, Observer, ReadAt, ReadHints,
-    RetryPolicy, TimeoutKind, Validators,
+    redact_url, ByteRange, Edges, IoMetrics, IoMetricsSnapshot, Observer, RangeBuffer, ReadAt,
+    ReadHints, ReadRequest, RetryPolicy, SourceProfile, TimeoutKind, Validators,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use bytes::Bytes;
@@ -943,24 +943,10 @@ fn reply_validators(headers: &HeaderMap) -> Validators {
     }
 }
 
-impl ReadAt for HttpSource {
-    fn name(&self) -> &str {
-        &self.display
-    }
-
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        self.check_bounds(offset, len)?;
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        self.fetch_single(ByteRange { offset, len })
-    }
-
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl HttpSource {
+    /// Reads `ranges`: adjacent ones as one span, the spans in one multi-range request
+    /// (or one request each, from a server that refuses those).
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for r in ranges {
             self.check_bounds(r.offset, r.len)?;
         }
@@ -994,24 +980,43 @@ impl ReadAt for HttpSource {
             .split(ranges, wire_data)
             .ok_or_else(|| fault("a range came back short".to_string()))
     }
+}
+
+impl ReadAt for HttpSource {
+    fn name(&self) -> &str {
+        &self.display
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_bounds(offset, len)?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        self.fetch_single(ByteRange { offset, len })
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(|b| self.spare.put_filled(b), |r| self.read_vectored(r))
+    }
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
     }
 
-    fn validators(&self) -> Validators {
-        self.version.clone()
-    }
-
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put_filled(buffer);
-    }
-
-    fn hints(&self) -> ReadHints {
-        // A copy of the whole file is read as a local one.
-        match self.whole.get() {
+    fn profile(&self) -> SourceProfile {
+        // A copy of the whole file (made when opening met a server that ignores ranges)
+        // is read as a local one.
+        let hints = match self.whole.get() {
             Some(_) => ReadHints::LOCAL,
             None => self.hints,
+        };
+        SourceProfile {
+            validators: self.version.clone(),
+            ..SourceProfile::with_hints(hints)
         }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! A source is chosen by the URL scheme ([`open_source`]): a local path (or `file://`),
 //! `http://`/`https://`, `root://`/`roots://` (XRootD) or `s3://`. Every source reads
-//! many ranges in one call ([`ReadAt::read_ranges`]), in as few requests as its protocol
+//! many ranges in one call ([`ReadAt::read`]), in as few requests as its protocol
 //! allows, and counts what it did ([`IoMetrics`]).
 //!
 //! The remote sources are cargo features of the crate, all on by default: `http`
@@ -229,7 +229,7 @@ impl ReadHints {
         bunch_bytes: 32 << 20,
     };
 
-    /// Hints for a local file read past the page cache ([`ReadAt::uncached_hints`]):
+    /// Hints for a local file read past the page cache ([`PageCacheHoldings::uncached_hints`]):
     /// pages merged into ranges of up to 8 MiB across gaps of up to 128 KiB (at most 25%
     /// extra bytes), read ahead of the decoder 4 at a time, as a remote file's are. The
     /// planned path's fetcher keeps the disk busy while the decoder's threads decode.
@@ -276,6 +276,15 @@ impl RangeBuffer {
     pub fn whole(buffer: Vec<u8>) -> RangeBuffer {
         RangeBuffer { buffer, start: 0 }
     }
+
+    /// The range's bytes alone (moved to the buffer's start when they start past it).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let RangeBuffer { mut buffer, start } = self;
+        if start > 0 {
+            buffer.drain(..start.min(buffer.len()));
+        }
+        buffer
+    }
 }
 
 /// What a server says identifies the version of a file it serves: a file replaced on
@@ -298,7 +307,164 @@ pub struct Validators {
     pub etag_follows_content: bool,
 }
 
-/// A random-access source of bytes: a local file, HTTP(S), XRootD or S3.
+/// What a source is, reported once when a reader opens it ([`ReadAt::profile`]): how its
+/// reads are best shaped, which version of a file it serves, whether it holds a store's
+/// objects, and, for a cache, what the cache holds. The read planner takes this value
+/// as an input; it asks the source nothing else.
+#[derive(Clone)]
+pub struct SourceProfile {
+    /// How reads should be shaped (the source's latency class: local or remote).
+    pub hints: ReadHints,
+    /// The server's validators of the file (none for a local file).
+    pub validators: Validators,
+    /// Whether the source is a store's objects in one byte space (object `n` at
+    /// `format::object_address(n)`), whose pages have object locators, rather than a
+    /// file, whose pages have file locators.
+    pub holds_objects: bool,
+    /// What a cache of remote reads holds on local disk (`None`: not a cache): the read
+    /// planner reads cached pages by extent and merges only the others into requests.
+    pub cached: Option<Arc<dyn CacheHoldings>>,
+    /// What the kernel's page cache holds of a local file that can be read past it
+    /// (`None`: a source that cannot): a planned read of pages mostly not in it reads
+    /// them with [`Access::Uncached`].
+    pub page_cache: Option<Arc<dyn PageCacheHoldings>>,
+}
+
+impl Default for SourceProfile {
+    /// A local file's profile: read as the decoder asks, no validators, no cache.
+    fn default() -> Self {
+        SourceProfile {
+            hints: ReadHints::LOCAL,
+            validators: Validators::default(),
+            holds_objects: false,
+            cached: None,
+            page_cache: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SourceProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceProfile")
+            .field("hints", &self.hints)
+            .field("validators", &self.validators)
+            .field("holds_objects", &self.holds_objects)
+            .field("cached", &self.cached.is_some())
+            .field("page_cache", &self.page_cache.is_some())
+            .finish()
+    }
+}
+
+impl SourceProfile {
+    /// The profile of a source read with `hints`, otherwise a local file's.
+    pub fn with_hints(hints: ReadHints) -> SourceProfile {
+        SourceProfile {
+            hints,
+            ..SourceProfile::default()
+        }
+    }
+
+    /// The cached extent that holds all of `range`, when the source is a cache that
+    /// holds it ([`SourceProfile::cached`]).
+    pub fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
+        self.cached.as_ref()?.extent_holding(range)
+    }
+}
+
+/// What a cache of remote reads holds on local disk, as the read planner sees it: a
+/// live view (the cache grows as reads store what they fetched), shared with the cache.
+pub trait CacheHoldings: Send + Sync {
+    /// The cached extent that holds all of `range`, if the cache holds it.
+    fn extent_holding(&self, range: ByteRange) -> Option<ByteRange>;
+}
+
+/// How a vectored read ([`ReadAt::read`]) reads its ranges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Access {
+    /// As any read (a local file's through the page cache).
+    #[default]
+    Normal,
+    /// Past the page cache where the source can: a planned read of a local file whose
+    /// pages are mostly not in it ([`PageCacheHoldings::uncached_hints`]); a range still
+    /// in the page cache is read from it. The ranges' bytes may start past the first
+    /// byte of their buffers ([`RangeBuffer::start`]). Other sources read as usual.
+    Uncached,
+    /// Nothing read now, and nothing returned: the ranges will be read soon. A local
+    /// file asks the kernel to read them into the page cache in the background
+    /// (`POSIX_FADV_WILLNEED`), so that reading from the disk overlaps decoding; other
+    /// sources ignore it (a remote read plans its requests instead). A hint: it does not
+    /// fail.
+    WillNeed,
+}
+
+/// A vectored read: the ranges, how to read them, and buffers the caller is done with.
+#[derive(Debug)]
+pub struct ReadRequest<'a> {
+    /// The ranges, each read exactly (reading past the end is an error).
+    pub ranges: &'a [ByteRange],
+    /// How to read them.
+    pub access: Access,
+    /// Buffers of earlier reads of this source whose bytes the caller no longer needs,
+    /// given back: a source that reads into buffers of its own reuses them, saving the
+    /// page faults of fresh allocations (a planned read's range buffers are hundreds of
+    /// MB that live only until their pages are decoded). Others drop them.
+    pub spare: Vec<Vec<u8>>,
+}
+
+impl<'a> ReadRequest<'a> {
+    /// A read of `ranges` as any read.
+    pub fn new(ranges: &'a [ByteRange]) -> ReadRequest<'a> {
+        ReadRequest {
+            ranges,
+            access: Access::Normal,
+            spare: Vec::new(),
+        }
+    }
+
+    /// The same request, its ranges read as `access` says.
+    #[must_use]
+    pub fn access(self, access: Access) -> ReadRequest<'a> {
+        ReadRequest { access, ..self }
+    }
+
+    /// Serves this request for a source whose vectored read (`read`) returns one `Vec`
+    /// per range and reads every access alike: the spare buffers go to `keep` (its
+    /// buffers for reuse), nothing is read for [`Access::WillNeed`].
+    pub fn serve(
+        self,
+        keep: impl FnMut(Vec<u8>),
+        read: impl FnOnce(&[ByteRange]) -> Result<Vec<Vec<u8>>>,
+    ) -> Result<Vec<RangeBuffer>> {
+        self.spare.into_iter().for_each(keep);
+        if self.access == Access::WillNeed {
+            return Ok(Vec::new());
+        }
+        Ok(read(self.ranges)?
+            .into_iter()
+            .map(RangeBuffer::whole)
+            .collect())
+    }
+
+    /// The same request, giving back `spare` buffers.
+    #[must_use]
+    pub fn spare(self, spare: Vec<Vec<u8>>) -> ReadRequest<'a> {
+        ReadRequest { spare, ..self }
+    }
+}
+
+/// What the kernel's page cache holds of a local file, as the read planner sees it.
+pub trait PageCacheHoldings: Send + Sync {
+    /// Hints for a planned read of `ranges` past the page cache ([`Access::Uncached`]),
+    /// when the file reads them faster so: they are mostly not in the page cache (the
+    /// kernel's copies into it and out of it take CPU the decoder needs), the read is
+    /// large enough for the file's direct-I/O setting, and its file system allows
+    /// direct reads. `None`: read as the profile's hints say.
+    fn uncached_hints(&self, ranges: &[ByteRange]) -> Option<ReadHints>;
+}
+
+/// A random-access source of bytes: a local file, HTTP(S), XRootD, S3, a store's
+/// objects, or a cache of a remote file. It reads, counts what it read, and says once
+/// what it is ([`ReadAt::profile`]); how reads are planned is the reader's business.
 pub trait ReadAt: Send + Sync {
     /// A name for messages: the path or URL.
     fn name(&self) -> &str;
@@ -313,62 +479,47 @@ pub trait ReadAt: Send + Sync {
         buf.copy_from_slice(&bytes);
         Ok(())
     }
-    /// Reads many ranges in one call; sources that can, do it in one request.
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
-        ranges
-            .iter()
-            .map(|r| self.read_at(r.offset, r.len))
-            .collect()
-    }
-    /// Hints for a planned read of `ranges` that bypasses the page cache, when this
-    /// source reads them faster so: a local file whose ranges are mostly not cached (the
-    /// kernel's copies into the page cache and out of it take CPU the decoder needs).
-    /// `None`: read as [`ReadAt::hints`] says.
-    fn uncached_hints(&self, ranges: &[ByteRange]) -> Option<ReadHints> {
-        let _ = ranges;
-        None
-    }
-    /// Reads `ranges` for a planned read that [`ReadAt::uncached_hints`] chose; a range
-    /// still in the page cache is read from it.
-    fn read_ranges_uncached(&self, ranges: &[ByteRange]) -> Result<Vec<RangeBuffer>> {
-        let buffers = self.read_ranges(ranges)?;
-        Ok(buffers.into_iter().map(RangeBuffer::whole).collect())
+    /// Reads the ranges of `request` in one call (sources that can, in one request), a
+    /// buffer for each in order; none for [`Access::WillNeed`]. By default: each range
+    /// with [`ReadAt::read_at`], the spare buffers dropped.
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        read_each(self, &request)
     }
     /// The counters of this source.
     fn metrics(&self) -> IoMetricsSnapshot;
-    /// The server's validators of the file (none for a local file).
-    fn validators(&self) -> Validators {
-        Validators::default()
+    /// What this source is ([`SourceProfile`]): asked once, when a reader opens it.
+    fn profile(&self) -> SourceProfile {
+        SourceProfile::default()
     }
-    /// The cached extent that holds all of `range`, when this source keeps a local copy
-    /// of some of its bytes (a cache of remote reads): the read planner then reads cached
-    /// pages by extent and merges only the others into requests.
-    fn cached_extent(&self, range: ByteRange) -> Option<ByteRange> {
-        let _ = range;
-        None
+}
+
+/// [`ReadAt::read`] as a source without a vectored read does it: each range of
+/// `request` with [`ReadAt::read_at`] (none for [`Access::WillNeed`]).
+pub fn read_each<S: ReadAt + ?Sized>(
+    source: &S,
+    request: &ReadRequest<'_>,
+) -> Result<Vec<RangeBuffer>> {
+    if request.access == Access::WillNeed {
+        return Ok(Vec::new());
     }
-    /// How reads from this source should be shaped.
-    fn hints(&self) -> ReadHints {
-        ReadHints::LOCAL
-    }
-    /// Gives back a buffer this source returned, once its bytes are no longer needed:
-    /// a source that reads into buffers of its own may reuse them, saving the page faults
-    /// of fresh allocations.
-    fn recycle(&self, buffer: Vec<u8>) {
-        drop(buffer);
-    }
-    /// Says that `ranges` will be read soon. A local file asks the kernel to read them
-    /// into the page cache in the background (`POSIX_FADV_WILLNEED`), so that reading
-    /// from the disk overlaps decoding; other sources ignore it (a remote read plans its
-    /// requests instead). A hint only: nothing fails.
-    fn will_need(&self, ranges: &[ByteRange]) {
-        let _ = ranges;
-    }
-    /// Whether the source is a store's objects in one byte space (object `n` at
-    /// `format::object_address(n)`), whose pages have object locators, rather than a
-    /// file, whose pages have file locators.
-    fn holds_objects(&self) -> bool {
-        false
+    request
+        .ranges
+        .iter()
+        .map(|r| source.read_at(r.offset, r.len).map(RangeBuffer::whole))
+        .collect()
+}
+
+/// Vectored reads for callers that want each range's bytes alone (opening a file, the
+/// container, tests): [`ReadAt::read`] as any read, one `Vec` per range.
+pub trait ReadRanges {
+    /// Reads `ranges` in one call; sources that can, do it in one request.
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>>;
+}
+
+impl<S: ReadAt + ?Sized> ReadRanges for S {
+    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        let buffers = self.read(ReadRequest::new(ranges))?;
+        Ok(buffers.into_iter().map(RangeBuffer::into_bytes).collect())
     }
 }
 

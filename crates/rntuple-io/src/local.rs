@@ -1,17 +1,21 @@
 //! Local files, read with positioned reads (`pread`), safe to share between threads.
 //!
 //! On Linux a large read of pages that are mostly not in the page cache reads them with
-//! direct I/O (`O_DIRECT`, [`ReadAt::uncached_hints`],
+//! direct I/O (`O_DIRECT`, [`Access::Uncached`],
 //! [`DIRECT_IO_VARIABLE`](crate::DIRECT_IO_VARIABLE)): from the disk into the reader's buffers, without the kernel filling the page cache and
 //! copying out of it. On the benchmark's virtual machines those two made a cold read of
 //! a 9.4 GB file cost about twice the CPU of a warm one (`bench/RESULTS.md`).
 
 use super::spare_buffers::SpareBuffers;
-use super::{ByteRange, IoMetrics, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints};
+use super::{
+    Access, ByteRange, IoMetrics, IoMetricsSnapshot, PageCacheHoldings, RangeBuffer, ReadAt,
+    ReadHints, ReadRequest, SourceProfile,
+};
 use crate::error::{to_usize, Error, Result};
 use crate::options::DirectIo;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Direct reads move whole blocks: their offsets, lengths and buffer addresses are
@@ -96,15 +100,23 @@ const WILL_NEED_PIECE: u64 = 128 << 10;
 #[derive(Debug)]
 pub struct LocalFile {
     path: String,
+    /// The open file, shared with the view of its page cache in its profile.
+    disk: Arc<Disk>,
+    metrics: IoMetrics,
+    /// Buffers of direct reads the reader gave back, reused for the next ones.
+    spare: SpareBuffers,
+}
+
+/// An open file and what reading it past the page cache needs: what the read planner's
+/// view of the file's page cache ([`PageCacheHoldings`]) shares with the file.
+#[derive(Debug)]
+struct Disk {
     file: File,
     size: u64,
-    metrics: IoMetrics,
     /// The same file opened for direct I/O, at the first read that bypasses the page
     /// cache; `None` where the file system refuses it (tmpfs).
     #[cfg(target_os = "linux")]
     direct: std::sync::OnceLock<Option<File>>,
-    /// Buffers of direct reads the reader gave back, reused for the next ones.
-    spare: SpareBuffers,
     /// When planned reads bypass the page cache.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     direct_reads: DirectReads,
@@ -164,13 +176,15 @@ impl LocalFile {
         let size = file.metadata().map_err(io_err)?.len();
         Ok(LocalFile {
             path: path.to_string(),
-            file,
-            size,
+            disk: Arc::new(Disk {
+                file,
+                size,
+                #[cfg(target_os = "linux")]
+                direct: std::sync::OnceLock::new(),
+                direct_reads,
+            }),
             metrics: IoMetrics::default(),
-            #[cfg(target_os = "linux")]
-            direct: std::sync::OnceLock::new(),
             spare: SpareBuffers::default(),
-            direct_reads,
         })
     }
 }
@@ -179,19 +193,19 @@ impl LocalFile {
     /// The same file with another direct-read policy (tests of small files).
     #[cfg(test)]
     fn with_direct_reads(mut self, direct_reads: DirectReads) -> LocalFile {
-        self.direct_reads = direct_reads;
+        Arc::get_mut(&mut self.disk).unwrap().direct_reads = direct_reads;
         self
     }
 
     /// A read of `len` bytes at `offset` must lie inside the file.
     fn check_range(&self, offset: u64, len: u64) -> Result<()> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.size => Ok(()),
+            Some(end) if end <= self.disk.size => Ok(()),
             _ => Err(Error::Truncated {
                 what: format!("file {}", self.path),
                 offset,
                 needed: len,
-                available: self.size.saturating_sub(offset),
+                available: self.disk.size.saturating_sub(offset),
             }),
         }
     }
@@ -206,7 +220,7 @@ impl LocalFile {
 }
 
 #[cfg(target_os = "linux")]
-impl LocalFile {
+impl Disk {
     /// The file opened for direct I/O, or `None` where that is refused.
     fn direct_file(&self) -> Option<&File> {
         self.direct
@@ -274,7 +288,34 @@ impl LocalFile {
         }
         probed > 0 && (cached as f64) < COLD_SHARE * probed as f64
     }
+}
 
+#[cfg(target_os = "linux")]
+impl PageCacheHoldings for Disk {
+    fn uncached_hints(&self, ranges: &[ByteRange]) -> Option<ReadHints> {
+        let total: u64 = ranges.iter().map(|r| r.len).sum();
+        if total == 0 || !self.direct_reads.allows(total) {
+            return None;
+        }
+        // Windows at evenly spaced points of the ranges laid end to end.
+        let step = total.div_ceil(PROBE_WINDOWS).max(1);
+        let mut windows = Vec::new();
+        let (mut before, mut next) = (0u64, 0u64);
+        for r in ranges {
+            while next < before + r.len {
+                let at = next - before;
+                windows.push((r.offset + at, PROBE_BYTES.min(r.len - at)));
+                next += step;
+            }
+            before += r.len;
+        }
+        let cold = self.mostly_uncached(windows.into_iter());
+        (cold && self.direct_file().is_some()).then_some(ReadHints::LOCAL_UNCACHED)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl LocalFile {
     /// Reads `range` bypassing the page cache: whole aligned blocks into an aligned spot
     /// of a reused buffer. Ranges mostly in the page cache, and what direct I/O refuses
     /// or leaves unaligned (a short read), are read through the page cache.
@@ -282,9 +323,10 @@ impl LocalFile {
         self.check_range(range.offset, range.len)?;
         let len = to_usize(range.len, "a read")?;
         let start = Instant::now();
-        let mut direct = self
+        let disk = &*self.disk;
+        let mut direct = disk
             .direct_file()
-            .filter(|_| self.mostly_uncached(std::iter::once((range.offset, range.len))));
+            .filter(|_| disk.mostly_uncached(std::iter::once((range.offset, range.len))));
         let align = DIRECT_ALIGN as u64;
         let first = range.offset / align * align;
         let lead = to_usize(range.offset - first, "a read")?;
@@ -298,7 +340,7 @@ impl LocalFile {
             // Direct reads ask for whole blocks (the last one past the range's end).
             let (file, limit) = match direct {
                 Some(d) => (d, span - done),
-                None => (&self.file, wanted - done),
+                None => (&disk.file, wanted - done),
             };
             let Some(rest) = buffer.spare_capacity_mut().get_mut(..limit) else {
                 // Cannot happen (the capacity covers pad and span); never short data.
@@ -344,7 +386,7 @@ impl ReadAt for LocalFile {
     }
 
     fn size(&self) -> u64 {
-        self.size
+        self.disk.size
     }
 
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
@@ -359,7 +401,7 @@ impl ReadAt for LocalFile {
             while buf.len() < buf.capacity() {
                 let at = offset + buf.len() as u64;
                 let n = match rustix::io::pread(
-                    &self.file,
+                    &self.disk.file,
                     rustix::buffer::spare_capacity(&mut buf),
                     at,
                 ) {
@@ -387,7 +429,8 @@ impl ReadAt for LocalFile {
         let len = buf.len() as u64;
         self.check_range(offset, len)?;
         let start = Instant::now();
-        self.file
+        self.disk
+            .file
             .read_exact_at(buf, offset)
             .map_err(|source| self.read_error(offset, len, source))?;
         self.metrics.record(false, 1, len, start);
@@ -398,49 +441,52 @@ impl ReadAt for LocalFile {
         self.metrics.snapshot()
     }
 
-    #[cfg(target_os = "linux")]
-    fn uncached_hints(&self, ranges: &[ByteRange]) -> Option<ReadHints> {
-        let total: u64 = ranges.iter().map(|r| r.len).sum();
-        if total == 0 || !self.direct_reads.allows(total) {
-            return None;
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        let ranges = request.ranges;
+        for buffer in request.spare {
+            self.spare.put(buffer);
         }
-        // Windows at evenly spaced points of the ranges laid end to end.
-        let step = total.div_ceil(PROBE_WINDOWS).max(1);
-        let mut windows = Vec::new();
-        let (mut before, mut next) = (0u64, 0u64);
-        for r in ranges {
-            while next < before + r.len {
-                let at = next - before;
-                windows.push((r.offset + at, PROBE_BYTES.min(r.len - at)));
-                next += step;
+        match request.access {
+            #[cfg(target_os = "linux")]
+            Access::Uncached => ranges.iter().map(|&r| self.read_uncached(r)).collect(),
+            Access::WillNeed => {
+                self.will_need(ranges);
+                Ok(Vec::new())
             }
-            before += r.len;
+            _ => ranges
+                .iter()
+                .map(|r| self.read_at(r.offset, r.len).map(RangeBuffer::whole))
+                .collect(),
         }
-        let cold = self.mostly_uncached(windows.into_iter());
-        (cold && self.direct_file().is_some()).then_some(ReadHints::LOCAL_UNCACHED)
     }
 
-    #[cfg(target_os = "linux")]
-    fn read_ranges_uncached(&self, ranges: &[ByteRange]) -> Result<Vec<RangeBuffer>> {
-        ranges.iter().map(|&r| self.read_uncached(r)).collect()
+    fn profile(&self) -> SourceProfile {
+        #[cfg(target_os = "linux")]
+        let page_cache = Some(self.disk.clone() as Arc<dyn PageCacheHoldings>);
+        #[cfg(not(target_os = "linux"))]
+        let page_cache = None;
+        SourceProfile {
+            page_cache,
+            ..SourceProfile::default()
+        }
     }
+}
 
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put(buffer);
-    }
-
+impl LocalFile {
+    /// Asks the kernel to read `ranges` into the page cache in the background
+    /// ([`Access::WillNeed`]).
     fn will_need(&self, ranges: &[ByteRange]) {
         #[cfg(target_os = "linux")]
         for r in ranges {
             // Linux reads at most the device's read-ahead size (often 128 KiB) per
             // WILLNEED: a long range is asked for in pieces of that size. A hint: the
             // kernel starts reading and returns; a failure changes nothing.
-            let end = r.offset.saturating_add(r.len).min(self.size);
+            let end = r.offset.saturating_add(r.len).min(self.disk.size);
             let mut at = r.offset;
             while at < end {
                 let len = WILL_NEED_PIECE.min(end - at);
                 let _ = rustix::fs::fadvise(
-                    &self.file,
+                    &self.disk.file,
                     at,
                     std::num::NonZeroU64::new(len),
                     rustix::fs::Advice::WillNeed,
@@ -487,7 +533,7 @@ mod tests {
         std::io::Write::write_all(&mut file, &data).unwrap();
         let path = file.path().to_str().unwrap().to_string();
         let local = LocalFile::open(&path).unwrap();
-        local.will_need(&[
+        let hint = ReadRequest::new(&[
             ByteRange {
                 offset: 0,
                 len: 4096,
@@ -504,7 +550,9 @@ mod tests {
                 offset: u64::MAX,
                 len: 1,
             },
-        ]);
+        ])
+        .access(Access::WillNeed);
+        assert!(local.read(hint).unwrap().is_empty(), "nothing read");
         assert_eq!(local.read_at(0, 100_000).unwrap(), data);
     }
 
@@ -531,6 +579,18 @@ mod tests {
         assert_eq!(local.metrics().bytes_read - before.bytes_read, 100);
     }
 
+    /// What the file's profile says of a planned read of `ranges` past the page cache.
+    #[cfg(target_os = "linux")]
+    fn uncached_hints(local: &LocalFile, ranges: &[ByteRange]) -> Option<ReadHints> {
+        local.profile().page_cache?.uncached_hints(ranges)
+    }
+
+    /// A read of `ranges` past the page cache.
+    #[cfg(target_os = "linux")]
+    fn uncached(ranges: &[ByteRange]) -> ReadRequest<'_> {
+        ReadRequest::new(ranges).access(Access::Uncached)
+    }
+
     /// A file of `len` bytes on disk (not tmpfs: direct I/O and dropping cached pages
     /// need a real file system), written and dropped from the page cache.
     #[cfg(target_os = "linux")]
@@ -554,27 +614,30 @@ mod tests {
             offset: 0,
             len: 1_000_000,
         }];
-        assert_eq!(LocalFile::open(path).unwrap().uncached_hints(&whole), None);
+        assert_eq!(
+            uncached_hints(&LocalFile::open(path).unwrap(), &whole),
+            None
+        );
         let local = LocalFile::open(path)
             .unwrap()
             .with_direct_reads(DirectReads::Always);
         let pages = 1_000_000usize.div_ceil(rustix::param::page_size());
-        let (cached, probed) = local.cached_pages(0, 1_000_000).unwrap();
+        let (cached, probed) = local.disk.cached_pages(0, 1_000_000).unwrap();
         assert_eq!(probed, pages);
         assert!(
             cached < pages / 10,
             "{cached} of {pages} cached after DONTNEED"
         );
         assert_eq!(
-            local.uncached_hints(&whole),
+            uncached_hints(&local, &whole),
             Some(ReadHints::LOCAL_UNCACHED)
         );
         // A read through the page cache leaves the pages there; then the file is warm.
         assert_eq!(local.read_at(0, 1_000_000).unwrap(), data);
-        assert_eq!(local.cached_pages(0, 1_000_000), Some((pages, pages)));
-        assert_eq!(local.uncached_hints(&whole), None);
-        assert_eq!(local.cached_pages(999_999, 1).map(|(_, p)| p), Some(1));
-        assert_eq!(local.cached_pages(2 << 20, 5), None, "past the end");
+        assert_eq!(local.disk.cached_pages(0, 1_000_000), Some((pages, pages)));
+        assert_eq!(uncached_hints(&local, &whole), None);
+        assert_eq!(local.disk.cached_pages(999_999, 1).map(|(_, p)| p), Some(1));
+        assert_eq!(local.disk.cached_pages(2 << 20, 5), None, "past the end");
     }
 
     #[cfg(target_os = "linux")]
@@ -586,7 +649,7 @@ mod tests {
             .unwrap()
             .with_direct_reads(DirectReads::Always);
         assert!(
-            local.direct_file().is_some(),
+            local.disk.direct_file().is_some(),
             "this file system refuses O_DIRECT"
         );
         let ranges: Vec<ByteRange> = [
@@ -603,7 +666,7 @@ mod tests {
         .map(|&(offset, len)| ByteRange { offset, len })
         .collect();
         let before = local.metrics();
-        let reads = local.read_ranges_uncached(&ranges).unwrap();
+        let reads = local.read(uncached(&ranges)).unwrap();
         for (r, read) in ranges.iter().zip(&reads) {
             let got = read.buffer.get(read.start..).unwrap();
             let want = &data[r.offset as usize..(r.offset + r.len) as usize];
@@ -615,13 +678,13 @@ mod tests {
         let wanted: u64 = ranges.iter().map(|r| r.len).sum();
         assert_eq!(local.metrics().bytes_read - before.bytes_read, wanted);
         // Direct reads went past the page cache: it still holds (almost) nothing.
-        let (cached, pages) = local.cached_pages(0, u64::from(len)).unwrap();
+        let (cached, pages) = local.disk.cached_pages(0, u64::from(len)).unwrap();
         assert!(cached < pages / 10, "{cached} of {pages} pages cached");
         // Buffers given back are reused, and reads into them are as exact.
-        for read in reads {
-            local.recycle(read.buffer);
-        }
-        let again = local.read_ranges_uncached(&ranges[4..5]).unwrap();
+        let given_back = reads.into_iter().map(|read| read.buffer).collect();
+        let again = local
+            .read(uncached(&ranges[4..5]).spare(given_back))
+            .unwrap();
         assert_eq!(
             again[0].buffer.get(again[0].start..).unwrap(),
             &data[123_457..1_123_460]
@@ -631,7 +694,7 @@ mod tests {
             offset: u64::from(len) - 1,
             len: 2,
         };
-        assert!(local.read_ranges_uncached(&[past]).is_err());
+        assert!(local.read(uncached(&[past])).is_err());
     }
 
     #[cfg(target_os = "linux")]
@@ -646,7 +709,7 @@ mod tests {
             offset: 4097,
             len: 400_000,
         };
-        let read = local.read_ranges_uncached(&[range]).unwrap().remove(0);
+        let read = local.read(uncached(&[range])).unwrap().remove(0);
         assert_eq!(read.buffer.get(read.start..).unwrap(), &data[4097..404_097]);
     }
 

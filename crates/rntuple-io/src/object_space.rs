@@ -6,7 +6,9 @@
 //!
 //! [`object_address`]: https://docs.rs/rntuple/latest/rntuple/format/fn.object_address.html
 
-use super::{ByteRange, IoMetricsSnapshot, ReadAt, ReadHints};
+use super::{
+    ByteRange, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints, ReadRequest, SourceProfile,
+};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -49,7 +51,7 @@ pub const OBJECT_HINTS: ReadHints = ReadHints {
     bunch_bytes: 32 << 20,
 };
 
-/// The objects `0..count` of a layout as one byte source ([`ReadAt::holds_objects`]).
+/// The objects `0..count` of a layout as one byte source ([`SourceProfile::holds_objects`]).
 pub struct ObjectSpace {
     fetcher: Arc<dyn ObjectFetcher>,
     size: u64,
@@ -92,6 +94,17 @@ impl ObjectSpace {
     }
 }
 
+impl ObjectSpace {
+    /// Reads `ranges`, each inside one object, in one fetch of the store.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+        let requests = ranges
+            .iter()
+            .map(|r| self.split(*r))
+            .collect::<Result<Vec<_>>>()?;
+        self.fetcher.fetch(&requests)
+    }
+}
+
 impl ReadAt for ObjectSpace {
     fn name(&self) -> &str {
         self.fetcher.name()
@@ -102,36 +115,32 @@ impl ReadAt for ObjectSpace {
     }
 
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut bytes = self.read_ranges(&[ByteRange { offset, len }])?;
+        let mut bytes = self.read_vectored(&[ByteRange { offset, len }])?;
         bytes.pop().ok_or_else(|| {
             Error::InvalidArgument(format!("{}: a read returned nothing", self.name()))
         })
     }
 
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
-        let requests = ranges
-            .iter()
-            .map(|r| self.split(*r))
-            .collect::<Result<Vec<_>>>()?;
-        self.fetcher.fetch(&requests)
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(drop, |r| self.read_vectored(r))
     }
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.fetcher.metrics()
     }
 
-    fn hints(&self) -> ReadHints {
-        OBJECT_HINTS
-    }
-
-    fn holds_objects(&self) -> bool {
-        true
+    fn profile(&self) -> SourceProfile {
+        SourceProfile {
+            holds_objects: true,
+            ..SourceProfile::with_hints(OBJECT_HINTS)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ReadRanges;
     use std::sync::Mutex;
 
     /// Objects of 100 bytes whose byte `i` is `object + i`; records the requests.
@@ -164,7 +173,7 @@ mod tests {
     fn addresses_name_an_object_and_a_byte_in_it() {
         let fetcher = Arc::new(Numbers(Mutex::new(Vec::new())));
         let space = ObjectSpace::new(fetcher.clone(), 10);
-        assert!(space.holds_objects());
+        assert!(space.profile().holds_objects);
         assert_eq!(space.size(), 10 << 36);
         let got = space
             .read_ranges(&[

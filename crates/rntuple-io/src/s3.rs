@@ -67,8 +67,8 @@ use super::range_spans::Spans;
 use super::retry::Failure;
 use super::speed::SpeedMeter;
 use super::{
-    redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, ReadAt, ReadHints,
-    RetryPolicy, TimeoutKind,
+    redact_url, Edges, IoMetrics, IoMetricsSnapshot, NetworkOptions, RangeBuffer, ReadAt,
+    ReadHints, ReadRequest, RetryPolicy, TimeoutKind,
 };
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use crate::ByteRange;
@@ -374,21 +374,9 @@ impl S3Source {
     }
 }
 
-impl ReadAt for S3Source {
-    fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let mut chunks = self.read_ranges(&[ByteRange { offset, len }])?;
-        Ok(chunks.pop().unwrap_or_default())
-    }
-
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl S3Source {
+    /// Reads `ranges`: nearby ones in one ranged `GET`, the `GET`s concurrently.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for range in ranges {
             self.check_range(range.offset, range.len)?;
         }
@@ -426,23 +414,41 @@ impl ReadAt for S3Source {
             .split(ranges, chunks)
             .ok_or_else(|| self.shared.remote("read", "a range came back short"))
     }
+}
+
+impl ReadAt for S3Source {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut chunks = self.read_vectored(&[ByteRange { offset, len }])?;
+        Ok(chunks.pop().unwrap_or_default())
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(drop, |r| self.read_vectored(r))
+    }
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.shared.metrics.snapshot()
     }
 
-    fn validators(&self) -> super::Validators {
+    fn profile(&self) -> super::SourceProfile {
         // S3's ETag hashes the object's content (the MD5 of a single upload, of the
         // parts' MD5s for a multipart one): every rewrite changes it.
-        super::Validators {
-            etag: self.shared.etag.clone(),
-            etag_follows_content: true,
-            ..super::Validators::default()
+        super::SourceProfile {
+            validators: super::Validators {
+                etag: self.shared.etag.clone(),
+                etag_follows_content: true,
+                ..super::Validators::default()
+            },
+            ..super::SourceProfile::with_hints(S3_HINTS)
         }
-    }
-
-    fn hints(&self) -> ReadHints {
-        S3_HINTS
     }
 }
 

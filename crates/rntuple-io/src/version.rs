@@ -106,19 +106,20 @@ pub(crate) fn open_settled<T>(
     let mut opened = open()?;
     let mut changes = 0;
     for _ in 0..SETTLE_ROUNDS {
-        let before = opened.0.validators();
+        let before = opened.0.profile().validators;
         let Freshness::Young { settles_in } = before.freshness(now()) else {
             return Ok(opened);
         };
         sleep(settles_in);
         let again = open()?;
-        if again.0.size() != opened.0.size() || !again.0.validators().same_version(&before) {
+        if again.0.size() != opened.0.size() || !again.0.profile().validators.same_version(&before)
+        {
             changes += 1;
         }
         opened = again;
     }
     let young = matches!(
-        opened.0.validators().freshness(now()),
+        opened.0.profile().validators.freshness(now()),
         Freshness::Young { .. }
     );
     if young && changes == SETTLE_ROUNDS {
@@ -252,8 +253,11 @@ mod tests {
         fn metrics(&self) -> super::super::IoMetricsSnapshot {
             super::super::IoMetricsSnapshot::default()
         }
-        fn validators(&self) -> Validators {
-            self.0.clone()
+        fn profile(&self) -> super::super::SourceProfile {
+            super::super::SourceProfile {
+                validators: self.0.clone(),
+                ..super::super::SourceProfile::default()
+            }
         }
     }
 
@@ -277,7 +281,7 @@ mod tests {
         (
             next.get(),
             slept.into_inner(),
-            result.map(|(s, ())| s.validators()),
+            result.map(|(s, ())| s.profile().validators),
         )
     }
 

@@ -264,7 +264,7 @@ fn hammer(reader: RNTupleReader) {
 fn eight_threads_sharing_one_reader_of_a_local_file_read_what_serial_reads_read() {
     let path = test_file();
     let reader = RNTupleReader::open_path(path.to_str().unwrap(), Some("events")).unwrap();
-    assert!(!reader.source().hints().remote);
+    assert!(!reader.source_profile().hints.remote);
     hammer(reader);
 }
 
@@ -285,7 +285,7 @@ fn eight_threads_sharing_one_planned_reader_read_what_serial_reads_read() {
     });
     let file = RootFile::open(source).unwrap();
     let reader = RNTupleReader::open(&file, Some("events")).unwrap();
-    assert!(reader.source().hints().remote);
+    assert!(reader.source_profile().hints.remote);
     hammer(reader);
     assert!(reader_metrics_used_vectored_reads(&file));
 }

@@ -16,7 +16,10 @@ mod common;
 use arrow_array::RecordBatch;
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
-use rntuple_io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadHints, Source};
+use rntuple_io::{
+    read_each, Access, ByteRange, IoMetricsSnapshot, MemorySource, RangeBuffer, ReadAt, ReadHints,
+    ReadRequest, Source, SourceProfile,
+};
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -80,17 +83,22 @@ impl ReadAt for Recording {
     fn metrics(&self) -> IoMetricsSnapshot {
         self.inner.metrics()
     }
-    fn hints(&self) -> ReadHints {
+    fn profile(&self) -> SourceProfile {
         if self.remote {
-            ReadHints::REMOTE
+            SourceProfile::with_hints(ReadHints::REMOTE)
         } else {
-            self.inner.hints()
+            self.inner.profile()
         }
     }
-    fn will_need(&self, ranges: &[ByteRange]) {
+    fn read(&self, request: ReadRequest<'_>) -> rntuple_io::Result<Vec<RangeBuffer>> {
+        if request.access != Access::WillNeed {
+            return read_each(self, &request);
+        }
+        // The hints the reader gave, and how many reads came before the first.
         let reads = self.offsets.lock().unwrap().len();
         self.reads_before_hints.lock().unwrap().get_or_insert(reads);
-        self.asked.lock().unwrap().extend_from_slice(ranges);
+        self.asked.lock().unwrap().extend_from_slice(request.ranges);
+        Ok(Vec::new())
     }
 }
 

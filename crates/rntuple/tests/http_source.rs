@@ -11,7 +11,7 @@
 
 use rntuple_io::{
     ByteRange, Edges, HttpOptions, HttpSource, NetworkOptions, Observer, ReadAt, ReadHints,
-    RetryPolicy, Transfer, TransferObserver,
+    ReadRanges, RetryPolicy, Transfer, TransferObserver,
 };
 use rntuple_io::{Error, RemoteKind};
 use std::collections::HashMap;
@@ -689,7 +689,7 @@ fn a_file_modified_this_second_is_opened_again_once_the_second_passed() {
     assert_eq!(openings, 2, "{:?}", mock.seen());
     assert_eq!(edges.head, file()[..1000]);
     assert_eq!(edges.tail, file()[SIZE - 2000..]);
-    let v = source.validators();
+    let v = source.profile().validators;
     assert_eq!(v.freshness(0), rntuple_io::Freshness::Identified, "{v:?}");
     assert_eq!(source.read_at(5000, 10).unwrap(), file()[5000..5010]);
 }
@@ -820,7 +820,7 @@ fn a_server_ignoring_ranges_is_read_from_one_copy_in_memory_or_a_temporary_file(
                 .unwrap();
         assert_edges(&edges, 1000, 2000);
         assert_eq!(source.size(), SIZE as u64);
-        assert_eq!(source.validators().etag.as_deref(), Some(ETAG));
+        assert_eq!(source.profile().validators.etag.as_deref(), Some(ETAG));
         // Opening: the two ends in one request (the whole file, dropped), then the first
         // bytes (the whole file, copied) and the suffix (dropped) at once.
         assert_eq!(mock.seen().len(), 3);
@@ -838,7 +838,10 @@ fn a_server_ignoring_ranges_is_read_from_one_copy_in_memory_or_a_temporary_file(
             file()[SIZE - 5..]
         );
         assert_eq!(mock.seen().len(), 3, "every read from the copy");
-        assert!(!source.hints().remote, "the copy is read as a local file");
+        assert!(
+            !source.profile().hints.remote,
+            "the copy is read as a local file"
+        );
         // One warning naming the URL, why and what would do better; one transfer.
         let warnings = told.warnings.lock().unwrap().clone();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -919,7 +922,7 @@ fn servers_refusing_multi_range_and_suffix_ranges_get_single_ranges() {
             HttpSource::open_with_edges_using(&mock.url, observed(&told, 1 << 20), 1000, 2000)
                 .unwrap();
         assert_edges(&edges, 1000, 2000);
-        assert_eq!(source.validators().etag.as_deref(), Some(ETAG));
+        assert_eq!(source.profile().validators.etag.as_deref(), Some(ETAG));
         let ranges: Vec<String> = mock.seen().iter().map(|s| s.range().to_string()).collect();
         // The two ends at once, refused; the first bytes and the suffix at once; the
         // suffix refused, the tail by its offsets.

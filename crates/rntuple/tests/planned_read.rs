@@ -12,7 +12,10 @@ use arrow_array::{ArrayRef, RecordBatch};
 use common::RemoteLike;
 use rntuple::read::RNTupleReader;
 use rntuple::Result;
-use rntuple_io::{IoMetrics, MemorySource, ReadAhead, ReadHints, SourceOptions};
+use rntuple_io::{
+    IoMetrics, IoMetricsSnapshot, MemorySource, RangeBuffer, ReadAhead, ReadAt, ReadHints,
+    ReadRequest, SourceOptions, SourceProfile,
+};
 use std::sync::Arc;
 
 /// 40 fields (scalars and vectors), 60k entries, small clusters: many clusters and pages.
@@ -350,4 +353,98 @@ fn two_readers_read_with_their_own_bunch_sizes() {
         small_requests > 2 * large_requests,
         "16 KiB bunches: {small_requests} requests, the source's 32 MiB: {large_requests}"
     );
+}
+
+#[test]
+fn a_columns_values_from_a_remote_source_come_in_one_planned_request() {
+    let (bytes, anchor) = written();
+    let local = open(&bytes, &anchor, false);
+    let remote = open(&bytes, &anchor, true);
+    let d = local.descriptor();
+    // The column of cluster 0 stored in the most pages.
+    let cluster = &d.clusters[0];
+    let (column, pages) = (0..d.columns.len() as u32)
+        .filter_map(|c| cluster.column(c).map(|p| (c, p.pages.len())))
+        .max_by_key(|&(_, n)| n)
+        .unwrap();
+    assert!(pages >= 2, "{pages} pages: too few to tell");
+    let stored: u64 = cluster
+        .column(column)
+        .unwrap()
+        .pages
+        .iter()
+        .map(|p| p.locator.size)
+        .sum();
+    assert!(stored < 1 << 20, "fits one request of the hints'");
+    let before = remote.metrics().io;
+    let got = remote.column_values(0, column).unwrap();
+    let after = remote.metrics().io;
+    assert_eq!(got, local.column_values(0, column).unwrap());
+    // Page by page, that was one request per page.
+    assert_eq!(
+        (
+            after.requests - before.requests,
+            after.vector_requests - before.vector_requests
+        ),
+        (1, 1),
+        "{pages} pages"
+    );
+}
+
+/// A source that counts how often it is asked what it is.
+struct Profiled {
+    inner: RemoteLike,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl ReadAt for Profiled {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, len: u64) -> rntuple_io::Result<Vec<u8>> {
+        self.inner.read_at(offset, len)
+    }
+    fn read(&self, request: ReadRequest<'_>) -> rntuple_io::Result<Vec<RangeBuffer>> {
+        self.inner.read(request)
+    }
+    fn metrics(&self) -> IoMetricsSnapshot {
+        self.inner.metrics()
+    }
+    fn profile(&self) -> SourceProfile {
+        self.asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.profile()
+    }
+}
+
+#[test]
+fn a_reader_asks_its_source_what_it_is_once_at_open() {
+    let (bytes, anchor) = written();
+    let source = Arc::new(Profiled {
+        inner: RemoteLike {
+            inner: MemorySource::new("mem", bytes.clone()),
+            metrics: IoMetrics::default(),
+            hints: ReadHints::REMOTE,
+        },
+        asked: Default::default(),
+    });
+    let reader = RNTupleReader::from_anchor(source.clone(), anchor, "t".into()).unwrap();
+    let asked = || source.asked.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(asked(), 1, "at open");
+    let n = reader.num_entries();
+    let local = open(&bytes, &anchor, false);
+    assert_eq!(
+        reader.read(None, 0..n).unwrap(),
+        local.read(None, 0..n).unwrap()
+    );
+    reader.read(Some(&["v3".to_string()]), 10..n / 2).unwrap();
+    reader.column_values(1, 0).unwrap();
+    assert!(
+        reader.metrics().io.vector_requests > 0,
+        "planned, remote reads"
+    );
+    assert_eq!(asked(), 1, "planning asked the profile kept from open");
 }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::test_bytes::test_bytes;
 use crate::tried::{expect_tried, expect_tried_ending};
+use crate::ReadRanges;
 use object_store::aws::AmazonS3ConfigKey;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -316,7 +317,7 @@ fn reads_ranges_with_one_get_each_and_exact_counters() {
     assert_eq!(source.size(), data.len() as u64);
     assert_eq!(source.etag(), Some("\"v1\""));
     assert_eq!(source.name(), "s3://bucket/dir/file.root");
-    assert_eq!(source.hints(), S3_HINTS);
+    assert_eq!(source.profile().hints, S3_HINTS);
 
     assert_eq!(source.read_at(1000, 5000).unwrap(), data[1000..6000]);
     // Farther apart than COALESCE_GAP: a GET each.

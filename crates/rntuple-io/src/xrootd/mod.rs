@@ -24,7 +24,10 @@ mod tests;
 use self::connection::{Answer, Call, Connection, Fault, Segment, Settings, Sink};
 use self::protocol::{decode_query_config, error_code, Redirect, Request, StatInfo, XrdUrl};
 use super::retry::Failure;
-use super::{redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, ReadAt, ReadHints, RetryPolicy};
+use super::{
+    redact_url, ByteRange, IoMetrics, IoMetricsSnapshot, RangeBuffer, ReadAt, ReadHints,
+    ReadRequest, RetryPolicy,
+};
 use crate::error::{to_usize, Error, RemoteKind, Result};
 use crate::spare_buffers::SpareBuffers;
 use std::collections::VecDeque;
@@ -429,50 +432,10 @@ fn stat_change(then: &StatInfo, now: &StatInfo) -> Option<String> {
     }
 }
 
-impl ReadAt for XRootDSource {
-    fn name(&self) -> &str {
-        &self.sessions.name
-    }
-
-    /// The stat's id and modification time (seconds: a rewrite within the same second
-    /// keeps it, see [`super::Freshness`]).
-    fn validators(&self) -> super::Validators {
-        let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
-        super::Validators {
-            etag: Some(format!(
-                "xrootd:{id}:{}:{}",
-                self.stat.size, self.stat.mtime
-            )),
-            modified: i64::try_from(self.stat.mtime).ok(),
-            ..super::Validators::default()
-        }
-    }
-
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        // Checked against the size the server reported before anything is allocated.
-        self.check_range(offset, len)?;
-        let mut out = vec![0u8; to_usize(len, "an XRootD read")?];
-        let units: Vec<Unit<'_>> = out
-            .chunks_mut(to_usize(READ_CHUNK_BYTES, "an XRootD read chunk")?)
-            .scan(offset, |at, chunk| {
-                let start = *at;
-                *at += chunk.len() as u64;
-                Some(Unit::Read {
-                    offset: start,
-                    out: chunk,
-                    done: false,
-                })
-            })
-            .collect();
-        self.execute(units)?;
-        Ok(out)
-    }
-
-    fn read_ranges(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
+impl XRootDSource {
+    /// Reads `ranges` in `kXR_readv` requests of at most the server's segment size and
+    /// count, into buffers reused from earlier reads.
+    fn read_vectored(&self, ranges: &[ByteRange]) -> Result<Vec<Vec<u8>>> {
         for r in ranges {
             self.check_range(r.offset, r.len)?;
         }
@@ -519,22 +482,65 @@ impl ReadAt for XRootDSource {
         self.execute(units)?;
         Ok(outs)
     }
+}
+
+impl ReadAt for XRootDSource {
+    fn name(&self) -> &str {
+        &self.sessions.name
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        // Checked against the size the server reported before anything is allocated.
+        self.check_range(offset, len)?;
+        let mut out = vec![0u8; to_usize(len, "an XRootD read")?];
+        let units: Vec<Unit<'_>> = out
+            .chunks_mut(to_usize(READ_CHUNK_BYTES, "an XRootD read chunk")?)
+            .scan(offset, |at, chunk| {
+                let start = *at;
+                *at += chunk.len() as u64;
+                Some(Unit::Read {
+                    offset: start,
+                    out: chunk,
+                    done: false,
+                })
+            })
+            .collect();
+        self.execute(units)?;
+        Ok(out)
+    }
+
+    fn read(&self, request: ReadRequest<'_>) -> Result<Vec<RangeBuffer>> {
+        request.serve(|b| self.spare.put_filled(b), |r| self.read_vectored(r))
+    }
 
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
     }
 
-    fn recycle(&self, buffer: Vec<u8>) {
-        self.spare.put_filled(buffer);
-    }
-
-    fn hints(&self) -> ReadHints {
-        ReadHints {
-            max_range_bytes: self.readv_segment_bytes,
-            max_ranges_per_request: self.readv_segments,
-            max_request_bytes: MAX_READV_BYTES,
-            parallel_requests: self.parallel,
-            ..ReadHints::REMOTE
+    fn profile(&self) -> super::SourceProfile {
+        // The validators: the stat's id and modification time (seconds: a rewrite within
+        // the same second keeps it, see `Freshness`).
+        let id = self.stat.id.map_or_else(String::new, |id| id.to_string());
+        super::SourceProfile {
+            validators: super::Validators {
+                etag: Some(format!(
+                    "xrootd:{id}:{}:{}",
+                    self.stat.size, self.stat.mtime
+                )),
+                modified: i64::try_from(self.stat.mtime).ok(),
+                ..super::Validators::default()
+            },
+            ..super::SourceProfile::with_hints(ReadHints {
+                max_range_bytes: self.readv_segment_bytes,
+                max_ranges_per_request: self.readv_segments,
+                max_request_bytes: MAX_READV_BYTES,
+                parallel_requests: self.parallel,
+                ..ReadHints::REMOTE
+            })
         }
     }
 }

@@ -9,7 +9,7 @@ use super::{auth, XRootDOptions, XRootDSource};
 use crate::error::{Error, RemoteKind};
 use crate::test_bytes::test_bytes;
 use crate::tried::{expect_tried, expect_tried_ending};
-use crate::{ByteRange, NetworkOptions, ReadAt, RetryPolicy};
+use crate::{ByteRange, NetworkOptions, ReadAt, ReadRanges, RetryPolicy};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -443,7 +443,7 @@ fn reads_split_to_the_servers_limits() {
     options.parallel_requests = 3;
     let src = XRootDSource::open_with(&server.url("/f.root"), options).unwrap();
     assert_eq!(src.size(), data.len() as u64);
-    let hints = src.hints();
+    let hints = src.profile().hints;
     assert_eq!(
         (hints.max_ranges_per_request, hints.max_range_bytes),
         (3, 1000)
@@ -1161,7 +1161,7 @@ fn readv_limits_fall_back_to_the_protocol_defaults() {
     config.query_answer = "readv_iov_max\nreadv_ior_max\n".into();
     let server = FakeServer::start(config, no_hook);
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
-    let h = src.hints();
+    let h = src.profile().hints;
     assert_eq!(
         (h.max_ranges_per_request, h.max_range_bytes),
         (1024, 2_097_136)
@@ -1172,7 +1172,7 @@ fn readv_limits_fall_back_to_the_protocol_defaults() {
         refused(request::QUERY, |_| (3013, "not supported".into())),
     );
     let src = XRootDSource::open_with(&server.url("//f"), quick(1, 5000)).unwrap();
-    let h = src.hints();
+    let h = src.profile().hints;
     assert_eq!(
         (h.max_ranges_per_request, h.max_range_bytes),
         (1024, 2_097_136)

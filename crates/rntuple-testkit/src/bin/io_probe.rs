@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::cast_possible_truncation)]
 
-use rntuple_io::{open_source, ByteRange};
+use rntuple_io::{open_source, ByteRange, ReadRanges};
 use xxhash_rust::xxh3::xxh3_64;
 
 fn main() {

@@ -18,7 +18,7 @@
 //! reader only follows the offsets.
 
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, ReadAt};
+use crate::io::{ByteRange, ReadAt, ReadRanges};
 
 /// How a payload of `nbytes` is split into chunks for a given MaxKeySize.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -503,7 +503,7 @@ fn root_type_order(t: ColumnType) -> u16 {
 /// has.
 pub fn inspect(reader: &RNTupleReader) -> Result<Inspection> {
     let d = reader.descriptor();
-    let stored = if reader.source().holds_objects() {
+    let stored = if reader.source_profile().holds_objects {
         // A dataset of objects has no file: what its objects hold (header, footer, page
         // lists and every page once; the small JSON anchor left out).
         objects_bytes(d, reader.anchor())

@@ -332,10 +332,10 @@ impl PageTask {
     }
 }
 
-/// Reads the stored bytes of `pages` (checksums included) from `source`: pages near each
-/// other in one request (ranges merged by the read planner's [`merge_pages`]), read into
-/// buffers of `pool` (a remote source: the ranges in as few requests as it can); a page
-/// larger than a key through the keys holding it.
+/// Reads the stored bytes of `pages` (checksums included) from `source`, a local file:
+/// pages near each other in one read (ranges merged by the read planner's
+/// [`merge_pages`]), into buffers of `pool`; a page larger than a key through the keys
+/// holding it.
 pub(super) fn read_pages(
     source: &crate::io::Source,
     max_key_size: u64,
@@ -361,22 +361,16 @@ pub(super) fn read_pages(
     keys.dedup();
     let ranges = merge_pages(&keys, &MERGE_READS);
     let requests: Vec<ByteRange> = ranges.iter().map(|r| r.range).collect();
-    let buffers: Vec<SharedBuffer> = if source.hints().remote {
-        source
-            .read_ranges(&requests)?
-            .into_iter()
-            .map(|buffer| Arc::new(buffer) as SharedBuffer)
-            .collect()
-    } else {
-        requests
-            .iter()
-            .map(|r| {
-                let mut buffer = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
-                source.read_at_into(r.offset, buffer.as_mut_slice())?;
-                Ok(Arc::new(buffer) as SharedBuffer)
-            })
-            .collect::<Result<_>>()?
-    };
+    // A local file's (a remote input's pages come planned and fetched ahead by the
+    // reader's planner, `RNTupleReader::prefetch_pages`).
+    let buffers: Vec<SharedBuffer> = requests
+        .iter()
+        .map(|r| {
+            let mut buffer = pool.take(usize::try_from(r.len).unwrap_or(usize::MAX));
+            source.read_at_into(r.offset, buffer.as_mut_slice())?;
+            Ok(Arc::new(buffer) as SharedBuffer)
+        })
+        .collect::<Result<_>>()?;
     for (range, buffer) in requests.iter().zip(&buffers) {
         let read = (**buffer).as_ref().len() as u64;
         if read != range.len {

@@ -23,7 +23,8 @@ use rntuple::format::{unpack_envelope, Anchor, EnvelopeType, Footer, LocatorKind
 use rntuple::merge::{merge_files, merge_to_dataset, MergeOptions};
 use rntuple::read::RNTupleReader;
 use rntuple_io::{
-    ByteRange, IoMetrics, IoMetricsSnapshot, MemorySource, ObjectDataset, ReadAt, ReadHints,
+    Access, IoMetrics, IoMetricsSnapshot, MemorySource, ObjectDataset, RangeBuffer, ReadAt,
+    ReadHints, ReadRanges, ReadRequest, SourceProfile,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -276,18 +277,22 @@ impl<R: ReadAt> ReadAt for RemoteLike<R> {
         self.metrics.record(false, 1, len, t);
         Ok(out)
     }
-    fn read_ranges(&self, ranges: &[ByteRange]) -> rntuple_io::Result<Vec<Vec<u8>>> {
-        let t = std::time::Instant::now();
+    fn read(&self, request: ReadRequest<'_>) -> rntuple_io::Result<Vec<RangeBuffer>> {
+        // A hint is no request; the buffers given back are dropped.
+        if request.access == Access::WillNeed {
+            return Ok(Vec::new());
+        }
+        let (t, ranges) = (std::time::Instant::now(), request.ranges);
         let out = self.inner.read_ranges(ranges)?;
         let bytes = ranges.iter().map(|r| r.len).sum();
         self.metrics.record(true, ranges.len() as u64, bytes, t);
-        Ok(out)
+        Ok(out.into_iter().map(RangeBuffer::whole).collect())
     }
     fn metrics(&self) -> IoMetricsSnapshot {
         self.metrics.snapshot()
     }
-    fn hints(&self) -> ReadHints {
-        self.hints
+    fn profile(&self) -> SourceProfile {
+        SourceProfile::with_hints(self.hints)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Pages read at their locators as the decoder asks for them: a local file, where a
 //! read costs no round trip and the decoder's threads read in parallel. A thread of its
-//! own tells the kernel which clusters come next (`ReadAt::will_need`), so that it reads
-//! them from the disk into the page cache while the current ones are decoded.
+//! own tells the kernel which clusters come next (a read with `Access::WillNeed`), so
+//! that it reads them from the disk into the page cache while the current ones are
+//! decoded.
 
 use super::pool::BufferPool;
 use super::{PageBytes, PageSource, Storage};

@@ -25,8 +25,8 @@ use crate::format::{
 };
 use crate::io::RemoteKind;
 use crate::io::{
-    open_source, open_source_with, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints, Source,
-    SourceOptions,
+    open_source, open_source_with, Access, IoMetricsSnapshot, ReadAhead, ReadAt, ReadHints,
+    ReadRequest, Source, SourceOptions, SourceProfile,
 };
 use crate::schema::Descriptor;
 use plan::Bunch;
@@ -101,11 +101,14 @@ pub(crate) struct ReadCounters {
     pub read_nanos: AtomicU64,
 }
 
-/// An RNTuple's storage: the byte source, the file's MaxKeySize (pages larger than a
-/// key are split over several) and the counters of what reading cost.
+/// An RNTuple's storage: the byte source and what it is (its profile, asked once when
+/// the storage is made), the file's MaxKeySize (pages larger than a key are split over
+/// several) and the counters of what reading cost.
 #[derive(Clone)]
 pub(crate) struct Storage {
     source: Source,
+    /// What the source is: the planner's input (hints, cache holdings, objects or file).
+    profile: SourceProfile,
     max_key_size: u64,
     counters: Arc<ReadCounters>,
     /// How far planned reads fetch ahead (the reader's settings).
@@ -126,8 +129,10 @@ pub(crate) struct PlannedRead {
 impl Storage {
     /// Storage of pages in `source`, in keys of at most `max_key_size` bytes.
     pub(crate) fn new(source: Source, max_key_size: u64) -> Storage {
+        let profile = source.profile();
         Storage {
             source,
+            profile,
             max_key_size,
             counters: Arc::default(),
             read_ahead: ReadAhead::default(),
@@ -147,29 +152,24 @@ impl Storage {
         field_columns: &[Vec<u32>],
         ranges: &[Range<u64>],
     ) -> PlannedRead {
-        let mut hints = self.source.hints();
-        let ReadAhead {
-            bunch_bytes,
-            max_bytes: max_ahead,
-        } = self.read_ahead;
-        let direct = direct::DirectPages::new(self.clone());
+        let mut hints = self.profile.hints;
         let mut columns: Vec<u32> = field_columns.iter().flatten().copied().collect();
         columns.sort_unstable();
         columns.dedup();
         // A local file mostly not in the page cache is read as a remote one is, ahead of
         // the decoder in planned requests, but past the page cache.
-        let uncached = if hints.remote {
-            None
-        } else {
-            let selected = selected_pages(descriptor, &columns, ranges);
-            self.source.uncached_hints(&selected)
+        let uncached = match &self.profile.page_cache {
+            Some(page_cache) if !hints.remote => {
+                page_cache.uncached_hints(&selected_pages(descriptor, &columns, ranges))
+            }
+            _ => None,
         };
         // A remote file whose selected pages are all in a cache on local disk is read as
         // a local one is: each page straight from the cache into a pooled buffer as the
         // decoder asks, with no request to plan and no range buffers to fill.
         if hints.remote {
             let selected = selected_pages(descriptor, &columns, ranges);
-            let cached = |r: &crate::io::ByteRange| self.source.cached_extent(*r).is_some();
+            let cached = |r: &crate::io::ByteRange| self.profile.cached_extent(*r).is_some();
             if !selected.is_empty() && selected.iter().all(cached) {
                 hints.remote = false;
             }
@@ -177,9 +177,7 @@ impl Storage {
         if let Some(cold) = uncached {
             hints = cold;
         }
-        if let Some(bytes) = bunch_bytes {
-            hints.bunch_bytes = bytes;
-        }
+        let hints = self.with_bunch_bytes(hints);
         if uncached.is_none() && !hints.remote {
             let (range_of, bunches): (Vec<usize>, Vec<Bunch>) = ranges
                 .iter()
@@ -208,25 +206,54 @@ impl Storage {
                 &hints,
                 self.max_key_size,
                 &mut fetched,
-                &|r| self.source.cached_extent(r),
+                &|r| self.profile.cached_extent(r),
             );
             range_of.extend(std::iter::repeat_n(i, planned.len()));
             bunches.extend(planned);
         }
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
+        let (bunches, pages) = self.fetch_ahead(bunches, &hints, uncached.is_some());
+        PlannedRead {
+            bunches,
+            range_of,
+            pages: Box::new(pages),
+        }
+    }
+
+    /// `hints` with the bunch size of this reader's settings, if they set one.
+    fn with_bunch_bytes(&self, hints: ReadHints) -> ReadHints {
+        match self.read_ahead.bunch_bytes {
+            Some(bunch_bytes) => ReadHints {
+                bunch_bytes,
+                ..hints
+            },
+            None => hints,
+        }
+    }
+
+    /// Starts fetching the pages of `bunches` ahead of their use, as `hints` say (small
+    /// consecutive bunches fetched together; `uncached`: past the page cache, further
+    /// ahead): the one fetcher of planned pages, for reads, merge's page copy and
+    /// `column_values`. The pages a bunch lacks are read on demand.
+    fn fetch_ahead(
+        &self,
+        mut bunches: Vec<Bunch>,
+        hints: &ReadHints,
+        uncached: bool,
+    ) -> (Arc<Vec<Bunch>>, prefetch::PrefetchedPages) {
+        plan::coalesce_fetches(&mut bunches, hints, &|r| self.profile.cached_extent(r));
         let bunches = Arc::new(bunches);
-        let window = if uncached.is_some() {
+        let window = if uncached {
             UNCACHED_WINDOW
         } else {
             PREFETCH_WINDOW
         };
         let limits = prefetch::Limits {
             window,
-            max_window: Self::max_window(&hints, max_ahead).max(window),
+            max_window: Self::max_window(hints, self.read_ahead.max_bytes).max(window),
             round_trip: self.round_trip(),
             parallel: hints.parallel_requests,
             bunch_bytes: hints.bunch_bytes,
-            uncached: uncached.is_some(),
+            uncached,
         };
         let prefetcher = prefetch::Prefetcher::start(
             self.source.clone(),
@@ -234,11 +261,8 @@ impl Storage {
             limits,
             self.counters.clone(),
         );
-        PlannedRead {
-            bunches,
-            range_of,
-            pages: Box::new(prefetch::PrefetchedPages::new(prefetcher, direct)),
-        }
+        let direct = direct::DirectPages::new(self.clone());
+        (bunches, prefetch::PrefetchedPages::new(prefetcher, direct))
     }
 
     /// The most bunches a planned read fetches ahead: `max_ahead` bytes of them.
@@ -256,9 +280,11 @@ impl Storage {
         in_rntuple(&self.source, path)
     }
 
-    /// Asks the source to read `ranges` ahead (a hint).
+    /// Asks the source to read `ranges` ahead (a hint: nothing is read now, and a
+    /// failure changes nothing).
     fn will_need(&self, ranges: &[crate::io::ByteRange]) {
-        self.source.will_need(ranges);
+        let hint = ReadRequest::new(ranges).access(Access::WillNeed);
+        let _ = self.source.read(hint);
     }
 
     /// Adds `nanos` to the time spent in reads.
@@ -350,7 +376,7 @@ impl Storage {
     /// a file, an object locator in a store's objects; an unknown type anywhere is an
     /// error naming it (its page list reads, its pages cannot be found).
     pub(crate) fn check_locator(&self, locator: &Locator) -> Result<()> {
-        let objects = self.source.holds_objects();
+        let objects = self.profile.holds_objects;
         match locator.kind {
             LocatorKind::File if !objects => Ok(()),
             LocatorKind::Object64 { location } if objects => {
@@ -408,7 +434,7 @@ impl Storage {
     /// Where `address` is, for messages: a byte offset of a file, or in a store's
     /// objects the object (`format::object_address`) and the byte in it.
     fn place(&self, address: u64) -> Location {
-        if !self.source.holds_objects() {
+        if !self.profile.holds_objects {
             return Location {
                 offset: Some(address),
                 ..Default::default()
@@ -480,19 +506,12 @@ impl Storage {
     /// Starts fetching `groups` of pages ahead of their use, when the source is remote
     /// (`None` for a local file, whose pages are best read as they are needed).
     fn prefetch_groups(&self, groups: &[Vec<PageInfo>]) -> Option<PagePrefetch> {
-        let mut hints = self.source.hints();
-        if !hints.remote {
+        if !self.profile.hints.remote {
             return None;
         }
-        let ReadAhead {
-            bunch_bytes,
-            max_bytes: max_ahead,
-        } = self.read_ahead;
-        if let Some(bytes) = bunch_bytes {
-            hints.bunch_bytes = bytes;
-        }
+        let hints = self.with_bunch_bytes(self.profile.hints);
         let mut fetched = HashSet::new();
-        let mut bunches: Vec<Bunch> = groups
+        let bunches: Vec<Bunch> = groups
             .iter()
             .map(|pages| {
                 let keys: Vec<plan::PageKey> = pages
@@ -504,29 +523,12 @@ impl Storage {
                     .filter(|k| plan::contiguous_page(k.len, self.max_key_size))
                     .collect();
                 plan::make_bunch(0..0, None, keys, &hints, &mut fetched, &|r| {
-                    self.source.cached_extent(r)
+                    self.profile.cached_extent(r)
                 })
             })
             .collect();
-        plan::coalesce_fetches(&mut bunches, &hints, &|r| self.source.cached_extent(r));
-        let limits = prefetch::Limits {
-            window: PREFETCH_WINDOW,
-            max_window: Self::max_window(&hints, max_ahead).max(PREFETCH_WINDOW),
-            round_trip: self.round_trip(),
-            parallel: hints.parallel_requests,
-            bunch_bytes: hints.bunch_bytes,
-            uncached: false,
-        };
-        let prefetcher = prefetch::Prefetcher::start(
-            self.source.clone(),
-            Arc::new(bunches),
-            limits,
-            self.counters.clone(),
-        );
-        let direct = direct::DirectPages::new(self.clone());
-        Some(PagePrefetch {
-            pages: prefetch::PrefetchedPages::new(prefetcher, direct),
-        })
+        let (_, pages) = self.fetch_ahead(bunches, &hints, false);
+        Some(PagePrefetch { pages })
     }
 }
 
@@ -735,6 +737,11 @@ impl RNTupleReader {
         &self.storage.source
     }
 
+    /// What the byte source is, as it said when this reader opened it.
+    pub fn source_profile(&self) -> &SourceProfile {
+        &self.storage.profile
+    }
+
     /// This RNTuple's metadata without its file: a reader that plans and describes reads
     /// (selections, projections, types) as this one does, and reads no page (a read
     /// fails, naming the file). It keeps no file or connection open, for holding the
@@ -785,13 +792,22 @@ impl RNTupleReader {
         let Some(pages) = c.column(column) else {
             return Ok(out);
         };
+        // From a remote source the column's pages come as any read's do: planned into
+        // few vectored requests, fetched ahead (none for a local file).
+        let ahead = self
+            .storage
+            .prefetch_groups(std::slice::from_ref(&pages.pages));
         let mut scratch = Vec::new();
         for page in &pages.pages {
             self.storage.check_locator(&page.locator)?;
-            let stored = self
-                .storage
-                .read_blob(page.locator.offset, stored_page_len(page))?;
-            let data = open_page(&stored, page, &enc)?;
+            let stored = match &ahead {
+                Some(ahead) => ahead.page(page)?,
+                None => PageBytes::Owned(
+                    self.storage
+                        .read_blob(page.locator.offset, stored_page_len(page))?,
+                ),
+            };
+            let data = open_page(stored.as_slice(), page, &enc)?;
             let encoded = page_encoded(data, page, &enc, &mut scratch)?;
             out.append(decode_page(&enc, encoded, u64::from(page.n_elements))?)?;
         }

@@ -244,7 +244,7 @@ pub(crate) fn coalesce_fetches(bunches: &mut [Bunch], hints: &ReadHints, cached:
 }
 
 /// The cached extent holding a byte range, when the source keeps a local copy of some
-/// of its bytes ([`crate::io::ReadAt::cached_extent`]).
+/// of its bytes ([`crate::io::SourceProfile::cached_extent`]).
 pub(crate) type Extents<'a> = dyn Fn(ByteRange) -> Option<ByteRange> + 'a;
 
 /// No cached extents: every page is fetched.

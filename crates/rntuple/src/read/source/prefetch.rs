@@ -9,7 +9,7 @@ use super::{PageSource, ReadCounters};
 use crate::error::{Error, Result};
 use crate::format::{stored_page_len, PageInfo};
 use crate::io::RemoteKind;
-use crate::io::{RangeBuffer, Source};
+use crate::io::{Access, RangeBuffer, ReadRequest, Source};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -200,7 +200,7 @@ impl Prefetcher {
     /// received, up to `window` bunches: at first the requests of the first bunch do not
     /// share the link with those of the next ones, so decoding starts as early as it can.
     /// `uncached`: the requests bypass the page cache
-    /// ([`crate::io::ReadAt::read_ranges_uncached`]).
+    /// ([`crate::io::Access::Uncached`]).
     pub(super) fn start(
         source: Source,
         bunches: Arc<Vec<Bunch>>,
@@ -373,17 +373,16 @@ fn fetch_all(cache: &PageCache, source: &Source, bunches: &[Bunch], limits: Limi
                     std::mem::take(&mut state.freed)
                 };
                 cache.changed.notify_all();
-                for buffer in freed {
-                    source.recycle(buffer);
-                }
                 let request = &bunches[k].requests[i];
                 let ranges: Vec<_> = request.iter().map(|r| r.range).collect();
-                let result = if limits.uncached {
-                    source.read_ranges_uncached(&ranges)
+                let access = if limits.uncached {
+                    Access::Uncached
                 } else {
-                    let buffers = source.read_ranges(&ranges);
-                    buffers.map(|b| b.into_iter().map(RangeBuffer::whole).collect())
+                    Access::Normal
                 };
+                // The buffers of bunches decoded go back to the source with the read.
+                let read = ReadRequest::new(&ranges).access(access).spare(freed);
+                let result = source.read(read);
                 {
                     let mut state = cache.lock();
                     state.in_flight_bytes -= bytes;
@@ -490,7 +489,7 @@ impl PageSource for PrefetchedPages {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt};
+    use crate::io::{ByteRange, IoMetricsSnapshot, MemorySource, ReadAt, ReadRanges};
     use crate::read::source::plan::{two_page_bunch, MergedRange};
     use std::time::Duration;
 
@@ -517,8 +516,25 @@ mod tests {
         fn read_at(&self, offset: u64, len: u64) -> crate::io::Result<Vec<u8>> {
             self.inner.read_at(offset, len)
         }
-        fn read_ranges(&self, ranges: &[ByteRange]) -> crate::io::Result<Vec<Vec<u8>>> {
+        fn read(&self, request: ReadRequest<'_>) -> crate::io::Result<Vec<RangeBuffer>> {
+            let ReadRequest {
+                ranges,
+                access,
+                spare,
+            } = request;
+            self.recycled.lock().unwrap().extend(spare);
             let first = ranges.first().map_or(0, |r| r.offset);
+            if access == Access::Uncached {
+                // As a direct read: each range's bytes after a few of the block before it.
+                self.log.lock().unwrap().push(("uncached", first));
+                let reads = self.inner.read_ranges(ranges)?;
+                let padded = reads.into_iter().map(|bytes| {
+                    let mut buffer = vec![0xEE; 5];
+                    buffer.extend(bytes);
+                    RangeBuffer { buffer, start: 5 }
+                });
+                return Ok(padded.collect());
+            }
             self.log.lock().unwrap().push(("start", first));
             if self.together.contains(&first) {
                 use std::sync::atomic::Ordering::SeqCst;
@@ -529,30 +545,12 @@ mod tests {
                 }
             }
             std::thread::sleep(Duration::from_millis(40));
-            let out = self.inner.read_ranges(ranges);
+            let out = self.inner.read(ReadRequest::new(ranges));
             self.log.lock().unwrap().push(("end", first));
             out
         }
         fn metrics(&self) -> IoMetricsSnapshot {
             self.inner.metrics()
-        }
-        fn read_ranges_uncached(
-            &self,
-            ranges: &[ByteRange],
-        ) -> crate::io::Result<Vec<RangeBuffer>> {
-            // As a direct read: each range's bytes after a few of the block before it.
-            let first = ranges.first().map_or(0, |r| r.offset);
-            self.log.lock().unwrap().push(("uncached", first));
-            let reads = self.inner.read_ranges(ranges)?;
-            let padded = reads.into_iter().map(|bytes| {
-                let mut buffer = vec![0xEE; 5];
-                buffer.extend(bytes);
-                RangeBuffer { buffer, start: 5 }
-            });
-            Ok(padded.collect())
-        }
-        fn recycle(&self, buffer: Vec<u8>) {
-            self.recycled.lock().unwrap().push(buffer);
         }
     }
 
