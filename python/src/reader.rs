@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::read::{Projection, RNTupleReader, ReadTypes, RecordPaths, StepSize};
 use rntuple::schema::FieldKind;
+use rntuple::streamer_fields::StreamerObjects;
 use rntuple::Error;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -144,29 +145,15 @@ impl Reader {
             .into_iter()
             .map(|(a, b)| entry_range(&self.reader, a, b))
             .collect::<PyResult<Vec<_>>>()?;
-        let starts: Vec<u64> = ranges.iter().map(|r| r.start).collect();
         let batches = self
             .reader
             .read_projection_ranges(projection, ranges)
             .map_err(to_py_err)?;
-        let batches: Batches = if decode_ahead {
+        Ok(if decode_ahead {
             Box::new(batches.decode_ahead())
         } else {
             Box::new(batches)
-        };
-        // Streamer fields as records, by the file's streamer infos.
-        let streamer = self.streamer_fields()?;
-        if streamer.is_empty() {
-            return Ok(batches);
-        }
-        Ok(Box::new(batches.zip(starts).map(move |(batch, start)| {
-            batch.and_then(|b| streamer.decode(&b, start))
-        })))
-    }
-
-    /// The streamer fields this RNTuple's streamer infos decode into records.
-    fn streamer_fields(&self) -> PyResult<rntuple::streamer_fields::StreamerFields> {
-        rntuple::streamer_fields::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
+        })
     }
 
     /// The projection Python reads: field paths (qualified names) through records stay
@@ -180,6 +167,19 @@ impl Reader {
         let types = types.map_or(&empty, |t| &t.types);
         self.reader
             .projection_as(fields.as_deref(), RecordPaths::Members, types)
+            .map_err(to_py_err)
+    }
+
+    /// The projection Python reads values of: as [`Reader::projection`], streamer fields
+    /// read as records by the file's streamer infos.
+    fn read_projection(
+        &self,
+        fields: Option<Vec<String>>,
+        types: Option<&ReadTypesHandle>,
+    ) -> PyResult<Projection> {
+        let projection = self.projection(fields, types)?;
+        StreamerObjects::Records
+            .project(self.reader.descriptor(), projection)
             .map_err(to_py_err)
     }
 }
@@ -307,11 +307,9 @@ impl Reader {
         fields: Option<Vec<String>>,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields, types.as_deref())?;
         // Streamer fields as the records they are read as.
-        self.streamer_fields()?
-            .schema(projection.schema())
-            .to_pyarrow(py)
+        let projection = self.read_projection(fields, types.as_deref())?;
+        projection.schema().to_pyarrow(py)
     }
 
     /// The clusters as `(first_entry, n_entries)` pairs.
@@ -423,14 +421,10 @@ impl Reader {
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let range = entry_range(&self.reader, start, stop)?;
-        let projection = self.projection(fields, types.as_deref())?;
+        let projection = self.read_projection(fields, types.as_deref())?;
         let reader = self.reader.clone();
-        let streamer = self.streamer_fields()?;
         let batch = py
-            .detach(move || {
-                let start = range.start;
-                streamer.decode(&reader.read_projection(&projection, range)?, start)
-            })
+            .detach(move || reader.read_projection(&projection, range))
             .map_err(to_py_err)?;
         batch.to_pyarrow(py)
     }
@@ -447,8 +441,8 @@ impl Reader {
         decode_ahead: bool,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields, types.as_deref())?;
-        let schema = Arc::new(self.streamer_fields()?.schema(projection.schema()));
+        let projection = self.read_projection(fields, types.as_deref())?;
+        let schema = projection.schema().clone();
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)
@@ -467,7 +461,7 @@ impl Reader {
         decode_ahead: bool,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<BatchIterator> {
-        let projection = self.projection(fields, types.as_deref())?;
+        let projection = self.read_projection(fields, types.as_deref())?;
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         Ok(BatchIterator {
             batches: Mutex::new(Some(batches)),

@@ -76,6 +76,17 @@ pub struct Projection {
     /// Per column, its conversion to the type asked for (`None`: as on disk); empty
     /// when nothing is converted.
     conversions: Arc<[Option<evolve::Conversion>]>,
+    /// Columns decoded further after their conversion, by a feature above the reader
+    /// (`streamer_fields`: streamed objects into records), by column index.
+    further: Vec<(usize, Arc<dyn FurtherDecoding>)>,
+}
+
+/// A column's values decoded further once read, by a feature the reader does not know
+/// (the objects of streamer fields decoded by the file's streamer infos): part of the
+/// read, so every front end gets the same values from the same call.
+pub(crate) trait FurtherDecoding: Send + Sync + std::fmt::Debug {
+    /// `array`, whose first value is entry `first_entry`, decoded.
+    fn decode(&self, array: &ArrayRef, first_entry: u64) -> Result<ArrayRef>;
 }
 
 impl Projection {
@@ -90,12 +101,39 @@ impl Projection {
     }
 
     /// Column `i` as decoded from its first entry `first_entry`, converted to the type
-    /// asked for.
+    /// asked for, then decoded further where a feature asked.
     fn convert(&self, i: usize, array: ArrayRef, first_entry: u64) -> Result<ArrayRef> {
-        match self.conversions.get(i) {
-            Some(Some(c)) => c.apply(&array, first_entry),
-            _ => Ok(array),
+        let array = match self.conversions.get(i) {
+            Some(Some(c)) => c.apply(&array, first_entry)?,
+            _ => array,
+        };
+        match self.further.iter().find(|(k, _)| *k == i) {
+            Some((_, decoding)) => decoding.decode(&array, first_entry),
+            None => Ok(array),
         }
+    }
+
+    /// This projection with column `i` decoded further by `decoding` into values of
+    /// `field` (named as the column); a column index past the end is left alone.
+    pub(crate) fn decoded_further(
+        mut self,
+        i: usize,
+        field: arrow_schema::Field,
+        decoding: Arc<dyn FurtherDecoding>,
+    ) -> Projection {
+        let Some(old) = self.schema.fields().get(i) else {
+            return self;
+        };
+        let mut fields: Vec<arrow_schema::FieldRef> =
+            self.schema.fields().iter().cloned().collect();
+        fields[i] = Arc::new(field.with_name(old.name()));
+        self.schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            self.schema.metadata().clone(),
+        ));
+        self.further.retain(|(k, _)| *k != i);
+        self.further.push((i, decoding));
+        self
     }
 }
 
@@ -343,6 +381,7 @@ impl RNTupleReader {
             decoded: schema.clone(),
             schema,
             conversions: Arc::new([]),
+            further: Vec::new(),
         })
     }
 
