@@ -37,6 +37,17 @@ fn entry_range(reader: &RNTupleReader, start: u64, stop: u64) -> PyResult<Range<
     Ok(start..stop)
 }
 
+/// The step of an iteration: exactly one of `step_entries` and `step_bytes`.
+fn step_size(step_entries: Option<u64>, step_bytes: Option<u64>) -> PyResult<StepSize> {
+    match (step_entries, step_bytes) {
+        (Some(n), None) => Ok(StepSize::Entries(n)),
+        (None, Some(n)) => Ok(StepSize::Bytes(n)),
+        _ => Err(to_py_err(Error::InvalidArgument(
+            "give exactly one of step_entries and step_bytes".into(),
+        ))),
+    }
+}
+
 /// Reads the selected fields over a list of entry ranges, one record batch per range,
 /// as the consumer asks for them (a lazy stream; from a remote source the pages of the
 /// next ranges are fetched while the current one decodes; decoding ahead, the next batch
@@ -330,9 +341,12 @@ impl Reader {
     }
 
     /// The entry ranges, cut at cluster boundaries, that an iteration over the selected
-    /// fields reads from `start..stop` in steps of about `step_entries` entries or
-    /// `step_bytes` uncompressed bytes (exactly one of them).
-    #[pyo3(signature = (fields, start, stop, step_entries=None, step_bytes=None))]
+    /// fields (all for `None`) reads from `start..stop` in steps of about `step_entries`
+    /// entries or `step_bytes` bytes (exactly one of them): by the planner's own rule
+    /// (`RNTupleReader::batch_ranges`: Dask's partitions, uncompressed bytes), or with
+    /// `uproot` by uproot's (`RNTupleReader::uproot_steps`: `iterate`'s steps, decoded
+    /// bytes; `fields` are qualified names).
+    #[pyo3(signature = (fields, start, stop, step_entries=None, step_bytes=None, uproot=false))]
     fn batch_ranges(
         &self,
         fields: Option<Vec<String>>,
@@ -340,23 +354,22 @@ impl Reader {
         stop: u64,
         step_entries: Option<u64>,
         step_bytes: Option<u64>,
+        uproot: bool,
     ) -> PyResult<Vec<(u64, u64)>> {
-        let step = match (step_entries, step_bytes) {
-            (Some(n), None) => StepSize::Entries(n),
-            (None, Some(n)) => StepSize::Bytes(n),
-            _ => {
-                return Err(to_py_err(Error::InvalidArgument(
-                    "give exactly one of step_entries and step_bytes".into(),
-                )))
-            }
-        };
-        let projection = self.projection(fields, None)?;
+        let step = step_size(step_entries, step_bytes)?;
         let range = entry_range(&self.reader, start, stop)?;
-        let ranges = self
-            .reader
-            .batch_ranges(&projection, range, step)
-            .map_err(to_py_err)?;
-        Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
+        let ranges = if uproot {
+            let names = fields.unwrap_or_else(|| self.field_names());
+            self.reader.uproot_steps(&names, range, step)
+        } else {
+            let projection = self.projection(fields, None)?;
+            self.reader.batch_ranges(&projection, range, step)
+        };
+        Ok(ranges
+            .map_err(to_py_err)?
+            .into_iter()
+            .map(|r| (r.start, r.end))
+            .collect())
     }
 
     /// The compressed size of all pages, in bytes.
