@@ -59,9 +59,10 @@ impl RNTupleReader {
     /// `iterate`), cut at cluster boundaries: whole clusters are grouped while the group
     /// holds at most a step of entries, and a cluster larger than a step is cut into steps
     /// from its first entry (the last one shorter). A step of bytes is first turned into
-    /// entries as uproot does (see [`uproot_step_entries`]) from the decoded bytes of the
-    /// fields `names` (qualified names) and everything below them; `names` are not used
-    /// for a step of entries.
+    /// entries as uproot does: its share of the decoded bytes of the fields `names`
+    /// (qualified names) and everything below them over the clusters the range touches,
+    /// rounded as Python rounds, at least one entry; `names` are not used for a step of
+    /// entries.
     pub fn uproot_steps(
         &self,
         names: &[String],
