@@ -88,8 +88,10 @@ def _name(case: str) -> str:
     return ttreegen.CASES[case].tree
 
 
-def _convert(src: Path, tree: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_rntuple("convert", f"{src}:{tree}", str(out), *extra)
+def _convert(
+    src: Path, tree: str, out: Path | str, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run_rntuple("convert", f"{src}:{tree}", str(out), *extra, env=env)
 
 
 @pytest.fixture(scope="session")
@@ -113,6 +115,34 @@ def test_root_reads_our_rntuple_as_the_ttree(
     assert proc.stdout.startswith(f"converted {ttreegen.CASES[case].entries} entries"), proc.stdout
     diffs = ttree_oracle.compare(ttrees[case], ttreegen.CASES[case].tree, out, _name(case))
     assert diffs == [], "\n".join(diffs[:20])
+
+
+def test_convert_streams_into_an_object_store_without_a_temporary_file(
+    ttrees: dict[str, Path],
+    converted: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    tmp_path: Path,
+) -> None:
+    """``convert`` into a dataset of objects (``ntpl+file://``) writes the objects as it
+    converts, with no file in between: with ``TMPDIR`` naming no directory it succeeds,
+    and every entry (streamer fields, a tree in sub-directories, NanoAOD-like
+    collections) equals the file conversion's; an existing dataset is refused unless
+    ``--force``."""
+    no_tmp = {"TMPDIR": str(tmp_path / "no-such-directory")}
+    for case in ("streamer_objects", "subdir", "nanoaod"):
+        file_out, proc = converted[case]
+        assert proc.returncode == 0, proc.stderr
+        url = f"ntpl+file://{tmp_path}/{case}"
+        written = _convert(ttrees[case], ttreegen.CASES[case].tree, url, env=no_tmp)
+        assert written.returncode == 0, written.stderr
+        assert written.stdout.startswith(f"converted {ttreegen.CASES[case].entries} entries"), written.stdout
+        ours = run_rntuple("dump", "--json", url)
+        theirs = run_rntuple("dump", "--json", f"{file_out}:{_name(case)}")
+        assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr
+        assert json.loads(ours.stdout) == json.loads(theirs.stdout)
+        again = _convert(ttrees[case], ttreegen.CASES[case].tree, url, env=no_tmp)
+        assert again.returncode == 2 and "already exists" in again.stderr, again.stderr
+        forced = _convert(ttrees[case], ttreegen.CASES[case].tree, url, "--force", env=no_tmp)
+        assert forced.returncode == 0, forced.stderr
 
 
 @pytest.mark.parametrize("case", list(REFUSED))

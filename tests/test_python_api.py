@@ -12,12 +12,16 @@ import awkward as ak
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 import pytest
 import uproot
-from pysamples import EXAMPLE, SUBDIRS, write_events
+from pysamples import EXAMPLE, REPO_ROOT, SUBDIRS, write_events
 
 import rntuple
 from rntuple.libraries import to_awkward
+
+#: ROOT's streamer fields (``crates/rntuple/tests/data/make_streamer_fields.C``).
+STREAMER_FIELDS = REPO_ROOT / "crates" / "rntuple" / "tests" / "data" / "streamer_fields.root"
 
 #: The fields of ``examples/events.root`` and their C++ types, as make_example.py declares them.
 EXAMPLE_TYPES = {
@@ -229,6 +233,29 @@ def test_iterate_by_bytes(nt: rntuple.RNTuple, up: ak.Array) -> None:
         assert ak.to_list(merged.Jet_eta) == ak.to_list(up.Jet_eta)
     assert len(nt.step_ranges(["MET_pt"], 0, 2000, "1 MB")) == 1
     assert len(nt.step_ranges(fields, 0, 2000, "30 kB")) >= 4
+
+
+def test_streamer_fields_read_as_records_by_every_read_path() -> None:
+    """ROOT's streamer fields (``make_streamer_fields.C``: a ``TLorentzVector`` and a
+    ``std::vector<TLorentzVector>`` stored whole) read as the records the core decodes
+    while it reads: the same schema and values from ``arrays``, ``iterate`` with and
+    without decoding ahead, and the schema the RNTuple states."""
+    nt = rntuple.open(f"{STREAMER_FIELDS}:t")
+    whole = nt.arrays(library="arrow")
+    assert whole.schema == nt.schema
+    for decode_ahead in (True, False):
+        batches = list(nt.iterate(step_size=1, library="arrow", decode_ahead=decode_ahead))
+        assert [b.num_rows for b in batches] == [1, 1, 1]
+        assert all(b.schema == nt.schema for b in batches)
+        assert pa.concat_tables(batches).equals(whole)
+
+    def four_vector(record: dict) -> list[float]:
+        return [record["fP"]["fX"], record["fP"]["fY"], record["fP"]["fZ"], record["fE"]]
+
+    for i, entry in enumerate(whole.to_pylist()):
+        # make_streamer_fields.C: p4 SetPxPyPzE(i, 2i, 3i, 4i + 1); vp4 i vectors (j, j+1, j+2, j+10).
+        assert four_vector(entry["p4"]) == [i, 2 * i, 3 * i, 4 * i + 1]
+        assert [four_vector(v) for v in entry["vp4"]] == [[j, j + 1, j + 2, j + 10] for j in range(i)]
 
 
 def test_iterate_and_concatenate_many_files(three_files: list[Path]) -> None:

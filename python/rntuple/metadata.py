@@ -63,7 +63,6 @@ COLUMN_TYPES: dict[int, tuple[str, str]] = {
     0x1D: ("Real32Quant", "float32"),
 }
 
-_INDEX_TYPES = {0x0E, 0x0F, 0x1A, 0x1B}
 _ZIGZAG_TYPES = {0x11, 0x13, 0x15}
 
 
@@ -179,55 +178,6 @@ class RNTupleMetadata:
             isbit=record.type == 0x00,
             nbits=record.nbits,
         )
-
-    def subtree(self, field_id: int) -> list[int]:
-        """``field_id`` and the ids of all fields below it."""
-        children: dict[int, list[int]] = {}
-        for i, record in enumerate(self.field_records):
-            if record.parent_field_id != i:
-                children.setdefault(record.parent_field_id, []).append(i)
-        out, stack = [], [field_id]
-        while stack:
-            current = stack.pop()
-            out.append(current)
-            stack.extend(children.get(current, []))
-        return out
-
-    def decoded_bytes(self, field_ids: list[int], first_cluster: int, stop_cluster: int) -> int:
-        """The bytes the columns of ``field_ids`` take decoded over clusters
-        ``first_cluster:stop_cluster``: each column's elements (one more for an offset
-        column) times the width of one element, counted once however many fields read
-        it (a projected field reads its source field's columns; a cardinality field
-        reads its collection's offsets as counts, a buffer of its own); of a field with
-        several representations, the one each cluster uses."""
-        total = 0
-        counted: set[tuple[int, bool]] = set()
-        for field_id in field_ids:
-            record = self.field_records[field_id]
-            source = field_id if record.source_field_id is None else record.source_field_id
-            cardinality = record.type_name.startswith("ROOT::RNTupleCardinality")
-            by_representation: dict[int, list[MetaRecord]] = {}
-            for column in self.column_records:
-                if column.field_id == source and (column.idx, cardinality) not in counted:
-                    by_representation.setdefault(column.repr_idx, []).append(column)
-            if not by_representation:
-                continue
-            counted.update((c.idx, cardinality) for cols in by_representation.values() for c in cols)
-            for cluster in self.page_link_list[max(first_cluster, 0) : stop_cluster]:
-                used = next(
-                    (
-                        cols
-                        for _, cols in sorted(by_representation.items())
-                        if all(c.idx < len(cluster) and not cluster[c.idx].suppressed for c in cols)
-                    ),
-                    None,
-                )
-                for column in used or []:
-                    n = sum(p.num_elements for p in cluster[column.idx].pages)
-                    total += n * column_dtype(column.type).itemsize
-            for columns in list(by_representation.values())[:1]:
-                total += sum(column_dtype(c.type).itemsize for c in columns if c.type in _INDEX_TYPES)
-        return total
 
     def field_paths(self) -> dict[str, int]:
         """Field ids by the path the reader shows (``Jet.pt`` for a member of the

@@ -48,8 +48,6 @@ from .uproot_compat import (
     Report,
     add_doc,
     check_virtual,
-    step_entries_for_bytes,
-    step_ranges,
     virtual_content,
 )
 
@@ -551,18 +549,17 @@ class RNTuple:
     def step_ranges(
         self, fields: FieldSelection, start: int, stop: int, step_size: StepSize
     ) -> list[tuple[int, int]]:
-        """The entry ranges :meth:`iterate` reads over ``start:stop`` (see there)."""
+        """The entry ranges :meth:`iterate` reads over ``start:stop`` (see there), as the
+        core plans uproot's steps."""
         step_size = check_step_size(step_size)
-        if isinstance(step_size, str):
-            try:
-                target = parse_size(step_size)
-            except InvalidArgumentError as err:
-                raise InvalidArgumentError(f"step_size: {err}") from None
-            ids = self.metadata.field_paths()
-            paths = self.resolve_fields(fields)
-            field_ids = sorted({i for p in paths if p in ids for i in self.metadata.subtree(ids[p])})
-            step_size = step_entries_for_bytes(self.metadata, field_ids, target, start, stop)
-        return step_ranges(self.clusters, start, stop, step_size)
+        if isinstance(step_size, int):
+            return self._reader.batch_ranges(None, start, stop, step_entries=step_size, uproot=True)
+        try:
+            target = parse_size(step_size)
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"step_size: {err}") from None
+        names = self._qualified(self.resolve_fields(fields))
+        return self._reader.batch_ranges(names, start, stop, step_bytes=target, uproot=True)
 
     def _iterate_plan(
         self,

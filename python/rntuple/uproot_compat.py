@@ -88,61 +88,6 @@ class Report:
         )
 
 
-def cluster_search(starts: list[int], entry: int) -> int:
-    """The index of the last cluster starting at or before ``entry`` (-1 if none)."""
-    lo, hi = 0, len(starts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if starts[mid] <= entry:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1
-
-
-def step_entries_for_bytes(
-    meta: RNTupleMetadata, field_ids: list[int], target_bytes: int, start: int, stop: int
-) -> int:
-    """uproot's number of entries per step for a memory size: the decoded bytes of the
-    selected columns over the clusters the range touches, scaled to ``target_bytes``
-    per step (at least one entry)."""
-    starts = [c.num_first_entry for c in meta.cluster_summaries]
-    first = cluster_search(starts, start)
-    # uproot counts the cluster starting at ``stop`` too.
-    last = cluster_search(starts, stop) + 1
-    total = meta.decoded_bytes(field_ids, first, last)
-    entries = round(target_bytes * (stop - start) / total) if total else 0
-    return max(entries, 1)
-
-
-def step_ranges(clusters: list[range], start: int, stop: int, step: int) -> list[tuple[int, int]]:
-    """Entry ranges of at most ``step`` entries over ``start:stop``, ending at cluster
-    boundaries: whole clusters are grouped while they fit in a step; a cluster larger
-    than a step is cut into steps from its first entry and what is left of it."""
-    out: list[tuple[int, int]] = []
-    group_start: int | None = None
-    group_stop = start
-    for cluster in clusters:
-        first, last = max(cluster.start, start), min(cluster.stop, stop)
-        if first >= last:
-            continue
-        if last - first > step:
-            if group_start is not None:
-                out.append((group_start, group_stop))
-                group_start = None
-            out.extend((s, min(s + step, last)) for s in range(first, last, step))
-            continue
-        if group_start is not None and last - group_start > step:
-            out.append((group_start, group_stop))
-            group_start = None
-        if group_start is None:
-            group_start = first
-        group_stop = last
-    if group_start is not None:
-        out.append((group_start, group_stop))
-    return out
-
-
 class Accessed(NamedTuple):
     """One buffer of a virtual array read on first access: the field it belongs to
     and Awkward's key of the buffer."""

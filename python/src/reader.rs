@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rntuple::read::{Projection, RNTupleReader, ReadTypes, RecordPaths, StepSize};
 use rntuple::schema::FieldKind;
+use rntuple::streamer_fields::StreamerObjects;
 use rntuple::Error;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,6 +35,17 @@ fn entry_range(reader: &RNTupleReader, start: u64, stop: u64) -> PyResult<Range<
         ))));
     }
     Ok(start..stop)
+}
+
+/// The step of an iteration: exactly one of `step_entries` and `step_bytes`.
+fn step_size(step_entries: Option<u64>, step_bytes: Option<u64>) -> PyResult<StepSize> {
+    match (step_entries, step_bytes) {
+        (Some(n), None) => Ok(StepSize::Entries(n)),
+        (None, Some(n)) => Ok(StepSize::Bytes(n)),
+        _ => Err(to_py_err(Error::InvalidArgument(
+            "give exactly one of step_entries and step_bytes".into(),
+        ))),
+    }
 }
 
 /// Reads the selected fields over a list of entry ranges, one record batch per range,
@@ -144,29 +156,15 @@ impl Reader {
             .into_iter()
             .map(|(a, b)| entry_range(&self.reader, a, b))
             .collect::<PyResult<Vec<_>>>()?;
-        let starts: Vec<u64> = ranges.iter().map(|r| r.start).collect();
         let batches = self
             .reader
             .read_projection_ranges(projection, ranges)
             .map_err(to_py_err)?;
-        let batches: Batches = if decode_ahead {
+        Ok(if decode_ahead {
             Box::new(batches.decode_ahead())
         } else {
             Box::new(batches)
-        };
-        // Streamer fields as records, by the file's streamer infos.
-        let streamer = self.streamer_fields()?;
-        if streamer.is_empty() {
-            return Ok(batches);
-        }
-        Ok(Box::new(batches.zip(starts).map(move |(batch, start)| {
-            batch.and_then(|b| streamer.decode(&b, start))
-        })))
-    }
-
-    /// The streamer fields this RNTuple's streamer infos decode into records.
-    fn streamer_fields(&self) -> PyResult<rntuple::streamer_fields::StreamerFields> {
-        rntuple::streamer_fields::StreamerFields::new(self.reader.descriptor()).map_err(to_py_err)
+        })
     }
 
     /// The projection Python reads: field paths (qualified names) through records stay
@@ -180,6 +178,19 @@ impl Reader {
         let types = types.map_or(&empty, |t| &t.types);
         self.reader
             .projection_as(fields.as_deref(), RecordPaths::Members, types)
+            .map_err(to_py_err)
+    }
+
+    /// The projection Python reads values of: as [`Reader::projection`], streamer fields
+    /// read as records by the file's streamer infos.
+    fn read_projection(
+        &self,
+        fields: Option<Vec<String>>,
+        types: Option<&ReadTypesHandle>,
+    ) -> PyResult<Projection> {
+        let projection = self.projection(fields, types)?;
+        StreamerObjects::Records
+            .project(self.reader.descriptor(), projection)
             .map_err(to_py_err)
     }
 }
@@ -307,11 +318,9 @@ impl Reader {
         fields: Option<Vec<String>>,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields, types.as_deref())?;
         // Streamer fields as the records they are read as.
-        self.streamer_fields()?
-            .schema(projection.schema())
-            .to_pyarrow(py)
+        let projection = self.read_projection(fields, types.as_deref())?;
+        projection.schema().to_pyarrow(py)
     }
 
     /// The clusters as `(first_entry, n_entries)` pairs.
@@ -332,9 +341,12 @@ impl Reader {
     }
 
     /// The entry ranges, cut at cluster boundaries, that an iteration over the selected
-    /// fields reads from `start..stop` in steps of about `step_entries` entries or
-    /// `step_bytes` uncompressed bytes (exactly one of them).
-    #[pyo3(signature = (fields, start, stop, step_entries=None, step_bytes=None))]
+    /// fields (all for `None`) reads from `start..stop` in steps of about `step_entries`
+    /// entries or `step_bytes` bytes (exactly one of them): by the planner's own rule
+    /// (`RNTupleReader::batch_ranges`: Dask's partitions, uncompressed bytes), or with
+    /// `uproot` by uproot's (`RNTupleReader::uproot_steps`: `iterate`'s steps, decoded
+    /// bytes; `fields` are qualified names).
+    #[pyo3(signature = (fields, start, stop, step_entries=None, step_bytes=None, uproot=false))]
     fn batch_ranges(
         &self,
         fields: Option<Vec<String>>,
@@ -342,23 +354,22 @@ impl Reader {
         stop: u64,
         step_entries: Option<u64>,
         step_bytes: Option<u64>,
+        uproot: bool,
     ) -> PyResult<Vec<(u64, u64)>> {
-        let step = match (step_entries, step_bytes) {
-            (Some(n), None) => StepSize::Entries(n),
-            (None, Some(n)) => StepSize::Bytes(n),
-            _ => {
-                return Err(to_py_err(Error::InvalidArgument(
-                    "give exactly one of step_entries and step_bytes".into(),
-                )))
-            }
-        };
-        let projection = self.projection(fields, None)?;
+        let step = step_size(step_entries, step_bytes)?;
         let range = entry_range(&self.reader, start, stop)?;
-        let ranges = self
-            .reader
-            .batch_ranges(&projection, range, step)
-            .map_err(to_py_err)?;
-        Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
+        let ranges = if uproot {
+            let names = fields.unwrap_or_else(|| self.field_names());
+            self.reader.uproot_steps(&names, range, step)
+        } else {
+            let projection = self.projection(fields, None)?;
+            self.reader.batch_ranges(&projection, range, step)
+        };
+        Ok(ranges
+            .map_err(to_py_err)?
+            .into_iter()
+            .map(|r| (r.start, r.end))
+            .collect())
     }
 
     /// The compressed size of all pages, in bytes.
@@ -423,14 +434,10 @@ impl Reader {
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let range = entry_range(&self.reader, start, stop)?;
-        let projection = self.projection(fields, types.as_deref())?;
+        let projection = self.read_projection(fields, types.as_deref())?;
         let reader = self.reader.clone();
-        let streamer = self.streamer_fields()?;
         let batch = py
-            .detach(move || {
-                let start = range.start;
-                streamer.decode(&reader.read_projection(&projection, range)?, start)
-            })
+            .detach(move || reader.read_projection(&projection, range))
             .map_err(to_py_err)?;
         batch.to_pyarrow(py)
     }
@@ -447,8 +454,8 @@ impl Reader {
         decode_ahead: bool,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let projection = self.projection(fields, types.as_deref())?;
-        let schema = Arc::new(self.streamer_fields()?.schema(projection.schema()));
+        let projection = self.read_projection(fields, types.as_deref())?;
+        let schema = projection.schema().clone();
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         let stream: Box<dyn RecordBatchReader + Send> = Box::new(RangeStream { batches, schema });
         stream.into_pyarrow(py)
@@ -467,7 +474,7 @@ impl Reader {
         decode_ahead: bool,
         types: Option<PyRef<'_, ReadTypesHandle>>,
     ) -> PyResult<BatchIterator> {
-        let projection = self.projection(fields, types.as_deref())?;
+        let projection = self.read_projection(fields, types.as_deref())?;
         let batches = self.range_batches(&projection, ranges, decode_ahead)?;
         Ok(BatchIterator {
             batches: Mutex::new(Some(batches)),

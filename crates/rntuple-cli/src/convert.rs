@@ -4,7 +4,9 @@ use super::entries::parse_entries;
 use super::output::progress;
 use super::Failure;
 use rntuple::compression::CompressionSettings;
-use rntuple::import::{convert_file, ConvertOptions, ConvertSummary, SplitPolicy};
+use rntuple::import::{
+    convert_file, convert_to_dataset, ConvertOptions, ConvertSummary, SplitPolicy,
+};
 use rntuple::write::WriteOptions;
 use rntuple_io::split_target;
 use std::io::Write;
@@ -161,53 +163,51 @@ pub(crate) fn one(
     let (file, tree) = split_target(input);
     let start = Instant::now();
     let options = options_of(job)?;
-    // Into an object store: converted into a file of a temporary directory first, whose
-    // pages are then copied as objects (the TTree reading and the writer stay one code).
-    let staging = if rntuple_io::is_object_layout(output) {
-        // `URL[:NAME]`: the name is the copy's to give (merge::merge_to).
-        let (url, _) = split_target(output);
-        let dataset =
-            rntuple_io::ObjectDataset::open(&url, &rntuple_io::SourceOptions::current()?, true)?;
-        if !job.force && dataset.store().size_of(dataset.anchor_key())?.is_some() {
-            return Err(rntuple::Error::OutputExists { path: url }.into());
-        }
-        Some(tempfile::tempdir().map_err(|source| {
-            rntuple::Error::Io(rntuple_io::Error::Write {
-                what: "a temporary directory for the conversion".into(),
-                source,
-            })
-        })?)
-    } else {
-        None
-    };
-    let local = match &staging {
-        Some(dir) => dir.path().join("converted.root"),
-        None => PathBuf::from(output),
-    };
     // Its length is known once the tree is open: the first report sets it.
     let bar = progress(0, false);
-    let summary = convert_file(
-        &file,
-        tree.as_deref(),
-        &local,
-        &options,
-        job.write.clone(),
-        job.force,
-        |done, total| {
-            bar.set_length(total);
-            bar.set_position(done);
-        },
-    )
-    .map_err(|e| converting(e, job))?;
+    let report_progress = |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    let summary = if rntuple_io::is_object_layout(output) {
+        // Into an object store: the writer stores pages and envelopes as objects while it
+        // writes, and the dataset its anchor. `URL[:NAME]`: NAME names the RNTuple.
+        let (url, name) = split_target(output);
+        rntuple_io::check_layout_url(&url)?;
+        let dataset =
+            rntuple_io::ObjectDataset::open(&url, &rntuple_io::SourceOptions::current()?, true)?;
+        let mut options = options;
+        options.name = name.or(options.name);
+        let (summary, written) = convert_to_dataset(
+            &file,
+            tree.as_deref(),
+            dataset,
+            &options,
+            job.write.clone(),
+            job.force,
+            report_progress,
+        )
+        .map_err(|e| converting(e, job))?;
+        if let Some(why) = written.not_removed {
+            eprintln!(
+                "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
+                 left ({why}); `rntuple verify --repair {url}` removes them"
+            );
+        }
+        summary
+    } else {
+        convert_file(
+            &file,
+            tree.as_deref(),
+            Path::new(output),
+            &options,
+            job.write.clone(),
+            job.force,
+            report_progress,
+        )
+        .map_err(|e| converting(e, job))?
+    };
     bar.finish_and_clear();
-    if staging.is_some() {
-        let copy = rntuple::merge::MergeOptions {
-            compression: rntuple::merge::OutputCompression::Keep,
-            ..Default::default()
-        };
-        let staged = local.to_string_lossy().into_owned();
-        super::merge::merge_to(&[staged], output, &copy, job.force, |_| {})?;
-    }
     report(&file, output, &summary, start.elapsed().as_secs_f64(), out)
 }
 

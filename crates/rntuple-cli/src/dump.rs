@@ -2,8 +2,8 @@
 //! attribute set's entries.
 
 use super::Failure;
-use rntuple::read::RNTupleReader;
-use rntuple::streamer_fields::StreamerFields;
+use rntuple::read::{Projection, RNTupleReader, RecordPaths};
+use rntuple::streamer_fields::StreamerObjects;
 use rntuple_cli::render;
 use rntuple_io::split_target;
 use std::io::Write;
@@ -85,31 +85,23 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
         return Ok(());
     }
     let fields = super::entries::selected(&reader, fields)?;
-    let streamer = if streamer_bytes {
-        StreamerFields::default()
+    // The selection is checked before the first byte of output.
+    let projection = reader.projection(fields.as_deref(), RecordPaths::Columns)?;
+    let objects = if streamer_bytes {
+        StreamerObjects::Bytes
     } else {
-        StreamerFields::new(reader.descriptor())?
+        StreamerObjects::Records
     };
+    let projection = objects.project(reader.descriptor(), projection)?;
     if jsonl {
-        let mut at = range.start;
-        super::entries::for_each_batch(&reader, fields.as_deref(), range, |batch| {
-            // Streamer fields as records, by the file's streamer infos.
-            let batch = streamer.decode(batch, at)?;
-            at += batch.num_rows() as u64;
+        super::entries::for_each_batch(&reader, &projection, range, |batch| {
             for row in 0..batch.num_rows() {
-                writeln!(out, "{}", render::json_row_with(&batch, row, floats))?;
+                writeln!(out, "{}", render::json_row_with(batch, row, floats))?;
             }
             Ok(())
         })?;
     } else {
-        dump_json(
-            &mut *out,
-            &reader,
-            fields.as_deref(),
-            range,
-            &streamer,
-            floats,
-        )?;
+        dump_json(&mut *out, &reader, &projection, range, floats)?;
     }
     Ok(())
 }
@@ -127,22 +119,15 @@ pub(crate) enum FloatsArg {
 fn dump_json(
     out: &mut impl Write,
     reader: &RNTupleReader,
-    fields: Option<&[String]>,
+    projection: &Projection,
     range: std::ops::Range<u64>,
-    streamer: &StreamerFields,
     floats: render::Floats,
 ) -> Result<(), Failure> {
-    // The selection is checked before the first byte of output.
-    reader.arrow_schema(fields)?;
-    let mut at = range.start;
     let mut first = true;
     write!(out, "[")?;
-    super::entries::for_each_batch(reader, fields, range, |batch| {
-        // Streamer fields as records, by the file's streamer infos.
-        let batch = streamer.decode(batch, at)?;
-        at += batch.num_rows() as u64;
+    super::entries::for_each_batch(reader, projection, range, |batch| {
         for row in 0..batch.num_rows() {
-            let text = format!("{:#}", render::json_row_with(&batch, row, floats));
+            let text = format!("{:#}", render::json_row_with(batch, row, floats));
             let indented = text.replace('\n', "\n  ");
             write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
             first = false;

@@ -3,7 +3,7 @@
 
 use super::Failure;
 use arrow_array::RecordBatch;
-use rntuple::read::RNTupleReader;
+use rntuple::read::{Projection, RNTupleReader};
 use rntuple_io::split_target;
 
 /// The `--fields` and `--entries` of a command that reads entries (`dump`, `show`,
@@ -76,13 +76,13 @@ pub(crate) fn selected(
     Ok(fields.map(|f| reader.resolve_fields(&f)).transpose()?)
 }
 
-/// Reads the selected fields over `range` cluster by cluster and hands each cluster's
-/// batch to `each` as it comes, so memory stays bounded (from a remote source the pages
-/// of the next clusters are fetched meanwhile). The selection is checked before `each`
-/// is first called; a progress bar counts the entries on standard error.
+/// Reads `projection` over `range` cluster by cluster and hands each cluster's batch to
+/// `each` as it comes, so memory stays bounded (from a remote source the pages of the
+/// next clusters are fetched meanwhile); a progress bar counts the entries on standard
+/// error.
 pub(crate) fn for_each_batch(
     reader: &RNTupleReader,
-    fields: Option<&[String]>,
+    projection: &Projection,
     range: std::ops::Range<u64>,
     mut each: impl FnMut(&RecordBatch) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
@@ -93,7 +93,7 @@ pub(crate) fn for_each_batch(
         .map(|c| range.start.max(c.first_entry)..range.end.min(c.first_entry + c.n_entries))
         .filter(|r| r.start < r.end)
         .collect();
-    let batches = reader.read_ranges(fields, ranges)?;
+    let batches = reader.read_projection_ranges(projection, ranges)?;
     let bar = super::output::progress(range.end - range.start, true);
     for batch in batches {
         let batch = batch?;

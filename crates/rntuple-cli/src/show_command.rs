@@ -2,6 +2,7 @@
 //! `RNTupleReader::Show` (`rntuple_cli::show`).
 
 use super::Failure;
+use rntuple::read::RecordPaths;
 use std::io::Write;
 
 /// Print entries for people, in the layout of ROOT's RNTupleReader::Show: one
@@ -38,7 +39,9 @@ pub(crate) fn run(job: Job, out: &mut impl Write) -> Result<(), Failure> {
         return Ok(());
     }
     let fields = super::entries::selected(&reader, fields)?;
-    super::entries::for_each_batch(&reader, fields.as_deref(), range, |batch| {
+    // Streamer fields stay bytes: ROOT's Show prints them as `<streamer mode>`.
+    let projection = reader.projection(fields.as_deref(), RecordPaths::Columns)?;
+    super::entries::for_each_batch(&reader, &projection, range, |batch| {
         for row in 0..batch.num_rows() {
             shower.write_entry(&mut *out, batch, row)?;
         }

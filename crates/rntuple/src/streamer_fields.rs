@@ -10,10 +10,11 @@
 use crate::error::{Error, Location, Result};
 use crate::format::{Footer, Header, EXTRA_TYPE_STREAMER_INFO};
 use crate::import::register_classes;
+use crate::read::{FurtherDecoding, Projection};
 use crate::schema::{arrow_field, ColumnDefaults, Descriptor, FieldRole, SchemaBuilder};
 use crate::ttree::{parse_streamer_info_object, Builder, StreamCursor, Streamed, TypeResolver};
 use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch};
-use arrow_schema::{Field, Schema};
+use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 
 /// One top-level streamer field that can be decoded.
@@ -84,19 +85,6 @@ impl StreamerFields {
         Ok(StreamerFields { fields })
     }
 
-    /// `schema` with each decodable streamer field's type replaced by its records' type.
-    pub fn schema(&self, schema: &Schema) -> Schema {
-        let fields: Vec<Field> = schema
-            .fields()
-            .iter()
-            .map(|f| match self.fields.iter().find(|d| d.name == *f.name()) {
-                Some(d) => d.field.clone().with_name(f.name()),
-                None => f.as_ref().clone(),
-            })
-            .collect();
-        Schema::new_with_metadata(fields, schema.metadata().clone())
-    }
-
     /// Whether no field is decoded.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
@@ -115,39 +103,102 @@ impl StreamerFields {
             let Ok(index) = schema.index_of(&d.name) else {
                 continue;
             };
-            let Some(bytes) = columns[index].as_any().downcast_ref::<LargeBinaryArray>() else {
+            if !matches!(columns[index].data_type(), DataType::LargeBinary) {
                 continue;
-            };
-            let mut out = Builder::new(&d.ty);
-            for row in 0..bytes.len() {
-                let mut cursor = StreamCursor::new(bytes.value(row));
-                cursor
-                    .decode(&d.ty, &mut out, !d.collection)
-                    .and_then(|()| match cursor.remaining() {
-                        0 => Ok(()),
-                        n => Err(Error::corrupt(
-                            "streamed object",
-                            format!("{n} bytes are left after the object"),
-                        )),
-                    })
-                    .map_err(|e| {
-                        e.at(Location {
-                            field: Some(d.name.clone()),
-                            structure: Some(format!(
-                                "streamer field, entry {}",
-                                first_entry + row as u64
-                            )),
-                            ..Default::default()
-                        })
-                    })?;
             }
-            columns[index] = out.finish(&d.field)?;
+            columns[index] = d.records_of(&columns[index], first_entry)?;
             fields[index] = d.field.clone().with_name(schema.field(index).name());
         }
         Ok(RecordBatch::try_new(
             Arc::new(Schema::new(fields)),
             columns,
         )?)
+    }
+
+    /// `projection` whose reads decode each decodable streamer field it selects into
+    /// records, as part of the read (see [`StreamerObjects`]).
+    fn decoded_in(&self, mut projection: Projection) -> Projection {
+        for d in &self.fields {
+            let Some(index) = projection.schema().fields().iter().position(|f| {
+                *f.name() == d.name && matches!(f.data_type(), DataType::LargeBinary)
+            }) else {
+                continue;
+            };
+            let field = d.field.clone();
+            projection = projection.decoded_further(index, field, Arc::new(d.clone()));
+        }
+        projection
+    }
+}
+
+/// How reads hand back the objects streamer fields store: the one option both front ends
+/// set (`rntuple dump --streamer-bytes`; Python always reads records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamerObjects {
+    /// Each object decoded into a record by the layout of its class that the file's
+    /// streamer infos give; a field whose classes they do not describe stays bytes.
+    #[default]
+    Records,
+    /// The bytes as stored.
+    Bytes,
+}
+
+impl StreamerObjects {
+    /// `projection` of an RNTuple described by `desc`, its reads handing back the
+    /// objects of its streamer fields this way (decoded while the batch is read, and
+    /// its schema the records' for those fields).
+    pub fn project(self, desc: &Descriptor, projection: Projection) -> Result<Projection> {
+        match self {
+            StreamerObjects::Bytes => Ok(projection),
+            StreamerObjects::Records => Ok(StreamerFields::new(desc)?.decoded_in(projection)),
+        }
+    }
+}
+
+impl Decodable {
+    /// The records of the objects `array` (a `LargeBinary` column of this field) holds;
+    /// its first value is entry `first_entry` (for errors).
+    fn records_of(&self, array: &ArrayRef, first_entry: u64) -> Result<ArrayRef> {
+        let bytes = array
+            .as_any()
+            .downcast_ref::<LargeBinaryArray>()
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "streamer field \"{}\" read as {}, not as its bytes",
+                    self.name,
+                    array.data_type()
+                ))
+            })?;
+        let mut out = Builder::new(&self.ty);
+        for row in 0..bytes.len() {
+            let mut cursor = StreamCursor::new(bytes.value(row));
+            cursor
+                .decode(&self.ty, &mut out, !self.collection)
+                .and_then(|()| match cursor.remaining() {
+                    0 => Ok(()),
+                    n => Err(Error::corrupt(
+                        "streamed object",
+                        format!("{n} bytes are left after the object"),
+                    )),
+                })
+                .map_err(|e| {
+                    e.at(Location {
+                        field: Some(self.name.clone()),
+                        structure: Some(format!(
+                            "streamer field, entry {}",
+                            first_entry + row as u64
+                        )),
+                        ..Default::default()
+                    })
+                })?;
+        }
+        out.finish(&self.field)
+    }
+}
+
+impl FurtherDecoding for Decodable {
+    fn decode(&self, array: &ArrayRef, first_entry: u64) -> Result<ArrayRef> {
+        self.records_of(array, first_entry)
     }
 }
 

@@ -23,11 +23,11 @@ mod plan;
 pub(crate) use plan::register_classes;
 pub use plan::ConversionPlan;
 
-use crate::container::{FileOutput, FileWriter};
+use crate::container::FileWriter;
 use crate::error::{Error, Result};
 use crate::schema::{arrow_field, Descriptor};
 use crate::ttree::{BranchChunk, ChunkReader, Tree, TreeFile, TypeResolver};
-use crate::write::{RNTupleWriter, WriteOptions};
+use crate::write::{RNTupleOutput, RNTupleWriter, WriteOptions};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, FieldRef, Schema};
 use branch_values::fill;
@@ -108,13 +108,14 @@ pub struct ConvertSummary {
     pub split_choices: Vec<SplitChoice>,
 }
 
-/// Converts the tree of `plan` from `file` into `out` as an RNTuple named `name` (a path
-/// such as `a/b/t` puts RNTuple `t` into directory `a/b`); `progress` gets the entries
-/// written so far and the entries to write.
-pub fn convert_tree<W: FileOutput>(
+/// Converts the tree of `plan` from `file` into `out` (any RNTuple output: a ROOT file,
+/// a dataset of objects, a DAOS container) as an RNTuple named `name` (in a file, a path
+/// such as `a/b/t` puts RNTuple `t` into directory `a/b`), its anchor stored by the
+/// output, last; `progress` gets the entries written so far and the entries to write.
+pub fn convert_tree<O: RNTupleOutput>(
     file: &TreeFile,
     plan: &ConversionPlan,
-    out: &mut FileWriter<W>,
+    out: &mut O,
     name: &str,
     options: WriteOptions,
     mut progress: impl FnMut(u64, u64),
@@ -183,7 +184,7 @@ pub fn convert_tree<W: FileOutput>(
         }
         writer.finish()?
     };
-    out.write_anchor(name, &anchor.to_object())?;
+    out.write_rntuple_anchor(name, &anchor)?;
     Ok(ConvertSummary {
         entries: end - start,
         input_bytes: plan.input_bytes(),
@@ -266,6 +267,72 @@ pub fn convert_file(
     if !replace {
         crate::io::refuse_existing(output)?;
     }
+    let planned = plan_file(input, tree, options, &write)?;
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let mut out =
+        FileWriter::create_atomic(AtomicFile::create(output, existing)?, write.compression())?;
+    let mut summary = convert_tree(
+        &planned.file,
+        &planned.plan,
+        &mut out,
+        &planned.name,
+        write,
+        progress,
+    )?;
+    out.finish()?;
+    summary.split_choices = planned.split_choices;
+    Ok(summary)
+}
+
+/// Converts TTree `tree` (or the file's only tree) of the ROOT file at `input` into a
+/// new RNTuple of the object-store dataset `dataset` (ROOT's S3 layout), its pages and
+/// envelopes stored as objects while they are written (no file in between), the anchor
+/// last: a conversion that fails removes the objects it stored and leaves no anchor. An
+/// existing dataset is refused unless `replace`, before the input is read.
+pub fn convert_to_dataset(
+    input: &str,
+    tree: Option<&str>,
+    dataset: crate::io::ObjectDataset,
+    options: &ConvertOptions,
+    write: WriteOptions,
+    replace: bool,
+    progress: impl FnMut(u64, u64),
+) -> Result<(ConvertSummary, crate::write::ObjectWriteSummary)> {
+    let mut sink = crate::write::ObjectSink::create(dataset, replace)?;
+    let planned = plan_file(input, tree, options, &write)?;
+    let mut summary = convert_tree(
+        &planned.file,
+        &planned.plan,
+        &mut sink,
+        &planned.name,
+        write,
+        progress,
+    )?;
+    summary.split_choices = planned.split_choices;
+    Ok((summary, sink.summary()?))
+}
+
+/// A tree of a file, planned for conversion.
+struct PlannedFile {
+    file: TreeFile,
+    plan: ConversionPlan,
+    /// The RNTuple's name: the options', else the tree's path.
+    name: String,
+    /// With [`SplitPolicy::Auto`], the forms chosen.
+    split_choices: Vec<SplitChoice>,
+}
+
+/// Opens `input`, finds its TTree `tree` and plans its conversion as `options` say.
+fn plan_file(
+    input: &str,
+    tree: Option<&str>,
+    options: &ConvertOptions,
+    write: &WriteOptions,
+) -> Result<PlannedFile> {
     let file = match &options.read_settings {
         Some(settings) => TreeFile::open(crate::io::open_source_with(input, settings)?)?,
         None => TreeFile::open_path(input)?,
@@ -277,7 +344,7 @@ pub fn convert_file(
         TypeResolver::default()
     };
     let (plan, split_choices) = if options.split_policy == SplitPolicy::Auto {
-        let (chosen, choices) = choose_split(&file, &tree, &mut resolver, options, &write)?;
+        let (chosen, choices) = choose_split(&file, &tree, &mut resolver, options, write)?;
         (ConversionPlan::new(&tree, &mut resolver, &chosen)?, choices)
     } else {
         (
@@ -288,17 +355,12 @@ pub fn convert_file(
     // As the importer: the RNTuple takes the tree's path (a tree in directory a/b
     // becomes an RNTuple in directory a/b of the output).
     let name = options.name.clone().unwrap_or(tree_path);
-    let existing = if replace {
-        Existing::Replace
-    } else {
-        Existing::Refuse
-    };
-    let mut out =
-        FileWriter::create_atomic(AtomicFile::create(output, existing)?, write.compression())?;
-    let mut summary = convert_tree(&file, &plan, &mut out, &name, write, progress)?;
-    out.finish()?;
-    summary.split_choices = split_choices;
-    Ok(summary)
+    Ok(PlannedFile {
+        file,
+        plan,
+        name,
+        split_choices,
+    })
 }
 
 /// Uncompressed bytes of a branch's entries that [`SplitPolicy::Auto`] writes both ways

@@ -9,6 +9,7 @@ mod column_cast;
 mod evolve;
 mod shared_offsets;
 pub(crate) mod source;
+mod steps;
 mod stream;
 mod summary;
 
@@ -16,6 +17,7 @@ pub use ahead::DecodeAhead;
 pub use evolve::{unification, unify, FieldOf, Inexact, Unification};
 pub use evolve::{DefaultValue, OnOverflow, ReadAs, ReadTypes};
 pub use source::{daos_extent, dataset_objects, DatasetObjects, ReadMetrics};
+pub use steps::StepSize;
 pub use stream::RangeBatches;
 pub use summary::{describe, schema_tree, uncompressed_bytes};
 
@@ -76,6 +78,17 @@ pub struct Projection {
     /// Per column, its conversion to the type asked for (`None`: as on disk); empty
     /// when nothing is converted.
     conversions: Arc<[Option<evolve::Conversion>]>,
+    /// Columns decoded further after their conversion, by a feature above the reader
+    /// (`streamer_fields`: streamed objects into records), by column index.
+    further: Vec<(usize, Arc<dyn FurtherDecoding>)>,
+}
+
+/// A column's values decoded further once read, by a feature the reader does not know
+/// (the objects of streamer fields decoded by the file's streamer infos): part of the
+/// read, so every front end gets the same values from the same call.
+pub(crate) trait FurtherDecoding: Send + Sync + std::fmt::Debug {
+    /// `array`, whose first value is entry `first_entry`, decoded.
+    fn decode(&self, array: &ArrayRef, first_entry: u64) -> Result<ArrayRef>;
 }
 
 impl Projection {
@@ -90,22 +103,40 @@ impl Projection {
     }
 
     /// Column `i` as decoded from its first entry `first_entry`, converted to the type
-    /// asked for.
+    /// asked for, then decoded further where a feature asked.
     fn convert(&self, i: usize, array: ArrayRef, first_entry: u64) -> Result<ArrayRef> {
-        match self.conversions.get(i) {
-            Some(Some(c)) => c.apply(&array, first_entry),
-            _ => Ok(array),
+        let array = match self.conversions.get(i) {
+            Some(Some(c)) => c.apply(&array, first_entry)?,
+            _ => array,
+        };
+        match self.further.iter().find(|(k, _)| *k == i) {
+            Some((_, decoding)) => decoding.decode(&array, first_entry),
+            None => Ok(array),
         }
     }
-}
 
-/// How [`RNTupleReader::batch_ranges`] sizes the batches of an iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepSize {
-    /// About this many entries per batch.
-    Entries(u64),
-    /// About this many uncompressed bytes of the selected columns per batch.
-    Bytes(u64),
+    /// This projection with column `i` decoded further by `decoding` into values of
+    /// `field` (named as the column); a column index past the end is left alone.
+    pub(crate) fn decoded_further(
+        mut self,
+        i: usize,
+        field: arrow_schema::Field,
+        decoding: Arc<dyn FurtherDecoding>,
+    ) -> Projection {
+        let Some(old) = self.schema.fields().get(i) else {
+            return self;
+        };
+        let mut fields: Vec<arrow_schema::FieldRef> =
+            self.schema.fields().iter().cloned().collect();
+        fields[i] = Arc::new(field.with_name(old.name()));
+        self.schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            self.schema.metadata().clone(),
+        ));
+        self.further.retain(|(k, _)| *k != i);
+        self.further.push((i, decoding));
+        self
+    }
 }
 
 /// An open RNTuple: its anchor, its descriptor, and the storage its pages are read from.
@@ -343,6 +374,7 @@ impl RNTupleReader {
             decoded: schema.clone(),
             schema,
             conversions: Arc::new([]),
+            further: Vec::new(),
         })
     }
 
@@ -508,40 +540,6 @@ impl RNTupleReader {
             .collect()
     }
 
-    /// Entry ranges covering `entries` for an iteration over `projection`, cut at cluster
-    /// boundaries: whole clusters are grouped until the next one would pass `step`
-    /// (entries, or uncompressed bytes of the projection's columns, a cluster's bytes
-    /// counted in proportion to its entries inside `entries`); a cluster larger than the
-    /// step is cut into equal parts.
-    pub fn batch_ranges(
-        &self,
-        projection: &Projection,
-        entries: Range<u64>,
-        step: StepSize,
-    ) -> Result<Vec<Range<u64>>> {
-        self.check_entries(&entries)?;
-        let (by_entries, target) = match step {
-            StepSize::Entries(n) => (true, n),
-            StepSize::Bytes(n) => (false, n),
-        };
-        if target == 0 {
-            return Err(Error::InvalidArgument(
-                "step size must be positive, not 0".into(),
-            ));
-        }
-        let bytes = if by_entries {
-            Vec::new()
-        } else {
-            self.projection_bytes_per_cluster(projection)
-        };
-        Ok(plan_batches(
-            &self.descriptor.clusters,
-            &bytes,
-            entries,
-            target,
-        ))
-    }
-
     /// The columns the selected fields read (every representation's), sorted.
     fn columns_of(&self, selected: &[&Selection]) -> Vec<u32> {
         let d = &self.descriptor;
@@ -679,71 +677,6 @@ impl RNTupleReader {
     }
 }
 
-/// Entry ranges covering `entries` cut at the boundaries of `clusters`, grouped up to
-/// `target` (entries when `cluster_bytes` is empty, else bytes): see
-/// [`RNTupleReader::batch_ranges`]. Every range holds at least one entry.
-fn plan_batches(
-    clusters: &[crate::schema::ClusterDescriptor],
-    cluster_bytes: &[u64],
-    entries: Range<u64>,
-    target: u64,
-) -> Vec<Range<u64>> {
-    let mut ranges = Vec::new();
-    let mut group: Option<(Range<u64>, f64)> = None;
-    for (i, c) in clusters.iter().enumerate() {
-        let (lo, hi) = (
-            c.first_entry.max(entries.start),
-            (c.first_entry + c.n_entries).min(entries.end),
-        );
-        if lo >= hi {
-            continue;
-        }
-        let weight = match cluster_bytes.get(i) {
-            Some(&bytes) if !cluster_bytes.is_empty() => {
-                bytes as f64 * (hi - lo) as f64 / c.n_entries as f64
-            }
-            _ => (hi - lo) as f64,
-        };
-        if let Some((range, size)) = &group {
-            if size + weight > target as f64 {
-                ranges.push(range.clone());
-                group = None;
-            }
-        }
-        if weight > target as f64 {
-            // Equal parts, each about the step (float-to-int `as` saturates, an
-            // approximation is all that is wanted) and at least one entry each.
-            #[allow(clippy::cast_possible_truncation)]
-            let parts = (weight as u64).div_ceil(target).clamp(1, hi - lo);
-            // (hi - lo) * k can pass 2^64: multiply in 128 bits; the quotient is at most
-            // hi - lo, as k <= parts.
-            let span = u128::from(hi - lo);
-            let bounds: Vec<u64> = (0..=parts)
-                .map(|k| {
-                    let step = span * u128::from(k) / u128::from(parts);
-                    lo + u64::try_from(step).unwrap_or(hi - lo)
-                })
-                .collect();
-            ranges.extend(
-                bounds
-                    .windows(2)
-                    .filter(|w| w[1] > w[0])
-                    .map(|w| w[0]..w[1]),
-            );
-            continue;
-        }
-        match &mut group {
-            Some((range, size)) => {
-                range.end = hi;
-                *size += weight;
-            }
-            None => group = Some((lo..hi, weight)),
-        }
-    }
-    ranges.extend(group.map(|(range, _)| range));
-    ranges
-}
-
 /// Nanoseconds since `start`.
 fn elapsed_nanos(start: std::time::Instant) -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
@@ -799,38 +732,4 @@ fn decode_fields(
     let mut arrays = arrays?;
     arrays.sort_unstable_by_key(|(k, _)| *k);
     Ok(arrays.into_iter().map(|(_, array)| array).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schema::ClusterDescriptor;
-
-    fn cluster(n_entries: u64) -> ClusterDescriptor {
-        ClusterDescriptor {
-            id: 0,
-            first_entry: 0,
-            n_entries,
-            group: 0,
-            columns: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn batch_bounds_of_a_huge_cluster_do_not_overflow() {
-        // 2^48 entries in steps of 2^32: 2^48 × 2^16 parts passes 2^64.
-        let n = 1u64 << 48;
-        let ranges = plan_batches(&[cluster(n)], &[], 0..n, 1 << 32);
-        assert_eq!(ranges.len(), 1 << 16);
-        assert_eq!(ranges.first(), Some(&(0..1 << 32)));
-        assert_eq!(ranges.last(), Some(&(n - (1 << 32)..n)));
-        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
-    }
-
-    #[test]
-    fn batches_of_a_heavy_cluster_hold_at_least_one_entry() {
-        // 10 entries of 10^9 bytes in steps of 1 byte: 10 batches, not 10^9 bounds.
-        let ranges = plan_batches(&[cluster(10)], &[1_000_000_000], 0..10, 1);
-        assert_eq!(ranges, (0..10).map(|k| k..k + 1).collect::<Vec<_>>());
-    }
 }

@@ -2,7 +2,7 @@
 //! (their RBlob keys) as sinks, and envelopes packed and stored into a sink.
 
 use super::options::WriteOptions;
-use crate::container::{FileOutput, FileWriter};
+use crate::container::{FileOutput, FileWriter, StreamerInfo};
 use crate::error::Result;
 use crate::format::{pack_envelope, Anchor, EnvelopeLink, EnvelopeType, Locator};
 
@@ -88,17 +88,33 @@ pub trait RNTupleOutput: BlobSink {
     /// Stores the anchor of the RNTuple `name` (the path of its key in a file), once its
     /// footer is written.
     fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()>;
+
+    /// Describes the classes the RNTuples' streamer fields store, for an output that
+    /// keeps their streamer infos beside the RNTuples as ROOT's writer does (a ROOT
+    /// file's streamer info record). Others need not: an RNTuple's header carries them
+    /// in its extra type information.
+    fn describe_classes(&mut self, infos: &[StreamerInfo]) {
+        let _ = infos;
+    }
 }
 
 impl<W: FileOutput> RNTupleOutput for FileWriter<W> {
     fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()> {
         self.write_anchor(name, &anchor.to_object())
     }
+
+    fn describe_classes(&mut self, infos: &[StreamerInfo]) {
+        FileWriter::describe_classes(self, infos);
+    }
 }
 
 impl<O: RNTupleOutput + ?Sized> RNTupleOutput for &mut O {
     fn write_rntuple_anchor(&mut self, name: &str, anchor: &Anchor) -> Result<()> {
         (**self).write_rntuple_anchor(name, anchor)
+    }
+
+    fn describe_classes(&mut self, infos: &[StreamerInfo]) {
+        (**self).describe_classes(infos);
     }
 }
 
