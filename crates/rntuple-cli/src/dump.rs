@@ -127,14 +127,27 @@ fn dump_json(
     write!(out, "[")?;
     super::entries::for_each_batch(reader, projection, range, |batch| {
         for row in 0..batch.num_rows() {
-            let text = format!("{:#}", render::json_row_with(batch, row, floats));
-            let indented = text.replace('\n', "\n  ");
-            write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
-            first = false;
+            write_list_item(out, batch, row, floats, &mut first)?;
         }
         Ok(())
     })?;
     writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    Ok(())
+}
+
+/// Writes entry `row` of `batch` as one item of a JSON list, indented, after a comma
+/// unless it is the `first`.
+fn write_list_item(
+    out: &mut impl Write,
+    batch: &arrow_array::RecordBatch,
+    row: usize,
+    floats: render::Floats,
+    first: &mut bool,
+) -> Result<(), Failure> {
+    let text = format!("{:#}", render::json_row_with(batch, row, floats));
+    let indented = text.replace('\n', "\n  ");
+    write!(out, "{}\n  {indented}", if *first { "" } else { "," })?;
+    *first = false;
     Ok(())
 }
 
@@ -155,12 +168,10 @@ fn dump_joined(
         for row in 0..batch.num_rows() {
             if jsonl {
                 writeln!(out, "{}", render::json_row_with(batch, row, floats))?;
+                first = false;
             } else {
-                let text = format!("{:#}", render::json_row_with(batch, row, floats));
-                let indented = text.replace('\n', "\n  ");
-                write!(out, "{}\n  {indented}", if first { "" } else { "," })?;
+                write_list_item(out, batch, row, floats, &mut first)?;
             }
-            first = false;
         }
         Ok(())
     })?;
