@@ -10,7 +10,9 @@
   own and does not stop the others;
 - Python ``rntuple.convert``: ROOT reads the output equal to the TTree; an existing
   output is refused unless ``overwrite=True``; ``branches=`` and ``entries=`` select
-  what ROOT then reads.
+  what ROOT then reads; into an object-store dataset (``ntpl+file://``, ``URL:NAME``)
+  it stores the objects its result counts, which ROOT reads equal to the TTree once
+  copied into a file.
 
 The TTrees are written by ROOT (``ttreegen.py``, flat cases). Nothing is skipped: without
 ROOT, the CLI binary or the package, the tests fail.
@@ -295,3 +297,34 @@ def test_python_convert_branches_and_entries(ttrees, tmp_path):
     # A stop past the end converts to the end.
     tail = rntuple.convert(path, tmp_path / "tail.root", branches="MET_*", entries=(2900, 10**9))
     assert tail.entries == root_tree(path, "Events")["entries"] - 2900
+
+
+def test_python_convert_into_an_object_store(ttrees, tmp_path):
+    """``rntuple.convert`` into a dataset of objects: ``output_bytes`` is the size of
+    the objects stored, the RNTuple takes the URL's ``:NAME``, and ROOT reads the
+    dataset (copied into a file by ``rntuple.merge``) equal to the TTree; an existing
+    dataset is refused unless ``overwrite=True``, and a name that disagrees with the
+    URL's creates nothing."""
+    path = ttrees["nanoaod"]
+    url = f"ntpl+file://{tmp_path}/nano"
+    result = rntuple.convert(f"{path}:Events", f"{url}:Nano")
+    assert result.entries == root_tree(path, "Events")["entries"]
+    objects = [tmp_path / "nano.obj", *(tmp_path / "nano.d").glob("*.obj")]
+    assert len(objects) > 2
+    assert result.output_bytes == sum(o.stat().st_size for o in objects)
+    copied = tmp_path / "copied.root"
+    rntuple.merge([url], copied, keep_compression=True)
+    assert_equal_to_ttree(path, "Events", copied, "Nano")
+    # An existing dataset: refused, then replaced with overwrite=True.
+    with pytest.raises(rntuple.OutputExistsError):
+        rntuple.convert(f"{ttrees['count_arrays']}:t", url)
+    assert rntuple.open(url).keys() == ["Nano"]
+    rntuple.convert(f"{ttrees['count_arrays']}:t", url, overwrite=True)
+    again = tmp_path / "again.root"
+    rntuple.merge([url], again, keep_compression=True)
+    assert_equal_to_ttree(ttrees["count_arrays"], "t", again, "t")
+    # A name= that disagrees with the URL's: nothing created.
+    other = f"ntpl+file://{tmp_path}/other"
+    with pytest.raises(rntuple.InvalidArgumentError, match="give one"):
+        rntuple.convert(f"{path}:Events", f"{other}:A", name="B")
+    assert not list(tmp_path.glob("other*"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -90,13 +91,17 @@ def convert(
     options: ConvertOptions,
     remote: RemoteOptions,
 ) -> ConvertResult:
-    """Converts a TTree into a new ROOT file holding it as an RNTuple.
+    """Converts a TTree into an RNTuple in a new ROOT file or object-store dataset.
 
     Args:
         input: the TTree's file, a path or URL, optionally with the tree as
             ``"file.root:Events"`` (or ``"file.root:dir/Events"``).
-        output: the ROOT file to write. It appears only when complete: on any error
-            nothing is left at ``output`` (an existing file there is kept).
+        output: the ROOT file to write, or an object-store dataset
+            (``"ntpl+s3+https://host/bucket/prefix"``, ``"ntpl+file:///dir/prefix"``,
+            ``URL:NAME`` naming the RNTuple), its pages stored as objects while they are
+            written. It appears only when complete: on any error nothing is left at
+            ``output`` (an existing file there is kept; a dataset's anchor is stored
+            last, and the objects of a failed conversion are removed).
         tree: the TTree's name or path in the file, if ``input`` does not name it; may
             be omitted when the file holds a single TTree.
         name: the RNTuple's name (default: the tree's).
@@ -138,11 +143,6 @@ def convert(
     """
     source = os.fspath(input)
     target = os.fspath(output)
-    if _core.is_object_layout(target):
-        raise UnsupportedError(
-            f"{target}: convert writes ROOT files; convert to a file, then copy it into the "
-            "object store with rntuple.merge([file], url, keep_compression=True)"
-        )
     entries = options.entries
     span = None if entries is None else (int(entries[0]), None if entries[1] is None else int(entries[1]))
     start = time.perf_counter()
@@ -169,12 +169,19 @@ def convert(
         hint = "pass skip_unsupported=True to convert the other branches without it"
         raise UnsupportedError(f"{e}; {hint}") from e
     seconds = time.perf_counter() - start
+    if done.not_removed is not None:
+        warnings.warn(
+            f"{target} is written, but objects of the dataset it replaced are left ({done.not_removed}); "
+            f"`rntuple verify --repair {target}` removes them",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return ConvertResult(
         input=source,
         output=target,
         entries=done.entries,
         input_bytes=done.input_bytes,
-        output_bytes=os.stat(target).st_size,
+        output_bytes=done.output_bytes,
         seconds=seconds,
         skipped=list(done.skipped),
         split_choices=[tuple(c) for c in done.split_choices],

@@ -1,4 +1,4 @@
-//! `convert_ttree`: a TTree converted to an RNTuple.
+//! `convert_ttree`: a TTree converted to an RNTuple, in a file or an object store.
 
 use crate::errors::to_py_err;
 use pyo3::prelude::*;
@@ -7,7 +7,8 @@ use rntuple::write::WriteOptions;
 use rntuple::Error;
 use std::collections::HashMap;
 
-/// Converts a TTree to an RNTuple (`rntuple convert`), with the GIL released: `input` is
+/// Converts a TTree to an RNTuple (`rntuple convert`), with the GIL released, into the
+/// file or object-store dataset (`URL[:NAME]`) `output`: `input` is
 /// `FILE` or `FILE:TREE` (`tree` names the tree otherwise); `entries` is `(start, stop)`,
 /// a stop past the end meaning the end; `split_policy` is split, unsplit or auto;
 /// `network`, `cache` and `settings` are the settings the input is read with, as
@@ -59,8 +60,8 @@ pub(crate) fn convert_ttree(
         }
         (a, b) => a.or(b),
     };
-    let summary = py
-        .detach(|| {
+    let (summary, output_bytes, not_removed) = py
+        .detach(|| -> rntuple::Result<_> {
             // The library converts to the end when the stop lies past it.
             let entries = entries.map(|(start, stop)| (start, stop.unwrap_or(u64::MAX)));
             let options = rntuple::import::ConvertOptions {
@@ -72,15 +73,37 @@ pub(crate) fn convert_ttree(
                 split_policy,
                 read_settings: Some(read_settings),
             };
-            rntuple::import::convert_file(
+            if rntuple_io::is_object_layout(&output) {
+                // Into an object store (`URL[:NAME]`): pages and envelopes stored as
+                // objects while they are written, the anchor last.
+                let (summary, written) = rntuple::import::convert_to_dataset_url(
+                    &file,
+                    tree.as_deref(),
+                    &output,
+                    &options,
+                    write,
+                    overwrite,
+                    |_, _| {},
+                )?;
+                return Ok((summary, written.bytes, written.not_removed));
+            }
+            let output = std::path::Path::new(&output);
+            let summary = rntuple::import::convert_file(
                 &file,
                 tree.as_deref(),
-                std::path::Path::new(&output),
+                output,
                 &options,
                 write,
                 overwrite,
                 |_, _| {},
-            )
+            )?;
+            let bytes = std::fs::metadata(output).map_err(|e| {
+                Error::Io(rntuple_io::Error::Io {
+                    what: output.display().to_string(),
+                    source: e,
+                })
+            })?;
+            Ok((summary, bytes.len(), None))
         })
         .map_err(to_py_err)?;
     let split_choices = summary
@@ -101,6 +124,8 @@ pub(crate) fn convert_ttree(
         input_bytes: summary.input_bytes,
         skipped: summary.skipped,
         split_choices,
+        output_bytes,
+        not_removed,
     })
 }
 
@@ -116,4 +141,10 @@ pub(crate) struct TreeConversion {
     /// Per branch of objects (`split_policy="auto"`): (branch, sample entries, split
     /// bytes, unsplit bytes, stored unsplit).
     split_choices: Vec<(String, u64, u64, u64, bool)>,
+    /// Bytes of the output written: the file's size, or the objects' (the anchor
+    /// included).
+    output_bytes: u64,
+    /// Into an object store: why objects of the dataset replaced were left (the
+    /// conversion itself succeeded), if so.
+    not_removed: Option<String>,
 }

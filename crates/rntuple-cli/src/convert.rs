@@ -5,7 +5,7 @@ use super::output::progress;
 use super::Failure;
 use rntuple::compression::CompressionSettings;
 use rntuple::import::{
-    convert_file, convert_to_dataset, ConvertOptions, ConvertSummary, SplitPolicy,
+    convert_file, convert_to_dataset_url, ConvertOptions, ConvertSummary, SplitPolicy,
 };
 use rntuple::write::WriteOptions;
 use rntuple_io::split_target;
@@ -172,16 +172,10 @@ pub(crate) fn one(
     let summary = if rntuple_io::is_object_layout(output) {
         // Into an object store: the writer stores pages and envelopes as objects while it
         // writes, and the dataset its anchor. `URL[:NAME]`: NAME names the RNTuple.
-        let (url, name) = split_target(output);
-        rntuple_io::check_layout_url(&url)?;
-        let dataset =
-            rntuple_io::ObjectDataset::open(&url, &rntuple_io::SourceOptions::current()?, true)?;
-        let mut options = options;
-        options.name = name.or(options.name);
-        let (summary, written) = convert_to_dataset(
+        let (summary, written) = convert_to_dataset_url(
             &file,
             tree.as_deref(),
-            dataset,
+            output,
             &options,
             job.write.clone(),
             job.force,
@@ -189,6 +183,7 @@ pub(crate) fn one(
         )
         .map_err(|e| converting(e, job))?;
         if let Some(why) = written.not_removed {
+            let url = split_target(output).0;
             eprintln!(
                 "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
                  left ({why}); `rntuple verify --repair {url}` removes them"

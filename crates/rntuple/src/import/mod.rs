@@ -316,6 +316,45 @@ pub fn convert_to_dataset(
     Ok((summary, sink.summary()?))
 }
 
+/// [`convert_to_dataset`] into the dataset `target` names: an object-store URL, with
+/// `:NAME` naming the RNTuple written (as `options.name`, with which it must agree),
+/// opened with `options.read_settings` (else the process's settings). The URL is
+/// checked strictly ([`crate::io::check_layout_url`]) and an input that is the output
+/// refused, before anything is read or created.
+pub fn convert_to_dataset_url(
+    input: &str,
+    tree: Option<&str>,
+    target: &str,
+    options: &ConvertOptions,
+    write: WriteOptions,
+    replace: bool,
+    progress: impl FnMut(u64, u64),
+) -> Result<(ConvertSummary, crate::write::ObjectWriteSummary)> {
+    let (url, target_name) = crate::io::split_target(target);
+    crate::io::check_layout_url(&url)?;
+    let mut options = options.clone();
+    match (target_name, &options.name) {
+        (Some(a), Some(b)) if &a != b => {
+            return Err(Error::InvalidArgument(format!(
+                "{target} names the RNTuple \"{a}\", the options \"{b}\": give one"
+            )))
+        }
+        (Some(a), _) => options.name = Some(a),
+        _ => {}
+    }
+    if crate::io::split_target(input).0 == url {
+        return Err(Error::InvalidArgument(format!(
+            "{input} is both the input and the output"
+        )));
+    }
+    let settings = match &options.read_settings {
+        Some(settings) => settings.clone(),
+        None => crate::io::SourceOptions::current()?,
+    };
+    let dataset = crate::io::ObjectDataset::open(&url, &settings, true)?;
+    convert_to_dataset(input, tree, dataset, &options, write, replace, progress)
+}
+
 /// A tree of a file, planned for conversion.
 struct PlannedFile {
     file: TreeFile,
