@@ -20,87 +20,72 @@ pub(crate) struct NetworkArgs {
     /// Seconds a new connection may take to set up: TCP connect, TLS handshake, and
     /// XRootD's handshake, login and authentication [env: RNTUPLE_CONNECT_TIMEOUT;
     /// default: 10]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    connect_timeout: Option<Duration>,
+    #[arg(long, global = true, value_name = "SECS", allow_hyphen_values = true)]
+    connect_timeout: Option<Seconds>,
     /// Seconds a request may wait for the first byte of its answer (HTTP and S3: the
     /// response headers; XRootD: a response frame) [env: RNTUPLE_FIRST_BYTE_TIMEOUT;
     /// default: 30]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    first_byte_timeout: Option<Duration>,
+    #[arg(long, global = true, value_name = "SECS", allow_hyphen_values = true)]
+    first_byte_timeout: Option<Seconds>,
     /// Seconds an answer may stall between two of its bytes [env: RNTUPLE_IDLE_TIMEOUT;
     /// default: 30]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    idle_timeout: Option<Duration>,
+    #[arg(long, global = true, value_name = "SECS", allow_hyphen_values = true)]
+    idle_timeout: Option<Seconds>,
     /// The low-speed limit, in bytes a second (1024, 10KiB; 0: none): an answer that
     /// brings fewer in any --speed-time window from its first byte is given up, however
     /// it keeps moving (as curl's --speed-limit) [env: RNTUPLE_SPEED_LIMIT; default:
     /// 1024]
-    #[arg(
-        long,
-        global = true,
-        value_name = "BYTES",
-        value_parser = speed_limit,
-        allow_hyphen_values = true
-    )]
-    speed_limit: Option<u64>,
+    #[arg(long, global = true, value_name = "BYTES", allow_hyphen_values = true)]
+    speed_limit: Option<BytesPerSecond>,
     /// Seconds of the low-speed limit's window (as curl's --speed-time); a stall that
     /// long also ends an answer [env: RNTUPLE_SPEED_TIME; default: 10]
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECS",
-        value_parser = seconds,
-        allow_hyphen_values = true
-    )]
-    speed_time: Option<Duration>,
+    #[arg(long, global = true, value_name = "SECS", allow_hyphen_values = true)]
+    speed_time: Option<Seconds>,
     /// How often a request that failed for a reason that may pass (refused or reset
     /// connection, a timeout, HTTP 5xx, 408, 429, XRootD kXR_wait) is tried again, with
     /// waits of 0.1 s doubling up to 5 s [env: RNTUPLE_RETRIES; default: 3]
-    #[arg(
-        long,
-        global = true,
-        value_name = "N",
-        value_parser = retries,
-        allow_hyphen_values = true
-    )]
-    retries: Option<u32>,
+    #[arg(long, global = true, value_name = "N", allow_hyphen_values = true)]
+    retries: Option<Retries>,
 }
 
 /// A value of a timeout option: seconds, more than 0 and at most a day.
-fn seconds(text: &str) -> Result<Duration, String> {
-    parse_seconds(text, "x")
-        .map_err(|_| "expected a number of seconds, more than 0 and at most 86400".to_string())
+#[derive(Clone, Copy)]
+struct Seconds(Duration);
+
+impl std::str::FromStr for Seconds {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_seconds(text, "x")
+            .map(Seconds)
+            .map_err(|_| "expected a number of seconds, more than 0 and at most 86400".to_string())
+    }
 }
 
 /// A value of `--speed-limit`.
-fn speed_limit(text: &str) -> Result<u64, String> {
-    parse_speed_limit(text, "x")
-        .map_err(|_| "expected bytes a second (1024, 10KiB; 0 for no limit)".to_string())
+#[derive(Clone, Copy)]
+struct BytesPerSecond(u64);
+
+impl std::str::FromStr for BytesPerSecond {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_speed_limit(text, "x")
+            .map(BytesPerSecond)
+            .map_err(|_| "expected bytes a second (1024, 10KiB; 0 for no limit)".to_string())
+    }
 }
 
 /// A value of `--retries`.
-fn retries(text: &str) -> Result<u32, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a whole number of retries (0 or more)".to_string())
+#[derive(Clone, Copy)]
+struct Retries(u32);
+
+impl std::str::FromStr for Retries {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.trim()
+            .parse()
+            .map(Retries)
+            .map_err(|_| "expected a whole number of retries (0 or more)".to_string())
+    }
 }
 
 impl NetworkArgs {
@@ -123,22 +108,22 @@ impl NetworkArgs {
         })
         .map_err(|e| Failure::Usage(e.to_string()))?;
         let network = &mut options.network;
-        if let Some(t) = self.connect_timeout {
+        if let Some(Seconds(t)) = self.connect_timeout {
             network.connect_timeout = t;
         }
-        if let Some(t) = self.first_byte_timeout {
+        if let Some(Seconds(t)) = self.first_byte_timeout {
             network.first_byte_timeout = t;
         }
-        if let Some(t) = self.idle_timeout {
+        if let Some(Seconds(t)) = self.idle_timeout {
             network.idle_timeout = t;
         }
-        if let Some(limit) = self.speed_limit {
+        if let Some(BytesPerSecond(limit)) = self.speed_limit {
             network.speed_limit = limit;
         }
-        if let Some(t) = self.speed_time {
+        if let Some(Seconds(t)) = self.speed_time {
             network.speed_time = t;
         }
-        if let Some(n) = self.retries {
+        if let Some(Retries(n)) = self.retries {
             network.retries = n;
         }
         options.observer = Some(Observer(Arc::new(Terminal)));

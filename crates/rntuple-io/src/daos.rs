@@ -224,6 +224,10 @@ pub(crate) fn empty_value(container: &DaosContainerId, key: &DaosKey) -> Error {
     ))
 }
 
+/// What [`DaosStore::fetch_many`] returns: the keys' values in their order, each `None`
+/// when none was written.
+pub type Fetched = Result<Vec<Option<Vec<u8>>>>;
+
 /// A DAOS key-value store (see the module documentation): pools and containers by
 /// label, one single value per (OID, dkey, akey). Safe to call from many threads.
 pub trait DaosStore: Send + Sync + fmt::Debug {
@@ -234,19 +238,33 @@ pub trait DaosStore: Send + Sync + fmt::Debug {
     /// Whether the container exists.
     fn has_container(&self, container: &DaosContainerId) -> Result<bool>;
 
-    /// The value under `dkey`, `akey` of object `oid`, or `None` when none was written.
-    /// A container that does not exist is an [`Error::NotFound`].
+    /// The values of many keys, in their order, each `None` when none was written (a
+    /// store that can fetches them at once; not on rayon's global pool, whose threads
+    /// may be the decoders waiting for them). A container that does not exist is an
+    /// [`Error::NotFound`].
+    fn fetch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Fetched;
+
+    /// Writes many values, each replacing any value under its key (a store that can
+    /// writes them at once); a later value of one key replaces an earlier one. A
+    /// container that does not exist is an [`Error::NotFound`]; an empty value is an
+    /// [`Error::InvalidArgument`] (DAOS would delete the key).
+    fn update_many(&self, container: &DaosContainerId, values: &[(DaosKey, &[u8])]) -> Result<()>;
+
+    /// The value under `dkey`, `akey` of object `oid` ([`DaosStore::fetch_many`] of one
+    /// key).
     fn fetch(
         &self,
         container: &DaosContainerId,
         oid: DaosOid,
         dkey: u64,
         akey: u64,
-    ) -> Result<Option<Vec<u8>>>;
+    ) -> Result<Option<Vec<u8>>> {
+        let mut values = self.fetch_many(container, &[DaosKey::new(oid, dkey, akey)])?;
+        Ok(values.pop().flatten())
+    }
 
-    /// Writes `value` under `dkey`, `akey` of object `oid`, replacing any value there.
-    /// A container that does not exist is an [`Error::NotFound`]; an empty value is an
-    /// [`Error::InvalidArgument`] (DAOS would delete the key).
+    /// Writes `value` under `dkey`, `akey` of object `oid` ([`DaosStore::update_many`]
+    /// of one value).
     fn update(
         &self,
         container: &DaosContainerId,
@@ -254,26 +272,8 @@ pub trait DaosStore: Send + Sync + fmt::Debug {
         dkey: u64,
         akey: u64,
         value: &[u8],
-    ) -> Result<()>;
-
-    /// The values of many keys, in their order (a store that can fetches them at once;
-    /// not on rayon's global pool, whose threads may be the decoders waiting for them).
-    fn fetch_many(
-        &self,
-        container: &DaosContainerId,
-        keys: &[DaosKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
-        keys.iter()
-            .map(|k| self.fetch(container, k.oid, k.dkey, k.akey))
-            .collect()
-    }
-
-    /// Writes many values (a store that can writes them at once); a later value of one
-    /// key replaces an earlier one.
-    fn update_many(&self, container: &DaosContainerId, values: &[(DaosKey, &[u8])]) -> Result<()> {
-        values
-            .iter()
-            .try_for_each(|(k, v)| self.update(container, k.oid, k.dkey, k.akey, v))
+    ) -> Result<()> {
+        self.update_many(container, &[(DaosKey::new(oid, dkey, akey), value)])
     }
 
     /// Writes the values of several akeys under one `dkey` of object `oid` at once: a
@@ -386,33 +386,7 @@ impl DaosStore for MemoryDaos {
         Ok(self.with_container(container, |_| ()).is_ok())
     }
 
-    fn fetch(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        let key = DaosKey::new(oid, dkey, akey);
-        self.with_container(container, |objects| memory_fetch(objects, &key))
-    }
-
-    fn update(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-        value: &[u8],
-    ) -> Result<()> {
-        self.update_many(container, &[(DaosKey::new(oid, dkey, akey), value)])
-    }
-
-    fn fetch_many(
-        &self,
-        container: &DaosContainerId,
-        keys: &[DaosKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    fn fetch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Fetched {
         self.with_container(container, |objects| {
             keys.iter().map(|k| memory_fetch(objects, k)).collect()
         })

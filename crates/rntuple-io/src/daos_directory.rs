@@ -2,7 +2,8 @@
 //! `daos://` URIs open in this build, which has no `libdaos`).
 
 use super::daos::{
-    empty_value, DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DAOS_DIR_VARIABLE,
+    empty_value, DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, Fetched,
+    DAOS_DIR_VARIABLE,
 };
 use super::dirfd::{existing, Dir, Policy};
 use crate::error::{Error, Result};
@@ -183,33 +184,7 @@ impl DaosStore for DirectoryDaos {
         }
     }
 
-    fn fetch(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        let mut values = self.fetch_many(container, &[DaosKey::new(oid, dkey, akey)])?;
-        Ok(values.pop().flatten())
-    }
-
-    fn update(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-        value: &[u8],
-    ) -> Result<()> {
-        self.update_many(container, &[(DaosKey::new(oid, dkey, akey), value)])
-    }
-
-    fn fetch_many(
-        &self,
-        container: &DaosContainerId,
-        keys: &[DaosKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    fn fetch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Fetched {
         // One after the other, on the caller's thread: never on rayon's pool, whose
         // threads may all be decoders waiting for these very pages (a reader's
         // prefetcher calls this), which would deadlock. Each dkey's directory is opened

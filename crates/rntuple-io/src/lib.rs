@@ -12,17 +12,9 @@
 //! names the feature.
 
 #![forbid(unsafe_op_in_unsafe_fn)]
-// The workspace's lints hold library code to no panics and no silent narrowing; the
-// unit tests (checked in a build of their own) may unwrap, panic and cast freely.
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::cast_possible_truncation
-    )
-)]
+// The workspace's lints hold library code to no silent narrowing; the unit tests may
+// cast freely (clippy.toml lets them unwrap and panic).
+#![cfg_attr(test, allow(clippy::cast_possible_truncation))]
 
 pub(crate) mod cache;
 mod cached;
@@ -87,7 +79,7 @@ pub use cached::CachedSource;
 pub use cached_objects::CachedObjects;
 pub use daos::{
     check_label, is_daos, is_valid_label, DaosContainer, DaosContainerId, DaosExtent, DaosKey,
-    DaosOid, DaosStore, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
+    DaosOid, DaosStore, Fetched, MemoryDaos, DAOS_DIR_VARIABLE, DAOS_LABEL_MAX_LEN,
 };
 pub use daos_directory::{open_daos_uri, open_daos_uri_in, DirectoryDaos};
 pub use dataset::{check_layout_url, is_object_layout, ObjectDataset, OBJECT_LAYOUT_SCHEMES};

@@ -1,10 +1,11 @@
-//! Arrow arrays that both readers assemble, the RNTuple reader (`read`) and the TTree
-//! reader (`ttree`): a bottom layer naming nothing of the crate but its errors.
+//! Arrow arrays that more than one layer assembles (the RNTuple reader `read`, the TTree
+//! reader `ttree`, `schema`'s values): a bottom layer naming nothing of the crate but
+//! its errors.
 
 use crate::error::{Error, Result};
-use arrow_array::{Array, ArrayRef, MapArray, StructArray};
+use arrow_array::{Array, ArrayRef, MapArray, StructArray, UnionArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, FieldRef};
+use arrow_schema::{DataType, FieldRef, UnionFields};
 use std::sync::Arc;
 
 /// The Arrow map of `pairs` (a record array of key and value, whatever its members'
@@ -38,5 +39,21 @@ pub(crate) fn map_array(
         pairs,
         None,
         sorted,
+    )?))
+}
+
+/// The dense union of `children` (one per member of `fields`, in order): entry `i` is
+/// item `offsets[i]` of the child of type id `type_ids[i]`.
+pub(crate) fn dense_union(
+    fields: UnionFields,
+    type_ids: Vec<i8>,
+    offsets: Vec<i32>,
+    children: Vec<ArrayRef>,
+) -> Result<ArrayRef> {
+    Ok(Arc::new(UnionArray::try_new(
+        fields,
+        type_ids.into(),
+        Some(offsets.into()),
+        children,
     )?))
 }

@@ -29,17 +29,9 @@
 //! source is left out is an [`Error::Unsupported`] naming the feature it needs.
 
 #![forbid(unsafe_op_in_unsafe_fn)]
-// The workspace's lints hold library code to no panics and no silent narrowing; the
-// unit tests (checked in a build of their own) may unwrap, panic and cast freely.
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::cast_possible_truncation
-    )
-)]
+// The workspace's lints hold library code to no silent narrowing; the unit tests may
+// cast freely (clippy.toml lets them unwrap and panic).
+#![cfg_attr(test, allow(clippy::cast_possible_truncation))]
 
 mod arrow_map;
 pub mod compression;

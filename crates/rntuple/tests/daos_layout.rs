@@ -21,7 +21,7 @@ use rntuple::read::RNTupleReader;
 use rntuple::write::{DaosSink, DaosSinkOptions};
 use rntuple::{Error, Result};
 use rntuple_io::{
-    DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DirectoryDaos, MemoryDaos,
+    DaosContainer, DaosContainerId, DaosKey, DaosOid, DaosStore, DirectoryDaos, Fetched, MemoryDaos,
 };
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -478,37 +478,32 @@ impl DaosStore for Faulty {
     fn has_container(&self, container: &DaosContainerId) -> rntuple_io::Result<bool> {
         self.inner.has_container(container)
     }
-    fn fetch(
-        &self,
-        container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-    ) -> rntuple_io::Result<Option<Vec<u8>>> {
-        if self
-            .hidden
-            .lock()
-            .unwrap()
-            .contains(&DaosKey::new(oid, dkey, akey))
-        {
-            return Ok(None);
+    fn fetch_many(&self, container: &DaosContainerId, keys: &[DaosKey]) -> Fetched {
+        let hidden = self.hidden.lock().unwrap();
+        let mut values = self.inner.fetch_many(container, keys)?;
+        for (key, value) in keys.iter().zip(values.iter_mut()) {
+            if hidden.contains(key) {
+                *value = None;
+            }
         }
-        self.inner.fetch(container, oid, dkey, akey)
+        Ok(values)
     }
-    fn update(
+    fn update_many(
         &self,
         container: &DaosContainerId,
-        oid: DaosOid,
-        dkey: u64,
-        akey: u64,
-        value: &[u8],
+        values: &[(DaosKey, &[u8])],
     ) -> rntuple_io::Result<()> {
-        if self.updates.fetch_add(1, Ordering::SeqCst) >= self.ok {
-            return Err(rntuple_io::Error::InvalidArgument(format!(
-                "refused to update object {oid}"
-            )));
+        // One value at a time: the first `ok` values are stored, the next refused.
+        for (key, value) in values {
+            if self.updates.fetch_add(1, Ordering::SeqCst) >= self.ok {
+                return Err(rntuple_io::Error::InvalidArgument(format!(
+                    "refused to update object {}",
+                    key.oid
+                )));
+            }
+            self.inner.update_many(container, &[(*key, value)])?;
         }
-        self.inner.update(container, oid, dkey, akey, value)
+        Ok(())
     }
     fn update_together(
         &self,

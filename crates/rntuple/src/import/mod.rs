@@ -330,28 +330,16 @@ pub fn convert_to_dataset_url(
     replace: bool,
     progress: impl FnMut(u64, u64),
 ) -> Result<(ConvertSummary, crate::write::ObjectWriteSummary)> {
-    let (url, target_name) = crate::io::split_target(target);
-    crate::io::check_layout_url(&url)?;
-    let mut options = options.clone();
-    match (target_name, &options.name) {
-        (Some(a), Some(b)) if &a != b => {
-            return Err(Error::InvalidArgument(format!(
-                "{target} names the RNTuple \"{a}\", the options \"{b}\": give one"
-            )))
-        }
-        (Some(a), _) => options.name = Some(a),
-        _ => {}
-    }
-    if crate::io::split_target(input).0 == url {
-        return Err(Error::InvalidArgument(format!(
-            "{input} is both the input and the output"
-        )));
-    }
-    let settings = match &options.read_settings {
-        Some(settings) => settings.clone(),
-        None => crate::io::SourceOptions::current()?,
+    let (dataset, name) = crate::write::open_object_target(
+        target,
+        options.name.as_deref(),
+        &[input],
+        options.read_settings.as_ref(),
+    )?;
+    let options = ConvertOptions {
+        name,
+        ..options.clone()
     };
-    let dataset = crate::io::ObjectDataset::open(&url, &settings, true)?;
     convert_to_dataset(input, tree, dataset, &options, write, replace, progress)
 }
 

@@ -257,28 +257,17 @@ pub fn merge_to_dataset_url(
     replace: bool,
     progress: impl FnMut(MergeProgress),
 ) -> Result<(MergeSummary, crate::write::ObjectWriteSummary)> {
-    let (url, target_name) = split_target(target);
-    crate::io::check_layout_url(&url)?;
-    let mut options = options.clone();
-    match (target_name, &options.name) {
-        (Some(a), Some(b)) if &a != b => {
-            return Err(Error::InvalidArgument(format!(
-                "{target} names the RNTuple \"{a}\", the options \"{b}\": give one"
-            )))
-        }
-        (Some(a), _) => options.name = Some(a),
-        _ => {}
-    }
-    if let Some(input) = inputs.iter().find(|i| split_target(i).0 == url) {
-        return Err(Error::InvalidArgument(format!(
-            "{input} is both an input and the output"
-        )));
-    }
-    let settings = match &options.read_settings {
-        Some(settings) => settings.clone(),
-        None => SourceOptions::current()?,
+    let named: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let (dataset, name) = crate::write::open_object_target(
+        target,
+        options.name.as_deref(),
+        &named,
+        options.read_settings.as_ref(),
+    )?;
+    let options = MergeOptions {
+        name,
+        ..options.clone()
     };
-    let dataset = crate::io::ObjectDataset::open(&url, &settings, true)?;
     merge_to_dataset(inputs, dataset, &options, replace, progress)
 }
 

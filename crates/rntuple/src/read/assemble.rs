@@ -6,7 +6,7 @@ use super::column::{arrow_offsets, mul, scaled, ColumnReader, Offsets, PageCarry
 use super::column_cast::{bool_array, to_boolean, to_f32, to_f64, to_ints};
 use super::shared_offsets::SharedOffsets;
 use super::source::PageSource;
-use crate::arrow_map::map_array;
+use crate::arrow_map::{dense_union, map_array};
 use crate::encoding::ColumnValues;
 use crate::error::{to_usize, Error, Location, Result};
 use crate::memory::into_arrow_buffer;
@@ -474,12 +474,7 @@ impl<'a> Decoder<'a> {
         if n_alt == 0 {
             return Err(Error::corrupt("variant", "variant without alternatives"));
         }
-        Ok(Arc::new(UnionArray::try_new(
-            union_fields,
-            type_ids.into(),
-            Some(offsets.into()),
-            arrays,
-        )?))
+        dense_union(union_fields, type_ids, offsets, arrays)
     }
 }
 
@@ -533,12 +528,7 @@ fn take_optional(values: ArrayRef, indices: &[Option<u64>]) -> Result<ArrayRef> 
             }
         }
     }
-    Ok(Arc::new(UnionArray::try_new(
-        fields.clone(),
-        type_ids.into(),
-        Some(offsets.into()),
-        children,
-    )?))
+    dense_union(fields.clone(), type_ids, offsets, children)
 }
 
 fn fixed(n: u64) -> Result<i32> {

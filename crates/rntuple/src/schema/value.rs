@@ -1,6 +1,7 @@
 //! One field's value in one entry, for reading and writing entry by entry, and its
 //! conversion to and from the Arrow arrays the reader and writer work with.
 
+use crate::arrow_map::dense_union;
 use crate::encoding::f64_to_f32;
 use crate::error::{Error, Result};
 use arrow_array::cast::AsArray;
@@ -288,12 +289,7 @@ fn variants_array(field: &Field, fields: &UnionFields, values: &[&Value]) -> Res
         .zip(&per_alt)
         .map(|((_, f), vs)| values_to_array(f, vs))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Arc::new(UnionArray::try_new(
-        fields.clone(),
-        type_ids.into(),
-        Some(offsets.into()),
-        children,
-    )?))
+    dense_union(fields.clone(), type_ids, offsets, children)
 }
 
 /// The value at `row` of `array` (an array of the reader's mapping).

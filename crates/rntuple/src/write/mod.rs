@@ -40,7 +40,7 @@ pub use daos_sink::{
 pub(crate) use model::extend_schema;
 pub use model::{schema_for_copy, schema_for_page_copy};
 pub(crate) use object_sink::delete_all as delete_objects;
-pub use object_sink::{ObjectSink, ObjectWriteSummary};
+pub use object_sink::{open_target as open_object_target, ObjectSink, ObjectWriteSummary};
 pub use options::{WriteOptions, WriteOptionsBuilder, DEFAULT_CHECKPOINT_EVERY};
 pub use page_copy::{
     PageCopyWriter, SharedBuffer, StoredBytes, StoredCluster, StoredColumn, StoredPage,

@@ -102,6 +102,39 @@ pub struct ObjectSink {
     summary: Option<ObjectWriteSummary>,
 }
 
+/// The object-store dataset `target` (`URL[:NAME]`) names, opened for writing with
+/// `settings` (else the process's), and the name of the RNTuple to write there: the
+/// URL's `NAME`, else `name` (both given and different is refused). The URL is checked
+/// strictly ([`crate::io::check_layout_url`]) and an input that is the output refused,
+/// before anything is created.
+pub fn open_target(
+    target: &str,
+    name: Option<&str>,
+    inputs: &[&str],
+    settings: Option<&crate::io::SourceOptions>,
+) -> Result<(ObjectDataset, Option<String>)> {
+    let (url, target_name) = crate::io::split_target(target);
+    crate::io::check_layout_url(&url)?;
+    let name = match (target_name, name) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::InvalidArgument(format!(
+                "{target} names the RNTuple \"{a}\", the options \"{b}\": give one"
+            )))
+        }
+        (a, b) => a.or(b.map(str::to_string)),
+    };
+    if let Some(input) = inputs.iter().find(|i| crate::io::split_target(i).0 == url) {
+        return Err(Error::InvalidArgument(format!(
+            "{input} is both an input and the output"
+        )));
+    }
+    let settings = match settings {
+        Some(settings) => settings.clone(),
+        None => crate::io::SourceOptions::current()?,
+    };
+    Ok((ObjectDataset::open(&url, &settings, true)?, name))
+}
+
 impl ObjectSink {
     /// Starts writing `dataset`. An existing dataset (its anchor is there) is refused
     /// unless `replace`. Nothing there is touched before the new anchor is stored: the
