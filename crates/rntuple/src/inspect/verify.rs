@@ -135,7 +135,9 @@ pub struct DatasetRepair {
 /// change (a write finishing meanwhile) stops the repair, as does a referenced object
 /// missing from the listing (a listing that cannot be trusted). Run it when no write to
 /// the dataset is in progress: a write's objects are leftovers until its anchor is
-/// stored (that write then fails, and the dataset stays as it was).
+/// stored (that write then fails, and the dataset stays as it was). A writer that was
+/// killed counts as in progress for a moment after: a server still carries out the
+/// requests it had sent whole (late on a loaded server, its anchor among them).
 pub fn repair_dataset(location: &str) -> Result<DatasetRepair> {
     let (url, _) = crate::io::split_target(location);
     if !crate::io::is_object_layout(&url) {
