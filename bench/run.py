@@ -176,13 +176,13 @@ NEEDS: dict[str, list[str]] = {
 VERIFIED = {"convert", "merge"}
 
 
-def tool_environment() -> dict[str, str]:
-    """The environment of every measurement process: this checkout's Python package, and
+def tool_environment(repo: Path = REPO) -> dict[str, str]:
+    """The environment of every measurement process: the checkout's Python package, and
     OpenBLAS (NumPy's BLAS) on one thread. No task multiplies matrices, but OpenBLAS's
     worker threads spin for about 0.1 s of CPU after ``import numpy``, inside the timed
     region of every Python tool; on a 2-core machine that takes one core from whatever
     the tool runs in parallel. Every tool gets the same setting."""
-    return dict(os.environ, PYTHONPATH=str(REPO / "python"), OPENBLAS_NUM_THREADS="1")
+    return dict(os.environ, PYTHONPATH=str(repo / "python"), OPENBLAS_NUM_THREADS="1")
 
 
 def repetition_order(n: int, rep: int) -> list[int]:
@@ -197,13 +197,14 @@ def repetition_order(n: int, rep: int) -> list[int]:
 
 
 def run_measured(
-    script: str, tool: str, threads: int, data: Path, extra: list[str] | None = None
+    script: str, tool: str, threads: int, data: Path, extra: list[str] | None = None, repo: Path = REPO
 ) -> dict[str, Any]:
-    """Runs one measurement process (with ``extra`` arguments); returns its result line plus
+    """Runs one measurement process (with ``extra`` arguments) of the task script of
+    checkout ``repo`` (its Python package and release build); returns its result line plus
     ``wall`` and ``rss_mb`` (its peak RSS from ``os.wait4``)."""
-    cmd = [sys.executable, str(BENCH / "tasks" / script), "--tool", tool, "--data", str(data)]
+    cmd = [sys.executable, str(repo / "bench" / "tasks" / script), "--tool", tool, "--data", str(data)]
     cmd += ["--threads", str(threads), *(extra or [])]
-    env = tool_environment()
+    env = tool_environment(repo)
     out_path = Path(f"/tmp/bench_run_{os.getpid()}.out")
     err_path = Path(f"/tmp/bench_run_{os.getpid()}.err")
     t0 = time.perf_counter()
@@ -223,15 +224,19 @@ def run_measured(
     result = json.loads(lines[-1])
     result["wall"] = wall
     result["rss_mb"] = usage.ru_maxrss / 1024.0  # Linux: kilobytes
+    result["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole process's, imports included
     return result
 
 
-def measure_verified(script: str, tool: str, threads: int, data: Path, index: int) -> dict[str, Any]:
-    """One measurement whose output is kept, checked with ``SCRIPT --verify OUT`` in a process of
-    its own (which fails the run if the output is wrong), then removed."""
+def measure_verified(
+    script: str, tool: str, threads: int, data: Path, index: int, repo: Path = REPO
+) -> dict[str, Any]:
+    """One measurement (by checkout ``repo``) whose output is kept, checked with this
+    checkout's ``SCRIPT --verify OUT`` in a process of its own (which fails the run if the
+    output is wrong), then removed."""
     out = data / f"bench_verify_{Path(script).stem}_{index}_{os.getpid()}.root"
     try:
-        result = run_measured(script, tool, threads, data, ["--out", str(out), "--keep"])
+        result = run_measured(script, tool, threads, data, ["--out", str(out), "--keep"], repo)
         cmd = [sys.executable, str(BENCH / "tasks" / script), "--verify", str(out), "--data", str(data)]
         env = tool_environment()
         check = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -522,6 +527,61 @@ def summarize(
     return lines
 
 
+def with_baseline(
+    tools: list[tuple[str, str, int]], baseline: Path, name: str
+) -> tuple[list[tuple[str, str, int]], list[Path]]:
+    """Our tools of a task (the peers left out: their code is the same in both builds),
+    each followed by the same tool of the checkout ``baseline`` (labelled ``name``), and
+    the checkout each runs from."""
+    paired: list[tuple[str, str, int]] = []
+    repos: list[Path] = []
+    for label, tool, threads in tools:
+        if label.startswith("ours"):
+            paired += [(label, tool, threads), (f"{label} [{name}]", tool, threads)]
+            repos += [REPO, baseline]
+    return paired, repos
+
+
+def compare_baseline(rows: list[tuple[str, list[dict[str, Any]]]], repos: list[Path]) -> list[str]:
+    """The table of a task's tools, this checkout's against the baseline's: the medians
+    and minima of the measured work's seconds, the change of the median (negative: this
+    checkout is faster) and the median of the repetitions' ratios, then the medians of
+    the whole process's CPU seconds (user and system), which a disk's write-back or
+    another process moves less than wall time."""
+    lines = [
+        "| tool | this checkout: median s | min s | baseline: median s | min s | change | "
+        "paired change | CPU s, this: median | CPU s, baseline: median | change of CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (label, mine), (_, theirs), repo in zip(rows[::2], rows[1::2], repos[::2], strict=True):
+        assert repo == REPO
+        cells = [label]
+        for key in ("seconds", "cpu_s"):
+            new = statistics.median(r[key] for r in mine)
+            old = statistics.median(r[key] for r in theirs)
+            if key == "seconds":
+                cells += [f"{new:.4g}", f"{min(r[key] for r in mine):.4g}"]
+                cells += [f"{old:.4g}", f"{min(r[key] for r in theirs):.4g}"]
+            else:
+                cells += [f"{new:.4g}", f"{old:.4g}"]
+            cells.append(f"{(new / old - 1) * 100:+.1f}%")
+            if key == "seconds":
+                # Repetition by repetition (the two ran next to each other): what drifts
+                # over the run (the host, the page cache) cancels out.
+                ratios = [a[key] / b[key] for a, b in zip(mine, theirs, strict=True)]
+                cells.append(f"{(statistics.median(ratios) - 1) * 100:+.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def build_release(repo: Path) -> None:
+    """The command and the test tools of checkout ``repo``, as the benchmark measures them:
+    a release build, which does nothing when they are up to date."""
+    cargo = ["cargo", "build", "--release", "-p", "rntuple-cli", "-p", "rntuple-testkit"]
+    print("building:", shlex.join(cargo), "in", repo, file=sys.stderr)
+    subprocess.run(cargo, check=True, cwd=repo)
+
+
 def main() -> int:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -536,14 +596,28 @@ def main() -> int:
     parser.add_argument("--tasks", nargs="*", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS.md")
     parser.add_argument("--note", default="", help="a line to put under the title")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="another checkout of this repository, its Python extension built (python/develop.sh): "
+        "each of our tools runs from both checkouts in turn, the peers are left out, and each task "
+        "gets a table of this checkout against DIR",
+    )
     args = parser.parse_args()
-    if "floor" not in args.tasks and any(t in FLOOR_OF for t in args.tasks):
+    if args.baseline is None and "floor" not in args.tasks and any(t in FLOOR_OF for t in args.tasks):
         args.tasks.insert(0, "floor")
-    # The command and the test tools (`floor` among them), as the benchmark measures
-    # them: a release build, which does nothing when they are up to date.
-    cargo = ["cargo", "build", "--release", "-p", "rntuple-cli", "-p", "rntuple-testkit"]
-    print("building:", shlex.join(cargo), file=sys.stderr)
-    subprocess.run(cargo, check=True, cwd=BENCH.parent)
+    build_release(REPO)
+    baseline_name = ""
+    if args.baseline is not None:
+        args.baseline = args.baseline.resolve()
+        if not list((args.baseline / "python" / "rntuple").glob("_core*.so")):
+            raise SystemExit(f"{args.baseline}: no Python extension; run bash python/develop.sh there")
+        build_release(args.baseline)
+        head = ["git", "rev-parse", "--short", "HEAD"]
+        rev = subprocess.run(head, capture_output=True, text=True, check=True, cwd=args.baseline)
+        baseline_name = rev.stdout.strip()
     data: Path = args.data or default_data(args.events)
     command = shlex.join(["python3", *sys.argv])
     kinds = needed_kinds(args.tasks)
@@ -565,14 +639,17 @@ def main() -> int:
     floors: dict[str, float] = {}
     for task in args.tasks:
         script, tools = TASKS[task]
+        repos = [REPO] * len(tools)
+        if args.baseline is not None:
+            tools, repos = with_baseline(tools, args.baseline, baseline_name)
         results: list[list[dict[str, Any]]] = [[] for _ in tools]
         for rep in range(args.repeat):
             for i in repetition_order(len(tools), rep):
                 label, tool, threads = tools[i]
                 if rep == 0 and task in VERIFIED:
-                    r = measure_verified(script, tool, threads, data, i)
+                    r = measure_verified(script, tool, threads, data, i, repos[i])
                 else:
-                    r = run_measured(script, tool, threads, data)
+                    r = run_measured(script, tool, threads, data, repo=repos[i])
                 results[i].append(r)
                 print(f"[{task} {rep + 1}/{args.repeat}] {label}: {r['seconds']:.4g} s, "
                       f"{r['rss_mb']:.0f} MB", flush=True)  # fmt: skip
@@ -596,6 +673,9 @@ def main() -> int:
             }
             sections += [FLOOR_NOTE, ""]
         floor = floors.get(FLOOR_OF.get(task, ""))
+        if args.baseline is not None:
+            sections += [f"This checkout against {args.baseline} ({baseline_name}):", ""]
+            sections += [*compare_baseline(rows, repos), ""]
         sections += [*summarize(task, rows, rate_mb.get(task), floor), ""]
         if task != "floor":
             sections += ["checksum (all tools agree): `" + json.dumps(reference) + "`", ""]
