@@ -337,8 +337,34 @@ fn cluster_runs(reader: &RNTupleReader, wanted: &[u64]) -> Vec<Range<u64>> {
 }
 
 /// A key tuple, each key's value widened to 128 bits: keys compare by value, whatever
-/// their width and sign.
-type KeyTuple = Box<[i128]>;
+/// their width and sign. A single key (the common case: an event number) is held
+/// inline, so that indexing and looking up a row allocates nothing; an index holds
+/// tuples of one form only (its number of keys).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum KeyTuple {
+    /// The value of a single key.
+    One(i128),
+    /// The values of two or more keys, in the index's key order.
+    Many(Box<[i128]>),
+}
+
+impl KeyTuple {
+    /// The tuple of `values` (one per key).
+    fn new(values: Vec<i128>) -> KeyTuple {
+        match values.as_slice() {
+            [one] => KeyTuple::One(*one),
+            _ => KeyTuple::Many(values.into_boxed_slice()),
+        }
+    }
+
+    /// The key values, in the index's key order.
+    fn values(&self) -> &[i128] {
+        match self {
+            KeyTuple::One(v) => std::slice::from_ref(v),
+            KeyTuple::Many(vs) => vs,
+        }
+    }
+}
 
 /// Friend entries by key tuple, built from the friend's key columns only.
 #[derive(Debug, Clone, Default)]
@@ -415,13 +441,16 @@ fn key_tuples(keys: &[String], columns: &[ArrayRef], what: &str) -> Result<Vec<O
         .zip(columns)
         .map(|(k, c)| key_values(k, c.as_ref(), what))
         .collect::<Result<Vec<_>>>()?;
+    if let [one] = values.as_slice() {
+        return Ok(one.iter().map(|v| v.map(KeyTuple::One)).collect());
+    }
     Ok((0..rows)
         .map(|row| {
             values
                 .iter()
                 .map(|v| v.get(row).copied().flatten())
                 .collect::<Option<Vec<i128>>>()
-                .map(Vec::into_boxed_slice)
+                .map(KeyTuple::new)
         })
         .collect())
 }
@@ -551,7 +580,7 @@ impl KeyIndex {
             None => Ok(()),
             Some((second, tuple)) => Err(Error::InvalidArgument(format!(
                 "duplicates=\"error\": the key ({}) is at friend entries {} and {second} of {friend}",
-                show_key(&self.keys, tuple),
+                show_key(&self.keys, tuple.values()),
                 self.first.get(tuple).copied().unwrap_or_default(),
             ))),
         }
@@ -597,7 +626,7 @@ impl KeyIndex {
         }
         put(&mut out, self.first.len() as u64);
         for (tuple, &first) in &self.first {
-            for v in tuple.iter() {
+            for v in tuple.values() {
                 out.extend_from_slice(&v.to_le_bytes());
             }
             let more = self.more.get(tuple).map_or(&[][..], Vec::as_slice);
@@ -628,7 +657,7 @@ impl KeyIndex {
                 let b: [u8; 16] = cursor.take(16)?.try_into().map_err(|_| ByteCursor::bad())?;
                 tuple.push(i128::from_le_bytes(b));
             }
-            let tuple: KeyTuple = tuple.into_boxed_slice();
+            let tuple = KeyTuple::new(tuple);
             for _ in 0..cursor.u64()? {
                 let entry = cursor.u64()?;
                 index.insert(tuple.clone(), entry);
@@ -970,7 +999,7 @@ mod tests {
             ..Default::default()
         };
         for &(k, e) in keys {
-            index.insert(vec![k].into_boxed_slice(), e);
+            index.insert(KeyTuple::One(k), e);
         }
         index
     }
