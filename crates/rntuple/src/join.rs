@@ -366,14 +366,18 @@ impl KeyTuple {
     }
 }
 
+/// A map from key tuples, hashed by foldhash: several times faster than the standard
+/// library's SipHash on integer keys, still seeded per process.
+type KeyMap<V> = HashMap<KeyTuple, V, foldhash::fast::RandomState>;
+
 /// Friend entries by key tuple, built from the friend's key columns only.
 #[derive(Debug, Clone, Default)]
 pub struct KeyIndex {
     keys: Vec<String>,
     /// The lowest entry of each key tuple.
-    first: HashMap<KeyTuple, u64>,
+    first: KeyMap<u64>,
     /// The further entries of key tuples found more than once, ascending.
-    more: HashMap<KeyTuple, Vec<u64>>,
+    more: KeyMap<Vec<u64>>,
 }
 
 /// Checks that `data_type` can be a join key (integers of any width and sign, bool),
@@ -393,36 +397,67 @@ pub fn check_key_type(name: &str, data_type: &DataType, what: &str) -> Result<()
     )))
 }
 
-/// The values of a key column, widened (None for a null).
-fn key_values(name: &str, column: &dyn Array, what: &str) -> Result<Vec<Option<i128>>> {
-    fn widen<T: arrow_array::ArrowPrimitiveType>(a: &dyn Array) -> Vec<Option<i128>>
-    where
+/// Calls `f(row, value)` for every row of a key column, its value widened (None for a
+/// null), straight from the column's buffer.
+fn each_key_value(
+    name: &str,
+    column: &dyn Array,
+    what: &str,
+    mut f: impl FnMut(usize, Option<i128>),
+) -> Result<()> {
+    fn each<T: arrow_array::ArrowPrimitiveType>(
+        a: &dyn Array,
+        f: &mut impl FnMut(usize, Option<i128>),
+    ) where
         T::Native: Into<i128>,
     {
-        a.as_primitive::<T>()
-            .iter()
-            .map(|v| v.map(Into::into))
-            .collect()
-    }
-    Ok(match column.data_type() {
-        DataType::Int8 => widen::<Int8Type>(column),
-        DataType::Int16 => widen::<Int16Type>(column),
-        DataType::Int32 => widen::<Int32Type>(column),
-        DataType::Int64 => widen::<Int64Type>(column),
-        DataType::UInt8 => widen::<UInt8Type>(column),
-        DataType::UInt16 => widen::<UInt16Type>(column),
-        DataType::UInt32 => widen::<UInt32Type>(column),
-        DataType::UInt64 => widen::<UInt64Type>(column),
-        DataType::Boolean => column
-            .as_boolean()
-            .iter()
-            .map(|v| v.map(i128::from))
-            .collect(),
-        other => {
-            check_key_type(name, other, what)?;
-            Vec::new()
+        for (row, v) in a.as_primitive::<T>().iter().enumerate() {
+            f(row, v.map(Into::into));
         }
-    })
+    }
+    match column.data_type() {
+        DataType::Int8 => each::<Int8Type>(column, &mut f),
+        DataType::Int16 => each::<Int16Type>(column, &mut f),
+        DataType::Int32 => each::<Int32Type>(column, &mut f),
+        DataType::Int64 => each::<Int64Type>(column, &mut f),
+        DataType::UInt8 => each::<UInt8Type>(column, &mut f),
+        DataType::UInt16 => each::<UInt16Type>(column, &mut f),
+        DataType::UInt32 => each::<UInt32Type>(column, &mut f),
+        DataType::UInt64 => each::<UInt64Type>(column, &mut f),
+        DataType::Boolean => {
+            for (row, v) in column.as_boolean().iter().enumerate() {
+                f(row, v.map(i128::from));
+            }
+        }
+        other => check_key_type(name, other, what)?,
+    }
+    Ok(())
+}
+
+/// The values of a key column, widened (None for a null).
+fn key_values(name: &str, column: &dyn Array, what: &str) -> Result<Vec<Option<i128>>> {
+    let mut values = Vec::with_capacity(column.len());
+    each_key_value(name, column, what, |_, v| values.push(v))?;
+    Ok(values)
+}
+
+/// The key tuple of each row of `columns`, handed to `f` with the row (None where a key
+/// is null: no match); a single key goes straight from its column.
+fn each_key_tuple(
+    keys: &[String],
+    columns: &[ArrayRef],
+    what: &str,
+    mut f: impl FnMut(usize, Option<KeyTuple>),
+) -> Result<()> {
+    if let ([key], [column]) = (keys, columns) {
+        return each_key_value(key, column.as_ref(), what, |row, v| {
+            f(row, v.map(KeyTuple::One));
+        });
+    }
+    for (row, tuple) in key_tuples(keys, columns, what)?.into_iter().enumerate() {
+        f(row, tuple);
+    }
+    Ok(())
 }
 
 /// The key tuple of each row of `columns` (None where a key is null: no match).
@@ -441,9 +476,6 @@ fn key_tuples(keys: &[String], columns: &[ArrayRef], what: &str) -> Result<Vec<O
         .zip(columns)
         .map(|(k, c)| key_values(k, c.as_ref(), what))
         .collect::<Result<Vec<_>>>()?;
-    if let [one] = values.as_slice() {
-        return Ok(one.iter().map(|v| v.map(KeyTuple::One)).collect());
-    }
     Ok((0..rows)
         .map(|row| {
             values
@@ -532,12 +564,11 @@ impl KeyIndex {
                 .zip(starts)
             {
                 let batch = batch?;
-                let tuples = key_tuples(keys, batch.columns(), &what)?;
-                for (row, tuple) in tuples.into_iter().enumerate() {
+                each_key_tuple(keys, batch.columns(), &what, |row, tuple| {
                     if let Some(tuple) = tuple {
                         index.insert(tuple, start + first + row as u64);
                     }
-                }
+                })?;
             }
         }
         Ok(index)
@@ -594,23 +625,24 @@ impl KeyIndex {
         duplicates: Duplicates,
         primary: &str,
     ) -> Result<Matches> {
-        let tuples = key_tuples(&self.keys, columns, &format!("the primary {primary}"))?;
-        let mut offsets = Vec::with_capacity(tuples.len() + 1);
-        let mut entries = Vec::with_capacity(tuples.len());
+        let rows = columns.first().map_or(0, |c| c.len());
+        let mut offsets = Vec::with_capacity(rows + 1);
+        let mut entries = Vec::with_capacity(rows);
         offsets.push(0u64);
-        for tuple in &tuples {
+        let what = format!("the primary {primary}");
+        each_key_tuple(&self.keys, columns, &what, |_, tuple| {
             if let Some(t) = tuple {
-                if let Some(&first) = self.first.get(t) {
+                if let Some(&first) = self.first.get(&t) {
                     entries.push(first);
                     if duplicates == Duplicates::All {
-                        if let Some(more) = self.more.get(t) {
+                        if let Some(more) = self.more.get(&t) {
                             entries.extend_from_slice(more);
                         }
                     }
                 }
             }
             offsets.push(entries.len() as u64);
-        }
+        })?;
         Ok(Matches { offsets, entries })
     }
 
