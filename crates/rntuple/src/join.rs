@@ -265,7 +265,8 @@ impl ReaderChain {
         wanted.sort_unstable();
         wanted.dedup();
         // The row of each wanted entry in the concatenation of the ranges read.
-        let mut row_of: HashMap<u64, u64> = HashMap::with_capacity(wanted.len());
+        let mut row_of: HashMap<u64, u64, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(wanted.len(), Default::default());
         let mut batches = Vec::new();
         let mut rows_before = 0u64;
         for (i, (member, projection)) in self.members.iter().zip(&projections).enumerate() {
