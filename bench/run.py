@@ -542,34 +542,32 @@ def with_baseline(
     return paired, repos
 
 
-def compare_baseline(rows: list[tuple[str, list[dict[str, Any]]]], repos: list[Path]) -> list[str]:
-    """The table of a task's tools, this checkout's against the baseline's: the medians
-    and minima of the measured work's seconds, the change of the median (negative: this
-    checkout is faster) and the median of the repetitions' ratios, then the medians of
-    the whole process's CPU seconds (user and system), which a disk's write-back or
-    another process moves less than wall time."""
+def compare_baseline(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The table of a task's tools as :func:`with_baseline` pairs them, this checkout's
+    against the baseline's: the medians and minima of the measured work's seconds, the
+    change of the median (negative: this checkout is faster), the median of the
+    repetitions' ratios (the two ran next to each other, so what drifts over the run
+    cancels out), then the medians of the whole process's CPU seconds (user and system),
+    which a disk's write-back or another process moves less than wall time."""
+
+    def median(results: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in results)
+
+    def change(ratio: float) -> str:
+        return f"{(ratio - 1) * 100:+.1f}%"
+
     lines = [
         "| tool | this checkout: median s | min s | baseline: median s | min s | change | "
         "paired change | CPU s, this: median | CPU s, baseline: median | change of CPU |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for (label, mine), (_, theirs), repo in zip(rows[::2], rows[1::2], repos[::2], strict=True):
-        assert repo == REPO
-        cells = [label]
-        for key in ("seconds", "cpu_s"):
-            new = statistics.median(r[key] for r in mine)
-            old = statistics.median(r[key] for r in theirs)
-            if key == "seconds":
-                cells += [f"{new:.4g}", f"{min(r[key] for r in mine):.4g}"]
-                cells += [f"{old:.4g}", f"{min(r[key] for r in theirs):.4g}"]
-            else:
-                cells += [f"{new:.4g}", f"{old:.4g}"]
-            cells.append(f"{(new / old - 1) * 100:+.1f}%")
-            if key == "seconds":
-                # Repetition by repetition (the two ran next to each other): what drifts
-                # over the run (the host, the page cache) cancels out.
-                ratios = [a[key] / b[key] for a, b in zip(mine, theirs, strict=True)]
-                cells.append(f"{(statistics.median(ratios) - 1) * 100:+.1f}%")
+    for (label, mine), (_, theirs) in zip(rows[::2], rows[1::2], strict=True):
+        new, old = median(mine, "seconds"), median(theirs, "seconds")
+        paired = statistics.median(a["seconds"] / b["seconds"] for a, b in zip(mine, theirs, strict=True))
+        cpu_new, cpu_old = median(mine, "cpu_s"), median(theirs, "cpu_s")
+        cells = [label, f"{new:.4g}", f"{min(r['seconds'] for r in mine):.4g}"]
+        cells += [f"{old:.4g}", f"{min(r['seconds'] for r in theirs):.4g}", change(new / old), change(paired)]
+        cells += [f"{cpu_new:.4g}", f"{cpu_old:.4g}", change(cpu_new / cpu_old)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -675,7 +673,7 @@ def main() -> int:
         floor = floors.get(FLOOR_OF.get(task, ""))
         if args.baseline is not None:
             sections += [f"This checkout against {args.baseline} ({baseline_name}):", ""]
-            sections += [*compare_baseline(rows, repos), ""]
+            sections += [*compare_baseline(rows), ""]
         sections += [*summarize(task, rows, rate_mb.get(task), floor), ""]
         if task != "floor":
             sections += ["checksum (all tools agree): `" + json.dumps(reference) + "`", ""]

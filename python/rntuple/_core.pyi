@@ -301,10 +301,10 @@ class TreeConversion:
     skipped: list[str]
     #: ``(branch, sample entries, split bytes, unsplit bytes, stored unsplit)`` each.
     split_choices: list[tuple[str, int, int, int, bool]]
-    #: Bytes written: the file's size, or the objects' (the anchor included).
-    output_bytes: int
-    #: Into an object store: why objects of the dataset replaced were left, if so.
-    not_removed: str | None
+    #: Into an object store: the bytes of its objects, the anchor included (a file: None).
+    output_bytes: int | None
+    #: Into an object store: the warning when objects of the dataset replaced were left.
+    warning: str | None
 
 def merge_rntuples(
     inputs: list[str],

@@ -169,19 +169,14 @@ def convert(
         hint = "pass skip_unsupported=True to convert the other branches without it"
         raise UnsupportedError(f"{e}; {hint}") from e
     seconds = time.perf_counter() - start
-    if done.not_removed is not None:
-        warnings.warn(
-            f"{target} is written, but objects of the dataset it replaced are left ({done.not_removed}); "
-            f"`rntuple verify --repair {target}` removes them",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    if done.warning is not None:
+        warnings.warn(done.warning, RuntimeWarning, stacklevel=2)
     return ConvertResult(
         input=source,
         output=target,
         entries=done.entries,
         input_bytes=done.input_bytes,
-        output_bytes=done.output_bytes,
+        output_bytes=os.stat(target).st_size if done.output_bytes is None else done.output_bytes,
         seconds=seconds,
         skipped=list(done.skipped),
         split_choices=[tuple(c) for c in done.split_choices],

@@ -60,7 +60,7 @@ pub(crate) fn convert_ttree(
         }
         (a, b) => a.or(b),
     };
-    let (summary, output_bytes, not_removed) = py
+    let (summary, output_bytes, warning) = py
         .detach(|| -> rntuple::Result<_> {
             // The library converts to the end when the stop lies past it.
             let entries = entries.map(|(start, stop)| (start, stop.unwrap_or(u64::MAX)));
@@ -85,25 +85,19 @@ pub(crate) fn convert_ttree(
                     overwrite,
                     |_, _| {},
                 )?;
-                return Ok((summary, written.bytes, written.not_removed));
+                let warning = written.left_objects_warning(&rntuple_io::split_target(&output).0);
+                return Ok((summary, Some(written.bytes), warning));
             }
-            let output = std::path::Path::new(&output);
             let summary = rntuple::import::convert_file(
                 &file,
                 tree.as_deref(),
-                output,
+                std::path::Path::new(&output),
                 &options,
                 write,
                 overwrite,
                 |_, _| {},
             )?;
-            let bytes = std::fs::metadata(output).map_err(|e| {
-                Error::Io(rntuple_io::Error::Io {
-                    what: output.display().to_string(),
-                    source: e,
-                })
-            })?;
-            Ok((summary, bytes.len(), None))
+            Ok((summary, None, None))
         })
         .map_err(to_py_err)?;
     let split_choices = summary
@@ -125,7 +119,7 @@ pub(crate) fn convert_ttree(
         skipped: summary.skipped,
         split_choices,
         output_bytes,
-        not_removed,
+        warning,
     })
 }
 
@@ -141,10 +135,10 @@ pub(crate) struct TreeConversion {
     /// Per branch of objects (`split_policy="auto"`): (branch, sample entries, split
     /// bytes, unsplit bytes, stored unsplit).
     split_choices: Vec<(String, u64, u64, u64, bool)>,
-    /// Bytes of the output written: the file's size, or the objects' (the anchor
-    /// included).
-    output_bytes: u64,
-    /// Into an object store: why objects of the dataset replaced were left (the
-    /// conversion itself succeeded), if so.
-    not_removed: Option<String>,
+    /// Into an object store: the bytes of the objects stored, the anchor included (a
+    /// file's size is the file's).
+    output_bytes: Option<u64>,
+    /// Into an object store: the warning when objects of the dataset replaced were left
+    /// (the conversion itself succeeded).
+    warning: Option<String>,
 }

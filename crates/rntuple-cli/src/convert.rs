@@ -182,12 +182,8 @@ pub(crate) fn one(
             report_progress,
         )
         .map_err(|e| converting(e, job))?;
-        if let Some(why) = written.not_removed {
-            let url = split_target(output).0;
-            eprintln!(
-                "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
-                 left ({why}); `rntuple verify --repair {url}` removes them"
-            );
+        if let Some(warning) = written.left_objects_warning(&split_target(output).0) {
+            eprintln!("rntuple: warning: {warning}");
         }
         summary
     } else {

@@ -131,12 +131,8 @@ pub(crate) fn merge_to(
     // `URL[:NAME]`: NAME names the RNTuple written (as --name does).
     let (summary, written) =
         merge_to_dataset_url(inputs, output, options, force, progress).map_err(Failure::Input)?;
-    if let Some(why) = written.not_removed {
-        let url = split_target(output).0;
-        eprintln!(
-            "rntuple: warning: {url} is written, but objects of the dataset it replaced are \
-             left ({why}); `rntuple verify --repair {url}` removes them"
-        );
+    if let Some(warning) = written.left_objects_warning(&split_target(output).0) {
+        eprintln!("rntuple: warning: {warning}");
     }
     Ok(summary)
 }

@@ -135,6 +135,20 @@ pub fn open_target(
     Ok((ObjectDataset::open(&url, &settings, true)?, name))
 }
 
+impl ObjectWriteSummary {
+    /// The warning for a write to the dataset at `url` that succeeded but left objects
+    /// of the dataset it replaced (`None` when it left none), naming the command that
+    /// removes them.
+    pub fn left_objects_warning(&self, url: &str) -> Option<String> {
+        self.not_removed.as_ref().map(|why| {
+            format!(
+                "{url} is written, but objects of the dataset it replaced are left ({why}); \
+                 `rntuple verify --repair {url}` removes them"
+            )
+        })
+    }
+}
+
 impl ObjectSink {
     /// Starts writing `dataset`. An existing dataset (its anchor is there) is refused
     /// unless `replace`. Nothing there is touched before the new anchor is stored: the
